@@ -1,0 +1,224 @@
+// Package config holds the server's settings: every one is a flag, a RIPCORD_*
+// environment variable and a key of an optional YAML file, with the precedence
+// flag > environment > file > default. The table in settings.go is the single
+// definition; the README's reference is generated from it.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the server's configuration after loading.
+type Config struct {
+	Listen    string
+	Database  string
+	PublicURL string
+	APIToken  string
+	LogLevel  string
+	GitHub    GitHub
+	// Clusters maps a cluster name to its bearer token (facts API, agent).
+	Clusters map[string]string
+}
+
+// GitHub is the App's identity and where GitHub is.
+type GitHub struct {
+	AppID          int64
+	PrivateKey     []byte // PEM
+	WebhookSecrets []string
+	APIURL         string
+}
+
+// AppConfigured reports whether ripcord can act as the App.
+func (g GitHub) AppConfigured() bool { return g.AppID != 0 && len(g.PrivateKey) > 0 }
+
+// Error is one bad setting: it names the key, where the value came from and
+// what is expected.
+type Error struct {
+	Key, Source, Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("config: %s (from %s): %s", e.Key, e.Source, e.Message)
+}
+
+// Load builds the configuration from defaults, the YAML file named by
+// --config or RIPCORD_CONFIG, the environment and the flags already parsed
+// into fs by Register.
+func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
+	c := &Config{}
+	values := map[string]sourced{}
+	for _, s := range settings {
+		values[s.Key] = sourced{s.Default, "default"}
+	}
+	file := getenv("RIPCORD_CONFIG")
+	if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+		file = f.Value.String()
+	}
+	if file != "" {
+		fromFile, err := readFile(file)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range fromFile {
+			values[k] = v
+		}
+	}
+	for _, s := range settings {
+		if v := getenv(s.Env); v != "" {
+			values[s.Key] = sourced{v, "environment variable " + s.Env}
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if s, ok := byFlag[f.Name]; ok {
+			values[s.Key] = sourced{f.Value.String(), "flag --" + f.Name}
+		}
+	})
+	var errs []error
+	for _, s := range settings {
+		v := values[s.Key]
+		if err := s.set(c, v.value); err != nil {
+			errs = append(errs, &Error{Key: s.Key, Source: v.source, Message: err.Error()})
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// Register adds a flag for every setting, and --config, to fs.
+func Register(fs *flag.FlagSet) {
+	fs.String("config", "", "YAML file with settings (keys as in the README's reference); env RIPCORD_CONFIG")
+	for _, s := range settings {
+		fs.String(s.Flag(), "", fmt.Sprintf("%s (env %s, default %q)", s.Help, s.Env, s.Default))
+	}
+}
+
+type sourced struct{ value, source string }
+
+// readFile reads the YAML file strictly: an unknown key is an error.
+func readFile(path string) (map[string]sourced, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Key: "config", Source: "--config", Message: err.Error()}
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, &Error{Key: "config", Source: path, Message: "not valid YAML: " + err.Error()}
+	}
+	out := map[string]sourced{}
+	if len(doc.Content) == 0 {
+		return out, nil
+	}
+	var errs []error
+	flatten(path, "", doc.Content[0], out, &errs)
+	return out, errors.Join(errs...)
+}
+
+func flatten(file, prefix string, n *yaml.Node, out map[string]sourced, errs *[]error) {
+	where := func(n *yaml.Node) string { return fmt.Sprintf("%s:%d:%d", file, n.Line, n.Column) }
+	if n.Kind != yaml.MappingNode {
+		*errs = append(*errs, &Error{Key: strings.TrimSuffix(prefix, "."), Source: where(n), Message: "expected a mapping of keys"})
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		key := prefix + k.Value
+		if _, ok := byKey[key]; ok {
+			val, err := scalarValue(key, v)
+			if err != nil {
+				*errs = append(*errs, &Error{Key: key, Source: where(v), Message: err.Error()})
+				continue
+			}
+			out[key] = sourced{val, where(v)}
+			continue
+		}
+		if isSection(key) {
+			flatten(file, key+".", v, out, errs)
+			continue
+		}
+		*errs = append(*errs, &Error{Key: key, Source: where(k), Message: "unknown key; known keys: " + strings.Join(keysUnder(prefix), ", ")})
+	}
+}
+
+// scalarValue turns a YAML value into the setting's string form: lists and
+// mappings become the comma-separated shorthand the environment uses.
+func scalarValue(key string, v *yaml.Node) (string, error) {
+	switch v.Kind {
+	case yaml.ScalarNode:
+		return v.Value, nil
+	case yaml.SequenceNode:
+		var parts []string
+		for _, c := range v.Content {
+			if c.Kind != yaml.ScalarNode {
+				return "", errors.New("expected a list of strings")
+			}
+			parts = append(parts, c.Value)
+		}
+		return strings.Join(parts, ","), nil
+	case yaml.MappingNode:
+		var parts []string
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			name, val := v.Content[i].Value, v.Content[i+1]
+			s, err := mappingEntry(val)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", name, err)
+			}
+			parts = append(parts, name+"="+s)
+		}
+		return strings.Join(parts, ","), nil
+	}
+	return "", fmt.Errorf("unexpected YAML value for %s", key)
+}
+
+// mappingEntry reads {token: "..."} or {token_file: "/path"} (clusters).
+func mappingEntry(v *yaml.Node) (string, error) {
+	if v.Kind == yaml.ScalarNode {
+		return v.Value, nil
+	}
+	if v.Kind != yaml.MappingNode || len(v.Content) != 2 {
+		return "", errors.New("expected {token: ...} or {token_file: ...}")
+	}
+	switch v.Content[0].Value {
+	case "token":
+		return v.Content[1].Value, nil
+	case "token_file":
+		return "@" + v.Content[1].Value, nil
+	}
+	return "", fmt.Errorf("unknown key %q; expected token or token_file", v.Content[0].Value)
+}
+
+func isSection(key string) bool {
+	for k := range byKey {
+		if strings.HasPrefix(k, key+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func keysUnder(prefix string) []string {
+	seen := map[string]bool{}
+	for k := range byKey {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		rest := strings.TrimPrefix(k, prefix)
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			rest = rest[:i]
+		}
+		seen[rest] = true
+	}
+	out := make([]string, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

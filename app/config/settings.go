@@ -1,0 +1,211 @@
+package config
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Setting is one configuration key.
+type Setting struct {
+	Key     string // YAML key, dotted for sections
+	Env     string
+	Default string
+	Help    string
+	set     func(c *Config, v string) error
+}
+
+// Flag is the setting's command-line flag: the key with '.' and '_' as '-'.
+func (s Setting) Flag() string {
+	return strings.NewReplacer(".", "-", "_", "-").Replace(s.Key)
+}
+
+// Settings lists every setting in the order the README documents them.
+func Settings() []Setting { return settings }
+
+var settings = []Setting{
+	{Key: "listen", Env: "RIPCORD_LISTEN", Default: "127.0.0.1:8080",
+		Help: "address the HTTP server listens on (host:port)", set: setListen},
+	{Key: "database", Env: "RIPCORD_DATABASE", Default: "sqlite://ripcord.db",
+		Help: "database URL: sqlite://FILE (embedded, one replica) or postgres://USER:PASS@HOST:PORT/DB (several replicas)", set: setDatabase},
+	{Key: "public_url", Env: "RIPCORD_PUBLIC_URL", Default: "http://127.0.0.1:8080",
+		Help: "URL at which GitHub and people reach this server (webhook and page links)", set: setPublicURL},
+	{Key: "api_token", Env: "RIPCORD_API_TOKEN", Default: "",
+		Help: "bearer token for /api/v1 by people and the CLI; without it /api/v1 answers 401 to everyone", set: func(c *Config, v string) error { c.APIToken = v; return nil }},
+	{Key: "log_level", Env: "RIPCORD_LOG_LEVEL", Default: "info",
+		Help: "debug, info, warn or error", set: setLogLevel},
+	{Key: "github.app_id", Env: "RIPCORD_GITHUB_APP_ID", Default: "",
+		Help: "the GitHub App's numeric id", set: setAppID},
+	{Key: "github.private_key", Env: "RIPCORD_GITHUB_PRIVATE_KEY", Default: "",
+		Help: "the App's private key: PEM text or the path of a .pem file", set: setPrivateKey},
+	{Key: "github.webhook_secrets", Env: "RIPCORD_GITHUB_WEBHOOK_SECRET", Default: "",
+		Help: "webhook secrets, comma-separated: a delivery signed with any of them is accepted (rotation)", set: setSecrets},
+	{Key: "github.api_url", Env: "RIPCORD_GITHUB_API_URL", Default: "https://api.github.com/",
+		Help: "GitHub's REST API URL (GitHub Enterprise Server: https://HOST/api/v3/)", set: setAPIURL},
+	{Key: "clusters", Env: "RIPCORD_CLUSTERS", Default: "",
+		Help: "cluster tokens for the facts API and the agent: NAME=TOKEN or NAME=@FILE, comma-separated (YAML: {NAME: {token: ...} | {token_file: ...}})", set: setClusters},
+}
+
+var byKey, byFlag = func() (map[string]Setting, map[string]Setting) {
+	k, f := map[string]Setting{}, map[string]Setting{}
+	for _, s := range settings {
+		k[s.Key], f[s.Flag()] = s, s
+	}
+	return k, f
+}()
+
+func setListen(c *Config, v string) error {
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return fmt.Errorf("%q is not host:port (for example 127.0.0.1:8080 or :8080)", v)
+	}
+	c.Listen = v
+	return nil
+}
+
+func setDatabase(c *Config, v string) error {
+	switch {
+	case strings.HasPrefix(v, "sqlite://") && len(v) > len("sqlite://"),
+		strings.HasPrefix(v, "postgres://"), strings.HasPrefix(v, "postgresql://"):
+		c.Database = v
+		return nil
+	}
+	return fmt.Errorf("%q is not a database URL: expected sqlite://FILE or postgres://USER@HOST:PORT/DB", v)
+}
+
+func absoluteHTTP(v string) (*url.URL, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q is not an absolute http(s) URL", v)
+	}
+	return u, nil
+}
+
+func setPublicURL(c *Config, v string) error {
+	u, err := absoluteHTTP(v)
+	if err != nil {
+		return err
+	}
+	c.PublicURL = strings.TrimSuffix(u.String(), "/")
+	return nil
+}
+
+func setAPIURL(c *Config, v string) error {
+	u, err := absoluteHTTP(v)
+	if err != nil {
+		return err
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	c.GitHub.APIURL = u.String()
+	return nil
+}
+
+func setLogLevel(c *Config, v string) error {
+	switch v {
+	case "debug", "info", "warn", "error":
+		c.LogLevel = v
+		return nil
+	}
+	return fmt.Errorf("%q is not a log level: expected debug, info, warn or error", v)
+}
+
+func setAppID(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return fmt.Errorf("%q is not an App id: expected the positive number shown on the App's settings page", v)
+	}
+	c.GitHub.AppID = id
+	return nil
+}
+
+func setPrivateKey(c *Config, v string) error {
+	if v == "" {
+		return nil
+	}
+	data := []byte(v)
+	if !strings.Contains(v, "-----BEGIN") {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return fmt.Errorf("neither PEM text nor a readable file: %w", err)
+		}
+		data = b
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return errors.New("no PEM block found: expected the App's private key (-----BEGIN RSA PRIVATE KEY-----)")
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
+		if _, err2 := x509.ParsePKCS8PrivateKey(block.Bytes); err2 != nil {
+			return fmt.Errorf("the PEM block is not an RSA private key: %w", err)
+		}
+	}
+	c.GitHub.PrivateKey = data
+	return nil
+}
+
+func setSecrets(c *Config, v string) error {
+	c.GitHub.WebhookSecrets = nil
+	if v == "" {
+		return nil
+	}
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return errors.New("an empty secret in the list: remove the extra comma")
+		}
+		c.GitHub.WebhookSecrets = append(c.GitHub.WebhookSecrets, s)
+	}
+	return nil
+}
+
+func setClusters(c *Config, v string) error {
+	c.Clusters = map[string]string{}
+	if v == "" {
+		return nil
+	}
+	for _, entry := range strings.Split(v, ",") {
+		name, token, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || name == "" || token == "" {
+			return fmt.Errorf("%q is not NAME=TOKEN or NAME=@FILE", entry)
+		}
+		if file, isFile := strings.CutPrefix(token, "@"); isFile {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				return fmt.Errorf("cluster %s: read token file: %w", name, err)
+			}
+			token = strings.TrimSpace(string(b))
+			if token == "" {
+				return fmt.Errorf("cluster %s: token file %s is empty", name, file)
+			}
+		}
+		if _, dup := c.Clusters[name]; dup {
+			return fmt.Errorf("cluster %s is listed twice", name)
+		}
+		c.Clusters[name] = token
+	}
+	return nil
+}
+
+// Reference renders the settings as the README's markdown table.
+func Reference() string {
+	var b strings.Builder
+	b.WriteString("| key | flag | env | default | meaning |\n|---|---|---|---|---|\n")
+	for _, s := range settings {
+		def := "–"
+		if s.Default != "" {
+			def = "`" + s.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s |\n", s.Key, s.Flag(), s.Env, def, s.Help)
+	}
+	return b.String()
+}

@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// Delivery states.
+const (
+	DeliveryQueued    = "queued"
+	DeliveryProcessed = "processed"
+	DeliveryFailed    = "failed"
+	DeliveryIgnored   = "ignored"
+)
+
+// Delivery is one webhook delivery as stored.
+type Delivery struct {
+	ID             string     `json:"id"`
+	Event          string     `json:"event"`
+	Action         string     `json:"action"`
+	InstallationID int64      `json:"installation_id"`
+	Repository     string     `json:"repository"`
+	ReceivedAt     time.Time  `json:"received_at"`
+	State          string     `json:"state"`
+	Attempts       int        `json:"attempts"`
+	LastError      string     `json:"last_error"`
+	ProcessedAt    *time.Time `json:"processed_at,omitempty"`
+	Body           []byte     `json:"-"`
+}
+
+var errNotFound = errors.New("not found")
+
+const deliveryColumns = `id, event, action, installation_id, repository, received_at, state, attempts, last_error, processed_at`
+
+func scanDelivery(row interface{ Scan(...any) error }) (Delivery, error) {
+	var d Delivery
+	var received int64
+	var processed *int64
+	err := row.Scan(&d.ID, &d.Event, &d.Action, &d.InstallationID, &d.Repository, &received,
+		&d.State, &d.Attempts, &d.LastError, &processed)
+	d.ReceivedAt = store.Time(received)
+	d.ProcessedAt = store.TimePtr(processed)
+	return d, err
+}
+
+// getDelivery reads one delivery; withBody also loads the payload.
+func getDelivery(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id string, withBody bool) (Delivery, error) {
+	if withBody {
+		var d Delivery
+		err := q.QueryRowContext(ctx, `SELECT event, action, body, attempts FROM deliveries WHERE id = $1`, id).
+			Scan(&d.Event, &d.Action, &d.Body, &d.Attempts)
+		if errors.Is(err, sql.ErrNoRows) {
+			return d, errNotFound
+		}
+		d.ID = id
+		return d, err
+	}
+	d, err := scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, errNotFound
+	}
+	return d, err
+}
+
+// listDeliveries returns the newest deliveries first.
+func listDeliveries(ctx context.Context, db *sql.DB, limit int) ([]Delivery, error) {
+	rows, err := db.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries ORDER BY received_at DESC, id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	defer rows.Close()
+	out := []Delivery{}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}

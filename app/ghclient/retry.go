@@ -1,0 +1,153 @@
+package ghclient
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+)
+
+// Defaults for RetryPolicy.
+const (
+	DefaultRetryAttempts       = 4
+	DefaultRetryMaxElapsed     = 30 * time.Second
+	DefaultRetryBaseDelay      = 500 * time.Millisecond
+	DefaultRetryMaxDelay       = 8 * time.Second
+	DefaultRetryAttemptTimeout = 30 * time.Second
+)
+
+// RetryPolicy bounds Retry. A zero field takes its default.
+type RetryPolicy struct {
+	// MaxAttempts counts every attempt, the first included.
+	MaxAttempts int
+	// MaxElapsed ends the retries when the next wait would end later than
+	// this after the first attempt started.
+	MaxElapsed time.Duration
+	// BaseDelay is the wait after the first failure; it doubles after each.
+	BaseDelay time.Duration
+	// MaxDelay caps one wait (a longer Retry-After still counts, bounded by
+	// MaxElapsed).
+	MaxDelay time.Duration
+	// AttemptTimeout bounds one attempt, reading its body included; a
+	// negative value means none. It replaces http.Client.Timeout, which
+	// would bound all attempts and the waits between them together.
+	AttemptTimeout time.Duration
+	Clock          Clock
+	// Jitter returns a number in [0,1); tests fix it.
+	Jitter func() float64
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultRetryAttempts
+	}
+	if p.MaxElapsed <= 0 {
+		p.MaxElapsed = DefaultRetryMaxElapsed
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = DefaultRetryBaseDelay
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = DefaultRetryMaxDelay
+	}
+	if p.AttemptTimeout == 0 {
+		p.AttemptTimeout = DefaultRetryAttemptTimeout
+	}
+	p.Clock = clockOr(p.Clock)
+	if p.Jitter == nil {
+		p.Jitter = rand.Float64
+	}
+	return p
+}
+
+// Retry repeats a request that failed in a way that may pass (see
+// retryable for which), with exponential backoff and jitter, at most
+// MaxAttempts times and within MaxElapsed. When it gives up, the caller gets
+// the last response or error as it was.
+func Retry(p RetryPolicy) githubapp.ClientMiddleware {
+	p = p.withDefaults()
+	return func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			return p.roundTrip(next, req)
+		})
+	}
+}
+
+func (p RetryPolicy) roundTrip(next http.RoundTripper, req *http.Request) (*http.Response, error) {
+	start := p.Clock.Now()
+	route := Route(req.URL.Path)
+	marked := markedIdempotent(req.Context())
+	for n := 1; ; n++ {
+		resp, sent, err := p.try(next, req, n)
+		a := attempt{method: req.Method, route: route, marked: marked, err: err, sent: sent}
+		if resp != nil {
+			a.status = resp.StatusCode
+		}
+		if n >= p.MaxAttempts || !replayable(req) || req.Context().Err() != nil || !retryable(a) {
+			return resp, err
+		}
+		delay := backoff(p.BaseDelay, p.MaxDelay, n, p.Jitter())
+		if resp != nil {
+			if ra, ok := retryAfter(resp.Header, p.Clock.Now()); ok && ra > delay {
+				delay = ra
+			}
+		}
+		if p.Clock.Now().Add(delay).Sub(start) > p.MaxElapsed {
+			return resp, err
+		}
+		discard(resp)
+		if err := p.Clock.Sleep(req.Context(), delay); err != nil {
+			return nil, fmt.Errorf("wait %s to retry %s %s: %w", delay, req.Method, route, err)
+		}
+	}
+}
+
+// try sends attempt n of req. sent tells whether a connection was made for
+// it, which is all we can know about whether GitHub saw a request that
+// failed without a response.
+func (p RetryPolicy) try(next http.RoundTripper, req *http.Request, n int) (*http.Response, bool, error) {
+	r := req
+	if n > 1 {
+		var err error
+		if r, err = again(req); err != nil {
+			return nil, false, err
+		}
+	}
+	ctx := r.Context()
+	var sent atomic.Bool
+	if !idempotentMethod(r.Method) {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotConn: func(httptrace.GotConnInfo) { sent.Store(true) },
+		})
+	}
+	cancel := context.CancelFunc(func() {})
+	if p.AttemptTimeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, p.AttemptTimeout)
+	}
+	resp, err := next.RoundTrip(r.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, sent.Load(), err
+	}
+	// The attempt's deadline must outlive RoundTrip: go-github reads the
+	// body afterwards. It ends when the body is closed.
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, true, nil
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}

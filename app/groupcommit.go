@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// maxBatch bounds one group commit; more waiting deliveries go in the next.
+const maxBatch = 256
+
+// groupWriter writes deliveries and their jobs in group commits: a delivery
+// that arrives while a commit is in flight waits for the next one, which takes
+// every delivery that arrived meanwhile. One fsync then covers many
+// deliveries, and at low load a delivery is committed at once (no timer).
+type groupWriter struct {
+	db      *store.DB
+	river   *river.Client[*sql.Tx]
+	metrics *metrics
+
+	in       chan *pendingWrite
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+type pendingWrite struct {
+	d        Delivery
+	inserted bool
+	err      error
+	done     chan struct{}
+}
+
+var errStopping = errors.New("intake: the server is stopping")
+
+func newGroupWriter(db *store.DB, rc *river.Client[*sql.Tx], m *metrics) *groupWriter {
+	w := &groupWriter{db: db, river: rc, metrics: m,
+		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// Write stores d and its processing job durably. inserted is false when a
+// delivery with the same id was stored before (a redelivery).
+func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, err error) {
+	p := &pendingWrite{d: d, done: make(chan struct{})}
+	select {
+	case w.in <- p:
+	case <-w.stop:
+		return false, errStopping
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	// Once handed over, the write completes whatever the caller does, so wait
+	// for it: answering before the commit would break "stored, then 202".
+	<-p.done
+	return p.inserted, p.err
+}
+
+// Close finishes the commit in flight and stops taking writes.
+func (w *groupWriter) Close() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+func (w *groupWriter) run() {
+	defer close(w.done)
+	for {
+		var first *pendingWrite
+		select {
+		case first = <-w.in:
+		case <-w.stop:
+			return
+		}
+		batch := []*pendingWrite{first}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case p := <-w.in:
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		err := w.commit(batch)
+		w.metrics.batchSize.Observe(float64(len(batch)))
+		for _, p := range batch {
+			if err != nil {
+				p.err = err
+			}
+			close(p.done)
+		}
+	}
+}
+
+func (w *groupWriter) commit(batch []*pendingWrite) error {
+	// The commit must finish even if a client hangs up: the caller's context
+	// is not used here.
+	ctx := context.Background()
+	return w.db.InTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, insertDelivery)
+		if err != nil {
+			return fmt.Errorf("prepare delivery insert: %w", err)
+		}
+		defer stmt.Close()
+		var jobs []river.InsertManyParams
+		seen := map[string]bool{}
+		for _, p := range batch {
+			p.inserted = false
+			if seen[p.d.ID] { // the same delivery twice in one batch
+				continue
+			}
+			seen[p.d.ID] = true
+			res, err := stmt.ExecContext(ctx, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
+				p.d.Repository, p.d.Body, store.Micros(p.d.ReceivedAt))
+			if err != nil {
+				return fmt.Errorf("store delivery %s: %w", p.d.ID, err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				p.inserted = true
+				jobs = append(jobs, river.InsertManyParams{Args: DeliveryArgs{DeliveryID: p.d.ID}, InsertOpts: deliveryJobOpts})
+			}
+		}
+		if len(jobs) == 0 {
+			return nil
+		}
+		if _, err := w.river.InsertManyTx(ctx, tx, jobs); err != nil {
+			return fmt.Errorf("queue %d deliveries: %w", len(jobs), err)
+		}
+		return nil
+	})
+}
+
+const insertDelivery = `INSERT INTO deliveries (id, event, action, installation_id, repository, body, received_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`

@@ -1,0 +1,105 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// installations keeps the table of App installations and their repositories
+// up to date from installation and installation_repositories events.
+type installations struct{}
+
+func (installations) Handles() []string {
+	return []string{"installation", "installation_repositories"}
+}
+
+func (installations) Handle(_ context.Context, d Delivery) (Commit, error) {
+	switch d.Event {
+	case "installation":
+		var ev github.InstallationEvent
+		if err := json.Unmarshal(d.Body, &ev); err != nil {
+			return nil, fmt.Errorf("decode installation event: %w", err)
+		}
+		return installationCommit(ev), nil
+	case "installation_repositories":
+		var ev github.InstallationRepositoriesEvent
+		if err := json.Unmarshal(d.Body, &ev); err != nil {
+			return nil, fmt.Errorf("decode installation_repositories event: %w", err)
+		}
+		return func(ctx context.Context, tx *sql.Tx) error {
+			inst := ev.GetInstallation()
+			if err := upsertInstallation(ctx, tx, inst, false); err != nil {
+				return err
+			}
+			if err := addRepositories(ctx, tx, inst.GetID(), ev.RepositoriesAdded); err != nil {
+				return err
+			}
+			for _, r := range ev.RepositoriesRemoved {
+				if _, err := tx.ExecContext(ctx, `DELETE FROM installation_repositories WHERE installation_id = $1 AND repository = $2`,
+					inst.GetID(), r.GetFullName()); err != nil {
+					return fmt.Errorf("remove repository %s: %w", r.GetFullName(), err)
+				}
+			}
+			return nil
+		}, nil
+	}
+	return nil, nil
+}
+
+func installationCommit(ev github.InstallationEvent) Commit {
+	inst := ev.GetInstallation()
+	return func(ctx context.Context, tx *sql.Tx) error {
+		switch ev.GetAction() {
+		case "deleted":
+			_, err := tx.ExecContext(ctx, `DELETE FROM installations WHERE id = $1`, inst.GetID())
+			return err
+		case "suspend", "unsuspend":
+			return upsertInstallation(ctx, tx, inst, ev.GetAction() == "suspend")
+		}
+		// created, new_permissions_accepted: (re)record it and its repositories.
+		if err := upsertInstallation(ctx, tx, inst, inst.SuspendedAt != nil); err != nil {
+			return err
+		}
+		return addRepositories(ctx, tx, inst.GetID(), ev.Repositories)
+	}
+}
+
+func upsertInstallation(ctx context.Context, tx *sql.Tx, inst *github.Installation, suspended bool) error {
+	now := store.Micros(time.Now())
+	_, err := tx.ExecContext(ctx, `INSERT INTO installations (id, account, account_type, suspended, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $5)
+		ON CONFLICT (id) DO UPDATE SET account = excluded.account, account_type = excluded.account_type,
+			suspended = excluded.suspended, updated_at = excluded.updated_at`,
+		inst.GetID(), inst.GetAccount().GetLogin(), inst.GetAccount().GetType(), suspended, now)
+	if err != nil {
+		return fmt.Errorf("record installation %d: %w", inst.GetID(), err)
+	}
+	return nil
+}
+
+func addRepositories(ctx context.Context, tx *sql.Tx, installationID int64, repos []*github.Repository) error {
+	now := store.Micros(time.Now())
+	for _, r := range repos {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO installation_repositories (installation_id, repository, repository_id, added_at)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (installation_id, repository) DO NOTHING`,
+			installationID, r.GetFullName(), r.GetID(), now); err != nil {
+			return fmt.Errorf("record repository %s: %w", r.GetFullName(), err)
+		}
+	}
+	return nil
+}
+
+// installedOn reports whether the App is installed on a repository.
+func installedOn(ctx context.Context, db *sql.DB, repository string) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM installation_repositories r
+		JOIN installations i ON i.id = r.installation_id WHERE r.repository = $1 AND NOT i.suspended`, repository).Scan(&n)
+	return n > 0, err
+}

@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// Server defaults.
+const (
+	shutdownTimeout   = 30 * time.Second
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// Server is `ripcord serve`: the HTTP server, the job queue and the store.
+type Server struct {
+	cfg      *config.Config
+	db       *store.DB
+	river    *river.Client[*sql.Tx]
+	writer   *groupWriter
+	metrics  *metrics
+	log      *slog.Logger
+	handler  http.Handler
+	handlers map[string][]EventHandler
+
+	mu   sync.Mutex
+	addr string
+}
+
+// Options are the parts of a Server a caller may supply.
+type Options struct {
+	Logger *slog.Logger
+}
+
+// New opens the database, applies migrations and wires the server. Run starts it.
+func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	db, err := store.Open(ctx, cfg.Database)
+	if err != nil {
+		return nil, err
+	}
+	res, err := db.Migrate(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	log.Info("database ready", "database", db.Source, "schema_version", res.Version,
+		"applied", len(res.Applied), "queue_migrations_applied", res.River)
+
+	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{}}
+	for _, h := range []EventHandler{installations{}} {
+		for _, e := range h.Handles() {
+			s.handlers[e] = append(s.handlers[e], h)
+		}
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &deliveryWorker{db: db, handlers: s.handlers, metrics: s.metrics, log: log})
+	if s.river, err = newRiver(db, workers, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.writer = newGroupWriter(db, s.river, s.metrics)
+	s.handler = s.routes()
+	if !cfg.GitHub.AppConfigured() {
+		log.Warn("the GitHub App is not configured: webhooks are stored, but ripcord cannot act on GitHub; " +
+			"set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY), see " + cfg.PublicURL + "/")
+	}
+	if len(cfg.GitHub.WebhookSecrets) == 0 {
+		log.Warn("no webhook secret is configured: every delivery is refused with 401; set github.webhook_secrets (RIPCORD_GITHUB_WEBHOOK_SECRET)")
+	}
+	return s, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/github/hook", newIntake(func() []string { return s.cfg.GitHub.WebhookSecrets }, s.writer, s.metrics, s.log))
+	mux.HandleFunc("GET /api/v1/deliveries", s.requireAPIToken(s.listDeliveries))
+	mux.HandleFunc("GET /api/v1/deliveries/{id}", s.requireAPIToken(s.getDelivery))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metricsHandler())
+	mux.HandleFunc("GET /", s.home)
+	return mux
+}
+
+// Handler is the server's HTTP handler (for tests that serve it themselves).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Addr is the address Run listens on, once it does.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Run serves until ctx is done, then stops gracefully: it stops taking
+// requests, finishes the requests and jobs in flight, and leaves queued jobs
+// for the next start. A nil listener listens on cfg.Listen.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.Listen); err != nil {
+			s.close()
+			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+		}
+	}
+	s.mu.Lock()
+	s.addr = ln.Addr().String()
+	s.mu.Unlock()
+	// River runs on its own context: cancelling ctx must lead to a graceful
+	// Stop below, not to cancelled jobs.
+	if err := s.river.Start(context.WithoutCancel(ctx)); err != nil {
+		s.close()
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	s.log.Info("ripcord is serving", "listen", s.addr, "public_url", s.cfg.PublicURL, "database", s.db.Source)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+	}
+	s.log.Info("stopping: finishing requests and jobs in flight")
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(stopCtx); err != nil {
+		s.log.Warn("http shutdown", "err", err)
+	}
+	s.writer.Close()
+	if err := s.river.Stop(stopCtx); err != nil {
+		s.log.Warn("jobs did not finish in time; cancelling them (they run again at next start)", "err", err)
+		_ = s.river.StopAndCancel(context.Background())
+	}
+	s.close()
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+func (s *Server) close() {
+	if err := s.db.Close(); err != nil {
+		s.log.Warn("close database", "err", err)
+	}
+}

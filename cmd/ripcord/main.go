@@ -1,0 +1,52 @@
+// Command ripcord is the one binary: the server, the cluster agent and the CLI.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+type command struct {
+	name, summary string
+	run           func(args []string) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"serve", "run the GitHub App server (webhooks, jobs, API)", runServe},
+		{"migrate", "apply database migrations and exit", runMigrate},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage()
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:])
+		}
+	}
+	fmt.Fprintf(os.Stderr, "ripcord: unknown command %q\n", args[0])
+	usage()
+	return 2
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: ripcord <command> [flags]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'ripcord <command> -h' for a command's flags.")
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/version"
+)
+
+// loadConfig parses a command's flags and loads the server configuration,
+// printing one line per bad setting.
+func loadConfig(name string, args []string) (*config.Config, bool) {
+	fs := flag.NewFlagSet("ripcord "+name, flag.ContinueOnError)
+	config.Register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "ripcord %s: unexpected argument %q\n", name, fs.Arg(0))
+		return nil, false
+	}
+	cfg, err := config.Load(fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return nil, false
+	}
+	return cfg, true
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func runServe(args []string) int {
+	cfg, ok := loadConfig("serve", args)
+	if !ok {
+		return 2
+	}
+	log := newLogger(cfg.LogLevel)
+	log.Info("starting ripcord", "version", version.String())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := app.New(ctx, cfg, app.Options{Logger: log})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return 1
+	}
+	if err := srv.Run(ctx, nil); err != nil {
+		log.Error("server stopped with an error", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func runMigrate(args []string) int {
+	cfg, ok := loadConfig("migrate", args)
+	if !ok {
+		return 2
+	}
+	ctx := context.Background()
+	db, err := store.Open(ctx, cfg.Database)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord migrate:", err)
+		return 1
+	}
+	defer db.Close()
+	res, err := db.Migrate(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord migrate:", err)
+		return 1
+	}
+	for _, a := range res.Applied {
+		fmt.Println("applied", a)
+	}
+	fmt.Printf("%s: schema version %d; %d job-queue migrations applied\n", db.Source, res.Version, res.River)
+	return 0
+}
+
+func runVersion([]string) int {
+	fmt.Println("ripcord", version.String())
+	return 0
+}

@@ -1,0 +1,189 @@
+// Package store opens ripcord's database — an embedded SQLite file by default, or
+// PostgreSQL for several replicas — applies its migrations and hands out the
+// connection pools that the rest of the server writes and reads through.
+//
+// Both databases are used through database/sql with the same SQL text
+// (numbered $N placeholders work in both), so every query is tested on both.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Dialect names the database behind a DB.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Defaults for the connection pools.
+const (
+	// sqliteReaders is the number of read-only connections: WAL lets readers run
+	// beside the single writer, so API reads never wait for a group commit.
+	sqliteReaders     = 4
+	postgresMaxConns  = 16
+	sqliteBusyTimeout = 10 * time.Second
+)
+
+// DB is an open database. Write serialises writers for SQLite (one connection,
+// as River requires) and is the shared pool for PostgreSQL; Read is for queries
+// that never write.
+type DB struct {
+	Dialect Dialect
+	Write   *sql.DB
+	Read    *sql.DB
+	// Source is the URL without credentials, for logs.
+	Source string
+}
+
+// Open opens the database named by a URL: sqlite://path/to/file.db (relative
+// paths are relative to the working directory), sqlite:///abs/path.db, or
+// postgres://user:pass@host:port/db?sslmode=disable.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	switch {
+	case strings.HasPrefix(rawURL, "sqlite:"):
+		return openSQLite(ctx, rawURL)
+	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
+		return openPostgres(ctx, rawURL)
+	default:
+		return nil, fmt.Errorf("database: %q is not a database URL: expected sqlite://FILE or postgres://USER@HOST:PORT/DB", redact(rawURL))
+	}
+}
+
+// SQLitePath returns the file of a sqlite:// URL.
+func SQLitePath(rawURL string) (string, error) {
+	rest := strings.TrimPrefix(rawURL, "sqlite:")
+	rest = strings.TrimPrefix(rest, "//")
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest = rest[:i]
+	}
+	if rest == "" {
+		return "", errors.New("database: sqlite:// URL names no file: expected sqlite://ripcord.db")
+	}
+	return rest, nil
+}
+
+func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
+	path, err := SQLitePath(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("database: create folder for %s: %w", path, err)
+		}
+	}
+	// synchronous=FULL: an acknowledged delivery survives a power cut, not only a
+	// crash of the process. Group commit (see app/intake) pays for the fsync.
+	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_txlock=immediate",
+		sqliteBusyTimeout.Milliseconds())
+	dsn := "file:" + path + "?" + pragmas
+	write, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("database: open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxIdleTime(0)
+	write.SetConnMaxLifetime(0)
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("database: open %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(ON)")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("database: open %s for reading: %w", path, err)
+	}
+	read.SetMaxOpenConns(sqliteReaders)
+	read.SetMaxIdleConns(sqliteReaders)
+	return &DB{Dialect: SQLite, Write: write, Read: read, Source: "sqlite://" + path}, nil
+}
+
+func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
+	cfg, err := stdlibConfig(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(postgresMaxConns)
+	db.SetMaxIdleConns(postgresMaxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("database: connect to %s: %w", redact(rawURL), err)
+	}
+	return &DB{Dialect: Postgres, Write: db, Read: db, Source: redact(rawURL)}, nil
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.Write.PingContext(ctx); err != nil {
+		return err
+	}
+	if db.Read != db.Write {
+		return db.Read.PingContext(ctx)
+	}
+	return nil
+}
+
+// Close closes the pools.
+func (db *DB) Close() error {
+	err := db.Write.Close()
+	if db.Read != db.Write {
+		err = errors.Join(err, db.Read.Close())
+	}
+	return err
+}
+
+// InTx runs fn in a write transaction and commits it when fn returns nil.
+func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// redact removes a password from a URL for logs and errors.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+func stdlibConfig(rawURL string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("database: %q is not a valid PostgreSQL URL: %w", redact(rawURL), err)
+	}
+	return cfg, nil
+}
