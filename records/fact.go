@@ -1,0 +1,238 @@
+package records
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Source is who saw a fact.
+type Source string
+
+const (
+	SourceRollout    Source = "rollout"
+	SourceDeployment Source = "deployment"
+	SourceArgoCD     Source = "argocd"
+	SourceTask       Source = "task"
+)
+
+// Phase is a workload's phase as a cluster source reports it (Argo Rollouts'
+// status.phase spelling, plus SyncFailed from Argo CD).
+type Phase string
+
+const (
+	PhaseProgressing Phase = "Progressing"
+	PhasePaused      Phase = "Paused"
+	PhaseHealthy     Phase = "Healthy"
+	PhaseDegraded    Phase = "Degraded"
+	PhaseSyncFailed  Phase = "SyncFailed"
+)
+
+// TaskStatus is a deploy workflow's status, as in MANA's webhook contract.
+type TaskStatus string
+
+const (
+	TaskInProgress TaskStatus = "in_progress"
+	TaskSuccess    TaskStatus = "success"
+	TaskFailed     TaskStatus = "failed"
+)
+
+// Fact is what a source saw, not what it means: the reducer decides that.
+// Cluster sources (rollout, deployment, argocd) fill the workload fields;
+// task facts from workflows fill the task fields (MANA's contract:
+// deployment_id, app, version, status, failure_type, metadata).
+type Fact struct {
+	// FactID is the id as sent. ripcord keys facts on ID(), which is
+	// computed from the content, so a sender cannot make two different
+	// facts collide or one fact count twice; stores overwrite this field.
+	FactID  string `json:"id,omitempty"`
+	Source  Source `json:"source"`
+	Cluster string `json:"cluster,omitempty"`
+
+	Namespace          string   `json:"namespace,omitempty"`
+	Name               string   `json:"name,omitempty"`
+	UID                string   `json:"uid,omitempty"`
+	Generation         int64    `json:"generation,omitempty"`
+	ObservedGeneration int64    `json:"observed_generation,omitempty"`
+	Phase              Phase    `json:"phase,omitempty"`
+	Step               int      `json:"step,omitempty"`
+	StepCount          int      `json:"step_count,omitempty"`
+	PodHash            string   `json:"pod_hash,omitempty"`
+	Abort              bool     `json:"abort,omitempty"`
+	Images             []string `json:"images,omitempty"`
+	ReleaseID          string   `json:"release_id,omitempty"`
+	// Revision is the gitops revision (Argo CD facts).
+	Revision   string    `json:"revision,omitempty"`
+	ObservedAt time.Time `json:"observed_at"`
+
+	Repository    string     `json:"repository,omitempty"`
+	WorkflowRunID int64      `json:"workflow_run_id,omitempty"`
+	RunAttempt    int        `json:"run_attempt,omitempty"`
+	Status        TaskStatus `json:"status,omitempty"`
+	FailureType   string     `json:"failure_type,omitempty"`
+	// DeploymentID is MANA's deployment_id; a task fact without a
+	// release_id is joined to its record by it.
+	DeploymentID string            `json:"deployment_id,omitempty"`
+	App          string            `json:"app,omitempty"`
+	Environment  string            `json:"environment,omitempty"`
+	Version      string            `json:"version,omitempty"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+}
+
+// IsTask reports whether the fact comes from a workflow rather than a cluster.
+func (f Fact) IsTask() bool { return f.Source == SourceTask }
+
+// ReleaseKey is the release the fact is about: release_id, or for a task
+// fact without one, its deployment_id.
+func (f Fact) ReleaseKey() string {
+	if f.ReleaseID == "" && f.IsTask() {
+		return f.DeploymentID
+	}
+	return f.ReleaseID
+}
+
+// WorkloadKey identifies the workload a cluster fact is about
+// ("cluster/namespace/name"); the store keeps one Observation per key.
+// Task facts have none.
+func (f Fact) WorkloadKey() string {
+	if f.IsTask() {
+		return ""
+	}
+	return f.Cluster + "/" + f.Namespace + "/" + f.Name
+}
+
+// ID is the fact's deterministic id: the same observation sent twice (a
+// resync, a redelivery) has the same id, so the reducer can drop it.
+//
+// Cluster facts hash (cluster, uid, generation, phase, step, abort). The
+// seed's key is (uid, generation, phase, step); cluster is added so one
+// cluster cannot pre-empt another's facts, and abort because Degraded and
+// Degraded-with-abort at the same step are different observations (the
+// second is an abort and must not be dropped as a repeat of the first).
+//
+// Task facts hash (repository, workflow_run_id, run_attempt, status,
+// release): the release is added because one run may deploy several
+// environments (a matrix), and each posts its own facts.
+func (f Fact) ID() string {
+	var parts []string
+	if f.IsTask() {
+		parts = []string{"task", f.Repository, strconv.FormatInt(f.WorkflowRunID, 10),
+			strconv.Itoa(f.RunAttempt), string(f.Status), f.ReleaseKey()}
+	} else {
+		parts = []string{"cluster", f.Cluster, f.UID, strconv.FormatInt(f.Generation, 10),
+			string(f.Phase), strconv.Itoa(f.Step), strconv.FormatBool(f.Abort)}
+	}
+	h := sha256.New()
+	for _, p := range parts {
+		// Length-prefixing keeps ("ab","c") and ("a","bc") apart.
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Validate checks the fields the source must send. Each problem is a
+// *FieldError naming the JSON field; all problems are returned together.
+func (f *Fact) Validate() error {
+	var v problems
+	if f.ObservedAt.IsZero() {
+		v.add("observed_at", "is required")
+	}
+	switch f.Source {
+	case SourceRollout, SourceDeployment, SourceArgoCD:
+		f.validateCluster(&v)
+	case SourceTask:
+		f.validateTask(&v)
+	case "":
+		v.add("source", "is required (rollout, deployment, argocd or task)")
+	default:
+		v.add("source", "must be rollout, deployment, argocd or task, got %q", f.Source)
+	}
+	return errors.Join(v...)
+}
+
+// problems collects *FieldErrors.
+type problems []error
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, &FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (p *problems) require(field, value string) {
+	if strings.TrimSpace(value) == "" {
+		p.add(field, "is required")
+	}
+}
+
+func (f *Fact) validateCluster(v *problems) {
+	v.require("cluster", f.Cluster)
+	v.require("namespace", f.Namespace)
+	v.require("name", f.Name)
+	v.require("uid", f.UID)
+	if f.Generation <= 0 {
+		v.add("generation", "must be positive, got %d", f.Generation)
+	}
+	if f.ObservedGeneration < 0 {
+		v.add("observed_generation", "must not be negative, got %d", f.ObservedGeneration)
+	}
+	switch f.Phase {
+	case PhaseProgressing, PhasePaused, PhaseHealthy, PhaseDegraded, PhaseSyncFailed:
+	case "":
+		v.add("phase", "is required (Progressing, Paused, Healthy, Degraded or SyncFailed)")
+	default:
+		v.add("phase", "must be Progressing, Paused, Healthy, Degraded or SyncFailed, got %q", f.Phase)
+	}
+	if f.Step < 0 {
+		v.add("step", "must not be negative, got %d", f.Step)
+	}
+	if f.StepCount < 0 {
+		v.add("step_count", "must not be negative, got %d", f.StepCount)
+	}
+	if f.StepCount > 0 && f.Step > f.StepCount {
+		v.add("step", "%d is past step_count %d", f.Step, f.StepCount)
+	}
+	// Argo CD reports by gitops revision; Rollouts and Deployments carry
+	// the release id annotation.
+	if f.Source == SourceArgoCD {
+		if f.ReleaseID == "" && f.Revision == "" {
+			v.add("release_id", "is required (or revision, for argocd facts)")
+		}
+	} else {
+		v.require("release_id", f.ReleaseID)
+	}
+	for i, img := range f.Images {
+		if strings.TrimSpace(img) == "" {
+			v.add(fmt.Sprintf("images[%d]", i), "is empty")
+		}
+	}
+}
+
+func (f *Fact) validateTask(v *problems) {
+	if owner, name, ok := strings.Cut(f.Repository, "/"); !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		v.add("repository", `must be "owner/name", got %q`, f.Repository)
+	}
+	if f.WorkflowRunID <= 0 {
+		v.add("workflow_run_id", "must be positive, got %d", f.WorkflowRunID)
+	}
+	if f.RunAttempt < 1 {
+		v.add("run_attempt", "must be 1 or more, got %d", f.RunAttempt)
+	}
+	switch f.Status {
+	case TaskInProgress, TaskSuccess, TaskFailed:
+	case "":
+		v.add("status", "is required (in_progress, success or failed)")
+	default:
+		v.add("status", "must be in_progress, success or failed, got %q", f.Status)
+	}
+	v.require("app", f.App)
+	v.require("environment", f.Environment)
+	if f.ReleaseID == "" && f.DeploymentID == "" {
+		v.add("release_id", "is required (or deployment_id)")
+	}
+	if f.FailureType != "" && f.Status != TaskFailed {
+		v.add("failure_type", "is only meaningful with status failed, got status %q", f.Status)
+	}
+}

@@ -1,0 +1,162 @@
+// Package records is where ripcord keeps what it knows about releases: the
+// ReleaseRecord (one per release to one app, environment and cluster), the
+// facts that sources post about workloads, the pure reducer that turns a fact
+// into record changes, audit events and effects, and the stall check.
+//
+// Everything in this package apart from the store is pure: no I/O and no
+// clock. Time is always an argument, so the same facts replayed in the same
+// order give the same records, events and effects.
+package records
+
+import (
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Kind says whether a release moves an environment forward or back.
+type Kind string
+
+const (
+	KindPromote  Kind = "promote"
+	KindRollback Kind = "rollback"
+)
+
+// Record is one release to one app, environment and cluster: the
+// ReleaseRecord of DESIGN.md. The JSON names are the ones users see in the
+// API and the CLI.
+type Record struct {
+	// ReleaseID is opaque and unique per app, environment and cluster, for
+	// example "<chain-id>:<cluster>/<env>".
+	ReleaseID   string `json:"release_id"`
+	App         string `json:"app"`
+	Environment string `json:"environment"`
+	Cluster     string `json:"cluster"`
+	Repository  string `json:"repository"`
+	Kind        Kind   `json:"kind"`
+	// RollbackOf names the release a rollback replaces; empty for a promote.
+	RollbackOf     string `json:"rollback_of"`
+	RollbackReason string `json:"rollback_reason"`
+	// Image is the reference as deployed (repo:tag, repo@sha256:… or a bare
+	// version for workflow deploys); Digest is the content it resolved to.
+	Image          string     `json:"image"`
+	Digest         string     `json:"digest"`
+	GitRevision    string     `json:"git_revision"`
+	ConfigRevision string     `json:"config_revision"`
+	PRURL          string     `json:"pr_url"`
+	PRNumber       int        `json:"pr_number"`
+	FlowStartedAt  *time.Time `json:"flow_started_at"`
+	State          State      `json:"state"`
+	// HealthyAt is when the release first reached healthy. It is set once
+	// and never cleared: eligibility depends on it surviving every later
+	// state (superseded, rolled-back, aborted after a restart…).
+	HealthyAt    *time.Time `json:"healthy_at"`
+	RolledBackBy string     `json:"rolled_back_by"`
+	// LastFactAt is the observed_at of the newest fact applied to the record.
+	LastFactAt *time.Time `json:"last_fact_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
+}
+
+// Open reports whether the record can still receive facts. Only superseded
+// and rolled-back records are closed; a healthy, degraded, aborted or failed
+// release is still the one the cluster may report on.
+func (r Record) Open() bool { return !r.State.Final() }
+
+// SameTarget reports whether two records are releases to the same app,
+// environment and cluster.
+func (r Record) SameTarget(o Record) bool {
+	return r.App == o.App && r.Environment == o.Environment && r.Cluster == o.Cluster
+}
+
+// ResolvedDigest is the record's digest, or the one pinned in its image
+// reference when the digest field was left empty.
+func (r Record) ResolvedDigest() string {
+	if r.Digest != "" {
+		return r.Digest
+	}
+	return ParseImage(r.Image).Digest
+}
+
+// Validate checks a record as a caller submits it (POST /api/v1/releases).
+// Each problem is a *FieldError naming the JSON field.
+func (r Record) Validate() error {
+	var v problems
+	v.require("release_id", r.ReleaseID)
+	v.require("app", r.App)
+	v.require("environment", r.Environment)
+	v.require("image", r.Image)
+	switch r.Kind {
+	case KindPromote:
+		if r.RollbackOf != "" {
+			v.add("rollback_of", `must be empty when kind is "promote"`)
+		}
+	case KindRollback:
+		v.require("rollback_of", r.RollbackOf)
+		v.require("rollback_reason", r.RollbackReason)
+		if r.RollbackOf != "" && r.RollbackOf == r.ReleaseID {
+			v.add("rollback_of", "cannot name the rollback release itself")
+		}
+	default:
+		v.add("kind", `must be "promote" or "rollback", got %q`, r.Kind)
+	}
+	if r.Digest != "" && !ValidDigest(r.Digest) {
+		v.add("digest", `must look like "sha256:<64 hex>", got %q`, r.Digest)
+	}
+	if d := ParseImage(r.Image).Digest; d != "" && r.Digest != "" && d != r.Digest {
+		v.add("digest", "%s differs from the digest pinned in image (%s)", r.Digest, d)
+	}
+	if r.PRNumber < 0 {
+		v.add("pr_number", "must not be negative, got %d", r.PRNumber)
+	}
+	if r.State != "" && !r.State.Valid() {
+		v.add("state", "unknown state %q", r.State)
+	}
+	return errors.Join(v...)
+}
+
+// FieldError is a validation problem with one JSON field, so the API can
+// answer 400 with the field's name.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ImageRef is an image reference split into its parts. Any part may be empty.
+type ImageRef struct {
+	Repository string
+	Tag        string
+	Digest     string
+}
+
+var digestRE = regexp.MustCompile(`^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$`)
+
+// ValidDigest reports whether d is a sha256 or sha512 content digest.
+func ValidDigest(d string) bool { return digestRE.MatchString(d) }
+
+// ParseImage splits "registry:5000/repo:tag@sha256:…" into repository, tag
+// and digest. A bare digest ("sha256:…") has only a digest; a string with no
+// tag and no digest (a bare version such as "v1a2b3c4-1760000000") is
+// returned as the repository, so callers compare it as a whole.
+func ParseImage(ref string) ImageRef {
+	ref = strings.TrimSpace(ref)
+	if ValidDigest(ref) {
+		return ImageRef{Digest: ref}
+	}
+	var out ImageRef
+	if at := strings.LastIndex(ref, "@"); at >= 0 {
+		out.Digest = ref[at+1:]
+		ref = ref[:at]
+	}
+	// A colon after the last slash separates the tag; one before it is a
+	// registry port.
+	if colon := strings.LastIndex(ref, ":"); colon > strings.LastIndex(ref, "/") {
+		out.Tag = ref[colon+1:]
+		ref = ref[:colon]
+	}
+	out.Repository = ref
+	return out
+}

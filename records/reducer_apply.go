@@ -1,0 +1,127 @@
+package records
+
+import (
+	"fmt"
+	"maps"
+)
+
+// apply tracks an accepted fact on rec and moves rec to target when that
+// differs from its state. Staying in the same state (a second Healthy, the
+// next canary step) still counts: last_fact_at moves and the fact is kept.
+func (r *reduction) apply(rec Record, target State) {
+	if r.res.Outcome == "" {
+		r.res.Outcome = OutcomeApplied
+	}
+	at := r.f.ObservedAt
+	rec.LastFactAt = &at
+	rec.UpdatedAt = r.in.Now
+	data := r.factData()
+	r.audit(AuditFactReceived, rec.ReleaseID, "fact received: "+r.describe(), data)
+	if r.res.ReleaseEvent || r.f.IsTask() {
+		r.audit(AuditDeploymentReceived, rec.ReleaseID, "deployment received: "+r.describe(), data)
+	}
+	var closed []Record
+	if target != rec.State {
+		if err := Transition(rec.State, target); err != nil {
+			r.ignore(fmt.Sprintf("release %s: %v", rec.ReleaseID, err))
+			return
+		}
+		r.setState(&rec, target, r.describe(), nil)
+		switch target {
+		case StateHealthy:
+			closed = r.becameHealthy(&rec)
+		case StateDegraded, StateAborted, StateFailed:
+			d := map[string]any{"state": string(target)}
+			if r.f.FailureType != "" {
+				d["failure_type"] = r.f.FailureType
+			}
+			r.audit(AuditFailureDetected, rec.ReleaseID, fmt.Sprintf("release %s is %s: %s", rec.ReleaseID, target, r.describe()), d)
+		}
+	}
+	r.res.KeepFact = true
+	r.res.Records = append([]Record{rec}, closed...)
+}
+
+// setState moves rec and writes the state_changed event every transition
+// owes the audit trail.
+func (r *reduction) setState(rec *Record, to State, why string, extra map[string]any) {
+	from := rec.State
+	rec.State = to
+	rec.UpdatedAt = r.in.Now
+	data := map[string]any{"from": string(from), "to": string(to)}
+	maps.Copy(data, extra)
+	r.audit(AuditStateChanged, rec.ReleaseID, fmt.Sprintf("%s -> %s: %s", from, to, why), data)
+}
+
+// becameHealthy runs when rec enters healthy. It sets healthy_at the first
+// time, closes the older releases rec replaces, and — only the first time,
+// so a restart or resync never repeats them — sends the CDEvents. It
+// returns the siblings it changed.
+func (r *reduction) becameHealthy(rec *Record) []Record {
+	first := rec.HealthyAt == nil
+	if first {
+		at := r.f.ObservedAt
+		rec.HealthyAt = &at
+	}
+	// Read before closing anything: a sibling superseded just now still
+	// counts as having been healthy before.
+	everHealthy := r.in.EverHealthy
+	for _, s := range r.in.Siblings {
+		if s.ReleaseID != rec.ReleaseID && s.SameTarget(*rec) && s.HealthyAt != nil {
+			everHealthy = true
+		}
+	}
+	closed, targetClosed := r.closeSiblings(*rec)
+	if !first {
+		return closed
+	}
+	typ := CDEventServiceDeployed
+	if everHealthy {
+		typ = CDEventServiceUpgraded
+	}
+	r.res.Effects = append(r.res.Effects, cdevent(typ, *rec))
+	if rec.Kind == KindRollback {
+		msg := fmt.Sprintf("rollback %s is healthy; %s is rolled-back", rec.ReleaseID, rec.RollbackOf)
+		if !targetClosed {
+			msg = fmt.Sprintf("rollback %s is healthy; %s was not open here, so nothing was marked rolled-back", rec.ReleaseID, rec.RollbackOf)
+		}
+		r.audit(AuditRollbackCompleted, rec.ReleaseID, msg, map[string]any{"rollback_of": rec.RollbackOf})
+		r.res.Effects = append(r.res.Effects, cdevent(CDEventServiceRolledBack, *rec))
+	}
+	return closed
+}
+
+// closeSiblings marks the releases rec replaces: the one a rollback names
+// becomes rolled-back, every other open sibling created before rec becomes
+// superseded. Newer siblings are left alone — rec reaching healthy late
+// says nothing about a release that came after it. The bool reports
+// whether the rollback's target was found open and marked.
+func (r *reduction) closeSiblings(rec Record) ([]Record, bool) {
+	var closed []Record
+	targetClosed := false
+	for _, s := range r.in.Siblings {
+		if s.ReleaseID == rec.ReleaseID || !s.SameTarget(rec) || !s.Open() {
+			continue
+		}
+		switch {
+		case rec.Kind == KindRollback && s.ReleaseID == rec.RollbackOf:
+			if Transition(s.State, StateRolledBack) != nil {
+				continue
+			}
+			s.RolledBackBy = rec.ReleaseID
+			r.setState(&s, StateRolledBack, "rollback "+rec.ReleaseID+" is healthy",
+				map[string]any{"rolled_back_by": rec.ReleaseID})
+			targetClosed = true
+		case s.CreatedAt.Before(rec.CreatedAt):
+			if Transition(s.State, StateSuperseded) != nil {
+				continue
+			}
+			r.setState(&s, StateSuperseded, "newer release "+rec.ReleaseID+" is healthy",
+				map[string]any{"superseded_by": rec.ReleaseID})
+		default:
+			continue
+		}
+		closed = append(closed, s)
+	}
+	return closed, targetClosed
+}

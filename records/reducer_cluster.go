@@ -1,0 +1,109 @@
+package records
+
+import (
+	"fmt"
+	"slices"
+)
+
+// cluster reduces a fact from a cluster source (rollout, deployment,
+// argocd).
+func (r *reduction) cluster() {
+	f, prev := r.f, r.in.Previous
+	// Without this the source reports the new release id with the old
+	// pods' phase: Healthy before the controller even saw the update
+	// (seed 003, Phase 0 findings).
+	if f.ObservedGeneration != f.Generation {
+		r.ignore(fmt.Sprintf("observed_generation %d != generation %d: the controller has not acted on this spec yet, so the phase describes the previous one",
+			f.ObservedGeneration, f.Generation))
+		return
+	}
+	// Sources are level-triggered: a newer observation already says
+	// everything an older one could, so a late one is dropped rather than
+	// allowed to move the record backwards.
+	if prev != nil && f.ObservedAt.Before(prev.ObservedAt) {
+		r.ignore(fmt.Sprintf("stale fact: observed at %s, before the last observation of %s (%s)",
+			stamp(f.ObservedAt), f.WorkloadKey(), stamp(prev.ObservedAt)))
+		return
+	}
+	if f.ReleaseID == "" {
+		r.ignore(fmt.Sprintf("argocd fact for revision %s carries no release_id; resolve the revision to a release before reducing", f.Revision))
+		return
+	}
+	obs := observe(f)
+	r.res.ReleaseEvent = isReleaseEvent(prev, f)
+	rec := r.in.Record
+	// A scale or restart of a release already seen on this workload never
+	// opens anything or raises drift again: if its record is gone or
+	// closed, the drift (if any) was reported when the release arrived.
+	if !r.res.ReleaseEvent && (rec == nil || !rec.Open()) {
+		r.ignore(fmt.Sprintf("scale or restart of release %s, which has no open record; drift, if any, was reported when it arrived", f.ReleaseID))
+		return
+	}
+	next, ok := r.join(&obs)
+	if !ok {
+		return
+	}
+	r.res.Observation = &obs
+	r.apply(next, clusterTarget(f))
+}
+
+// clusterTarget maps a cluster fact to the state it puts the record in.
+// The abort flag wins over the phase: an aborted update has been abandoned
+// and the pods serving are the stable ones, so any phase describes them,
+// not this release (Argo Rollouts reports Degraded). A fact with the flag
+// clear on an aborted record is a Retry and reopens it.
+func clusterTarget(f Fact) State {
+	if f.Abort {
+		return StateAborted
+	}
+	switch f.Phase {
+	case PhaseProgressing:
+		return StateProgressing
+	case PhasePaused:
+		return StatePaused
+	case PhaseHealthy:
+		return StateHealthy
+	case PhaseDegraded:
+		return StateDegraded
+	default: // PhaseSyncFailed; Validate rejects anything else.
+		return StateFailed
+	}
+}
+
+// isReleaseEvent: a new release arrived on the workload when its release id
+// or its images changed. A scale or a restart keeps both (and the pod
+// hash), so it is phase tracking of the release already there.
+func isReleaseEvent(prev *Observation, f Fact) bool {
+	if prev == nil {
+		return true
+	}
+	return prev.ReleaseID != f.ReleaseID || !sameImages(prev.Images, f.Images)
+}
+
+// sameImages compares image lists as sets: container order carries no
+// meaning for which release runs.
+func sameImages(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}
+
+func observe(f Fact) Observation {
+	return Observation{
+		Cluster:    f.Cluster,
+		Namespace:  f.Namespace,
+		Name:       f.Name,
+		UID:        f.UID,
+		ReleaseID:  f.ReleaseID,
+		Images:     slices.Clone(f.Images),
+		PodHash:    f.PodHash,
+		Generation: f.Generation,
+		Phase:      f.Phase,
+		Step:       f.Step,
+		ObservedAt: f.ObservedAt,
+	}
+}

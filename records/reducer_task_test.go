@@ -1,0 +1,103 @@
+package records
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestTaskInProgressOpensRecord(t *testing.T) {
+	f := taskFact("deploy-3f2a", TaskInProgress, 1, func(f *Fact) { f.Images = []string{imageOf("R7")} })
+	res := Reduce(Input{Fact: f, Now: at(2)})
+	if res.Outcome != OutcomeOpened || !res.KeepFact || res.Observation != nil {
+		t.Fatalf("outcome = %s keep = %v observation = %v, want opened, kept, no observation", res.Outcome, res.KeepFact, res.Observation)
+	}
+	got := recordOf(t, res, "deploy-3f2a")
+	want := Record{
+		ReleaseID: "deploy-3f2a", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Repository: "acme/checkout", Kind: KindPromote, Image: imageOf("R7"), Digest: digestOf("R7"),
+		GitRevision: "1a2b3c4d", State: StateProgressing, LastFactAt: ptime(at(1)),
+		CreatedAt: at(2), UpdatedAt: at(2),
+	}
+	if got.ReleaseID != want.ReleaseID || got.App != want.App || got.Environment != want.Environment ||
+		got.Cluster != want.Cluster || got.Repository != want.Repository || got.Kind != want.Kind ||
+		got.Image != want.Image || got.Digest != want.Digest || got.GitRevision != want.GitRevision ||
+		got.State != want.State || !got.LastFactAt.Equal(*want.LastFactAt) || !got.CreatedAt.Equal(want.CreatedAt) {
+		t.Errorf("record = %+v\nwant %+v", got, want)
+	}
+	if want := []AuditType{AuditReleaseOpened, AuditFactReceived, AuditDeploymentReceived, AuditStateChanged}; !slices.Equal(auditTypes(res), want) {
+		t.Errorf("audit = %v, want %v", auditTypes(res), want)
+	}
+}
+
+func TestTaskOpensWithVersionWhenNoImage(t *testing.T) {
+	res := Reduce(Input{Fact: taskFact("", TaskInProgress, 1, func(f *Fact) { f.DeploymentID = "deploy-3f2a" }), Now: at(1)})
+	got := recordOf(t, res, "deploy-3f2a")
+	if got.Image != "v1a2b3c4-1760000000" || got.Digest != "" {
+		t.Errorf("image = %q digest = %q, want the version and no digest", got.Image, got.Digest)
+	}
+}
+
+func TestTaskStatusMapsToState(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		from   State
+		status TaskStatus
+		want   State
+	}{
+		{"success -> healthy", StateProgressing, TaskSuccess, StateHealthy},
+		{"failed -> failed", StateProgressing, TaskFailed, StateFailed},
+		{"re-run in_progress after a failure -> progressing", StateFailed, TaskInProgress, StateProgressing},
+		{"in_progress clears an abort", StateAborted, TaskInProgress, StateProgressing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := record("R1", tc.from, 0, lastFact(1))
+			res := Reduce(Input{Fact: taskFact("R1", tc.status, 5, attempt(2)), Record: &r, Now: at(5)})
+			if got := recordOf(t, res, "R1"); got.State != tc.want {
+				t.Errorf("state = %s, want %s", got.State, tc.want)
+			}
+		})
+	}
+}
+
+func TestTaskSuccessWithoutInProgressOpensHealthy(t *testing.T) {
+	older := record("R0", StateHealthy, -30, healthyAt(-25))
+	res := Reduce(Input{Fact: taskFact("R1", TaskSuccess, 3), Siblings: []Record{older}, Now: at(3)})
+	if res.Outcome != OutcomeOpened {
+		t.Fatalf("outcome = %s, want opened", res.Outcome)
+	}
+	if got := recordOf(t, res, "R1"); got.State != StateHealthy || got.HealthyAt == nil {
+		t.Errorf("R1 = %s healthy_at %v, want healthy", got.State, got.HealthyAt)
+	}
+	if got := recordOf(t, res, "R0"); got.State != StateSuperseded {
+		t.Errorf("R0 = %s, want superseded", got.State)
+	}
+	if !slices.Equal(effectTypes(res), []string{CDEventServiceUpgraded}) {
+		t.Errorf("effects = %v, want service.upgraded", effectTypes(res))
+	}
+}
+
+func TestTaskFailureRecordsFailureType(t *testing.T) {
+	r := record("R1", StateProgressing, 0, lastFact(1))
+	res := Reduce(Input{Fact: taskFact("R1", TaskFailed, 5, func(f *Fact) { f.FailureType = "health_check_failure" }), Record: &r, Now: at(5)})
+	for _, e := range res.Audit {
+		if e.Type == AuditFailureDetected {
+			if e.Data["failure_type"] != "health_check_failure" {
+				t.Errorf("failure_detected data = %v, want failure_type", e.Data)
+			}
+			return
+		}
+	}
+	t.Errorf("audit = %v, want failure_detected", auditTypes(res))
+}
+
+func TestTaskForClosedReleaseIsDrift(t *testing.T) {
+	r := record("R1", StateSuperseded, 0, healthyAt(5), func(r *Record) { r.UpdatedAt = at(20) })
+	res := Reduce(Input{Fact: taskFact("R1", TaskInProgress, 30, attempt(3)), Record: &r, Now: at(30)})
+	if res.Outcome != OutcomeDrift || !strings.Contains(res.Reason, "superseded") {
+		t.Errorf("outcome = %s (%s), want drift: an old release is being deployed again outside a rollback", res.Outcome, res.Reason)
+	}
+	if res.Observation != nil {
+		t.Error("task facts have no workload observation")
+	}
+}
