@@ -65,7 +65,7 @@ func (s *Spec) Validate(r *http.Request, body []byte) error {
 func (s *Spec) validateRoute(r *http.Request, body []byte, rt *route, params map[string]string) error {
 	verr := &ValidationError{Method: r.Method, Path: apiPath(r.URL), Template: rt.template, OperationID: rt.op.OperationID}
 	verr.Problems = append(verr.Problems, unknownQueryParams(rt, r.URL.Query())...)
-	body = adaptBareBody(rt.op, body)
+	body = adaptKnownDifferences(rt.op, body)
 	req := r.Clone(context.Background())
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	req.ContentLength = int64(len(body))
@@ -113,12 +113,20 @@ func unknownQueryParams(rt *route, query url.Values) []string {
 	return problems
 }
 
-// adaptBareBody wraps a bare JSON array (or string) body into the object form the
-// description keeps. GitHub accepts e.g. POST …/issues/{n}/labels with ["bug"] (go-github
-// sends that), but the packaged description lost the non-object alternatives of such
-// bodies and keeps only {"labels": [...]}.
-func adaptBareBody(op *openapi3.Operation, body []byte) []byte {
+// adaptKnownDifferences rewrites a body GitHub accepts into the form the packaged
+// description allows:
+//
+//   - JSON null for an optional body is no body. ghinstallation (under go-githubapp) asks
+//     for every installation token with the body null.
+//   - A bare JSON array (or string) is wrapped into the object the description keeps.
+//     GitHub accepts e.g. POST …/issues/{n}/labels with ["bug"] (go-github sends that),
+//     but the description lost the non-object alternatives of such bodies and keeps only
+//     {"labels": [...]}.
+func adaptKnownDifferences(op *openapi3.Operation, body []byte) []byte {
 	trimmed := bytes.TrimSpace(body)
+	if string(trimmed) == "null" && (op.RequestBody == nil || op.RequestBody.Value == nil || !op.RequestBody.Value.Required) {
+		return nil
+	}
 	if len(trimmed) == 0 || (trimmed[0] != '[' && trimmed[0] != '"') {
 		return body
 	}
@@ -196,6 +204,21 @@ func describeSchemaError(e *openapi3.SchemaError) string {
 			return prefix + "matches none of the allowed forms: " + strings.Join(inner, " | ")
 		}
 		return prefix + strings.Join(inner, "; ")
+	}
+	if e.SchemaField == "anyOf" && e.Schema != nil {
+		// kin-openapi keeps no reasons for anyOf; ask each alternative for its own.
+		var inner []string
+		for _, alt := range e.Schema.AnyOf {
+			if alt.Value == nil {
+				continue
+			}
+			if err := alt.Value.VisitJSON(e.Value, openapi3.MultiErrors(), openapi3.VisitAsRequest()); err != nil {
+				inner = append(inner, strings.Join(describe(err), "; "))
+			}
+		}
+		if len(inner) > 0 {
+			return prefix + "matches none of the allowed forms: " + strings.Join(inner, " | ")
+		}
 	}
 	reason := e.Reason
 	if reason == "" {
