@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
@@ -54,8 +56,8 @@ func getDelivery(ctx context.Context, q interface {
 }, id string, withBody bool) (Delivery, error) {
 	if withBody {
 		var d Delivery
-		err := q.QueryRowContext(ctx, `SELECT event, action, body, attempts FROM deliveries WHERE id = $1`, id).
-			Scan(&d.Event, &d.Action, &d.Body, &d.Attempts)
+		err := q.QueryRowContext(ctx, `SELECT event, action, body, attempts, state, repository, installation_id FROM deliveries WHERE id = $1`, id).
+			Scan(&d.Event, &d.Action, &d.Body, &d.Attempts, &d.State, &d.Repository, &d.InstallationID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return d, errNotFound
 		}
@@ -85,4 +87,24 @@ func listDeliveries(ctx context.Context, db *sql.DB, limit int) ([]Delivery, err
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// placeholders returns "$from, $from+1, …" for n values.
+func placeholders(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(from+i))
+	}
+	return b.String()
+}
+
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

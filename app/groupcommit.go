@@ -109,7 +109,7 @@ func (w *groupWriter) commit(batch []*pendingWrite) error {
 			return fmt.Errorf("prepare delivery insert: %w", err)
 		}
 		defer stmt.Close()
-		var jobs []river.InsertManyParams
+		var ids []string
 		seen := map[string]bool{}
 		for _, p := range batch {
 			p.inserted = false
@@ -124,14 +124,15 @@ func (w *groupWriter) commit(batch []*pendingWrite) error {
 			}
 			if n, _ := res.RowsAffected(); n == 1 {
 				p.inserted = true
-				jobs = append(jobs, river.InsertManyParams{Args: DeliveryArgs{DeliveryID: p.d.ID}, InsertOpts: deliveryJobOpts})
+				ids = append(ids, p.d.ID)
 			}
 		}
-		if len(jobs) == 0 {
+		if len(ids) == 0 {
 			return nil
 		}
-		if _, err := w.river.InsertManyTx(ctx, tx, jobs); err != nil {
-			return fmt.Errorf("queue %d deliveries: %w", len(jobs), err)
+		// One job for the whole group: its completion commits them all.
+		if _, err := w.river.InsertTx(ctx, tx, DeliveryBatchArgs{DeliveryIDs: ids}, nil); err != nil {
+			return fmt.Errorf("queue %d deliveries: %w", len(ids), err)
 		}
 		return nil
 	})

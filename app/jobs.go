@@ -5,10 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/ripcord/ripcord/internal/store"
 )
@@ -16,21 +17,13 @@ import (
 // Job queue defaults.
 const (
 	deliveryMaxAttempts = 8
+	retryBase           = time.Second
+	maxRetryDelay       = 10 * time.Minute
 	queueWorkers        = 8
 	jobTimeout          = 2 * time.Minute
 	fetchCooldown       = 10 * time.Millisecond
 	fetchPollInterval   = 200 * time.Millisecond
 )
-
-// DeliveryArgs is the job that works one stored webhook delivery.
-type DeliveryArgs struct {
-	DeliveryID string `json:"delivery_id"`
-}
-
-// Kind names the job in the queue.
-func (DeliveryArgs) Kind() string { return "delivery" }
-
-var deliveryJobOpts = &river.InsertOpts{MaxAttempts: deliveryMaxAttempts}
 
 // EventHandler is how a capability acts on a delivery. Handle loads what it
 // needs and decides (reads and GitHub GETs are fine; no writes) and returns a
@@ -45,93 +38,45 @@ type EventHandler interface {
 // Commit writes a handler's results inside the delivery's transaction.
 type Commit func(ctx context.Context, tx *sql.Tx) error
 
-type deliveryWorker struct {
-	river.WorkerDefaults[DeliveryArgs]
-	db       *store.DB
-	handlers map[string][]EventHandler
-	metrics  *metrics
-	log      *slog.Logger
+// retryPolicy retries a failed job after base × 2^(attempt-1), capped at
+// maxRetryDelay, with up to 10% jitter so failures do not retry in step.
+type retryPolicy struct{ base time.Duration }
+
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(p.delay(job.Attempt))
 }
 
-func (w *deliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration { return jobTimeout }
-
-func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) (err error) {
-	start := time.Now()
-	id := job.Args.DeliveryID
-	d, err := getDelivery(ctx, w.db.Write, id, true)
-	if err != nil {
-		return fmt.Errorf("load delivery %s: %w", id, err)
+func (p retryPolicy) delay(attempt int) time.Duration {
+	d := p.base << min(max(attempt-1, 0), 20)
+	if d <= 0 || d > maxRetryDelay {
+		d = maxRetryDelay
 	}
-	outcome := DeliveryProcessed
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panicked: %v", r)
-		}
-		if err != nil {
-			outcome = w.recordFailure(ctx, job, d, err)
-		}
-		w.metrics.processed.WithLabelValues(eventLabel(d.Event), outcome).Inc()
-		w.metrics.jobSeconds.WithLabelValues(job.Kind, outcome).Observe(time.Since(start).Seconds())
-	}()
-
-	var commits []Commit
-	for _, h := range w.handlers[d.Event] {
-		c, err := h.Handle(ctx, d)
-		if err != nil {
-			return fmt.Errorf("%s/%s: %w", d.Event, d.Action, err)
-		}
-		if c != nil {
-			commits = append(commits, c)
-		}
-	}
-	if len(commits) == 0 {
-		outcome = DeliveryIgnored
-	}
-	return w.db.InTx(ctx, func(tx *sql.Tx) error {
-		for _, c := range commits {
-			if err := c(ctx, tx); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $2, attempts = $3, last_error = '',
-			processed_at = $4, processed_count = processed_count + 1 WHERE id = $1`,
-			id, outcome, job.Attempt, store.Micros(time.Now())); err != nil {
-			return fmt.Errorf("mark delivery %s %s: %w", id, outcome, err)
-		}
-		_, err := river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
-		return err
-	})
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
 }
 
-// recordFailure keeps the error on the delivery; after the last attempt the
-// delivery is failed for good, and says why.
-func (w *deliveryWorker) recordFailure(ctx context.Context, job *river.Job[DeliveryArgs], d Delivery, cause error) string {
-	state, outcome := DeliveryQueued, "retried"
-	if job.Attempt >= job.MaxAttempts {
-		state, outcome = DeliveryFailed, DeliveryFailed
-	}
-	if _, err := w.db.Write.ExecContext(context.WithoutCancel(ctx),
-		`UPDATE deliveries SET state = $2, attempts = $3, last_error = $4 WHERE id = $1`,
-		d.ID, state, job.Attempt, cause.Error()); err != nil {
-		w.log.Error("record delivery failure", "delivery", d.ID, "err", err)
-	}
-	w.log.Warn("delivery failed", "delivery", d.ID, "event", d.Event, "attempt", job.Attempt,
-		"max_attempts", job.MaxAttempts, "err", cause)
-	return outcome
-}
-
-func newRiver(db *store.DB, workers *river.Workers, log *slog.Logger) (*river.Client[*sql.Tx], error) {
+func newRiver(db *store.DB, workers *river.Workers, policy retryPolicy, log *slog.Logger) (*river.Client[*sql.Tx], error) {
 	rc, err := river.NewClient(db.RiverDriver(), &river.Config{
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: queueWorkers}},
-		Workers:           workers,
-		FetchCooldown:     fetchCooldown,
-		FetchPollInterval: fetchPollInterval,
-		JobTimeout:        jobTimeout,
-		Logger:            log.With("component", "jobs"),
-		MaxAttempts:       deliveryMaxAttempts,
+		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: queueWorkers}},
+		Workers:              workers,
+		FetchCooldown:        fetchCooldown,
+		FetchPollInterval:    fetchPollInterval,
+		JobTimeout:           jobTimeout,
+		RescueStuckJobsAfter: jobTimeout + time.Minute,
+		RetryPolicy:          policy,
+		Logger:               log.With("component", "jobs"),
+		MaxAttempts:          deliveryMaxAttempts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %w", err)
 	}
 	return rc, nil
+}
+
+// timed records a job's duration and outcome.
+func (m *metrics) timed(kind string, start time.Time, err *error) {
+	outcome := "ok"
+	if *err != nil {
+		outcome = "error"
+	}
+	m.jobSeconds.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
 }

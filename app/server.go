@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -42,6 +43,11 @@ type Server struct {
 // Options are the parts of a Server a caller may supply.
 type Options struct {
 	Logger *slog.Logger
+	// Handlers are added to the built-in event handlers.
+	Handlers []EventHandler
+	// DeliveryMaxAttempts and RetryBase tune the job queue (tests shorten them).
+	DeliveryMaxAttempts int
+	RetryBase           time.Duration
 }
 
 // New opens the database, applies migrations and wires the server. Run starts it.
@@ -59,18 +65,28 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		db.Close()
 		return nil, err
 	}
+	if n, err := db.RecoverOrphanedJobs(ctx); err != nil {
+		db.Close()
+		return nil, err
+	} else if n > 0 {
+		log.Warn("requeued jobs that were running when the last process died", "jobs", n)
+	}
 	log.Info("database ready", "database", db.Source, "schema_version", res.Version,
 		"applied", len(res.Applied), "queue_migrations_applied", res.River)
 
 	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{}}
-	for _, h := range []EventHandler{installations{}} {
+	for _, h := range append([]EventHandler{installations{}}, opts.Handlers...) {
 		for _, e := range h.Handles() {
 			s.handlers[e] = append(s.handlers[e], h)
 		}
 	}
+	policy := retryPolicy{base: cmp.Or(opts.RetryBase, retryBase)}
+	runner := &deliveryRunner{db: db, river: func() *river.Client[*sql.Tx] { return s.river }, handlers: s.handlers,
+		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &deliveryWorker{db: db, handlers: s.handlers, metrics: s.metrics, log: log})
-	if s.river, err = newRiver(db, workers, log); err != nil {
+	river.AddWorker(workers, &batchWorker{deliveryRunner: runner})
+	river.AddWorker(workers, &retryWorker{deliveryRunner: runner})
+	if s.river, err = newRiver(db, workers, policy, log); err != nil {
 		db.Close()
 		return nil, err
 	}

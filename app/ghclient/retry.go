@@ -135,6 +135,9 @@ func (p RetryPolicy) try(next http.RoundTripper, req *http.Request, n int) (*htt
 		cancel()
 		return nil, sent.Load(), err
 	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
 	// The attempt's deadline must outlive RoundTrip: go-github reads the
 	// body afterwards. It ends when the body is closed.
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}

@@ -123,3 +123,19 @@ func (db *DB) lock(ctx context.Context) (func(), error) {
 		conn.Close()
 	}, nil
 }
+
+// RecoverOrphanedJobs makes jobs that were running when the previous process
+// died available again. Only on SQLite, where one process owns the file, can a
+// job in the running state at start be known to be orphaned; on PostgreSQL
+// River's rescuer returns them after the job timeout, since another replica may
+// still be working on them.
+func (db *DB) RecoverOrphanedJobs(ctx context.Context) (int64, error) {
+	if db.Dialect != SQLite {
+		return 0, nil
+	}
+	res, err := db.Write.ExecContext(ctx, `UPDATE river_job SET state = 'available' WHERE state = 'running'`)
+	if err != nil {
+		return 0, fmt.Errorf("requeue orphaned jobs: %w", err)
+	}
+	return res.RowsAffected()
+}

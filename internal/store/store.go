@@ -48,6 +48,8 @@ type DB struct {
 	Read    *sql.DB
 	// Source is the URL without credentials, for logs.
 	Source string
+
+	checkpointer *checkpointer
 }
 
 // Open opens the database named by a URL: sqlite://path/to/file.db (relative
@@ -89,7 +91,9 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	// synchronous=FULL: an acknowledged delivery survives a power cut, not only a
 	// crash of the process. Group commit (see app/intake) pays for the fsync.
-	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_txlock=immediate",
+	// wal_autocheckpoint(0): the checkpointer goroutine copies the WAL back
+	// into the database, so no commit waits for a checkpoint.
+	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_txlock=immediate",
 		sqliteBusyTimeout.Milliseconds())
 	dsn := "file:" + path + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn)
@@ -111,7 +115,12 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(sqliteReaders)
 	read.SetMaxIdleConns(sqliteReaders)
-	return &DB{Dialect: SQLite, Write: write, Read: read, Source: "sqlite://" + path}, nil
+	db := &DB{Dialect: SQLite, Write: write, Read: read, Source: "sqlite://" + path}
+	if err := db.startCheckpointer(path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
@@ -145,7 +154,11 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Close closes the pools.
 func (db *DB) Close() error {
-	err := db.Write.Close()
+	var err error
+	if db.checkpointer != nil {
+		err = db.checkpointer.stop()
+	}
+	err = errors.Join(err, db.Write.Close())
 	if db.Read != db.Write {
 		err = errors.Join(err, db.Read.Close())
 	}

@@ -1,0 +1,97 @@
+package app
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+func TestAPIRequiresTheToken(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for _, c := range []struct{ name, auth string }{
+		{"no Authorization header", ""},
+		{"wrong token", "Bearer nope"},
+		{"basic auth instead of bearer", "Basic " + testToken},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/v1/deliveries", nil)
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401", c.name, resp.StatusCode)
+		}
+	}
+}
+
+func TestDeliveriesAPIListsNewestFirstAndValidatesLimit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		body := githubtest.LoadPayload(t, "ping", "payload.json")
+		for _, id := range []string{"first", "second", "third"} {
+			ts.deliver(t, "ping", id, body, githubtest.Sign(testSecret, body))
+		}
+		var list struct{ Deliveries []Delivery }
+		if code := ts.api(t, "/api/v1/deliveries?limit=2", &list); code != 200 {
+			t.Fatalf("status %d", code)
+		}
+		if len(list.Deliveries) != 2 || list.Deliveries[0].ID != "third" || list.Deliveries[1].ID != "second" {
+			t.Errorf("limit=2 listed %+v, want third then second", list.Deliveries)
+		}
+		var e apiError
+		if code := ts.api(t, "/api/v1/deliveries?limit=0", &e); code != 400 || e.Field != "limit" {
+			t.Errorf("limit=0: status %d field %q, want 400 naming limit", code, e.Field)
+		}
+		if code := ts.api(t, "/api/v1/deliveries/nope", &e); code != 404 {
+			t.Errorf("unknown delivery: status %d, want 404", code)
+		}
+	})
+}
+
+func TestInstallationEventsKeepTheInstallationTable(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		created := githubtest.LoadPayload(t, "installation", "created.payload.json")
+		ts.deliver(t, "installation", "inst-1", created, githubtest.Sign(testSecret, created))
+		ts.waitSettled(t)
+		var repos int
+		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM installation_repositories`).Scan(&repos); err != nil {
+			t.Fatal(err)
+		}
+		if repos == 0 {
+			t.Fatalf("installation created: no repositories recorded")
+		}
+		removed := githubtest.LoadPayload(t, "installation_repositories", "removed.payload.json")
+		ts.deliver(t, "installation_repositories", "inst-2", removed, githubtest.Sign(testSecret, removed))
+		deleted := githubtest.LoadPayload(t, "installation", "deleted.payload.json")
+		ts.deliver(t, "installation", "inst-3", deleted, githubtest.Sign(testSecret, deleted))
+		ts.waitSettled(t)
+		for _, id := range []string{"inst-1", "inst-2", "inst-3"} {
+			if d := ts.delivery(t, id); d.State != DeliveryProcessed {
+				t.Errorf("%s ended %s (%s), want processed", id, d.State, d.LastError)
+			}
+		}
+	})
+}
+
+func TestOperatorEndpoints(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "ripcord_queue_depth", "/": "Set-up is not finished"} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !contains(string(b), want) {
+			t.Errorf("GET %s: status %d, body without %q", path, resp.StatusCode, want)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func load(t *testing.T, args []string, env map[string]string) (*Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	Register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return Load(fs, func(k string) string { return env[k] })
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaultsWhenNothingIsSet(t *testing.T) {
+	c, err := load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:8080" || c.Database != "sqlite://ripcord.db" || c.PublicURL != "http://127.0.0.1:8080" ||
+		c.GitHub.APIURL != "https://api.github.com/" || c.GitHub.AppConfigured() {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestPrecedenceIsFlagThenEnvThenFileThenDefault(t *testing.T) {
+	file := writeFile(t, "ripcord.yml", "listen: 127.0.0.1:1001\ndatabase: sqlite://file.db\npublic_url: https://file.example\n")
+	env := map[string]string{"RIPCORD_CONFIG": file, "RIPCORD_LISTEN": "127.0.0.1:1002", "RIPCORD_DATABASE": "sqlite://env.db"}
+	c, err := load(t, []string{"--listen", "127.0.0.1:1003"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:1003" {
+		t.Errorf("flag lost to something else: listen = %s", c.Listen)
+	}
+	if c.Database != "sqlite://env.db" {
+		t.Errorf("env lost to the file: database = %s", c.Database)
+	}
+	if c.PublicURL != "https://file.example" {
+		t.Errorf("file lost to the default: public_url = %s", c.PublicURL)
+	}
+}
+
+func TestFileSectionsListsAndClusters(t *testing.T) {
+	tokenFile := writeFile(t, "tok", "secret-from-file\n")
+	file := writeFile(t, "c.yml", `
+github:
+  webhook_secrets: [new, old]
+  api_url: https://ghe.example/api/v3
+clusters:
+  prod-eu: {token: tok1}
+  prod-us: {token_file: `+tokenFile+`}
+`)
+	c, err := load(t, []string{"--config", file}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.GitHub.WebhookSecrets, ",") != "new,old" {
+		t.Errorf("webhook_secrets = %v", c.GitHub.WebhookSecrets)
+	}
+	if c.GitHub.APIURL != "https://ghe.example/api/v3/" {
+		t.Errorf("api_url = %s, want a trailing slash added", c.GitHub.APIURL)
+	}
+	if c.Clusters["prod-eu"] != "tok1" || c.Clusters["prod-us"] != "secret-from-file" {
+		t.Errorf("clusters = %v", c.Clusters)
+	}
+}
+
+func TestEnvClusterShorthand(t *testing.T) {
+	c, err := load(t, nil, map[string]string{"RIPCORD_CLUSTERS": "prod-eu=tok1,prod-us=tok2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Clusters) != 2 || c.Clusters["prod-us"] != "tok2" {
+		t.Errorf("clusters = %v", c.Clusters)
+	}
+}
+
+func TestPrivateKeyFromPEMTextOrFile(t *testing.T) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	pemText := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	path := writeFile(t, "app.pem", pemText)
+	for name, v := range map[string]string{"PEM text": pemText, "file path": path} {
+		c, err := load(t, nil, map[string]string{"RIPCORD_GITHUB_APP_ID": "42", "RIPCORD_GITHUB_PRIVATE_KEY": v})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !c.GitHub.AppConfigured() || c.GitHub.AppID != 42 {
+			t.Errorf("%s: app not configured: %+v", name, c.GitHub)
+		}
+	}
+}
+
+func TestBadSettingsNameTheKeyAndWhatIsExpected(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		file string
+		want []string
+	}{
+		{"listen without port", map[string]string{"RIPCORD_LISTEN": "localhost"}, "", []string{"listen", "RIPCORD_LISTEN", "host:port"}},
+		{"database of an unknown kind", map[string]string{"RIPCORD_DATABASE": "mysql://x"}, "", []string{"database", "sqlite://FILE"}},
+		{"app id not a number", map[string]string{"RIPCORD_GITHUB_APP_ID": "abc"}, "", []string{"github.app_id", "positive number"}},
+		{"private key neither PEM nor file", map[string]string{"RIPCORD_GITHUB_PRIVATE_KEY": "/nonexistent.pem"}, "", []string{"github.private_key", "PEM"}},
+		{"public url not absolute", map[string]string{"RIPCORD_PUBLIC_URL": "ripcord.example"}, "", []string{"public_url", "absolute http(s) URL"}},
+		{"unknown key in the file", nil, "listen: 127.0.0.1:1\nlisten_addr: x\n", []string{"listen_addr", "unknown key", ":2:1"}},
+		{"unknown key in a section", nil, "github:\n  app_idd: 3\n", []string{"github.app_idd", "app_id"}},
+		{"empty secret in the list", map[string]string{"RIPCORD_GITHUB_WEBHOOK_SECRET": "a,,b"}, "", []string{"github.webhook_secrets", "empty secret"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range c.env {
+				env[k] = v
+			}
+			if c.file != "" {
+				env["RIPCORD_CONFIG"] = writeFile(t, "bad.yml", c.file)
+			}
+			_, err := load(t, nil, env)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("one bad setting gave several lines: %q", err)
+			}
+		})
+	}
+}
+
+func TestEveryFlagIsDocumentedInTheReference(t *testing.T) {
+	ref := Reference()
+	for _, s := range Settings() {
+		for _, want := range []string{"`" + s.Key + "`", "`--" + s.Flag() + "`", "`" + s.Env + "`"} {
+			if !strings.Contains(ref, want) {
+				t.Errorf("reference lacks %s", want)
+			}
+		}
+	}
+}

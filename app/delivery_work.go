@@ -1,0 +1,269 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// batchConcurrency bounds how many deliveries of one batch are decided at once.
+const batchConcurrency = 8
+
+// DeliveryBatchArgs is the job that works the deliveries of one group commit.
+// Completing it commits all of them in one transaction; a delivery whose
+// handler fails gets its own DeliveryArgs job with the retry backoff.
+type DeliveryBatchArgs struct {
+	DeliveryIDs []string `json:"delivery_ids"`
+}
+
+// Kind names the job in the queue.
+func (DeliveryBatchArgs) Kind() string { return "delivery_batch" }
+
+// DeliveryArgs is the job that retries one delivery that failed in its batch.
+// Its attempts continue the batch's: attempt n of the job is attempt n+1 of
+// the delivery.
+type DeliveryArgs struct {
+	DeliveryID string `json:"delivery_id"`
+}
+
+// Kind names the job in the queue.
+func (DeliveryArgs) Kind() string { return "delivery" }
+
+// deliveryRunner decides deliveries with the event handlers and applies the
+// results; the batch and retry workers share it.
+type deliveryRunner struct {
+	db          *store.DB
+	river       func() *river.Client[*sql.Tx]
+	handlers    map[string][]EventHandler
+	metrics     *metrics
+	log         *slog.Logger
+	maxAttempts int
+	policy      retryPolicy
+}
+
+// decided is one delivery after its handlers ran.
+type decided struct {
+	d       Delivery
+	commits []Commit
+	outcome string // processed or ignored
+	err     error
+}
+
+func (r *deliveryRunner) decide(ctx context.Context, d Delivery) (res decided) {
+	res = decided{d: d, outcome: DeliveryProcessed}
+	defer func() {
+		if p := recover(); p != nil {
+			res.err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	for _, h := range r.handlers[d.Event] {
+		c, err := h.Handle(ctx, d)
+		if err != nil {
+			res.err = fmt.Errorf("%s/%s: %w", d.Event, d.Action, err)
+			return res
+		}
+		if c != nil {
+			res.commits = append(res.commits, c)
+		}
+	}
+	if len(res.commits) == 0 {
+		res.outcome = DeliveryIgnored
+	}
+	return res
+}
+
+func runCommits(ctx context.Context, tx *sql.Tx, res decided) error {
+	for _, c := range res.commits {
+		if err := c(ctx, tx); err != nil {
+			return fmt.Errorf("%s/%s: %w", res.d.Event, res.d.Action, err)
+		}
+	}
+	return nil
+}
+
+// markDone marks deliveries worked, in one statement.
+func markDone(ctx context.Context, tx *sql.Tx, ids []string, outcome string, attempt int) error {
+	args := []any{outcome, attempt, store.Micros(time.Now())}
+	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $1, attempts = $2, last_error = '',
+		processed_at = $3, processed_count = processed_count + 1 WHERE id IN (`+placeholders(len(args)+1, len(ids))+`)`,
+		append(args, anySlice(ids)...)...); err != nil {
+		return fmt.Errorf("mark %d deliveries %s: %w", len(ids), outcome, err)
+	}
+	return nil
+}
+
+// failed records a delivery's failure inside tx and, while attempts remain,
+// queues its retry job. It returns the outcome for the metrics.
+func (r *deliveryRunner) failed(ctx context.Context, tx *sql.Tx, d Delivery, attempt int, cause error) (string, error) {
+	state, outcome := DeliveryQueued, "retried"
+	if attempt >= r.maxAttempts {
+		state, outcome = DeliveryFailed, DeliveryFailed
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $2, attempts = $3, last_error = $4 WHERE id = $1`,
+		d.ID, state, attempt, cause.Error()); err != nil {
+		return "", fmt.Errorf("record failure of delivery %s: %w", d.ID, err)
+	}
+	r.log.Warn("delivery failed", "delivery", d.ID, "event", d.Event, "attempt", attempt, "max_attempts", r.maxAttempts, "err", cause)
+	return outcome, nil
+}
+
+// batchWorker works a DeliveryBatchArgs job.
+type batchWorker struct {
+	river.WorkerDefaults[DeliveryBatchArgs]
+	*deliveryRunner
+}
+
+func (w *batchWorker) Timeout(*river.Job[DeliveryBatchArgs]) time.Duration { return jobTimeout }
+
+func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs]) (err error) {
+	defer w.metrics.timed(job.Kind, time.Now(), &err)
+	ds, err := w.loadQueued(ctx, job.Args.DeliveryIDs)
+	if err != nil {
+		return err
+	}
+	results := make([]decided, len(ds))
+	sem := make(chan struct{}, batchConcurrency)
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = w.decide(ctx, d)
+		}()
+	}
+	wg.Wait()
+
+	outcomes := make([]string, len(results))
+	err = w.db.InTx(ctx, func(tx *sql.Tx) error {
+		done := map[string][]string{} // outcome -> delivery ids
+		var retries []river.InsertManyParams
+		for i, res := range results {
+			if res.err == nil && len(res.commits) > 0 {
+				res.err = w.commitIsolated(ctx, tx, res)
+			}
+			outcomes[i] = res.outcome
+			if res.err == nil {
+				done[res.outcome] = append(done[res.outcome], res.d.ID)
+				continue
+			}
+			outcome, err := w.failed(ctx, tx, res.d, 1, res.err)
+			if err != nil {
+				return err
+			}
+			outcomes[i] = outcome
+			if outcome == "retried" {
+				retries = append(retries, river.InsertManyParams{Args: DeliveryArgs{DeliveryID: res.d.ID},
+					InsertOpts: &river.InsertOpts{MaxAttempts: w.maxAttempts - 1, ScheduledAt: time.Now().Add(w.policy.delay(1))}})
+			}
+		}
+		for outcome, ids := range done {
+			if err := markDone(ctx, tx, ids, outcome, 1); err != nil {
+				return err
+			}
+		}
+		if len(retries) > 0 {
+			if _, err := w.river().InsertManyTx(ctx, tx, retries); err != nil {
+				return fmt.Errorf("queue %d delivery retries: %w", len(retries), err)
+			}
+		}
+		_, err := river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("complete delivery batch of %d: %w", len(ds), err)
+	}
+	for i, res := range results {
+		w.metrics.processed.WithLabelValues(eventLabel(res.d.Event), outcomes[i]).Inc()
+	}
+	return nil
+}
+
+// commitIsolated runs one delivery's commits under a savepoint, so a delivery
+// whose commit fails is rolled back alone and the rest of the batch commits.
+func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decided) error {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT delivery`); err != nil {
+		return err
+	}
+	if err := runCommits(ctx, tx, res); err != nil {
+		if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT delivery`); rbErr != nil {
+			return fmt.Errorf("%w (and rolling back its savepoint: %v)", err, rbErr)
+		}
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT delivery`)
+	return err
+}
+
+// loadQueued reads the batch's deliveries that are still queued (a batch job
+// run again after a crash finds the same ones: its transaction never committed).
+func (w *batchWorker) loadQueued(ctx context.Context, ids []string) ([]Delivery, error) {
+	rows, err := w.db.Write.QueryContext(ctx, `SELECT id, event, action, body, attempts, state, repository, installation_id
+		FROM deliveries WHERE state = 'queued' AND id IN (`+placeholders(1, len(ids))+`)`, anySlice(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
+	}
+	defer rows.Close()
+	out := make([]Delivery, 0, len(ids))
+	for rows.Next() {
+		var d Delivery
+		if err := rows.Scan(&d.ID, &d.Event, &d.Action, &d.Body, &d.Attempts, &d.State, &d.Repository, &d.InstallationID); err != nil {
+			return nil, fmt.Errorf("load deliveries: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// retryWorker works a DeliveryArgs job: one delivery's later attempts.
+type retryWorker struct {
+	river.WorkerDefaults[DeliveryArgs]
+	*deliveryRunner
+}
+
+func (w *retryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration { return jobTimeout }
+
+func (w *retryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) (err error) {
+	defer w.metrics.timed(job.Kind, time.Now(), &err)
+	d, err := getDelivery(ctx, w.db.Write, job.Args.DeliveryID, true)
+	if err != nil {
+		return fmt.Errorf("load delivery %s: %w", job.Args.DeliveryID, err)
+	}
+	if d.State != DeliveryQueued {
+		return nil
+	}
+	attempt := job.Attempt + 1
+	res := w.decide(ctx, d)
+	if res.err == nil {
+		res.err = w.db.InTx(ctx, func(tx *sql.Tx) error {
+			if err := runCommits(ctx, tx, res); err != nil {
+				return err
+			}
+			if err := markDone(ctx, tx, []string{d.ID}, res.outcome, attempt); err != nil {
+				return err
+			}
+			_, err := river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
+			return err
+		})
+	}
+	if res.err == nil {
+		w.metrics.processed.WithLabelValues(eventLabel(d.Event), res.outcome).Inc()
+		return nil
+	}
+	// Record the failure; River retries the job with the same policy, or
+	// discards it after its last attempt, when the delivery is failed too.
+	_ = w.db.InTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
+		outcome, err := w.failed(ctx, tx, d, attempt, res.err)
+		w.metrics.processed.WithLabelValues(eventLabel(d.Event), outcome).Inc()
+		return err
+	})
+	return res.err
+}

@@ -1,0 +1,124 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+func TestIntakeStoresEveryGitHubPayload(t *testing.T) {
+	payloads := githubtest.Payloads(t)
+	if len(payloads) < 89 {
+		t.Fatalf("found %d example payloads in ../shared/github/webhooks, want 89", len(payloads))
+	}
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		type want struct{ event, action, repo string }
+		wants := map[string]want{}
+		for i, p := range payloads {
+			id := fmt.Sprintf("delivery-%03d", i)
+			var meta struct {
+				Action     string `json:"action"`
+				Repository *struct {
+					FullName string `json:"full_name"`
+				} `json:"repository"`
+			}
+			if err := json.Unmarshal(p.Body, &meta); err != nil {
+				t.Fatalf("%s/%s: %v", p.Event, p.Name, err)
+			}
+			w := want{event: p.Event, action: meta.Action}
+			if meta.Repository != nil {
+				w.repo = meta.Repository.FullName
+			}
+			wants[id] = w
+			if code, body := ts.deliver(t, p.Event, id, p.Body, githubtest.Sign(testSecret, p.Body)); code != 202 {
+				t.Fatalf("%s/%s: status %d: %s", p.Event, p.Name, code, body)
+			}
+		}
+		ts.waitSettled(t)
+		for id, w := range wants {
+			var d Delivery
+			if code := ts.api(t, "/api/v1/deliveries/"+id, &d); code != 200 {
+				t.Fatalf("GET delivery %s: %d", id, code)
+			}
+			if d.Event != w.event || d.Action != w.action || d.Repository != w.repo {
+				t.Errorf("%s stored as (%q, %q, %q), want (%q, %q, %q)", id, d.Event, d.Action, d.Repository, w.event, w.action, w.repo)
+			}
+			if d.State != DeliveryProcessed && d.State != DeliveryIgnored {
+				t.Errorf("%s (%s) ended %q (%s), want processed or ignored", id, w.event, d.State, d.LastError)
+			}
+		}
+	})
+}
+
+func TestIntakeRefusesAndStoresNothing(t *testing.T) {
+	body := githubtest.LoadPayload(t, "workflow_run", "completed.payload.json")
+	good := githubtest.Sign(testSecret, body)
+	cases := []struct {
+		name, id, signature string
+		body                []byte
+		want                int
+	}{
+		{"signed with a secret the server does not have", "d1", githubtest.Sign("not the secret", body), body, 401},
+		{"no signature header", "d2", "", body, 401},
+		{"signature of another body", "d3", githubtest.Sign(testSecret, body[:len(body)-1]), body, 401},
+		{"sha1 scheme instead of sha256", "d4", "sha1=" + good[len("sha256="):], body, 401},
+		{"truncated JSON, correctly signed", "d5", githubtest.Sign(testSecret, body[:len(body)/2]), body[:len(body)/2], 400},
+		{"no delivery id", "", good, body, 400},
+	}
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		for _, c := range cases {
+			code, resp := ts.deliver(t, "workflow_run", c.id, c.body, c.signature)
+			if code != c.want {
+				t.Errorf("%s: status %d (%s), want %d", c.name, code, resp, c.want)
+			}
+		}
+		if n := ts.countDeliveries(t); n != 0 {
+			t.Errorf("%d deliveries stored after only refused requests, want 0", n)
+		}
+	})
+}
+
+func TestIntakeAcceptsEverySecretDuringRotation(t *testing.T) {
+	body := []byte(`{"zen":"Keep it logically awesome.","hook_id":1}`)
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for i, secret := range []string{"old-secret", testSecret} {
+		if code, resp := ts.deliver(t, "ping", fmt.Sprintf("rot-%d", i), body, githubtest.Sign(secret, body)); code != 202 {
+			t.Errorf("delivery signed with secret %d: status %d (%s), want 202", i, code, resp)
+		}
+	}
+}
+
+func TestRedeliveryIsAcknowledgedAndProcessedOnce(t *testing.T) {
+	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		var statuses []string
+		for range 3 {
+			code, resp := ts.deliver(t, "installation", "same-guid", body, githubtest.Sign(testSecret, body))
+			if code != 202 {
+				t.Fatalf("status %d: %s", code, resp)
+			}
+			var ack struct{ Status string }
+			_ = json.Unmarshal([]byte(resp), &ack)
+			statuses = append(statuses, ack.Status)
+		}
+		if fmt.Sprint(statuses) != "[queued duplicate duplicate]" {
+			t.Errorf("acknowledgements %v, want [queued duplicate duplicate]", statuses)
+		}
+		ts.waitSettled(t)
+		var processed int
+		if err := ts.db.Read.QueryRowContext(context.Background(),
+			`SELECT processed_count FROM deliveries WHERE id = 'same-guid'`).Scan(&processed); err != nil {
+			t.Fatal(err)
+		}
+		if processed != 1 {
+			t.Errorf("delivery processed %d times, want 1", processed)
+		}
+	})
+}

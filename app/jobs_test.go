@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// scriptedHandler fails its first failures calls, then succeeds.
+type scriptedHandler struct {
+	failures int32
+	calls    atomic.Int32
+}
+
+func (h *scriptedHandler) Handles() []string { return []string{"ping"} }
+func (h *scriptedHandler) Handle(context.Context, Delivery) (Commit, error) {
+	if n := h.calls.Add(1); n <= h.failures {
+		return nil, errors.New("upstream said no")
+	}
+	return func(context.Context, *sql.Tx) error { return nil }, nil
+}
+
+func (ts *testServer) delivery(t *testing.T, id string) Delivery {
+	t.Helper()
+	var d Delivery
+	if code := ts.api(t, "/api/v1/deliveries/"+id, &d); code != 200 {
+		t.Fatalf("GET delivery %s: status %d", id, code)
+	}
+	return d
+}
+
+func TestFailingJobIsRetriedThenEndsVisiblyFailed(t *testing.T) {
+	body := githubtest.LoadPayload(t, "ping", "payload.json")
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		always := &scriptedHandler{failures: 1 << 30}
+		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{always}, DeliveryMaxAttempts: 3, RetryBase: time.Millisecond})
+		ts.deliver(t, "ping", "doomed", body, githubtest.Sign(testSecret, body))
+		waitFor(t, "the delivery to fail for good", 60*time.Second, func() bool {
+			return ts.delivery(t, "doomed").State == DeliveryFailed
+		})
+		d := ts.delivery(t, "doomed")
+		if d.Attempts != 3 || !contains(d.LastError, "upstream said no") {
+			t.Errorf("failed delivery shows attempts %d and last_error %q, want 3 and the handler's error", d.Attempts, d.LastError)
+		}
+		if got := always.calls.Load(); got != 3 {
+			t.Errorf("handler called %d times, want 3 (max attempts)", got)
+		}
+	})
+}
+
+func TestFlakyJobSucceedsOnRetry(t *testing.T) {
+	body := githubtest.LoadPayload(t, "ping", "payload.json")
+	flaky := &scriptedHandler{failures: 1}
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{Handlers: []EventHandler{flaky}, RetryBase: time.Millisecond})
+	ts.deliver(t, "ping", "flaky", body, githubtest.Sign(testSecret, body))
+	waitFor(t, "the delivery to be processed", 60*time.Second, func() bool {
+		return ts.delivery(t, "flaky").State == DeliveryProcessed
+	})
+	if d := ts.delivery(t, "flaky"); d.Attempts != 2 || d.LastError != "" {
+		t.Errorf("after one failure and a success: attempts %d, last_error %q; want 2 and empty", d.Attempts, d.LastError)
+	}
+}

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app/config"
+)
+
+const (
+	testSecret = "It's a Secret to Everybody"
+	testToken  = "test-api-token"
+)
+
+// testServer is a running `ripcord serve` on a loopback port.
+type testServer struct {
+	*Server
+	URL string
+}
+
+func startServer(t *testing.T, dbURL string, opts Options) *testServer {
+	t.Helper()
+	cfg := testConfig(dbURL)
+	if opts.Logger == nil {
+		opts.Logger = discardLogger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := New(ctx, cfg, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("start server: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server stopped with an error: %v", err)
+		}
+	})
+	return &testServer{Server: srv, URL: "http://" + ln.Addr().String()}
+}
+
+func testConfig(dbURL string) *config.Config {
+	return &config.Config{
+		Listen:    "127.0.0.1:0",
+		Database:  dbURL,
+		PublicURL: "http://127.0.0.1",
+		APIToken:  testToken,
+		GitHub:    config.GitHub{WebhookSecrets: []string{"old-secret", testSecret}, APIURL: "http://127.0.0.1:1/"},
+	}
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// deliver posts a signed delivery and returns the status code and body.
+func (ts *testServer) deliver(t *testing.T, event, id string, body []byte, signature string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/github/hook", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	if id != "" {
+		req.Header.Set("X-GitHub-Delivery", id)
+	}
+	if signature != "" {
+		req.Header.Set("X-Hub-Signature-256", signature)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("post delivery: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// api calls GET /api/v1/... with the API token and decodes the JSON answer.
+func (ts *testServer) api(t *testing.T, path string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("GET %s: decode: %v", path, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (ts *testServer) countDeliveries(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (ts *testServer) waitSettled(t *testing.T) {
+	t.Helper()
+	waitFor(t, "every delivery to be worked", 30*time.Second, func() bool {
+		var n int
+		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+type options struct {
+	binary, postgres string
+	duration         time.Duration
+	concurrency      int
+	bodyBytes        int
+	rssDeliveries    int
+}
+
+func runIngest(o options) error {
+	b := body(o.bodyBytes)
+	fmt.Printf("ingest: %d connections, %d-byte signed bodies, %s per scenario, loopback only\n\n", o.concurrency, len(b), o.duration)
+
+	bare := serveInProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := readAll(r)
+		if err != nil || !validHMAC(r.Header.Get("X-Hub-Signature-256"), body) {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	ra := load("(a) bare HMAC handler", bare.url, o.concurrency, o.duration, 0, b)
+	bare.close()
+	fmt.Println(ra)
+
+	disp := serveInProcess(githubapp.NewEventDispatcher([]githubapp.EventHandler{noop{}}, benchSecret))
+	rb := load("(b) go-githubapp dispatcher, no-op", disp.url, o.concurrency, o.duration, 0, b)
+	disp.close()
+	fmt.Println(rb)
+
+	dir, err := os.MkdirTemp("", "ripcord-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	sqlite, err := startServe(o.binary, "sqlite://"+filepath.Join(dir, "bench.db"))
+	if err != nil {
+		return err
+	}
+	idle := sqlite.rss()
+	rc := load("(c) ripcord serve, SQLite", sqlite.hook(), o.concurrency, o.duration, 0, b)
+	fmt.Println(rc)
+	var after int64
+	if o.rssDeliveries > 0 {
+		sent := rc.sent
+		fill := load("    (filling to RSS target)", sqlite.hook(), o.concurrency, 10*time.Minute, int64(o.rssDeliveries)-sent, b)
+		after = sqlite.rss()
+		fmt.Printf("    RSS of serve (SQLite): idle %.1f MB; after %d deliveries %.1f MB\n", mb(idle), sent+fill.sent, mb(after))
+	} else {
+		fmt.Printf("    RSS of serve (SQLite): idle %.1f MB\n", mb(idle))
+	}
+	sqlite.stop()
+
+	var rd result
+	if o.postgres != "" {
+		dbURL, drop, err := createDatabase(o.postgres)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		pg, err := startServe(o.binary, dbURL)
+		if err != nil {
+			return err
+		}
+		rd = load("(d) ripcord serve, PostgreSQL", pg.hook(), o.concurrency, o.duration, 0, b)
+		pg.stop()
+		fmt.Println(rd)
+	} else {
+		fmt.Println("(d) skipped: no --postgres URL (RIPCORD_TEST_POSTGRES)")
+	}
+
+	fmt.Printf("\nc/b = %.2f (target >= 0.5, p99 <= 50 ms: p99 %.2f ms)\n", rc.perSecond/rb.perSecond, ms(rc.p99))
+	if rd.sent > 0 {
+		fmt.Printf("d/b = %.2f (target >= 0.3)\n", rd.perSecond/rb.perSecond)
+	}
+	if idle > 0 {
+		fmt.Printf("RSS idle %.1f MB (target <= 60)", mb(idle))
+		if after > 0 {
+			fmt.Printf(", after %d deliveries %.1f MB (target <= 200)", o.rssDeliveries, mb(after))
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+type noop struct{}
+
+func (noop) Handles() []string { return []string{"check_suite"} }
+func (noop) Handle(context.Context, string, string, []byte) error {
+	return nil
+}
+
+type inProcess struct {
+	url string
+	srv *http.Server
+}
+
+func (p inProcess) close() { _ = p.srv.Close() }
+
+func serveInProcess(h http.Handler) inProcess {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	return inProcess{url: "http://" + ln.Addr().String() + "/api/github/hook", srv: srv}
+}
+
+type serveProcess struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func (p serveProcess) hook() string { return "http://" + p.addr + "/api/github/hook" }
+
+func startServe(bin, dbURL string) (serveProcess, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return serveProcess{}, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "RIPCORD_LISTEN="+addr, "RIPCORD_DATABASE="+dbURL,
+		"RIPCORD_GITHUB_WEBHOOK_SECRET="+benchSecret, "RIPCORD_LOG_LEVEL=error")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return serveProcess{}, fmt.Errorf("start %s: %w", bin, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				time.Sleep(500 * time.Millisecond) // let start-up garbage settle before reading idle RSS
+				return serveProcess{cmd: cmd, addr: addr}, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	return serveProcess{}, errors.New("ripcord serve did not become ready in 30 s")
+}
+
+func (p serveProcess) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
+}
+
+// rss reads the process's resident set size in bytes from /proc.
+func (p serveProcess) rss() int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+func createDatabase(admin string) (string, func(), error) {
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		return "", nil, err
+	}
+	name := fmt.Sprintf("ripcord_bench_%d", rand.Int64())
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		db.Close()
+		return "", nil, fmt.Errorf("create bench database: %w", err)
+	}
+	u, _ := url.Parse(admin)
+	u.Path = "/" + name
+	return u.String(), func() {
+		_, _ = db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		db.Close()
+	}, nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const benchSecret = "bench-secret"
+
+// body builds a valid JSON delivery of about n bytes.
+func body(n int) []byte {
+	head := `{"action":"requested","repository":{"full_name":"acme/checkout"},"installation":{"id":1},"padding":"`
+	tail := `"}`
+	pad := n - len(head) - len(tail)
+	if pad < 0 {
+		pad = 0
+	}
+	return []byte(head + strings.Repeat("x", pad) + tail)
+}
+
+func sign(b []byte) string {
+	mac := hmac.New(sha256.New, []byte(benchSecret))
+	mac.Write(b)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// result is one scenario's figures.
+type result struct {
+	name      string
+	sent      int64
+	errors    int64
+	perSecond float64
+	p50, p99  time.Duration
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("%-38s %9.0f deliveries/s   p50 %7.2f ms   p99 %7.2f ms   (%d acknowledged, %d errors)",
+		r.name, r.perSecond, ms(r.p50), ms(r.p99), r.sent, r.errors)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// load posts signed deliveries to url from `concurrency` connections until
+// the duration passes or `count` deliveries were acknowledged (0: no count).
+func load(name, url string, concurrency int, duration time.Duration, count int64, b []byte) result {
+	sig := sign(b)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}, Timeout: 30 * time.Second}
+	var sent, errs, next atomic.Int64
+	deadline := time.Now().Add(duration)
+	lat := make([][]time.Duration, concurrency)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				n := next.Add(1)
+				if count > 0 && n > count {
+					return
+				}
+				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-GitHub-Event", "check_suite")
+				req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("%s-%d-%d", name[:1], start.UnixNano(), n))
+				req.Header.Set("X-Hub-Signature-256", sig)
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err != nil {
+					errs.Add(1)
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode/100 != 2 {
+					errs.Add(1)
+					continue
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+				sent.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	client.CloseIdleConnections()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	r := result{name: name, sent: sent.Load(), errors: errs.Load(), perSecond: float64(sent.Load()) / elapsed.Seconds()}
+	if len(all) > 0 {
+		r.p50 = all[len(all)*50/100]
+		r.p99 = all[len(all)*99/100]
+	}
+	return r
+}

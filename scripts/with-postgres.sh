@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs a command with a throwaway PostgreSQL server on 127.0.0.1 and
+# RIPCORD_TEST_POSTGRES pointing at it; installs PostgreSQL from Debian's
+# packages first when it is missing (needs root, as on CI). The server is
+# stopped and its data removed when the command ends.
+set -euo pipefail
+
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+
+if [ -z "$(pg_bin)" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "with-postgres: PostgreSQL is not installed; run as root or: sudo apt-get install -y postgresql" >&2
+    exit 1
+  fi
+  echo "with-postgres: installing PostgreSQL (Debian package)..." >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+BIN=$(pg_bin)
+
+DIR=$(mktemp -d /tmp/ripcord-pg.XXXXXX)
+RUN=()
+if [ "$(id -u)" = 0 ]; then
+  chown postgres "$DIR"
+  RUN=(runuser -u postgres --)
+fi
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo 55432)
+
+stop() {
+  "${RUN[@]}" "$BIN/pg_ctl" -D "$DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
+  rm -rf "$DIR"
+}
+trap stop EXIT
+
+"${RUN[@]}" "$BIN/initdb" --auth=trust --no-sync -U postgres -D "$DIR/data" >/dev/null
+"${RUN[@]}" "$BIN/pg_ctl" -D "$DIR/data" -w -l "$DIR/log" \
+  -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
+  start >/dev/null
+echo "with-postgres: PostgreSQL $("$BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT" >&2
+
+export RIPCORD_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
+"$@"
