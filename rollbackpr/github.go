@@ -1,0 +1,141 @@
+package rollbackpr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// NewGitHub implements GitHub with a go-github client (for a GitHub App, one built on the
+// installation's token). HTTP statuses become the package's errors: 404 is ErrNotFound,
+// 409 is ErrConflict, and a 422 saying something "already exists" is ErrAlreadyExists.
+func NewGitHub(client *github.Client) GitHub {
+	return goGitHub{c: client}
+}
+
+type goGitHub struct {
+	c *github.Client
+}
+
+func (g goGitHub) GetRef(ctx context.Context, owner, repo, ref string) (*github.Reference, error) {
+	r, resp, err := g.c.Git.GetRef(ctx, owner, repo, ref)
+	return r, classify(resp, err)
+}
+
+func (g goGitHub) GetContents(ctx context.Context, owner, repo, path, ref string) ([]byte, string, error) {
+	file, dir, resp, err := g.c.Repositories.GetContents(ctx, owner, repo, path, &github.RepositoryContentGetOptions{Ref: ref})
+	if err := classify(resp, err); err != nil {
+		return nil, "", err
+	}
+	if file == nil {
+		return nil, "", fmt.Errorf("%s is a directory of %d entries, not a file", path, len(dir))
+	}
+	if t := file.GetType(); t != "" && t != "file" {
+		return nil, "", fmt.Errorf("%s is a %s, not a file", path, t)
+	}
+	content, err := file.GetContent()
+	if err != nil {
+		// GitHub leaves content out (encoding "none") for files over 1 MB.
+		return nil, "", fmt.Errorf("decode %s: %w", path, err)
+	}
+	return []byte(content), file.GetSHA(), nil
+}
+
+func (g goGitHub) GetCommit(ctx context.Context, owner, repo, sha string) (*github.RepositoryCommit, error) {
+	c, resp, err := g.c.Repositories.GetCommit(ctx, owner, repo, sha, nil)
+	return c, classify(resp, err)
+}
+
+func (g goGitHub) CreateRef(ctx context.Context, owner, repo string, ref *github.Reference) (*github.Reference, error) {
+	r, resp, err := g.c.Git.CreateRef(ctx, owner, repo, ref)
+	return r, classify(resp, err)
+}
+
+func (g goGitHub) UpdateRef(ctx context.Context, owner, repo string, ref *github.Reference, force bool) (*github.Reference, error) {
+	r, resp, err := g.c.Git.UpdateRef(ctx, owner, repo, ref, force)
+	return r, classify(resp, err)
+}
+
+func (g goGitHub) UpdateFile(ctx context.Context, owner, repo, path string, opts *github.RepositoryContentFileOptions) (*github.Commit, error) {
+	r, resp, err := g.c.Repositories.UpdateFile(ctx, owner, repo, path, opts)
+	if err := classify(resp, err); err != nil {
+		return nil, err
+	}
+	c := r.Commit
+	return &c, nil
+}
+
+func (g goGitHub) FindPullRequest(ctx context.Context, owner, repo, head, base string) (*github.PullRequest, error) {
+	// GitHub filters by head only in the "owner:branch" form; a bare branch is ignored
+	// and every open pull request would come back.
+	prs, resp, err := g.c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{
+		State: "open", Head: owner + ":" + head, Base: base,
+	})
+	if err := classify(resp, err); err != nil {
+		return nil, err
+	}
+	for _, pr := range prs {
+		if pr.GetHead().GetRef() == head && pr.GetBase().GetRef() == base {
+			return pr, nil
+		}
+	}
+	return nil, nil
+}
+
+func (g goGitHub) CreatePullRequest(ctx context.Context, owner, repo string, pr *github.NewPullRequest) (*github.PullRequest, error) {
+	p, resp, err := g.c.PullRequests.Create(ctx, owner, repo, pr)
+	return p, classify(resp, err)
+}
+
+func (g goGitHub) EditPullRequest(ctx context.Context, owner, repo string, number int, pr *github.PullRequest) (*github.PullRequest, error) {
+	p, resp, err := g.c.PullRequests.Edit(ctx, owner, repo, number, pr)
+	return p, classify(resp, err)
+}
+
+func (g goGitHub) AddLabels(ctx context.Context, owner, repo string, number int, labels []string) error {
+	_, resp, err := g.c.Issues.AddLabelsToIssue(ctx, owner, repo, number, labels)
+	return classify(resp, err)
+}
+
+// classify wraps err with the package error its HTTP status means, keeping GitHub's
+// message for the log.
+func classify(resp *github.Response, err error) error {
+	if err == nil {
+		return nil
+	}
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	switch {
+	case status == http.StatusNotFound:
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case status == http.StatusConflict:
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	case status == http.StatusUnprocessableEntity && alreadyExists(err):
+		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
+	}
+	return err
+}
+
+// alreadyExists recognises GitHub's two wordings: "Reference already exists" as the
+// message, and "A pull request already exists for owner:branch." in the errors list.
+func alreadyExists(err error) bool {
+	var e *github.ErrorResponse
+	if !errors.As(err, &e) {
+		return false
+	}
+	if strings.Contains(e.Message, "already exists") {
+		return true
+	}
+	for _, item := range e.Errors {
+		if strings.Contains(item.Message, "already exists") || item.Code == "already_exists" {
+			return true
+		}
+	}
+	return false
+}

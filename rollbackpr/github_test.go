@@ -1,0 +1,289 @@
+package rollbackpr_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/ripcord/ripcord/rollbackpr"
+)
+
+// recorded is one request as the fake API server saw it.
+type recorded struct {
+	method, path, query string
+	body                any // decoded JSON, nil when there was none
+}
+
+// apiServer answers every request with one canned status and body, and records it.
+func apiServer(t *testing.T, status int, response string) (rollbackpr.GitHub, *[]recorded) {
+	t.Helper()
+	var got []recorded
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		rec := recorded{method: r.Method, path: r.URL.EscapedPath(), query: r.URL.RawQuery}
+		if len(raw) > 0 {
+			if err := json.Unmarshal(raw, &rec.body); err != nil {
+				t.Errorf("request body is not JSON: %q", raw)
+			}
+		}
+		got = append(got, rec)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, response)
+	}))
+	t.Cleanup(srv.Close)
+	client := github.NewClient(srv.Client())
+	base, err := url.Parse(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.BaseURL = base
+	return rollbackpr.NewGitHub(client), &got
+}
+
+func jsonOf(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("bad JSON in test: %v", err)
+	}
+	return v
+}
+
+func TestNewGitHubRequests(t *testing.T) {
+	ctx := context.Background()
+	release := "release:\n  id: rb-1\n"
+	// GitHub wraps base64 content at 60 columns; go-github must cope.
+	encoded := base64.StdEncoding.EncodeToString([]byte(release))
+	wrapped := encoded[:10] + `\n` + encoded[10:]
+	tests := []struct {
+		name                string
+		status              int
+		response            string
+		call                func(g rollbackpr.GitHub) (any, error)
+		method, path, query string
+		body                string // JSON; empty for none
+		want                any
+	}{
+		{
+			name: "GetRef reads one ref", status: 200,
+			response: `{"ref":"refs/heads/main","object":{"sha":"b45e","type":"commit"}}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				r, err := g.GetRef(ctx, "acme", "gitops", "heads/main")
+				return r.GetObject().GetSHA(), err
+			},
+			method: "GET", path: "/repos/acme/gitops/git/ref/heads/main", want: "b45e",
+		},
+		{
+			name: "GetContents reads a file at a commit", status: 200,
+			response: `{"type":"file","encoding":"base64","path":"apps/checkout/prod/release.yaml","sha":"b10b","content":"` + wrapped + `"}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				c, sha, err := g.GetContents(ctx, "acme", "gitops", "apps/checkout/prod/release.yaml", "b45e")
+				return string(c) + "|" + sha, err
+			},
+			method: "GET", path: "/repos/acme/gitops/contents/apps/checkout/prod/release.yaml", query: "ref=b45e",
+			want: release + "|b10b",
+		},
+		{
+			name: "GetCommit reads parents, message and files", status: 200,
+			response: `{"sha":"c0c0","parents":[{"sha":"b45e"}],"commit":{"message":"Rollback: x"},"files":[{"filename":"a.yaml","sha":"b10b","status":"modified"}]}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				c, err := g.GetCommit(ctx, "acme", "gitops", "c0c0")
+				return c.Parents[0].GetSHA() + "|" + c.GetCommit().GetMessage() + "|" + c.Files[0].GetSHA(), err
+			},
+			method: "GET", path: "/repos/acme/gitops/commits/c0c0", want: "b45e|Rollback: x|b10b",
+		},
+		{
+			name: "CreateRef creates a branch at a commit", status: 201,
+			response: `{"ref":"refs/heads/release-rollback-prod-1a2b3c4d","object":{"sha":"b45e"}}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				r, err := g.CreateRef(ctx, "acme", "gitops", &github.Reference{Ref: github.String("refs/heads/release-rollback-prod-1a2b3c4d"), Object: &github.GitObject{SHA: github.String("b45e")}})
+				return r.GetRef(), err
+			},
+			method: "POST", path: "/repos/acme/gitops/git/refs",
+			body: `{"ref":"refs/heads/release-rollback-prod-1a2b3c4d","sha":"b45e"}`,
+			want: "refs/heads/release-rollback-prod-1a2b3c4d",
+		},
+		{
+			name: "UpdateRef force-moves a branch", status: 200,
+			response: `{"ref":"refs/heads/release-rollback-prod-1a2b3c4d","object":{"sha":"b45e"}}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				r, err := g.UpdateRef(ctx, "acme", "gitops", &github.Reference{Ref: github.String("refs/heads/release-rollback-prod-1a2b3c4d"), Object: &github.GitObject{SHA: github.String("b45e")}}, true)
+				return r.GetObject().GetSHA(), err
+			},
+			method: "PATCH", path: "/repos/acme/gitops/git/refs/heads/release-rollback-prod-1a2b3c4d",
+			body: `{"sha":"b45e","force":true}`, want: "b45e",
+		},
+		{
+			name: "UpdateFile commits one file on a branch", status: 200,
+			response: `{"content":{"path":"apps/checkout/prod/release.yaml","sha":"n3wb"},"commit":{"sha":"c0c0","message":"Rollback: x"}}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				c, err := g.UpdateFile(ctx, "acme", "gitops", "apps/checkout/prod/release.yaml", &github.RepositoryContentFileOptions{
+					Message: github.String("Rollback: x"), Content: []byte(release), SHA: github.String("b10b"), Branch: github.String("release-rollback-prod-1a2b3c4d"),
+				})
+				return c.GetSHA(), err
+			},
+			method: "PUT", path: "/repos/acme/gitops/contents/apps/checkout/prod/release.yaml",
+			body: `{"message":"Rollback: x","content":"` + encoded + `","sha":"b10b","branch":"release-rollback-prod-1a2b3c4d"}`,
+			want: "c0c0",
+		},
+		{
+			name: "FindPullRequest filters by owner:branch, base and open state", status: 200,
+			response: `[{"number":7,"head":{"ref":"release-rollback-prod-1a2b3c4d"},"base":{"ref":"main"}}]`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				pr, err := g.FindPullRequest(ctx, "acme", "gitops", "release-rollback-prod-1a2b3c4d", "main")
+				return pr.GetNumber(), err
+			},
+			method: "GET", path: "/repos/acme/gitops/pulls",
+			query: "base=main&head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: 7,
+		},
+		{
+			name: "FindPullRequest ignores a pull request for another head", status: 200,
+			response: `[{"number":3,"head":{"ref":"feature"},"base":{"ref":"main"}}]`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				pr, err := g.FindPullRequest(ctx, "acme", "gitops", "release-rollback-prod-1a2b3c4d", "main")
+				return pr == nil, err
+			},
+			method: "GET", path: "/repos/acme/gitops/pulls",
+			query: "base=main&head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: true,
+		},
+		{
+			name: "CreatePullRequest opens a pull request", status: 201,
+			response: `{"number":7,"html_url":"https://github.com/acme/gitops/pull/7"}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				pr, err := g.CreatePullRequest(ctx, "acme", "gitops", &github.NewPullRequest{
+					Title: github.String("Rollback: checkout prod to 1a2b3c4d"), Head: github.String("release-rollback-prod-1a2b3c4d"),
+					Base: github.String("main"), Body: github.String("body"),
+				})
+				return pr.GetHTMLURL(), err
+			},
+			method: "POST", path: "/repos/acme/gitops/pulls",
+			body: `{"title":"Rollback: checkout prod to 1a2b3c4d","head":"release-rollback-prod-1a2b3c4d","base":"main","body":"body"}`,
+			want: "https://github.com/acme/gitops/pull/7",
+		},
+		{
+			name: "EditPullRequest changes title and body", status: 200,
+			response: `{"number":7}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				pr, err := g.EditPullRequest(ctx, "acme", "gitops", 7, &github.PullRequest{Title: github.String("t"), Body: github.String("b")})
+				return pr.GetNumber(), err
+			},
+			method: "PATCH", path: "/repos/acme/gitops/pulls/7", body: `{"title":"t","body":"b"}`, want: 7,
+		},
+		{
+			name: "AddLabels labels through the issues API", status: 200,
+			response: `[{"name":"ripcord:rollback"}]`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				return nil, g.AddLabels(ctx, "acme", "gitops", 7, []string{"ripcord:rollback"})
+			},
+			method: "POST", path: "/repos/acme/gitops/issues/7/labels", body: `["ripcord:rollback"]`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, reqs := apiServer(t, tt.status, tt.response)
+			got, err := tt.call(g)
+			if err != nil {
+				t.Fatalf("call failed: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("returned %#v, want %#v", got, tt.want)
+			}
+			if len(*reqs) != 1 {
+				t.Fatalf("%d requests, want 1: %+v", len(*reqs), *reqs)
+			}
+			r := (*reqs)[0]
+			if r.method != tt.method || r.path != tt.path || r.query != tt.query {
+				t.Errorf("request = %s %s?%s, want %s %s?%s", r.method, r.path, r.query, tt.method, tt.path, tt.query)
+			}
+			var wantBody any
+			if tt.body != "" {
+				wantBody = jsonOf(t, tt.body)
+			}
+			if !reflect.DeepEqual(r.body, wantBody) {
+				t.Errorf("body = %#v, want %#v", r.body, wantBody)
+			}
+		})
+	}
+}
+
+func TestNewGitHubErrors(t *testing.T) {
+	ctx := context.Background()
+	ref := &github.Reference{Ref: github.String("refs/heads/x"), Object: &github.GitObject{SHA: github.String("b45e")}}
+	newPR := &github.NewPullRequest{Title: github.String("t"), Head: github.String("x"), Base: github.String("main")}
+	tests := []struct {
+		name     string
+		status   int
+		response string
+		call     func(g rollbackpr.GitHub) error
+		is       error // nil: must be none of the package errors
+	}{
+		{"missing ref is ErrNotFound", 404, `{"message":"Not Found"}`,
+			func(g rollbackpr.GitHub) error { _, err := g.GetRef(ctx, "acme", "gitops", "heads/x"); return err }, rollbackpr.ErrNotFound},
+		{"missing file is ErrNotFound", 404, `{"message":"Not Found"}`,
+			func(g rollbackpr.GitHub) error {
+				_, _, err := g.GetContents(ctx, "acme", "gitops", "a.yaml", "main")
+				return err
+			}, rollbackpr.ErrNotFound},
+		{"existing branch is ErrAlreadyExists", 422, `{"message":"Reference already exists"}`,
+			func(g rollbackpr.GitHub) error { _, err := g.CreateRef(ctx, "acme", "gitops", ref); return err }, rollbackpr.ErrAlreadyExists},
+		{"existing pull request is ErrAlreadyExists", 422,
+			`{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"A pull request already exists for acme:x."}]}`,
+			func(g rollbackpr.GitHub) error {
+				_, err := g.CreatePullRequest(ctx, "acme", "gitops", newPR)
+				return err
+			}, rollbackpr.ErrAlreadyExists},
+		{"stale blob sha is ErrConflict", 409, `{"message":"a.yaml does not match b10b"}`,
+			func(g rollbackpr.GitHub) error {
+				_, err := g.UpdateFile(ctx, "acme", "gitops", "a.yaml", &github.RepositoryContentFileOptions{Message: github.String("m"), Content: []byte("x"), SHA: github.String("b10b"), Branch: github.String("x")})
+				return err
+			}, rollbackpr.ErrConflict},
+		{"no commits between is a plain failure", 422,
+			`{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"No commits between main and x"}]}`,
+			func(g rollbackpr.GitHub) error {
+				_, err := g.CreatePullRequest(ctx, "acme", "gitops", newPR)
+				return err
+			}, nil},
+		{"server error is a plain failure", 502, `{"message":"Bad Gateway"}`,
+			func(g rollbackpr.GitHub) error { _, err := g.GetRef(ctx, "acme", "gitops", "heads/x"); return err }, nil},
+		{"a directory is not a release file", 200, `[{"type":"file","name":"a.yaml"}]`,
+			func(g rollbackpr.GitHub) error {
+				_, _, err := g.GetContents(ctx, "acme", "gitops", "apps", "main")
+				return err
+			}, nil},
+		{"a file over 1 MB comes without content", 200, `{"type":"file","encoding":"none","content":"","sha":"b10b"}`,
+			func(g rollbackpr.GitHub) error {
+				_, _, err := g.GetContents(ctx, "acme", "gitops", "big.yaml", "main")
+				return err
+			}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, _ := apiServer(t, tt.status, tt.response)
+			err := tt.call(g)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, sentinel := range []error{rollbackpr.ErrNotFound, rollbackpr.ErrAlreadyExists, rollbackpr.ErrConflict} {
+				if errors.Is(err, sentinel) != (sentinel == tt.is) {
+					t.Errorf("errors.Is(%v, %v) = %v", err, sentinel, errors.Is(err, sentinel))
+				}
+			}
+			if tt.status >= 400 {
+				msg := jsonOf(t, tt.response).(map[string]any)["message"].(string)
+				if !strings.Contains(err.Error(), msg) {
+					t.Errorf("error %q lost GitHub's message %q", err, msg)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package rollbackpr
+
+import (
+	"fmt"
+	"strings"
+)
+
+// BranchPrefix starts every rollback branch. Gate workflows match "release-" branches, so
+// a rollback gets the same checks as any release (seed 003, Phase 4 item 3).
+const BranchPrefix = "release-rollback-"
+
+// TitlePrefix starts every rollback pull request's title.
+const TitlePrefix = "Rollback:"
+
+// Label is put on every rollback pull request.
+const Label = "ripcord:rollback"
+
+// BranchName is the branch for rolling env back to gitRevision:
+// release-rollback-<env>-<sha8>. The environment is folded into one valid git ref
+// component (letters, digits, "-", "_", single "."; anything else becomes "-"), so the
+// name always passes `git check-ref-format --branch`, and the same inputs always give the
+// same name, which is what makes a second start find the first one's branch.
+func BranchName(env, gitRevision string) string {
+	// The revision part keeps no "." so the name can never end in ".lock".
+	return BranchPrefix + refComponent(env) + "-" + refComponent(strings.ReplaceAll(ShortSHA(gitRevision), ".", "-"))
+}
+
+// Title is the pull request title and the commit subject: "Rollback: <app> <env> to <sha8>".
+func Title(app, env, sha8 string) string {
+	return fmt.Sprintf("%s %s %s to %s", TitlePrefix, oneLine(app), oneLine(env), ShortSHA(sha8))
+}
+
+// ShortSHA is the first eight characters of a git revision, lower-cased.
+func ShortSHA(gitRevision string) string {
+	rev := strings.ToLower(strings.TrimSpace(gitRevision))
+	if len(rev) > 8 {
+		return rev[:8]
+	}
+	return rev
+}
+
+// refComponent keeps ASCII letters, digits, "_", "-" and lone "."; every other run of
+// characters becomes one "-". Leading and trailing "." and "-" are dropped, which also
+// rules out "..", ".lock" endings, "@{" and the characters git forbids (space ~ ^ : ? * [ \).
+func refComponent(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		case r == '.':
+			if !strings.HasSuffix(b.String(), ".") && !strings.HasSuffix(b.String(), "-") {
+				b.WriteRune(r)
+			}
+		default:
+			out := strings.TrimSuffix(b.String(), ".")
+			if !strings.HasSuffix(out, "-") {
+				out += "-"
+			}
+			b.Reset()
+			b.WriteString(out)
+		}
+	}
+	out := strings.Trim(b.String(), ".-")
+	if out == "" {
+		return "x"
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package rollbackpr_test
+
+import (
+	"github.com/ripcord/ripcord/rollbackpr"
+	"strings"
+	"testing"
+)
+
+const fullSHA = "1A2B3C4D5E6F708192a3b4c5d6e7f8091a2b3c4d"
+
+func TestBranchName(t *testing.T) {
+	tests := []struct {
+		name, env, rev, want string
+	}{
+		{"plain environment", "prod", fullSHA, "release-rollback-prod-1a2b3c4d"},
+		{"short revision kept whole", "staging", "abcdef12", "release-rollback-staging-abcdef12"},
+		{"slash would make two ref components", "eu/prod", fullSHA, "release-rollback-eu-prod-1a2b3c4d"},
+		{"space and colon are not allowed in refs", "eu west: prod", fullSHA, "release-rollback-eu-west-prod-1a2b3c4d"},
+		{"double dot is not allowed in refs", "a..b", fullSHA, "release-rollback-a.b-1a2b3c4d"},
+		{"reflog syntax is not allowed in refs", "prod@{1}", fullSHA, "release-rollback-prod-1-1a2b3c4d"},
+		{"git's forbidden characters", "p~r^o:d?*[\\", fullSHA, "release-rollback-p-r-o-d-1a2b3c4d"},
+		{"leading dot and dash", ".-prod", fullSHA, "release-rollback-prod-1a2b3c4d"},
+		{"lock suffix inside the name is harmless", "prod.lock", fullSHA, "release-rollback-prod.lock-1a2b3c4d"},
+		{"non-ASCII letters become dashes", "prüfung", fullSHA, "release-rollback-pr-fung-1a2b3c4d"},
+		{"control characters", "pr\x00o\x7fd\n", fullSHA, "release-rollback-pr-o-d-1a2b3c4d"},
+		{"nothing usable left", "@@@", fullSHA, "release-rollback-x-1a2b3c4d"},
+		{"revision with a dot cannot end in .lock", "prod", "x.lock", "release-rollback-prod-x-lock"},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := rollbackpr.BranchName(tt.env, tt.rev)
+			if got != tt.want {
+				t.Errorf("BranchName(%q, %q) = %q, want %q", tt.env, tt.rev, got, tt.want)
+			}
+			if out, err := git(t, dir, "", "check-ref-format", "--branch", got); err != nil {
+				t.Errorf("git rejects %q: %v", got, err)
+			} else if strings.TrimSpace(out) != got {
+				t.Errorf("git normalised %q to %q", got, out)
+			}
+			if rollbackpr.BranchName(tt.env, tt.rev) != got {
+				t.Errorf("BranchName is not deterministic for %q", tt.env)
+			}
+		})
+	}
+}
+
+func TestBranchNameAlwaysValidForGit(t *testing.T) {
+	// Every printable ASCII character and a few hostile sequences, one at a time, in the
+	// middle and at both ends of the environment name.
+	dir := t.TempDir()
+	var envs []string
+	for c := byte(0x20); c < 0x7f; c++ {
+		envs = append(envs, string(c), "a"+string(c)+"b", string(c)+"a", "a"+string(c))
+	}
+	envs = append(envs, "..", "a/../b", "@", "@{", "a.lock", "/", "//", "a//b", ".", "...")
+	var names []string
+	for _, env := range envs {
+		names = append(names, rollbackpr.BranchName(env, fullSHA))
+	}
+	// git check-ref-format takes one name per run: run it once per distinct name.
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if _, err := git(t, dir, "", "check-ref-format", "--branch", n); err != nil {
+			t.Errorf("git rejects %q: %v", n, err)
+		}
+	}
+}
+
+func TestTitle(t *testing.T) {
+	if got, want := rollbackpr.Title("checkout", "prod", fullSHA), "Rollback: checkout prod to 1a2b3c4d"; got != want {
+		t.Errorf("Title = %q, want %q", got, want)
+	}
+	if got, want := rollbackpr.Title("check\nout", "prod", "abcdef12"), "Rollback: check out prod to abcdef12"; got != want {
+		t.Errorf("a newline in the app name must not split the title: got %q, want %q", got, want)
+	}
+}

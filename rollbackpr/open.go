@@ -1,0 +1,173 @@
+package rollbackpr
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Request says where the release file is and what the rollback is. Repository, Base,
+// File and Fields are the environment's rollback settings in .github/ripcord.yml.
+type Request struct {
+	// Repository is "owner/name" of the repository that holds the release file.
+	Repository string `json:"repository"`
+	// Base is the branch the pull request targets; the caller resolves the repository's
+	// default branch when the config leaves it out.
+	Base string `json:"base"`
+	// File is the release file's path in Repository.
+	File     string   `json:"file"`
+	Fields   Fields   `json:"fields"`
+	Rollback Rollback `json:"rollback"`
+}
+
+// Fields are the dotted paths in the release file that receive the rollback's image,
+// digest and release id; an empty path is left alone. It has the shape of
+// repoconfig.Fields, so one converts to the other.
+type Fields struct {
+	Image     string
+	Digest    string
+	ReleaseID string
+}
+
+// Outcome says what Open did to one thing.
+type Outcome string
+
+const (
+	Created Outcome = "created" // it did not exist and Open made it
+	Reused  Outcome = "reused"  // it existed as wanted; Open left it alone
+	Updated Outcome = "updated" // it existed and Open changed it (moved, retitled, labelled)
+)
+
+// Result is where the rollback pull request is and what Open did to get there.
+type Result struct {
+	Branch             string  `json:"branch"`
+	Commit             string  `json:"commit"`
+	PullRequest        int     `json:"pull_request"`
+	URL                string  `json:"url"`
+	BranchOutcome      Outcome `json:"branch_outcome"`
+	CommitOutcome      Outcome `json:"commit_outcome"`
+	PullRequestOutcome Outcome `json:"pull_request_outcome"`
+}
+
+// ErrNoChange says the release file at the base head already has the rollback's values:
+// the rollback was merged already, or the request names the release that is running.
+var ErrNoChange = errors.New("the release file already has these values")
+
+// plan is everything Open derives from the request before it calls GitHub.
+type plan struct {
+	owner, repo         string
+	branch, title, body string
+	message             string
+	changes             map[string]string
+	request             Request
+}
+
+func newPlan(req Request) (plan, error) {
+	owner, repo, ok := strings.Cut(req.Repository, "/")
+	if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
+		return plan{}, fmt.Errorf("repository %q is not owner/name", req.Repository)
+	}
+	if strings.TrimSpace(req.Base) == "" {
+		return plan{}, fmt.Errorf("base is empty; pass the branch the pull request targets")
+	}
+	if strings.TrimSpace(req.File) == "" {
+		return plan{}, fmt.Errorf("file is empty; pass the release file's path")
+	}
+	r := req.Rollback
+	if err := r.Validate(); err != nil {
+		return plan{}, err
+	}
+	changes, err := req.Fields.changes(r)
+	if err != nil {
+		return plan{}, err
+	}
+	return plan{
+		owner: owner, repo: repo,
+		branch:  BranchName(r.Environment, r.GitRevision),
+		title:   Title(r.App, r.Environment, r.GitRevision),
+		body:    Body(r),
+		message: CommitMessage(r),
+		changes: changes,
+		request: req,
+	}, nil
+}
+
+// changes maps each configured path to the value it receives.
+func (f Fields) changes(r Rollback) (map[string]string, error) {
+	out := map[string]string{}
+	for _, c := range []struct{ field, path, value string }{
+		{"image", f.Image, r.Image},
+		{"digest", f.Digest, r.Digest},
+		{"release_id", f.ReleaseID, r.ReleaseID},
+	} {
+		if c.path == "" {
+			continue
+		}
+		if strings.TrimSpace(c.value) == "" {
+			return nil, fmt.Errorf("fields.%s names %q but the rollback's %s is empty", c.field, c.path, c.field)
+		}
+		out[c.path] = c.value
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("fields names no path to change; set fields.image or fields.digest")
+	}
+	return out, nil
+}
+
+// Open opens the rollback pull request, or finds the one a previous call opened and brings
+// it up to date. Calling it twice, or again after a crash between any two of its steps,
+// leaves one branch, one rollback commit and one pull request.
+//
+// A fresh rollback takes six GitHub calls: GetRef (base head), GetContents (release file
+// and its blob sha), CreateRef (branch at the base head), UpdateFile (the commit, with the
+// base head as parent), CreatePullRequest, AddLabels. Pull requests cannot be created with
+// labels, so the label is the one call that cannot be folded away. Nothing is written
+// before the edit succeeded, so a missing file or path creates nothing.
+func Open(ctx context.Context, gh GitHub, req Request) (Result, error) {
+	p, err := newPlan(req)
+	if err != nil {
+		return Result{}, fmt.Errorf("open rollback pull request: %w", err)
+	}
+	res, err := p.open(ctx, gh)
+	if err != nil {
+		return res, fmt.Errorf("open rollback pull request %s in %s for release %s: %w",
+			p.branch, req.Repository, req.Rollback.ReleaseID, err)
+	}
+	return res, nil
+}
+
+func (p plan) open(ctx context.Context, gh GitHub) (Result, error) {
+	res := Result{Branch: p.branch}
+	base, err := gh.GetRef(ctx, p.owner, p.repo, "heads/"+p.request.Base)
+	if errors.Is(err, ErrNotFound) {
+		return res, fmt.Errorf("base branch %q does not exist", p.request.Base)
+	}
+	if err != nil {
+		return res, fmt.Errorf("read base branch %q: %w", p.request.Base, err)
+	}
+	baseSHA := base.GetObject().GetSHA()
+	if baseSHA == "" {
+		return res, fmt.Errorf("base branch %q has no commit sha", p.request.Base)
+	}
+	content, blobSHA, err := gh.GetContents(ctx, p.owner, p.repo, p.request.File, baseSHA)
+	if errors.Is(err, ErrNotFound) {
+		return res, fmt.Errorf("release file %q does not exist on %s at %s", p.request.File, p.request.Base, baseSHA)
+	}
+	if err != nil {
+		return res, fmt.Errorf("read release file %q: %w", p.request.File, err)
+	}
+	edited, err := EditReleaseFile(content, p.changes)
+	if err != nil {
+		return res, fmt.Errorf("release file %q: %w", p.request.File, err)
+	}
+	if bytes.Equal(edited, content) {
+		return res, fmt.Errorf("release file %q on %s: %w", p.request.File, p.request.Base, ErrNoChange)
+	}
+	fresh, err := p.ensureCommit(ctx, gh, &res, baseSHA, blobSHA, edited)
+	if err != nil {
+		return res, err
+	}
+	return res, p.ensurePullRequest(ctx, gh, &res, fresh)
+}

@@ -1,0 +1,247 @@
+package rollbackpr_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/ripcord/ripcord/rollbackpr"
+	"github.com/ripcord/ripcord/rollbackpr/rollbackprtest"
+)
+
+func TestOpenCreatesNothingWhenTheEditCannotBeMade(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*rollbackpr.Request)
+		wantErr string
+		is      error
+	}{
+		{"release file missing", func(r *rollbackpr.Request) { r.File = "apps/checkout/prod/missing.yaml" },
+			`release file "apps/checkout/prod/missing.yaml" does not exist on main`, nil},
+		{"path missing from the release file", func(r *rollbackpr.Request) { r.Fields.Digest = "image.sha" },
+			`path "image.sha": image has no key "sha"`, rollbackpr.ErrPathNotFound},
+		{"base branch missing", func(r *rollbackpr.Request) { r.Base = "trunk" },
+			`base branch "trunk" does not exist`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gh, _ := newRepo(t)
+			req := request()
+			tt.mutate(&req)
+			_, err := rollbackpr.Open(context.Background(), gh, req)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("err = %v, want errors.Is %v", err, tt.is)
+			}
+			assertNothingWritten(t, gh)
+		})
+	}
+}
+
+func TestOpenRefusesABadRequestBeforeCallingGitHub(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*rollbackpr.Request)
+		wantErr string
+	}{
+		{"repository without owner", func(r *rollbackpr.Request) { r.Repository = "gitops" }, `repository "gitops" is not owner/name`},
+		{"empty base", func(r *rollbackpr.Request) { r.Base = "" }, "base is empty"},
+		{"empty file", func(r *rollbackpr.Request) { r.File = "" }, "file is empty"},
+		{"no fields", func(r *rollbackpr.Request) { r.Fields = rollbackpr.Fields{} }, "fields names no path"},
+		{"field without a value", func(r *rollbackpr.Request) { r.Rollback.Digest = "" }, `fields.digest names "image.digest" but the rollback's digest is empty`},
+		{"no rollback_of", func(r *rollbackpr.Request) { r.Rollback.RollbackOf = "" }, "rollback rollback_of is empty"},
+		{"revision is a tag", func(r *rollbackpr.Request) { r.Rollback.GitRevision = "v1.2.3" }, `git_revision "v1.2.3" is not a commit sha`},
+		{"rollback reuses the old release id", func(r *rollbackpr.Request) { r.Rollback.ReleaseID = r.Rollback.RollbackOf }, "equals rollback_of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gh, _ := newRepo(t)
+			req := request()
+			tt.mutate(&req)
+			_, err := rollbackpr.Open(context.Background(), gh, req)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if calls := gh.Calls(); len(calls) != 0 {
+				t.Errorf("a bad request called GitHub: %v", calls)
+			}
+		})
+	}
+}
+
+func TestOpenRebuildsTheBranchWhenTheBaseMoved(t *testing.T) {
+	gh, _ := newRepo(t)
+	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+		t.Fatal(err)
+	}
+	newBase := gh.Push(gitops, "main", "unrelated change", map[string]string{"README.md": "hello\n"})
+	res, err := rollbackpr.Open(context.Background(), gh, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BranchOutcome != rollbackpr.Updated || res.CommitOutcome != rollbackpr.Created || res.PullRequestOutcome != rollbackpr.Reused {
+		t.Errorf("result = %+v, want branch updated, new commit, same pull request", res)
+	}
+	assertOneRollback(t, gh, newBase, res)
+	if got := mustFile(t, gh, branch, "README.md"); got != "hello\n" {
+		t.Errorf("the rebuilt branch lacks the base's new file: %q", got)
+	}
+}
+
+func TestOpenWithANewReasonUpdatesCommitAndBody(t *testing.T) {
+	gh, base := newRepo(t)
+	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+		t.Fatal(err)
+	}
+	req := request()
+	req.Rollback.Reason = "error budget burn"
+	res, err := rollbackpr.Open(context.Background(), gh, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BranchOutcome != rollbackpr.Updated || res.PullRequestOutcome != rollbackpr.Updated {
+		t.Errorf("result = %+v, want branch and pull request updated", res)
+	}
+	head, _ := gh.Branch(gitops, branch)
+	msg, parents, _ := gh.Commit(gitops, head)
+	if got := rollbackpr.ParseTrailers(msg)["Ripcord-Rollback-Reason"]; got != "error budget burn" {
+		t.Errorf("reason trailer = %q", got)
+	}
+	if !reflect.DeepEqual(parents, []string{base}) {
+		t.Errorf("parents = %v, want [%s]: the old commit must be replaced, not stacked on", parents, base)
+	}
+	prs := gh.PullRequests(gitops)
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, "> error budget burn") {
+		t.Errorf("pull requests = %+v, want one with the new reason", prs)
+	}
+}
+
+func TestOpenResetsABranchSomeoneCommittedTo(t *testing.T) {
+	gh, base := newRepo(t)
+	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+		t.Fatal(err)
+	}
+	gh.Push(gitops, branch, "hand edit", map[string]string{releaseFile: "image: hand-picked\n"})
+	res, err := rollbackpr.Open(context.Background(), gh, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BranchOutcome != rollbackpr.Updated {
+		t.Errorf("branch outcome = %s, want updated", res.BranchOutcome)
+	}
+	assertOneRollback(t, gh, base, res)
+}
+
+func TestOpenAfterTheBranchWasDeletedOpensANewPullRequest(t *testing.T) {
+	gh, base := newRepo(t)
+	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+		t.Fatal(err)
+	}
+	gh.DeleteBranch(gitops, branch) // GitHub closes the pull request with it
+	gh.ResetCalls()
+	res, err := rollbackpr.Open(context.Background(), gh, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gh.Calls(); !reflect.DeepEqual(got, freshCalls) {
+		t.Errorf("calls = %v, want the fresh path %v", got, freshCalls)
+	}
+	prs := gh.PullRequests(gitops)
+	if len(prs) != 2 || prs[0].State != "closed" || prs[1].State != "open" || res.PullRequest != prs[1].Number {
+		t.Errorf("pull requests = %+v, result = %+v; want the closed one and one new open one", prs, res)
+	}
+	assertRollbackBranch(t, gh, base)
+}
+
+func TestOpenAfterMergeSaysThereIsNothingToChange(t *testing.T) {
+	gh, _ := newRepo(t)
+	res, err := rollbackpr.Open(context.Background(), gh, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gh.Merge(gitops, res.PullRequest); err != nil {
+		t.Fatal(err)
+	}
+	gh.ResetCalls()
+	_, err = rollbackpr.Open(context.Background(), gh, request())
+	if !errors.Is(err, rollbackpr.ErrNoChange) {
+		t.Fatalf("err = %v, want ErrNoChange", err)
+	}
+	if got := gh.Calls(); !reflect.DeepEqual(got, []string{"GetRef", "GetContents"}) {
+		t.Errorf("calls = %v, want only the two reads", got)
+	}
+}
+
+// racingPR opens the same pull request itself just before Open's own create, as a second
+// worker starting the same rollback would.
+type racingPR struct {
+	*rollbackprtest.Fake
+}
+
+func (r racingPR) CreatePullRequest(ctx context.Context, owner, repo string, pr *github.NewPullRequest) (*github.PullRequest, error) {
+	if _, err := r.Fake.CreatePullRequest(ctx, owner, repo, pr); err != nil {
+		return nil, err
+	}
+	return r.Fake.CreatePullRequest(ctx, owner, repo, pr)
+}
+
+func TestOpenTakesOverAPullRequestOpenedByARacingStart(t *testing.T) {
+	gh, base := newRepo(t)
+	res, err := rollbackpr.Open(context.Background(), racingPR{gh}, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PullRequestOutcome != rollbackpr.Updated {
+		t.Errorf("pull request outcome = %s, want updated (found, then labelled)", res.PullRequestOutcome)
+	}
+	assertOneRollback(t, gh, base, res)
+}
+
+func assertNothingWritten(t *testing.T, gh *rollbackprtest.Fake) {
+	t.Helper()
+	for _, c := range gh.Calls() {
+		if c != "GetRef" && c != "GetContents" {
+			t.Errorf("called %s before the edit was known to work: %v", c, gh.Calls())
+		}
+	}
+	if got := gh.Branches(gitops); !reflect.DeepEqual(got, []string{"main"}) {
+		t.Errorf("branches = %v, want only main", got)
+	}
+	if prs := gh.PullRequests(gitops); len(prs) != 0 {
+		t.Errorf("pull requests = %+v, want none", prs)
+	}
+}
+
+func TestOpenWithANewReleaseIDReplacesTheCommit(t *testing.T) {
+	// Same branch, same trailers, but the file must now carry another release id: the
+	// existing commit is not the one wanted, whatever its message says.
+	gh, base := newRepo(t)
+	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+		t.Fatal(err)
+	}
+	req := request()
+	req.Rollback.ReleaseID = "rb-8b4c:prod-eu/prod"
+	res, err := rollbackpr.Open(context.Background(), gh, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BranchOutcome != rollbackpr.Updated || res.CommitOutcome != rollbackpr.Created {
+		t.Errorf("result = %+v, want the branch rebuilt with a new commit", res)
+	}
+	want := strings.Replace(rolledBackYAML, "rb-7f3a:prod-eu/prod", "rb-8b4c:prod-eu/prod", 1)
+	if got := mustFile(t, gh, branch, releaseFile); got != want {
+		t.Errorf("release file:\n%s\nwant:\n%s", got, want)
+	}
+	_, parents, _ := gh.Commit(gitops, res.Commit)
+	if !reflect.DeepEqual(parents, []string{base}) {
+		t.Errorf("parents = %v, want [%s]", parents, base)
+	}
+	if prs := gh.PullRequests(gitops); len(prs) != 1 {
+		t.Errorf("%d pull requests, want 1", len(prs))
+	}
+}

@@ -1,0 +1,33 @@
+package rollbackpr
+
+import "testing"
+
+func TestSameTrailersNoticesADifferentReason(t *testing.T) {
+	r := Rollback{App: "checkout", Environment: "prod", ReleaseID: "rb-1", RollbackOf: "c0ffee-42", Reason: "canary aborted", GitRevision: "1a2b3c4d"}
+	msg := CommitMessage(r)
+	if !sameTrailers(msg, r) {
+		t.Fatal("a message does not match its own rollback")
+	}
+	other := r
+	other.Reason = "another reason"
+	if sameTrailers(msg, other) {
+		t.Fatal("a different reason was taken for the same rollback")
+	}
+	other = r
+	other.RollbackOf = "c0ffee-43"
+	if sameTrailers(msg, other) {
+		t.Fatal("a rollback of another release was taken for the same rollback")
+	}
+}
+
+func TestGitBlobSHAMatchesGit(t *testing.T) {
+	// Known ids: `git hash-object` of an empty file and of "hello\n".
+	for content, want := range map[string]string{
+		"":        "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+		"hello\n": "ce013625030ba8dba906f756967f9e9ca394464a",
+	} {
+		if got := gitBlobSHA([]byte(content)); got != want {
+			t.Errorf("gitBlobSHA(%q) = %s, want %s", content, got, want)
+		}
+	}
+}
