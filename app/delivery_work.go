@@ -3,13 +3,13 @@ package app
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 
 	"github.com/ripcord/ripcord/internal/store"
 )
@@ -17,9 +17,9 @@ import (
 // batchConcurrency bounds how many deliveries of one batch are decided at once.
 const batchConcurrency = 8
 
-// DeliveryBatchArgs is the job that works the deliveries of one group commit.
-// Completing it commits all of them in one transaction; a delivery whose
-// handler fails gets its own DeliveryArgs job with the retry backoff.
+// DeliveryBatchArgs is the job that works the deliveries of one group commit
+// and applies them all in one transaction; a delivery whose handler fails gets
+// its own DeliveryArgs job with the retry backoff.
 type DeliveryBatchArgs struct {
 	DeliveryIDs []string `json:"delivery_ids"`
 }
@@ -89,13 +89,24 @@ func runCommits(ctx context.Context, tx *sql.Tx, res decided) error {
 	return nil
 }
 
-// markDone marks deliveries worked, in one statement.
-func markDone(ctx context.Context, tx *sql.Tx, ids []string, outcome string, attempt int) error {
+// errClaimed means another worker completed a delivery first (a job rescued
+// while its first run was still finishing). The transaction is rolled back, so
+// nothing is applied twice; the job runs again and finds nothing to do.
+var errClaimed = errors.New("delivery already completed by another worker")
+
+// claim marks queued deliveries worked, in one statement. The state guard is
+// what makes processing exactly-once: a second run of a job, after a crash or
+// beside a rescued copy, claims nothing and its transaction is rolled back.
+func claim(ctx context.Context, tx *sql.Tx, ids []string, outcome string, attempt int) error {
 	args := []any{outcome, attempt, store.Micros(time.Now())}
-	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $1, attempts = $2, last_error = '',
-		processed_at = $3, processed_count = processed_count + 1 WHERE id IN (`+placeholders(len(args)+1, len(ids))+`)`,
-		append(args, anySlice(ids)...)...); err != nil {
+	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $1, attempts = $2, last_error = '',
+		processed_at = $3, processed_count = processed_count + 1
+		WHERE state = 'queued' AND id IN (`+placeholders(len(args)+1, len(ids))+`)`, append(args, anySlice(ids)...)...)
+	if err != nil {
 		return fmt.Errorf("mark %d deliveries %s: %w", len(ids), outcome, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
+		return errClaimed
 	}
 	return nil
 }
@@ -144,16 +155,20 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 
 	outcomes := make([]string, len(results))
 	err = w.db.InTx(ctx, func(tx *sql.Tx) error {
-		done := map[string][]string{} // outcome -> delivery ids
+		done := map[string][]string{} // outcome -> delivery ids without commits
 		var retries []river.InsertManyParams
 		for i, res := range results {
 			if res.err == nil && len(res.commits) > 0 {
 				res.err = w.commitIsolated(ctx, tx, res)
+			} else if res.err == nil {
+				done[res.outcome] = append(done[res.outcome], res.d.ID)
 			}
 			outcomes[i] = res.outcome
 			if res.err == nil {
-				done[res.outcome] = append(done[res.outcome], res.d.ID)
 				continue
+			}
+			if errors.Is(res.err, errClaimed) {
+				return res.err
 			}
 			outcome, err := w.failed(ctx, tx, res.d, 1, res.err)
 			if err != nil {
@@ -166,7 +181,7 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 			}
 		}
 		for outcome, ids := range done {
-			if err := markDone(ctx, tx, ids, outcome, 1); err != nil {
+			if err := claim(ctx, tx, ids, outcome, 1); err != nil {
 				return err
 			}
 		}
@@ -175,8 +190,7 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 				return fmt.Errorf("queue %d delivery retries: %w", len(retries), err)
 			}
 		}
-		_, err := river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("complete delivery batch of %d: %w", len(ds), err)
@@ -187,19 +201,24 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 	return nil
 }
 
-// commitIsolated runs one delivery's commits under a savepoint, so a delivery
-// whose commit fails is rolled back alone and the rest of the batch commits.
+// commitIsolated claims one delivery and runs its commits under a savepoint,
+// so a delivery whose commit fails is rolled back alone and the rest of the
+// batch still commits.
 func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decided) error {
 	if _, err := tx.ExecContext(ctx, `SAVEPOINT delivery`); err != nil {
 		return err
 	}
-	if err := runCommits(ctx, tx, res); err != nil {
+	err := claim(ctx, tx, []string{res.d.ID}, res.outcome, 1)
+	if err == nil {
+		err = runCommits(ctx, tx, res)
+	}
+	if err != nil {
 		if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT delivery`); rbErr != nil {
 			return fmt.Errorf("%w (and rolling back its savepoint: %v)", err, rbErr)
 		}
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT delivery`)
+	_, err = tx.ExecContext(ctx, `RELEASE SAVEPOINT delivery`)
 	return err
 }
 
@@ -244,15 +263,14 @@ func (w *retryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) (e
 	res := w.decide(ctx, d)
 	if res.err == nil {
 		res.err = w.db.InTx(ctx, func(tx *sql.Tx) error {
-			if err := runCommits(ctx, tx, res); err != nil {
+			if err := claim(ctx, tx, []string{d.ID}, res.outcome, attempt); err != nil {
 				return err
 			}
-			if err := markDone(ctx, tx, []string{d.ID}, res.outcome, attempt); err != nil {
-				return err
-			}
-			_, err := river.JobCompleteTx[*riverdatabasesql.Driver](ctx, tx, job)
-			return err
+			return runCommits(ctx, tx, res)
 		})
+	}
+	if errors.Is(res.err, errClaimed) {
+		return nil
 	}
 	if res.err == nil {
 		w.metrics.processed.WithLabelValues(eventLabel(d.Event), res.outcome).Inc()

@@ -21,7 +21,7 @@ const (
 	maxRetryDelay       = 10 * time.Minute
 	queueWorkers        = 8
 	jobTimeout          = 2 * time.Minute
-	fetchCooldown       = 10 * time.Millisecond
+	fetchCooldown       = 50 * time.Millisecond
 	fetchPollInterval   = 200 * time.Millisecond
 )
 
