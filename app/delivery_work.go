@@ -225,7 +225,7 @@ func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decide
 // loadQueued reads the batch's deliveries that are still queued (a batch job
 // run again after a crash finds the same ones: its transaction never committed).
 func (w *batchWorker) loadQueued(ctx context.Context, ids []string) ([]Delivery, error) {
-	rows, err := w.db.Write.QueryContext(ctx, `SELECT id, event, action, body, attempts, state, repository, installation_id
+	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, event, action, body, attempts, state, repository, installation_id
 		FROM deliveries WHERE state = 'queued' AND id IN (`+placeholders(1, len(ids))+`)`, anySlice(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -88,7 +89,9 @@ func (w *groupWriter) run() {
 				break drain
 			}
 		}
+		start := time.Now()
 		err := w.commit(batch)
+		w.metrics.commitTime.Observe(time.Since(start).Seconds())
 		w.metrics.batchSize.Observe(float64(len(batch)))
 		for _, p := range batch {
 			if err != nil {
@@ -103,7 +106,7 @@ func (w *groupWriter) commit(batch []*pendingWrite) error {
 	// The commit must finish even if a client hangs up: the caller's context
 	// is not used here.
 	ctx := context.Background()
-	return w.db.InTx(ctx, func(tx *sql.Tx) error {
+	return w.db.InDurableTx(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, insertDelivery)
 		if err != nil {
 			return fmt.Errorf("prepare delivery insert: %w", err)

@@ -6,9 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/tidwall/gjson"
 )
 
 // maxPayloadBytes is GitHub's own cap on a webhook payload.
@@ -143,8 +142,8 @@ func (s *durableScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) e
 		ID:             d.DeliveryID,
 		Event:          d.EventType,
 		Action:         meta.Action,
-		InstallationID: meta.Installation.ID,
-		Repository:     meta.Repository.FullName,
+		InstallationID: meta.InstallationID,
+		Repository:     meta.Repository,
 		Body:           d.Payload,
 		ReceivedAt:     time.Now().UTC(),
 	}
@@ -164,21 +163,19 @@ func (s *durableScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) e
 
 // payloadMeta is the part of every payload the intake stores in columns.
 type payloadMeta struct {
-	Action       string `json:"action"`
-	Installation struct {
-		ID int64 `json:"id"`
-	} `json:"installation"`
-	Repository struct {
-		FullName string `json:"full_name"`
-	} `json:"repository"`
+	Action         string
+	InstallationID int64
+	Repository     string
 }
 
+// parseMeta validates the payload and reads the columns in one pass each;
+// encoding/json would scan a large payload twice (validate, then decode).
 func parseMeta(payload []byte) (payloadMeta, error) {
-	var m payloadMeta
-	if err := json.Unmarshal(payload, &m); err != nil {
-		return m, fmt.Errorf("payload is not valid JSON: %w", err)
+	if !gjson.ValidBytes(payload) {
+		return payloadMeta{}, errors.New("payload is not valid JSON")
 	}
-	return m, nil
+	r := gjson.GetManyBytes(payload, "action", "installation.id", "repository.full_name")
+	return payloadMeta{Action: r[0].String(), InstallationID: r[1].Int(), Repository: r[2].String()}, nil
 }
 
 // eventLabel bounds the metric's label values to known events.

@@ -13,6 +13,7 @@ type metrics struct {
 	processed  *prometheus.CounterVec   // by event and processing outcome
 	jobSeconds *prometheus.HistogramVec // by job kind and outcome
 	batchSize  prometheus.Histogram
+	commitTime prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -37,7 +38,12 @@ func newMetrics() *metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 9),
 		}),
 	}
-	m.registry.MustRegister(m.deliveries, m.processed, m.jobSeconds, m.batchSize,
+	m.commitTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "ripcord_intake_commit_seconds",
+		Help:    "Time of one group commit of deliveries, fsync included.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+	})
+	m.registry.MustRegister(m.deliveries, m.processed, m.jobSeconds, m.batchSize, m.commitTime,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -24,6 +24,7 @@ import (
 
 type options struct {
 	binary, postgres string
+	url              string
 	duration         time.Duration
 	concurrency      int
 	bodyBytes        int

@@ -27,7 +27,12 @@ func main() {
 	fs.IntVar(&opts.concurrency, "concurrency", 32, "concurrent connections of the loader")
 	fs.IntVar(&opts.bodyBytes, "body", 12<<10, "size of each signed delivery body")
 	fs.IntVar(&opts.rssDeliveries, "rss-deliveries", 100_000, "deliveries sent to (c) before its RSS is read again; 0 skips")
+	fs.StringVar(&opts.url, "url", "", "load only this running server's hook URL (signed with secret bench-secret) and exit")
 	_ = fs.Parse(os.Args[2:])
+	if opts.url != "" {
+		fmt.Println(load("given server", opts.url, opts.concurrency, opts.duration, 0, body(opts.bodyBytes)))
+		return
+	}
 	if err := runIngest(opts); err != nil {
 		fmt.Fprintln(os.Stderr, "ripcord-bench:", err)
 		os.Exit(1)

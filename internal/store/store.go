@@ -89,11 +89,14 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 			return nil, fmt.Errorf("database: create folder for %s: %w", path, err)
 		}
 	}
-	// synchronous=FULL: an acknowledged delivery survives a power cut, not only a
-	// crash of the process. Group commit (see app/intake) pays for the fsync.
+	// synchronous=NORMAL is the connection's default: in WAL mode a commit then
+	// survives a crash of the process but may be lost with the machine's power.
+	// That is fine for job bookkeeping, which is redone; the intake's group
+	// commit runs with FULL (InDurableTx), and its fsync also persists every
+	// earlier commit in the WAL.
 	// wal_autocheckpoint(0): the checkpointer goroutine copies the WAL back
 	// into the database, so no commit waits for a checkpoint.
-	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_txlock=immediate",
+	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_txlock=immediate",
 		sqliteBusyTimeout.Milliseconds())
 	dsn := "file:" + path + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn)
@@ -168,6 +171,36 @@ func (db *DB) Close() error {
 // InTx runs fn in a write transaction and commits it when fn returns nil.
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// InDurableTx is InTx for writes that must survive a power cut before the
+// caller answers (acknowledged webhook deliveries and facts): on SQLite the
+// commit fsyncs the WAL; PostgreSQL commits are durable anyway.
+func (db *DB) InDurableTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if db.Dialect != SQLite {
+		return db.InTx(ctx, fn)
+	}
+	conn, err := db.Write.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return fmt.Errorf("begin durable transaction: %w", err)
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = NORMAL`) }()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
