@@ -161,3 +161,22 @@ func TestEveryFlagIsDocumentedInTheReference(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEReference keeps the README's configuration table equal to the
+// settings the code defines.
+func TestREADMEReference(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	begin := strings.Index(text, "<!-- config-reference:begin")
+	end := strings.Index(text, "<!-- config-reference:end -->")
+	if begin < 0 || end < begin {
+		t.Fatal("README.md has no config-reference markers")
+	}
+	table := text[strings.Index(text[begin:], "\n")+begin+1 : end]
+	if table != Reference() {
+		t.Errorf("README.md's configuration table is stale; replace it with:\n%s", Reference())
+	}
+}

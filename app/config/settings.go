@@ -205,7 +205,8 @@ func Reference() string {
 		if s.Default != "" {
 			def = "`" + s.Default + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s |\n", s.Key, s.Flag(), s.Env, def, s.Help)
+		help := strings.ReplaceAll(s.Help, "|", `\|`) // a bare | would end the table cell
+		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s |\n", s.Key, s.Flag(), s.Env, def, help)
 	}
 	return b.String()
 }

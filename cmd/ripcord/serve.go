@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -16,23 +17,26 @@ import (
 )
 
 // loadConfig parses a command's flags and loads the server configuration,
-// printing one line per bad setting.
-func loadConfig(name string, args []string) (*config.Config, bool) {
+// printing one line per bad setting. code is the exit code when ok is false.
+func loadConfig(name string, args []string) (cfg *config.Config, code int, ok bool) {
 	fs := flag.NewFlagSet("ripcord "+name, flag.ContinueOnError)
 	config.Register(fs)
 	if err := fs.Parse(args); err != nil {
-		return nil, false
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0, false
+		}
+		return nil, 2, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "ripcord %s: unexpected argument %q\n", name, fs.Arg(0))
-		return nil, false
+		return nil, 2, false
 	}
 	cfg, err := config.Load(fs, os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return nil, false
+		return nil, 2, false
 	}
-	return cfg, true
+	return cfg, 0, true
 }
 
 func newLogger(level string) *slog.Logger {
@@ -42,9 +46,9 @@ func newLogger(level string) *slog.Logger {
 }
 
 func runServe(args []string) int {
-	cfg, ok := loadConfig("serve", args)
+	cfg, code, ok := loadConfig("serve", args)
 	if !ok {
-		return 2
+		return code
 	}
 	log := newLogger(cfg.LogLevel)
 	log.Info("starting ripcord", "version", version.String())
@@ -64,9 +68,9 @@ func runServe(args []string) int {
 }
 
 func runMigrate(args []string) int {
-	cfg, ok := loadConfig("migrate", args)
+	cfg, code, ok := loadConfig("migrate", args)
 	if !ok {
-		return 2
+		return code
 	}
 	ctx := context.Background()
 	db, err := store.Open(ctx, cfg.Database)

@@ -1,0 +1,43 @@
+# ripcord — build, test, lint and benchmark. Every Go command uses the same
+# flags (-trimpath) so the build cache is shared between them.
+GO      ?= go
+GOFLAGS ?= -trimpath
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/ripcord/ripcord/internal/version.Version=$(VERSION)
+export GOFLAGS
+
+.PHONY: build test test-short lint bench bench-ingest run clean
+
+## build: the ripcord binary in bin/ (static: CGO off, pure-Go SQLite)
+build:
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/ripcord ./cmd/ripcord
+
+## test: the whole suite with the race detector, on SQLite and on a throwaway
+## PostgreSQL server (installed from Debian's packages if missing)
+test:
+	./scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 20m ./...
+
+## test-short: the suite without the child-process and PostgreSQL parts
+test-short:
+	$(GO) test -short -count=1 ./...
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: the Go benchmarks (figures printed, nothing asserted)
+bench:
+	./scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchtime 2000x ./...
+
+## bench-ingest: the webhook intake load command (a)-(d), see README
+bench-ingest: build
+	$(GO) build -o bin/ripcord-bench ./cmd/ripcord-bench
+	./scripts/with-postgres.sh ./bin/ripcord-bench ingest --ripcord bin/ripcord
+
+## run: ripcord serve on the embedded SQLite default
+run: build
+	./bin/ripcord serve
+
+clean:
+	rm -rf bin
