@@ -1,0 +1,78 @@
+// Package testdb gives tests a fresh database on each engine ripcord supports:
+// a SQLite file in the test's temp dir, and a new database on the PostgreSQL
+// server named by RIPCORD_TEST_POSTGRES (an admin URL, as .ci/run sets it).
+package testdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+// PostgresEnv names the admin URL of the PostgreSQL server used by tests.
+const PostgresEnv = "RIPCORD_TEST_POSTGRES"
+
+// Engines are the database engines, in the order tests run them.
+var Engines = []string{"sqlite", "postgres"}
+
+// Each runs fn as a subtest once per engine with a fresh, empty database URL.
+func Each(t *testing.T, fn func(t *testing.T, dbURL string)) {
+	t.Helper()
+	for _, engine := range Engines {
+		t.Run(engine, func(t *testing.T) {
+			fn(t, URL(t, engine))
+		})
+	}
+}
+
+// URL returns a fresh database URL for engine. Without RIPCORD_TEST_POSTGRES a
+// postgres test is skipped locally and fails in CI (CI=true), so CI can never
+// pass without having run on PostgreSQL.
+func URL(t testing.TB, engine string) string {
+	t.Helper()
+	if engine == "sqlite" {
+		return "sqlite://" + filepath.Join(t.TempDir(), "ripcord.db")
+	}
+	admin := os.Getenv(PostgresEnv)
+	if admin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set: CI must run the suite on PostgreSQL (.ci/run starts one)", PostgresEnv)
+		}
+		t.Skipf("needs PostgreSQL: set %s=postgres://postgres@127.0.0.1:PORT/postgres?sslmode=disable (.ci/run does)", PostgresEnv)
+	}
+	return newPostgresDB(t, admin)
+}
+
+func newPostgresDB(t testing.TB, admin string) string {
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatalf("open %s: %v", PostgresEnv, err)
+	}
+	defer db.Close()
+	name := fmt.Sprintf("ripcord_test_%d", rand.Int64())
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", admin)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		_, _ = db.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("parse %s: %v", PostgresEnv, err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
