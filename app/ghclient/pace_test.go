@@ -142,7 +142,7 @@ func (c *steppingClock) run() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for c.done < c.workers {
-		if c.done+len(c.wakes) < c.workers || c.allAwake() {
+		if c.done+len(c.wakes) < c.workers || c.anyDue() {
 			c.cond.Wait()
 			continue
 		}
@@ -157,15 +157,15 @@ func (c *steppingClock) run() {
 	}
 }
 
-// allAwake reports that every sleeper is due: they have been woken and are
-// on their way out of Sleep.
-func (c *steppingClock) allAwake() bool {
+// anyDue reports a sleeper that has been woken and is on its way out of
+// Sleep: the workers are not quiet yet.
+func (c *steppingClock) anyDue() bool {
 	for w := range c.wakes {
-		if c.now.Before(*w) {
-			return false
+		if !c.now.Before(*w) {
+			return true
 		}
 	}
-	return len(c.wakes) > 0
+	return false
 }
 
 func TestPaceWait(t *testing.T) {

@@ -66,10 +66,17 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-// Retry repeats a request that failed in a way that may pass (see
-// retryable for which), with exponential backoff and jitter, at most
+// Retry repeats a request that failed in a way that may pass, with
+// exponential backoff and jitter (honouring a longer Retry-After), at most
 // MaxAttempts times and within MaxElapsed. When it gives up, the caller gets
 // the last response or error as it was.
+//
+// Which requests: GET, HEAD, OPTIONS, PUT and DELETE on 500/502/503/504 and
+// transport errors and timeouts; POST and PATCH on those only when no
+// connection was made, when marked with Idempotent, or for the workflow
+// re-run routes (never a workflow dispatch); any method on 429. The reasons
+// are in retry_policy.go. A request body is replayed through GetBody; a
+// request without one is not repeated.
 func Retry(p RetryPolicy) githubapp.ClientMiddleware {
 	p = p.withDefaults()
 	return func(next http.RoundTripper) http.RoundTripper {
