@@ -10,12 +10,12 @@ const (
 	EffectAlert EffectKind = "alert"
 )
 
-// CDEvent types the reducer emits, in the envelope version the seed names
-// (dev.cdevents.service.rolledback.0.2.0).
+// CDEvent types the reducer emits: CDEvents spec 0.5.1, whose service events
+// are version 0.3.0 (the seed's 0.2.0 predates that spec).
 const (
-	CDEventServiceDeployed   = "dev.cdevents.service.deployed.0.2.0"
-	CDEventServiceUpgraded   = "dev.cdevents.service.upgraded.0.2.0"
-	CDEventServiceRolledBack = "dev.cdevents.service.rolledback.0.2.0"
+	CDEventServiceDeployed   = "dev.cdevents.service.deployed.0.3.0"
+	CDEventServiceUpgraded   = "dev.cdevents.service.upgraded.0.3.0"
+	CDEventServiceRolledBack = "dev.cdevents.service.rolledback.0.3.0"
 )
 
 // Alert types.

@@ -1,0 +1,167 @@
+package actions
+
+import (
+	"strings"
+	"testing"
+)
+
+// outcomes of a run that could not post, by fail-on-error.
+var failModes = []struct {
+	failOnError string
+	code        int
+	kind        string
+}{
+	{"false", 0, "warning"}, // a ripcord outage never fails a deploy
+	{"true", 1, "error"},
+}
+
+// checkFailed asserts the run ended as fail-on-error says, with a message
+// that contains every one of want.
+func checkFailed(t *testing.T, r run, code int, kind string, want ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	msg, ok := annotation(r.stdout, kind)
+	if !ok {
+		t.Fatalf("no ::%s:: in stdout:\n%s", kind, r.stdout)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("::%s:: message %q does not mention %q", kind, msg, w)
+		}
+	}
+	if r.outputs != "" {
+		t.Errorf("outputs were set by a failed post: %q", r.outputs)
+	}
+}
+
+func TestRetriesA503ThenSucceeds(t *testing.T) {
+	f := newFakes(t)
+	f.facts.script(reply{503, "busy"}, reply{502, "bad gateway"}, reply{200, answer})
+	f.token.script(reply{500, "token service hiccup"}, reply{200, `{"value":"` + oidcToken + `"}`})
+	r := runAction(t, f, baseInputs(f), nil)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(f.token.got()); n != 2 {
+		t.Errorf("token endpoint got %d requests, want 2 (a 500 is retried)", n)
+	}
+	posts := f.facts.got()
+	if len(posts) != 3 {
+		t.Fatalf("ripcord got %d posts, want 3 (503, 502, then 200)", len(posts))
+	}
+	if string(posts[0].Body) != string(posts[2].Body) {
+		t.Errorf("a retry posted a different fact:\n%s\n%s", posts[0].Body, posts[2].Body)
+	}
+	if !strings.Contains(r.outputs, "fact-id=9c1f0e\n") {
+		t.Errorf("outputs = %q, want fact-id from the final answer", r.outputs)
+	}
+}
+
+func TestGivesUpAfterThreeAttempts(t *testing.T) {
+	for _, m := range failModes {
+		t.Run("fail-on-error="+m.failOnError, func(t *testing.T) {
+			f := newFakes(t)
+			f.facts.script(reply{503, "ripcord is down for maintenance"})
+			r := runAction(t, f, with(baseInputs(f), "fail-on-error", m.failOnError), nil)
+			if n := len(f.facts.got()); n != 3 {
+				t.Errorf("ripcord got %d posts, want 3 attempts", n)
+			}
+			checkFailed(t, r, m.code, m.kind, "HTTP 503", "ripcord is down for maintenance", "3 attempt")
+		})
+	}
+}
+
+func TestRipcordUnreachableIsRetriedThenReported(t *testing.T) {
+	for _, m := range failModes {
+		t.Run("fail-on-error="+m.failOnError, func(t *testing.T) {
+			f := newFakes(t)
+			f.rcServer.Close() // connection refused, while the token endpoint works
+			r := runAction(t, f, with(baseInputs(f), "fail-on-error", m.failOnError), nil)
+			for _, n := range []string{"attempt 1 failed", "attempt 2 failed"} {
+				if !strings.Contains(r.stdout, n) {
+					t.Errorf("stdout does not say %q:\n%s", n, r.stdout)
+				}
+			}
+			checkFailed(t, r, m.code, m.kind, "after 3 attempt(s)")
+		})
+	}
+}
+
+func TestA400IsNotRetriedAndItsBodyIsShown(t *testing.T) {
+	for _, m := range failModes {
+		t.Run("fail-on-error="+m.failOnError, func(t *testing.T) {
+			f := newFakes(t)
+			body := `{"error":"release_id: is required","field":"release_id"}` + "\nsecond line"
+			f.facts.script(reply{400, body})
+			r := runAction(t, f, with(baseInputs(f), "fail-on-error", m.failOnError), nil)
+			if n := len(f.facts.got()); n != 1 {
+				t.Errorf("ripcord got %d posts, want 1: a 400 gets the same answer every time", n)
+			}
+			checkFailed(t, r, m.code, m.kind, "HTTP 400", body, "1 attempt")
+		})
+	}
+}
+
+func TestMissingIDTokenPermission(t *testing.T) {
+	for _, m := range failModes {
+		for _, unset := range []string{"ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"} {
+			t.Run(unset+"/fail-on-error="+m.failOnError, func(t *testing.T) {
+				f := newFakes(t)
+				r := runAction(t, f, with(baseInputs(f), "fail-on-error", m.failOnError), map[string]string{unset: "-"})
+				checkFailed(t, r, m.code, m.kind, "the job needs `permissions: id-token: write`")
+				if n := len(f.token.got()) + len(f.facts.got()); n != 0 {
+					t.Errorf("%d requests were made without a token", n)
+				}
+			})
+		}
+	}
+}
+
+func TestInvalidInputsAreRefusedBeforeAnyRequest(t *testing.T) {
+	cases := []struct {
+		name   string
+		inputs []string
+		job    map[string]string
+		want   string
+	}{
+		{"job.status spelling is not a fact status", []string{"status", "failure"}, nil, `status must be in_progress, success or failed, got "failure"`},
+		{"empty status", []string{"status", ""}, nil, "status must be"},
+		{"server without scheme", []string{"server", "ripcord.example.com"}, nil, "server must be an http(s) URL"},
+		{"server with another scheme", []string{"server", "ftp://ripcord.example.com"}, nil, "server must be an http(s) URL"},
+		{"server with a space in it", []string{"server", "https://ripcord.example.com /x"}, nil, "server must be an http(s) URL"},
+		{"no release id", []string{"release-id", ""}, nil, "input release-id is required"},
+		{"no app", []string{"app", ""}, nil, "input app is required"},
+		{"no environment", []string{"environment", ""}, nil, "input environment is required"},
+		{"failure type on a success", []string{"failure-type", "build_failure"}, nil, "only meaningful with status failed"},
+		{"timeout that is not a number", []string{"timeout", "10s"}, nil, `timeout must be a whole number of seconds, got "10s"`},
+		{"outside GitHub Actions", nil, map[string]string{"GITHUB_RUN_ID": "-"}, "GITHUB_RUN_ID"},
+		{"run attempt that is not a number", nil, map[string]string{"GITHUB_RUN_ATTEMPT": "two"}, "GITHUB_RUN_ATTEMPT"},
+	}
+	for _, tc := range cases {
+		for _, m := range failModes {
+			t.Run(tc.name+"/fail-on-error="+m.failOnError, func(t *testing.T) {
+				f := newFakes(t)
+				in := with(with(baseInputs(f), tc.inputs...), "fail-on-error", m.failOnError)
+				r := runAction(t, f, in, tc.job)
+				checkFailed(t, r, m.code, m.kind, tc.want)
+				if n := len(f.token.got()) + len(f.facts.got()); n != 0 {
+					t.Errorf("%d requests were made with invalid input", n)
+				}
+			})
+		}
+	}
+}
+
+func TestFailedStatusWithFailureType(t *testing.T) {
+	f := newFakes(t)
+	r := runAction(t, f, with(baseInputs(f), "status", "failed", "failure-type", "deploy_failure"), nil)
+	if r.code != 0 || len(f.facts.got()) != 1 {
+		t.Fatalf("exit %d, %d posts\n%s", r.code, len(f.facts.got()), r.stdout)
+	}
+	fact := decodeFact(t, f.facts.got()[0].Body)
+	if fact.Status != "failed" || fact.FailureType != "deploy_failure" {
+		t.Errorf("status %q failure_type %q, want failed / deploy_failure", fact.Status, fact.FailureType)
+	}
+}
