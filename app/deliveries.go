@@ -7,33 +7,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
-// Delivery states.
+// Delivery states and the delivery itself are the pipeline's.
 const (
-	DeliveryQueued    = "queued"
-	DeliveryProcessed = "processed"
-	DeliveryFailed    = "failed"
-	DeliveryIgnored   = "ignored"
+	DeliveryQueued    = pipeline.Queued
+	DeliveryProcessed = pipeline.Processed
+	DeliveryFailed    = pipeline.Failed
+	DeliveryIgnored   = pipeline.Ignored
 )
 
 // Delivery is one webhook delivery as stored.
-type Delivery struct {
-	ID             string     `json:"id"`
-	Event          string     `json:"event"`
-	Action         string     `json:"action"`
-	InstallationID int64      `json:"installation_id"`
-	Repository     string     `json:"repository"`
-	ReceivedAt     time.Time  `json:"received_at"`
-	State          string     `json:"state"`
-	Attempts       int        `json:"attempts"`
-	LastError      string     `json:"last_error"`
-	ProcessedAt    *time.Time `json:"processed_at,omitempty"`
-	Body           []byte     `json:"-"`
-}
+type Delivery = pipeline.Delivery
 
 var errNotFound = errors.New("not found")
 

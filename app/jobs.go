@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -25,18 +25,11 @@ const (
 	fetchPollInterval   = 200 * time.Millisecond
 )
 
-// EventHandler is how a capability acts on a delivery. Handle loads what it
-// needs and decides (reads and GitHub GETs are fine; no writes) and returns a
-// Commit, or nil when the delivery is not its business. Commits run in one
-// transaction with the delivery's completion, so a crash or a redelivery never
-// applies a delivery twice; effects are queued as jobs from the Commit.
-type EventHandler interface {
-	Handles() []string
-	Handle(ctx context.Context, d Delivery) (Commit, error)
-}
-
-// Commit writes a handler's results inside the delivery's transaction.
-type Commit func(ctx context.Context, tx *sql.Tx) error
+// EventHandler and Commit are the pipeline's (see app/pipeline).
+type (
+	EventHandler = pipeline.EventHandler
+	Commit       = pipeline.Commit
+)
 
 // retryPolicy retries a failed job after base × 2^(attempt-1), capped at
 // maxRetryDelay, with up to 10% jitter so failures do not retry in step.
@@ -54,8 +47,9 @@ func (p retryPolicy) delay(attempt int) time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d)/10+1))
 }
 
-func newRiver(db *store.DB, workers *river.Workers, policy retryPolicy, log *slog.Logger) (*river.Client[*sql.Tx], error) {
+func newRiver(db *store.DB, workers *river.Workers, periodic []*river.PeriodicJob, policy retryPolicy, log *slog.Logger) (*river.Client[*sql.Tx], error) {
 	rc, err := river.NewClient(db.RiverDriver(), &river.Config{
+		PeriodicJobs:         periodic,
 		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: queueWorkers}},
 		Workers:              workers,
 		FetchCooldown:        fetchCooldown,

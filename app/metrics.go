@@ -14,6 +14,9 @@ type metrics struct {
 	jobSeconds *prometheus.HistogramVec // by job kind and outcome
 	batchSize  prometheus.Histogram
 	commitTime prometheus.Histogram
+	facts      *prometheus.CounterVec // by outcome
+	alerts     *prometheus.CounterVec // by type
+	cdevents   *prometheus.CounterVec // by type and outcome
 }
 
 func newMetrics() *metrics {
@@ -43,7 +46,19 @@ func newMetrics() *metrics {
 		Help:    "Time of one group commit of deliveries, fsync included.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	})
-	m.registry.MustRegister(m.deliveries, m.processed, m.jobSeconds, m.batchSize, m.commitTime,
+	m.facts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ripcord_facts_total",
+		Help: "Facts received, by what they did (applied, duplicate, ignored, drift, opened).",
+	}, []string{"outcome"})
+	m.alerts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ripcord_alerts_total",
+		Help: "Alerts raised, by type (drift, stall, ...).",
+	}, []string{"type"})
+	m.cdevents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ripcord_cdevents_total",
+		Help: "CDEvents delivered to sinks, by event type and outcome (sent, retried, rejected).",
+	}, []string{"type", "outcome"})
+	m.registry.MustRegister(m.deliveries, m.processed, m.jobSeconds, m.batchSize, m.commitTime, m.facts, m.alerts, m.cdevents,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

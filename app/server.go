@@ -12,10 +12,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/palantir/go-githubapp/githubapp"
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/version"
+	"github.com/ripcord/ripcord/records"
 )
 
 // Server defaults.
@@ -34,7 +40,12 @@ type Server struct {
 	metrics  *metrics
 	log      *slog.Logger
 	handler  http.Handler
+	mux      *http.ServeMux
 	handlers map[string][]EventHandler
+	github   githubapp.ClientCreator
+	ghCalls  *ghclient.Counter
+	records  *records.Store
+	oidc     *oidcauth.Verifier
 
 	mu   sync.Mutex
 	addr string
@@ -48,6 +59,8 @@ type Options struct {
 	// DeliveryMaxAttempts and RetryBase tune the job queue (tests shorten them).
 	DeliveryMaxAttempts int
 	RetryBase           time.Duration
+	// GitHubClock paces GitHub writes (tests use a fake one).
+	GitHubClock ghclient.Clock
 }
 
 // New opens the database, applies migrations and wires the server. Run starts it.
@@ -74,8 +87,23 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	log.Info("database ready", "database", db.Source, "schema_version", res.Version,
 		"applied", len(res.Applied), "queue_migrations_applied", res.River)
 
-	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{}}
-	for _, h := range append([]EventHandler{installations{}}, opts.Handlers...) {
+	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{},
+		records: records.NewStore(db), ghCalls: &ghclient.Counter{}}
+	if err := s.connectGitHub(opts); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if s.oidc, err = oidcauth.New(oidcauth.Config{Issuer: cfg.OIDC.Issuer, Audience: cfg.OIDC.Audience}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("oidc: %w", err)
+	}
+	s.mux = http.NewServeMux()
+	workers := river.NewWorkers()
+	deps := pipeline.Deps{Config: cfg, DB: db, Records: s.records, River: func() *river.Client[*sql.Tx] { return s.river },
+		GitHub: s.github, Workers: workers, Mux: s.mux, Registerer: s.metrics.registry, Log: log,
+		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken}
+	handlers := append([]EventHandler{installations{}}, capabilities(deps)...)
+	for _, h := range append(handlers, opts.Handlers...) {
 		for _, e := range h.Handles() {
 			s.handlers[e] = append(s.handlers[e], h)
 		}
@@ -83,10 +111,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	policy := retryPolicy{base: cmp.Or(opts.RetryBase, retryBase)}
 	runner := &deliveryRunner{db: db, river: func() *river.Client[*sql.Tx] { return s.river }, handlers: s.handlers,
 		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy}
-	workers := river.NewWorkers()
 	river.AddWorker(workers, &batchWorker{deliveryRunner: runner})
 	river.AddWorker(workers, &retryWorker{deliveryRunner: runner})
-	if s.river, err = newRiver(db, workers, policy, log); err != nil {
+	s.addRecordWorkers(workers)
+	if s.river, err = newRiver(db, workers, s.periodicJobs(), policy, log); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -103,15 +131,40 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 }
 
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
+	mux := s.mux
 	mux.Handle("POST /api/github/hook", newIntake(func() []string { return s.cfg.GitHub.WebhookSecrets }, s.writer, s.metrics, s.log))
 	mux.HandleFunc("GET /api/v1/deliveries", s.requireAPIToken(s.listDeliveries))
 	mux.HandleFunc("GET /api/v1/deliveries/{id}", s.requireAPIToken(s.getDelivery))
+	mux.HandleFunc("POST /api/v1/facts", s.postTaskFacts)
+	mux.HandleFunc("POST /api/v1/facts/{cluster}", s.postClusterFacts)
+	mux.HandleFunc("POST /api/v1/releases", s.postRelease)
+	mux.HandleFunc("GET /api/v1/releases", s.requireAPIToken(s.listReleases))
+	mux.HandleFunc("GET /api/v1/releases/{id}", s.requireAPIToken(s.getRelease))
+	mux.HandleFunc("GET /api/v1/releases/{id}/audit", s.requireAPIToken(s.getReleaseAudit))
+	mux.HandleFunc("GET /api/v1/audit", s.requireAPIToken(s.getAudit))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("GET /", s.home)
 	return mux
+}
+
+// connectGitHub makes the installation-client creator; without App
+// credentials every GitHub call fails with an error naming the settings.
+func (s *Server) connectGitHub(opts Options) error {
+	if !s.cfg.GitHub.AppConfigured() {
+		s.github = ghclient.NotConfigured
+		return nil
+	}
+	cc, err := ghclient.New(ghclient.Config{
+		AppID: s.cfg.GitHub.AppID, PrivateKey: s.cfg.GitHub.PrivateKey, APIURL: s.cfg.GitHub.APIURL,
+		Version: version.Version, Registerer: s.metrics.registry, Counter: s.ghCalls, Clock: opts.GitHubClock,
+	})
+	if err != nil {
+		return fmt.Errorf("github: %w", err)
+	}
+	s.github = cc
+	return nil
 }
 
 // Handler is the server's HTTP handler (for tests that serve it themselves).

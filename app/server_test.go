@@ -26,9 +26,20 @@ type testServer struct {
 	URL string
 }
 
+type configT = config.Config
+
 func startServer(t *testing.T, dbURL string, opts Options) *testServer {
 	t.Helper()
+	return startServerWith(t, dbURL, opts, nil)
+}
+
+// startServerWith lets a test change the configuration before the start.
+func startServerWith(t *testing.T, dbURL string, opts Options, tweak func(*config.Config)) *testServer {
+	t.Helper()
 	cfg := testConfig(dbURL)
+	if tweak != nil {
+		tweak(cfg)
+	}
 	if opts.Logger == nil {
 		opts.Logger = discardLogger()
 	}
@@ -55,13 +66,11 @@ func startServer(t *testing.T, dbURL string, opts Options) *testServer {
 }
 
 func testConfig(dbURL string) *config.Config {
-	return &config.Config{
-		Listen:    "127.0.0.1:0",
-		Database:  dbURL,
-		PublicURL: "http://127.0.0.1",
-		APIToken:  testToken,
-		GitHub:    config.GitHub{WebhookSecrets: []string{"old-secret", testSecret}, APIURL: "http://127.0.0.1:1/"},
-	}
+	c := config.Defaults()
+	c.Listen, c.Database, c.PublicURL, c.APIToken = "127.0.0.1:0", dbURL, "http://127.0.0.1", testToken
+	c.GitHub.WebhookSecrets = []string{"old-secret", testSecret}
+	c.GitHub.APIURL = "http://127.0.0.1:1/"
+	return c
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

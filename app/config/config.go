@@ -12,6 +12,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -26,6 +27,17 @@ type Config struct {
 	GitHub    GitHub
 	// Clusters maps a cluster name to its bearer token (facts API, agent).
 	Clusters map[string]string
+	OIDC     OIDC
+	// StallAfter and Retention govern release records.
+	StallAfter   time.Duration
+	Retention    time.Duration
+	CDEventSinks []string
+}
+
+// OIDC says which GitHub Actions OIDC tokens are accepted.
+type OIDC struct {
+	Issuer   string
+	Audience string // empty: the public URL
 }
 
 // GitHub is the App's identity and where GitHub is.
@@ -87,6 +99,9 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 		if err := s.set(c, v.value); err != nil {
 			errs = append(errs, &Error{Key: s.Key, Source: v.source, Message: err.Error()})
 		}
+	}
+	if c.OIDC.Audience == "" {
+		c.OIDC.Audience = c.PublicURL
 	}
 	return c, errors.Join(errs...)
 }
@@ -221,4 +236,17 @@ func keysUnder(prefix string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Defaults is the configuration with every setting at its default, for
+// programs and tests that build a Config without flags or environment.
+func Defaults() *Config {
+	c := &Config{}
+	for _, s := range settings {
+		if err := s.set(c, s.Default); err != nil {
+			panic(fmt.Sprintf("config: default of %s is invalid: %v", s.Key, err))
+		}
+	}
+	c.OIDC.Audience = c.PublicURL
+	return c
 }

@@ -162,6 +162,8 @@ func TestEveryFlagIsDocumentedInTheReference(t *testing.T) {
 	}
 }
 
+var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's configuration table")
+
 // TestREADMEReference keeps the README's configuration table equal to the
 // settings the code defines.
 func TestREADMEReference(t *testing.T) {
@@ -175,8 +177,26 @@ func TestREADMEReference(t *testing.T) {
 	if begin < 0 || end < begin {
 		t.Fatal("README.md has no config-reference markers")
 	}
-	table := text[strings.Index(text[begin:], "\n")+begin+1 : end]
-	if table != Reference() {
-		t.Errorf("README.md's configuration table is stale; replace it with:\n%s", Reference())
+	start := strings.Index(text[begin:], "\n") + begin + 1
+	if *updateREADME {
+		if err := os.WriteFile("../../README.md", []byte(text[:start]+Reference()+text[end:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if text[start:end] != Reference() {
+		t.Errorf("README.md's configuration table is stale: run go test ./app/config -run TestREADMEReference -update-readme")
+	}
+}
+
+func TestDefaultsMatchLoadingNothing(t *testing.T) {
+	loaded, err := load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Defaults()
+	if d.Listen != loaded.Listen || d.StallAfter != loaded.StallAfter || d.Retention != loaded.Retention ||
+		d.OIDC != loaded.OIDC || d.GitHub.APIURL != loaded.GitHub.APIURL {
+		t.Errorf("Defaults() = %+v, loading nothing = %+v", d, loaded)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Setting is one configuration key.
@@ -48,6 +49,23 @@ var settings = []Setting{
 		Help: "webhook secrets, comma-separated: a delivery signed with any of them is accepted (rotation)", set: setSecrets},
 	{Key: "github.api_url", Env: "RIPCORD_GITHUB_API_URL", Default: "https://api.github.com/",
 		Help: "GitHub's REST API URL (GitHub Enterprise Server: https://HOST/api/v3/)", set: setAPIURL},
+	{Key: "oidc.issuer", Env: "RIPCORD_OIDC_ISSUER", Default: "https://token.actions.githubusercontent.com",
+		Help: "issuer of the GitHub Actions OIDC tokens that workflows post facts and releases with", set: func(c *Config, v string) error {
+			u, err := absoluteHTTP(v)
+			if err != nil {
+				return err
+			}
+			c.OIDC.Issuer = strings.TrimSuffix(u.String(), "/")
+			return nil
+		}},
+	{Key: "oidc.audience", Env: "RIPCORD_OIDC_AUDIENCE", Default: "",
+		Help: "audience those tokens must carry (the action's audience input); empty: public_url", set: func(c *Config, v string) error { c.OIDC.Audience = v; return nil }},
+	{Key: "stall_after", Env: "RIPCORD_STALL_AFTER", Default: "15m",
+		Help: "a release that gets no fact this long after it opened raises a stall alert", set: duration(func(c *Config) *time.Duration { return &c.StallAfter })},
+	{Key: "retention", Env: "RIPCORD_RETENTION", Default: "336h",
+		Help: "finished releases older than this are deleted, except the newest 5 per app, environment and cluster (eligibility needs them)", set: duration(func(c *Config) *time.Duration { return &c.Retention })},
+	{Key: "cdevents.sinks", Env: "RIPCORD_CDEVENTS_SINKS", Default: "",
+		Help: "CloudEvents HTTP URLs that receive CDEvents (service deployed, upgraded, rolled back), comma-separated", set: setSinks},
 	{Key: "clusters", Env: "RIPCORD_CLUSTERS", Default: "",
 		Help: "cluster tokens for the facts API and the agent: NAME=TOKEN or NAME=@FILE, comma-separated (YAML: {NAME: {token: ...} | {token_file: ...}})", set: setClusters},
 }
@@ -192,6 +210,32 @@ func setClusters(c *Config, v string) error {
 			return fmt.Errorf("cluster %s is listed twice", name)
 		}
 		c.Clusters[name] = token
+	}
+	return nil
+}
+
+func duration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%q is not a positive duration (for example 15m, 2h, 336h)", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func setSinks(c *Config, v string) error {
+	c.CDEventSinks = nil
+	if v == "" {
+		return nil
+	}
+	for _, s := range strings.Split(v, ",") {
+		u, err := absoluteHTTP(strings.TrimSpace(s))
+		if err != nil {
+			return err
+		}
+		c.CDEventSinks = append(c.CDEventSinks, u.String())
 	}
 	return nil
 }

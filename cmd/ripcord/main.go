@@ -17,6 +17,9 @@ func init() {
 	commands = []command{
 		{"serve", "run the GitHub App server (webhooks, jobs, API)", runServe},
 		{"migrate", "apply database migrations and exit", runMigrate},
+		{"releases", "list releases, show one, or its audit trail (list|show ID|audit ID)", runReleases},
+		{"fact", "post a fact for a cluster, from a file or flags", runFact},
+		{"validate", "check .github/ripcord.yml files (path:line:column: message)", runValidate},
 		{"version", "print the version", runVersion},
 	}
 }

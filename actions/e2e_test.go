@@ -1,0 +1,129 @@
+package actions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/oidcauth/oidctest"
+)
+
+const (
+	e2eSecret = "e2e-webhook-secret"
+	e2eToken  = "e2e-api-token"
+)
+
+// realServer runs `ripcord serve` in process on loopback, trusting issuer's
+// tokens for the audience of its own URL, as the action's default audience is.
+func realServer(t *testing.T, issuer *oidctest.Issuer) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	cfg := config.Defaults()
+	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "ripcord.db")
+	cfg.PublicURL, cfg.APIToken = url, e2eToken
+	cfg.GitHub.WebhookSecrets = []string{e2eSecret}
+	cfg.OIDC.Issuer, cfg.OIDC.Audience = issuer.URL(), url
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return url
+}
+
+// installOn delivers a signed installation event naming repo, as GitHub does
+// when the App is installed, and waits until the server has recorded it.
+func installOn(t *testing.T, url, repo string) {
+	t.Helper()
+	var ev map[string]any
+	if err := json.Unmarshal(githubtest.LoadPayload(t, "installation", "created.payload.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["repositories"] = []any{map[string]any{"id": 1, "node_id": "R_1", "name": strings.Split(repo, "/")[1], "full_name": repo, "private": false}}
+	body, _ := json.Marshal(ev)
+	req := githubtest.NewDelivery(t, url+"/api/github/hook", e2eSecret, "installation", body)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("installation delivery: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	id := req.Header.Get("X-GitHub-Delivery")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var d struct{ State string }
+		get(t, url+"/api/v1/deliveries/"+id, &d)
+		if d.State == "processed" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("installation delivery still %q", d.State)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+e2eToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.NewDecoder(bytes.NewReader(b)).Decode(out)
+	return resp.StatusCode
+}
+
+// TestActionAgainstARealServer runs the action's script with a fake runner
+// environment whose token endpoint hands out real OIDC tokens from a loopback
+// issuer, against a real `ripcord serve`: the first fact opens the release,
+// the second makes it healthy.
+func TestActionAgainstARealServer(t *testing.T) {
+	issuer := oidctest.NewIssuer(t)
+	url := realServer(t, issuer)
+	installOn(t, url, "acme/checkout")
+	f := newFakes(t)
+	token := issuer.Token(t, map[string]any{"repository": "acme/checkout"}, oidctest.WithAudience(url))
+	f.token.script(reply{200, `{"count":1,"value":"` + token + `"}`})
+
+	inputs := map[string]string{"server": url + "/", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
+		"release-id": "c-77:prod-eu/prod", "image": "registry.example/shop/checkout:v77", "version": "v77", "fail-on-error": "true"}
+	for _, step := range []struct{ status, wantState string }{{"in_progress", "progressing"}, {"success", "healthy"}} {
+		inputs["status"] = step.status
+		r := runAction(t, f, inputs, map[string]string{"GITHUB_RUN_ATTEMPT": map[string]string{"in_progress": "1", "success": "1"}[step.status]})
+		if r.code != 0 {
+			t.Fatalf("status %s: the action failed (%d)\n%s\n%s", step.status, r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.outputs, "state="+step.wantState) {
+			t.Errorf("status %s: outputs %q, want state=%s", step.status, r.outputs, step.wantState)
+		}
+		var rec struct{ State, Repository string }
+		if code := get(t, url+"/api/v1/releases/c-77:prod-eu%2Fprod", &rec); code != 200 || rec.State != step.wantState {
+			t.Errorf("status %s: release %d %+v, want %s", step.status, code, rec, step.wantState)
+		}
+	}
+	if got := f.token.got(); len(got) != 2 || strings.Join(got[0].Query["audience"], "") != url {
+		t.Errorf("token requests %+v, want two for audience %s", got, url)
+	}
+}

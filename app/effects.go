@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/internal/cdevents"
+	"github.com/ripcord/ripcord/records"
+)
+
+// Record-job defaults.
+const (
+	sweepInterval     = time.Hour
+	sweepKeep         = 5
+	cdeventAttempts   = 12
+	cdeventSendTimout = 10 * time.Second
+)
+
+// CDEventArgs delivers one CDEvent to one sink. Key is the effect's
+// idempotency key: River refuses a second job with the same arguments, and the
+// event id derives from it, so a sink can dedupe a retried delivery.
+type CDEventArgs struct {
+	Key       string         `json:"key" river:"unique"`
+	Sink      string         `json:"sink" river:"unique"`
+	Effect    records.Effect `json:"effect"`
+	ReleaseID string         `json:"release_id"`
+}
+
+// Kind names the job in the queue.
+func (CDEventArgs) Kind() string { return "cdevent" }
+
+// StallCheckArgs looks at a release stall_after after it opened.
+type StallCheckArgs struct {
+	ReleaseID string `json:"release_id" river:"unique"`
+}
+
+// Kind names the job in the queue.
+func (StallCheckArgs) Kind() string { return "stall_check" }
+
+// SweepArgs deletes finished releases past the retention period.
+type SweepArgs struct{}
+
+// Kind names the job in the queue.
+func (SweepArgs) Kind() string { return "records_sweep" }
+
+var uniqueByArgs = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
+
+func (s *Server) addRecordWorkers(w *river.Workers) {
+	river.AddWorker(w, &cdeventWorker{s: s})
+	river.AddWorker(w, &stallWorker{s: s})
+	river.AddWorker(w, &sweepWorker{s: s})
+}
+
+func (s *Server) periodicJobs() []*river.PeriodicJob {
+	return []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+	}
+}
+
+// queueEffects turns a reducer's effects into jobs in the same transaction.
+func (s *Server) queueEffects(ctx context.Context, tx *sql.Tx, effects []records.Effect) error {
+	var jobs []river.InsertManyParams
+	for _, e := range effects {
+		switch e.Kind {
+		case records.EffectCDEvent:
+			for _, sink := range s.cfg.CDEventSinks {
+				jobs = append(jobs, river.InsertManyParams{
+					Args:       CDEventArgs{Key: e.Key, Sink: sink, Effect: e, ReleaseID: e.ReleaseID},
+					InsertOpts: &river.InsertOpts{MaxAttempts: cdeventAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}},
+				})
+			}
+		case records.EffectAlert:
+			// The reducer wrote the audit event; the alert is counted and logged
+			// here, and opened as a GitHub issue by the recovery capability.
+			s.metrics.alerts.WithLabelValues(e.Type).Inc()
+			s.log.Warn("alert", "type", e.Type, "release_id", e.ReleaseID, "message", e.Message)
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if _, err := s.river.InsertManyTx(ctx, tx, jobs); err != nil {
+		return fmt.Errorf("queue %d effects: %w", len(jobs), err)
+	}
+	return nil
+}
+
+// scheduleStallCheck queues the stall timer of a newly opened release.
+func (s *Server) scheduleStallCheck(ctx context.Context, tx *sql.Tx, r records.Record) error {
+	_, err := s.river.InsertTx(ctx, tx, StallCheckArgs{ReleaseID: r.ReleaseID}, &river.InsertOpts{
+		ScheduledAt: r.CreatedAt.Add(s.cfg.StallAfter),
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return fmt.Errorf("schedule stall check of %s: %w", r.ReleaseID, err)
+	}
+	return nil
+}
+
+type cdeventWorker struct {
+	river.WorkerDefaults[CDEventArgs]
+	s *Server
+}
+
+func (w *cdeventWorker) Work(ctx context.Context, job *river.Job[CDEventArgs]) (err error) {
+	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
+	rec, err := w.s.records.Get(ctx, job.Args.ReleaseID)
+	if err != nil {
+		return fmt.Errorf("load release %s: %w", job.Args.ReleaseID, err)
+	}
+	ev, err := cdevents.Build(job.Args.Effect, rec, w.s.cfg.PublicURL, rec.UpdatedAt)
+	if err != nil {
+		w.s.metrics.cdevents.WithLabelValues(job.Args.Effect.Type, "rejected").Inc()
+		return river.JobCancel(fmt.Errorf("build CDEvent %s: %w", job.Args.Key, err))
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, cdeventSendTimout)
+	defer cancel()
+	err = cdevents.Sender{}.Send(sendCtx, job.Args.Sink, ev)
+	switch {
+	case err == nil:
+		w.s.metrics.cdevents.WithLabelValues(job.Args.Effect.Type, "sent").Inc()
+		return nil
+	case cdevents.Retryable(err):
+		w.s.metrics.cdevents.WithLabelValues(job.Args.Effect.Type, "retried").Inc()
+		return err
+	default:
+		w.s.metrics.cdevents.WithLabelValues(job.Args.Effect.Type, "rejected").Inc()
+		return river.JobCancel(fmt.Errorf("sink %s refused CDEvent %s: %w", job.Args.Sink, job.Args.Key, err))
+	}
+}
+
+type stallWorker struct {
+	river.WorkerDefaults[StallCheckArgs]
+	s *Server
+}
+
+func (w *stallWorker) Work(ctx context.Context, job *river.Job[StallCheckArgs]) (err error) {
+	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
+	return w.s.db.InTx(ctx, func(tx *sql.Tx) error {
+		_, effect, stalled, err := w.s.records.MarkStalled(ctx, tx, job.Args.ReleaseID, time.Now().UTC(), w.s.cfg.StallAfter)
+		if errors.Is(err, records.ErrNotFound) {
+			return nil // swept or never stored: nothing to watch
+		}
+		if err != nil || !stalled {
+			return err
+		}
+		return w.s.queueEffects(ctx, tx, []records.Effect{effect})
+	})
+}
+
+type sweepWorker struct {
+	river.WorkerDefaults[SweepArgs]
+	s *Server
+}
+
+func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) (err error) {
+	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
+	n, err := w.s.records.Sweep(ctx, time.Now().UTC(), w.s.cfg.Retention, sweepKeep)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.s.log.Info("swept finished releases past retention", "deleted", n, "retention", w.s.cfg.Retention)
+	}
+	return nil
+}

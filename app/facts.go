@@ -1,0 +1,239 @@
+package app
+
+import (
+	"crypto/subtle"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ripcord/ripcord/internal/oidcauth"
+	"github.com/ripcord/ripcord/records"
+)
+
+// maxFactsPerRequest bounds a {"facts": [...]} batch.
+const maxFactsPerRequest = 500
+
+// factResult is what a fact did, as the API answers it.
+type factResult struct {
+	ID        string `json:"id"`
+	Outcome   string `json:"outcome"`
+	ReleaseID string `json:"release_id,omitempty"`
+	State     string `json:"state,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// postClusterFacts is POST /api/v1/facts/{cluster}: the agent and other
+// cluster sources, authenticated by the cluster's bearer token.
+func (s *Server) postClusterFacts(w http.ResponseWriter, r *http.Request) {
+	cluster := r.PathValue("cluster")
+	if status, msg := s.checkClusterToken(r, cluster); status != 0 {
+		writeError(w, status, "", msg)
+		return
+	}
+	facts, batch, ok := s.readFacts(w, r)
+	if !ok {
+		return
+	}
+	for i := range facts {
+		if facts[i].Cluster == "" {
+			facts[i].Cluster = cluster
+		}
+		if facts[i].Cluster != cluster {
+			writeError(w, http.StatusForbidden, factField(batch, i, "cluster"),
+				fmt.Sprintf("the fact is for cluster %q but was posted to /api/v1/facts/%s with that cluster's token", facts[i].Cluster, cluster))
+			return
+		}
+	}
+	s.applyFacts(w, r, facts, batch)
+}
+
+// checkClusterToken returns 0 when the bearer is the named cluster's token,
+// 401 when it is no cluster's, 403 when it is another cluster's.
+func (s *Server) checkClusterToken(r *http.Request, cluster string) (int, string) {
+	got, ok := bearer(r)
+	if !ok {
+		return http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <the cluster's token>"
+	}
+	if want, known := s.cfg.Clusters[cluster]; known && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 {
+		return 0, ""
+	}
+	for name, tok := range s.cfg.Clusters {
+		if name != cluster && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+			return http.StatusForbidden, fmt.Sprintf("this token belongs to cluster %q, not %q", name, cluster)
+		}
+	}
+	return http.StatusUnauthorized, fmt.Sprintf("wrong token for cluster %q (clusters are configured in the server's clusters setting)", cluster)
+}
+
+// postTaskFacts is POST /api/v1/facts: workflows, through the bundled action,
+// authenticated by the job's GitHub Actions OIDC token.
+func (s *Server) postTaskFacts(w http.ResponseWriter, r *http.Request) {
+	claims, ok := s.verifyOIDC(w, r)
+	if !ok {
+		return
+	}
+	facts, batch, ok := s.readFacts(w, r)
+	if !ok {
+		return
+	}
+	for i, f := range facts {
+		if f.Source != records.SourceTask {
+			writeError(w, http.StatusForbidden, factField(batch, i, "source"),
+				"a workflow's OIDC token may post task facts only; cluster facts go to /api/v1/facts/{cluster} with the cluster's token")
+			return
+		}
+		if f.Repository != claims.Repository {
+			writeError(w, http.StatusForbidden, factField(batch, i, "repository"),
+				fmt.Sprintf("the token was issued to a workflow of %q, not %q", claims.Repository, f.Repository))
+			return
+		}
+	}
+	if ok := s.requireInstalled(w, r, claims.Repository); !ok {
+		return
+	}
+	s.applyFacts(w, r, facts, batch)
+}
+
+// verifyOIDC checks a GitHub Actions OIDC bearer token.
+func (s *Server) verifyOIDC(w http.ResponseWriter, r *http.Request) (*oidcauth.Claims, bool) {
+	raw, ok := bearer(r)
+	if !ok {
+		writeError(w, http.StatusUnauthorized, "", "missing bearer token: send the job's GitHub Actions OIDC token (permissions: id-token: write)")
+		return nil, false
+	}
+	claims, err := s.oidc.Verify(r.Context(), raw)
+	if errors.Is(err, oidcauth.ErrIssuerUnavailable) {
+		s.log.Warn("OIDC issuer unavailable", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "", "cannot reach the OIDC issuer to check the token; retry later")
+		return nil, false
+	}
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, "", "OIDC token refused: "+err.Error())
+		return nil, false
+	}
+	return claims, true
+}
+
+func (s *Server) requireInstalled(w http.ResponseWriter, r *http.Request, repo string) bool {
+	installed, err := installedOn(r.Context(), s.db.Read, repo)
+	if err != nil {
+		s.internalError(w, r, err)
+		return false
+	}
+	if !installed {
+		writeError(w, http.StatusForbidden, "repository", fmt.Sprintf("the ripcord App is not installed on %s", repo))
+		return false
+	}
+	return true
+}
+
+// readFacts decodes one fact or {"facts": [...]} strictly and validates every
+// fact before any is applied.
+func (s *Server) readFacts(w http.ResponseWriter, r *http.Request) ([]records.Fact, bool, bool) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return nil, false, false
+	}
+	var facts []records.Fact
+	batch := gjson.GetBytes(body, "facts").IsArray()
+	if batch {
+		// Each fact is decoded on its own so an error names its index.
+		var b struct {
+			Facts []json.RawMessage `json:"facts"`
+		}
+		if err := decodeStrict(body, &b, ""); err != nil {
+			writeFieldError(w, err)
+			return nil, false, false
+		}
+		facts = make([]records.Fact, len(b.Facts))
+		for i, raw := range b.Facts {
+			if err := decodeStrict(raw, &facts[i], fmt.Sprintf("facts[%d]", i)); err != nil {
+				writeFieldError(w, err)
+				return nil, false, false
+			}
+		}
+	} else {
+		var f records.Fact
+		if err := decodeStrict(body, &f, ""); err != nil {
+			writeFieldError(w, err)
+			return nil, false, false
+		}
+		facts = []records.Fact{f}
+	}
+	if len(facts) == 0 || len(facts) > maxFactsPerRequest {
+		writeError(w, http.StatusBadRequest, "facts", fmt.Sprintf("send 1 to %d facts", maxFactsPerRequest))
+		return nil, false, false
+	}
+	for i := range facts {
+		if err := facts[i].Validate(); err != nil {
+			var rfe *records.FieldError
+			field := ""
+			if errors.As(err, &rfe) {
+				field = rfe.Field
+			}
+			writeError(w, http.StatusBadRequest, factField(batch, i, field), err.Error())
+			return nil, false, false
+		}
+	}
+	return facts, batch, true
+}
+
+func factField(batch bool, i int, field string) string {
+	if !batch {
+		return field
+	}
+	return join(fmt.Sprintf("facts[%d]", i), field)
+}
+
+// applyFacts applies the facts in one transaction with their effects' jobs:
+// all of them or, on any error, none.
+func (s *Server) applyFacts(w http.ResponseWriter, r *http.Request, facts []records.Fact, batch bool) {
+	results := make([]factResult, len(facts))
+	now := time.Now().UTC()
+	err := s.db.InDurableTx(r.Context(), func(tx *sql.Tx) error {
+		for i, f := range facts {
+			res, err := s.records.ApplyFact(r.Context(), tx, f, "", now)
+			if err != nil {
+				return fmt.Errorf("apply fact %d: %w", i, err)
+			}
+			if err := s.queueEffects(r.Context(), tx, res.Effects); err != nil {
+				return err
+			}
+			results[i] = resultOf(res)
+		}
+		return nil
+	})
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	for i, res := range results {
+		s.metrics.facts.WithLabelValues(res.Outcome).Inc()
+		// A duplicate or ignored fact changes no record; answer with the
+		// state of the release it names all the same.
+		if res.State == "" && facts[i].ReleaseKey() != "" {
+			if rec, err := s.records.Get(r.Context(), facts[i].ReleaseKey()); err == nil {
+				results[i].ReleaseID, results[i].State = rec.ReleaseID, string(rec.State)
+			}
+		}
+	}
+	if batch {
+		writeJSON(w, http.StatusOK, map[string]any{"results": results})
+		return
+	}
+	writeJSON(w, http.StatusOK, results[0])
+}
+
+func resultOf(res records.Result) factResult {
+	out := factResult{ID: res.FactID, Outcome: string(res.Outcome), Reason: res.Reason}
+	if len(res.Records) > 0 {
+		out.ReleaseID = res.Records[0].ReleaseID
+		out.State = string(res.Records[0].State)
+	}
+	return out
+}

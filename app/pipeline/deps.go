@@ -1,0 +1,39 @@
+package pipeline
+
+import (
+	"database/sql"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/palantir/go-githubapp/githubapp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/records"
+)
+
+// Deps is what the server hands a capability: the store, the job queue, the
+// GitHub clients, the release records and the configuration. A capability's
+// Register function adds its workers to Workers, its routes to Mux, and
+// returns its webhook handlers.
+type Deps struct {
+	Config  *config.Config
+	DB      *store.DB
+	Records *records.Store
+	// River is the job queue; it is nil until the server is built, so call it
+	// when a job is queued, not at registration.
+	River func() *river.Client[*sql.Tx]
+	// GitHub makes installation clients (ghclient's middlewares included);
+	// without App credentials every call fails with an error naming them.
+	GitHub     githubapp.ClientCreator
+	Workers    *river.Workers
+	Mux        *http.ServeMux
+	Registerer prometheus.Registerer
+	Log        *slog.Logger
+	Now        func() time.Time
+	// APIAuth wraps a handler with the api_token check of /api/v1.
+	APIAuth func(http.HandlerFunc) http.HandlerFunc
+}

@@ -1,0 +1,47 @@
+// Package pipeline holds the types every capability shares with the server's
+// delivery pipeline: the stored delivery, the handler interface and the
+// commit a handler returns. Capabilities live in their own packages and
+// implement EventHandler; the app package wires them in.
+package pipeline
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Delivery states.
+const (
+	Queued    = "queued"
+	Processed = "processed"
+	Failed    = "failed"
+	Ignored   = "ignored"
+)
+
+// Delivery is one webhook delivery as stored.
+type Delivery struct {
+	ID             string     `json:"id"`
+	Event          string     `json:"event"`
+	Action         string     `json:"action"`
+	InstallationID int64      `json:"installation_id"`
+	Repository     string     `json:"repository"`
+	ReceivedAt     time.Time  `json:"received_at"`
+	State          string     `json:"state"`
+	Attempts       int        `json:"attempts"`
+	LastError      string     `json:"last_error"`
+	ProcessedAt    *time.Time `json:"processed_at,omitempty"`
+	Body           []byte     `json:"-"`
+}
+
+// EventHandler is how a capability acts on a delivery. Handle loads what it
+// needs and decides (reads and GitHub GETs are fine; no writes) and returns a
+// Commit, or nil when the delivery is not its business. Commits run in one
+// transaction with the delivery's completion, so a crash or a redelivery never
+// applies a delivery twice; effects are queued as jobs from the Commit.
+type EventHandler interface {
+	Handles() []string
+	Handle(ctx context.Context, d Delivery) (Commit, error)
+}
+
+// Commit writes a handler's results inside the delivery's transaction.
+type Commit func(ctx context.Context, tx *sql.Tx) error

@@ -1,0 +1,204 @@
+package app
+
+import (
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ripcord/ripcord/records"
+)
+
+// releaseRequest is the body of POST /api/v1/releases.
+type releaseRequest struct {
+	ReleaseID      string       `json:"release_id"`
+	App            string       `json:"app"`
+	Environment    string       `json:"environment"`
+	Cluster        string       `json:"cluster"`
+	Repository     string       `json:"repository"`
+	Image          string       `json:"image"`
+	Digest         string       `json:"digest"`
+	GitRevision    string       `json:"git_revision"`
+	ConfigRevision string       `json:"config_revision"`
+	Kind           records.Kind `json:"kind"`
+	RollbackOf     string       `json:"rollback_of"`
+	RollbackReason string       `json:"rollback_reason"`
+	PR             *struct {
+		URL    string `json:"url"`
+		Number int    `json:"number"`
+	} `json:"pr"`
+	FlowStartedAt *time.Time `json:"flow_started_at"`
+}
+
+func (q releaseRequest) record() records.Record {
+	r := records.Record{
+		ReleaseID: q.ReleaseID, App: q.App, Environment: q.Environment, Cluster: q.Cluster,
+		Repository: q.Repository, Image: q.Image, Digest: q.Digest, GitRevision: q.GitRevision,
+		ConfigRevision: q.ConfigRevision, Kind: q.Kind, RollbackOf: q.RollbackOf,
+		RollbackReason: q.RollbackReason, FlowStartedAt: q.FlowStartedAt,
+	}
+	if r.Kind == "" {
+		r.Kind = records.KindPromote
+	}
+	if q.PR != nil {
+		r.PRURL, r.PRNumber = q.PR.URL, q.PR.Number
+	}
+	return r
+}
+
+// postRelease is POST /api/v1/releases: release tooling (api token) or a
+// workflow (OIDC token of the repository named in the body) opens a release.
+func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
+	viaToken := s.isAPIToken(r)
+	if !viaToken && s.oidc == nil {
+		writeError(w, http.StatusUnauthorized, "", "missing or wrong bearer token: send Authorization: Bearer <api_token>")
+		return
+	}
+	var repoClaim string
+	if !viaToken {
+		claims, ok := s.verifyOIDC(w, r)
+		if !ok {
+			return
+		}
+		repoClaim = claims.Repository
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var q releaseRequest
+	if err := decodeStrict(body, &q, ""); err != nil {
+		writeFieldError(w, err)
+		return
+	}
+	rec := q.record()
+	if rec.Cluster == "" {
+		writeError(w, http.StatusBadRequest, "cluster", "cluster: required")
+		return
+	}
+	if err := rec.Validate(); err != nil {
+		writeFieldError(w, err)
+		return
+	}
+	if !viaToken {
+		if rec.Repository != repoClaim {
+			writeError(w, http.StatusForbidden, "repository",
+				fmt.Sprintf("the token was issued to a workflow of %q, not %q", repoClaim, rec.Repository))
+			return
+		}
+		if !s.requireInstalled(w, r, repoClaim) {
+			return
+		}
+	}
+	var opened records.Record
+	var created bool
+	err := s.db.InDurableTx(r.Context(), func(tx *sql.Tx) error {
+		var events []records.AuditEvent
+		var err error
+		opened, events, err = s.records.OpenRelease(r.Context(), tx, rec, time.Now().UTC())
+		if err != nil {
+			return err
+		}
+		created = len(events) > 0
+		if created {
+			return s.scheduleStallCheck(r.Context(), tx, opened)
+		}
+		return nil
+	})
+	var conflict *records.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		writeError(w, http.StatusConflict, conflict.Field, conflict.Error())
+		return
+	case err != nil:
+		s.internalError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, opened)
+}
+
+func (s *Server) isAPIToken(r *http.Request) bool {
+	got, ok := bearer(r)
+	return ok && s.cfg.APIToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIToken)) == 1
+}
+
+func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
+	limit, ok := listLimit(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	f := records.Filter{App: q.Get("app"), Environment: q.Get("environment"), Cluster: q.Get("cluster"),
+		State: records.State(q.Get("state")), Limit: limit}
+	if f.State != "" && !f.State.Valid() {
+		writeError(w, http.StatusBadRequest, "state", fmt.Sprintf("unknown state %q; states are %v", f.State, records.States))
+		return
+	}
+	rs, err := s.records.List(r.Context(), f)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"releases": rs})
+}
+
+func (s *Server) getRelease(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.records.Get(r.Context(), r.PathValue("id"))
+	if errors.Is(err, records.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "id", "no release with id "+strconv.Quote(r.PathValue("id")))
+		return
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// getReleaseAudit is a release's timeline, oldest first.
+func (s *Server) getReleaseAudit(w http.ResponseWriter, r *http.Request) {
+	limit, ok := listLimit(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	if _, err := s.records.Get(r.Context(), id); errors.Is(err, records.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "id", "no release with id "+strconv.Quote(id))
+		return
+	}
+	events, err := s.records.Audit(r.Context(), records.AuditFilter{ReleaseID: id, Limit: limit, Oldest: true})
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"release_id": id, "events": events})
+}
+
+// getAudit is GET /api/v1/audit: drift and stall events have no record of
+// their own, so this is where they are found.
+func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
+	limit, ok := listLimit(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	f := records.AuditFilter{ReleaseID: q.Get("release_id"), Type: records.AuditType(q.Get("type")),
+		DeliveryID: q.Get("delivery_id"), Limit: limit}
+	if f.Type != "" && !f.Type.Valid() {
+		writeError(w, http.StatusBadRequest, "type", fmt.Sprintf("unknown audit event type %q", f.Type))
+		return
+	}
+	events, err := s.records.Audit(r.Context(), f)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// apiClient talks to a ripcord server's /api/v1 for the CLI commands.
+type apiClient struct {
+	server, token string
+	http          *http.Client
+	retries       int
+	backoff       time.Duration
+}
+
+// clientFlags adds --server and --token (env RIPCORD_SERVER, tokenEnv).
+func clientFlags(fs *flag.FlagSet, tokenEnv, tokenHelp string) func() (*apiClient, error) {
+	server := fs.String("server", "", "ripcord server URL (env RIPCORD_SERVER, default http://127.0.0.1:8080)")
+	token := fs.String("token", "", tokenHelp+" (env "+tokenEnv+")")
+	return func() (*apiClient, error) {
+		c := &apiClient{server: firstOf(*server, os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"),
+			token: firstOf(*token, os.Getenv(tokenEnv)), http: &http.Client{Timeout: 30 * time.Second},
+			retries: 4, backoff: time.Second}
+		c.server = strings.TrimSuffix(c.server, "/")
+		if !strings.HasPrefix(c.server, "http://") && !strings.HasPrefix(c.server, "https://") {
+			return nil, fmt.Errorf("--server %q is not an http(s) URL", c.server)
+		}
+		if c.token == "" {
+			return nil, fmt.Errorf("no token: pass --token or set %s", tokenEnv)
+		}
+		return c, nil
+	}
+}
+
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// apiError is a non-2xx answer, with the server's message.
+type apiError struct {
+	Status  int
+	Message string
+	Field   string
+}
+
+func (e *apiError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("server answered %d: %s (field %s)", e.Status, e.Message, e.Field)
+	}
+	return fmt.Sprintf("server answered %d: %s", e.Status, e.Message)
+}
+
+// do sends a request and decodes the JSON answer into out. Connection errors
+// and 5xx are retried with backoff; 4xx are not (they will not change).
+func (c *apiClient) do(ctx context.Context, method, path string, body []byte, out any) error {
+	var last error
+	for attempt := 0; attempt <= c.retries; attempt++ {
+		if attempt > 0 {
+			fmt.Fprintf(os.Stderr, "retrying in %s (attempt %d of %d): %v\n", c.backoff<<(attempt-1), attempt+1, c.retries+1, last)
+			select {
+			case <-time.After(c.backoff << (attempt - 1)):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		last = c.once(ctx, method, path, body, out)
+		var ae *apiError
+		if last == nil || (errors.As(last, &ae) && ae.Status < 500) {
+			return last
+		}
+	}
+	return last
+}
+
+func (c *apiClient) once(ctx context.Context, method, path string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.server+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct{ Error, Field string }
+		if json.Unmarshal(data, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(data))
+		}
+		return &apiError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/config"
+)
+
+// inProcessServer runs the server in this test process on loopback.
+func inProcessServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "cli.db")
+	cfg.APIToken = "cli-token"
+	cfg.Clusters = map[string]string{"prod-eu": "eu-token"}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return "http://" + ln.Addr().String()
+}
+
+// ripcord runs the built binary and returns its exit code and output.
+func ripcord(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+func TestFactAndReleasesCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	url := inProcessServer(t)
+	cluster := []string{"RIPCORD_SERVER=" + url, "RIPCORD_CLUSTER_TOKEN=eu-token"}
+	people := []string{"RIPCORD_SERVER=" + url, "RIPCORD_API_TOKEN=cli-token"}
+
+	fact := filepath.Join(t.TempDir(), "fact.json")
+	os.WriteFile(fact, []byte(`{"source":"task","cluster":"prod-eu","repository":"acme/checkout","workflow_run_id":9,
+		"run_attempt":1,"status":"in_progress","app":"checkout","environment":"prod","version":"v9",
+		"release_id":"cli-1","observed_at":"`+time.Now().UTC().Format(time.RFC3339)+`"}`), 0o600)
+	code, out, errOut := ripcord(t, cluster, "fact", "--cluster", "prod-eu", "--file", fact)
+	if code != 0 || !strings.Contains(out, `"outcome": "opened"`) {
+		t.Fatalf("ripcord fact: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = ripcord(t, cluster, "fact", "--cluster", "prod-eu", "--source", "deployment", "--namespace", "shop",
+		"--name", "checkout", "--uid", "u-1", "--generation", "2", "--phase", "Healthy", "--release-id", "cli-1", "--image", "v9")
+	if code != 0 || !strings.Contains(out, `"state": "healthy"`) {
+		t.Errorf("ripcord fact from flags: exit %d\n%s", code, out)
+	}
+
+	code, out, _ = ripcord(t, people, "releases", "list", "--app", "checkout")
+	if code != 0 || !strings.Contains(out, "cli-1") || !strings.Contains(out, "healthy") {
+		t.Errorf("releases list: exit %d\n%s", code, out)
+	}
+	code, out, _ = ripcord(t, people, "releases", "audit", "cli-1")
+	if code != 0 || !strings.Contains(out, "release_opened") || !strings.Contains(out, "state_changed") {
+		t.Errorf("releases audit: exit %d\n%s", code, out)
+	}
+	code, _, errOut = ripcord(t, people, "releases", "show", "no-such-release")
+	if code != 1 || !strings.Contains(errOut, "404") {
+		t.Errorf("releases show of an unknown id: exit %d, stderr %q; want 1 and the 404", code, errOut)
+	}
+	code, _, errOut = ripcord(t, []string{"RIPCORD_SERVER=" + url, "RIPCORD_API_TOKEN="}, "releases", "list")
+	if code != 2 || !strings.Contains(errOut, "RIPCORD_API_TOKEN") {
+		t.Errorf("no token: exit %d, stderr %q; want 2 and what to set", code, errOut)
+	}
+}
+
+func TestValidateCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yml")
+	os.WriteFile(good, []byte("version: 1\napps:\n  checkout:\n    environments:\n      prod:\n        cluster: prod-eu\n        workflows: [deploy.yml]\n"), 0o600)
+	bad := filepath.Join(dir, "bad.yml")
+	os.WriteFile(bad, []byte("version: 1\nrecovery:\n  max_retry: 3\n"), 0o600)
+
+	if code, _, errOut := ripcord(t, nil, "validate", good); code != 0 {
+		t.Errorf("a valid file: exit %d (%s)", code, errOut)
+	}
+	code, out, _ := ripcord(t, nil, "validate", bad)
+	if code != 1 || !strings.Contains(out, bad+":3:3:") || !strings.Contains(out, "max_retries") {
+		t.Errorf("a file with a typo: exit %d, output %q; want 1 and path:3:3 suggesting max_retries", code, out)
+	}
+}

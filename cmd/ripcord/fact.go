@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// runFact posts a fact to /api/v1/facts/{cluster} from a file (or stdin) or
+// from flags, retrying while the server is unreachable or answers 5xx.
+func runFact(args []string) int {
+	fs := flag.NewFlagSet("ripcord fact", flag.ContinueOnError)
+	client := clientFlags(fs, "RIPCORD_CLUSTER_TOKEN", "the cluster's token")
+	file := fs.String("file", "", "JSON file with one fact or {\"facts\": [...]}; - reads stdin")
+	cluster := fs.String("cluster", "", "cluster the fact is from (required)")
+	f := map[string]*string{}
+	for _, name := range []string{"source", "namespace", "name", "uid", "phase", "release-id", "image", "pod-hash", "revision"} {
+		f[name] = fs.String(name, "", "fact field "+strings.ReplaceAll(name, "-", "_"))
+	}
+	generation := fs.Int64("generation", 0, "metadata.generation")
+	observed := fs.Int64("observed-generation", 0, "status.observedGeneration (default: --generation)")
+	step := fs.Int("step", 0, "canary step")
+	steps := fs.Int("step-count", 0, "canary step count")
+	abort := fs.Bool("abort", false, "the rollout was aborted")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cluster == "" {
+		fmt.Fprintln(os.Stderr, "ripcord fact: --cluster is required")
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord fact:", err)
+		return 2
+	}
+	var body []byte
+	if *file != "" {
+		body, err = readInput(*file)
+	} else {
+		if *observed == 0 {
+			*observed = *generation
+		}
+		fact := map[string]any{"source": firstOf(*f["source"], "deployment"), "cluster": *cluster,
+			"namespace": *f["namespace"], "name": *f["name"], "uid": *f["uid"], "generation": *generation,
+			"observed_generation": *observed, "phase": *f["phase"], "step": *step, "step_count": *steps,
+			"pod_hash": *f["pod-hash"], "abort": *abort, "release_id": *f["release-id"],
+			"revision": *f["revision"], "observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
+		if *f["image"] != "" {
+			fact["images"] = []string{*f["image"]}
+		}
+		body, err = json.Marshal(fact)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord fact:", err)
+		return 2
+	}
+	var out json.RawMessage
+	if err := c.do(context.Background(), "POST", "/api/v1/facts/"+url.PathEscape(*cluster), body, &out); err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord fact:", err)
+		return 1
+	}
+	fmt.Println(string(out))
+	return 0
+}
+
+func readInput(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(name)
+}

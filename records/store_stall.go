@@ -1,0 +1,67 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// MarkStalled is the stall job's write: it re-reads the record in the
+// caller's transaction and, when CheckStall finds it stalled and no stall
+// was alerted for it yet, writes the stall_detected event, remembers the
+// alert and returns the alert effect for the caller to enqueue. The bool is
+// false when there is nothing to alert: not stalled, or alerted already.
+// stallAfter is the repository's stall_after; 0 means DefaultStallAfter.
+func (s *Store) MarkStalled(ctx context.Context, tx *sql.Tx, releaseID string, now time.Time, stallAfter time.Duration) (AuditEvent, Effect, bool, error) {
+	now = storedTime(now)
+	fail := func(err error) (AuditEvent, Effect, bool, error) {
+		return AuditEvent{}, Effect{}, false, fmt.Errorf("check release %s for a stall: %w", releaseID, err)
+	}
+	// The record's cluster never changes: look it up, then lock it, so a
+	// fact being applied meanwhile is either seen or comes after.
+	rec, err := getRecord(ctx, tx, releaseID)
+	if err != nil {
+		return fail(err)
+	}
+	if rec == nil {
+		return fail(ErrNotFound)
+	}
+	if s.db.Dialect == store.Postgres {
+		if err := s.lockClusters(ctx, tx, rec.Cluster); err != nil {
+			return fail(err)
+		}
+		if rec, err = getRecord(ctx, tx, releaseID); err != nil || rec == nil {
+			return fail(fmt.Errorf("read again after locking: %w", firstErr(err, ErrNotFound)))
+		}
+	}
+	stalled, reason := CheckStall(*rec, now, stallAfter)
+	if !stalled {
+		return AuditEvent{}, Effect{}, false, nil
+	}
+	// The condition makes the alert once-only even without the lock.
+	res, err := tx.ExecContext(ctx, `UPDATE records SET stall_alerted_at = $2 WHERE release_id = $1 AND stall_alerted_at IS NULL`,
+		releaseID, store.Micros(now))
+	if err != nil {
+		return fail(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return AuditEvent{}, Effect{}, false, err
+	}
+	ev, eff := Stalled(*rec, reason, now)
+	if err := insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {
+		return fail(err)
+	}
+	return ev, eff, true, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

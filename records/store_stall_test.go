@@ -1,0 +1,68 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// markStalled runs MarkStalled in its own transaction.
+func markStalled(t *testing.T, s *Store, rel string, now time.Time) (AuditEvent, Effect, bool, error) {
+	t.Helper()
+	var ev AuditEvent
+	var eff Effect
+	var ok bool
+	err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {
+		var err error
+		ev, eff, ok, err = s.MarkStalled(context.Background(), tx, rel, now, 15*time.Minute)
+		return err
+	})
+	return ev, eff, ok, err
+}
+
+func TestMarkStalledAlertsOncePerRecord(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		openRelease(t, s, record("R1", "", 0))
+		openRelease(t, s, record("R2", "", 0))
+		applyFact(t, s, fact("R2", PhaseProgressing, 1, func(f *Fact) { f.Name = "other" }), "", at(1))
+
+		steps := []struct {
+			name string
+			rel  string
+			m    int
+			want bool
+		}{
+			{"before stall_after nothing is wrong yet", "R1", 10, false},
+			{"no fact for stall_after: alert", "R1", 20, true},
+			{"the job runs again: no second alert", "R1", 30, false},
+			{"a release that got a fact never stalls", "R2", 60, false},
+		}
+		for _, st := range steps {
+			ev, eff, ok, err := markStalled(t, s, st.rel, at(st.m))
+			if err != nil {
+				t.Fatalf("%s: %v", st.name, err)
+			}
+			if ok != st.want {
+				t.Fatalf("%s: stalled %v, want %v", st.name, ok, st.want)
+			}
+			if ok && (ev.Type != AuditStallDetected || eff.Type != AlertStall || eff.Key != "alert/stall/R1") {
+				t.Errorf("%s: event %+v, effect %+v", st.name, ev, eff)
+			}
+		}
+		evs, err := s.Audit(context.Background(), AuditFilter{Type: AuditStallDetected})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].ReleaseID != "R1" || !evs[0].At.Equal(at(20)) {
+			t.Errorf("stall events %+v, want one for R1 at minute 20", evs)
+		}
+		if _, _, _, err := markStalled(t, s, "gone", at(20)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("unknown release: %v, want ErrNotFound", err)
+		}
+	})
+}

@@ -1,0 +1,111 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) {
+	const day = 24 * time.Hour
+	now := at(0).Add(200 * day)
+	recent := func(r *Record) { r.UpdatedAt = now.Add(-day) }
+	inUS := func(r *Record) { r.Cluster = "prod-us" }
+	history := []Record{
+		// Newest five of checkout/prod/prod-eu: kept however old.
+		record("A9", StateHealthy, 9, healthyAt(9)),
+		record("A8", StateSuperseded, 8),
+		record("A7", StateSuperseded, 7),
+		record("A6", StateFailed, 6),
+		record("A5", StateSuperseded, 5),
+		// Past the window.
+		record("A4", StateSuperseded, 4),               // old and settled: deleted
+		record("A3", StateFailed, 3, recent),           // changed a day ago: kept
+		record("A2", StateProgressing, 2),              // never settled: kept
+		record("A1", StateSuperseded, 1, healthyAt(1)), // healthy once, but out of the window: deleted
+		record("B2", StateSuperseded, 2, inUS),         // another cluster's own window
+		record("B1", StateSuperseded, 1, inUS),
+	}
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		for _, r := range history {
+			putRecord(t, s, r)
+		}
+		for _, rel := range []string{"A4", "A9"} {
+			if _, err := s.db.Write.Exec(`INSERT INTO facts (id, release_id, source, received_at, body) VALUES ($1, $2, 'rollout', 0, '{}')`,
+				"fact-"+rel, rel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {
+			return s.InsertAudit(context.Background(), tx, AuditEvent{Type: AuditStateChanged, ReleaseID: "A4", At: at(4)})
+		}); err != nil {
+			t.Fatal(err)
+		}
+
+		n, err := s.Sweep(context.Background(), now, 90*day, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.List(context.Background(), Filter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := ids(rs)
+		slices.Sort(left)
+		if want := []string{"A2", "A3", "A5", "A6", "A7", "A8", "A9", "B1", "B2"}; n != 2 || !slices.Equal(left, want) {
+			t.Fatalf("swept %d, left %v; want 2 swept, left %v", n, left, want)
+		}
+		if got := count(t, s, `SELECT COUNT(*) FROM facts WHERE release_id = 'A4'`); got != 0 {
+			t.Errorf("facts of the deleted A4 kept")
+		}
+		if got := count(t, s, `SELECT COUNT(*) FROM facts WHERE release_id = 'A9'`); got != 1 {
+			t.Errorf("facts of the kept A9 deleted")
+		}
+		if got := count(t, s, `SELECT COUNT(*) FROM audit_events WHERE release_id = 'A4'`); got != 1 {
+			t.Errorf("audit events of the deleted A4 deleted; they are history")
+		}
+		if again, err := s.Sweep(context.Background(), now, 90*day, 5); err != nil || again != 0 {
+			t.Errorf("second sweep deleted %d (%v), want 0", again, err)
+		}
+	})
+}
+
+func TestSweepDeletesInBatchesAndCountsAll(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		total := sweepBatch + 7 // more than one batch
+		for i := range total {
+			putRecord(t, s, record(fmt.Sprintf("R%04d", i), StateSuperseded, i))
+		}
+		n, err := s.Sweep(context.Background(), at(0).Add(48*time.Hour), time.Hour, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != total-5 {
+			t.Errorf("swept %d, want %d", n, total-5)
+		}
+		rs, _ := s.List(context.Background(), Filter{})
+		if got, want := ids(rs), []string{"R0506", "R0505", "R0504", "R0503", "R0502"}; !slices.Equal(got, want) {
+			t.Errorf("left %v, want the newest five %v", got, want)
+		}
+	})
+}
+
+func TestSweepRefusesNonsense(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+		keep      int
+	}{{"no retention would delete everything settled", 0, 5}, {"negative keep", time.Hour, -1}} {
+		// Checked before the database is touched.
+		if _, err := (&Store{}).Sweep(context.Background(), at(0), c.retention, c.keep); err == nil {
+			t.Errorf("%s: Sweep(retention %s, keep %d) accepted", c.name, c.retention, c.keep)
+		}
+	}
+}
