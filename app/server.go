@@ -142,6 +142,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/releases/{id}", s.requireAPIToken(s.getRelease))
 	mux.HandleFunc("GET /api/v1/releases/{id}/audit", s.requireAPIToken(s.getReleaseAudit))
 	mux.HandleFunc("GET /api/v1/audit", s.requireAPIToken(s.getAudit))
+	mux.HandleFunc("GET /api/v1/eligibility", s.requireAPIToken(s.getEligibility))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metricsHandler())

@@ -1,0 +1,40 @@
+package app
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/ripcord/ripcord/eligibility"
+)
+
+// maxEligibilityWindow bounds ?window= (repository configs cap it too).
+const maxEligibilityWindow = 100
+
+// getEligibility is GET /api/v1/eligibility?app=&environment=&cluster=&image=
+// [&window=N]: is this image (by digest, or a full reference) a safe rollback
+// target there? Computed from the records every time, with the evidence.
+func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	query := eligibility.Query{App: q.Get("app"), Environment: q.Get("environment"), Cluster: q.Get("cluster"), Image: q.Get("image")}
+	for field, v := range map[string]string{"app": query.App, "environment": query.Environment, "cluster": query.Cluster, "image": query.Image} {
+		if v == "" {
+			writeError(w, http.StatusBadRequest, field, field+" is required")
+			return
+		}
+	}
+	window := eligibility.DefaultWindow
+	if v := q.Get("window"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxEligibilityWindow {
+			writeError(w, http.StatusBadRequest, "window", "window must be a whole number from 1 to 100")
+			return
+		}
+		window = n
+	}
+	rs, err := s.records.Newest(r.Context(), query.App, query.Environment, query.Cluster, window)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, eligibility.Check(rs, query, window))
+}
