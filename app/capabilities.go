@@ -1,15 +1,18 @@
 package app
 
 import (
+	"github.com/ripcord/ripcord/app/commands"
+	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/recoveryflow"
 )
 
 // capabilities registers each capability's workers and routes and returns its
 // webhook handlers. One line per capability package.
 func capabilities(d pipeline.Deps) []EventHandler {
 	var hs []EventHandler
-	// Capabilities add themselves here, e.g.:
-	// hs = append(hs, recoveryflow.Register(d)...)
-	_ = d
+	hs = append(hs, configload.Register(d)...)
+	hs = append(hs, recoveryflow.Register(d)...)
+	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d))...)
 	return hs
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -202,6 +203,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s.log.Info("ripcord is serving", "listen", s.addr, "public_url", s.cfg.PublicURL, "database", s.db.Source)
+	// Start-up leaves tens of MB of garbage (the CDEvents SDK compiles every
+	// JSON schema at init); hand it back now rather than when the scavenger
+	// gets to it, so an idle server is small.
+	debug.FreeOSMemory()
 
 	var serveErr error
 	select {

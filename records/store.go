@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
@@ -50,10 +51,30 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // holder's commit. SQLite has one writer connection and needs no lock.
 type Store struct {
 	db *store.DB
+
+	mu       sync.Mutex
+	prepared map[string]*sql.Stmt
 }
 
 // NewStore returns a store over an open, migrated database.
-func NewStore(db *store.DB) *Store { return &Store{db: db} }
+func NewStore(db *store.DB) *Store { return &Store{db: db, prepared: map[string]*sql.Stmt{}} }
+
+// readStmt returns query prepared on the read pool. The hot reads
+// (eligibility's Newest, Get) use it: SQLite spends most of a small query
+// compiling it, and a prepared statement does that once per connection.
+func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.prepared[query]; ok {
+		return st, nil
+	}
+	st, err := s.db.Read.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.prepared[query] = st
+	return st, nil
+}
 
 // clusterLockClass namespaces the store's advisory locks ("reco"); the
 // two-key form never collides with the one-key migration lock.
@@ -128,15 +149,11 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 	return out, rows.Err()
 }
 
-// querier is what both *sql.DB and *sql.Tx offer.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
+const getRecordQuery = `SELECT ` + recordColumns + ` FROM records WHERE release_id = $1`
 
-// getRecord reads one record; nil when there is none.
-func getRecord(ctx context.Context, q querier, releaseID string) (*Record, error) {
-	r, err := scanRecord(q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM records WHERE release_id = $1`, releaseID))
+// getRecord reads one record in a transaction; nil when there is none.
+func getRecord(ctx context.Context, tx *sql.Tx, releaseID string) (*Record, error) {
+	r, err := scanRecord(tx.QueryRowContext(ctx, getRecordQuery, releaseID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -148,14 +165,18 @@ func getRecord(ctx context.Context, q querier, releaseID string) (*Record, error
 
 // Get returns the record of a release, or an error wrapping ErrNotFound.
 func (s *Store) Get(ctx context.Context, releaseID string) (Record, error) {
-	r, err := getRecord(ctx, s.db.Read, releaseID)
+	st, err := s.readStmt(ctx, getRecordQuery)
 	if err != nil {
-		return Record{}, err
+		return Record{}, fmt.Errorf("read release %s: %w", releaseID, err)
 	}
-	if r == nil {
+	r, err := scanRecord(st.QueryRowContext(ctx, releaseID))
+	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, fmt.Errorf("release %s: %w", releaseID, ErrNotFound)
 	}
-	return *r, nil
+	if err != nil {
+		return Record{}, fmt.Errorf("read release %s: %w", releaseID, err)
+	}
+	return r, nil
 }
 
 func insertRecord(ctx context.Context, tx *sql.Tx, r Record) error {

@@ -1,11 +1,13 @@
 package records
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
@@ -106,16 +108,21 @@ func loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 	default:
 		return nil
 	}
-	// The state list repeats records_open's predicate so the index serves it.
+	// The state list repeats records_open's predicate so the index serves
+	// it. The few rows are sorted here: an ORDER BY would lead SQLite's
+	// planner to walk the target's whole history in records_target order.
 	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM records
 		WHERE app = $1 AND environment = $2 AND cluster = $3 AND state NOT IN ('superseded', 'rolled-back')
-		AND release_id <> $4 ORDER BY created_at, release_id`, app, env, cluster, in.Fact.ReleaseKey())
+		AND release_id <> $4`, app, env, cluster, in.Fact.ReleaseKey())
 	if err != nil {
 		return fmt.Errorf("read open releases of %s/%s/%s: %w", app, env, cluster, err)
 	}
 	if in.Siblings, err = scanRecords(rows); err != nil {
 		return fmt.Errorf("read open releases of %s/%s/%s: %w", app, env, cluster, err)
 	}
+	slices.SortFunc(in.Siblings, func(a, b Record) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ReleaseID, b.ReleaseID))
+	})
 	healthy := func(r Record) bool { return r.HealthyAt != nil }
 	if (in.Record != nil && healthy(*in.Record)) || slices.ContainsFunc(in.Siblings, healthy) {
 		in.EverHealthy = true

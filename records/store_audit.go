@@ -15,9 +15,10 @@ import (
 const (
 	auditColumns = `type, release_id, delivery_id, fact_id, at, message, data`
 	auditParams  = 7
-	// auditBatch events go in one INSERT, far below both databases'
-	// limits on parameters.
-	auditBatch = 500
+	// auditBatch events go in one INSERT: a fact's events in one round
+	// trip, and few enough parameters for the SQLite driver, which binds
+	// $N parameters in time quadratic in their number.
+	auditBatch = 50
 )
 
 // DefaultAuditLimit is how many events Audit returns when the filter says

@@ -11,7 +11,8 @@ import (
 )
 
 // TestConcurrentFactsOfOneTargetLoseNoUpdate applies the facts of twenty
-// releases of one app, environment and cluster from twenty goroutines, each
+// releases of one app, environment and cluster from twenty goroutines (half
+// of them finishing with a workflow's task fact that names no cluster), each
 // fact in its own transaction, as twenty replicas would. Whatever the order,
 // a serial application ends the same way: the newest release healthy and
 // every other one superseded, exactly one service.deployed, and each
@@ -37,6 +38,11 @@ func TestConcurrentFactsOfOneTargetLoseNoUpdate(t *testing.T) {
 			facts := []Fact{
 				fact(rel, PhaseProgressing, 30+i, workload),
 				fact(rel, PhaseHealthy, 60+i, workload, step(4)),
+			}
+			if i%2 == 1 {
+				// The workflow reports success without naming the cluster:
+				// it must serialise with the cluster's facts all the same.
+				facts[1] = taskFact(rel, TaskSuccess, 60+i, func(f *Fact) { f.Cluster, f.WorkflowRunID = "", int64(1000+i) })
 			}
 			wg.Go(func() {
 				<-start
@@ -106,4 +112,29 @@ func checkStateChain(t *testing.T, s *Store, rel string) {
 	if stored := mustGet(t, s, rel).State; string(stored) != state {
 		t.Errorf("%s is stored %s, but its events end at %s", rel, stored, state)
 	}
+}
+
+func TestConcurrentOpensOfOneReleaseOpenItOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 10 {
+			wg.Go(func() {
+				<-start
+				err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {
+					_, _, err := s.OpenRelease(context.Background(), tx, record("R1", "", 0), at(0))
+					return err
+				})
+				if err != nil {
+					t.Errorf("retried open: %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if n := count(t, s, `SELECT COUNT(*) FROM audit_events WHERE type = 'release_opened'`); n != 1 {
+			t.Errorf("%d release_opened events, want 1", n)
+		}
+	})
 }

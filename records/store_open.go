@@ -26,23 +26,41 @@ func (s *Store) OpenRelease(ctx context.Context, tx *sql.Tx, r Record, now time.
 	if err := s.lockClusters(ctx, tx, rec.Cluster); err != nil {
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
-	old, err := getRecord(ctx, tx, rec.ReleaseID)
+	// DO NOTHING: a task fact of another cluster (another lock) may open
+	// the same release meanwhile; PostgreSQL then waits for its commit and
+	// the stored record is compared like any earlier one.
+	res, err := tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)
+		ON CONFLICT (release_id) DO NOTHING`, recordArgs(rec)...)
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
-	if old != nil {
-		if err := sameContent(*old, rec); err != nil {
-			return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
-		}
-		return *old, nil, nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
-	if err := insertRecord(ctx, tx, rec); err != nil {
-		return Record{}, nil, err
+	if n == 0 {
+		return existing(ctx, tx, rec)
 	}
 	if err := insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
 	return rec, []AuditEvent{ev}, nil
+}
+
+// existing answers an open of a release that is stored already: the stored
+// record when the content is the same, a *ConflictError otherwise.
+func existing(ctx context.Context, tx *sql.Tx, sent Record) (Record, []AuditEvent, error) {
+	old, err := getRecord(ctx, tx, sent.ReleaseID)
+	if err == nil && old == nil {
+		err = ErrNotFound // the conflicting row vanished: only a concurrent sweep could
+	}
+	if err == nil {
+		err = sameContent(*old, sent)
+	}
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("open release %q: %w", sent.ReleaseID, err)
+	}
+	return *old, nil, nil
 }
 
 // sameContent compares the fields a caller sends when opening a release;

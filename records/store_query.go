@@ -24,6 +24,9 @@ type Filter struct {
 // breaks ties so that equal created_at values still have one order.
 const newestFirst = ` ORDER BY created_at DESC, release_id DESC`
 
+const newestQuery = `SELECT ` + recordColumns + ` FROM records
+	WHERE app = $1 AND environment = $2 AND cluster = $3` + newestFirst + ` LIMIT $4`
+
 // List returns the records the filter selects, newest first.
 func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	if f.State != "" && !f.State.Valid() {
@@ -63,8 +66,11 @@ func (s *Store) Newest(ctx context.Context, app, env, cluster string, n int) ([]
 	if n <= 0 {
 		return nil, fmt.Errorf("newest releases of %s/%s/%s: n must be positive, got %d", app, env, cluster, n)
 	}
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT `+recordColumns+` FROM records
-		WHERE app = $1 AND environment = $2 AND cluster = $3`+newestFirst+` LIMIT $4`, app, env, cluster, n)
+	st, err := s.readStmt(ctx, newestQuery)
+	if err != nil {
+		return nil, fmt.Errorf("newest releases of %s/%s/%s: %w", app, env, cluster, err)
+	}
+	rows, err := st.QueryContext(ctx, app, env, cluster, n)
 	if err != nil {
 		return nil, fmt.Errorf("newest releases of %s/%s/%s: %w", app, env, cluster, err)
 	}

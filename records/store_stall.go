@@ -47,8 +47,12 @@ func (s *Store) MarkStalled(ctx context.Context, tx *sql.Tx, releaseID string, n
 	if err != nil {
 		return fail(err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return AuditEvent{}, Effect{}, false, err
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fail(err)
+	}
+	if n == 0 {
+		return AuditEvent{}, Effect{}, false, nil // alerted already
 	}
 	ev, eff := Stalled(*rec, reason, now)
 	if err := insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {

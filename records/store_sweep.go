@@ -17,7 +17,9 @@ const sweepBatch = 500
 // superseded…; never one still rolling out) whose last change is older than
 // retention, except the newest keep records of each app, environment and
 // cluster — the window an eligibility check reads, so a record that makes
-// an image eligible is never lost. It returns how many records it deleted.
+// an image eligible is never lost. keep must be at least the largest
+// eligibility window configured. Sweep runs in its own transactions of
+// sweepBatch records and returns how many records it deleted.
 //
 // The facts of deleted records go with them (they only served to drop
 // repeats, and the retention is far longer than any redelivery). Audit

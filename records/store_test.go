@@ -32,6 +32,10 @@ func TestStoreAppliesEachKindOfFact(t *testing.T) {
 			fact("R1", PhaseSyncFailed, 1, source(SourceArgoCD)), OutcomeApplied, "R1", StateFailed},
 		{"task fact opens a release never registered", nil,
 			taskFact("d-1", TaskInProgress, 1), OutcomeOpened, "d-1", StateProgressing},
+		{"task fact naming no cluster joins the release registered for one", []Record{record("R1", "", 0)},
+			taskFact("R1", TaskSuccess, 1, func(f *Fact) { f.Cluster = "" }), OutcomeApplied, "R1", StateHealthy},
+		{"cluster fact joins a release registered without a cluster", []Record{record("R1", "", 0, func(r *Record) { r.Cluster = "" })},
+			fact("R1", PhaseProgressing, 1), OutcomeApplied, "R1", StateProgressing},
 		{"task fact without release_id is joined by deployment_id", nil,
 			taskFact("", TaskSuccess, 1, func(f *Fact) { f.DeploymentID = "dep-42" }), OutcomeOpened, "dep-42", StateHealthy},
 	}

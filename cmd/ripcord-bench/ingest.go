@@ -62,8 +62,10 @@ func runIngest(o options) error {
 		return err
 	}
 	idle := sqlite.rss()
+	cpu0 := sqlite.cpu()
 	rc := load("(c) ripcord serve, SQLite", sqlite.hook(), o.concurrency, o.duration, 0, b)
 	fmt.Println(rc)
+	fmt.Printf("    server CPU per delivery (SQLite): %.0f µs (intake and processing)\n", perDelivery(sqlite.cpu()-cpu0, rc.sent))
 	var after int64
 	if o.rssDeliveries > 0 {
 		sent := rc.sent
@@ -86,9 +88,12 @@ func runIngest(o options) error {
 		if err != nil {
 			return err
 		}
+		cpu0 := pg.cpu()
 		rd = load("(d) ripcord serve, PostgreSQL", pg.hook(), o.concurrency, o.duration, 0, b)
+		cpu := pg.cpu() - cpu0
 		pg.stop()
 		fmt.Println(rd)
+		fmt.Printf("    server CPU per delivery (PostgreSQL): %.0f µs (ripcord only, not the database server)\n", perDelivery(cpu, rd.sent))
 	} else {
 		fmt.Println("(d) skipped: no --postgres URL (RIPCORD_TEST_POSTGRES)")
 	}
@@ -185,6 +190,29 @@ func (p serveProcess) rss() int64 {
 		}
 	}
 	return 0
+}
+
+// cpu is the process's user+system CPU time so far, from /proc.
+func (p serveProcess) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start at ")".
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+func perDelivery(cpu time.Duration, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(cpu.Microseconds()) / float64(n)
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,71 @@
+package commands
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name  string
+		body  string
+		kind  Kind
+		cmd   string   // for Run
+		args  []string // for Run
+		reply string   // a part of the reply, for Reply
+	}{
+		{"a bare retry", "/ripcord retry", Run, Retry, nil, ""},
+		{"retry after some words on an earlier line", "The deploy flaked.\r\n/ripcord retry\r\n", Run, Retry, nil, ""},
+		{"upper case still counts", "/Ripcord RETRY", Run, Retry, nil, ""},
+		{"rollback keeps its reason words", "/ripcord rollback  the new build leaks memory", Run, Rollback, []string{"the", "new", "build", "leaks", "memory"}, ""},
+		{"approve parses", "/ripcord approve", Run, Approve, nil, ""},
+		{"up to three spaces in is a paragraph", "   /ripcord retry", Run, Retry, nil, ""},
+		{"the first command wins", "/ripcord retry\n/ripcord rollback", Run, Retry, nil, ""},
+		{"a command after a closed fence counts", "```\nlog\n```\n/ripcord retry", Run, Retry, nil, ""},
+		{"quoted retry in a reply", "> /ripcord retry\nno thanks", Ignore, "", nil, ""},
+		{"quoted retry nested in a list quote", "  > /ripcord retry", Ignore, "", nil, ""},
+		{"retry inside a fenced code block", "Run this:\n```sh\n/ripcord retry\n```", Ignore, "", nil, ""},
+		{"retry inside a tilde fence", "~~~\n/ripcord retry\n~~~", Ignore, "", nil, ""},
+		{"a backtick fence is not closed by tildes", "```\n~~~\n/ripcord retry\n", Ignore, "", nil, ""},
+		{"retry indented as code", "    /ripcord retry", Ignore, "", nil, ""},
+		{"retry in an HTML comment", "<!--\n/ripcord retry\n-->", Ignore, "", nil, ""},
+		{"mid-sentence mention", "please do not /ripcord retry yet", Ignore, "", nil, ""},
+		{"a longer word is not the prefix", "/ripcords retry", Ignore, "", nil, ""},
+		{"no command at all", "LGTM", Ignore, "", nil, ""},
+		{"bare prefix answers with help", "/ripcord", Reply, "", nil, "| `/ripcord retry` |"},
+		{"help", "/ripcord help", Reply, "", nil, "`commands:`"},
+		{"a typo gets a suggestion", "/ripcord retyr", Reply, "", nil, "Did you mean `/ripcord retry`?"},
+		{"a typo of rollback", "/ripcord rolback", Reply, "", nil, "Did you mean `/ripcord rollback`?"},
+		{"nonsense gets no guess", "/ripcord deploy-everything", Reply, "", nil, "does not know the command `/ripcord deploy-everything`."},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Parse(c.body)
+			if got.Kind != c.kind {
+				t.Fatalf("kind = %v, want %v (%+v)", got.Kind, c.kind, got)
+			}
+			switch c.kind {
+			case Run:
+				if got.Command.Name != c.cmd || !slices.Equal(got.Command.Args, c.args) {
+					t.Errorf("command = %q %q, want %q %q", got.Command.Name, got.Command.Args, c.cmd, c.args)
+				}
+			case Reply:
+				if !strings.Contains(got.Reply, c.reply) {
+					t.Errorf("reply %q lacks %q", got.Reply, c.reply)
+				}
+			}
+		})
+	}
+	if r := Parse("/ripcord deploy-everything"); strings.Contains(r.Reply, "Did you mean") {
+		t.Errorf("a far-off word got a guess: %q", r.Reply)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	for word, want := range map[string]string{"retry": "retry", "rerty": "retry", "aprove": "approve", "hlep": "help", "xyz": "", "": ""} {
+		if got := suggest(word); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package configload
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/internal/githubtest"
+)
+
+const valid = "version: 1\napps:\n  checkout:\n    environments:\n      staging:\n        workflows: [deploy.yml]\n"
+
+// client is an installation client of the App against a fake GitHub, with
+// ghclient's middlewares (the ETag cache among them).
+func client(t *testing.T, fake *githubtest.Server) *github.Client {
+	t.Helper()
+	cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t), APIURL: fake.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, err := cc.NewInstallationClient(githubtest.InstallationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gh
+}
+
+func contentReads(fake *githubtest.Server, repo string) []int {
+	var out []int
+	for _, r := range fake.Requests() {
+		if r.Route == "/repos/{owner}/{repo}/contents/{path}" && strings.EqualFold(r.Params["owner"]+"/"+r.Params["repo"], repo) {
+			out = append(out, r.Status)
+		}
+	}
+	return out
+}
+
+func TestLoad(t *testing.T) {
+	ctx := context.Background()
+	t.Run("reads the default branch", func(t *testing.T) {
+		fake := githubtest.NewServer(t)
+		fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", valid)
+		res, err := NewLoader().Load(ctx, client(t, fake).Repositories, "acme/checkout", "")
+		if err != nil || !res.Valid() || res.Source.Fallback || res.Source.Repository != "acme/checkout" || res.Source.SHA == "" {
+			t.Fatalf("Load = %+v, %v; want a valid config from acme/checkout", res, err)
+		}
+		if got := contentReads(fake, "acme/.github"); len(got) != 0 {
+			t.Errorf("read the organisation's repository although the repository has a config: %v", got)
+		}
+	})
+	t.Run("falls back to the organisation's .github repository", func(t *testing.T) {
+		fake := githubtest.NewServer(t)
+		fake.PutFile("acme/.github", "main", ".github/ripcord.yml", valid)
+		res, err := NewLoader().Load(ctx, client(t, fake).Repositories, "acme/checkout", "")
+		if err != nil || !res.Valid() || !res.Source.Fallback || res.Source.Repository != "acme/.github" {
+			t.Fatalf("Load = %+v, %v; want the organisation's config", res, err)
+		}
+	})
+	t.Run("a repository without any config is left alone", func(t *testing.T) {
+		fake := githubtest.NewServer(t)
+		res, err := NewLoader().Load(ctx, client(t, fake).Repositories, "acme/checkout", "")
+		if err != nil || res.Found || res.Err() == nil {
+			t.Fatalf("Load = %+v, %v; want not found, without an error", res, err)
+		}
+	})
+	t.Run("an invalid file is found with its problems", func(t *testing.T) {
+		fake := githubtest.NewServer(t)
+		fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", "version: 1\nretries: 3\n")
+		res, err := NewLoader().Load(ctx, client(t, fake).Repositories, "acme/checkout", "")
+		if err != nil || !res.Found || res.Config != nil || len(res.Problems) != 1 || !errors.Is(res.Err(), ErrInvalid) {
+			t.Fatalf("Load = %+v, %v; want one problem", res, err)
+		}
+		if p := res.Problems[0]; p.Line != 2 || !strings.Contains(res.Err().Error(), "retries") {
+			t.Errorf("problem = %+v, err %v; want line 2 naming retries", p, res.Err())
+		}
+	})
+	t.Run("a commit is read as it is and never replaced by the organisation's", func(t *testing.T) {
+		fake := githubtest.NewServer(t)
+		fake.PutFile("acme/.github", "main", ".github/ripcord.yml", valid)
+		sha := fake.PutFile("acme/checkout", "main", "README.md", "no config here")
+		res, err := NewLoader().Load(ctx, client(t, fake).Repositories, "acme/checkout", sha)
+		if err != nil || res.Found {
+			t.Fatalf("Load at %s = %+v, %v; want not found", sha, res, err)
+		}
+	})
+}
+
+// A second read of an unchanged config costs a 304; a changed one is seen
+// at once.
+func TestRereadIsA304AndAChangeIsSeenAtOnce(t *testing.T) {
+	ctx := context.Background()
+	fake := githubtest.NewServer(t)
+	fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", valid)
+	gh, l := client(t, fake), NewLoader()
+	for range 3 {
+		if res, err := l.Load(ctx, gh.Repositories, "acme/checkout", ""); err != nil || !res.Valid() {
+			t.Fatalf("Load = %+v, %v", res, err)
+		}
+	}
+	fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", "version: 1\nstall_after: nope\n")
+	res, err := l.Load(ctx, gh.Repositories, "acme/checkout", "")
+	if err != nil || res.Valid() {
+		t.Fatalf("Load after the change = %+v, %v; want the new, invalid file", res, err)
+	}
+	got := contentReads(fake, "acme/checkout")
+	t.Logf("config reads: %v", got)
+	if want := []int{200, 304, 304, 200}; !slices.Equal(got, want) {
+		t.Errorf("statuses of the reads = %v, want %v", got, want)
+	}
+}

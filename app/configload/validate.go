@@ -1,0 +1,126 @@
+package configload
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// maxConfigBytes bounds a body of POST /api/v1/validate; GitHub's contents
+// API serves files up to 1 MiB inline, so a larger config could not be read.
+const maxConfigBytes = 1 << 20
+
+// ValidateResponse is the answer of POST /api/v1/validate.
+type ValidateResponse struct {
+	Valid    bool          `json:"valid"`
+	Problems []ProblemJSON `json:"problems"`
+}
+
+// ProblemJSON is a repoconfig.Problem as the API spells it.
+type ProblemJSON struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
+}
+
+// validateRequest is the JSON form of the body: {"content": "<the YAML>"}.
+type validateRequest struct {
+	Content *string `json:"content"`
+}
+
+// Validate checks a config file: data is the file itself.
+func Validate(data []byte) ValidateResponse {
+	_, problems := repoconfig.Load(data)
+	out := ValidateResponse{Valid: len(problems) == 0, Problems: []ProblemJSON{}}
+	for _, p := range problems {
+		out.Problems = append(out.Problems, ProblemJSON{Path: p.Path, Line: p.Line, Column: p.Column, Message: p.Message})
+	}
+	return out
+}
+
+// validateHandler is POST /api/v1/validate. The body is the YAML file, or,
+// with Content-Type application/json, {"content": "..."}. A body that is a
+// JSON object with a string "content" and nothing else is taken as the JSON
+// form whatever its type, since it can never be a valid config itself.
+func validateHandler(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxConfigBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "", "the config is larger than 1 MiB, more than GitHub serves inline")
+		return
+	}
+	content, field, err := configFromBody(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, field, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, Validate(content))
+}
+
+// configFromBody returns the file a request carries, or the field that is wrong.
+func configFromBody(contentType string, body []byte) ([]byte, string, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt != "application/json" {
+		if c, ok := jsonWrapped(body); ok {
+			return c, "", nil
+		}
+		return body, "", nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req validateRequest
+	if err := dec.Decode(&req); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return nil, typeErr.Field, fmt.Errorf("%s: expected a string holding the YAML file, got JSON %s", typeErr.Field, typeErr.Value)
+		}
+		if name, ok := bytes.CutPrefix([]byte(err.Error()), []byte("json: unknown field ")); ok {
+			f := string(bytes.Trim(name, `"`))
+			return nil, f, fmt.Errorf("%s: unknown field; send {\"content\": \"<the YAML file>\"}", f)
+		}
+		return nil, "", fmt.Errorf("not a JSON object: %v; send {\"content\": \"<the YAML file>\"} or the YAML itself with another Content-Type", err)
+	}
+	if dec.More() {
+		return nil, "", errors.New("unexpected data after the JSON object")
+	}
+	if req.Content == nil {
+		return nil, "content", errors.New("content: is required: the YAML file as a string")
+	}
+	return []byte(*req.Content), "", nil
+}
+
+// jsonWrapped recognises {"content": "..."} sent without a JSON content type.
+func jsonWrapped(body []byte) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || len(m) != 1 {
+		return nil, false
+	}
+	var s string
+	if raw, ok := m["content"]; !ok || json.Unmarshal(raw, &s) != nil {
+		return nil, false
+	}
+	return []byte(s), true
+}
+
+type apiError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, field, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Field: field})
+}

@@ -1,0 +1,122 @@
+package recoveryflow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/records"
+)
+
+// AlertArgs opens or updates the alert issue of an episode's alert decision.
+// The run and attempt are the idempotency key.
+type AlertArgs struct {
+	Repository     string `json:"repository" river:"unique"`
+	RunID          int64  `json:"run_id" river:"unique"`
+	Attempt        int    `json:"attempt" river:"unique"`
+	InstallationID int64  `json:"installation_id"`
+}
+
+// Kind names the job in the queue.
+func (AlertArgs) Kind() string { return "recovery_alert" }
+
+type alertWorker struct {
+	river.WorkerDefaults[AlertArgs]
+	f *flow
+}
+
+func (w *alertWorker) Timeout(*river.Job[AlertArgs]) time.Duration { return jobTimeout }
+
+// Work keeps one issue per alert key (release): it opens it, or updates and
+// reopens it when the release fails again. Creation is claimed in
+// recovery_issues first, like the check run's.
+func (w *alertWorker) Work(ctx context.Context, job *river.Job[AlertArgs]) error {
+	a, f := job.Args, w.f
+	ep, ok, err := getEpisode(ctx, f.deps.DB.Write, a.Repository, a.RunID)
+	if err != nil || !ok || ep.State != StateAlerted || ep.RunAttempt != a.Attempt {
+		return err // moved on (recovered by hand): no issue for a settled alert
+	}
+	story, err := f.deps.Records.Audit(ctx, records.AuditFilter{ReleaseID: ep.AlertKey(), Oldest: true, Limit: maxStoryEvents})
+	if err != nil {
+		return fmt.Errorf("story of %s: %w", ep.AlertKey(), err)
+	}
+	title, body := RenderIssue(ep, story)
+	gh, err := f.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	owner, repo, _ := strings.Cut(a.Repository, "/")
+	number, claimed, err := f.claimIssue(ctx, ep, job.ID)
+	switch {
+	case err != nil:
+		return err
+	case number == 0 && !claimed:
+		return river.JobSnooze(claimWait)
+	case number == 0 && job.Attempt > 1:
+		if number, err = findIssue(ctx, gh, owner, repo, ep.AlertKey()); err != nil {
+			return err
+		}
+	}
+	if number == 0 {
+		labels := []string{IssueLabel}
+		is, _, err := gh.Issues.Create(ctx, owner, repo, &github.IssueRequest{Title: &title, Body: &body, Labels: &labels})
+		if err != nil {
+			return fmt.Errorf("open alert issue for %s: %w", ep.AlertKey(), err)
+		}
+		f.metrics.effects.WithLabelValues("issue", "done").Inc()
+		return f.storeIssue(ctx, ep, is.GetNumber())
+	}
+	open := "open"
+	if _, _, err := gh.Issues.Edit(ghclient.Idempotent(ctx), owner, repo, number, &github.IssueRequest{Title: &title, Body: &body, State: &open}); err != nil {
+		return fmt.Errorf("update alert issue #%d for %s: %w", number, ep.AlertKey(), err)
+	}
+	f.metrics.effects.WithLabelValues("issue", "done").Inc()
+	return f.storeIssue(ctx, ep, number)
+}
+
+// claimIssue returns the issue number stored for the episode's alert key,
+// or claims its creation for job.
+func (f *flow) claimIssue(ctx context.Context, ep Episode, job int64) (int, bool, error) {
+	db := f.deps.DB.Write
+	if _, err := db.ExecContext(ctx, `INSERT INTO recovery_issues (repository, alert_key, claim, created_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (repository, alert_key) DO NOTHING`, ep.Repository, ep.AlertKey(), job, store.Micros(f.deps.Now())); err != nil {
+		return 0, false, fmt.Errorf("claim the alert issue of %s: %w", ep.AlertKey(), err)
+	}
+	var number int
+	var claim int64
+	if err := db.QueryRowContext(ctx, `SELECT issue_number, claim FROM recovery_issues WHERE repository = $1 AND alert_key = $2`,
+		ep.Repository, ep.AlertKey()).Scan(&number, &claim); err != nil {
+		return 0, false, fmt.Errorf("read the alert issue of %s: %w", ep.AlertKey(), err)
+	}
+	return number, claim == job, nil
+}
+
+func (f *flow) storeIssue(ctx context.Context, ep Episode, number int) error {
+	_, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE recovery_issues SET issue_number = $3 WHERE repository = $1 AND alert_key = $2`,
+		ep.Repository, ep.AlertKey(), number)
+	if err != nil {
+		return fmt.Errorf("store alert issue #%d of %s: %w", number, ep.AlertKey(), err)
+	}
+	return nil
+}
+
+// findIssue looks for the open alert issue of key by its marker.
+func findIssue(ctx context.Context, gh *github.Client, owner, repo, key string) (int, error) {
+	issues, _, err := gh.Issues.ListByRepo(ctx, owner, repo, &github.IssueListByRepoOptions{Labels: []string{IssueLabel}, State: "all",
+		ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return 0, fmt.Errorf("look for the alert issue of %s: %w", key, err)
+	}
+	for _, is := range issues {
+		if strings.Contains(is.GetBody(), issueMarker(key)) {
+			return is.GetNumber(), nil
+		}
+	}
+	return 0, nil
+}

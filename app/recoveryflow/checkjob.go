@@ -1,0 +1,151 @@
+package recoveryflow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+)
+
+// claimWait is how long a check-run job waits while another job of the
+// same episode is creating its check run.
+const claimWait = time.Second
+
+// CheckArgs renders an episode's ripcord/recovery check run as of Seq. The
+// episode and Seq are the idempotency key; a job whose Seq is no longer the
+// episode's does nothing, because the newer job shows the newer state.
+type CheckArgs struct {
+	Repository     string `json:"repository" river:"unique"`
+	RunID          int64  `json:"run_id" river:"unique"`
+	Seq            int    `json:"seq" river:"unique"`
+	InstallationID int64  `json:"installation_id"`
+}
+
+// Kind names the job in the queue.
+func (CheckArgs) Kind() string { return "recovery_check" }
+
+type checkWorker struct {
+	river.WorkerDefaults[CheckArgs]
+	f *flow
+}
+
+func (w *checkWorker) Timeout(*river.Job[CheckArgs]) time.Duration { return jobTimeout }
+
+// Work creates the episode's one check run, or updates it. Creation is
+// claimed in the episode row first, so two jobs never create two runs, and a
+// retried creation looks for the run an earlier attempt may have made.
+func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error {
+	a, f := job.Args, w.f
+	ep, ok, err := getEpisode(ctx, f.deps.DB.Write, a.Repository, a.RunID)
+	if err != nil || !ok || ep.Seq > a.Seq {
+		return err
+	}
+	gh, err := f.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	owner, repo, _ := strings.Cut(a.Repository, "/")
+	view := RenderCheck(ep)
+	id := ep.CheckRunID
+	if id == 0 {
+		claimed, existing, err := f.claimCheck(ctx, ep, job.ID)
+		switch {
+		case err != nil:
+			return err
+		case existing != 0:
+			id = existing
+		case !claimed:
+			return river.JobSnooze(claimWait)
+		default:
+			return f.createCheck(ctx, gh, ep, view, job.Attempt > 1)
+		}
+	}
+	now := github.Timestamp{Time: f.deps.Now()}
+	opts := github.UpdateCheckRunOptions{Name: CheckName, Status: &view.Status,
+		Output: &github.CheckRunOutput{Title: &view.Title, Summary: &view.Summary}}
+	if view.Status == "completed" {
+		opts.Conclusion, opts.CompletedAt = &view.Conclusion, &now
+	}
+	// Setting the same content twice does no harm, so the PATCH may be retried.
+	if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, id, opts); err != nil {
+		return fmt.Errorf("update %s %d on %s: %w", CheckName, id, a.Repository, err)
+	}
+	f.metrics.effects.WithLabelValues("check_run", "done").Inc()
+	return nil
+}
+
+func (f *flow) createCheck(ctx context.Context, gh *github.Client, ep Episode, view CheckView, retried bool) error {
+	owner, repo, _ := strings.Cut(ep.Repository, "/")
+	key := RunKey(ep.Repository, ep.RunID)
+	if retried {
+		id, err := findCheck(ctx, gh, owner, repo, ep.HeadSHA, key)
+		if err != nil {
+			return err
+		}
+		if id != 0 {
+			return f.storeCheck(ctx, ep, id)
+		}
+	}
+	now := github.Timestamp{Time: f.deps.Now()}
+	opts := github.CreateCheckRunOptions{Name: CheckName, HeadSHA: ep.HeadSHA, ExternalID: &key, Status: &view.Status,
+		StartedAt: &now, Output: &github.CheckRunOutput{Title: &view.Title, Summary: &view.Summary}}
+	if view.Status == "completed" {
+		opts.Conclusion, opts.CompletedAt = &view.Conclusion, &now
+	}
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, owner, repo, opts)
+	if err != nil {
+		return fmt.Errorf("create %s on %s@%s: %w", CheckName, ep.Repository, ep.HeadSHA, err)
+	}
+	f.metrics.effects.WithLabelValues("check_run", "done").Inc()
+	return f.storeCheck(ctx, ep, cr.GetID())
+}
+
+// findCheck looks for the episode's check run by its external id.
+func findCheck(ctx context.Context, gh *github.Client, owner, repo, sha, key string) (int64, error) {
+	name, all := CheckName, "all"
+	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, &github.ListCheckRunsOptions{CheckName: &name, Filter: &all,
+		ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return 0, fmt.Errorf("look for %s of %s on %s/%s@%s: %w", CheckName, key, owner, repo, sha, err)
+	}
+	for _, cr := range list.CheckRuns {
+		if cr.GetExternalID() == key {
+			return cr.GetID(), nil
+		}
+	}
+	return 0, nil
+}
+
+// claimCheck claims the creation of the episode's check run for job, or
+// returns the id another job stored meanwhile.
+func (f *flow) claimCheck(ctx context.Context, ep Episode, job int64) (bool, int64, error) {
+	res, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE episodes SET check_claim = $3
+		WHERE repository = $1 AND run_id = $2 AND check_run_id = 0 AND check_claim IN (0, $3)`, ep.Repository, ep.RunID, job)
+	if err != nil {
+		return false, 0, fmt.Errorf("claim the check run of %s#%d: %w", ep.Repository, ep.RunID, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 1 {
+		return true, 0, nil
+	}
+	var id int64
+	err = f.deps.DB.Write.QueryRowContext(ctx, `SELECT check_run_id FROM episodes WHERE repository = $1 AND run_id = $2`,
+		ep.Repository, ep.RunID).Scan(&id)
+	if err != nil {
+		return false, 0, fmt.Errorf("read the check run of %s#%d: %w", ep.Repository, ep.RunID, err)
+	}
+	return false, id, nil
+}
+
+func (f *flow) storeCheck(ctx context.Context, ep Episode, id int64) error {
+	_, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE episodes SET check_run_id = $3 WHERE repository = $1 AND run_id = $2`,
+		ep.Repository, ep.RunID, id)
+	if err != nil {
+		return fmt.Errorf("store check run %d of %s#%d: %w", id, ep.Repository, ep.RunID, err)
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+// Package recoveryflow is the room where a failed deploy workflow run becomes
+// a recovery episode: it reacts to workflow_run completed for the workflows
+// .github/ripcord.yml names, loads what recovery.Decide needs (the failure
+// type from the run's task facts or its failed jobs, the failed, previous and
+// live releases from the records), stores the decision in the episodes table
+// with its audit events, and queues the effects as idempotent jobs: a re-run
+// of the failed jobs at now + backoff, a rollback through the environment's
+// RollbackExecutor, a GitHub issue for a human, and the ripcord/recovery
+// check run that shows every step. A later successful attempt closes the
+// episode. It also runs the /ripcord retry command.
+//
+// How the versions are derived (DESIGN.md "Recovery"):
+//
+//   - the failed release is the one named by the task fact the bundled action
+//     posted in the failed run (source task, same repository and
+//     workflow_run_id; a failed fact of the same attempt first); its record's
+//     image gives the failed version: the tag, or the whole string for a bare
+//     version, or nothing when the image is pinned by digest only;
+//   - the live release is the environment's current record: the newest record
+//     of the failed release's app, environment and cluster (the environment
+//     received nothing after it, so it is what runs there); no record means the
+//     live version cannot be read;
+//   - the previous release is eligibility.SelectTarget over the newest
+//     eligibility.window records there, relative to the failed release (or,
+//     when the run posted no task fact, to the current record).
+//
+// Without a task fact the app and environment come from the workflow
+// mapping alone, the failed version is unknown, and no rollback can happen.
+package recoveryflow

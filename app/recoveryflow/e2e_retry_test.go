@@ -1,0 +1,86 @@
+package recoveryflow_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// A deploy that fails twice and passes on the second re-run: two re-runs,
+// one check run that ends green, no rollback, no issue.
+func TestFailureThatSucceedsOnTheSecondRetry(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
+		const run = 5001
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.waitState(run, recoveryflow.StateRetrying)
+		if got := s.reruns(); got != 1 {
+			t.Fatalf("re-runs after the first failure = %d, want 1", got)
+		}
+
+		s.GitHub.CompleteRun(repo, run, "failure")
+		s.fact(run, 2, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 2, "failure")
+		s.WaitFor("the second re-run", wait, func() bool { return s.reruns() == 2 })
+		s.waitState(run, recoveryflow.StateRetrying)
+
+		s.GitHub.CompleteRun(repo, run, "success")
+		s.deliverRun(run, 3, "success")
+		s.waitState(run, recoveryflow.StateRecovered)
+		cr := s.waitCheck("Recovered")
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		if cr.Conclusion != "success" || cr.HeadSHA != s.sha {
+			t.Errorf("check run = %s on %s, want success on %s", cr.Conclusion, cr.HeadSHA, s.sha)
+		}
+		if got := s.reruns(); got != 2 {
+			t.Errorf("re-runs = %d, want 2 (one per retry)", got)
+		}
+		if n := s.Count("POST", checkRuns, 0); n != 1 {
+			t.Errorf("check runs created = %d, want 1 for the whole episode", n)
+		}
+		if n := len(s.GitHub.Dispatches(repo)); n != 0 {
+			t.Errorf("dispatches = %d, want none", n)
+		}
+		if n := len(s.GitHub.Issues(repo)); n != 0 {
+			t.Errorf("issues = %d, want none", n)
+		}
+		if got, first := s.Count("GET", contents, 304), s.Count("GET", contents, 200); first != 1 || got < 1 {
+			t.Errorf("config reads: %d answered 200 and %d answered 304; want one 200 and 304s after it", first, got)
+		}
+		// The order of the calls that decide and act; the check-run updates
+		// interleave with them as their jobs run.
+		var acts []string
+		for _, c := range s.Sequence() {
+			if !strings.Contains(c, "check-runs") {
+				acts = append(acts, c)
+			}
+		}
+		wantActs := []string{
+			"GET " + contents + " 200", "GET /repos/{owner}/{repo}/actions/runs/{run_id} 200", "POST " + rerunPath + " 201",
+			"GET " + contents + " 304", "GET /repos/{owner}/{repo}/actions/runs/{run_id} 200", "POST " + rerunPath + " 201",
+		}
+		if !slices.Equal(acts, wantActs) {
+			t.Errorf("calls =\n  %s\nwant\n  %s", strings.Join(acts, "\n  "), strings.Join(wantActs, "\n  "))
+		}
+		checkWrites := s.Count("POST", checkRuns, 0) + s.Count("PATCH", checkRuns+"/{check_run_id}", 0)
+		t.Logf("writes: %d in all = %d re-runs (one write each) + %d check-run writes", s.Writes(), s.reruns(), checkWrites)
+		if s.Writes() != s.reruns()+checkWrites {
+			t.Errorf("writes = %d, want only the re-runs and the check run's", s.Writes())
+		}
+		want := []string{"failure_detected", "retry_initiated", "failure_detected", "retry_initiated", "state_changed"}
+		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
+			t.Errorf("audit trail = %v, want %v", got, want)
+		}
+		if n := s.Int(`SELECT retry_count FROM episodes WHERE run_id = $1`, run); n != 2 {
+			t.Errorf("retry_count = %d, want 2", n)
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package recoveryflow_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// Retries exhausted with v1 healthy before and v2 (the failed version)
+// running: the deploy workflow is dispatched with version v1, and the
+// episode closes when that run succeeds.
+func TestExhaustedRetriesRollBackByDispatchingThePreviousVersion(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(1, "1ms"), app.Options{})
+		s.healthyPrevious()
+		const run = 5002
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.waitState(run, recoveryflow.StateRetrying)
+
+		s.GitHub.CompleteRun(repo, run, "failure")
+		s.fact(run, 2, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 2, "failure")
+		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
+		d := s.GitHub.Dispatches(repo)[0]
+		if d.Workflow != "deploy.yml" || d.Ref != "main" || d.Inputs["version"] != "v1" || len(d.Inputs) != 1 {
+			t.Errorf("dispatch = %+v, want deploy.yml on main with inputs {version: v1}", d)
+		}
+		s.WaitFor("the rollback run to be recorded", wait, func() bool {
+			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
+		})
+		s.waitCheck("Rolling back to v1")
+
+		// The dispatched run is a run of deploy.yml too; its success closes the episode.
+		s.GitHub.CompleteRun(repo, d.RunID, "success")
+		s.deliverRun(d.RunID, 1, "success")
+		s.waitState(run, recoveryflow.StateRolledBack)
+		cr := s.waitCheck("Rolled back to v1")
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		if s.reruns() != 1 {
+			t.Errorf("re-runs = %d, want 1 (max_retries 1)", s.reruns())
+		}
+		if cr.Conclusion != "neutral" || !strings.Contains(cr.Summary, "rule `rollback`") {
+			t.Errorf("check run %s: %q", cr.Conclusion, cr.Summary)
+		}
+		want := []string{"failure_detected", "retry_initiated", "failure_detected", "rollback_initiated", "rollback_completed"}
+		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
+			t.Errorf("audit trail = %v, want %v", got, want)
+		}
+		if n := len(s.GitHub.Issues(repo)); n != 0 {
+			t.Errorf("issues = %d, want none: a rollback is not an alert", n)
+		}
+	})
+}
+
+// A build failure is re-run like any other failure while retries remain,
+// then alerted, and never rolled back even with an eligible previous
+// release (seed 000's order). The failure type comes from the failed job's
+// name through failure_types, since the fact names none.
+func TestBuildFailureIsRetriedThenAlertedNeverRolledBack(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(2, "1ms"), app.Options{})
+		s.healthyPrevious()
+		const run = 5003
+		s.failedRun(run, githubtest.Job{Name: "build image"}, githubtest.Job{Name: "deploy", Conclusion: "skipped"})
+		for attempt := 1; attempt <= 3; attempt++ {
+			if attempt > 1 {
+				s.GitHub.CompleteRun(repo, run, "failure")
+			}
+			s.fact(run, attempt, "failed", "", "checkout-v2", "v2")
+			s.deliverRun(run, attempt, "failure")
+			if attempt < 3 {
+				s.WaitFor("re-run", wait, func() bool { return s.reruns() == attempt })
+				s.waitState(run, recoveryflow.StateRetrying)
+			}
+		}
+		s.waitState(run, recoveryflow.StateAlerted)
+		s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
+		cr := s.waitCheck("Manual intervention required")
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		is := s.GitHub.Issues(repo)[0]
+		if !slices.Contains(is.Labels, recoveryflow.IssueLabel) || !strings.Contains(is.Title, "checkout-v2") {
+			t.Errorf("issue %q labelled %v, want the release in the title and label %s", is.Title, is.Labels, recoveryflow.IssueLabel)
+		}
+		for _, want := range []string{"build_failure", "retry_initiated", "manual_intervention_required", "alert-build-failure"} {
+			if !strings.Contains(is.Body, want) {
+				t.Errorf("issue body lacks %q:\n%s", want, is.Body)
+			}
+		}
+		if n := len(s.GitHub.Dispatches(repo)); n != 0 {
+			t.Errorf("dispatches = %d: a build failure was rolled back", n)
+		}
+		if s.reruns() != 2 || cr.Conclusion != "failure" {
+			t.Errorf("re-runs = %d, check run %s; want 2 re-runs and a failing check", s.reruns(), cr.Conclusion)
+		}
+		if n := s.Count("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs", 200); n != 3 {
+			t.Errorf("job listings = %d, want one per failed attempt", n)
+		}
+		want := []string{"failure_detected", "retry_initiated", "failure_detected", "retry_initiated", "failure_detected", "manual_intervention_required"}
+		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
+			t.Errorf("audit trail = %v, want %v", got, want)
+		}
+	})
+}

@@ -1,0 +1,178 @@
+package e2etest
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/oidcauth/oidctest"
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// Secret signs the deliveries; Token is the server's api_token.
+const (
+	Secret = "e2e-webhook-secret"
+	Token  = "e2e-api-token"
+)
+
+// Env is a running server with its fake GitHub and OIDC issuer. The fakes
+// outlive Restart, as GitHub outlives a restart of ripcord.
+type Env struct {
+	T      testing.TB
+	GitHub *githubtest.Server
+	Issuer *oidctest.Issuer
+	DBURL  string
+	URL    string // the server's base URL
+	// Options are used by every start; tests set a GitHub clock here.
+	Options app.Options
+
+	db   *store.DB
+	stop func()
+}
+
+// Start runs a server on a fresh database URL (testdb.URL) and a new fake GitHub.
+func Start(t testing.TB, dbURL string, opts app.Options) *Env {
+	t.Helper()
+	e := &Env{T: t, GitHub: githubtest.NewServer(t), Issuer: oidctest.NewIssuer(t), DBURL: dbURL, Options: opts}
+	e.start()
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatalf("e2etest: open the database for inspection: %v", err)
+	}
+	e.db = db
+	t.Cleanup(func() {
+		e.Stop()
+		_ = db.Close()
+	})
+	return e
+}
+
+// Config is the server configuration an Env runs with.
+func (e *Env) Config() *config.Config {
+	cfg := config.Defaults()
+	cfg.Listen, cfg.Database, cfg.PublicURL, cfg.APIToken = "127.0.0.1:0", e.DBURL, "http://127.0.0.1", Token
+	cfg.GitHub = config.GitHub{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(e.T),
+		WebhookSecrets: []string{Secret}, APIURL: e.GitHub.URL()}
+	cfg.OIDC = config.OIDC{Issuer: e.Issuer.URL(), Audience: oidctest.Audience}
+	return cfg
+}
+
+func (e *Env) start() {
+	t := e.T
+	t.Helper()
+	opts := e.Options
+	if opts.Logger == nil {
+		opts.Logger = logger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := app.New(ctx, e.Config(), opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("e2etest: start server: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		t.Fatalf("e2etest: listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, ln) }()
+	e.URL = "http://" + ln.Addr().String()
+	e.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("e2etest: server stopped with an error: %v", err)
+		}
+	}
+}
+
+// Stop stops the server gracefully, as SIGTERM does: queued and scheduled
+// jobs stay in the database for the next start.
+func (e *Env) Stop() {
+	if e.stop != nil {
+		e.stop()
+		e.stop = nil
+	}
+}
+
+// Restart stops the server and starts a new one on the same database.
+func (e *Env) Restart() {
+	e.Stop()
+	e.start()
+}
+
+// logger discards logs unless RIPCORD_E2E_LOG is set.
+func logger() *slog.Logger {
+	if os.Getenv("RIPCORD_E2E_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// DB is a connection of the test's own to the server's database, for
+// looking at what the server stored.
+func (e *Env) DB() *sql.DB { return e.db.Read }
+
+// Int runs a query that returns one integer.
+func (e *Env) Int(query string, args ...any) int {
+	e.T.Helper()
+	var n int
+	if err := e.db.Read.QueryRow(query, args...).Scan(&n); err != nil {
+		e.T.Fatalf("e2etest: %s: %v", strings.TrimSpace(query), err)
+	}
+	return n
+}
+
+// WaitFor polls cond until it holds, failing the test after timeout.
+func (e *Env) WaitFor(what string, timeout time.Duration, cond func() bool) {
+	e.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.T.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Settle waits until no delivery is queued and no job of the given kinds
+// is waiting or running, so a test can assert that nothing more happens.
+func (e *Env) Settle(kinds ...string) {
+	e.T.Helper()
+	q := `SELECT COUNT(*) FROM river_job WHERE state NOT IN ('completed', 'discarded', 'cancelled')`
+	args := make([]any, len(kinds))
+	if len(kinds) > 0 {
+		ph := make([]string, len(kinds))
+		for i, k := range kinds {
+			ph[i], args[i] = "$"+itoa(i+1), k
+		}
+		q += ` AND kind IN (` + strings.Join(ph, ", ") + `)`
+	}
+	e.WaitFor("deliveries and jobs to settle", 20*time.Second, func() bool {
+		return e.Int(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`) == 0 && e.Int(q, args...) == 0
+	})
+}
+
+// String runs a query that returns one string; "" when it returns no row.
+func (e *Env) String(query string, args ...any) string {
+	e.T.Helper()
+	var s string
+	err := e.db.Read.QueryRow(query, args...).Scan(&s)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ""
+	}
+	if err != nil {
+		e.T.Fatalf("e2etest: %s: %v", strings.TrimSpace(query), err)
+	}
+	return s
+}

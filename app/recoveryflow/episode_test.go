@@ -1,0 +1,110 @@
+package recoveryflow
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/recovery"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func failure(attempt, count int, action recovery.Action) Failure {
+	return Failure{Attempt: attempt, At: t0, Decision: recovery.Decision{Action: action, Attempt: count, RetryAt: t0.Add(10 * time.Second)}}
+}
+
+// episodeIn returns a stored episode in state s at attempt 1.
+func episodeIn(s State) Episode {
+	return Episode{Repository: "acme/checkout", RunID: 7, RunAttempt: 1, RetryCount: 1, State: s, Seq: 3}
+}
+
+func TestEpisodeTransitions(t *testing.T) {
+	type step func(Episode) (Episode, bool)
+	cases := []struct {
+		name    string
+		from    Episode
+		step    step
+		ok      bool
+		state   State
+		attempt int
+		nextSeq int
+		checkFn func(t *testing.T, e Episode)
+	}{
+		{"a first failure opens the episode with its decision", Episode{Repository: "acme/checkout", RunID: 7},
+			func(e Episode) (Episode, bool) { return e.Fail(failure(1, 1, recovery.ActionRetry)) }, true, StateRetryScheduled, 1, 1,
+			func(t *testing.T, e Episode) {
+				if e.NextRetryAt == nil || !e.NextRetryAt.Equal(t0.Add(10*time.Second)) || e.RetryCount != 1 || !e.CreatedAt.Equal(t0) {
+					t.Errorf("got %+v", e)
+				}
+			}},
+		{"the same attempt delivered again is refused", episodeIn(StateRetrying),
+			func(e Episode) (Episode, bool) { return e.Fail(failure(1, 2, recovery.ActionRetry)) }, false, StateRetrying, 1, 3, nil},
+		{"an older attempt arriving late is refused", Episode{RunAttempt: 3, State: StateRetrying, Seq: 5},
+			func(e Episode) (Episode, bool) { return e.Fail(failure(2, 2, recovery.ActionAlert)) }, false, StateRetrying, 3, 5, nil},
+		{"a later failed attempt moves a retrying episode on", episodeIn(StateRetrying),
+			func(e Episode) (Episode, bool) { return e.Fail(failure(2, 2, recovery.ActionRollback)) }, true, StateRollingBack, 2, 4,
+			func(t *testing.T, e Episode) {
+				if e.NextRetryAt != nil || e.RetryCount != 2 {
+					t.Errorf("got %+v", e)
+				}
+			}},
+		{"an alert decision alerts", episodeIn(StateRetrying),
+			func(e Episode) (Episode, bool) { return e.Fail(failure(2, 4, recovery.ActionAlert)) }, true, StateAlerted, 2, 4, nil},
+		{"a skip decision skips", episodeIn(StateRetrying),
+			func(e Episode) (Episode, bool) { return e.Fail(failure(2, 4, recovery.ActionSkip)) }, true, StateSkipped, 2, 4, nil},
+		{"a later success recovers", episodeIn(StateRetrying),
+			func(e Episode) (Episode, bool) { return e.Succeed(2, t0) }, true, StateRecovered, 2, 4, nil},
+		{"success of a run without an episode changes nothing", Episode{},
+			func(e Episode) (Episode, bool) { return e.Succeed(1, t0) }, false, "", 0, 0, nil},
+		{"a recovered episode is not recovered twice", episodeIn(StateRecovered),
+			func(e Episode) (Episode, bool) { return e.Succeed(2, t0) }, false, StateRecovered, 1, 3, nil},
+		{"success of an older attempt does not close the episode", Episode{RunAttempt: 3, State: StateRetrying, Seq: 5},
+			func(e Episode) (Episode, bool) { return e.Succeed(2, t0) }, false, StateRetrying, 3, 5, nil},
+		{"an accepted re-run moves a scheduled retry to retrying", episodeIn(StateRetryScheduled),
+			func(e Episode) (Episode, bool) { return e.RerunRequested(1, t0) }, true, StateRetrying, 1, 4, nil},
+		{"a re-run of another attempt is not this retry", episodeIn(StateRetryScheduled),
+			func(e Episode) (Episode, bool) { return e.RerunRequested(2, t0) }, false, StateRetryScheduled, 1, 3, nil},
+		{"a re-run after the episode was closed changes nothing", episodeIn(StateRecovered),
+			func(e Episode) (Episode, bool) { return e.RerunRequested(1, t0) }, false, StateRecovered, 1, 3, nil},
+		{"a retry that can no longer happen is decided again", episodeIn(StateRetryScheduled),
+			func(e Episode) (Episode, bool) {
+				return e.Redecide(1, recovery.Decision{Action: recovery.ActionAlert}, t0)
+			}, true, StateAlerted, 1, 4, nil},
+		{"deciding again never schedules another retry", episodeIn(StateRetryScheduled),
+			func(e Episode) (Episode, bool) {
+				return e.Redecide(1, recovery.Decision{Action: recovery.ActionRetry}, t0)
+			}, false, StateRetryScheduled, 1, 3, nil},
+		{"the dispatched rollback run is recorded once", Episode{RunAttempt: 2, State: StateRollingBack, Seq: 4},
+			func(e Episode) (Episode, bool) { return e.RollbackDispatched(2, 99, t0) }, true, StateRollingBack, 2, 5,
+			func(t *testing.T, e Episode) {
+				if _, again := e.RollbackDispatched(2, 100, t0); again || e.RollbackRunID != 99 {
+					t.Errorf("recorded twice or lost: %+v", e)
+				}
+			}},
+		{"the rollback run's success closes the episode", Episode{State: StateRollingBack, RollbackRunID: 99, Seq: 5},
+			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, true, StateRolledBack, 0, 6, nil},
+		{"a rollback not yet dispatched cannot have succeeded", Episode{State: StateRollingBack, Seq: 4},
+			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, false, StateRollingBack, 0, 4, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := c.step(c.from)
+			if ok != c.ok || got.State != c.state || got.RunAttempt != c.attempt || got.Seq != c.nextSeq {
+				t.Fatalf("ok %v, state %q, attempt %d, seq %d; want %v, %q, %d, %d", ok, got.State, got.RunAttempt, got.Seq,
+					c.ok, c.state, c.attempt, c.nextSeq)
+			}
+			if c.checkFn != nil {
+				c.checkFn(t, got)
+			}
+		})
+	}
+}
+
+func TestAlertKeyIsTheReleaseOrTheRun(t *testing.T) {
+	if k := (Episode{Repository: "acme/checkout", RunID: 7, ReleaseID: "r2"}).AlertKey(); k != "r2" {
+		t.Errorf("with a release: %q", k)
+	}
+	if k := (Episode{Repository: "acme/checkout", RunID: 7}).AlertKey(); k != "run:acme/checkout#7" {
+		t.Errorf("without a release: %q", k)
+	}
+}

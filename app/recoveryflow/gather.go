@@ -1,0 +1,113 @@
+package recoveryflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/records"
+)
+
+// gather loads what plan needs for a failure of run: the run's task facts,
+// its failed jobs when the facts do not name the failure type, and the
+// records of the environment it deployed.
+func (f *flow) gather(ctx context.Context, gh *github.Client, repository string, g *gathered) error {
+	facts, err := f.runFacts(ctx, repository, g.Run.ID)
+	if err != nil {
+		return err
+	}
+	g.Fact = pickFact(facts, g.Run.Attempt, g.Deploys)
+	cfg := g.Config.Config
+	deploy, _ := chooseDeploy(g.Deploys, g.Fact)
+	if !factNamesType(g) && len(cfg.RecoveryFor(deploy.App).FailureTypes) > 0 {
+		if g.FailedJobs, err = failedJobs(ctx, gh, repository, g.Run); err != nil {
+			return err
+		}
+	}
+	cluster := ""
+	if env, ok := cfg.Environment(deploy.App, deploy.Environment); ok {
+		cluster = env.Cluster
+	}
+	if g.Fact != nil {
+		rec, err := f.deps.Records.Get(ctx, g.Fact.ReleaseKey())
+		switch {
+		case err == nil:
+			g.Failed, cluster = &rec, rec.Cluster
+		case !errors.Is(err, records.ErrNotFound):
+			return fmt.Errorf("load failed release %s: %w", g.Fact.ReleaseKey(), err)
+		}
+	}
+	if deploy.Environment == "" {
+		return nil
+	}
+	g.Newest, err = f.deps.Records.Newest(ctx, deploy.App, deploy.Environment, cluster, cfg.Eligibility.Window)
+	return err
+}
+
+func factNamesType(g *gathered) bool {
+	f := g.Fact
+	return f != nil && f.RunAttempt == g.Run.Attempt && f.Status == records.TaskFailed && f.FailureType != ""
+}
+
+// runFacts reads the task facts posted in one workflow run. The records
+// store has no query by run, so this reads the facts table directly, through
+// the facts_task_run index of migration 00003.
+func (f *flow) runFacts(ctx context.Context, repository string, runID int64) ([]records.Fact, error) {
+	var q string
+	var arg any
+	if f.deps.DB.Dialect == store.Postgres {
+		q, arg = `SELECT body FROM facts WHERE source = 'task' AND (body::jsonb ->> 'workflow_run_id') = $1`, strconv.FormatInt(runID, 10)
+	} else {
+		q, arg = `SELECT body FROM facts WHERE source = 'task' AND json_extract(body, '$.workflow_run_id') = $1`, runID
+	}
+	rows, err := f.deps.DB.Read.QueryContext(ctx, q, arg)
+	if err != nil {
+		return nil, fmt.Errorf("task facts of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []records.Fact
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("task facts of run %d: %w", runID, err)
+		}
+		var fact records.Fact
+		if err := json.Unmarshal(body, &fact); err != nil {
+			return nil, fmt.Errorf("task facts of run %d: %w", runID, err)
+		}
+		// Run ids are unique across GitHub, but a fact only counts for the
+		// repository whose OIDC token posted it.
+		if strings.EqualFold(fact.Repository, repository) && fact.WorkflowRunID == runID {
+			out = append(out, fact)
+		}
+	}
+	return out, rows.Err()
+}
+
+// failedJobs lists the names of the jobs that failed in the run's attempt.
+func failedJobs(ctx context.Context, gh *github.Client, repository string, run runInfo) ([]string, error) {
+	owner, repo, _ := strings.Cut(repository, "/")
+	opts := &github.ListOptions{PerPage: 100}
+	var names []string
+	for {
+		jobs, resp, err := gh.Actions.ListWorkflowJobsAttempt(ctx, owner, repo, run.ID, int64(max(run.Attempt, 1)), opts)
+		if err != nil {
+			return nil, fmt.Errorf("jobs of run %d attempt %d: %w", run.ID, run.Attempt, err)
+		}
+		for _, j := range jobs.Jobs {
+			if c := j.GetConclusion(); c == "failure" || c == "timed_out" {
+				names = append(names, j.GetName())
+			}
+		}
+		if resp.NextPage == 0 {
+			return names, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}

@@ -1,0 +1,234 @@
+package recoveryflow
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/recovery"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// Where a failure type came from, as the check run says.
+const (
+	FromFact = "fact" // the task fact the action posted in the run
+	FromJobs = "jobs" // the failed jobs' names and recovery.failure_types
+	FromNone = "none" // neither said: unknown
+)
+
+// runInfo is the failed run as the webhook (or a fresh GET) reported it.
+type runInfo struct {
+	ID         int64
+	Attempt    int
+	Status     string
+	Conclusion string
+	CreatedAt  time.Time
+	Path       string
+	HeadSHA    string
+}
+
+func (r runInfo) recoveryRun() recovery.Run {
+	return recovery.Run{ID: r.ID, Completed: r.Status == "completed", Attempt: r.Attempt, CreatedAt: r.CreatedAt}
+}
+
+// gathered is everything a failure decision is made from, loaded by the
+// shell (gather.go); plan turns it into the decision without I/O.
+type gathered struct {
+	Now        time.Time
+	Run        runInfo
+	Config     configload.Result // valid
+	Deploys    []repoconfig.Deploy
+	Fact       *records.Fact   // the task fact the release is read from, nil when none
+	Failed     *records.Record // the fact's release record
+	Newest     []records.Record
+	FailedJobs []string // nil when the jobs were not read
+	RetryCount int
+	Modes      []string // rollback modes with an executor
+}
+
+// planned is a failure decided, with the episode's identity.
+type planned struct {
+	Deploy    repoconfig.Deploy
+	Cluster   string
+	ReleaseID string
+	Decision  recovery.Decision
+	Context   Context
+}
+
+// plan decides a failure (DESIGN.md "Recovery"): the failure type, the
+// versions, the policy and the rollback mode, then recovery.Decide.
+func plan(g gathered) planned {
+	cfg := g.Config.Config
+	deploy, note := chooseDeploy(g.Deploys, g.Fact)
+	p := planned{Deploy: deploy, Context: Context{Conclusion: g.Run.Conclusion, Note: note, FailedJobs: g.FailedJobs}}
+	env, _ := cfg.Environment(deploy.App, deploy.Environment)
+	if env != nil {
+		p.Cluster = env.Cluster
+	}
+	if g.Failed != nil {
+		p.ReleaseID, p.Cluster = g.Failed.ReleaseID, g.Failed.Cluster
+	} else if g.Fact != nil {
+		p.ReleaseID = g.Fact.ReleaseKey()
+	}
+	recov := cfg.RecoveryFor(deploy.App)
+	in := recovery.Input{
+		Now: g.Now, RetryCount: g.RetryCount, Policy: recovery.PolicyFrom(recov), Run: g.Run.recoveryRun(),
+		AvailableModes: g.Modes,
+	}
+	in.FailureType, p.Context.FailureTypeSource = failureType(g, recov.FailureTypes)
+	in.FailedVersion = failedVersion(g)
+	current := p.ReleaseID
+	if len(g.Newest) > 0 {
+		in.Live = recovery.Live{Known: true, Version: versionOf(g.Newest[0].Image), Digest: g.Newest[0].ResolvedDigest()}
+		p.Context.LiveReleaseID = g.Newest[0].ReleaseID
+		if current == "" {
+			current = g.Newest[0].ReleaseID
+		}
+	} else {
+		in.Live = recovery.Live{Error: fmt.Sprintf("no release of %s in %s is recorded", deploy.App, where(deploy.Environment, p.Cluster))}
+	}
+	if current != "" {
+		in.Previous = previousTarget(g.Newest, current, cfg.Eligibility.Window)
+	}
+	applied := Applied{Source: g.Config.Source.String(), Policy: in.Policy, Window: cfg.Eligibility.Window}
+	if env != nil {
+		in.RollbackMode = env.Rollback.Mode
+		applied.RollbackMode, applied.Rollback = env.Rollback.Mode, env.Rollback
+	}
+	p.Context.Input, p.Context.Config = in, applied
+	p.Decision = recovery.Decide(in)
+	return p
+}
+
+// chooseDeploy names the app and environment the run deployed: the task
+// fact's, or the only configured one for its workflow. When the workflow
+// deploys several and no fact says which, the environment stays unknown
+// (no rollback can be aimed) and the note says so.
+func chooseDeploy(deploys []repoconfig.Deploy, fact *records.Fact) (repoconfig.Deploy, string) {
+	if fact != nil {
+		return repoconfig.Deploy{App: fact.App, Environment: fact.Environment}, ""
+	}
+	if len(deploys) == 1 {
+		return deploys[0], ""
+	}
+	names := make([]string, len(deploys))
+	for i, d := range deploys {
+		names[i] = d.App + "/" + d.Environment
+	}
+	return repoconfig.Deploy{App: deploys[0].App}, fmt.Sprintf(
+		"The workflow deploys %s and the run posted no task fact saying which, so the environment is unknown and %s's recovery policy applies.",
+		strings.Join(names, ", "), deploys[0].App)
+}
+
+// pickFact chooses the task fact a failed run's release is read from, among
+// the facts of configured deploys: a failed fact of this attempt first, then
+// the newest attempt's, failed before others, newest observation first.
+func pickFact(facts []records.Fact, attempt int, deploys []repoconfig.Deploy) *records.Fact {
+	var cands []records.Fact
+	for _, f := range facts {
+		for _, d := range deploys {
+			if f.App == d.App && f.Environment == d.Environment {
+				cands = append(cands, f)
+				break
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	rank := func(f records.Fact) int {
+		if f.RunAttempt == attempt && f.Status == records.TaskFailed {
+			return 0
+		}
+		return 1
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		switch {
+		case rank(a) != rank(b):
+			return rank(a) < rank(b)
+		case a.RunAttempt != b.RunAttempt:
+			return a.RunAttempt > b.RunAttempt
+		case (a.Status == records.TaskFailed) != (b.Status == records.TaskFailed):
+			return a.Status == records.TaskFailed
+		}
+		return a.ObservedAt.After(b.ObservedAt)
+	})
+	return &cands[0]
+}
+
+// failureType is the fact's failure type for this attempt, else the failed
+// jobs classified by failure_types, else unknown.
+func failureType(g gathered, mapping map[string][]string) (string, string) {
+	if f := g.Fact; f != nil && f.RunAttempt == g.Run.Attempt && f.Status == records.TaskFailed && f.FailureType != "" {
+		return f.FailureType, FromFact
+	}
+	if len(g.FailedJobs) > 0 && len(mapping) > 0 {
+		if t := recovery.ClassifyJobs(g.FailedJobs, mapping); t != repoconfig.FailureUnknown {
+			return t, FromJobs
+		}
+	}
+	return repoconfig.FailureUnknown, FromNone
+}
+
+func failedVersion(g gathered) string {
+	switch {
+	case g.Failed != nil:
+		return versionOf(g.Failed.Image)
+	case g.Fact != nil && g.Fact.Version != "":
+		return versionOf(g.Fact.Version)
+	case g.Fact != nil && len(g.Fact.Images) > 0:
+		return versionOf(g.Fact.Images[0])
+	}
+	return ""
+}
+
+// versionOf is the version an image reference runs: its tag, the whole
+// string for a bare version (workflow deploys), "" when pinned by digest only.
+func versionOf(image string) string {
+	ref := records.ParseImage(image)
+	switch {
+	case ref.Tag != "":
+		return ref.Tag
+	case ref.Digest == "":
+		return ref.Repository
+	}
+	return ""
+}
+
+// previousTarget is eligibility.SelectTarget's choice relative to current,
+// or, when nothing is eligible, the release just before current with
+// SelectTarget's reason why it cannot be used; nil when there is none.
+func previousTarget(newest []records.Record, current string, window int) *recovery.Target {
+	rec, ans := eligibility.SelectTarget(newest, current, window)
+	if ans.Eligible {
+		return &recovery.Target{ReleaseID: rec.ReleaseID, Version: versionOf(rec.Image), Digest: rec.ResolvedDigest(),
+			Eligible: true, Evidence: ans.Reason}
+	}
+	for i, r := range newest {
+		if r.ReleaseID == current && i+1 < len(newest) {
+			o := newest[i+1]
+			return &recovery.Target{ReleaseID: o.ReleaseID, Version: versionOf(o.Image), Digest: o.ResolvedDigest(), Evidence: ans.Reason}
+		}
+	}
+	return nil
+}
+
+func where(env, cluster string) string {
+	env = orUnknown(env)
+	if cluster == "" {
+		return env
+	}
+	return env + "/" + cluster
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown environment"
+	}
+	return s
+}

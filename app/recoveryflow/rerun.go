@@ -1,0 +1,152 @@
+package recoveryflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/recovery"
+)
+
+// RuleRerunRefused names the alert decided when GitHub refuses a re-run
+// that ripcord's own view of GitHub's limits allowed.
+const RuleRerunRefused = "alert-rerun-refused"
+
+// jobTimeout bounds one recovery job.
+const jobTimeout = time.Minute
+
+// RerunArgs is a scheduled retry: re-run the failed jobs of one attempt of a
+// run. The run and attempt are the idempotency key, so a redelivered
+// failure never queues a second re-run, and the job fires once.
+type RerunArgs struct {
+	Repository     string `json:"repository" river:"unique"`
+	RunID          int64  `json:"run_id" river:"unique"`
+	Attempt        int    `json:"attempt" river:"unique"`
+	InstallationID int64  `json:"installation_id"`
+}
+
+// Kind names the job in the queue.
+func (RerunArgs) Kind() string { return "recovery_rerun" }
+
+type rerunWorker struct {
+	river.WorkerDefaults[RerunArgs]
+	f *flow
+}
+
+func (w *rerunWorker) Timeout(*river.Job[RerunArgs]) time.Duration { return jobTimeout }
+
+// Work re-runs the failed jobs if the episode still waits for this retry.
+// It reads the run first: someone may have re-run it meanwhile, and GitHub's
+// limits are checked again at the time the retry fires.
+func (w *rerunWorker) Work(ctx context.Context, job *river.Job[RerunArgs]) error {
+	a, f := job.Args, w.f
+	ep, ok, err := getEpisode(ctx, f.deps.DB.Read, a.Repository, a.RunID)
+	if err != nil {
+		return err
+	}
+	if !ok || ep.State != StateRetryScheduled || ep.RunAttempt != a.Attempt {
+		f.metrics.effects.WithLabelValues("rerun", "skipped").Inc()
+		return nil // closed or moved on since it was scheduled
+	}
+	gh, err := f.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	run, moved, err := currentRun(ctx, gh, a.Repository, a.RunID, a.Attempt)
+	if err != nil || moved {
+		return err
+	}
+	in := ep.Context.Input
+	in.Now, in.Run = f.deps.Now(), run.recoveryRun()
+	if d := recovery.Decide(in); d.Action != recovery.ActionRetry {
+		return f.redecide(ctx, ep, d, in)
+	}
+	owner, repo, _ := strings.Cut(a.Repository, "/")
+	_, err = gh.Actions.RerunFailedJobsByID(ctx, owner, repo, a.RunID)
+	if refused(err) {
+		f.metrics.effects.WithLabelValues("rerun", "refused").Inc()
+		return f.redecide(ctx, ep, refusedDecision(ep, err), in)
+	}
+	if err != nil {
+		return fmt.Errorf("re-run failed jobs of %s run %d: %w", a.Repository, a.RunID, err)
+	}
+	f.metrics.effects.WithLabelValues("rerun", "done").Inc()
+	return f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		next, ok := ep.RerunRequested(a.Attempt, f.deps.Now())
+		if !ok {
+			return nil
+		}
+		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+			// The re-run happened; a concurrent change (its success
+			// arriving already) wins over this bookkeeping.
+			if errors.Is(err, errStale) {
+				return nil
+			}
+			return err
+		}
+		return f.queueCheck(ctx, tx, next)
+	})
+}
+
+// currentRun reads the run; moved is true when it is no longer the
+// completed attempt the job was for (re-run by hand, or running).
+func currentRun(ctx context.Context, gh *github.Client, repository string, runID int64, attempt int) (runInfo, bool, error) {
+	owner, repo, _ := strings.Cut(repository, "/")
+	wr, _, err := gh.Actions.GetWorkflowRunByID(ctx, owner, repo, runID)
+	if err != nil {
+		return runInfo{}, false, fmt.Errorf("read %s run %d: %w", repository, runID, err)
+	}
+	run := runInfo{ID: runID, Attempt: max(wr.GetRunAttempt(), 1), Status: wr.GetStatus(), Conclusion: wr.GetConclusion(),
+		CreatedAt: wr.GetCreatedAt().Time, Path: wr.GetPath(), HeadSHA: wr.GetHeadSHA()}
+	return run, run.Attempt != attempt || run.Status != "completed", nil
+}
+
+// refused reports a 4xx answer: GitHub will not re-run this run, and
+// asking again will not change that.
+func refused(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 400 && er.Response.StatusCode < 500 &&
+		er.Response.StatusCode != http.StatusTooManyRequests
+}
+
+// refusedDecision is the alert that follows a refused re-run.
+func refusedDecision(ep Episode, err error) recovery.Decision {
+	return recovery.Decision{
+		Action: recovery.ActionAlert, Rule: RuleRerunRefused,
+		Reason:  fmt.Sprintf("GitHub refused to re-run the failed jobs of run %d (%s); a human has to decide.", ep.RunID, githubMessage(err)),
+		Attempt: ep.Decision.Attempt, MaxAttempts: ep.Decision.MaxAttempts,
+		AuditEvents: []string{recovery.EventManualInterventionRequired},
+	}
+}
+
+// githubMessage is GitHub's own words for an error, when it gave some.
+func githubMessage(err error) string {
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Message != "" {
+		return er.Message
+	}
+	return err.Error()
+}
+
+// redecide replaces the scheduled retry with d, decided from in at the time
+// the retry fired, and queues d's effects.
+func (f *flow) redecide(ctx context.Context, ep Episode, d recovery.Decision, in recovery.Input) error {
+	return f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		next, ok := ep.Redecide(ep.RunAttempt, d, f.deps.Now())
+		if !ok {
+			return nil
+		}
+		next.Context.Input = in
+		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+			return err // stale: River retries the job, which then finds the new state
+		}
+		return f.effects(ctx, tx, next, decisionEvents(next, "", false))
+	})
+}

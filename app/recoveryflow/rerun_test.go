@@ -1,0 +1,227 @@
+package recoveryflow
+
+import (
+	"context"
+	"database/sql"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/recovery"
+)
+
+// autoClock is a fake clock that moves only when slept on, by the sleep.
+type autoClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *autoClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *autoClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return ctx.Err()
+}
+
+// writeTimes records, on the clock, when each content-creating request
+// left ripcord (below every middleware, so after pacing).
+type writeTimes struct {
+	clock *autoClock
+	mu    sync.Mutex
+	at    []time.Time
+}
+
+func (w *writeTimes) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && !strings.HasSuffix(r.URL.Path, "/access_tokens") {
+		w.mu.Lock()
+		w.at = append(w.at, w.clock.Now())
+		w.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// workerFlow is the recovery flow on a real database and the fake GitHub,
+// with an insert-only job queue: the test calls workers itself.
+func workerFlow(t *testing.T, dbURL string, fake *githubtest.Server, clock *autoClock, transport http.RoundTripper) *flow {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t), APIURL: fake.URL(),
+		Clock: clock, Transport: transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFlow(pipeline.Deps{DB: db, Records: records.NewStore(db), River: func() *river.Client[*sql.Tx] { return rc },
+		GitHub: cc, Registerer: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now})
+}
+
+// scheduled stores an episode waiting for its first retry of run id.
+func scheduled(t *testing.T, f *flow, id int64, created time.Time) Episode {
+	t.Helper()
+	in := recovery.Input{Now: f.deps.Now(), RetryCount: 1, Policy: recovery.DefaultPolicy(), FailureType: "health_check_failure",
+		Run: recovery.Run{ID: id, Completed: true, Attempt: 1, CreatedAt: created}}
+	ep := Episode{Repository: "acme/checkout", RunID: id, InstallationID: githubtest.InstallationID, HeadSHA: "abc", App: "checkout", Environment: "staging"}
+	ep, _ = ep.Fail(Failure{Attempt: 1, Decision: recovery.Decide(in), Context: Context{Input: in}, At: f.deps.Now()})
+	if ep.State != StateRetryScheduled {
+		t.Fatalf("setup: %s (%s)", ep.State, ep.Decision.Reason)
+	}
+	if err := f.deps.DB.InTx(context.Background(), func(tx *sql.Tx) error { return saveEpisode(context.Background(), tx, ep, 0) }); err != nil {
+		t.Fatal(err)
+	}
+	return ep
+}
+
+func fire(t *testing.T, f *flow, id int64) {
+	t.Helper()
+	job := &river.Job[RerunArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: 1},
+		Args: RerunArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID}}
+	if err := (&rerunWorker{f: f}).Work(context.Background(), job); err != nil {
+		t.Fatalf("re-run of %d: %v", id, err)
+	}
+}
+
+// 100 retries due at once go out through ghclient's pacing: no 60 seconds
+// (of the fake clock) hold more than 80 re-runs, and every one is sent.
+func TestScheduledRetriesArePacedUnderTheSecondaryLimit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		clock := &autoClock{now: time.Now().UTC()}
+		rec := &writeTimes{clock: clock}
+		f := workerFlow(t, dbURL, fake, clock, rec)
+		const n = 100
+		for i := int64(1); i <= n; i++ {
+			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: i})
+			scheduled(t, f, i, time.Now().Add(-time.Hour))
+		}
+		start := clock.Now()
+		for i := int64(1); i <= n; i++ {
+			fire(t, f, i)
+		}
+		if got := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs"); got != n {
+			t.Fatalf("re-runs sent = %d, want %d", got, n)
+		}
+		at := append([]time.Time(nil), rec.at...)
+		sort.Slice(at, func(i, j int) bool { return at[i].Before(at[j]) })
+		busiest := 0
+		for i := range at {
+			j := sort.Search(len(at), func(k int) bool { return !at[k].Before(at[i].Add(time.Minute)) })
+			busiest = max(busiest, j-i)
+		}
+		t.Logf("%d writes over %s of fake time; the busiest minute held %d", len(at), clock.Now().Sub(start), busiest)
+		if busiest > 80 {
+			t.Errorf("a minute held %d writes, over GitHub's 80", busiest)
+		}
+		if clock.Now().Sub(start) < time.Minute {
+			t.Errorf("the 81st write did not wait: %s of fake time passed", clock.Now().Sub(start))
+		}
+	})
+}
+
+func TestScheduledRetryAtFireTime(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		clock := &autoClock{now: time.Now().UTC()}
+		f := workerFlow(t, dbURL, fake, clock, nil)
+		ctx := context.Background()
+		rerun := "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
+		reruns := func(id int64) int {
+			n := 0
+			for _, r := range fake.Requests() {
+				if r.Route == rerun && r.Params["run_id"] == strconv.FormatInt(id, 10) {
+					n++
+				}
+			}
+			return n
+		}
+		after := func(id int64) Episode {
+			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ep
+		}
+
+		t.Run("the 30 days ran out during the backoff: no re-run, the decision moves on", func(t *testing.T) {
+			created := time.Now().Add(-recovery.MaxRunAge + time.Minute)
+			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 11, CreatedAt: created})
+			scheduled(t, f, 11, created)
+			clock.Sleep(ctx, 2*time.Minute) // the retry fires after the run turned 30 days old
+			fire(t, f, 11)
+			if ep := after(11); reruns(11) != 0 || ep.State != StateAlerted || ep.Decision.Rule != recovery.RuleRunTooOld {
+				t.Errorf("re-runs %d, state %s, rule %s", reruns(11), ep.State, ep.Decision.Rule)
+			}
+		})
+		t.Run("GitHub refuses: an alert that quotes GitHub", func(t *testing.T) {
+			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 12})
+			fake.Handle("POST "+rerun, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = io.WriteString(w, `{"message": "Resource not accessible by integration"}`)
+			})
+			scheduled(t, f, 12, time.Now().Add(-time.Hour))
+			fire(t, f, 12)
+			ep := after(12)
+			if ep.State != StateAlerted || ep.Decision.Rule != RuleRerunRefused || !strings.Contains(ep.Decision.Reason, "Resource not accessible") {
+				t.Errorf("state %s, rule %s: %s", ep.State, ep.Decision.Rule, ep.Decision.Reason)
+			}
+		})
+		t.Run("re-run by hand meanwhile: nothing to do", func(t *testing.T) {
+			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 13, RunAttempt: 1})
+			scheduled(t, f, 13, time.Now().Add(-time.Hour))
+			fake.CompleteRun("acme/checkout", 13, "failure")
+			fake.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"id": 13, "run_attempt": 2, "status": "in_progress"}`)
+			})
+			fire(t, f, 13)
+			if ep := after(13); reruns(13) != 0 || ep.State != StateRetryScheduled {
+				t.Errorf("re-runs %d, state %s", reruns(13), ep.State)
+			}
+		})
+		t.Run("the episode closed meanwhile: GitHub is not even asked", func(t *testing.T) {
+			before := len(fake.Requests())
+			ep := scheduled(t, f, 14, time.Now().Add(-time.Hour))
+			next, _ := ep.Succeed(2, clock.Now())
+			if err := f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return saveEpisode(ctx, tx, next, ep.Seq) }); err != nil {
+				t.Fatal(err)
+			}
+			fire(t, f, 14)
+			if got := len(fake.Requests()) - before; got != 0 {
+				t.Errorf("%d requests to GitHub for a closed episode", got)
+			}
+		})
+	})
+}
