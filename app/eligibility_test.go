@@ -20,7 +20,9 @@ func TestEligibilityAPI(t *testing.T) {
 		type answer struct {
 			Eligible bool
 			Reason   string
-			Evidence *struct{ ReleaseID string `json:"release_id"` }
+			Evidence *struct {
+				ReleaseID string `json:"release_id"`
+			}
 		}
 		ask := func(image, cluster string) answer {
 			var a answer
