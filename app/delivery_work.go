@@ -223,23 +223,57 @@ func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decide
 }
 
 // loadQueued reads the batch's deliveries that are still queued (a batch job
-// run again after a crash finds the same ones: its transaction never committed).
+// run again after a crash finds the same ones: its transaction never
+// committed). Bodies are read only for events some handler acts on: most of
+// what GitHub sends is ignored, and its payload need never be read back.
 func (w *batchWorker) loadQueued(ctx context.Context, ids []string) ([]Delivery, error) {
-	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, event, action, body, attempts, state, repository, installation_id
+	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, event, action, attempts, state, repository, installation_id
 		FROM deliveries WHERE state = 'queued' AND id IN (`+placeholders(1, len(ids))+`)`, anySlice(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
 	}
 	defer rows.Close()
 	out := make([]Delivery, 0, len(ids))
+	var handled []string
 	for rows.Next() {
 		var d Delivery
-		if err := rows.Scan(&d.ID, &d.Event, &d.Action, &d.Body, &d.Attempts, &d.State, &d.Repository, &d.InstallationID); err != nil {
+		if err := rows.Scan(&d.ID, &d.Event, &d.Action, &d.Attempts, &d.State, &d.Repository, &d.InstallationID); err != nil {
 			return nil, fmt.Errorf("load deliveries: %w", err)
+		}
+		if len(w.handlers[d.Event]) > 0 {
+			handled = append(handled, d.ID)
 		}
 		out = append(out, d)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil || len(handled) == 0 {
+		return out, err
+	}
+	bodies, err := w.loadBodies(ctx, handled)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Body = bodies[out[i].ID]
+	}
+	return out, nil
+}
+
+func (w *batchWorker) loadBodies(ctx context.Context, ids []string) (map[string][]byte, error) {
+	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, body FROM deliveries WHERE id IN (`+placeholders(1, len(ids))+`)`, anySlice(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("load %d payloads: %w", len(ids), err)
+	}
+	defer rows.Close()
+	bodies := make(map[string][]byte, len(ids))
+	for rows.Next() {
+		var id string
+		var body []byte
+		if err := rows.Scan(&id, &body); err != nil {
+			return nil, fmt.Errorf("load payloads: %w", err)
+		}
+		bodies[id] = body
+	}
+	return bodies, rows.Err()
 }
 
 // retryWorker works a DeliveryArgs job: one delivery's later attempts.

@@ -96,8 +96,14 @@ func (p RetryPolicy) roundTrip(next http.RoundTripper, req *http.Request) (*http
 		if resp != nil {
 			a.status = resp.StatusCode
 		}
-		if n >= p.MaxAttempts || !replayable(req) || req.Context().Err() != nil || !retryable(a) {
+		if n >= p.MaxAttempts || !replayable(req) || !retryable(a) {
 			return resp, err
+		}
+		// A caller that gave up gets its cancellation, not the failure we
+		// would otherwise have retried.
+		if ctxErr := req.Context().Err(); ctxErr != nil {
+			discard(resp)
+			return nil, fmt.Errorf("retry %s %s: %w", req.Method, route, ctxErr)
 		}
 		delay := backoff(p.BaseDelay, p.MaxDelay, n, p.Jitter())
 		if resp != nil {
