@@ -5,6 +5,7 @@ import (
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/app/rollbackflow"
 )
 
 // capabilities registers each capability's workers and routes and returns its
@@ -12,7 +13,8 @@ import (
 func capabilities(d pipeline.Deps) []EventHandler {
 	var hs []EventHandler
 	hs = append(hs, configload.Register(d)...)
-	hs = append(hs, recoveryflow.Register(d)...)
-	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d))...)
+	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d))...)
+	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d))...)
+	hs = append(hs, rollbackflow.Register(d)...)
 	return hs
 }

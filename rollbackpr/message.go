@@ -94,6 +94,8 @@ func imageRef(image, digest string) string {
 		return oneLine(image)
 	case image == "":
 		return oneLine(digest)
+	case strings.HasSuffix(image, "@"+digest):
+		return oneLine(image) // the image pins the digest already
 	default:
 		return oneLine(image) + "@" + oneLine(digest)
 	}

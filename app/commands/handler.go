@@ -43,12 +43,17 @@ func (h *handler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Com
 	}
 	// Created comments only: editing an old comment must not run it again.
 	// Bots never command ripcord, its own replies (which quote commands) least of all.
-	if ev.GetAction() != "created" || !ev.GetIssue().IsPullRequest() || ev.GetComment().GetUser().GetType() == "Bot" || d.InstallationID == 0 {
+	if ev.GetAction() != "created" || ev.GetComment().GetUser().GetType() == "Bot" || d.InstallationID == 0 {
 		return nil, nil
 	}
 	c := comment{delivery: d, repository: ev.GetRepo().GetFullName(), number: ev.GetIssue().GetNumber(),
 		id: ev.GetComment().GetID(), user: ev.GetComment().GetUser().GetLogin(), body: ev.GetComment().GetBody()}
 	res := Parse(c.body)
+	// On an issue (not a pull request) only commands whose runner says it
+	// works there are answered; the rest stay pull-request commands.
+	if !ev.GetIssue().IsPullRequest() && (res.Kind != Run || !h.runsOnIssues(res.Command.Name)) {
+		return nil, nil
+	}
 	switch res.Kind {
 	case Ignore:
 		return nil, nil
@@ -56,6 +61,13 @@ func (h *handler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Com
 		return h.answer(c, res.Reply, nil), nil
 	}
 	return h.command(ctx, c, res.Command)
+}
+
+// runsOnIssues reports whether the command's runner implements IssueRunner
+// and says yes.
+func (h *handler) runsOnIssues(name string) bool {
+	r, ok := h.runners[name].(IssueRunner)
+	return ok && r.RunsOnIssues()
 }
 
 // command checks the config and the user's permission, then runs the command.

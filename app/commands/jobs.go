@@ -121,18 +121,28 @@ func (w *replyWorker) Work(ctx context.Context, job *river.Job[ReplyArgs]) error
 	return nil
 }
 
-// alreadyPosted looks for the reply's marker among the newest comments.
+// maxCommentPages bounds the search for an earlier copy of a reply.
+const maxCommentPages = 10
+
+// alreadyPosted looks for the reply's marker among the conversation's
+// comments. The issue-comments API lists oldest first and takes no sort
+// order, so it pages (a retry is rare; 10 pages of 100 is the bound).
 func alreadyPosted(ctx context.Context, gh *github.Client, owner, repo string, a ReplyArgs) (bool, error) {
-	opts := &github.IssueListCommentsOptions{Sort: github.String("created"), Direction: github.String("desc"),
-		ListOptions: github.ListOptions{PerPage: 100}}
-	cs, _, err := gh.Issues.ListComments(ctx, owner, repo, a.Number, opts)
-	if err != nil {
-		return false, fmt.Errorf("look for reply %s on %s#%d: %w", a.Key, a.Repository, a.Number, err)
-	}
-	for _, c := range cs {
-		if strings.Contains(c.GetBody(), marker(a.Key)) {
-			return true, nil
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for range maxCommentPages {
+		cs, resp, err := gh.Issues.ListComments(ctx, owner, repo, a.Number, opts)
+		if err != nil {
+			return false, fmt.Errorf("look for reply %s on %s#%d: %w", a.Key, a.Repository, a.Number, err)
 		}
+		for _, c := range cs {
+			if strings.Contains(c.GetBody(), marker(a.Key)) {
+				return true, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
 	}
 	return false, nil
 }

@@ -15,7 +15,7 @@ type Invocation struct {
 	DeliveryID     string
 	Repository     string // owner/name
 	InstallationID int64
-	PullRequest    int // the pull request the comment is on
+	PullRequest    int // the pull request (or, for an IssueRunner, the issue) the comment is on
 	CommentID      int64
 	User           string
 	Command        Command
@@ -37,4 +37,11 @@ type Outcome struct {
 type Runner interface {
 	Name() string
 	Run(ctx context.Context, inv Invocation) (Outcome, error)
+}
+
+// IssueRunner is a Runner that also runs in comments on issues, not only on
+// pull requests (/ripcord rollback). Others are not answered on issues.
+type IssueRunner interface {
+	Runner
+	RunsOnIssues() bool
 }

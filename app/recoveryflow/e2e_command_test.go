@@ -65,7 +65,8 @@ func TestRetryCommandOnAPullRequest(t *testing.T) {
 			{"the bot's own comment is ignored", githubtest.BotLogin, "Bot", "", "/ripcord retry", ""},
 			{"an edited comment is not run again", "octocat", "", "edited", "/ripcord retry", ""},
 			{"a typo gets a suggestion", "octocat", "", "", "/ripcord retyr", "Did you mean `/ripcord retry`?"},
-			{"rollback parses but is not available yet", "octocat", "", "", "/ripcord rollback", "`/ripcord rollback` is not available yet"},
+			{"approve parses but is not available yet", "octocat", "", "", "/ripcord approve", "`/ripcord approve` is not available yet"},
+			{"rollback with nothing to roll back says why", "octocat", "", "", "/ripcord rollback", "Not rolling back:"},
 			{"help lists the commands", "visitor", "", "", "/ripcord help", "| `/ripcord retry` |"},
 		}
 		ids := make([]int64, len(cases))

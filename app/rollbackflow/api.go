@@ -1,0 +1,176 @@
+package rollbackflow
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/ripcord/ripcord/records"
+)
+
+// maxBody bounds a POST /api/v1/rollbacks body.
+const maxBody = 64 << 10
+
+// rollbackBody is the body of POST /api/v1/rollbacks.
+type rollbackBody struct {
+	App         string `json:"app"`
+	Environment string `json:"environment"`
+	Cluster     string `json:"cluster"`
+	To          string `json:"to"`
+	Reason      string `json:"reason"`
+	// Repository is the app's repository (where .github/ripcord.yml is);
+	// by default the one the newest release of the app there names.
+	Repository string `json:"repository"`
+}
+
+// Accepted is the 202 answer: the rollback's release id and the job that
+// opens its pull request. GET /api/v1/releases/{release_id} shows the pull
+// request once the job has opened it.
+type Accepted struct {
+	ReleaseID         string `json:"release_id"`
+	RollbackOf        string `json:"rollback_of"`
+	TargetReleaseID   string `json:"target_release_id"`
+	Eligible          bool   `json:"eligible"`
+	EligibilityReason string `json:"eligibility_reason"`
+	Repository        string `json:"repository"` // where the pull request is opened
+	Branch            string `json:"branch"`
+	JobID             int64  `json:"job_id"`
+	Duplicate         bool   `json:"duplicate"`
+	Release           string `json:"release"` // the API path of the release record
+}
+
+type apiHandler struct{ st *starter }
+
+// ServeHTTP is POST /api/v1/rollbacks (api token). It decides at once, so a
+// refusal is a 422 with the reason, and queues the pull request as a job:
+// GitHub may be slow or down, the job retries, and every way to start a
+// rollback shares that one idempotent job.
+func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b rollbackBody
+	if field, err := decode(r, &b); err != nil {
+		writeError(w, http.StatusBadRequest, field, err.Error())
+		return
+	}
+	for _, f := range []struct{ name, v string }{{"app", b.App}, {"environment", b.Environment}, {"reason", b.Reason}} {
+		if strings.TrimSpace(f.v) == "" {
+			writeError(w, http.StatusBadRequest, f.name, f.name+" is required")
+			return
+		}
+	}
+	ctx, d := r.Context(), h.st.deps
+	repo, err := h.repository(r, b)
+	if err != nil {
+		h.answerError(w, r, "repository", err)
+		return
+	}
+	inst, err := installationOf(ctx, d.DB.Read, repo)
+	if err != nil {
+		h.answerError(w, r, "repository", err)
+		return
+	}
+	gh, err := d.GitHub.NewInstallationClient(inst)
+	if err != nil {
+		h.answerError(w, r, "", err)
+		return
+	}
+	cfg, err := h.st.loader.Load(ctx, gh.Repositories, repo, "")
+	if err != nil {
+		h.answerError(w, r, "", err)
+		return
+	}
+	if !cfg.Valid() {
+		writeError(w, http.StatusUnprocessableEntity, "repository", cfg.Err().Error())
+		return
+	}
+	plan, err := h.st.prepare(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
+		To: b.To, Reason: b.Reason, RequestedBy: "the API"})
+	if err != nil {
+		h.answerError(w, r, "", err)
+		return
+	}
+	var q Queued
+	err = d.DB.InDurableTx(ctx, func(tx *sql.Tx) error {
+		q, err = h.st.queue(ctx, tx, argsFor(plan, nil))
+		return err
+	})
+	if err != nil {
+		h.answerError(w, r, "", err)
+		return
+	}
+	rb := plan.Request.Rollback
+	writeJSON(w, http.StatusAccepted, Accepted{ReleaseID: plan.Record.ReleaseID, RollbackOf: plan.Record.RollbackOf,
+		TargetReleaseID: plan.Target, Eligible: rb.Eligibility.Eligible, EligibilityReason: rb.Eligibility.Reason,
+		Repository: plan.Request.Repository, Branch: branchOf(plan), JobID: q.JobID, Duplicate: q.Duplicate,
+		Release: "/api/v1/releases/" + url.PathEscape(plan.Record.ReleaseID)})
+}
+
+// repository is the body's, or the one the newest release there names.
+func (h apiHandler) repository(r *http.Request, b rollbackBody) (string, error) {
+	if b.Repository != "" {
+		if o, n, ok := strings.Cut(b.Repository, "/"); !ok || o == "" || n == "" || strings.Contains(n, "/") {
+			return "", refuse("repository %q is not owner/name", b.Repository)
+		}
+		return b.Repository, nil
+	}
+	rs, err := h.st.deps.Records.List(r.Context(), records.Filter{App: b.App, Environment: b.Environment, Cluster: b.Cluster, Limit: 1})
+	if err != nil {
+		return "", err
+	}
+	if len(rs) == 0 || rs[0].Repository == "" {
+		return "", refuse("no release of %s in %s names its repository; pass repository (owner/name)", b.App, b.Environment)
+	}
+	return rs[0].Repository, nil
+}
+
+func (h apiHandler) answerError(w http.ResponseWriter, r *http.Request, field string, err error) {
+	var refused *Refused
+	if errors.As(err, &refused) {
+		writeError(w, http.StatusUnprocessableEntity, field, refused.Reason)
+		return
+	}
+	h.st.deps.Log.Error("rollback request failed", "path", r.URL.Path, "err", err)
+	writeError(w, http.StatusInternalServerError, "", "internal error; the server log has the details")
+}
+
+func decode(r *http.Request, v any) (string, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return "", fmt.Errorf("read body: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return typeErr.Field, fmt.Errorf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return strings.Trim(name, `"`), fmt.Errorf("%s: unknown field", strings.Trim(name, `"`))
+		}
+		return "", fmt.Errorf("the body is not a JSON object: %w", err)
+	}
+	return "", nil
+}
+
+type apiError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, field, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Field: field})
+}

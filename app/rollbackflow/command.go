@@ -1,0 +1,100 @@
+package rollbackflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ripcord/ripcord/app/commands"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// RollbackCommand is `/ripcord rollback [to <release-id|digest>] [reason…]`
+// in a pull request or issue comment. Hand it to commands.Register, which
+// checks the commenter's permission (commands.rollback, default write)
+// before Run.
+func RollbackCommand(d pipeline.Deps) commands.Runner { return rollbackCommand{st: newStarter(d)} }
+
+type rollbackCommand struct{ st *starter }
+
+func (rollbackCommand) Name() string { return commands.Rollback }
+
+// RunsOnIssues lets the command run in issue comments too.
+func (rollbackCommand) RunsOnIssues() bool { return true }
+
+func (c rollbackCommand) Run(ctx context.Context, inv commands.Invocation) (commands.Outcome, error) {
+	to, reason := ParseArgs(inv.Command.Args)
+	s, err := c.which(ctx, inv, to)
+	if err == nil {
+		s.Reason, s.RequestedBy = reason, fmt.Sprintf("@%s with `%s` on %s#%d", inv.User, inv.Command.Line, inv.Repository, inv.PullRequest)
+		reply := &ReplyTo{Repository: inv.Repository, Number: inv.PullRequest, InstallationID: inv.InstallationID,
+			Key: fmt.Sprintf("comment-%d", inv.CommentID), User: inv.User}
+		return c.st.start(ctx, inv.GitHub, inv.Config.Config, inv.Repository, s, reply)
+	}
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return commands.Outcome{Reply: "Not rolling back: " + refused.Reason + "."}, nil
+	}
+	return commands.Outcome{}, err
+}
+
+// which names the app, environment and cluster to roll back: the named
+// release's; else the release this pull request opened; else the only
+// environment of the config that rolls back by pull request.
+func (c rollbackCommand) which(ctx context.Context, inv commands.Invocation, to string) (Start, error) {
+	d := c.st.deps
+	if to != "" && !strings.HasPrefix(to, "sha") {
+		rec, err := d.Records.Get(ctx, to)
+		if errors.Is(err, records.ErrNotFound) {
+			return Start{}, refuse("no release %q is recorded", to)
+		}
+		if err != nil {
+			return Start{}, err
+		}
+		return Start{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster, To: to}, nil
+	}
+	rec, err := releaseOfPullRequest(ctx, d.DB.Read, inv.Repository, inv.PullRequest)
+	if err != nil {
+		return Start{}, err
+	}
+	if rec != nil {
+		r, err := d.Records.Get(ctx, *rec)
+		if err != nil {
+			return Start{}, err
+		}
+		return Start{App: r.App, Environment: r.Environment, Cluster: r.Cluster, To: to}, nil
+	}
+	var only []Start
+	cfg := inv.Config.Config
+	for _, app := range cfg.AppNames() {
+		for _, env := range cfg.Apps[app].EnvironmentNames() {
+			if e := cfg.Apps[app].Environments[env]; e.Rollback.Mode == repoconfig.ModePullRequest {
+				only = append(only, Start{App: app, Environment: env, Cluster: e.Cluster, To: to})
+			}
+		}
+	}
+	if len(only) == 1 {
+		return only[0], nil
+	}
+	return Start{}, refuse("this is not the pull request of a recorded release and .github/ripcord.yml has %d environments that roll back by pull request, so say which release: `%s %s to <release-id>`",
+		len(only), commands.Prefix, commands.Rollback)
+}
+
+// releaseOfPullRequest is the newest release whose pull request is number
+// in repository, nil when there is none.
+func releaseOfPullRequest(ctx context.Context, db *sql.DB, repository string, number int) (*string, error) {
+	var id string
+	err := db.QueryRowContext(ctx, `SELECT release_id FROM records WHERE repository = $1 AND pr_number = $2
+		ORDER BY created_at DESC LIMIT 1`, repository, number).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release of %s#%d: %w", repository, number, err)
+	}
+	return &id, nil
+}

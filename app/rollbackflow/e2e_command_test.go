@@ -1,0 +1,98 @@
+package rollbackflow_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+func (s *scene) comment(number int, user, body string, onIssue bool) int64 {
+	s.T.Helper()
+	c := s.GitHub.AddComment(appRepo, number, user, body)
+	payload := s.IssueComment(e2etest.Comment{Repository: appRepo, Number: number, ID: c.ID, User: user, Body: body})
+	if onIssue {
+		payload = e2etest.Edit(s.T, payload, func(m map[string]any) { delete(m["issue"].(map[string]any), "pull_request") })
+	}
+	s.Deliver("issue_comment", payload)
+	return c.ID
+}
+
+// openIssue opens an issue on the fake GitHub through its REST API.
+func (s *scene) openIssue(title string) int {
+	s.T.Helper()
+	resp, err := http.Post(s.GitHub.URL()+"repos/"+appRepo+"/issues", "application/json", strings.NewReader(`{"title":"`+title+`"}`))
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var is struct{ Number int }
+	if err := json.NewDecoder(resp.Body).Decode(&is); err != nil || is.Number == 0 {
+		s.T.Fatalf("open issue: %d %v", resp.StatusCode, err)
+	}
+	return is.Number
+}
+
+// replies are the App's answers to comment id, oldest first.
+func (s *scene) replies(id int64) []string {
+	var out []string
+	for _, c := range s.GitHub.Comments(appRepo) {
+		if c.User == githubtest.BotLogin && strings.Contains(c.Body, fmt.Sprintf("ripcord:reply comment-%d", id)) {
+			out = append(out, c.Body)
+		}
+	}
+	return out
+}
+
+// /ripcord rollback in comments: a writer's opens the pull request and is
+// answered with its link; a reader's is refused with the reason; a second
+// one is told the rollback is open already; one on an issue works too.
+func TestRollbackCommand(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+		s.GitHub.SetPermission(appRepo, "visitor", "read")
+
+		refused := s.comment(pr, "visitor", "/ripcord rollback", false)
+		first := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+		s.WaitFor("the pull request link", wait, func() bool { return len(s.replies(first)) == 2 && len(s.replies(refused)) == 1 })
+		s.Settle(jobKinds...)
+		logCalls(t, s)
+		if got := s.replies(refused)[0]; !strings.Contains(got, "Refused: @visitor has read access; `/ripcord rollback` needs write") {
+			t.Errorf("reader's reply = %q", got)
+		}
+		got := s.replies(first)
+		if !strings.Contains(got[0], "replaces `r3:prod-eu/prod` with `r2:prod-eu/prod`") || !strings.Contains(got[1], "Rollback pull request: https://github.com/acme/gitops/pull/") {
+			t.Errorf("writer's replies = %q", got)
+		}
+		prs := s.GitHub.PullRequests(gitops)
+		if len(prs) != 1 {
+			t.Fatalf("pull requests = %d, want 1", len(prs))
+		}
+		id := fmt.Sprintf("rollback-%s-", sha(2)[:8])
+		rec := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+		if !strings.HasPrefix(rec.ReleaseID, id) {
+			t.Errorf("rollback release %s, want %s…", rec.ReleaseID, id)
+		}
+		checkPullRequest(t, s, rec, "the canary is failing")
+
+		// The second click, here on an issue: no second pull request.
+		issue := s.openIssue("checkout is slow")
+		again := s.comment(issue, "octocat", "/ripcord rollback please", true)
+		s.WaitFor("the answer on the issue", wait, func() bool { return len(s.replies(again)) == 1 })
+		s.Settle(jobKinds...)
+		if got := s.replies(again)[0]; !strings.Contains(got, "This rollback is open already") || !strings.Contains(got, prs[0].Title) && !strings.Contains(got, "/pull/") {
+			t.Errorf("second rollback's reply = %q", got)
+		}
+		if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
+			t.Errorf("pull requests after a second command = %d, want 1", n)
+		}
+	})
+}

@@ -1,0 +1,151 @@
+package rollbackflow_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/records"
+)
+
+const (
+	appRepo     = "acme/checkout" // the OIDC issuer's default repository
+	gitops      = "acme/gitops"
+	releaseFile = "apps/checkout/prod/release.yaml"
+	wait        = 15 * time.Second
+)
+
+const repoConfig = `version: 1
+apps:
+  checkout:
+    environments:
+      prod:
+        cluster: prod-eu
+        workflows: [deploy.yml]
+        rollback:
+          mode: pull-request
+          repository: acme/gitops
+          base: main
+          file: apps/checkout/prod/release.yaml
+          fields: {image: image.ref, digest: image.digest, release_id: release.id}
+`
+
+const releaseYAML = `# checkout in prod: written by the release pipeline
+release:
+  id: r3:prod-eu/prod # machine-owned
+image:
+  ref: ghcr.io/acme/checkout:v3
+  digest: sha256:` + "3333333333333333333333333333333333333333333333333333333333333333" + `
+replicas: 3
+`
+
+// scene is a running server with the app and GitOps repositories installed
+// and three releases of checkout in prod: r1 and r2 healthy, r3 failed.
+type scene struct {
+	*e2etest.Env
+	configHead string
+}
+
+func newScene(t *testing.T, dbURL string) *scene {
+	t.Helper()
+	e := e2etest.Start(t, dbURL, app.Options{})
+	s := &scene{Env: e, configHead: e.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", repoConfig)}
+	e.GitHub.PutFile(gitops, "main", releaseFile, releaseYAML)
+	e.Install(appRepo)
+	e.Install(gitops)
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+	for i, status := range []string{"success", "success", "failed"} {
+		n := i + 1
+		s.fact(int64(7000+n), status, fmt.Sprintf("r%d:prod-eu/prod", n), image(n), sha(n))
+	}
+	return s
+}
+
+func digest(n int) string { return "sha256:" + strings.Repeat(fmt.Sprint(n), 64) }
+func image(n int) string  { return fmt.Sprintf("ghcr.io/acme/checkout:v%d@%s", n, digest(n)) }
+func sha(n int) string    { return strings.Repeat(fmt.Sprintf("%x", 10+n), 40) }
+
+// fact posts the task fact the bundled action posts at the end of a deploy.
+func (s *scene) fact(runID int64, status, release, img, commit string) {
+	s.T.Helper()
+	f := map[string]any{"source": "task", "repository": appRepo, "workflow_run_id": runID, "run_attempt": 1,
+		"status": status, "app": "checkout", "environment": "prod", "cluster": "prod-eu", "release_id": release,
+		"observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
+	if img != "" {
+		f["images"], f["metadata"] = []string{img}, map[string]string{"commit": commit}
+	}
+	if status == "failed" {
+		f["failure_type"] = "deployment_failure"
+	}
+	s.Fact(f)
+	time.Sleep(2 * time.Millisecond) // distinct created_at: eligibility orders by it
+}
+
+func (s *scene) release(id string) (records.Record, bool) {
+	s.T.Helper()
+	status, body := s.Do("GET", "/api/v1/releases/"+url.PathEscape(id), "", nil)
+	if status != 200 {
+		return records.Record{}, false
+	}
+	var r records.Record
+	if err := json.Unmarshal(body, &r); err != nil {
+		s.T.Fatal(err)
+	}
+	return r, true
+}
+
+func (s *scene) waitRelease(id string) records.Record {
+	s.T.Helper()
+	s.WaitFor("release "+id+" with its pull request", wait, func() bool {
+		r, ok := s.release(id)
+		return ok && r.PRNumber > 0
+	})
+	r, _ := s.release(id)
+	return r
+}
+
+// gitopsCalls are the App's requests to the GitOps repository.
+func (s *scene) gitopsCalls() []string {
+	var out []string
+	for _, r := range s.GitHub.Requests() {
+		if strings.HasPrefix(r.Path, "/repos/"+gitops+"/") {
+			out = append(out, e2etest.Call(r))
+		}
+	}
+	return out
+}
+
+// git runs the real git binary.
+func git(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = t.TempDir()
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+t.TempDir())
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// jobKinds are the jobs Settle waits for.
+var jobKinds = []string{"rollback_pull_request", "comment_reply", "comment_reaction", "config_check", "delivery_batch", "delivery"}
+
+func logCalls(t *testing.T, s *scene) {
+	t.Helper()
+	t.Logf("GitHub calls in order:\n  %s", strings.Join(s.Sequence(), "\n  "))
+}

@@ -1,0 +1,52 @@
+package rollbackflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// PullRequestExecutor carries out recovery's rollback decisions for
+// environments with rollback mode pull-request: it queues the same job as
+// every other way to start a rollback. Hand it to recoveryflow.Register.
+func PullRequestExecutor(d pipeline.Deps) recoveryflow.RollbackExecutor {
+	return executor{st: newStarter(d)}
+}
+
+type executor struct{ st *starter }
+
+func (executor) Mode() string { return repoconfig.ModePullRequest }
+
+// Queue decides from the episode (its config, its target) inside the
+// decision's transaction. The config revision is the failed run's commit:
+// the config that decided. A rollback that cannot be opened is recorded as
+// rollback_failed rather than failing the decision's transaction, which
+// would only be retried to the same end.
+func (x executor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.RollbackRequest) error {
+	ep := req.Episode
+	in := Input{
+		Start: Start{App: ep.App, Environment: ep.Environment, Cluster: ep.Cluster, To: req.Target.ReleaseID, Reason: req.Reason,
+			RequestedBy: fmt.Sprintf("ripcord's recovery of %s run %d", ep.Repository, ep.RunID)},
+		Repository: ep.Repository, Cluster: ep.Cluster, Window: ep.Context.Config.Window,
+		Env:            repoconfig.Environment{Name: ep.Environment, Cluster: ep.Cluster, Rollback: ep.Context.Config.Rollback},
+		ConfigRevision: ep.HeadSHA, PublicURL: x.st.deps.Config.PublicURL,
+	}
+	plan, err := x.st.decide(ctx, in)
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return x.st.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackFailed, ReleaseID: ep.ReleaseID,
+			At: x.st.deps.Now(), Message: "rollback pull request not opened: " + refused.Reason,
+			Data: map[string]any{"repository": ep.Repository, "run_id": ep.RunID, "key": req.Key}})
+	}
+	if err != nil {
+		return err
+	}
+	_, err = x.st.queue(ctx, tx, argsFor(plan, nil))
+	return err
+}

@@ -1,0 +1,143 @@
+package rollbackflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/commands"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/rollbackpr"
+)
+
+// Job settings: GitHub may be down for a while; Open is idempotent, so
+// retrying is safe.
+const (
+	jobAttempts = 10
+	jobTimeout  = 2 * time.Minute
+)
+
+// PullRequestArgs opens one rollback's pull request and then its release
+// record. ReleaseID is the idempotency key: one job per rollback, ever.
+type PullRequestArgs struct {
+	ReleaseID string `json:"release_id" river:"unique"`
+	Plan      Plan   `json:"plan"`
+	// Reply, when set, is the comment thread to answer with the result.
+	Reply *ReplyTo `json:"reply,omitempty"`
+}
+
+// ReplyTo is where a command or button asked for the rollback.
+type ReplyTo struct {
+	Repository     string `json:"repository"`
+	Number         int    `json:"number"`
+	InstallationID int64  `json:"installation_id"`
+	Key            string `json:"key"`
+	User           string `json:"user"`
+}
+
+// Kind names the job in the queue.
+func (PullRequestArgs) Kind() string { return "rollback_pull_request" }
+
+func argsFor(p Plan, reply *ReplyTo) PullRequestArgs {
+	return PullRequestArgs{ReleaseID: p.Record.ReleaseID, Plan: p, Reply: reply}
+}
+
+type pullRequestWorker struct {
+	river.WorkerDefaults[PullRequestArgs]
+	deps pipeline.Deps
+}
+
+func (w *pullRequestWorker) Timeout(*river.Job[PullRequestArgs]) time.Duration { return jobTimeout }
+
+func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequestArgs]) error {
+	a, d := job.Args, w.deps
+	req := a.Plan.Request
+	inst, err := installationOf(ctx, d.DB.Read, req.Repository)
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return w.fail(ctx, a, refused.Reason)
+	}
+	if err != nil {
+		return err
+	}
+	gh, err := d.GitHub.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", inst, err)
+	}
+	if req.Base == "" {
+		owner, name, _ := strings.Cut(req.Repository, "/")
+		repo, _, err := gh.Repositories.Get(ctx, owner, name)
+		if err != nil {
+			return fmt.Errorf("default branch of %s: %w", req.Repository, err)
+		}
+		req.Base = repo.GetDefaultBranch()
+	}
+	res, err := rollbackpr.Open(ctx, rollbackpr.NewGitHub(gh), req)
+	if errors.Is(err, rollbackpr.ErrNoChange) {
+		return w.fail(ctx, a, fmt.Sprintf("%s on %s already has the target's values: the rollback is merged already, or the target is what runs", req.File, req.Base))
+	}
+	if err != nil {
+		return err
+	}
+	d.Log.Info("rollback pull request open", "release_id", a.ReleaseID, "pull_request", res.URL,
+		"branch", res.Branch, "outcome", res.PullRequestOutcome)
+	return d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res) })
+}
+
+// opened stores the rollback release with its pull request, its audit
+// event, and the reply. A retried job finds the record stored already.
+func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullRequestArgs, res rollbackpr.Result) error {
+	d := w.deps
+	rec := a.Plan.Record
+	rec.PRURL, rec.PRNumber = res.URL, res.PullRequest
+	_, events, err := d.Records.OpenRelease(ctx, tx, rec, d.Now())
+	if err != nil {
+		return fmt.Errorf("open rollback release %s: %w", rec.ReleaseID, err)
+	}
+	if len(events) == 0 {
+		return nil // stored by an earlier attempt, with its audit and reply
+	}
+	msg := fmt.Sprintf("rollback of %s to %s (%s) opened as %s, pull request %s: %s",
+		rec.RollbackOf, rollbackpr.ShortSHA(rec.GitRevision), rec.Image, rec.ReleaseID, res.URL, rec.RollbackReason)
+	err = d.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackInitiated, ReleaseID: rec.RollbackOf,
+		At: d.Now(), Message: msg, Data: map[string]any{"rollback_release_id": rec.ReleaseID, "pull_request": res.URL,
+			"branch": res.Branch, "commit": res.Commit, "repository": a.Plan.Request.Repository}})
+	if err != nil {
+		return err
+	}
+	return w.reply(ctx, tx, a, fmt.Sprintf("Rollback pull request: %s (branch `%s`, release `%s`).", res.URL, res.Branch, rec.ReleaseID))
+}
+
+// fail records why the pull request cannot be opened, answers, and stops
+// the job: trying again would not change the answer.
+func (w *pullRequestWorker) fail(ctx context.Context, a PullRequestArgs, why string) error {
+	d := w.deps
+	err := d.DB.InTx(ctx, func(tx *sql.Tx) error {
+		err := d.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackFailed, ReleaseID: a.Plan.Record.RollbackOf,
+			At: d.Now(), Message: fmt.Sprintf("rollback %s: %s", a.ReleaseID, why),
+			Data: map[string]any{"rollback_release_id": a.ReleaseID}})
+		if err != nil {
+			return err
+		}
+		return w.reply(ctx, tx, a, "The rollback pull request was not opened: "+why+".")
+	})
+	if err != nil {
+		return err
+	}
+	return river.JobCancel(errors.New(why))
+}
+
+func (w *pullRequestWorker) reply(ctx context.Context, tx *sql.Tx, a PullRequestArgs, body string) error {
+	r := a.Reply
+	if r == nil {
+		return nil
+	}
+	return commands.QueueReply(ctx, tx, w.deps.River(), commands.ReplyArgs{Repository: r.Repository, Number: r.Number,
+		InstallationID: r.InstallationID, Key: r.Key + "-done", Body: "@" + r.User + " " + body})
+}

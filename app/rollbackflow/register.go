@@ -1,0 +1,17 @@
+package rollbackflow
+
+import (
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// Register adds the rollback pull-request worker and POST /api/v1/rollbacks.
+// The /ripcord rollback command is RollbackCommand (for commands.Register)
+// and the recovery executor PullRequestExecutor (for recoveryflow.Register).
+func Register(d pipeline.Deps) []pipeline.EventHandler {
+	st := newStarter(d)
+	river.AddWorker(d.Workers, &pullRequestWorker{deps: d})
+	d.Mux.Handle("POST /api/v1/rollbacks", d.APIAuth(apiHandler{st: st}.ServeHTTP))
+	return nil
+}

@@ -1,0 +1,137 @@
+package rollbackflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// extraRecords are read past the eligibility window, so that opened records
+// (pull requests not merged yet) can be skipped without shrinking it.
+const extraRecords = 10
+
+// starter is the shell every entry point shares: it loads what Decide needs
+// and queues the job.
+type starter struct {
+	deps   pipeline.Deps
+	loader *configload.Loader
+}
+
+func newStarter(d pipeline.Deps) *starter { return &starter{deps: d, loader: configload.NewLoader()} }
+
+// prepare decides s for the app repository, whose config is cfg; gh is that
+// repository's installation client (GETs only).
+func (st *starter) prepare(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start) (Plan, error) {
+	env, ok := cfg.Environment(s.App, s.Environment)
+	if !ok {
+		return Plan{}, refuse("%s has no app %q with environment %q in .github/ripcord.yml", repository, s.App, s.Environment)
+	}
+	rev, err := defaultHead(ctx, gh, repository)
+	if err != nil {
+		return Plan{}, err
+	}
+	return st.decide(ctx, Input{Start: s, Repository: repository, Env: *env, Cluster: or(s.Cluster, env.Cluster),
+		Window: cfg.Eligibility.Window, ConfigRevision: rev, PublicURL: st.deps.Config.PublicURL})
+}
+
+// decide loads the records for in and calls Decide.
+func (st *starter) decide(ctx context.Context, in Input) (Plan, error) {
+	s := in.Start
+	if in.Cluster == "" {
+		return Plan{}, refuse("cluster: %s in %s names no cluster in .github/ripcord.yml; pass one", s.App, s.Environment)
+	}
+	window := in.Window
+	if window <= 0 {
+		window = repoconfig.DefaultEligibilityWindow
+	}
+	newest, err := st.deps.Records.Newest(ctx, s.App, s.Environment, in.Cluster, window+extraRecords)
+	if err != nil {
+		return Plan{}, err
+	}
+	in.Newest, in.Window = newest, window
+	if to := strings.TrimSpace(s.To); to != "" {
+		if in.Named, err = st.named(ctx, to, newest); err != nil {
+			return Plan{}, err
+		}
+	}
+	return Decide(in)
+}
+
+// named finds the release To names: by digest among the newest records, or
+// by release id anywhere (an old release may be named on purpose).
+func (st *starter) named(ctx context.Context, to string, newest []records.Record) (*records.Record, error) {
+	if strings.HasPrefix(to, "sha256:") || strings.HasPrefix(to, "sha512:") {
+		for i, r := range newest {
+			if r.ResolvedDigest() == to && r.State != records.StateOpened {
+				return &newest[i], nil
+			}
+		}
+		return nil, nil
+	}
+	rec, err := st.deps.Records.Get(ctx, to)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// defaultHead is the commit at the head of repository's default branch: the
+// rollback's config_revision.
+func defaultHead(ctx context.Context, gh *github.Client, repository string) (string, error) {
+	owner, name, _ := strings.Cut(repository, "/")
+	repo, _, err := gh.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		return "", fmt.Errorf("default branch of %s: %w", repository, err)
+	}
+	b, _, err := gh.Repositories.GetBranch(ctx, owner, name, repo.GetDefaultBranch(), 1)
+	if err != nil {
+		return "", fmt.Errorf("head of %s@%s: %w", repository, repo.GetDefaultBranch(), err)
+	}
+	return b.GetCommit().GetSHA(), nil
+}
+
+// Queued is what queueing a rollback did.
+type Queued struct {
+	JobID int64
+	// Duplicate is true when the same rollback was asked for already: its
+	// job (queued, running or done) carries on, and no second one is made.
+	Duplicate bool
+}
+
+// queue inserts the pull-request job in tx, unique by the release id.
+func (st *starter) queue(ctx context.Context, tx *sql.Tx, a PullRequestArgs) (Queued, error) {
+	res, err := st.deps.River().InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: jobAttempts,
+		UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	if err != nil {
+		return Queued{}, fmt.Errorf("queue rollback pull request for %s: %w", a.ReleaseID, err)
+	}
+	return Queued{JobID: res.Job.ID, Duplicate: res.UniqueSkippedAsDuplicate}, nil
+}
+
+// installationOf is the installation that can write to repository.
+func installationOf(ctx context.Context, db *sql.DB, repository string) (int64, error) {
+	var id int64
+	err := db.QueryRowContext(ctx, `SELECT r.installation_id FROM installation_repositories r
+		JOIN installations i ON i.id = r.installation_id
+		WHERE r.repository = $1 AND NOT i.suspended ORDER BY r.installation_id LIMIT 1`, repository).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, refuse("the ripcord App is not installed on %s", repository)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("installation of %s: %w", repository, err)
+	}
+	return id, nil
+}

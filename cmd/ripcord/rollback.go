@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// rollbackAnswer is the server's 202 to POST /api/v1/rollbacks.
+type rollbackAnswer struct {
+	ReleaseID         string `json:"release_id"`
+	RollbackOf        string `json:"rollback_of"`
+	TargetReleaseID   string `json:"target_release_id"`
+	Eligible          bool   `json:"eligible"`
+	EligibilityReason string `json:"eligibility_reason"`
+	Repository        string `json:"repository"`
+	Branch            string `json:"branch"`
+	JobID             int64  `json:"job_id"`
+	Duplicate         bool   `json:"duplicate"`
+	Release           string `json:"release"`
+}
+
+// runRollback is `ripcord rollback`: POST /api/v1/rollbacks. The server
+// decides at once (a refusal says why) and opens the pull request in a job;
+// `ripcord releases show <release_id>` shows it once it is open.
+func runRollback(args []string) int {
+	fs := flag.NewFlagSet("ripcord rollback", flag.ContinueOnError)
+	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
+	app := fs.String("app", "", "the app to roll back (required)")
+	env := fs.String("environment", "", "the environment (required)")
+	cluster := fs.String("cluster", "", "the cluster (default: the environment's in .github/ripcord.yml)")
+	to := fs.String("to", "", "the release id or digest to roll back to (default: the newest eligible release before the current one)")
+	reason := fs.String("reason", "", "why (required; it goes into the commit trailer and the pull request)")
+	repo := fs.String("repository", "", "the app's repository, owner/name (default: the one its newest release names)")
+	asJSON := fs.Bool("json", false, "print the server's JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	for name, v := range map[string]string{"app": *app, "environment": *env, "reason": *reason} {
+		if strings.TrimSpace(v) == "" {
+			fmt.Fprintf(os.Stderr, "ripcord rollback: --%s is required\n", name)
+			return 2
+		}
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord rollback:", err)
+		return 2
+	}
+	body, _ := json.Marshal(map[string]string{"app": *app, "environment": *env, "cluster": *cluster, "to": *to,
+		"reason": *reason, "repository": *repo})
+	var out rollbackAnswer
+	err = c.do(context.Background(), "POST", "/api/v1/rollbacks", body, &out)
+	return finish(err, *asJSON, out, func() {
+		verb := "started"
+		if out.Duplicate {
+			verb = "already started"
+		}
+		fmt.Printf("rollback %s %s: %s replaces %s with %s\n", out.ReleaseID, verb, out.ReleaseID, out.RollbackOf, out.TargetReleaseID)
+		if out.Eligible {
+			fmt.Printf("eligible: %s\n", out.EligibilityReason)
+		} else {
+			fmt.Printf("NOT eligible (ordinary promotion, every gate applies): %s\n", out.EligibilityReason)
+		}
+		fmt.Printf("pull request: branch %s in %s (job %d); see `ripcord releases show %s`\n", out.Branch, out.Repository, out.JobID, out.ReleaseID)
+	})
+}
