@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/records"
 )
@@ -202,6 +203,9 @@ func (s *Server) applyFacts(w http.ResponseWriter, r *http.Request, facts []reco
 				return fmt.Errorf("apply fact %d: %w", i, err)
 			}
 			if err := s.queueEffects(r.Context(), tx, res.Effects); err != nil {
+				return err
+			}
+			if err := rollbackflow.QueueReleaseChecks(r.Context(), tx, s.river, res.Records); err != nil {
 				return err
 			}
 			results[i] = resultOf(res)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -103,10 +104,13 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		created = len(events) > 0
-		if created {
-			return s.scheduleStallCheck(r.Context(), tx, opened)
+		if !created {
+			return nil
 		}
-		return nil
+		if err := rollbackflow.QueueReleaseChecks(r.Context(), tx, s.river, []records.Record{opened}); err != nil {
+			return err
+		}
+		return s.scheduleStallCheck(r.Context(), tx, opened)
 	})
 	var conflict *records.ConflictError
 	switch {

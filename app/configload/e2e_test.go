@@ -40,14 +40,19 @@ func TestConfigThatFailsToLoadIsAFailingCheckRun(t *testing.T) {
 		if c.HeadSHA != bad || c.Conclusion != "failure" || !strings.Contains(c.Summary, "apps.checkout.enviroments") {
 			t.Errorf("check on %s: %s %q", c.HeadSHA, c.Conclusion, c.Summary)
 		}
+		// The fake may show the check run a moment before it has recorded the
+		// request that made it: wait for the request too.
 		var body struct {
 			Output struct{ Annotations []map[string]any } `json:"output"`
 		}
-		for _, r := range e.GitHub.Requests() {
-			if r.Method == "POST" && r.Route == "/repos/{owner}/{repo}/check-runs" {
-				_ = json.Unmarshal(r.Body, &body)
+		e.WaitFor("the check run's create request", 15*time.Second, func() bool {
+			for _, r := range e.GitHub.Requests() {
+				if r.Method == "POST" && r.Route == "/repos/{owner}/{repo}/check-runs" {
+					return json.Unmarshal(r.Body, &body) == nil
+				}
 			}
-		}
+			return false
+		})
 		if len(body.Output.Annotations) != 1 || body.Output.Annotations[0]["start_line"] != float64(4) {
 			t.Errorf("annotations sent: %v, want one at line 4", body.Output.Annotations)
 		}

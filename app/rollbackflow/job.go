@@ -96,12 +96,15 @@ func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullReques
 	d := w.deps
 	rec := a.Plan.Record
 	rec.PRURL, rec.PRNumber = res.URL, res.PullRequest
-	_, events, err := d.Records.OpenRelease(ctx, tx, rec, d.Now())
+	stored, events, err := d.Records.OpenRelease(ctx, tx, rec, d.Now())
 	if err != nil {
 		return fmt.Errorf("open rollback release %s: %w", rec.ReleaseID, err)
 	}
 	if len(events) == 0 {
 		return nil // stored by an earlier attempt, with its audit and reply
+	}
+	if err := QueueReleaseChecks(ctx, tx, d.River(), []records.Record{stored}); err != nil {
+		return err
 	}
 	msg := fmt.Sprintf("rollback of %s to %s (%s) opened as %s, pull request %s: %s",
 		rec.RollbackOf, rollbackpr.ShortSHA(rec.GitRevision), rec.Image, rec.ReleaseID, res.URL, rec.RollbackReason)

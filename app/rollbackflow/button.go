@@ -1,0 +1,95 @@
+package rollbackflow
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/commands"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
+)
+
+// buttonHandler answers a click on a ripcord/release check run's Roll back
+// button: the same permission check and the same rollback as
+// `/ripcord rollback`, with the answer written into the check run.
+type buttonHandler struct{ st *starter }
+
+func (buttonHandler) Handles() []string { return []string{"check_run"} }
+
+func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Commit, error) {
+	if d.Action != "requested_action" {
+		return nil, nil
+	}
+	var ev github.CheckRunEvent
+	if err := json.Unmarshal(d.Body, &ev); err != nil {
+		return nil, fmt.Errorf("decode check_run event: %w", err)
+	}
+	if ev.GetCheckRun().GetName() != ReleaseCheckName || ev.GetRequestedAction().Identifier != RollbackAction {
+		return nil, nil
+	}
+	rec, err := h.st.deps.Records.Get(ctx, ev.GetCheckRun().GetExternalID())
+	if errors.Is(err, records.ErrNotFound) {
+		return nil, nil // a release swept since the button was drawn
+	}
+	if err != nil {
+		return nil, err
+	}
+	repository, user := ev.GetRepo().GetFullName(), ev.GetSender().GetLogin()
+	gh, err := h.st.deps.GitHub.NewInstallationClient(ev.GetInstallation().GetID())
+	if err != nil {
+		return nil, fmt.Errorf("github client for installation %d: %w", ev.GetInstallation().GetID(), err)
+	}
+	cfg, err := h.st.loader.Load(ctx, gh.Repositories, repository, "")
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Valid() {
+		return h.answer(rec, d, user, records.AuditCommandRefused, "Not rolling back: .github/ripcord.yml of "+repository+" does not load."), nil
+	}
+	need, _ := cfg.Config.CommandPermission(commands.Rollback)
+	v, err := commands.CheckPermission(ctx, gh.Repositories, repository, user, commands.Rollback, need)
+	if err != nil {
+		return nil, err
+	}
+	if !v.Allowed {
+		return h.answer(rec, d, user, records.AuditCommandRefused, "Refused: "+v.Reason), nil
+	}
+	s := Start{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster,
+		Reason:      fmt.Sprintf("Roll back button on release %s (%s)", rec.ReleaseID, rec.State),
+		RequestedBy: fmt.Sprintf("@%s with the Roll back button on %s", user, ReleaseCheckName)}
+	out, err := h.st.start(ctx, gh, cfg.Config, repository, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	answer := h.answer(rec, d, user, records.AuditCommandReceived, out.Reply)
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if out.Commit != nil {
+			if err := out.Commit(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return answer(ctx, tx)
+	}, nil
+}
+
+// answer records the click in the audit trail and shows the reply in the
+// release's check run.
+func (h buttonHandler) answer(rec records.Record, d pipeline.Delivery, user string, typ records.AuditType, reply string) pipeline.Commit {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if err := h.st.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: typ, ReleaseID: rec.ReleaseID,
+			DeliveryID: d.ID, At: h.st.deps.Now(), Message: "@" + user + " clicked Roll back: " + reply,
+			Data: map[string]any{"user": user, "button": RollbackAction}}); err != nil {
+			return err
+		}
+		_, err := h.st.deps.River().InsertTx(ctx, tx, ReleaseCheckArgs{ReleaseID: rec.ReleaseID,
+			Version: rec.UpdatedAt.UnixMicro(), Note: "@" + user + ": " + reply},
+			&river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
+		return err
+	}
+}

@@ -1,0 +1,92 @@
+package rollbackflow_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/app/rollbackflow"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// releaseCheck is the latest state of a release's ripcord/release check run.
+func (s *scene) releaseCheck(releaseID string) (githubtest.CheckRun, bool) {
+	for _, cr := range s.GitHub.CheckRuns(appRepo) {
+		if cr.Name == rollbackflow.ReleaseCheckName && cr.ExternalID == releaseID {
+			return cr, true
+		}
+	}
+	return githubtest.CheckRun{}, false
+}
+
+// click delivers a signed check_run requested_action for the release's
+// Roll back button, as GitHub sends it.
+func (s *scene) click(releaseID, headSHA, user string) {
+	s.T.Helper()
+	body := e2etest.Edit(s.T, githubtest.LoadPayload(s.T, "check_run", "requested_action.payload.json"), func(m map[string]any) {
+		cr := m["check_run"].(map[string]any)
+		cr["name"], cr["external_id"], cr["head_sha"] = rollbackflow.ReleaseCheckName, releaseID, headSHA
+		m["requested_action"] = map[string]any{"identifier": rollbackflow.RollbackAction}
+		repo := m["repository"].(map[string]any)
+		repo["full_name"], repo["name"] = appRepo, "checkout"
+		m["sender"].(map[string]any)["login"] = user
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+	})
+	s.Deliver("check_run", body)
+}
+
+func TestRollBackButton(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+		s.GitHub.SetPermission(appRepo, "visitor", "read")
+		failed := "r3:prod-eu/prod"
+
+		s.WaitFor("r3's check run with its button", wait, func() bool {
+			cr, ok := s.releaseCheck(failed)
+			return ok && cr.Status == "completed"
+		})
+		cr, _ := s.releaseCheck(failed)
+		if cr.HeadSHA != sha(3) || cr.Conclusion != "action_required" || len(cr.Actions) != 1 ||
+			cr.Actions[0].Identifier != rollbackflow.RollbackAction || len(cr.Actions[0].Identifier) > 20 || len([]rune(cr.Actions[0].Description)) > 40 {
+			t.Fatalf("r3's check run = %+v, want action_required on %s with one Roll back button", cr, sha(3))
+		}
+		if !strings.Contains(cr.Summary, "r2:prod-eu/prod") {
+			t.Errorf("r3's check run should name r2 as the target:\n%s", cr.Summary)
+		}
+		s.WaitFor("r1's check run as superseded", wait, func() bool {
+			r1, ok := s.releaseCheck("r1:prod-eu/prod")
+			return ok && strings.Contains(r1.Title, "superseded")
+		})
+		if r1, _ := s.releaseCheck("r1:prod-eu/prod"); len(r1.Actions) != 0 || r1.Conclusion != "neutral" {
+			t.Errorf("r1 was superseded: check run %+v, want neutral without buttons", r1)
+		}
+
+		s.click(failed, sha(3), "visitor")
+		s.WaitFor("the refusal in the check run", wait, func() bool {
+			cr, _ := s.releaseCheck(failed)
+			return strings.Contains(cr.Summary, "Refused: @visitor has read access")
+		})
+		if n := len(s.GitHub.PullRequests(gitops)); n != 0 {
+			t.Fatalf("a reader's click opened %d pull requests", n)
+		}
+
+		s.click(failed, sha(3), "octocat")
+		s.WaitFor("the rollback release", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) == 1
+		})
+		rec := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+		if rec.RollbackOf != failed || !strings.Contains(rec.RollbackReason, "Roll back button") {
+			t.Errorf("rollback release = %+v, want it to roll back r3 because of the button", rec)
+		}
+		s.click(failed, sha(3), "octocat")
+		s.WaitFor("the second click's answer", wait, func() bool {
+			cr, _ := s.releaseCheck(failed)
+			return strings.Contains(cr.Summary, "This rollback is open already")
+		})
+		if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
+			t.Errorf("pull requests after a second click = %d, want 1", n)
+		}
+	})
+}

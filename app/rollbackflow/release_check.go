@@ -1,0 +1,202 @@
+package rollbackflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/rollbackpr"
+)
+
+// ReleaseCheckName is the check run on each release's commit that shows its
+// state and, when a rollback makes sense, offers the Roll back button.
+const ReleaseCheckName = "ripcord/release"
+
+// RollbackAction is the button's identifier (GitHub allows 20 characters).
+const RollbackAction = "rollback"
+
+// ReleaseCheckArgs writes a release's check run. Version is the record's
+// updated_at: only the job for the record's current version acts, so an
+// older job that runs late never overwrites a newer state, and River's
+// uniqueness drops exact repeats. Note is an answer to a click, shown in the
+// check run's text.
+type ReleaseCheckArgs struct {
+	ReleaseID string `json:"release_id" river:"unique"`
+	Version   int64  `json:"version" river:"unique"`
+	Note      string `json:"note,omitempty" river:"unique"`
+}
+
+// Kind names the job in the queue.
+func (ReleaseCheckArgs) Kind() string { return "release_check" }
+
+// QueueReleaseChecks queues the check-run update of every record that can
+// carry one (a repository and a commit), in the caller's transaction.
+func QueueReleaseChecks(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], recs []records.Record) error {
+	var jobs []river.InsertManyParams
+	for _, r := range recs {
+		if r.Repository == "" || !revisionOK(r.GitRevision) {
+			continue
+		}
+		jobs = append(jobs, river.InsertManyParams{Args: ReleaseCheckArgs{ReleaseID: r.ReleaseID, Version: r.UpdatedAt.UnixMicro()},
+			InsertOpts: &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}})
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	if _, err := rc.InsertManyTx(ctx, tx, jobs); err != nil {
+		return fmt.Errorf("queue %d release check runs: %w", len(jobs), err)
+	}
+	return nil
+}
+
+// CheckView is what a release's check run says.
+type CheckView struct {
+	Status, Conclusion, Title, Summary string
+	Actions                            []*github.CheckRunAction
+}
+
+// RenderReleaseCheck is pure: the record, the rollback target the records
+// offer (nil: none), its eligibility answer, and an optional note.
+func RenderReleaseCheck(r records.Record, target *records.Record, ans eligibility.Answer, note string) CheckView {
+	v := CheckView{Status: "completed", Conclusion: "neutral"}
+	switch r.State {
+	case records.StateOpened, records.StateProgressing, records.StatePaused:
+		v.Status, v.Conclusion = "in_progress", ""
+		v.Title = fmt.Sprintf("%s %s: %s", r.App, r.Environment, r.State)
+	case records.StateHealthy:
+		v.Title = fmt.Sprintf("%s %s: healthy", r.App, r.Environment)
+	case records.StateDegraded, records.StateAborted, records.StateFailed:
+		v.Conclusion = "action_required"
+		v.Title = fmt.Sprintf("%s %s: %s", r.App, r.Environment, r.State)
+	default: // superseded, rolled-back
+		v.Title = fmt.Sprintf("%s %s: %s", r.App, r.Environment, r.State)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Release `%s` of **%s** in **%s** (cluster `%s`) is **%s**.\n\n", r.ReleaseID, r.App, r.Environment, r.Cluster, r.State)
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| image | `%s` |\n| kind | %s |\n", r.Image, r.Kind)
+	if r.HealthyAt != nil {
+		fmt.Fprintf(&b, "| healthy at | %s |\n", r.HealthyAt.UTC().Format(time.RFC3339))
+	}
+	if r.RollbackOf != "" {
+		fmt.Fprintf(&b, "| rolls back | `%s` (%s) |\n", r.RollbackOf, r.RollbackReason)
+	}
+	if r.RolledBackBy != "" {
+		fmt.Fprintf(&b, "| rolled back by | `%s` |\n", r.RolledBackBy)
+	}
+	offer := v.Status == "completed" && target != nil && r.Open()
+	switch {
+	case offer:
+		fmt.Fprintf(&b, "\n**Roll back** opens a rollback pull request to `%s` (`%s`, %s): %s\n",
+			target.ReleaseID, rollbackpr.ShortSHA(target.GitRevision), target.Image, ans.Reason)
+		v.Actions = []*github.CheckRunAction{{Label: "Roll back", Identifier: RollbackAction,
+			Description: clip("to "+rollbackpr.ShortSHA(target.GitRevision)+" ("+target.ReleaseID+")", 40)}}
+	case v.Status == "completed" && r.Open():
+		b.WriteString("\nNo eligible rollback target: no earlier release of this app, environment and cluster reached healthy among the newest ones.\n")
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "\n> %s\n", strings.ReplaceAll(note, "\n", " "))
+	}
+	v.Summary = b.String()
+	return v
+}
+
+func clip(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+type releaseCheckWorker struct {
+	river.WorkerDefaults[ReleaseCheckArgs]
+	deps pipeline.Deps
+}
+
+func (w *releaseCheckWorker) Timeout(*river.Job[ReleaseCheckArgs]) time.Duration { return jobTimeout }
+
+func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseCheckArgs]) error {
+	a, d := job.Args, w.deps
+	r, err := d.Records.Get(ctx, a.ReleaseID)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if a.Note == "" && r.UpdatedAt.UnixMicro() != a.Version {
+		return nil // a newer state has its own job
+	}
+	inst, err := installationOf(ctx, d.DB.Read, r.Repository)
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	gh, err := d.GitHub.NewInstallationClient(inst)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", inst, err)
+	}
+	target, ans, err := w.target(ctx, r)
+	if err != nil {
+		return err
+	}
+	return writeReleaseCheck(ctx, gh, r, RenderReleaseCheck(r, target, ans, a.Note), d.Now())
+}
+
+// target is the rollback the records offer for r: the newest eligible
+// release before it.
+func (w *releaseCheckWorker) target(ctx context.Context, r records.Record) (*records.Record, eligibility.Answer, error) {
+	newest, err := w.deps.Records.Newest(ctx, r.App, r.Environment, r.Cluster, eligibility.DefaultWindow+1)
+	if err != nil {
+		return nil, eligibility.Answer{}, err
+	}
+	t, ans := eligibility.SelectTarget(newest, r.ReleaseID, eligibility.DefaultWindow)
+	if !ans.Eligible || t.ReleaseID == "" || !revisionOK(t.GitRevision) {
+		return nil, ans, nil
+	}
+	return &t, ans, nil
+}
+
+// writeReleaseCheck updates the release's check run, found by its external
+// id, or creates it: a retry after a crash finds the run it made.
+func writeReleaseCheck(ctx context.Context, gh *github.Client, r records.Record, v CheckView, now time.Time) error {
+	owner, repo, _ := strings.Cut(r.Repository, "/")
+	name, all := ReleaseCheckName, "all"
+	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, r.GitRevision, &github.ListCheckRunsOptions{
+		CheckName: &name, Filter: &all, ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return fmt.Errorf("look for %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
+	}
+	out := &github.CheckRunOutput{Title: &v.Title, Summary: &v.Summary}
+	ts := github.Timestamp{Time: now}
+	for _, cr := range list.CheckRuns {
+		if cr.GetExternalID() != r.ReleaseID {
+			continue
+		}
+		opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, Status: &v.Status, Output: out, Actions: v.Actions}
+		if v.Status == "completed" {
+			opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts
+		}
+		if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, cr.GetID(), opts); err != nil {
+			return fmt.Errorf("update %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
+		}
+		return nil
+	}
+	opts := github.CreateCheckRunOptions{Name: ReleaseCheckName, HeadSHA: r.GitRevision, ExternalID: &r.ReleaseID,
+		Status: &v.Status, StartedAt: &ts, Output: out, Actions: v.Actions}
+	if v.Status == "completed" {
+		opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts
+	}
+	if _, _, err := gh.Checks.CreateCheckRun(ctx, owner, repo, opts); err != nil {
+		return fmt.Errorf("create %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
+	}
+	return nil
+}

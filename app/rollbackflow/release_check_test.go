@@ -1,0 +1,43 @@
+package rollbackflow
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/records"
+)
+
+func TestRenderReleaseCheck(t *testing.T) {
+	target := &records.Record{ReleaseID: "r1", GitRevision: strings.Repeat("ab", 20), Image: "app:v1"}
+	healthyAt := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name               string
+		state              records.State
+		target             *records.Record
+		status, conclusion string
+		button             bool
+	}{
+		{"a progressing release has no button yet: GitHub shows buttons on completed runs only", records.StateProgressing, target, "in_progress", "", false},
+		{"a healthy release offers the escape hatch, neutrally", records.StateHealthy, target, "completed", "neutral", true},
+		{"a degraded release asks for action", records.StateDegraded, target, "completed", "action_required", true},
+		{"an aborted release asks for action", records.StateAborted, target, "completed", "action_required", true},
+		{"a failed release asks for action", records.StateFailed, target, "completed", "action_required", true},
+		{"a failed release with no eligible target offers nothing", records.StateFailed, nil, "completed", "action_required", false},
+		{"a superseded release is history: no button", records.StateSuperseded, target, "completed", "neutral", false},
+		{"a rolled-back release is history: no button", records.StateRolledBack, target, "completed", "neutral", false},
+	}
+	for _, c := range cases {
+		r := records.Record{ReleaseID: "r2", App: "checkout", Environment: "prod", Cluster: "prod-eu", State: c.state, HealthyAt: &healthyAt}
+		v := RenderReleaseCheck(r, c.target, eligibility.Answer{Eligible: c.target != nil, Reason: "healthy before"}, "")
+		if v.Status != c.status || v.Conclusion != c.conclusion || (len(v.Actions) == 1) != c.button {
+			t.Errorf("%s: status %q conclusion %q buttons %d; want %q %q button=%v", c.name, v.Status, v.Conclusion, len(v.Actions), c.status, c.conclusion, c.button)
+		}
+		for _, a := range v.Actions {
+			if len(a.Identifier) > 20 || len([]rune(a.Description)) > 40 || len([]rune(a.Label)) > 20 {
+				t.Errorf("%s: button %+v exceeds GitHub's limits (label 20, description 40, identifier 20)", c.name, a)
+			}
+		}
+	}
+}
