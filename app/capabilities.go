@@ -1,6 +1,7 @@
 package app
 
 import (
+	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
@@ -16,5 +17,6 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d))...)
 	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d))...)
 	hs = append(hs, rollbackflow.Register(d)...)
+	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config))...)
 	return hs
 }

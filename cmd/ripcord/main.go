@@ -19,6 +19,7 @@ func init() {
 		{"migrate", "apply database migrations and exit", runMigrate},
 		{"releases", "list releases, show one, or its audit trail (list|show ID|audit ID)", runReleases},
 		{"fact", "post a fact for a cluster, from a file or flags", runFact},
+		{"agent", "watch a cluster's tracked workloads, post their facts, carry out rollbacks", runAgent},
 		{"rollback", "roll an environment back: open a rollback pull request (--app --environment --reason [--to])", runRollback},
 		{"validate", "check .github/ripcord.yml files (path:line:column: message)", runValidate},
 		{"version", "print the version", runVersion},

@@ -1,0 +1,190 @@
+package clusteractions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/records"
+)
+
+// Long-poll bounds. MaxWait stays under the server's 30 s shutdown grace so
+// a poll in flight never holds a graceful stop past it.
+const (
+	MaxWait      = 25 * time.Second
+	pollInterval = 250 * time.Millisecond
+	maxBody      = 1 << 20
+)
+
+// TokenCheck is the cluster-token rule (app.ClusterTokenCheck): 0 when the
+// request carries the cluster's token, else the status and message to send.
+type TokenCheck func(r *http.Request, cluster string) (int, string)
+
+// api serves the agent's endpoints.
+type api struct {
+	store   *actionStore
+	auth    TokenCheck
+	now     func() time.Time
+	log     *slog.Logger
+	results *prometheus.CounterVec
+}
+
+var agentPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
+
+// list is GET /api/v1/clusters/{cluster}/actions?agent=ID[&wait=25s][&resume=true]:
+// it claims the cluster's pending actions for the agent, waiting up to wait
+// for one to appear; resume=true also returns the actions this agent
+// claimed before and has not reported.
+func (a *api) list(w http.ResponseWriter, r *http.Request) {
+	cluster := r.PathValue("cluster")
+	if status, msg := a.auth(r, cluster); status != 0 {
+		writeError(w, status, "", msg)
+		return
+	}
+	q := r.URL.Query()
+	agent := q.Get("agent")
+	if !agentPattern.MatchString(agent) {
+		writeError(w, http.StatusBadRequest, "agent", "agent must be the agent's id: 1 to 100 of A-Z a-z 0-9 _ -")
+		return
+	}
+	var wait time.Duration
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			writeError(w, http.StatusBadRequest, "wait", fmt.Sprintf("wait must be a duration such as 25s, got %q", v))
+			return
+		}
+		wait = min(d, MaxWait)
+	}
+	resume := q.Get("resume") == "true"
+	deadline := time.Now().Add(wait)
+	for {
+		found, err := a.store.hasWork(r.Context(), cluster, agent, resume, a.now())
+		if err == nil && found {
+			var actions []actionapi.Action
+			actions, err = a.store.claim(r.Context(), cluster, agent, resume, a.now())
+			if err == nil && len(actions) > 0 {
+				writeJSON(w, http.StatusOK, actionapi.Actions{Actions: actions})
+				return
+			}
+		}
+		if err != nil {
+			if r.Context().Err() == nil {
+				a.log.Error("cluster actions: poll", "cluster", cluster, "err", err)
+				writeError(w, http.StatusInternalServerError, "", "internal error; see the server log")
+			}
+			return
+		}
+		if !time.Now().Before(deadline) {
+			writeJSON(w, http.StatusOK, actionapi.Actions{Actions: []actionapi.Action{}})
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(min(pollInterval, time.Until(deadline))):
+		}
+	}
+}
+
+// resultAnswer is what POST …/actions/{id} answers.
+type resultAnswer struct {
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Outcome string `json:"outcome"`
+	// Repeat: this result had been recorded before; nothing changed.
+	Repeat bool `json:"repeat,omitempty"`
+}
+
+// report is POST /api/v1/clusters/{cluster}/actions/{id}: the agent that
+// claimed the action says how it ended.
+func (a *api) report(w http.ResponseWriter, r *http.Request) {
+	cluster, id := r.PathValue("cluster"), r.PathValue("id")
+	if status, msg := a.auth(r, cluster); status != 0 {
+		writeError(w, status, "", msg)
+		return
+	}
+	var res actionapi.Result
+	if field, msg := decodeResult(w, r, &res); msg != "" {
+		writeError(w, http.StatusBadRequest, field, msg)
+		return
+	}
+	st, outcome, why, err := a.store.finish(r.Context(), cluster, id, res, a.now())
+	switch {
+	case err != nil:
+		a.log.Error("cluster actions: record result", "cluster", cluster, "action", id, "err", err)
+		writeError(w, http.StatusInternalServerError, "", "internal error; see the server log")
+	case outcome == finishNotFound:
+		writeError(w, http.StatusNotFound, "", why)
+	case outcome == finishConflict:
+		writeError(w, http.StatusConflict, "", why)
+	default:
+		if outcome == finishRecorded {
+			a.results.WithLabelValues(res.Outcome).Inc()
+			a.log.Info("cluster action finished", "cluster", cluster, "action", id, "status", res.Status,
+				"outcome", res.Outcome, "error_type", res.ErrorType, "reason", res.Reason)
+		}
+		writeJSON(w, http.StatusOK, resultAnswer{ID: st.ID, State: st.State, Outcome: res.Outcome, Repeat: outcome == finishRepeat})
+	}
+}
+
+var outcomes = map[string]string{
+	actionapi.OutcomeRolledBack: actionapi.StatusDone, actionapi.OutcomeSkipped: actionapi.StatusFailed,
+	actionapi.OutcomeAlert: actionapi.StatusFailed, actionapi.OutcomeRollbackFailed: actionapi.StatusFailed,
+}
+
+// decodeResult reads the body strictly; a problem comes back as the field
+// and the message of a 400.
+func decodeResult(w http.ResponseWriter, r *http.Request, res *actionapi.Result) (string, string) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return "", "request body larger than 1 MiB"
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(res); err != nil {
+		return "", "body is not a result: " + err.Error()
+	}
+	if !agentPattern.MatchString(res.Agent) {
+		return "agent", "agent must be the id of the agent that claimed the action"
+	}
+	status, known := outcomes[res.Outcome]
+	if !known {
+		return "outcome", fmt.Sprintf("outcome must be rolled_back, skipped, alert or rollback_failed, got %q", res.Outcome)
+	}
+	if res.Status != status {
+		return "status", fmt.Sprintf("status must be %q for outcome %s, got %q", status, res.Outcome, res.Status)
+	}
+	for i, e := range res.Audit {
+		if !records.AuditType(e.Type).Valid() {
+			return fmt.Sprintf("audit[%d].type", i), fmt.Sprintf("unknown audit type %q", e.Type)
+		}
+	}
+	return "", ""
+}
+
+// apiError is the body of every 4xx/5xx, as the rest of the API answers.
+type apiError struct {
+	Error string `json:"error"`
+	Field string `json:"field,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, field, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Field: field})
+}

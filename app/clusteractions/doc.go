@@ -1,0 +1,14 @@
+// Package clusteractions is the server side of cluster actions: the queue of
+// things ripcord asks a cluster's agent to do (a Deployment rollback for the
+// `kubernetes` rollback mode), and the API the agent pulls them from. The
+// server never connects into a cluster: the recovery flow calls Enqueue in
+// its transaction, the agent long-polls GET /api/v1/clusters/{cluster}/actions
+// with its cluster token, which claims pending actions for that agent, and
+// reports how each ended with POST …/actions/{id}; the server stores the
+// result and writes the agent's audit events (seed 000) to the audit log.
+//
+// States: pending → claimed (by one agent id) → done | failed. An action is
+// handed to one agent only, so it is carried out at most once; a claim with
+// no result after ClaimTimeout fails (the agent lost its state). The agent's
+// side of the guarantee is described in package cluster.
+package clusteractions

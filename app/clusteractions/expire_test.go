@@ -1,0 +1,56 @@
+package clusteractions
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+func TestAClaimWithoutAResultFailsAfterTheClaimTimeoutAndIsNotHandedOn(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		s := &actionStore{db: db, records: records.NewStore(db)}
+		var id string
+		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
+				Deployment: "checkout", FailedVersion: "v2", RollbackOf: "c2"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		later := now.Add(ClaimTimeout + time.Minute)
+		if work, _ := s.hasWork(ctx, "prod-eu", "new-agent", false, later); !work {
+			t.Error("hasWork does not see the stale claim, so no poll would expire it")
+		}
+		got, err := s.claim(ctx, "prod-eu", "new-agent", false, later)
+		if err != nil || len(got) != 0 {
+			t.Errorf("a new agent got %v (%v): a lost claim must never be handed on", got, err)
+		}
+		st, err := Get(ctx, db.Read, id)
+		if err != nil || st.State != StateFailed || st.Result == nil || st.Result.ErrorType != "claim_expired" {
+			t.Fatalf("after the timeout: %+v %v", st, err)
+		}
+		evs, err := records.NewStore(db).Audit(ctx, records.AuditFilter{ReleaseID: "c2"})
+		if err != nil || len(evs) != 1 || evs[0].Type != records.AuditRollbackFailed {
+			t.Errorf("audit %+v %v; want one rollback_failed", evs, err)
+		}
+	})
+}

@@ -1,0 +1,21 @@
+package clusteractions
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// Register adds the agent's endpoints, guarded by auth (the cluster-token
+// rule, app.ClusterTokenCheck). Cluster actions react to no webhook.
+func Register(d pipeline.Deps, auth TokenCheck) []pipeline.EventHandler {
+	a := &api{store: &actionStore{db: d.DB, records: d.Records}, auth: auth, now: d.Now, log: d.Log,
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ripcord_cluster_actions_finished_total",
+			Help: "Cluster actions whose agent reported a result, by outcome."}, []string{"outcome"})}
+	if d.Registerer != nil {
+		d.Registerer.MustRegister(a.results)
+	}
+	d.Mux.HandleFunc("GET /api/v1/clusters/{cluster}/actions", a.list)
+	d.Mux.HandleFunc("POST /api/v1/clusters/{cluster}/actions/{id}", a.report)
+	return nil
+}

@@ -1,0 +1,316 @@
+package clusteractions
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/records"
+)
+
+// Action states.
+const (
+	StatePending = "pending"
+	StateClaimed = "claimed"
+	StateDone    = "done"
+	StateFailed  = "failed"
+)
+
+// ClaimTimeout is how long a claimed action may go without a result before
+// it fails: well past a rollback's own bounds (300 s of rollout and 300 s
+// of health by default), so only an agent that lost its state folder (and
+// with it its identity) leaves one behind.
+const ClaimTimeout = time.Hour
+
+// claimBatch bounds the actions handed out by one poll.
+const claimBatch = 20
+
+// Stored is an action as the server keeps it.
+type Stored struct {
+	ID         string            `json:"id"`
+	Cluster    string            `json:"cluster"`
+	State      string            `json:"state"`
+	Agent      string            `json:"agent,omitempty"`
+	Action     actionapi.Action  `json:"action"`
+	Result     *actionapi.Result `json:"result,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	ClaimedAt  *time.Time        `json:"claimed_at,omitempty"`
+	FinishedAt *time.Time        `json:"finished_at,omitempty"`
+}
+
+// ErrNotFound: no action with that id (in that cluster).
+var ErrNotFound = errors.New("cluster action not found")
+
+const storedColumns = `id, cluster, state, agent, spec, result, created_at, claimed_at, finished_at`
+
+// Get reads one action, for the recovery flow to learn how it ended.
+func Get(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, id string) (Stored, error) {
+	s, err := scanStored(q.QueryRowContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return s, err
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanStored(row scanner) (Stored, error) {
+	var (
+		s                      Stored
+		spec, result           string
+		created, claimed, done int64
+	)
+	if err := row.Scan(&s.ID, &s.Cluster, &s.State, &s.Agent, &spec, &result, &created, &claimed, &done); err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal([]byte(spec), &s.Action); err != nil {
+		return s, fmt.Errorf("cluster action %s: stored spec: %w", s.ID, err)
+	}
+	if result != "" {
+		s.Result = &actionapi.Result{}
+		if err := json.Unmarshal([]byte(result), s.Result); err != nil {
+			return s, fmt.Errorf("cluster action %s: stored result: %w", s.ID, err)
+		}
+	}
+	s.CreatedAt, s.ClaimedAt, s.FinishedAt = store.Time(created), store.TimePtr(&claimed), store.TimePtr(&done)
+	return s, nil
+}
+
+// actionStore is the queue's SQL.
+type actionStore struct {
+	db      *store.DB
+	records *records.Store
+}
+
+// hasWork is a read-only look (no write transaction) at whether a poll
+// would hand out anything: pending actions, this agent's claims when
+// resuming, or claims to expire.
+func (s *actionStore) hasWork(ctx context.Context, cluster, agent string, resume bool, now time.Time) (bool, error) {
+	mine := ""
+	if resume {
+		mine = "agent = $3 OR "
+	}
+	var n int
+	err := s.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cluster_actions
+		WHERE cluster = $1 AND (state = 'pending' OR (state = 'claimed' AND (`+mine+`claimed_at < $2)))`,
+		append([]any{cluster, store.Micros(now.Add(-ClaimTimeout))}, argsIf(resume, agent)...)...).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look for actions of %s: %w", cluster, err)
+	}
+	return n > 0, nil
+}
+
+func argsIf(cond bool, args ...any) []any {
+	if cond {
+		return args
+	}
+	return nil
+}
+
+// claim hands pending actions to agent (and, when resuming, the ones it
+// claimed before) after failing claims older than ClaimTimeout.
+func (s *actionStore) claim(ctx context.Context, cluster, agent string, resume bool, now time.Time) ([]actionapi.Action, error) {
+	var out []actionapi.Action
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		out = nil
+		if err := s.expire(ctx, tx, cluster, now); err != nil {
+			return err
+		}
+		if resume {
+			mine, err := selectSpecs(ctx, tx, `SELECT id, spec FROM cluster_actions
+				WHERE cluster = $1 AND state = 'claimed' AND agent = $2 ORDER BY created_at, id`, cluster, agent)
+			if err != nil {
+				return err
+			}
+			out = append(out, mine...)
+		}
+		pending, err := selectSpecs(ctx, tx, fmt.Sprintf(`SELECT id, spec FROM cluster_actions
+			WHERE cluster = $1 AND state = 'pending' ORDER BY created_at, id LIMIT %d`, claimBatch), cluster)
+		if err != nil {
+			return err
+		}
+		for _, a := range pending {
+			res, err := tx.ExecContext(ctx, `UPDATE cluster_actions SET state = 'claimed', agent = $1, claimed_at = $2
+				WHERE id = $3 AND state = 'pending'`, agent, store.Micros(now), a.ID)
+			if err != nil {
+				return fmt.Errorf("claim action %s: %w", a.ID, err)
+			}
+			// Another replica's poll may have claimed it in between.
+			if n, _ := res.RowsAffected(); n == 1 {
+				out = append(out, a)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func selectSpecs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]actionapi.Action, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list actions: %w", err)
+	}
+	defer rows.Close()
+	var out []actionapi.Action
+	for rows.Next() {
+		var id, spec string
+		if err := rows.Scan(&id, &spec); err != nil {
+			return nil, fmt.Errorf("list actions: %w", err)
+		}
+		var a actionapi.Action
+		if err := json.Unmarshal([]byte(spec), &a); err != nil {
+			return nil, fmt.Errorf("action %s: stored spec: %w", id, err)
+		}
+		a.ID = id
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// expire fails the claims that got no result within ClaimTimeout.
+func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, now time.Time) error {
+	rows, err := tx.QueryContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions
+		WHERE cluster = $1 AND state = 'claimed' AND claimed_at < $2`, cluster, store.Micros(now.Add(-ClaimTimeout)))
+	if err != nil {
+		return fmt.Errorf("expire claims of %s: %w", cluster, err)
+	}
+	var stale []Stored
+	for rows.Next() {
+		st, err := scanStored(rows)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		stale = append(stale, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, st := range stale {
+		reason := fmt.Sprintf("agent %s claimed the action at %s and reported no result within %s; it was not handed to another agent, so it may or may not have been carried out",
+			st.Agent, st.ClaimedAt.Format(time.RFC3339), ClaimTimeout)
+		res := actionapi.Result{Agent: st.Agent, Status: actionapi.StatusFailed, Outcome: actionapi.OutcomeRollbackFailed,
+			ErrorType: "claim_expired", Reason: reason,
+			Audit: []actionapi.AuditEvent{{Type: string(records.AuditRollbackFailed), At: now, Message: reason,
+				Data: map[string]any{"error_type": "claim_expired"}}}}
+		if _, err := s.finishTx(ctx, tx, st, res, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishOutcome is how a reported result was taken.
+type finishOutcome int
+
+const (
+	finishRecorded finishOutcome = iota
+	finishRepeat                 // the same status was recorded before
+	finishNotFound
+	finishConflict
+)
+
+// finish records an agent's result: only for the agent that claimed it,
+// once; a repeat of the same status is accepted and changes nothing.
+func (s *actionStore) finish(ctx context.Context, cluster, id string, res actionapi.Result, now time.Time) (Stored, finishOutcome, string, error) {
+	var (
+		st      Stored
+		outcome finishOutcome
+		why     string
+	)
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		st, err = scanStored(tx.QueryRowContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions WHERE id = $1 AND cluster = $2`, id, cluster))
+		if errors.Is(err, sql.ErrNoRows) {
+			outcome, why = finishNotFound, fmt.Sprintf("cluster %s has no action %s", cluster, id)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		outcome, why = decideFinish(st, res)
+		if outcome != finishRecorded {
+			return nil
+		}
+		st, err = s.finishTx(ctx, tx, st, res, now)
+		return err
+	})
+	return st, outcome, why, err
+}
+
+// decideFinish is whether a result may be recorded for a stored action.
+func decideFinish(st Stored, res actionapi.Result) (finishOutcome, string) {
+	switch st.State {
+	case StateClaimed:
+		if st.Agent != res.Agent {
+			return finishConflict, fmt.Sprintf("action %s is claimed by agent %s, not %s", st.ID, st.Agent, res.Agent)
+		}
+		return finishRecorded, ""
+	case StatePending:
+		return finishConflict, fmt.Sprintf("action %s was never claimed: poll GET /api/v1/clusters/%s/actions first", st.ID, st.Cluster)
+	default:
+		if st.Result != nil && st.Agent == res.Agent && st.Result.Status == res.Status &&
+			st.Result.Outcome == res.Outcome && st.Result.ErrorType == res.ErrorType {
+			return finishRepeat, ""
+		}
+		return finishConflict, fmt.Sprintf("action %s already ended %s", st.ID, st.State)
+	}
+}
+
+// finishTx stores the result and writes its audit events.
+func (s *actionStore) finishTx(ctx context.Context, tx *sql.Tx, st Stored, res actionapi.Result, now time.Time) (Stored, error) {
+	state := StateFailed
+	if res.Status == actionapi.StatusDone {
+		state = StateDone
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return st, fmt.Errorf("action %s: encode result: %w", st.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cluster_actions SET state = $1, result = $2, finished_at = $3 WHERE id = $4`,
+		state, string(body), store.Micros(now), st.ID); err != nil {
+		return st, fmt.Errorf("action %s: store result: %w", st.ID, err)
+	}
+	if err := s.records.InsertAudit(ctx, tx, auditEvents(st, res, now)...); err != nil {
+		return st, fmt.Errorf("action %s: %w", st.ID, err)
+	}
+	st.State, st.Result, st.FinishedAt = state, &res, &now
+	return st, nil
+}
+
+// auditEvents turns the agent's events into audit events of the release the
+// action is about: the failed release (its story goes on with its
+// rollback), else the rollback release.
+func auditEvents(st Stored, res actionapi.Result, now time.Time) []records.AuditEvent {
+	release := st.Action.RollbackOf
+	if release == "" {
+		release = st.Action.ReleaseID
+	}
+	out := make([]records.AuditEvent, 0, len(res.Audit))
+	for _, e := range res.Audit {
+		data := map[string]any{}
+		for k, v := range e.Data {
+			data[k] = v
+		}
+		data["action_id"], data["cluster"], data["agent"] = st.ID, st.Cluster, res.Agent
+		data["namespace"], data["deployment"] = st.Action.Namespace, st.Action.Deployment
+		if st.Action.ReleaseID != "" {
+			data["rollback_release_id"] = st.Action.ReleaseID
+		}
+		at := e.At
+		if at.IsZero() {
+			at = now
+		}
+		out = append(out, records.AuditEvent{Type: records.AuditType(e.Type), ReleaseID: release, At: at.UTC(),
+			Message: e.Message, Data: data})
+	}
+	return out
+}

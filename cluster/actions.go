@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+)
+
+// DefaultPollWait is how long one long poll for actions waits on the server.
+const DefaultPollWait = 30 * time.Second
+
+// actionRunner long-polls the server for its cluster's actions and carries
+// each out once. The server never connects into the cluster: it queues, the
+// agent pulls.
+//
+// At most once: the server hands a pending action to one agent id and marks
+// it claimed; the agent writes it to its journal before it touches the
+// cluster; its PATCH carries the action id (ActionAnnotation) and the
+// resourceVersion it read. A restarted agent (same state folder, same id)
+// asks for its claimed actions again ("resume"), and for each one the
+// journal knows, it reports the stored result or resumes without patching
+// twice. An agent that lost its state folder has a new id and never sees
+// the old claims; the server fails them after its claim timeout.
+type actionRunner struct {
+	base    string // server + /api/v1/clusters/{cluster}/actions
+	agent   string
+	http    *http.Client
+	token   func() (string, error)
+	journal *journal
+	roll    *Rollbacker
+	wait    time.Duration
+	// maxBackoff caps the pause between polls while the server is
+	// unreachable.
+	maxBackoff time.Duration
+	metrics    *metrics
+	log        *slog.Logger
+	now        func() time.Time
+
+	mu       sync.Mutex
+	inflight map[string]bool
+	wg       sync.WaitGroup
+}
+
+// run polls until ctx ends, then waits for the actions in flight. After an
+// error the next poll asks for this agent's claimed actions too: the
+// answer that claimed them may be the one that was lost.
+func (r *actionRunner) run(ctx context.Context) {
+	defer r.wg.Wait()
+	resume := true
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		actions, err := r.poll(ctx, resume)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			resume = true
+			backoff = min(max(backoff*2, time.Second), r.maxBackoff)
+			r.log.Warn("cannot poll for cluster actions", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			continue
+		}
+		resume, backoff = false, 0
+		for _, a := range actions {
+			r.start(ctx, a)
+		}
+	}
+}
+
+func (r *actionRunner) poll(ctx context.Context, resume bool) ([]actionapi.Action, error) {
+	q := url.Values{"agent": {r.agent}, "wait": {r.wait.String()}}
+	if resume {
+		q.Set("resume", "true")
+	}
+	var out actionapi.Actions
+	client := *r.http
+	client.Timeout = r.wait + 30*time.Second
+	if err := doJSON(ctx, &client, r.token, http.MethodGet, r.base+"?"+q.Encode(), nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Actions, nil
+}
+
+// start carries out an action in its own goroutine unless it is already
+// in flight (a resume poll returns those too).
+func (r *actionRunner) start(ctx context.Context, a actionapi.Action) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.inflight[a.ID] {
+		return
+	}
+	r.inflight[a.ID] = true
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.inflight, a.ID)
+			r.mu.Unlock()
+		}()
+		r.carryOut(ctx, a)
+	}()
+}
+
+func (r *actionRunner) carryOut(ctx context.Context, a actionapi.Action) {
+	log := r.log.With("action", a.ID, "kind", a.Kind, "deployment", a.Namespace+"/"+a.Deployment)
+	e, found, err := r.journal.get(a.ID)
+	if err != nil {
+		log.Error("cannot read the action journal; not touching the cluster", "err", err)
+		return
+	}
+	switch {
+	case found && e.Result != nil:
+		log.Info("reporting the result of an action finished before a restart")
+	default:
+		if !found {
+			e = journalEntry{Action: a, StartedAt: r.now()}
+			if err := r.journal.put(e); err != nil {
+				// Without the journal a restart could repeat the action.
+				res := journalFailure(a, err)
+				r.report(ctx, log, a, res)
+				return
+			}
+		} else {
+			log.Info("resuming an action started before a restart")
+		}
+		res := r.execute(ctx, a)
+		if ctx.Err() != nil {
+			log.Info("stopping with the action unfinished; the next start resumes it")
+			return
+		}
+		e.Result = &res
+		if err := r.journal.put(e); err != nil {
+			log.Error("cannot record the action's result in the journal", "err", err)
+		}
+	}
+	r.metrics.actions.WithLabelValues(a.Kind, e.Result.Outcome).Inc()
+	r.report(ctx, log, a, *e.Result)
+}
+
+func (r *actionRunner) execute(ctx context.Context, a actionapi.Action) actionapi.Result {
+	if a.Kind != actionapi.KindRollback {
+		rec := &recorder{now: r.now}
+		return rec.end(failed(ErrTypeUnsupported, "this agent does not know action kind %q", a.Kind), rollbackPlan{})
+	}
+	return r.roll.Rollback(ctx, a)
+}
+
+func journalFailure(a actionapi.Action, err error) actionapi.Result {
+	rec := &recorder{now: time.Now}
+	return rec.end(failed(ErrTypeJournal, "not started: %v", err), rollbackPlan{})
+}
+
+// report posts the result until the server takes it, refuses it for good,
+// or the agent stops (the journal keeps it for the next start).
+func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi.Action, res actionapi.Result) {
+	res.Agent = r.agent
+	body, err := json.Marshal(res)
+	if err != nil {
+		log.Error("cannot encode the action's result", "err", err)
+		return
+	}
+	u := r.base + "/" + url.PathEscape(a.ID)
+	backoff := time.Second
+	for {
+		err := doJSON(ctx, r.http, r.token, http.MethodPost, u, body, nil)
+		var se *statusError
+		switch {
+		case err == nil:
+			log.Info("action finished", "status", res.Status, "outcome", res.Outcome, "reason", res.Reason)
+			return
+		case errors.As(err, &se) && se.Status/100 == 4 && !retryable4xx(se.Status):
+			log.Error("the server refused the action's result", "err", err)
+			return
+		case ctx.Err() != nil:
+			return
+		}
+		log.Warn("cannot report the action's result; retrying", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, r.maxBackoff)
+	}
+}
+
+// retryable4xx: a token being rotated, a timeout or a rate limit may pass.
+func retryable4xx(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
+// actionsURL is the base of the actions API for a cluster.
+func actionsURL(server, cluster string) string {
+	return fmt.Sprintf("%s/api/v1/clusters/%s/actions", strings.TrimSuffix(server, "/"), url.PathEscape(cluster))
+}

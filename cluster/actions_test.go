@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+)
+
+// actionServer stands in for the server's actions API: it hands out its
+// actions to every poll and records the results posted.
+type actionServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	actions  []actionapi.Action
+	polls    []string // the resume parameter of each poll
+	failPoll int      // polls to answer 500
+	results  map[string][]actionapi.Result
+}
+
+func newActionServer(t *testing.T, actions ...actionapi.Action) *actionServer {
+	s := &actionServer{actions: actions, results: map[string][]actionapi.Result{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r.Method == http.MethodGet {
+			s.polls = append(s.polls, r.URL.Query().Get("resume"))
+			if s.failPoll > 0 {
+				s.failPoll--
+				http.Error(w, "boom", http.StatusInternalServerError)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(actionapi.Actions{Actions: s.actions})
+			s.actions = nil
+			return
+		}
+		var res actionapi.Result
+		body, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(body, &res)
+		id := r.URL.Path[len("/api/v1/clusters/prod-eu/actions/"):]
+		s.results[id] = append(s.results[id], res)
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *actionServer) resultsOf(id string) []actionapi.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]actionapi.Result(nil), s.results[id]...)
+}
+
+func newRunner(t *testing.T, srv *actionServer, cs *fake.Clientset, stateDir string, port int) *actionRunner {
+	j, err := openJournal(stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &actionRunner{base: actionsURL(srv.URL, "prod-eu"), agent: "agent-1", http: &http.Client{Timeout: 5 * time.Second},
+		token: func() (string, error) { return "tok", nil }, journal: j, roll: newRollbacker(cs, port), wait: time.Millisecond, maxBackoff: time.Second,
+		metrics: newMetrics(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), now: func() time.Time { return t0 },
+		inflight: map[string]bool{}}
+}
+
+func TestTheJournalIsWrittenBeforeTheClusterIsTouched(t *testing.T) {
+	port := podServers(t, healthy)
+	cs := fake.NewClientset(servedDeployment()...)
+	srv := newActionServer(t)
+	r := newRunner(t, srv, cs, t.TempDir(), port)
+	journaled := false
+	cs.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		_, journaled, _ = r.journal.get("act_1")
+		return false, nil, nil
+	})
+	r.carryOut(context.Background(), rollbackAction())
+	if !journaled {
+		t.Error("the Deployment was patched before the action was in the journal: a crash there could repeat it")
+	}
+	if res := srv.resultsOf("act_1"); len(res) != 1 || res[0].Status != actionapi.StatusDone || res[0].Agent != "agent-1" {
+		t.Errorf("reported %+v", res)
+	}
+}
+
+func TestAnActionFinishedBeforeARestartIsReportedAgainNotRepeated(t *testing.T) {
+	port := podServers(t, healthy)
+	dir := t.TempDir()
+	cs := fake.NewClientset(servedDeployment()...)
+	srv := newActionServer(t)
+	newRunner(t, srv, cs, dir, port).carryOut(context.Background(), rollbackAction())
+	calls := len(cs.Actions())
+
+	// The agent restarts before the server took the result: the server
+	// hands the claimed action back on the resume poll.
+	newRunner(t, srv, cs, dir, port).carryOut(context.Background(), rollbackAction())
+	if len(cs.Actions()) != calls {
+		t.Errorf("the restarted agent made %d more Kubernetes calls for a finished action", len(cs.Actions())-calls)
+	}
+	res := srv.resultsOf("act_1")
+	if len(res) != 2 || res[1].Status != res[0].Status || len(res[1].Audit) != len(res[0].Audit) {
+		t.Errorf("results %+v; want the same result twice", res)
+	}
+}
+
+func TestAnAgentStoppedMidActionLeavesItForTheNextStart(t *testing.T) {
+	cs := fake.NewClientset(servedDeployment()...)
+	srv := newActionServer(t)
+	dir := t.TempDir()
+	r := newRunner(t, srv, cs, dir, podServers(t, slow))
+	ctx, cancel := context.WithCancel(context.Background())
+	cs.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel() // SIGTERM arrives while the rollback runs
+		return false, nil, nil
+	})
+	r.carryOut(ctx, rollbackAction())
+	e, found, _ := r.journal.get("act_1")
+	if !found || e.Result != nil || len(srv.resultsOf("act_1")) != 0 {
+		t.Errorf("journal %+v (found %v), reported %v; want started, unfinished and unreported", e, found, srv.resultsOf("act_1"))
+	}
+}
+
+func TestPollsAskForClaimedActionsAtStartAndAfterAnError(t *testing.T) {
+	srv := newActionServer(t)
+	srv.failPoll = 1
+	r := newRunner(t, srv, fake.NewClientset(), t.TempDir(), 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.run(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		srv.mu.Lock()
+		n := len(srv.polls)
+		srv.mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.polls) < 3 || srv.polls[0] != "true" || srv.polls[1] != "true" || srv.polls[2] != "" {
+		t.Errorf("resume per poll %q; want true at start, true after the failed poll, then not", srv.polls)
+	}
+}

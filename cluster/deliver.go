@@ -1,0 +1,242 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ripcord/ripcord/records"
+)
+
+// Delivery tuning.
+const (
+	deliverBatch      = 100 // facts per request (the server takes up to 500)
+	deliverMinBackoff = 500 * time.Millisecond
+	deliverMaxBackoff = 30 * time.Second
+)
+
+// deliverer drains the spool to POST /api/v1/facts/{cluster}, oldest first,
+// and removes a fact only once the server has taken it (or refused it for
+// good), so facts arrive in order and none is lost while the server is down.
+type deliverer struct {
+	spool   *Spool
+	http    *http.Client
+	url     string
+	token   func() (string, error)
+	metrics *metrics
+	log     *slog.Logger
+	wake    chan struct{}
+	// maxBackoff caps the pause between two attempts while the server is
+	// unreachable.
+	maxBackoff time.Duration
+
+	mu      sync.Mutex
+	lastErr string
+}
+
+func newDeliverer(spool *Spool, client *http.Client, server, cluster string, token func() (string, error), m *metrics, log *slog.Logger) *deliverer {
+	d := &deliverer{spool: spool, http: client, token: token, metrics: m, log: log, wake: make(chan struct{}, 1),
+		maxBackoff: deliverMaxBackoff,
+		url:        strings.TrimSuffix(server, "/") + "/api/v1/facts/" + url.PathEscape(cluster)}
+	m.factsSpooled.Set(float64(spool.Len()))
+	return d
+}
+
+// enqueue spools a fact and wakes the sender.
+func (d *deliverer) enqueue(f records.Fact) error {
+	dropped, err := d.spool.Append(f)
+	if dropped > 0 {
+		d.metrics.factsFailed.WithLabelValues("overflow").Add(float64(dropped))
+		d.log.Warn("spool full: dropped the oldest facts (the next resync re-sends every workload's current state)",
+			"dropped", dropped, "max", d.spool.max)
+	}
+	d.metrics.factsSpooled.Set(float64(d.spool.Len()))
+	if err != nil {
+		return err
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// run sends until ctx ends, backing off while the server cannot take facts.
+func (d *deliverer) run(ctx context.Context) {
+	backoff := time.Duration(0)
+	for {
+		if d.spool.Len() == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.wake:
+			}
+		}
+		err := d.flush(ctx)
+		d.metrics.factsSpooled.Set(float64(d.spool.Len()))
+		d.setLastErr(err)
+		if err == nil {
+			backoff = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		d.metrics.sendErrors.Inc()
+		backoff = min(max(backoff*2, deliverMinBackoff), d.maxBackoff)
+		d.log.Warn("cannot deliver facts; they stay spooled", "err", err, "spooled", d.spool.Len(), "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (d *deliverer) setLastErr(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lastErr = ""
+	if err != nil {
+		d.lastErr = err.Error()
+	}
+}
+
+// lastError is the last delivery error, "" after a success.
+func (d *deliverer) lastError() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastErr
+}
+
+// flush sends one batch. A batch the server refuses as bad input (a 4xx
+// other than auth, not found and rate limit) is resent fact by fact, so
+// only the fact at fault is dropped and the others keep their order.
+func (d *deliverer) flush(ctx context.Context) error {
+	entries, bad := d.spool.Peek(deliverBatch)
+	if bad > 0 {
+		d.metrics.factsFailed.WithLabelValues("corrupt").Add(float64(bad))
+		d.log.Error("dropped unreadable spool files", "files", bad, "dir", d.spool.dir)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	err := d.post(ctx, entries)
+	if err == nil {
+		return d.done(entries)
+	}
+	if !isRejection(err) {
+		return err
+	}
+	for _, e := range entries {
+		err := d.post(ctx, []SpoolEntry{e})
+		switch {
+		case err == nil:
+			if err := d.done([]SpoolEntry{e}); err != nil {
+				return err
+			}
+		case isRejection(err):
+			d.metrics.factsFailed.WithLabelValues("rejected").Inc()
+			d.log.Error("the server refused a fact; dropping it", "fact", e.Fact.FactID,
+				"workload", e.Fact.WorkloadKey(), "err", err)
+			if err := d.spool.Remove(e.Seq); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *deliverer) done(entries []SpoolEntry) error {
+	seqs := make([]uint64, len(entries))
+	for i, e := range entries {
+		seqs[i] = e.Seq
+	}
+	if err := d.spool.Remove(seqs...); err != nil {
+		return err
+	}
+	d.metrics.factsSent.Add(float64(len(entries)))
+	return nil
+}
+
+// statusError is a non-2xx answer of the server.
+type statusError struct {
+	Status int
+	Body   string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("server answered %d: %s", e.Status, e.Body)
+}
+
+// isRejection: the server looked at the facts and will never take them as
+// they are. 401/403 (a token being rotated), 404 (a server without this
+// route yet), 408 and 429 may change, so they are retried.
+func isRejection(err error) bool {
+	se, ok := err.(*statusError)
+	if !ok || se.Status < 400 || se.Status >= 500 {
+		return false
+	}
+	return se.Status != http.StatusNotFound && !retryable4xx(se.Status)
+}
+
+func (d *deliverer) post(ctx context.Context, entries []SpoolEntry) error {
+	facts := make([]records.Fact, len(entries))
+	for i, e := range entries {
+		facts[i] = e.Fact
+	}
+	body, err := json.Marshal(map[string]any{"facts": facts})
+	if err != nil {
+		return fmt.Errorf("encode facts: %w", err)
+	}
+	return doJSON(ctx, d.http, d.token, http.MethodPost, d.url, body, nil)
+}
+
+// doJSON sends a request with the cluster's token and decodes a 2xx answer
+// into out (when not nil); any other answer is a *statusError.
+func doJSON(ctx context.Context, client *http.Client, token func() (string, error), method, u string, body []byte, out any) error {
+	tok, err := token()
+	if err != nil {
+		return err
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of %s %s: %w", method, u, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return &statusError{Status: resp.StatusCode, Body: strings.TrimSpace(string(data))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return fmt.Errorf("decode the answer of %s %s: %w", method, u, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ripcord/ripcord/records"
+)
+
+// factServer stands in for ripcord's facts API. While down it answers 503;
+// it refuses facts whose release_id is "bad" with 400, as the real one
+// refuses a fact that fails validation.
+type factServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	down     bool
+	received []records.Fact
+	requests int
+}
+
+func newFactServer(t *testing.T) *factServer {
+	fs := &factServer{}
+	fs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		fs.requests++
+		if r.URL.Path != "/api/v1/facts/prod-eu" || r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "wrong path or token", http.StatusUnauthorized)
+			return
+		}
+		if fs.down {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		var b struct{ Facts []records.Fact }
+		if err := json.Unmarshal(body, &b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, f := range b.Facts {
+			if f.ReleaseID == "bad" {
+				http.Error(w, `{"error":"bad fact","field":"facts[0].release_id"}`, http.StatusBadRequest)
+				return
+			}
+		}
+		fs.received = append(fs.received, b.Facts...)
+		_, _ = w.Write([]byte(`{"results":[]}`))
+	}))
+	t.Cleanup(fs.Close)
+	return fs
+}
+
+func (fs *factServer) setDown(down bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.down = down
+}
+
+func (fs *factServer) got() []int64 {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	out := make([]int64, len(fs.received))
+	for i, f := range fs.received {
+		out[i] = f.Generation
+	}
+	return out
+}
+
+func newTestDeliverer(t *testing.T, url string, max int) *deliverer {
+	s, err := OpenSpool(t.TempDir(), max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := func() (string, error) { return "tok", nil }
+	return newDeliverer(s, &http.Client{Timeout: 5 * time.Second}, url, "prod-eu", tok, newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+func TestFactsSpooledWhileTheServerIsDownArriveInOrderWhenItIsBack(t *testing.T) {
+	srv := newFactServer(t)
+	d := newTestDeliverer(t, srv.URL, 100)
+	srv.setDown(true)
+	for i := 1; i <= 5; i++ {
+		if err := d.enqueue(fact(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.flush(context.Background()); err == nil {
+		t.Fatal("flush to a server answering 503 reported success")
+	}
+	if d.spool.Len() != 5 || len(srv.got()) != 0 {
+		t.Fatalf("with the server down: spooled %d, delivered %v; want all 5 kept", d.spool.Len(), srv.got())
+	}
+	if got := testutil.ToFloat64(d.metrics.factsSpooled); got != 5 {
+		t.Errorf("ripcord_agent_facts_spooled = %v, want 5", got)
+	}
+
+	srv.setDown(false)
+	if err := d.enqueue(fact(6)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.got(); len(got) != 6 || got[0] != 1 || got[5] != 6 {
+		t.Errorf("delivered %v, want 1..6 in order", got)
+	}
+	if d.spool.Len() != 0 || testutil.ToFloat64(d.metrics.factsSent) != 6 {
+		t.Errorf("spool %d, sent %v after delivery", d.spool.Len(), testutil.ToFloat64(d.metrics.factsSent))
+	}
+}
+
+func TestARefusedFactIsDroppedAloneAndTheRestKeepTheirOrder(t *testing.T) {
+	srv := newFactServer(t)
+	d := newTestDeliverer(t, srv.URL, 100)
+	for i := 1; i <= 4; i++ {
+		f := fact(i)
+		if i == 2 {
+			f.ReleaseID = "bad"
+		}
+		_ = d.enqueue(f)
+	}
+	if err := d.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.got(); len(got) != 3 || got[0] != 1 || got[1] != 3 || got[2] != 4 {
+		t.Errorf("delivered %v, want [1 3 4]", got)
+	}
+	if n := testutil.ToFloat64(d.metrics.factsFailed.WithLabelValues("rejected")); n != 1 || d.spool.Len() != 0 {
+		t.Errorf("rejected %v, spooled %d; want 1 rejected and nothing left", n, d.spool.Len())
+	}
+}
+
+func TestAWrongTokenKeepsTheFactsSpooled(t *testing.T) {
+	srv := newFactServer(t)
+	d := newTestDeliverer(t, srv.URL, 100)
+	d.token = func() (string, error) { return "rotated-on-the-server-first", nil }
+	_ = d.enqueue(fact(1))
+	if err := d.flush(context.Background()); err == nil || d.spool.Len() != 1 {
+		t.Errorf("flush with a token the server refuses: err %v, spooled %d; a 401 must not lose the fact", err, d.spool.Len())
+	}
+}
+
+func TestSpoolOverflowIsCounted(t *testing.T) {
+	srv := newFactServer(t)
+	d := newTestDeliverer(t, srv.URL, 2)
+	srv.setDown(true)
+	for i := 1; i <= 5; i++ {
+		_ = d.enqueue(fact(i))
+	}
+	if n := testutil.ToFloat64(d.metrics.factsFailed.WithLabelValues("overflow")); n != 3 {
+		t.Errorf("overflow = %v, want 3", n)
+	}
+	srv.setDown(false)
+	_ = d.flush(context.Background())
+	if got := srv.got(); len(got) != 2 || got[0] != 4 || got[1] != 5 {
+		t.Errorf("delivered %v after the overflow, want the newest [4 5]", got)
+	}
+}
+
+func TestRunDeliversWhatIsEnqueued(t *testing.T) {
+	srv := newFactServer(t)
+	d := newTestDeliverer(t, srv.URL, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.run(ctx); close(done) }()
+	_ = d.enqueue(fact(1))
+	_ = d.enqueue(fact(2))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(srv.got()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := srv.got(); len(got) != 2 {
+		t.Errorf("run delivered %v, want [1 2]", got)
+	}
+}

@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/ripcord/ripcord/records"
+)
+
+// Why a status is not sent (Skip.Code, and the label of
+// ripcord_agent_facts_skipped_total).
+const (
+	SkipNotObserved  = "not_observed"
+	SkipNoReleaseID  = "no_release_id"
+	SkipUnknownPhase = "unknown_phase"
+)
+
+// Skip says why a workload's status makes no fact.
+type Skip struct {
+	Code   string
+	Reason string
+}
+
+func (s *Skip) Error() string { return s.Reason }
+
+func skipf(code, format string, args ...any) *Skip {
+	return &Skip{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// DeploymentFact is what a Deployment's status says, as a fact. It returns
+// a *Skip when there is nothing trustworthy to send: the controller has not
+// observed the current spec yet (its status then describes the previous
+// one), or the Deployment names no release.
+func DeploymentFact(cluster string, d *appsv1.Deployment, now time.Time) (records.Fact, *Skip) {
+	if d.Status.ObservedGeneration != d.Generation {
+		return records.Fact{}, skipf(SkipNotObserved, "status.observedGeneration %d != metadata.generation %d", d.Status.ObservedGeneration, d.Generation)
+	}
+	release := d.Annotations[ReleaseIDAnnotation]
+	if release == "" {
+		return records.Fact{}, skipf(SkipNoReleaseID, "no %s annotation on the Deployment's metadata", ReleaseIDAnnotation)
+	}
+	f := records.Fact{
+		Source: records.SourceDeployment, Cluster: cluster, Namespace: d.Namespace, Name: d.Name,
+		UID: string(d.UID), Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
+		Phase: DeploymentPhase(d), Images: images(d.Spec.Template.Spec.Containers), ReleaseID: release,
+		ObservedAt: now.UTC(),
+	}
+	f.FactID = f.ID()
+	return f, nil
+}
+
+// DeploymentPhase maps a Deployment's status to a Rollout-style phase:
+// Degraded once the controller gave up (ProgressDeadlineExceeded), Paused
+// while spec.paused, Healthy when every desired replica runs the current
+// template and is available and no old replica is left, else Progressing.
+func DeploymentPhase(d *appsv1.Deployment) records.Phase {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return records.PhaseDegraded
+		}
+	}
+	if d.Spec.Paused {
+		return records.PhasePaused
+	}
+	desired := int32(1)
+	if d.Spec.Replicas != nil {
+		desired = *d.Spec.Replicas
+	}
+	s := d.Status
+	if s.UpdatedReplicas == desired && s.AvailableReplicas == desired && s.Replicas == desired {
+		return records.PhaseHealthy
+	}
+	return records.PhaseProgressing
+}
+
+func images(cs []corev1.Container) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Image)
+	}
+	return out
+}
+
+// rolloutPhases are the values of an Argo Rollout's status.phase, taken
+// as they are.
+var rolloutPhases = map[string]records.Phase{
+	"Progressing": records.PhaseProgressing, "Paused": records.PhasePaused,
+	"Healthy": records.PhaseHealthy, "Degraded": records.PhaseDegraded,
+}
+
+// RolloutFact is what an Argo Rollout (argoproj.io/v1alpha1, read as an
+// unstructured object) says, as a fact: phase, current step, abort and
+// currentPodHash as the Rollouts controller wrote them. Like
+// DeploymentFact it returns a *Skip when the status does not describe the
+// current spec, there is no release id or the phase is not one it knows.
+func RolloutFact(cluster string, u *unstructured.Unstructured, now time.Time) (records.Fact, *Skip) {
+	obj := u.Object
+	observed, err := observedGeneration(obj)
+	if err != nil {
+		return records.Fact{}, skipf(SkipNotObserved, "%v", err)
+	}
+	if observed != u.GetGeneration() {
+		return records.Fact{}, skipf(SkipNotObserved, "status.observedGeneration %d != metadata.generation %d", observed, u.GetGeneration())
+	}
+	release := u.GetAnnotations()[ReleaseIDAnnotation]
+	if release == "" {
+		return records.Fact{}, skipf(SkipNoReleaseID, "no %s annotation on the Rollout's metadata", ReleaseIDAnnotation)
+	}
+	phaseText, _, _ := unstructured.NestedString(obj, "status", "phase")
+	phase, known := rolloutPhases[phaseText]
+	if !known {
+		return records.Fact{}, skipf(SkipUnknownPhase, "status.phase %q is not a Rollout phase (Progressing, Paused, Healthy, Degraded)", phaseText)
+	}
+	step, _, _ := unstructured.NestedInt64(obj, "status", "currentStepIndex")
+	steps, _, _ := unstructured.NestedSlice(obj, "spec", "strategy", "canary", "steps")
+	abort, _, _ := unstructured.NestedBool(obj, "status", "abort")
+	podHash, _, _ := unstructured.NestedString(obj, "status", "currentPodHash")
+	f := records.Fact{
+		Source: records.SourceRollout, Cluster: cluster, Namespace: u.GetNamespace(), Name: u.GetName(),
+		UID: string(u.GetUID()), Generation: u.GetGeneration(), ObservedGeneration: observed,
+		Phase: phase, Step: int(step), StepCount: len(steps), PodHash: podHash, Abort: abort,
+		Images: rolloutImages(obj), ReleaseID: release, ObservedAt: now.UTC(),
+	}
+	f.FactID = f.ID()
+	return f, nil
+}
+
+// observedGeneration reads status.observedGeneration, which Argo Rollouts
+// writes as a string ("5") and other controllers as a number.
+func observedGeneration(obj map[string]any) (int64, error) {
+	v, found, _ := unstructured.NestedFieldNoCopy(obj, "status", "observedGeneration")
+	if !found {
+		return 0, fmt.Errorf("no status.observedGeneration yet")
+	}
+	switch g := v.(type) {
+	case string:
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("status.observedGeneration %q is not a generation number", g)
+		}
+		return n, nil
+	case int64:
+		return g, nil
+	case float64:
+		return int64(g), nil
+	default:
+		return 0, fmt.Errorf("status.observedGeneration has type %T, want a string or a number", v)
+	}
+}
+
+func rolloutImages(obj map[string]any) []string {
+	cs, _, _ := unstructured.NestedSlice(obj, "spec", "template", "spec", "containers")
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		if m, ok := c.(map[string]any); ok {
+			if img, ok := m["image"].(string); ok {
+				out = append(out, img)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,246 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/records"
+)
+
+// ActionAnnotation records on the Deployment which action patched it, in
+// the same PATCH as the image: after a restart the agent reads it to know
+// whether its patch landed, so it never patches twice.
+const ActionAnnotation = "ripcord.dev/action-id"
+
+// Error types of a rollback that did not complete (Result.ErrorType).
+const (
+	ErrTypeDeploymentNotFound = "deployment_not_found"
+	ErrTypeKubernetesAPI      = "kubernetes_api"
+	ErrTypeContainer          = "container_not_found"
+	ErrTypeLiveUnreadable     = "live_version_unreadable"
+	ErrTypePinnedByDigest     = "pinned_by_digest"
+	ErrTypeNoPreviousVersion  = "no_previous_version"
+	ErrTypeInvalidTarget      = "invalid_target"
+	ErrTypePatchNotApplied    = "patch_not_applied"
+	ErrTypeChangedSincePatch  = "changed_since_patch"
+	ErrTypeRolloutFailed      = "rollout_failed"
+	ErrTypeRolloutTimeout     = "rollout_timeout"
+	ErrTypeHealthCheckFailed  = "health_check_failed"
+	ErrTypeUnsupported        = "unsupported_action"
+	ErrTypeJournal            = "journal_unwritable"
+)
+
+// verdict ends a rollback: why, and the audit event that says so.
+type verdict struct {
+	Outcome   string
+	ErrorType string
+	Reason    string
+	Audit     records.AuditType
+	// Running is the version found running, when one was read.
+	Running string
+}
+
+func (v *verdict) Error() string { return v.Reason }
+
+func failed(errType, format string, args ...any) *verdict {
+	return &verdict{Outcome: actionapi.OutcomeRollbackFailed, ErrorType: errType,
+		Reason: fmt.Sprintf(format, args...), Audit: records.AuditRollbackFailed}
+}
+
+func alert(errType, format string, args ...any) *verdict {
+	return &verdict{Outcome: actionapi.OutcomeAlert, ErrorType: errType,
+		Reason: fmt.Sprintf(format, args...), Audit: records.AuditManualInterventionRequired}
+}
+
+// rollbackPlan is what a rollback will change.
+type rollbackPlan struct {
+	Container      string
+	RunningImage   string
+	RunningVersion string
+	TargetVersion  string
+	TargetImage    string
+	Patch          []byte
+	// Generation is the Deployment's generation after the patch: the
+	// revision the rollout wait looks for.
+	Generation int64
+}
+
+// planRollback decides, from the live Deployment (and its ReplicaSets when
+// the action names no target), what to patch — or why nothing is: no
+// application container (failed), a live version that cannot be read or is
+// pinned by digest (alert), another version running (skip), no previous
+// version (alert).
+func planRollback(a actionapi.Action, d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) (rollbackPlan, *verdict) {
+	cs := d.Spec.Template.Spec.Containers
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	i, err := AppContainer(d.Name, a.Container, names)
+	if err != nil {
+		return rollbackPlan{}, failed(ErrTypeContainer, "%v", err)
+	}
+	p := rollbackPlan{Container: cs[i].Name, RunningImage: cs[i].Image}
+	p.RunningVersion, err = LiveVersion(p.RunningImage)
+	switch {
+	case errors.Is(err, ErrPinnedByDigest):
+		return p, alert(ErrTypePinnedByDigest, "cannot tell which version runs: %v", err)
+	case err != nil:
+		return p, alert(ErrTypeLiveUnreadable, "cannot read the live version of container %s: %v", p.Container, err)
+	case p.RunningVersion != a.FailedVersion:
+		return p, &verdict{Outcome: actionapi.OutcomeSkipped, Audit: records.AuditRollbackSkipped, Running: p.RunningVersion,
+			Reason: fmt.Sprintf("%s/%s runs %s, not the failed version %s: nothing to roll back", d.Namespace, d.Name, p.RunningVersion, a.FailedVersion)}
+	}
+	p.TargetVersion = a.TargetVersion
+	if p.TargetVersion == "" {
+		if p.TargetVersion, err = PreviousVersion(d, replicaSets, a.FailedVersion); err != nil {
+			return p, alert(ErrTypeNoPreviousVersion, "%v", err)
+		}
+	}
+	if p.TargetImage, err = TargetImage(p.RunningImage, p.TargetVersion); err != nil {
+		return p, failed(ErrTypeInvalidTarget, "%v", err)
+	}
+	if p.Patch, err = rollbackPatch(d, p.Container, p.TargetImage, p.TargetVersion, a); err != nil {
+		return p, failed(ErrTypeInvalidTarget, "%v", err)
+	}
+	return p, nil
+}
+
+// PreviousVersion is seed 000's fallback when the records know no target:
+// the version label of the second-newest ReplicaSet (by creation time) of
+// the Deployment that carries one. ReplicaSets of the failed version are
+// passed over, so a restart (a second ReplicaSet of the same version) does
+// not make the "previous" version the failed one again.
+func PreviousVersion(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet, failedVersion string) (string, error) {
+	type rsVersion struct {
+		rs      *appsv1.ReplicaSet
+		version string
+	}
+	var owned []rsVersion
+	for i := range replicaSets {
+		rs := &replicaSets[i]
+		if !ownedBy(rs, d) {
+			continue
+		}
+		if v := versionLabel(rs.Labels); v != "" {
+			owned = append(owned, rsVersion{rs, v})
+		} else if v := versionLabel(rs.Spec.Template.Labels); v != "" {
+			owned = append(owned, rsVersion{rs, v})
+		}
+	}
+	slices.SortFunc(owned, func(a, b rsVersion) int {
+		if c := b.rs.CreationTimestamp.Compare(a.rs.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return compareStrings(b.rs.Name, a.rs.Name)
+	})
+	for _, o := range owned {
+		if o.version != failedVersion {
+			return o.version, nil
+		}
+	}
+	return "", fmt.Errorf("no previous version: no ReplicaSet of %s/%s carries a %s (or %s) label other than the failed version %s",
+		d.Namespace, d.Name, VersionLabel, ShortVersionLabel, failedVersion)
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func ownedBy(rs *appsv1.ReplicaSet, d *appsv1.Deployment) bool {
+	for _, o := range rs.OwnerReferences {
+		if o.UID == d.UID {
+			return true
+		}
+	}
+	return false
+}
+
+func versionLabel(labels map[string]string) string {
+	if v := labels[VersionLabel]; v != "" {
+		return v
+	}
+	return labels[ShortVersionLabel]
+}
+
+// rollbackPatch is the strategic merge patch of a rollback: the one
+// container's image (containers merge by name, so the others are left
+// alone), the version labels of the Deployment and its pod template, the
+// release id and the action id. The resourceVersion makes it conditional:
+// if the Deployment changed since it was read, the API server answers 409
+// and the rollback reads it again, so the live-version check and the patch
+// see the same object.
+func rollbackPatch(d *appsv1.Deployment, container, image, version string, a actionapi.Action) ([]byte, error) {
+	selector := map[string]bool{}
+	if d.Spec.Selector != nil {
+		for k := range d.Spec.Selector.MatchLabels {
+			selector[k] = true
+		}
+		for _, e := range d.Spec.Selector.MatchExpressions {
+			selector[e.Key] = true
+		}
+	}
+	// A template label that the selector uses cannot change (the selector
+	// is immutable and must match the template), so it is left as it is;
+	// the Deployment's own labels have no such tie.
+	versionLabels := func(have map[string]string, fixed map[string]bool) map[string]string {
+		out := map[string]string{}
+		if len(validation.IsValidLabelValue(version)) > 0 {
+			return out
+		}
+		for _, k := range []string{VersionLabel, ShortVersionLabel} {
+			_, present := have[k]
+			if (k == VersionLabel || present) && !fixed[k] {
+				out[k] = version
+			}
+		}
+		return out
+	}
+	annotations := map[string]string{ActionAnnotation: a.ID}
+	if a.ReleaseID != "" {
+		annotations[ReleaseIDAnnotation] = a.ReleaseID
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": d.ResourceVersion,
+			"labels":          versionLabels(d.Labels, nil),
+			"annotations":     annotations,
+		},
+		"spec": map[string]any{"template": map[string]any{
+			"metadata": map[string]any{"labels": versionLabels(d.Spec.Template.Labels, selector)},
+			"spec":     map[string]any{"containers": []map[string]any{{"name": container, "image": image}}},
+		}},
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("encode the rollback patch: %w", err)
+	}
+	return body, nil
+}
+
+// rolloutState says whether the patched revision has rolled out: the
+// controller observed generation, every replica is updated and no old
+// replica is left; failed says why it never will (the progress deadline).
+func rolloutState(d *appsv1.Deployment, generation int64) (done bool, failed string) {
+	if d.Status.ObservedGeneration < generation {
+		return false, ""
+	}
+	if DeploymentPhase(d) == records.PhaseDegraded {
+		return false, fmt.Sprintf("the Deployment exceeded its progress deadline (%d of %d replicas updated)",
+			d.Status.UpdatedReplicas, replicasOf(d.Spec.Replicas))
+	}
+	desired := replicasOf(d.Spec.Replicas)
+	return d.Status.UpdatedReplicas == desired && d.Status.Replicas == desired, ""
+}

@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ripcord/ripcord/records"
+)
+
+// RolloutResource is Argo Rollouts' resource, read with the dynamic client
+// so ripcord does not depend on Argo's Go module.
+var RolloutResource = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+
+// watcher turns informer events on tracked workloads into facts. An update
+// that changes nothing a fact carries is not sent; a resync (the informer
+// re-delivering an unchanged object) is, because the stream is
+// level-triggered: a fact lost on the way becomes a late one.
+type watcher struct {
+	cluster string
+	now     func() time.Time
+	send    func(records.Fact) error
+	metrics *metrics
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	last map[types.UID]string // what was last sent per workload
+}
+
+func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
+	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}}
+}
+
+// trackedOnly restricts list and watch to the tracked label.
+func trackedOnly(o *metav1.ListOptions) { o.LabelSelector = TrackedLabel + "=true" }
+
+// deployments starts the Deployment informer; synced reports its first list.
+func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration) cache.InformerSynced {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
+		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
+	inf := f.Apps().V1().Deployments().Informer()
+	w.handle(inf, "deployments", func(obj any) (records.Fact, *Skip, string) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok {
+			return records.Fact{}, skipf(SkipUnknownPhase, "not a Deployment: %T", obj), ""
+		}
+		fact, skip := DeploymentFact(w.cluster, d, w.now())
+		return fact, skip, d.Namespace + "/" + d.Name
+	})
+	f.Start(ctx.Done())
+	return inf.HasSynced
+}
+
+// rollouts starts the Rollout informer (dynamic client).
+func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration) cache.InformerSynced {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, trackedOnly)
+	inf := f.ForResource(RolloutResource).Informer()
+	w.handle(inf, "rollouts", func(obj any) (records.Fact, *Skip, string) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return records.Fact{}, skipf(SkipUnknownPhase, "not a Rollout: %T", obj), ""
+		}
+		fact, skip := RolloutFact(w.cluster, u, w.now())
+		return fact, skip, u.GetNamespace() + "/" + u.GetName()
+	})
+	f.Start(ctx.Done())
+	return inf.HasSynced
+}
+
+// factOf reads one object: the fact, or why there is none, and its name.
+type factOf func(obj any) (fact records.Fact, skip *Skip, name string)
+
+func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read factOf) {
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		w.metrics.watchRestarts.WithLabelValues(resource).Inc()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.observe(read, obj, true) },
+		UpdateFunc: func(old, obj any) {
+			resync := resourceVersion(old) == resourceVersion(obj)
+			w.observe(read, obj, resync)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if m, ok := obj.(metav1.Object); ok {
+				w.mu.Lock()
+				delete(w.last, m.GetUID())
+				w.mu.Unlock()
+			}
+		},
+	})
+}
+
+func resourceVersion(obj any) string {
+	if m, ok := obj.(metav1.Object); ok {
+		return m.GetResourceVersion()
+	}
+	return ""
+}
+
+// observe sends the object's fact when it says something new, or always
+// when force (a first sight or a resync).
+func (w *watcher) observe(read factOf, obj any, force bool) {
+	fact, skip, name := read(obj)
+	if skip != nil {
+		w.metrics.factsSkipped.WithLabelValues(skip.Code).Inc()
+		w.log.Debug("status not sent", "workload", name, "reason", skip.Reason)
+		return
+	}
+	key := fact.FactID + "|" + fact.ReleaseID + "|" + strings.Join(fact.Images, ",")
+	uid := types.UID(fact.UID)
+	w.mu.Lock()
+	same := w.last[uid] == key
+	w.last[uid] = key
+	w.mu.Unlock()
+	if same && !force {
+		return
+	}
+	if err := w.send(fact); err != nil {
+		w.log.Error("cannot spool a fact", "workload", name, "phase", fact.Phase, "err", err)
+		w.mu.Lock()
+		delete(w.last, uid) // the next event tries again
+		w.mu.Unlock()
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ripcord/ripcord/cluster"
+	"github.com/ripcord/ripcord/internal/version"
+)
+
+// runAgent is `ripcord agent`: it watches the cluster's tracked Deployments
+// and Argo Rollouts, posts their facts to the server and carries out the
+// actions the server queues for the cluster.
+func runAgent(args []string) int {
+	fs := flag.NewFlagSet("ripcord agent", flag.ContinueOnError)
+	name := fs.String("cluster", os.Getenv("RIPCORD_CLUSTER"), "this cluster's name in the server's clusters setting (env RIPCORD_CLUSTER)")
+	server := fs.String("server", firstOf(os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"), "ripcord server URL (env RIPCORD_SERVER)")
+	tokenFile := fs.String("token-file", os.Getenv("RIPCORD_CLUSTER_TOKEN_FILE"), "file holding the cluster's token, read on every request (env RIPCORD_CLUSTER_TOKEN_FILE; or set RIPCORD_CLUSTER_TOKEN)")
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (env KUBECONFIG); empty uses the in-cluster service account")
+	namespace := fs.String("namespace", "", "watch one namespace only (default: all)")
+	stateDir := fs.String("state-dir", firstOf(os.Getenv("RIPCORD_AGENT_STATE"), "ripcord-agent"), "folder for the fact spool, the action journal and the agent id; keep it across restarts (env RIPCORD_AGENT_STATE)")
+	listen := fs.String("listen", ":9090", "address of /healthz and /metrics")
+	resync := fs.Duration("resync", cluster.DefaultResync, "re-send every tracked workload's current state this often")
+	spoolMax := fs.Int("spool-max", cluster.DefaultSpoolMax, "facts kept on disk while the server is unreachable; past it the oldest are dropped")
+	pollWait := fs.Duration("poll-wait", 20*time.Second, "how long one long poll for actions waits on the server")
+	rollouts := fs.String("rollouts", cluster.RolloutsAuto, "watch Argo Rollouts: auto (when the cluster serves them), on or off")
+	h := cluster.DefaultHealth()
+	fs.IntVar(&h.Port, "health-port", h.Port, "port of the pods' health endpoint")
+	fs.StringVar(&h.Path, "health-path", h.Path, "path of the pods' health endpoint")
+	fs.IntVar(&h.MinHealthy, "min-healthy", h.MinHealthy, "pods that must answer healthy")
+	fs.DurationVar(&h.RequestTimeout, "health-request-timeout", h.RequestTimeout, "timeout of one health request")
+	fs.DurationVar(&h.Timeout, "health-timeout", h.Timeout, "timeout of the whole health verification")
+	fs.DurationVar(&h.Interval, "health-interval", h.Interval, "pause between two health rounds")
+	rolloutTimeout := fs.Duration("rollout-timeout", cluster.DefaultRolloutTimeout, "how long a rollback waits for its rollout")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "ripcord agent: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	token, err := agentToken(*tokenFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord agent:", err)
+		return 2
+	}
+	rc, err := restConfig(*kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord agent:", err)
+		return 2
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord agent: kubernetes client:", err)
+		return 2
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord agent: dynamic client:", err)
+		return 2
+	}
+	log := newLogger(*logLevel)
+	agent, err := cluster.New(cluster.Config{Cluster: *name, Server: *server, Token: token, Namespace: *namespace,
+		Resync: *resync, StateDir: *stateDir, SpoolMax: *spoolMax, PollWait: *pollWait, Rollouts: *rollouts,
+		Health: h, RolloutTimeout: *rolloutTimeout, Log: log}, kube, dyn)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ripcord agent: listen on %s: %v\n", *listen, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Handler: agent.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	log.Info("starting ripcord agent", "version", version.String(), "listen", ln.Addr().String())
+	err = agent.Run(ctx)
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	if err != nil {
+		log.Error("agent stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// agentToken reads the cluster token from --token-file on each request, or
+// takes RIPCORD_CLUSTER_TOKEN.
+func agentToken(file string) (func() (string, error), error) {
+	if file != "" {
+		tok := cluster.TokenFile(file)
+		if _, err := tok(); err != nil {
+			return nil, err
+		}
+		return tok, nil
+	}
+	if t := os.Getenv("RIPCORD_CLUSTER_TOKEN"); t != "" {
+		return func() (string, error) { return t, nil }, nil
+	}
+	return nil, errors.New("no token: pass --token-file or set RIPCORD_CLUSTER_TOKEN")
+}
+
+// restConfig uses the kubeconfig when one is named, else the pod's service
+// account.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		}
+		return rc, nil
+	}
+	rc, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("not in a cluster and no --kubeconfig: %w", err)
+	}
+	return rc, nil
+}

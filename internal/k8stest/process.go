@@ -1,0 +1,193 @@
+package k8stest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// adminToken is the API server's static token of a system:masters user.
+const adminToken = "ripcord-k8stest-admin"
+
+// process is one component of the control plane.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// run starts a binary with its output in <dir>/<name>.log.
+func (c *Cluster) run(ctx context.Context, bin, name string, args ...string) error {
+	logPath := filepath.Join(c.dir, name+".log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(bin, name), args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = c.dir
+	// kwok reads ~/.kwok; keep it inside the test's folder.
+	cmd.Env = append(os.Environ(), "HOME="+c.dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() {
+		p.done <- cmd.Wait()
+		out.Close()
+	}()
+	c.procs = append(c.procs, p)
+	// A component that dies at once (a bad flag) is reported at once.
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return fmt.Errorf("%s exited at start: %v (see %s)", name, err, logPath)
+	case <-time.After(200 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// Stop stops every component, newest first, and waits for each to exit.
+func (c *Cluster) Stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	c.procs = nil
+}
+
+// dumpLogs shows the end of each component's log after a failed start.
+func (c *Cluster) dumpLogs() {
+	for _, p := range c.procs {
+		b, _ := os.ReadFile(p.log)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		c.t.Logf("--- %s (last lines)\n%s", p.name, strings.Join(lines, "\n"))
+	}
+}
+
+// Exited reports the components that have exited, for a test that
+// suspects one died.
+func (c *Cluster) Exited() []string {
+	var out []string
+	for _, p := range c.procs {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			out = append(out, fmt.Sprintf("%s: %v", p.name, err))
+		default:
+		}
+	}
+	return out
+}
+
+type files struct{ tokens, saKey, saPub string }
+
+// writeFiles writes the static token file and the service-account keys.
+func writeFiles(dir string) (files, error) {
+	f := files{tokens: filepath.Join(dir, "tokens.csv"), saKey: filepath.Join(dir, "sa.key"), saPub: filepath.Join(dir, "sa.pub")}
+	if err := os.WriteFile(f.tokens, []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+		return f, err
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return f, err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return f, err
+	}
+	if err := os.WriteFile(f.saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return f, err
+	}
+	return f, os.WriteFile(f.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
+}
+
+// writeKubeconfig writes an admin kubeconfig for the API server (its
+// certificate is self-signed, made by the API server in --cert-dir).
+func writeKubeconfig(dir, server string) (string, error) {
+	p := filepath.Join(dir, "kubeconfig")
+	body := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: k8stest
+  cluster: {server: %q, insecure-skip-tls-verify: true}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: k8stest
+  context: {cluster: k8stest, user: admin}
+current-context: k8stest
+`, server, adminToken)
+	return p, os.WriteFile(p, []byte(body), 0o600)
+}
+
+// freePorts finds n free ports on 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// waitHTTP waits for url to answer 200.
+func waitHTTP(ctx context.Context, url, token string) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the API server's self-signed certificate
+	return poll(ctx, url, func() (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, errors.New(resp.Status)
+		}
+		return true, nil
+	})
+}
