@@ -14,7 +14,7 @@ import (
 func capabilities(d pipeline.Deps) []EventHandler {
 	var hs []EventHandler
 	hs = append(hs, configload.Register(d)...)
-	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d))...)
+	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d), clusteractions.KubernetesExecutor(d))...)
 	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d))...)
 	hs = append(hs, rollbackflow.Register(d)...)
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config))...)

@@ -1,0 +1,68 @@
+package clusteractions
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// KubernetesExecutor carries out rollbacks decided for rollback mode
+// kubernetes: in the decision's transaction it opens the rollback release
+// and queues the action for the cluster's agent. The agent puts the
+// rollback's release id on the Deployment, so the facts that follow join the
+// rollback release and, once it is healthy, the failed one becomes
+// rolled-back.
+func KubernetesExecutor(d pipeline.Deps) recoveryflow.RollbackExecutor { return k8sExecutor{d: d} }
+
+type k8sExecutor struct{ d pipeline.Deps }
+
+func (k8sExecutor) Mode() string { return repoconfig.ModeKubernetes }
+
+func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.RollbackRequest) error {
+	ep, rb := req.Episode, req.Episode.Context.Config.Rollback
+	if ep.ReleaseID == "" {
+		return fmt.Errorf("kubernetes rollback of %s/%s: the failed release is unknown", ep.App, ep.Environment)
+	}
+	rec := records.Record{ReleaseID: RollbackReleaseID(req.Key, ep.Cluster, ep.Environment), App: ep.App,
+		Environment: ep.Environment, Cluster: ep.Cluster, Repository: ep.Repository, Kind: records.KindRollback,
+		RollbackOf: ep.ReleaseID, RollbackReason: req.Reason, Image: req.Target.Version}
+	target, err := x.d.Records.Get(ctx, req.Target.ReleaseID)
+	switch {
+	case err == nil:
+		rec.Image, rec.GitRevision = target.Image, target.GitRevision
+		rec.Digest = target.ResolvedDigest()
+	case !errors.Is(err, records.ErrNotFound):
+		return err
+	}
+	if _, _, err := x.d.Records.OpenRelease(ctx, tx, rec, x.d.Now()); err != nil {
+		return fmt.Errorf("open kubernetes rollback release %s: %w", rec.ReleaseID, err)
+	}
+	_, err = Enqueue(ctx, tx, Action{Cluster: ep.Cluster, Kind: actionapi.KindRollback,
+		Namespace: or(rb.Namespace, ep.App), Deployment: or(rb.Deployment, ep.App), Container: rb.Container,
+		TargetVersion: req.Target.Version, FailedVersion: ep.Context.Input.FailedVersion,
+		ReleaseID: rec.ReleaseID, RollbackOf: ep.ReleaseID, Reason: req.Reason, Key: req.Key})
+	return err
+}
+
+// RollbackReleaseID is the rollback release's id: derived from the decision's
+// idempotency key, so a retried decision opens the same release.
+func RollbackReleaseID(key, cluster, env string) string {
+	sum := sha256.Sum256([]byte(key))
+	return fmt.Sprintf("rollback-%s:%s/%s", hex.EncodeToString(sum[:])[:12], cluster, env)
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

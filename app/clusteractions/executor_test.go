@@ -1,0 +1,72 @@
+package clusteractions_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app/clusteractions"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/recovery"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// A rollback decided for mode kubernetes opens the rollback release and
+// queues the action for the cluster's agent, once however often the
+// decision's transaction is replayed.
+func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rs := records.NewStore(db)
+		now := time.Now().UTC()
+		d := pipeline.Deps{DB: db, Records: rs, Now: func() time.Time { return now }}
+		good := records.Record{ReleaseID: "r1", App: "app", Environment: "prod", Cluster: "prod-eu", Kind: records.KindPromote,
+			Image: "registry:5000/team/app:v1", GitRevision: "aaaaaaaabbbbbbbbccccccccddddddddeeeeeeee"}
+		if err := db.InTx(ctx, func(tx *sql.Tx) error { _, _, err := rs.OpenRelease(ctx, tx, good, now); return err }); err != nil {
+			t.Fatal(err)
+		}
+		ep := recoveryflow.Episode{Repository: "acme/app", App: "app", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r2"}
+		ep.Context.Input = recovery.Input{FailedVersion: "v2"}
+		ep.Context.Config.Rollback = repoconfig.Rollback{Mode: repoconfig.ModeKubernetes, Namespace: "shop"}
+		req := recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep,
+			Target: recoveryflow.Target{ReleaseID: "r1", Version: "v1"}, Reason: "retries exhausted"}
+		x := clusteractions.KubernetesExecutor(d)
+		for range 2 { // a replayed decision must not queue a second action
+			if err := db.InTx(ctx, func(tx *sql.Tx) error { return x.Queue(ctx, tx, req) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := clusteractions.RollbackReleaseID(req.Key, "prod-eu", "prod")
+		rec, err := rs.Get(ctx, id)
+		if err != nil || rec.Kind != records.KindRollback || rec.RollbackOf != "r2" || rec.GitRevision != good.GitRevision {
+			t.Fatalf("rollback release %s = %+v, %v; want kind rollback of r2 at r1's revision", id, rec, err)
+		}
+		var n int
+		var spec string
+		if err := db.Read.QueryRowContext(ctx, `SELECT COUNT(*), MAX(spec) FROM cluster_actions WHERE cluster = 'prod-eu'`).Scan(&n, &spec); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Fatalf("%d actions queued, want 1", n)
+		}
+		for _, want := range []string{`"namespace":"shop"`, `"deployment":"app"`, `"target_version":"v1"`, `"failed_version":"v2"`, `"release_id":"` + id} {
+			if !strings.Contains(spec, want) {
+				t.Errorf("action %s lacks %s", spec, want)
+			}
+		}
+	})
+}
