@@ -1,6 +1,7 @@
 package repoconfig
 
 import (
+	"github.com/ripcord/ripcord/rollout"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -40,7 +41,10 @@ type Environment struct {
 	// their schema (seed 001); nil when absent.
 	Rollout *yaml.Node
 	Targets *yaml.Node
-	Gates   Gates // overrides of the app's gates, key by key
+	// Plan is the rollout planned over the targets (nil without rollout:),
+	// with the default max_parallel; a server with its own plans again.
+	Plan  *rollout.Plan
+	Gates Gates // overrides of the app's gates, key by key
 }
 
 // Rollback modes.

@@ -37,6 +37,9 @@ func Load(data []byte) (*Config, []Problem) {
 	cfg, top := d.config(root)
 	applyDefaults(cfg, top)
 	d.checkMerged(cfg, top)
+	if len(d.problems) == 0 {
+		d.problems = planRollouts(cfg)
+	}
 	if len(d.problems) > 0 {
 		sortProblems(d.problems)
 		return nil, d.problems

@@ -113,6 +113,25 @@ func TestValidateCommand(t *testing.T) {
 	if code, _, errOut := ripcord(t, nil, "validate", good); code != 0 {
 		t.Errorf("a valid file: exit %d (%s)", code, errOut)
 	}
+	waves := filepath.Join(dir, "waves.yml")
+	os.WriteFile(waves, []byte(`version: 1
+apps:
+  shop:
+    environments:
+      prod:
+        cluster: prod-eu
+        targets:
+          - {host: a1, labels: {region: eu-1, az: eu-1a, canary: "true"}}
+          - {host: a2, labels: {region: eu-1, az: eu-1a}}
+          - {host: b1, labels: {region: eu-1, az: eu-1b}}
+        rollout:
+          waves:
+            - {name: canary, select: "canary=true"}
+            - {name: eu-1, select: "region=eu-1, canary!=true", by: az}
+`), 0o600)
+	if code, out, errOut := ripcord(t, nil, "validate", waves); code != 0 || !strings.Contains(out, "rollout.stages: canary, eu-1/eu-1a, eu-1/eu-1b") {
+		t.Errorf("a file with waves: exit %d, output %q (%s); want its stages", code, out, errOut)
+	}
 	code, out, _ := ripcord(t, nil, "validate", bad)
 	if code != 1 || !strings.Contains(out, bad+":3:3:") || !strings.Contains(out, "max_retries") {
 		t.Errorf("a file with a typo: exit %d, output %q; want 1 and path:3:3 suggesting max_retries", code, out)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -29,9 +30,27 @@ func runValidate(args []string) int {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "%s: valid\n", file)
+		printStages(data)
 	}
 	if bad {
 		return 1
 	}
 	return 0
+}
+
+// printStages prints each environment's rollout stages, as seed 001's
+// validate does: rollout.stages: canary, eu-1/eu-1a, ...
+func printStages(data []byte) {
+	cfg, _ := repoconfig.Load(data)
+	if cfg == nil {
+		return
+	}
+	for _, app := range cfg.AppNames() {
+		a := cfg.Apps[app]
+		for _, name := range a.EnvironmentNames() {
+			if plan := a.Environments[name].Plan; plan != nil {
+				fmt.Printf("apps.%s.environments.%s.rollout.stages: %s\n", app, name, strings.Join(plan.StageNames(), ", "))
+			}
+		}
+	}
 }
