@@ -1,0 +1,71 @@
+package rollbackflow_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// ripcordBinary builds cmd/ripcord once per test binary (same -trimpath as
+// make build, so the build cache is shared).
+var ripcordBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "ripcord-cli")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "ripcord")
+	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/ripcord").CombinedOutput()
+	if err != nil {
+		return "", &buildError{string(out), err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+func TestRollbackCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin, err := ripcordBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScene(t, testdb.URL(t, "sqlite"))
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, append([]string{"rollback", "--server", s.URL, "--token", e2etest.Token}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	code, out := run("--app", "checkout", "--environment", "prod", "--reason", "r3 leaks memory")
+	if code != 0 || !strings.Contains(out, "replaces r3:prod-eu/prod with r2:prod-eu/prod") || !strings.Contains(out, "eligible") {
+		t.Fatalf("ripcord rollback: exit %d\n%s", code, out)
+	}
+	s.WaitFor("the rollback pull request", wait, func() bool { return len(s.GitHub.PullRequests(gitops)) == 1 })
+	code, out = run("--app", "checkout", "--environment", "prod", "--reason", "again")
+	if code != 0 || len(s.GitHub.PullRequests(gitops)) != 1 {
+		t.Errorf("a second ripcord rollback: exit %d, %d pull requests; want 0 and still 1\n%s", code, len(s.GitHub.PullRequests(gitops)), out)
+	}
+	if code, out = run("--app", "checkout", "--reason", "x"); code != 2 || !strings.Contains(out, "environment") {
+		t.Errorf("without --environment: exit %d %q, want 2 naming the flag", code, out)
+	}
+	if code, out = run("--app", "nope", "--environment", "prod", "--reason", "x"); code != 1 || !strings.Contains(out, "4") {
+		t.Errorf("an unknown app: exit %d %q, want 1 with the server's 4xx", code, out)
+	}
+}
