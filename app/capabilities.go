@@ -4,6 +4,7 @@ import (
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/app/rollbackflow"
@@ -18,5 +19,6 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d))...)
 	hs = append(hs, rollbackflow.Register(d)...)
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config))...)
+	hs = append(hs, gatesflow.Register(d)...)
 	return hs
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -115,7 +116,7 @@ func claim(ctx context.Context, tx *sql.Tx, ids []string, outcome string, attemp
 // queues its retry job. It returns the outcome for the metrics.
 func (r *deliveryRunner) failed(ctx context.Context, tx *sql.Tx, d Delivery, attempt int, cause error) (string, error) {
 	state, outcome := DeliveryQueued, "retried"
-	if attempt >= r.maxAttempts {
+	if attempt >= r.maxAttempts || pipeline.IsPermanent(cause) {
 		state, outcome = DeliveryFailed, DeliveryFailed
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $2, attempts = $3, last_error = $4 WHERE id = $1`,
@@ -317,5 +318,8 @@ func (w *retryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) (e
 		w.metrics.processed.WithLabelValues(eventLabel(d.Event), outcome).Inc()
 		return err
 	})
+	if pipeline.IsPermanent(res.err) {
+		return river.JobCancel(res.err)
+	}
 	return res.err
 }

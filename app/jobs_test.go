@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,5 +65,25 @@ func TestFlakyJobSucceedsOnRetry(t *testing.T) {
 	})
 	if d := ts.delivery(t, "flaky"); d.Attempts != 2 || d.LastError != "" {
 		t.Errorf("after one failure and a success: attempts %d, last_error %q; want 2 and empty", d.Attempts, d.LastError)
+	}
+}
+
+// undecodable fails like a payload that does not decode: no retry can help.
+type undecodable struct{ calls atomic.Int32 }
+
+func (h *undecodable) Handles() []string { return []string{"ping"} }
+func (h *undecodable) Handle(context.Context, Delivery) (Commit, error) {
+	h.calls.Add(1)
+	return nil, pipeline.Permanent(errors.New("decode ping event: bad timestamp"))
+}
+
+func TestAPermanentErrorFailsTheDeliveryAtOnce(t *testing.T) {
+	body := githubtest.LoadPayload(t, "ping", "payload.json")
+	h := &undecodable{}
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{Handlers: []EventHandler{h}, RetryBase: time.Millisecond})
+	ts.deliver(t, "ping", "hopeless", body, githubtest.Sign(testSecret, body))
+	waitFor(t, "the delivery to fail", 30*time.Second, func() bool { return ts.delivery(t, "hopeless").State == DeliveryFailed })
+	if d := ts.delivery(t, "hopeless"); d.Attempts != 1 || !contains(d.LastError, "bad timestamp") || h.calls.Load() != 1 {
+		t.Errorf("a permanent error: attempts %d, calls %d, last_error %q; want one attempt and the error", d.Attempts, h.calls.Load(), d.LastError)
 	}
 }

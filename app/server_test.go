@@ -137,6 +137,21 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 
 func (ts *testServer) waitSettled(t *testing.T) {
 	t.Helper()
+	defer func() {
+		if t.Failed() {
+			rows, err := ts.db.Read.Query(`SELECT id, event, action, attempts, last_error FROM deliveries WHERE state = 'queued'`)
+			if err != nil {
+				return
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id, event, action, lastErr string
+				var attempts int
+				_ = rows.Scan(&id, &event, &action, &attempts, &lastErr)
+				t.Logf("still queued: %s %s/%s after %d attempts: %s", id, event, action, attempts, lastErr)
+			}
+		}
+	}()
 	waitFor(t, "every delivery to be worked", 30*time.Second, func() bool {
 		var n int
 		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`).Scan(&n); err != nil {

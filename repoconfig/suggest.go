@@ -2,6 +2,7 @@ package repoconfig
 
 import (
 	"fmt"
+	suggestion "github.com/ripcord/ripcord/internal/suggest"
 	"strings"
 	"unicode"
 )
@@ -26,7 +27,7 @@ func suggest(key string, allowed []string) string {
 	}
 	best, bestDist := "", -1
 	for _, a := range allowed {
-		d := editDistance(snake, a)
+		d := suggestion.Distance(snake, a)
 		if bestDist < 0 || d < bestDist {
 			best, bestDist = a, d
 		}
@@ -55,26 +56,4 @@ func snakeCase(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	suggestion "github.com/ripcord/ripcord/internal/suggest"
 	"math"
 	"slices"
 	"strings"
@@ -160,7 +161,7 @@ func suggest(key string, known map[string]field) string {
 	}
 	best, bestDist := "", 3
 	for _, name := range names {
-		if dist := editDistance(strings.ToLower(key), name); dist < bestDist {
+		if dist := suggestion.Distance(strings.ToLower(key), name); dist < bestDist {
 			best, bestDist = name, dist
 		}
 	}
@@ -182,27 +183,6 @@ func snakeCase(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// editDistance is the Levenshtein distance, enough to catch typos in keys.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // list decodes a sequence, calling each with every item and its path.

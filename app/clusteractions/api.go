@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"io"
 	"log/slog"
 	"net/http"
@@ -46,20 +47,20 @@ var agentPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	cluster := r.PathValue("cluster")
 	if status, msg := a.auth(r, cluster); status != 0 {
-		writeError(w, status, "", msg)
+		pipeline.WriteError(w, status, "", msg)
 		return
 	}
 	q := r.URL.Query()
 	agent := q.Get("agent")
 	if !agentPattern.MatchString(agent) {
-		writeError(w, http.StatusBadRequest, "agent", "agent must be the agent's id: 1 to 100 of A-Z a-z 0-9 _ -")
+		pipeline.WriteError(w, http.StatusBadRequest, "agent", "agent must be the agent's id: 1 to 100 of A-Z a-z 0-9 _ -")
 		return
 	}
 	var wait time.Duration
 	if v := q.Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
-			writeError(w, http.StatusBadRequest, "wait", fmt.Sprintf("wait must be a duration such as 25s, got %q", v))
+			pipeline.WriteError(w, http.StatusBadRequest, "wait", fmt.Sprintf("wait must be a duration such as 25s, got %q", v))
 			return
 		}
 		wait = min(d, MaxWait)
@@ -72,19 +73,19 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 			var actions []actionapi.Action
 			actions, err = a.store.claim(r.Context(), cluster, agent, resume, a.now())
 			if err == nil && len(actions) > 0 {
-				writeJSON(w, http.StatusOK, actionapi.Actions{Actions: actions})
+				pipeline.WriteJSON(w, http.StatusOK, actionapi.Actions{Actions: actions})
 				return
 			}
 		}
 		if err != nil {
 			if r.Context().Err() == nil {
 				a.log.Error("cluster actions: poll", "cluster", cluster, "err", err)
-				writeError(w, http.StatusInternalServerError, "", "internal error; see the server log")
+				pipeline.WriteError(w, http.StatusInternalServerError, "", "internal error; see the server log")
 			}
 			return
 		}
 		if !time.Now().Before(deadline) {
-			writeJSON(w, http.StatusOK, actionapi.Actions{Actions: []actionapi.Action{}})
+			pipeline.WriteJSON(w, http.StatusOK, actionapi.Actions{Actions: []actionapi.Action{}})
 			return
 		}
 		select {
@@ -109,30 +110,30 @@ type resultAnswer struct {
 func (a *api) report(w http.ResponseWriter, r *http.Request) {
 	cluster, id := r.PathValue("cluster"), r.PathValue("id")
 	if status, msg := a.auth(r, cluster); status != 0 {
-		writeError(w, status, "", msg)
+		pipeline.WriteError(w, status, "", msg)
 		return
 	}
 	var res actionapi.Result
 	if field, msg := decodeResult(w, r, &res); msg != "" {
-		writeError(w, http.StatusBadRequest, field, msg)
+		pipeline.WriteError(w, http.StatusBadRequest, field, msg)
 		return
 	}
 	st, outcome, why, err := a.store.finish(r.Context(), cluster, id, res, a.now())
 	switch {
 	case err != nil:
 		a.log.Error("cluster actions: record result", "cluster", cluster, "action", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "", "internal error; see the server log")
+		pipeline.WriteError(w, http.StatusInternalServerError, "", "internal error; see the server log")
 	case outcome == finishNotFound:
-		writeError(w, http.StatusNotFound, "", why)
+		pipeline.WriteError(w, http.StatusNotFound, "", why)
 	case outcome == finishConflict:
-		writeError(w, http.StatusConflict, "", why)
+		pipeline.WriteError(w, http.StatusConflict, "", why)
 	default:
 		if outcome == finishRecorded {
 			a.results.WithLabelValues(res.Outcome).Inc()
 			a.log.Info("cluster action finished", "cluster", cluster, "action", id, "status", res.Status,
 				"outcome", res.Outcome, "error_type", res.ErrorType, "reason", res.Reason)
 		}
-		writeJSON(w, http.StatusOK, resultAnswer{ID: st.ID, State: st.State, Outcome: res.Outcome, Repeat: outcome == finishRepeat})
+		pipeline.WriteJSON(w, http.StatusOK, resultAnswer{ID: st.ID, State: st.State, Outcome: res.Outcome, Repeat: outcome == finishRepeat})
 	}
 }
 
@@ -169,22 +170,4 @@ func decodeResult(w http.ResponseWriter, r *http.Request, res *actionapi.Result)
 		}
 	}
 	return "", ""
-}
-
-// apiError is the body of every 4xx/5xx, as the rest of the API answers.
-type apiError struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, field, msg string) {
-	writeJSON(w, status, apiError{Error: msg, Field: field})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"io"
 	"mime"
 	"net/http"
@@ -52,15 +53,15 @@ func Validate(data []byte) ValidateResponse {
 func validateHandler(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxConfigBytes))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, "", "the config is larger than 1 MiB, more than GitHub serves inline")
+		pipeline.WriteError(w, http.StatusRequestEntityTooLarge, "", "the config is larger than 1 MiB, more than GitHub serves inline")
 		return
 	}
 	content, field, err := configFromBody(r.Header.Get("Content-Type"), body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, field, err.Error())
+		pipeline.WriteError(w, http.StatusBadRequest, field, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, Validate(content))
+	pipeline.WriteJSON(w, http.StatusOK, Validate(content))
 }
 
 // configFromBody returns the file a request carries, or the field that is wrong.
@@ -106,21 +107,4 @@ func jsonWrapped(body []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return []byte(s), true
-}
-
-type apiError struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, field, msg string) {
-	writeJSON(w, status, apiError{Error: msg, Field: field})
 }

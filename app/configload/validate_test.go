@@ -2,6 +2,7 @@ package configload
 
 import (
 	"encoding/json"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -40,7 +41,7 @@ func TestValidateEndpoint(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", w.Code, c.status, w.Body)
 			}
 			if c.status == 400 {
-				var e apiError
+				var e pipeline.APIError
 				_ = json.Unmarshal(w.Body.Bytes(), &e)
 				if e.Field != c.field {
 					t.Errorf("field = %q, want %q (%s)", e.Field, c.field, e.Error)

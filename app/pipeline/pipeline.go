@@ -7,6 +7,7 @@ package pipeline
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 )
 
@@ -45,3 +46,19 @@ type EventHandler interface {
 
 // Commit writes a handler's results inside the delivery's transaction.
 type Commit func(ctx context.Context, tx *sql.Tx) error
+
+// permanentError marks a failure that no retry can fix (a payload that does
+// not decode, say): the delivery fails at once, with the error.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent wraps err so the pipeline does not retry it.
+func Permanent(err error) error { return permanentError{err} }
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}

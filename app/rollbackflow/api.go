@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"io"
 	"net/http"
 	"net/url"
@@ -54,12 +55,12 @@ type apiHandler struct{ st *starter }
 func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b rollbackBody
 	if field, err := decode(r, &b); err != nil {
-		writeError(w, http.StatusBadRequest, field, err.Error())
+		pipeline.WriteError(w, http.StatusBadRequest, field, err.Error())
 		return
 	}
 	for _, f := range []struct{ name, v string }{{"app", b.App}, {"environment", b.Environment}, {"reason", b.Reason}} {
 		if strings.TrimSpace(f.v) == "" {
-			writeError(w, http.StatusBadRequest, f.name, f.name+" is required")
+			pipeline.WriteError(w, http.StatusBadRequest, f.name, f.name+" is required")
 			return
 		}
 	}
@@ -85,7 +86,7 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !cfg.Valid() {
-		writeError(w, http.StatusUnprocessableEntity, "repository", cfg.Err().Error())
+		pipeline.WriteError(w, http.StatusUnprocessableEntity, "repository", cfg.Err().Error())
 		return
 	}
 	plan, err := h.st.prepare(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
@@ -104,7 +105,7 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rb := plan.Request.Rollback
-	writeJSON(w, http.StatusAccepted, Accepted{ReleaseID: plan.Record.ReleaseID, RollbackOf: plan.Record.RollbackOf,
+	pipeline.WriteJSON(w, http.StatusAccepted, Accepted{ReleaseID: plan.Record.ReleaseID, RollbackOf: plan.Record.RollbackOf,
 		TargetReleaseID: plan.Target, Eligible: rb.Eligibility.Eligible, EligibilityReason: rb.Eligibility.Reason,
 		Repository: plan.Request.Repository, Branch: branchOf(plan), JobID: q.JobID, Duplicate: q.Duplicate,
 		Release: "/api/v1/releases/" + url.PathEscape(plan.Record.ReleaseID)})
@@ -131,11 +132,11 @@ func (h apiHandler) repository(r *http.Request, b rollbackBody) (string, error) 
 func (h apiHandler) answerError(w http.ResponseWriter, r *http.Request, field string, err error) {
 	var refused *Refused
 	if errors.As(err, &refused) {
-		writeError(w, http.StatusUnprocessableEntity, field, refused.Reason)
+		pipeline.WriteError(w, http.StatusUnprocessableEntity, field, refused.Reason)
 		return
 	}
 	h.st.deps.Log.Error("rollback request failed", "path", r.URL.Path, "err", err)
-	writeError(w, http.StatusInternalServerError, "", "internal error; the server log has the details")
+	pipeline.WriteError(w, http.StatusInternalServerError, "", "internal error; the server log has the details")
 }
 
 func decode(r *http.Request, v any) (string, error) {
@@ -156,21 +157,4 @@ func decode(r *http.Request, v any) (string, error) {
 		return "", fmt.Errorf("the body is not a JSON object: %w", err)
 	}
 	return "", nil
-}
-
-type apiError struct {
-	Error string `json:"error"`
-	Field string `json:"field,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, field, msg string) {
-	writeJSON(w, status, apiError{Error: msg, Field: field})
 }

@@ -1,0 +1,8 @@
+// Package gatesflow wires the gates into the server: a pull_request
+// (opened, synchronize, reopened) that changes an environment's release
+// file, or comes from a release branch, and a check_run rerequested on a
+// ripcord/<gate> run queue an evaluation job; the job reads the release the
+// PR promotes at its head, computes eligibility from release records,
+// evaluates the configured gates in parallel (package gates) and queues one
+// check-run write job per gate on the head commit.
+package gatesflow

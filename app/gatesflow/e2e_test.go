@@ -1,0 +1,128 @@
+package gatesflow_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+const (
+	repo    = "acme/checkout"
+	digestA = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	digestB = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+)
+
+const repoConfig = `version: 1
+apps:
+  checkout:
+    gates:
+      values: {schema: deploy/release.schema.json}
+      commit_signing: true
+      process:
+        itsm: {body_field: 'CHG[0-9]{7}'}
+        qa: {labels: [qa-approved]}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image.repository, digest: image.digest}
+`
+
+const schema = `{"type":"object","required":["image"],"properties":{"replicas":{"type":"integer","maximum":10}}}`
+
+func release(digest string, replicas int) string {
+	return "image:\n  repository: reg.example.com/checkout\n  digest: " + digest + "\nreplicas: " + strconv.Itoa(replicas) + "\n"
+}
+
+func TestPullRequestThatChangesTheReleaseFileGetsOneCheckRunPerGate(t *testing.T) {
+	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", repoConfig)
+	e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
+	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
+	// A hand-made branch (not release-*): the release file change alone makes it a release.
+	head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 40))
+	number := e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "main", "bump checkout")
+	e.Install(repo)
+
+	e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+	want := map[string]string{
+		"ripcord/values":         "failure", // replicas 40 is over the schema's maximum
+		"ripcord/commit-signing": "failure", // the git revision is unknown: no record names digest B
+		"ripcord/itsm":           "failure",
+		"ripcord/qa":             "failure",
+	}
+	e.WaitFor("a check run per gate", 20*time.Second, func() bool { return len(completedRuns(e, head)) == len(want) })
+	e.Settle()
+	got := completedRuns(e, head)
+	for name, conclusion := range want {
+		cr, ok := got[name]
+		if !ok || cr.Conclusion != conclusion {
+			t.Errorf("%s: %+v, want conclusion %s", name, cr, conclusion)
+		}
+	}
+	if len(e.GitHub.CheckRuns(repo)) != len(want) {
+		t.Errorf("%d check runs, want exactly one per gate", len(e.GitHub.CheckRuns(repo)))
+	}
+	if s := got["ripcord/values"].Summary; !strings.Contains(s, "/replicas") {
+		t.Errorf("values summary does not name the violation:\n%s", s)
+	}
+
+	// A redelivery of the same webhook writes nothing more.
+	writes := e.Writes()
+	e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+	e.Settle()
+	if e.Writes() != writes || len(e.GitHub.CheckRuns(repo)) != len(want) {
+		t.Errorf("a second delivery of the same head wrote to GitHub again (%d writes, then %d)", writes, e.Writes())
+	}
+}
+
+func TestPullRequestThatLeavesTheReleaseAloneGetsNoGates(t *testing.T) {
+	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", repoConfig)
+	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
+	head := e.GitHub.PutFile(repo, "docs", "README.md", "hello\n")
+	number := e.GitHub.OpenPullRequest(repo, "octocat", "docs", "main", "docs")
+	e.Install(repo)
+	e.Deliver("pull_request", pullRequest(t, number, head, base, "docs"))
+	e.Settle()
+	if n := len(e.GitHub.CheckRuns(repo)); n != 0 {
+		t.Fatalf("%d check runs on a PR that changes no release, want 0", n)
+	}
+}
+
+func completedRuns(e *e2etest.Env, sha string) map[string]githubtest.CheckRun {
+	out := map[string]githubtest.CheckRun{}
+	for _, cr := range e.GitHub.CheckRuns(repo) {
+		if cr.HeadSHA == sha && cr.Status == "completed" {
+			out[cr.Name] = cr
+		}
+	}
+	return out
+}
+
+func pullRequest(t *testing.T, number int, head, base, branch string) []byte {
+	return e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "opened.payload.json"), func(m map[string]any) {
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		m["number"] = number
+		pr := m["pull_request"].(map[string]any)
+		pr["number"] = number
+		pr["head"].(map[string]any)["sha"], pr["head"].(map[string]any)["ref"] = head, branch
+		pr["base"].(map[string]any)["sha"], pr["base"].(map[string]any)["ref"] = base, "main"
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = repo, "checkout"
+		r["owner"].(map[string]any)["login"] = "acme"
+	})
+}

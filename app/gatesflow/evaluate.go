@@ -1,0 +1,150 @@
+package gatesflow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// DefaultBranches are the release branches gates run on when gates.branches is unset.
+var DefaultBranches = []string{"release-*"}
+
+const evaluateAttempts = 5
+
+// EvaluateArgs evaluates the gates of one PR head. Unique by args, so a
+// redelivered webhook never evaluates twice; Trigger keeps a re-run click
+// distinct from the push that first ran the gates.
+type EvaluateArgs struct {
+	Repository     string `json:"repository" river:"unique"`
+	PullRequest    int    `json:"pull_request" river:"unique"`
+	HeadSHA        string `json:"head_sha" river:"unique"`
+	Trigger        string `json:"trigger" river:"unique"`
+	InstallationID int64  `json:"installation_id"`
+}
+
+// Kind names the job in the queue.
+func (EvaluateArgs) Kind() string { return "gates_evaluate" }
+
+func queueEvaluate(ctx context.Context, tx *sql.Tx, d pipeline.Deps, a EvaluateArgs) error {
+	_, err := d.River().InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: evaluateAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	if err != nil {
+		return fmt.Errorf("queue gates of %s#%d@%s: %w", a.Repository, a.PullRequest, a.HeadSHA, err)
+	}
+	return nil
+}
+
+type evaluateWorker struct {
+	river.WorkerDefaults[EvaluateArgs]
+	deps   pipeline.Deps
+	loader *configload.Loader
+}
+
+func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return 5 * time.Minute }
+
+func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
+	a := job.Args
+	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	owner, name := splitRepo(a.Repository)
+	pr, _, err := gh.PullRequests.Get(ctx, owner, name, a.PullRequest)
+	if err != nil {
+		return fmt.Errorf("read pull request %s#%d: %w", a.Repository, a.PullRequest, err)
+	}
+	if pr.GetHead().GetSHA() != a.HeadSHA {
+		return nil // the head moved on: the newer push has its own job
+	}
+	// The default branch's config, never the PR's: a PR must not be able to
+	// weaken the gates that judge it.
+	res, err := w.loader.Load(ctx, gh.Repositories, a.Repository, "")
+	if err != nil {
+		return err
+	}
+	if !res.Valid() {
+		return nil // configload's own check run reports a config that does not load
+	}
+	targets, err := w.releases(ctx, gh, res.Config, pr, a)
+	if err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if err := w.evaluate(ctx, gh, res.Config, t, pr, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// target is one environment whose release the PR promotes.
+type target struct {
+	app, env string
+	e        *repoconfig.Environment
+	head     []byte
+}
+
+// releases finds the environments the PR is a release of: their release
+// file lives in this repository, exists at the head, and either changed
+// what it pins or the head branch matches gates.branches.
+func (w *evaluateWorker) releases(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, pr *github.PullRequest, a EvaluateArgs) ([]target, error) {
+	var out []target
+	for _, app := range cfg.AppNames() {
+		for _, env := range cfg.Apps[app].EnvironmentNames() {
+			e := cfg.Apps[app].Environments[env]
+			rb := e.Rollback
+			if rb.File == "" || (rb.Repository != "" && rb.Repository != a.Repository) {
+				continue
+			}
+			head, err := fileAt(ctx, gh, a.Repository, rb.File, a.HeadSHA)
+			if err != nil {
+				return nil, err
+			}
+			if head == nil {
+				continue
+			}
+			g, _ := cfg.GatesFor(app, env)
+			if !onReleaseBranch(g.Branches, pr.GetHead().GetRef()) {
+				base, err := fileAt(ctx, gh, a.Repository, rb.File, pr.GetBase().GetSHA())
+				if err != nil {
+					return nil, err
+				}
+				if !gates.ChangesRelease(base, head, rb.Fields) {
+					continue
+				}
+			}
+			out = append(out, target{app: app, env: env, e: e, head: head})
+		}
+	}
+	return out, nil
+}
+
+func onReleaseBranch(globs []string, branch string) bool {
+	if globs == nil {
+		globs = DefaultBranches
+	}
+	for _, g := range globs {
+		if ok, _ := path.Match(g, branch); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func splitRepo(full string) (string, string) {
+	for i := 0; i < len(full); i++ {
+		if full[i] == '/' {
+			return full[:i], full[i+1:]
+		}
+	}
+	return full, ""
+}

@@ -1,0 +1,16 @@
+package gatesflow
+
+import (
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// Register adds the evaluation and check-run workers and returns the
+// pull_request and check_run handlers.
+func Register(d pipeline.Deps) []pipeline.EventHandler {
+	river.AddWorker(d.Workers, &evaluateWorker{deps: d, loader: configload.NewLoader()})
+	river.AddWorker(d.Workers, &reportWorker{deps: d})
+	return []pipeline.EventHandler{pullRequestHandler{deps: d}, checkRunHandler{deps: d}}
+}

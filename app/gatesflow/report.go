@@ -1,0 +1,136 @@
+package gatesflow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/gates"
+)
+
+const reportAttempts = 8
+
+// ReportArgs writes one gate's check run. Unique by args: the same verdict
+// of the same evaluation is written once.
+type ReportArgs struct {
+	Repository     string             `json:"repository"`
+	HeadSHA        string             `json:"head_sha"`
+	InstallationID int64              `json:"installation_id"`
+	ExternalID     string             `json:"external_id"`
+	Name           string             `json:"name"`
+	Status         string             `json:"status"` // in_progress or completed
+	Conclusion     string             `json:"conclusion,omitempty"`
+	Title          string             `json:"title"`
+	Summary        string             `json:"summary,omitempty"`
+	Annotations    []gates.Annotation `json:"annotations,omitempty"`
+}
+
+// Kind names the job in the queue.
+func (ReportArgs) Kind() string { return "gates_report" }
+
+func completed(a EvaluateArgs, key string, o gates.Output) ReportArgs {
+	return ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID, ExternalID: key,
+		Name: o.Name, Status: "completed", Conclusion: string(o.Conclusion), Title: o.Title, Summary: o.Summary, Annotations: o.Annotations}
+}
+
+func queueReport(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r ReportArgs) error {
+	_, err := rc.InsertTx(ctx, tx, r, &river.InsertOpts{MaxAttempts: reportAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	if err != nil {
+		return fmt.Errorf("queue %s on %s@%s: %w", r.Name, r.Repository, r.HeadSHA, err)
+	}
+	return nil
+}
+
+type reportWorker struct {
+	river.WorkerDefaults[ReportArgs]
+	deps pipeline.Deps
+}
+
+func (w *reportWorker) Timeout(*river.Job[ReportArgs]) time.Duration { return time.Minute }
+
+func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) error {
+	a := job.Args
+	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	owner, repo := splitRepo(a.Repository)
+	existing, err := findRun(ctx, gh, owner, repo, a)
+	if err != nil {
+		return err
+	}
+	if a.Status == "in_progress" {
+		if existing != nil {
+			return nil // the verdict (or an earlier attempt) got there first
+		}
+		_, _, err = gh.Checks.CreateCheckRun(ctx, owner, repo, github.CreateCheckRunOptions{
+			Name: a.Name, HeadSHA: a.HeadSHA, ExternalID: &a.ExternalID, Status: github.String("in_progress"),
+			Output: &github.CheckRunOutput{Title: &a.Title, Summary: github.String("The gate is being evaluated.")},
+		})
+		return wrap(a, err)
+	}
+	batches := gates.Batches(a.Annotations)
+	now := github.Timestamp{Time: w.deps.Now()}
+	first := &github.CheckRunOutput{Title: &a.Title, Summary: &a.Summary, Annotations: toGitHub(batches[0])}
+	if existing != nil {
+		_, _, err = gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
+			Name: a.Name, Status: github.String("completed"), Conclusion: &a.Conclusion, CompletedAt: &now, Output: first,
+		})
+	} else {
+		existing, _, err = gh.Checks.CreateCheckRun(ctx, owner, repo, github.CreateCheckRunOptions{
+			Name: a.Name, HeadSHA: a.HeadSHA, ExternalID: &a.ExternalID, Status: github.String("completed"),
+			Conclusion: &a.Conclusion, CompletedAt: &now, Output: first,
+		})
+	}
+	if err != nil {
+		return wrap(a, err)
+	}
+	// GitHub takes 50 annotations a request and appends those of updates.
+	for _, b := range batches[1:] {
+		_, _, err = gh.Checks.UpdateCheckRun(ctx, owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
+			Name: a.Name, Output: &github.CheckRunOutput{Title: &a.Title, Summary: &a.Summary, Annotations: toGitHub(b)},
+		})
+		if err != nil {
+			return wrap(a, err)
+		}
+	}
+	return nil
+}
+
+func wrap(a ReportArgs, err error) error {
+	if err != nil {
+		return fmt.Errorf("report %s on %s@%s: %w", a.Name, a.Repository, a.HeadSHA, err)
+	}
+	return nil
+}
+
+// findRun returns this evaluation's run of the gate, if one was created.
+func findRun(ctx context.Context, gh *github.Client, owner, repo string, a ReportArgs) (*github.CheckRun, error) {
+	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, &github.ListCheckRunsOptions{CheckName: &a.Name})
+	if err != nil {
+		return nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
+	}
+	for _, cr := range list.CheckRuns {
+		if cr.GetExternalID() == a.ExternalID {
+			return cr, nil
+		}
+	}
+	return nil, nil
+}
+
+func toGitHub(as []gates.Annotation) []*github.CheckRunAnnotation {
+	out := make([]*github.CheckRunAnnotation, 0, len(as))
+	for _, x := range as {
+		out = append(out, &github.CheckRunAnnotation{
+			Path: github.String(x.Path), StartLine: github.Int(x.Line), EndLine: github.Int(x.Line),
+			AnnotationLevel: github.String(x.Level), Title: github.String(x.Title), Message: github.String(x.Message),
+		})
+	}
+	return out
+}

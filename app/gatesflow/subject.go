@@ -1,0 +1,99 @@
+package gatesflow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// evaluate judges one environment's release and queues its check runs:
+// slow gates get an in_progress run first, then every gate its verdict.
+func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, t target, pr *github.PullRequest, a EvaluateArgs) error {
+	s := gates.Subject{
+		Repository: a.Repository, App: t.app, Environment: t.env, Cluster: t.e.Cluster,
+		HeadSHA: a.HeadSHA, PullRequest: a.PullRequest, Title: pr.GetTitle(), HeadBranch: pr.GetHead().GetRef(),
+		Body: pr.GetBody(), ReleaseFile: t.e.Rollback.File, ReleaseFileContent: t.head,
+	}
+	for _, l := range pr.Labels {
+		s.Labels = append(s.Labels, l.GetName())
+	}
+	if rel, err := gates.ReadRelease(t.head, t.e.Rollback.Fields); err == nil {
+		s.Image, s.Digest = rel.Image, rel.Digest
+	}
+	window := cfg.Eligibility.Window
+	rs, err := w.deps.Records.Newest(ctx, t.app, t.env, t.e.Cluster, window)
+	if err != nil {
+		return fmt.Errorf("release records of %s/%s: %w", t.app, t.env, err)
+	}
+	s = gates.Assess(rs, s, window)
+
+	g, _ := cfg.GatesFor(t.app, t.env)
+	var schema schemaFile
+	if g.Values != nil && g.Values.Schema != "" {
+		// The default branch's schema, like the config: a PR must not be
+		// able to loosen the schema that judges it.
+		schema.content, schema.err = fileAt(ctx, gh, a.Repository, g.Values.Schema, "")
+		if schema.err == nil && schema.content == nil {
+			schema.err = fmt.Errorf("no such file on the default branch")
+		}
+	}
+	gs := build(g, t.e.Rollback.Fields, schema, commits{gh}, http.DefaultClient)
+	if len(gs) == 0 {
+		return nil
+	}
+	key := externalID(a, t)
+	var slow []ReportArgs
+	for _, gate := range gs {
+		if gates.IsSlow(gate) {
+			slow = append(slow, ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
+				ExternalID: key, Name: gates.CheckName(gate.Name()), Status: "in_progress", Title: "evaluating"})
+		}
+	}
+	if err := w.queueReports(ctx, slow); err != nil {
+		return err
+	}
+	results := gates.Evaluate(ctx, gs, s)
+	reports := make([]ReportArgs, 0, len(results))
+	for _, r := range results {
+		reports = append(reports, completed(a, key, r.Output))
+		w.deps.Log.Info("gate evaluated", "repository", a.Repository, "pull_request", a.PullRequest, "app", t.app,
+			"environment", t.env, "gate", r.Gate, "outcome", r.Verdict.Outcome, "conclusion", r.Output.Conclusion)
+	}
+	return w.queueReports(ctx, reports)
+}
+
+// externalID ties the runs of one evaluation together, so the verdict of a
+// slow gate updates the in_progress run it started.
+func externalID(a EvaluateArgs, t target) string {
+	return fmt.Sprintf("%s#%d@%s %s/%s %s", a.Repository, a.PullRequest, a.HeadSHA, t.app, t.env, a.Trigger)
+}
+
+func (w *evaluateWorker) queueReports(ctx context.Context, rs []ReportArgs) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	tx, err := w.deps.DB.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("queue gate check runs: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, r := range rs {
+		if err := queueReport(ctx, tx, w.deps.River(), r); err != nil {
+			return err
+		}
+	}
+	return commitTx(tx)
+}
+
+func commitTx(tx *sql.Tx) error {
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("queue gate check runs: %w", err)
+	}
+	return nil
+}
