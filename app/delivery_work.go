@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -18,15 +19,25 @@ import (
 // batchConcurrency bounds how many deliveries of one batch are decided at once.
 const batchConcurrency = 8
 
-// DeliveryBatchArgs is the job that works the deliveries of one group commit
-// and applies them all in one transaction; a delivery whose handler fails gets
-// its own DeliveryArgs job with the retry backoff.
-type DeliveryBatchArgs struct {
-	DeliveryIDs []string `json:"delivery_ids"`
-}
+// drainLimit bounds the deliveries one drain takes; a full drain queues the
+// next one.
+const drainLimit = 256
+
+// drainQueue runs drains one at a time in a process, so two drains never
+// pick the same deliveries there (across replicas the claim guard decides).
+const drainQueue = "deliveries"
+
+// DeliveryBatchArgs is the job that drains the deliveries table: it takes up
+// to drainLimit queued deliveries never attempted, works them and applies
+// them all in one transaction; a delivery whose handler fails gets its own
+// DeliveryArgs job with the retry backoff. The deliveries table is the
+// durable queue; this job only says "there is work".
+type DeliveryBatchArgs struct{}
 
 // Kind names the job in the queue.
 func (DeliveryBatchArgs) Kind() string { return "delivery_batch" }
+
+var drainOpts = &river.InsertOpts{Queue: drainQueue}
 
 // DeliveryArgs is the job that retries one delivery that failed in its batch.
 // Its attempts continue the batch's: attempt n of the job is attempt n+1 of
@@ -48,6 +59,9 @@ type deliveryRunner struct {
 	log         *slog.Logger
 	maxAttempts int
 	policy      retryPolicy
+	// drainPending is true while a drain job is queued and not yet started:
+	// group commits then need not queue another.
+	drainPending *atomic.Bool
 }
 
 // decided is one delivery after its handlers ran.
@@ -137,9 +151,15 @@ func (w *batchWorker) Timeout(*river.Job[DeliveryBatchArgs]) time.Duration { ret
 
 func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs]) (err error) {
 	defer w.metrics.timed(job.Kind, time.Now(), &err)
-	ds, err := w.loadQueued(ctx, job.Args.DeliveryIDs)
+	// Cleared before reading: a delivery committed from now on queues a new
+	// drain, and one committed before is read below.
+	w.drainPending.Store(false)
+	ds, err := w.loadQueued(ctx)
 	if err != nil {
 		return err
+	}
+	if len(ds) == 0 {
+		return nil
 	}
 	results := make([]decided, len(ds))
 	sem := make(chan struct{}, batchConcurrency)
@@ -191,6 +211,11 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 				return fmt.Errorf("queue %d delivery retries: %w", len(retries), err)
 			}
 		}
+		if len(ds) == drainLimit { // there may be more: drain on
+			if _, err := w.river().InsertTx(ctx, tx, DeliveryBatchArgs{}, drainOpts); err != nil {
+				return fmt.Errorf("queue the next drain: %w", err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -223,18 +248,19 @@ func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decide
 	return err
 }
 
-// loadQueued reads the batch's deliveries that are still queued (a batch job
-// run again after a crash finds the same ones: its transaction never
-// committed). Bodies are read only for events some handler acts on: most of
-// what GitHub sends is ignored, and its payload need never be read back.
-func (w *batchWorker) loadQueued(ctx context.Context, ids []string) ([]Delivery, error) {
+// loadQueued reads the oldest queued deliveries never attempted (a failed
+// one waits for its own retry job); a drain run again after a crash finds the
+// same ones, since its transaction never committed. Bodies are read only for
+// events some handler acts on: most of what GitHub sends is ignored, and its
+// payload need never be read back.
+func (w *batchWorker) loadQueued(ctx context.Context) ([]Delivery, error) {
 	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, event, action, attempts, state, repository, installation_id
-		FROM deliveries WHERE state = 'queued' AND id IN (`+placeholders(1, len(ids))+`)`, anySlice(ids)...)
+		FROM deliveries WHERE state = 'queued' AND attempts = 0 ORDER BY received_at, id LIMIT $1`, drainLimit)
 	if err != nil {
-		return nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
+		return nil, fmt.Errorf("load queued deliveries: %w", err)
 	}
 	defer rows.Close()
-	out := make([]Delivery, 0, len(ids))
+	out := make([]Delivery, 0, drainLimit)
 	var handled []string
 	for rows.Next() {
 		var d Delivery

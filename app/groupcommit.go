@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -16,14 +18,19 @@ import (
 // maxBatch bounds one group commit; more waiting deliveries go in the next.
 const maxBatch = 256
 
-// groupWriter writes deliveries and their jobs in group commits: a delivery
-// that arrives while a commit is in flight waits for the next one, which takes
-// every delivery that arrived meanwhile. One fsync then covers many
-// deliveries, and at low load a delivery is committed at once (no timer).
+// groupWriter writes deliveries in group commits: a delivery that arrives
+// while a commit is in flight waits for the next one, which takes every
+// delivery that arrived meanwhile. One fsync then covers many deliveries, and
+// at low load a delivery is committed at once (no timer). The deliveries
+// table is the durable queue; after a commit the writer wakes the drain job
+// unless one is pending, so River sees one insert per drain, not per commit.
 type groupWriter struct {
 	db      *store.DB
 	river   *river.Client[*sql.Tx]
 	metrics *metrics
+	// drainPending is shared with the drain worker (deliveryRunner).
+	drainPending *atomic.Bool
+	log          *slog.Logger
 
 	in       chan *pendingWrite
 	stop     chan struct{}
@@ -40,8 +47,8 @@ type pendingWrite struct {
 
 var errStopping = errors.New("intake: the server is stopping")
 
-func newGroupWriter(db *store.DB, rc *river.Client[*sql.Tx], m *metrics) *groupWriter {
-	w := &groupWriter{db: db, river: rc, metrics: m,
+func newGroupWriter(db *store.DB, rc *river.Client[*sql.Tx], m *metrics, drainPending *atomic.Bool, log *slog.Logger) *groupWriter {
+	w := &groupWriter{db: db, river: rc, metrics: m, drainPending: drainPending, log: log,
 		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
@@ -106,7 +113,9 @@ func (w *groupWriter) commit(batch []*pendingWrite) error {
 	// The commit must finish even if a client hangs up: the caller's context
 	// is not used here.
 	ctx := context.Background()
-	return w.db.InDurableTx(ctx, func(tx *sql.Tx) error {
+	inserted := false
+	err := w.db.InDurableTx(ctx, func(tx *sql.Tx) error {
+		inserted = false
 		stmt, err := tx.PrepareContext(ctx, insertDelivery)
 		if err != nil {
 			return fmt.Errorf("prepare delivery insert: %w", err)
@@ -130,15 +139,29 @@ func (w *groupWriter) commit(batch []*pendingWrite) error {
 				ids = append(ids, p.d.ID)
 			}
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		// One job for the whole group: its completion commits them all.
-		if _, err := w.river.InsertTx(ctx, tx, DeliveryBatchArgs{DeliveryIDs: ids}, nil); err != nil {
-			return fmt.Errorf("queue %d deliveries: %w", len(ids), err)
-		}
+		inserted = len(ids) > 0
 		return nil
 	})
+	if err != nil || !inserted {
+		return err
+	}
+	w.wakeDrain(ctx)
+	return nil
+}
+
+// wakeDrain queues a drain unless one is pending. It runs after the
+// deliveries committed, so a drain that starts (and clears the flag) before
+// this check reads them, and one that starts after is this one: no delivery
+// waits for the next. A failure here loses nothing: the deliveries are
+// stored, and the next commit or the start-up drain wakes a drain.
+func (w *groupWriter) wakeDrain(ctx context.Context) {
+	if !w.drainPending.CompareAndSwap(false, true) {
+		return
+	}
+	if _, err := w.river.Insert(ctx, DeliveryBatchArgs{}, drainOpts); err != nil {
+		w.drainPending.Store(false)
+		w.log.Warn("queue a drain of deliveries", "err", err)
+	}
 }
 
 const insertDelivery = `INSERT INTO deliveries (id, event, action, installation_id, repository, body, received_at)

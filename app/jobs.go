@@ -49,8 +49,9 @@ func (p retryPolicy) delay(attempt int) time.Duration {
 
 func newRiver(db *store.DB, workers *river.Workers, periodic []*river.PeriodicJob, policy retryPolicy, log *slog.Logger) (*river.Client[*sql.Tx], error) {
 	rc, err := river.NewClient(db.RiverDriver(), &river.Config{
-		PeriodicJobs:         periodic,
-		Queues:               map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: queueWorkers}},
+		PeriodicJobs: periodic,
+		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: queueWorkers},
+			drainQueue: {MaxWorkers: 1}},
 		Workers:              workers,
 		FetchCooldown:        fetchCooldown,
 		FetchPollInterval:    fetchPollInterval,

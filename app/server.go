@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
@@ -111,7 +112,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	}
 	policy := retryPolicy{base: cmp.Or(opts.RetryBase, retryBase)}
 	runner := &deliveryRunner{db: db, river: func() *river.Client[*sql.Tx] { return s.river }, handlers: s.handlers,
-		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy}
+		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy,
+		drainPending: &atomic.Bool{}}
 	river.AddWorker(workers, &batchWorker{deliveryRunner: runner})
 	river.AddWorker(workers, &retryWorker{deliveryRunner: runner})
 	s.addRecordWorkers(workers)
@@ -119,7 +121,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		db.Close()
 		return nil, err
 	}
-	s.writer = newGroupWriter(db, s.river, s.metrics)
+	s.writer = newGroupWriter(db, s.river, s.metrics, runner.drainPending, log)
 	s.handler = s.routes()
 	if !cfg.GitHub.AppConfigured() {
 		log.Warn("the GitHub App is not configured: webhooks are stored, but ripcord cannot act on GitHub; " +
@@ -198,6 +200,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	if err := s.river.Start(context.WithoutCancel(ctx)); err != nil {
 		s.close()
 		return fmt.Errorf("start job queue: %w", err)
+	}
+	// Deliveries stored before a crash may have no drain queued: one drain at
+	// start reads them (it finds nothing when there is nothing).
+	if _, err := s.river.Insert(ctx, DeliveryBatchArgs{}, drainOpts); err != nil {
+		s.log.Warn("queue the start-up drain of deliveries", "err", err)
 	}
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
 	served := make(chan error, 1)
