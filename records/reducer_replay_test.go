@@ -199,12 +199,18 @@ func release2() []replayStep {
 	}
 }
 
-func TestReplay(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		steps   []replayStep
-		effects []string
-	}{
+// replaySequence is one story of facts, with the effects it must emit.
+type replaySequence struct {
+	name    string
+	steps   []replayStep
+	effects []string
+}
+
+// replaySequences are the realistic fact sequences both replay tests play:
+// TestReplay through the pure reducer, TestStoreReplayMatchesTheReducerModel
+// through the store on both databases.
+func replaySequences() []replaySequence {
+	return []replaySequence{
 		{
 			name:    "canary: progressing and paused through the steps, then healthy",
 			steps:   canary(),
@@ -296,7 +302,11 @@ func TestReplay(t *testing.T) {
 			},
 			effects: []string{CDEventServiceDeployed + ":d-1"},
 		},
-	} {
+	}
+}
+
+func TestReplay(t *testing.T) {
+	for _, tc := range replaySequences() {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			s.run(tc.steps)
