@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,7 +105,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	workers := river.NewWorkers()
 	deps := pipeline.Deps{Config: cfg, DB: db, Records: s.records, River: func() *river.Client[*sql.Tx] { return s.river },
 		GitHub: s.github, Workers: workers, Mux: s.mux, Registerer: s.metrics.registry, Log: log,
-		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken}
+		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity}
 	handlers := append([]EventHandler{installations{}}, capabilities(deps)...)
 	for _, h := range append(handlers, opts.Handlers...) {
 		for _, e := range h.Handles() {
@@ -242,4 +244,24 @@ func (s *Server) close() {
 	if err := s.db.Close(); err != nil {
 		s.log.Warn("close database", "err", err)
 	}
+}
+
+// appIdentity is the App as the configuration describes it.
+func (s *Server) appIdentity() pipeline.AppIdentity {
+	g := s.cfg.GitHub
+	return pipeline.AppIdentity{Configured: g.AppConfigured(), ID: g.AppID, WebURL: WebURL(g.APIURL)}
+}
+
+// WebURL is GitHub's web address for an API URL: github.com for
+// api.github.com, the server's root for GitHub Enterprise Server's
+// "https://host/api/v3/".
+func WebURL(apiURL string) string {
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "" {
+		return "https://github.com/"
+	}
+	if u.Host == "api.github.com" {
+		return "https://github.com/"
+	}
+	return u.Scheme + "://" + u.Host + strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v3") + "/"
 }

@@ -162,3 +162,16 @@ func (ts *testServer) waitSettled(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestWebURLForGitHubAndEnterpriseServer(t *testing.T) {
+	for api, want := range map[string]string{
+		"https://api.github.com/":             "https://github.com/",
+		"https://ghe.example.com/api/v3/":     "https://ghe.example.com/",
+		"http://127.0.0.1:4000/":              "http://127.0.0.1:4000/",
+		"http://127.0.0.1:4000/prefix/api/v3": "http://127.0.0.1:4000/prefix/",
+	} {
+		if got := WebURL(api); got != want {
+			t.Errorf("WebURL(%q) = %q, want %q", api, got, want)
+		}
+	}
+}

@@ -36,4 +36,6 @@ type Deps struct {
 	Now        func() time.Time
 	// APIAuth wraps a handler with the api_token check of /api/v1.
 	APIAuth func(http.HandlerFunc) http.HandlerFunc
+	// App is the GitHub App's identity as the server knows it now.
+	App func() AppIdentity
 }
