@@ -95,7 +95,7 @@ func (s *Store) lockClusters(ctx context.Context, tx *sql.Tx, clusters ...string
 	}
 	slices.Sort(keys)
 	for _, k := range slices.Compact(keys) {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, clusterLockClass, k); err != nil {
+		if _, err := s.db.Exec(ctx, tx, `SELECT pg_advisory_xact_lock($1, $2)`, clusterLockClass, k); err != nil {
 			return fmt.Errorf("lock cluster: %w", err)
 		}
 	}
@@ -152,8 +152,8 @@ func scanRecords(rows *sql.Rows) ([]Record, error) {
 const getRecordQuery = `SELECT ` + recordColumns + ` FROM records WHERE release_id = $1`
 
 // getRecord reads one record in a transaction; nil when there is none.
-func getRecord(ctx context.Context, tx *sql.Tx, releaseID string) (*Record, error) {
-	r, err := scanRecord(tx.QueryRowContext(ctx, getRecordQuery, releaseID))
+func (s *Store) getRecord(ctx context.Context, tx *sql.Tx, releaseID string) (*Record, error) {
+	r, err := scanRecord(s.db.QueryRow(ctx, tx, getRecordQuery, releaseID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -179,8 +179,8 @@ func (s *Store) Get(ctx context.Context, releaseID string) (Record, error) {
 	return r, nil
 }
 
-func insertRecord(ctx context.Context, tx *sql.Tx, r Record) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)`, recordArgs(r)...)
+func (s *Store) insertRecord(ctx context.Context, tx *sql.Tx, r Record) error {
+	_, err := s.db.Exec(ctx, tx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)`, recordArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("insert release %s: %w", r.ReleaseID, err)
 	}
@@ -189,8 +189,8 @@ func insertRecord(ctx context.Context, tx *sql.Tx, r Record) error {
 
 // updateRecord saves every field the record has; the target (app,
 // environment, cluster) and created_at never change, so they stay out.
-func updateRecord(ctx context.Context, tx *sql.Tx, r Record) error {
-	res, err := tx.ExecContext(ctx, `UPDATE records SET repository = $2, kind = $3, rollback_of = $4, rollback_reason = $5,
+func (s *Store) updateRecord(ctx context.Context, tx *sql.Tx, r Record) error {
+	res, err := s.db.Exec(ctx, tx, `UPDATE records SET repository = $2, kind = $3, rollback_of = $4, rollback_reason = $5,
 		image = $6, digest = $7, git_revision = $8, config_revision = $9, pr_url = $10, pr_number = $11,
 		flow_started_at = $12, state = $13, healthy_at = $14, rolled_back_by = $15, last_fact_at = $16, updated_at = $17
 		WHERE release_id = $1`,

@@ -30,7 +30,7 @@ func (s *Store) ApplyFact(ctx context.Context, tx *sql.Tx, f Fact, deliveryID st
 	}
 	in.DeliveryID, in.Now = deliveryID, now
 	res := Reduce(in)
-	if err := save(ctx, tx, f, res, now); err != nil {
+	if err := s.save(ctx, tx, f, res, now); err != nil {
 		return Result{}, fmt.Errorf("apply fact %s: %w", res.FactID, err)
 	}
 	return res, nil
@@ -47,7 +47,7 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 	// second cluster a task fact needs and both are locked in order.
 	// Cluster facts, the many, name their cluster and skip the look.
 	if s.db.Dialect == store.Postgres && f.IsTask() && key != "" {
-		peek, err := getRecord(ctx, tx, key)
+		peek, err := s.getRecord(ctx, tx, key)
 		if err != nil {
 			return in, err
 		}
@@ -59,7 +59,7 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 		return in, err
 	}
 	var prev []byte
-	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM facts WHERE id = $1),
+	err := s.db.QueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM facts WHERE id = $1),
 		(SELECT body FROM observations WHERE key = $2)`, f.ID(), f.WorkloadKey()).Scan(&in.Duplicate, &prev)
 	if err != nil {
 		return in, fmt.Errorf("look up fact id and workload: %w", err)
@@ -74,7 +74,7 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 		}
 	}
 	if key != "" {
-		rec, err := getRecord(ctx, tx, key)
+		rec, err := s.getRecord(ctx, tx, key)
 		if err != nil {
 			return in, err
 		}
@@ -86,19 +86,19 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 			if err := s.lockClusters(ctx, tx, rec.Cluster); err != nil {
 				return in, err
 			}
-			if rec, err = getRecord(ctx, tx, key); err != nil {
+			if rec, err = s.getRecord(ctx, tx, key); err != nil {
 				return in, err
 			}
 		}
 		in.Record = rec
 	}
-	return in, loadTarget(ctx, tx, &in)
+	return in, s.loadTarget(ctx, tx, &in)
 }
 
 // loadTarget fills Siblings and EverHealthy for the record's target or, for
 // a task fact that opens one, the fact's. A cluster fact without a record is
 // drift, which touches no sibling.
-func loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
+func (s *Store) loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 	var app, env, cluster string
 	switch {
 	case in.Record != nil:
@@ -111,7 +111,7 @@ func loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 	// The state list repeats records_open's predicate so the index serves
 	// it. The few rows are sorted here: an ORDER BY would lead SQLite's
 	// planner to walk the target's whole history in records_target order.
-	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM records
+	rows, err := s.db.Query(ctx, tx, `SELECT `+recordColumns+` FROM records
 		WHERE app = $1 AND environment = $2 AND cluster = $3 AND state NOT IN ('superseded', 'rolled-back')
 		AND release_id <> $4`, app, env, cluster, in.Fact.ReleaseKey())
 	if err != nil {
@@ -128,7 +128,7 @@ func loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 		in.EverHealthy = true
 		return nil
 	}
-	err = tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM records
+	err = s.db.QueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM records
 		WHERE app = $1 AND environment = $2 AND cluster = $3 AND healthy_at IS NOT NULL)`,
 		app, env, cluster).Scan(&in.EverHealthy)
 	if err != nil {
@@ -138,13 +138,13 @@ func loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 }
 
 // save writes a Result as Reduce's doc describes it.
-func save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time) error {
+func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time) error {
 	for i, r := range res.Records {
 		var err error
 		if i == 0 && res.Outcome == OutcomeOpened {
-			err = insertRecord(ctx, tx, r)
+			err = s.insertRecord(ctx, tx, r)
 		} else {
-			err = updateRecord(ctx, tx, r)
+			err = s.updateRecord(ctx, tx, r)
 		}
 		if err != nil {
 			return err
@@ -155,7 +155,7 @@ func save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time) er
 		if err != nil {
 			return fmt.Errorf("save observation of %s: %w", o.Key(), err)
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO observations (key, release_id, observed_at, body) VALUES ($1, $2, $3, $4)
+		_, err = s.db.Exec(ctx, tx, `INSERT INTO observations (key, release_id, observed_at, body) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (key) DO UPDATE SET release_id = excluded.release_id, observed_at = excluded.observed_at, body = excluded.body`,
 			o.Key(), o.ReleaseID, store.Micros(o.ObservedAt), string(body))
 		if err != nil {
@@ -170,11 +170,11 @@ func save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time) er
 		}
 		// Under the cluster lock the id cannot appear meanwhile; DO NOTHING
 		// only keeps a misuse (two calls in one transaction) from failing.
-		_, err = tx.ExecContext(ctx, `INSERT INTO facts (id, release_id, source, received_at, body) VALUES ($1, $2, $3, $4, $5)
+		_, err = s.db.Exec(ctx, tx, `INSERT INTO facts (id, release_id, source, received_at, body) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (id) DO NOTHING`, res.FactID, f.ReleaseKey(), string(f.Source), store.Micros(now), string(body))
 		if err != nil {
 			return fmt.Errorf("save fact: %w", err)
 		}
 	}
-	return insertAudit(ctx, tx, res.Audit)
+	return s.insertAudit(ctx, tx, res.Audit)
 }

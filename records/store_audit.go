@@ -40,10 +40,10 @@ type AuditFilter struct {
 // InsertAudit writes audit events in the caller's transaction. Events
 // written by ApplyFact, OpenRelease and MarkStalled need no second call.
 func (s *Store) InsertAudit(ctx context.Context, tx *sql.Tx, events ...AuditEvent) error {
-	return insertAudit(ctx, tx, events)
+	return s.insertAudit(ctx, tx, events)
 }
 
-func insertAudit(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
+func (s *Store) insertAudit(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
 	for start := 0; start < len(events); start += auditBatch {
 		batch := events[start:min(start+auditBatch, len(events))]
 		var q strings.Builder
@@ -60,7 +60,7 @@ func insertAudit(ctx context.Context, tx *sql.Tx, events []AuditEvent) error {
 			q.WriteString("(" + placeholders(len(args)+1, auditParams) + ")")
 			args = append(args, a...)
 		}
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := s.db.Exec(ctx, tx, q.String(), args...); err != nil {
 			return fmt.Errorf("insert audit events: %w", err)
 		}
 	}

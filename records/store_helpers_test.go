@@ -59,7 +59,7 @@ func openRelease(t testing.TB, s *Store, r Record) Record {
 // need a history without replaying it.
 func putRecord(t testing.TB, s *Store, r Record) {
 	t.Helper()
-	err := s.db.InTx(context.Background(), func(tx *sql.Tx) error { return insertRecord(context.Background(), tx, r) })
+	err := s.db.InTx(context.Background(), func(tx *sql.Tx) error { return s.insertRecord(context.Background(), tx, r) })
 	if err != nil {
 		t.Fatal(err)
 	}

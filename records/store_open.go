@@ -29,7 +29,7 @@ func (s *Store) OpenRelease(ctx context.Context, tx *sql.Tx, r Record, now time.
 	// DO NOTHING: a task fact of another cluster (another lock) may open
 	// the same release meanwhile; PostgreSQL then waits for its commit and
 	// the stored record is compared like any earlier one.
-	res, err := tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)
+	res, err := s.db.Exec(ctx, tx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)
 		ON CONFLICT (release_id) DO NOTHING`, recordArgs(rec)...)
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
@@ -39,9 +39,9 @@ func (s *Store) OpenRelease(ctx context.Context, tx *sql.Tx, r Record, now time.
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
 	if n == 0 {
-		return existing(ctx, tx, rec)
+		return s.existing(ctx, tx, rec)
 	}
-	if err := insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {
+	if err := s.insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
 	return rec, []AuditEvent{ev}, nil
@@ -49,8 +49,8 @@ func (s *Store) OpenRelease(ctx context.Context, tx *sql.Tx, r Record, now time.
 
 // existing answers an open of a release that is stored already: the stored
 // record when the content is the same, a *ConflictError otherwise.
-func existing(ctx context.Context, tx *sql.Tx, sent Record) (Record, []AuditEvent, error) {
-	old, err := getRecord(ctx, tx, sent.ReleaseID)
+func (s *Store) existing(ctx context.Context, tx *sql.Tx, sent Record) (Record, []AuditEvent, error) {
+	old, err := s.getRecord(ctx, tx, sent.ReleaseID)
 	if err == nil && old == nil {
 		err = ErrNotFound // the conflicting row vanished: only a concurrent sweep could
 	}

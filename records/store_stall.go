@@ -22,7 +22,7 @@ func (s *Store) MarkStalled(ctx context.Context, tx *sql.Tx, releaseID string, n
 	}
 	// The record's cluster never changes: look it up, then lock it, so a
 	// fact being applied meanwhile is either seen or comes after.
-	rec, err := getRecord(ctx, tx, releaseID)
+	rec, err := s.getRecord(ctx, tx, releaseID)
 	if err != nil {
 		return fail(err)
 	}
@@ -33,7 +33,7 @@ func (s *Store) MarkStalled(ctx context.Context, tx *sql.Tx, releaseID string, n
 		if err := s.lockClusters(ctx, tx, rec.Cluster); err != nil {
 			return fail(err)
 		}
-		if rec, err = getRecord(ctx, tx, releaseID); err != nil || rec == nil {
+		if rec, err = s.getRecord(ctx, tx, releaseID); err != nil || rec == nil {
 			return fail(fmt.Errorf("read again after locking: %w", firstErr(err, ErrNotFound)))
 		}
 	}
@@ -55,7 +55,7 @@ func (s *Store) MarkStalled(ctx context.Context, tx *sql.Tx, releaseID string, n
 		return AuditEvent{}, Effect{}, false, nil // alerted already
 	}
 	ev, eff := Stalled(*rec, reason, now)
-	if err := insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {
+	if err := s.insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {
 		return fail(err)
 	}
 	return ev, eff, true, nil

@@ -50,6 +50,7 @@ type DB struct {
 	Source string
 
 	checkpointer *checkpointer
+	stmts        stmtCache
 }
 
 // Open opens the database named by a URL: sqlite://path/to/file.db (relative
@@ -161,6 +162,7 @@ func (db *DB) Close() error {
 	if db.checkpointer != nil {
 		err = db.checkpointer.stop()
 	}
+	db.closeStmts()
 	err = errors.Join(err, db.Write.Close())
 	if db.Read != db.Write {
 		err = errors.Join(err, db.Read.Close())
@@ -170,6 +172,7 @@ func (db *DB) Close() error {
 
 // InTx runs fn in a write transaction and commits it when fn returns nil.
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	defer db.prepareMissed(context.WithoutCancel(ctx))
 	tx, err := db.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -191,6 +194,8 @@ func (db *DB) InDurableTx(ctx context.Context, fn func(tx *sql.Tx) error) error 
 	if db.Dialect != SQLite {
 		return db.InTx(ctx, fn)
 	}
+	// Deferred first, so it runs after the connection is back in the pool.
+	defer db.prepareMissed(context.WithoutCancel(ctx))
 	conn, err := db.Write.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
