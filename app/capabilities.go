@@ -6,6 +6,7 @@ import (
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/protection"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/app/rollbackflow"
 )
@@ -20,5 +21,6 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, rollbackflow.Register(d)...)
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config))...)
 	hs = append(hs, gatesflow.Register(d)...)
+	hs = append(hs, protection.Register(d)...)
 	return hs
 }

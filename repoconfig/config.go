@@ -45,6 +45,18 @@ type Environment struct {
 	// with the default max_parallel; a server with its own plans again.
 	Plan  *rollout.Plan
 	Gates Gates // overrides of the app's gates, key by key
+	// Freezes are the environment's freeze windows: they hold a rollout's
+	// stages and, with ProtectionRule, plain deployment jobs. A rollout's
+	// own freezes are added to them in Plan.
+	Freezes []rollout.Freeze
+	// ProtectionRule makes ripcord answer GitHub's deployment protection
+	// rule for the environment (with or without a rollout).
+	ProtectionRule rollout.ProtectionRule
+	// Regions are the region labels of the environment's targets, sorted;
+	// empty without targets.
+	Regions []string
+
+	freezes, protectionRule *yaml.Node // raw, parsed by the rollout package
 }
 
 // Rollback modes.

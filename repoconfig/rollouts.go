@@ -2,6 +2,7 @@ package repoconfig
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ripcord/ripcord/rollout"
 )
@@ -15,19 +16,10 @@ func planRollouts(cfg *Config) []Problem {
 		a := cfg.Apps[app]
 		for _, name := range a.EnvironmentNames() {
 			env := a.Environments[name]
-			if env.Rollout == nil {
-				continue
-			}
 			path := fmt.Sprintf("apps.%s.environments.%s", app, name)
-			var ps []rollout.Problem
-			targets, tp := rollout.ParseTargets(env.Targets, path+".targets")
-			spec, sp := rollout.ParseSpec(env.Rollout, path+".rollout")
-			ps = append(append(ps, tp...), sp...)
-			if len(ps) == 0 {
-				var planProblems []rollout.Problem
-				env.Plan, planProblems = rollout.NewPlan(spec, targets, rollout.PlanOptions{
-					MaxParallel: rollout.DefaultMaxParallel, RollbackEnabled: env.Rollback.Mode != ""})
-				ps = planProblems
+			ps := environmentProtection(env, path)
+			if env.Rollout != nil && len(ps) == 0 {
+				ps = planRollout(env, path)
 			}
 			for _, p := range ps {
 				problems = append(problems, Problem{Path: p.Path, Line: p.Line, Column: p.Column, Message: p.Message})
@@ -35,4 +27,56 @@ func planRollouts(cfg *Config) []Problem {
 		}
 	}
 	return problems
+}
+
+// environmentProtection reads the environment's own freezes, protection
+// rule and target regions, which apply with or without a rollout.
+func environmentProtection(env *Environment, path string) []rollout.Problem {
+	var ps []rollout.Problem
+	if env.freezes != nil {
+		fs, fp := rollout.ParseFreezes(env.freezes, path+".freezes")
+		env.Freezes, ps = fs, append(ps, fp...)
+	}
+	if env.protectionRule != nil {
+		r, rp := rollout.ParseProtectionRule(env.protectionRule, path+".protection_rule")
+		if r != nil {
+			env.ProtectionRule = *r
+		}
+		ps = append(ps, rp...)
+	}
+	if env.Targets != nil {
+		targets, tp := rollout.ParseTargets(env.Targets, path+".targets")
+		ps = append(ps, tp...)
+		seen := map[string]bool{}
+		for _, t := range targets {
+			if r := t.Labels[rollout.LabelRegion]; r != "" && !seen[r] {
+				seen[r] = true
+				env.Regions = append(env.Regions, r)
+			}
+		}
+		slices.Sort(env.Regions)
+	}
+	return ps
+}
+
+// planRollout plans the environment's rollout over its targets; the
+// environment's freezes and protection rule join the rollout's own.
+func planRollout(env *Environment, path string) []rollout.Problem {
+	targets, tp := rollout.ParseTargets(env.Targets, path+".targets")
+	spec, sp := rollout.ParseSpec(env.Rollout, path+".rollout")
+	if ps := append(tp, sp...); len(ps) > 0 {
+		return ps
+	}
+	plan, ps := rollout.NewPlan(spec, targets, rollout.PlanOptions{
+		MaxParallel: rollout.DefaultMaxParallel, RollbackEnabled: env.Rollback.Mode != ""})
+	if plan != nil {
+		plan.Freezes = append(slices.Clone(env.Freezes), plan.Freezes...)
+		if env.ProtectionRule.Enabled {
+			plan.ProtectionRule = env.ProtectionRule
+		} else if plan.ProtectionRule.Enabled {
+			env.ProtectionRule = plan.ProtectionRule
+		}
+	}
+	env.Plan = plan
+	return ps
 }

@@ -1,0 +1,146 @@
+package protection
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/rollout"
+	"github.com/ripcord/ripcord/rollout/freeze"
+)
+
+// Review states, as GitHub's review endpoint spells them.
+const (
+	Approved = "approved"
+	Rejected = "rejected"
+)
+
+// Rule is one app's environment that the event's environment names.
+type Rule struct {
+	App, Environment string
+	Enabled          bool
+	Gates            bool
+	Regions          []string
+	Freezes          []rollout.Freeze
+}
+
+// CheckRun is a gate's check run as GitHub lists it.
+type CheckRun struct {
+	Name, Status, Conclusion, URL string
+	HeadSHA                       string
+}
+
+// Decision is the answer: State is Approved, Rejected, or empty to ask
+// again later (gates still running). Comment says why, for the run's log.
+type Decision struct {
+	State   string
+	Comment string
+	// Until is when a freeze ends, for a rejection by a freeze.
+	Until time.Time
+}
+
+// Decide answers for rules at now. runs are the gate check runs of the
+// deployment's commit (or of the pull request that brought it); sha names
+// that commit in the comment.
+func Decide(rules []Rule, runs []CheckRun, sha string, now time.Time) Decision {
+	var enabled []Rule
+	for _, r := range rules {
+		if r.Enabled {
+			enabled = append(enabled, r)
+		}
+	}
+	if len(enabled) == 0 {
+		return Decision{State: Rejected, Comment: "ripcord: no app in .github/ripcord.yml enables protection_rule for this environment; " +
+			"add `protection_rule: {enabled: true}` to it, or remove ripcord from the environment's protection rules"}
+	}
+	for _, r := range enabled {
+		if f, until, ok := freeze.Active(r.Freezes, r.Regions, now); ok {
+			return Decision{State: Rejected, Until: until, Comment: fmt.Sprintf("ripcord: %s %s is frozen until %s: %s%s",
+				r.App, r.Environment, until.UTC().Format(time.RFC3339), orDefault(f.Reason, "freeze window"), regionsNote(f.Regions))}
+		}
+	}
+	if !slices.ContainsFunc(enabled, func(r Rule) bool { return r.Gates }) {
+		return Decision{State: Approved, Comment: "ripcord: no freeze window is active for " + names(enabled)}
+	}
+	return decideGates(runs, sha)
+}
+
+// decideGates reads the gate check runs: every one completed and none
+// failing passes; a running one waits; none at all fails closed.
+func decideGates(runs []CheckRun, sha string) Decision {
+	gateRuns := latestGateRuns(runs)
+	if len(gateRuns) == 0 {
+		return Decision{State: Rejected, Comment: fmt.Sprintf("ripcord: no gate verdict (ripcord/* check run) found for %s or the pull request that brought it; gates are required (protection_rule.gates)", short(sha))}
+	}
+	var running, failing, passing []string
+	for _, r := range gateRuns {
+		switch {
+		case r.Status != "completed":
+			running = append(running, r.Name)
+		case r.Conclusion == "success" || r.Conclusion == "neutral" || r.Conclusion == "skipped":
+			passing = append(passing, r.Name)
+		default:
+			failing = append(failing, r.Name+" ("+r.Conclusion+")")
+		}
+	}
+	switch {
+	case len(failing) > 0:
+		return Decision{State: Rejected, Comment: "ripcord: gates failed: " + strings.Join(failing, ", ")}
+	case len(running) > 0:
+		return Decision{Comment: "ripcord: waiting for gates: " + strings.Join(running, ", ")}
+	}
+	return Decision{State: Approved, Comment: "ripcord: no freeze window is active and the gates passed: " + strings.Join(passing, ", ")}
+}
+
+// latestGateRuns keeps the newest run of each ripcord gate (GitHub lists
+// newest first), in name order.
+func latestGateRuns(runs []CheckRun) []CheckRun {
+	seen := map[string]bool{}
+	var out []CheckRun
+	for _, r := range runs {
+		gate, ok := strings.CutPrefix(r.Name, gates.CheckPrefix)
+		if !ok || !isGate(gate) || seen[r.Name] {
+			continue
+		}
+		seen[r.Name] = true
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b CheckRun) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func isGate(name string) bool {
+	return slices.Contains([]string{gates.NameProvenance, gates.NameValues, gates.NameCommitSigning, gates.NameSAST,
+		gates.NameSBOM, gates.NameImageScan, gates.NameITSM, gates.NameQA, gates.NamePolicyValidation}, name)
+}
+
+func names(rs []Rule) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.App+" "+r.Environment)
+	}
+	return strings.Join(out, ", ")
+}
+
+func regionsNote(regions []string) string {
+	if len(regions) == 0 {
+		return ""
+	}
+	return " (regions " + strings.Join(regions, ", ") + ")"
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

@@ -1,0 +1,88 @@
+package protection_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+const repo = "acme/shop"
+
+func config(freezeStart, freezeEnd time.Time, gates bool) string {
+	g := "false"
+	if gates {
+		g = "true"
+	}
+	return `version: 1
+apps:
+  shop:
+    environments:
+      production:
+        cluster: prod-eu
+        targets:
+          - {host: eu1-01, labels: {region: eu-1}}
+        protection_rule: {enabled: true, gates: ` + g + `}
+        freezes:
+          - {start: "` + freezeStart.Format(time.RFC3339) + `", end: "` + freezeEnd.Format(time.RFC3339) + `", regions: [eu-1], reason: year-end freeze}
+`
+}
+
+// A plain `environment: production` job asks ripcord through GitHub's
+// deployment protection rule; the real server answers through GitHub's
+// review endpoint, every request valid for GitHub's description.
+func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
+	now := time.Now().UTC()
+	tests := []struct {
+		name        string
+		frozen      bool
+		gates       bool
+		gateResult  string // conclusion of ripcord/provenance on the commit; "" for none
+		wantState   string
+		wantComment string
+	}{
+		{"inside a freeze window", true, false, "", "rejected", "year-end freeze"},
+		{"outside any freeze, gates not required", false, false, "", "approved", "no freeze window is active"},
+		{"gates required and passed", false, true, "success", "approved", "ripcord/provenance"},
+		{"gates required and failed", false, true, "failure", "rejected", "gates failed: ripcord/provenance"},
+		{"gates required but none ran", false, true, "", "rejected", "no gate verdict"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+			t.Cleanup(func() {
+				if bad := e.Invalid(); len(bad) > 0 {
+					t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+				}
+			})
+			start, end := now.Add(-time.Hour), now.Add(time.Hour)
+			if !tt.frozen {
+				start, end = now.Add(24*time.Hour), now.Add(48*time.Hour)
+			}
+			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(start, end, tt.gates))
+			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+			if tt.gateResult != "" {
+				e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: tt.gateResult})
+			}
+			e.Install(repo)
+			runID := int64(100 + i)
+			e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+				Repo: repo, Environment: "production", RunID: runID, APIURL: e.GitHub.URL(), SHA: sha,
+				InstallationID: githubtest.InstallationID}))
+			e.WaitFor("the review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+			e.Settle()
+			reviews := e.GitHub.GateReviews(repo)
+			if len(reviews) != 1 {
+				t.Fatalf("%d reviews, want exactly one: %+v", len(reviews), reviews)
+			}
+			r := reviews[0]
+			if r.RunID != runID || r.Environment != "production" || r.State != tt.wantState || !strings.Contains(r.Comment, tt.wantComment) {
+				t.Errorf("review = %+v, want run %d production %s with %q", r, runID, tt.wantState, tt.wantComment)
+			}
+		})
+	}
+}

@@ -1,0 +1,179 @@
+package protection
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/rollout"
+)
+
+const (
+	reviewAttempts = 10
+	// gateWait is how often a review waiting for running gates looks again,
+	// and gateDeadline how long it waits before it rejects.
+	gateWait     = time.Minute
+	gateDeadline = time.Hour
+	// maxComment keeps the review's comment short enough for GitHub.
+	maxComment = 1000
+)
+
+// ReviewArgs answers one deployment protection rule request. Unique by
+// args: a redelivered event answers once.
+type ReviewArgs struct {
+	Repository     string `json:"repository" river:"unique"`
+	Environment    string `json:"environment" river:"unique"`
+	RunID          int64  `json:"run_id" river:"unique"`
+	SHA            string `json:"sha"`
+	InstallationID int64  `json:"installation_id"`
+	RequestedAt    int64  `json:"requested_at"` // unix seconds, for the gate deadline
+}
+
+// Kind names the job in the queue.
+func (ReviewArgs) Kind() string { return "protection_review" }
+
+type reviewWorker struct {
+	river.WorkerDefaults[ReviewArgs]
+	deps    pipeline.Deps
+	loader  *configload.Loader
+	reviews *prometheus.CounterVec
+}
+
+func (w *reviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) error {
+	a := job.Args
+	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	rules, broken, err := w.rules(ctx, gh, a)
+	if err != nil {
+		return err
+	}
+	if broken != "" {
+		// A config that does not load protects nothing: fail closed, saying so.
+		return w.post(ctx, gh, a, Decision{State: Rejected, Comment: "ripcord: " + broken})
+	}
+	var runs []CheckRun
+	if needsGates(rules) {
+		if runs, err = gateRuns(ctx, gh, a.Repository, a.SHA); err != nil {
+			return err
+		}
+	}
+	now := w.deps.Now()
+	dec := Decide(rules, runs, a.SHA, now)
+	if dec.State == "" {
+		if now.Before(time.Unix(a.RequestedAt, 0).Add(gateDeadline)) {
+			return river.JobSnooze(gateWait)
+		}
+		dec = Decision{State: Rejected, Comment: dec.Comment + fmt.Sprintf(" — still running after %s; rejected", gateDeadline)}
+	}
+	return w.post(ctx, gh, a, dec)
+}
+
+// rules reads the default branch's config (never the deploying ref's) and
+// returns every app's environment with the event's name.
+// broken, when not empty, says why the config cannot be used.
+func (w *reviewWorker) rules(ctx context.Context, gh *github.Client, a ReviewArgs) (rules []Rule, broken string, err error) {
+	res, err := w.loader.Load(ctx, gh.Repositories, a.Repository, "")
+	if err != nil {
+		return nil, "", err
+	}
+	if res.Found && res.Config == nil {
+		return nil, fmt.Sprintf("%s does not load (%d problems; run `ripcord validate`), so it cannot approve a deployment", res.Source, len(res.Problems)), nil
+	}
+	if !res.Valid() {
+		return nil, "", nil
+	}
+	for _, app := range res.Config.AppNames() {
+		e, ok := res.Config.Environment(app, a.Environment)
+		if !ok {
+			continue
+		}
+		rules = append(rules, Rule{App: app, Environment: a.Environment, Enabled: e.ProtectionRule.Enabled,
+			Gates: e.ProtectionRule.Gates, Regions: e.Regions, Freezes: freezesOf(e.Freezes, e.Plan)})
+	}
+	return rules, "", nil
+}
+
+func freezesOf(env []rollout.Freeze, plan *rollout.Plan) []rollout.Freeze {
+	if plan != nil {
+		return plan.Freezes // the environment's and the rollout's
+	}
+	return env
+}
+
+func needsGates(rules []Rule) bool {
+	for _, r := range rules {
+		if r.Enabled && r.Gates {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs, dec Decision) error {
+	owner, name, _ := strings.Cut(a.Repository, "/")
+	comment := dec.Comment
+	if len(comment) > maxComment {
+		comment = comment[:maxComment-1] + "…"
+	}
+	_, err := gh.Actions.ReviewCustomDeploymentProtectionRule(ctx, owner, name, a.RunID, &github.ReviewCustomDeploymentProtectionRuleRequest{
+		EnvironmentName: a.Environment, State: dec.State, Comment: comment})
+	if err != nil {
+		return fmt.Errorf("answer the protection rule of run %d in %s (%s): %w", a.RunID, a.Repository, dec.State, err)
+	}
+	w.reviews.WithLabelValues(dec.State).Inc()
+	w.deps.Log.Info("deployment protection rule answered", "repository", a.Repository, "environment", a.Environment,
+		"run_id", a.RunID, "state", dec.State, "comment", comment)
+	return nil
+}
+
+// gateRuns lists the check runs of sha and, when none is a ripcord gate,
+// those of the head of each pull request that contains sha (a merge
+// commit carries no gate runs; its pull request's head does).
+func gateRuns(ctx context.Context, gh *github.Client, repository, sha string) ([]CheckRun, error) {
+	if sha == "" {
+		return nil, nil
+	}
+	owner, name, _ := strings.Cut(repository, "/")
+	runs, err := checkRuns(ctx, gh, owner, name, sha)
+	if err != nil || len(latestGateRuns(runs)) > 0 {
+		return runs, err
+	}
+	prs, _, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, sha, &github.ListOptions{PerPage: 10})
+	if err != nil {
+		return nil, fmt.Errorf("list pull requests of %s in %s: %w", sha, repository, err)
+	}
+	for _, pr := range prs {
+		head := pr.GetHead().GetSHA()
+		if head == "" || head == sha {
+			continue
+		}
+		more, err := checkRuns(ctx, gh, owner, name, head)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, more...)
+	}
+	return runs, nil
+}
+
+func checkRuns(ctx context.Context, gh *github.Client, owner, name, sha string) ([]CheckRun, error) {
+	res, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, sha, &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return nil, fmt.Errorf("list check runs of %s in %s/%s: %w", sha, owner, name, err)
+	}
+	var out []CheckRun
+	for _, cr := range res.CheckRuns {
+		out = append(out, CheckRun{Name: cr.GetName(), Status: cr.GetStatus(), Conclusion: cr.GetConclusion(),
+			URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA()})
+	}
+	return out, nil
+}

@@ -1,0 +1,65 @@
+package repoconfig
+
+import (
+	"strings"
+	"testing"
+)
+
+const plainProtectedDoc = `version: 1
+apps:
+  shop:
+    environments:
+      prod:
+        cluster: prod-eu
+        targets:
+          - {host: us1-01, labels: {region: us-1}}
+          - {host: eu1-01, labels: {region: eu-1}}
+        protection_rule: {enabled: true, gates: true}
+        freezes:
+          - {start: "2026-12-24T00:00:00Z", end: "2026-12-27T00:00:00Z", reason: holidays}
+`
+
+// An environment without a rollout still gets freezes and the protection
+// rule: plain environment: jobs are what the rule is for.
+func TestFreezesAndProtectionRuleWithoutARollout(t *testing.T) {
+	cfg, problems := Load([]byte(plainProtectedDoc))
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	env, _ := cfg.Environment("shop", "prod")
+	if !env.ProtectionRule.Enabled || !env.ProtectionRule.Gates {
+		t.Errorf("protection rule = %+v, want enabled with gates", env.ProtectionRule)
+	}
+	if len(env.Freezes) != 1 || env.Freezes[0].Reason != "holidays" {
+		t.Errorf("freezes = %+v, want the holidays window", env.Freezes)
+	}
+	if got := strings.Join(env.Regions, ","); got != "eu-1,us-1" {
+		t.Errorf("regions = %q, want eu-1,us-1 (sorted)", got)
+	}
+	if env.Plan != nil {
+		t.Errorf("a plan without rollout: %+v", env.Plan)
+	}
+}
+
+// The environment's freezes hold the rollout's stages too.
+func TestEnvironmentFreezesJoinTheRolloutPlan(t *testing.T) {
+	doc := wavesDoc + `        freezes:
+          - {weekly: {days: [sat, sun], from: "00:00", to: "24:00"}, regions: [eu-1], reason: weekend}
+`
+	cfg, problems := Load([]byte(doc))
+	if len(problems) > 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	env, _ := cfg.Environment("shop", "prod")
+	if env.Plan == nil || len(env.Plan.Freezes) != 1 || env.Plan.Freezes[0].Reason != "weekend" {
+		t.Fatalf("plan freezes = %+v, want the environment's weekend window", env.Plan)
+	}
+}
+
+func TestABadFreezeIsAProblemWithItsPath(t *testing.T) {
+	bad := strings.Replace(plainProtectedDoc, `end: "2026-12-27T00:00:00Z"`, `end: "soon"`, 1)
+	got := strings.Join(Validate("ripcord.yml", []byte(bad)), "\n")
+	if !strings.Contains(got, "apps.shop.environments.prod.freezes[0].end") {
+		t.Fatalf("problems do not name the bad end:\n%s", got)
+	}
+}
