@@ -156,6 +156,12 @@ func (d *decoder) spec(v *yaml.Node, path string) *Spec {
 		"parallel":          func(v *yaml.Node, p string) { s.Parallel = d.quantity(v, p) },
 		"prometheus_url":    func(v *yaml.Node, p string) { s.PrometheusURL = d.str(v, p) },
 		"alertmanager_url":  func(v *yaml.Node, p string) { s.AlertmanagerURL = d.str(v, p) },
+		"workflow":          func(v *yaml.Node, p string) { s.Workflow = d.str(v, p) },
+		"prepare":           func(v *yaml.Node, p string) { s.Prepare = d.str(v, p) },
+		"queue_timeout":     func(v *yaml.Node, p string) { s.QueueTimeout = d.positive(v, p) },
+		"approvals":         func(v *yaml.Node, p string) { s.Approvals = d.approvals(v, p) },
+		"freezes":           func(v *yaml.Node, p string) { s.Freezes = d.freezes(v, p) },
+		"protection_rule":   func(v *yaml.Node, p string) { s.ProtectionRule = d.protectionRule(v, p) },
 	})
 	return s
 }
@@ -205,6 +211,7 @@ func (d *decoder) probe(v *yaml.Node, path string) Probe {
 	d.fields(v, path, "a probe", map[string]field{
 		"url":           func(v *yaml.Node, p string) { pr.URL = d.str(v, p) },
 		"expect_status": func(v *yaml.Node, p string) { pr.ExpectStatus = d.atLeast(v, p, 100) },
+		"from":          func(v *yaml.Node, p string) { pr.From = ProbeFrom(d.str(v, p)) },
 	})
 	return pr
 }

@@ -22,6 +22,16 @@ type Plan struct {
 	Stages    []Stage
 	OnFailure OnFailure // stop unless the spec says otherwise
 	Health    *Health   // with defaults filled in; nil: the gate is the bake alone
+
+	// How the plan runs on GitHub, defaults filled in.
+	Workflow        string        // dispatched once per batch
+	Prepare         string        // run once before the first batch; "" for none
+	QueueTimeout    time.Duration // a batch's run queued longer fails its pass
+	Approvals       Approvals     // for the stages with AwaitApproval
+	Freezes         []Freeze
+	ProtectionRule  ProtectionRule
+	PrometheusURL   string // "" leaves the server's setting
+	AlertmanagerURL string // "" leaves the server's setting
 }
 
 // Stage is a group of passes run together and followed by one bake and gate.
@@ -93,10 +103,12 @@ func NewPlan(spec *Spec, targets []Target, opts PlanOptions) (*Plan, []Problem) 
 	members, more := assign(spec, sels, targets)
 	problems = append(problems, more...)
 	problems = append(problems, checkPlacement(spec, members, targets)...)
+	problems = append(problems, checkFreezeRegions(spec, targets)...)
 	if len(problems) > 0 {
 		return nil, problems
 	}
 	plan := &Plan{OnFailure: cmp.Or(spec.OnFailure, Stop), Health: spec.Health.withDefaults()}
+	spec.fillExecution(plan)
 	for wi, w := range spec.Waves {
 		ts := make([]Target, len(members[wi]))
 		for i, ti := range members[wi] {
@@ -144,6 +156,7 @@ func (h *Health) withDefaults() *Health {
 	out.Probes = slices.Clone(out.Probes)
 	for i := range out.Probes {
 		out.Probes[i].ExpectStatus = cmp.Or(out.Probes[i].ExpectStatus, DefaultExpectStatus)
+		out.Probes[i].From = cmp.Or(out.Probes[i].From, FromRunners)
 	}
 	return &out
 }

@@ -78,6 +78,18 @@ type Spec struct {
 	PrometheusURL    string    `yaml:"prometheus_url"`
 	AlertmanagerURL  string    `yaml:"alertmanager_url"`
 
+	// Workflow is the deploy workflow file dispatched once per batch
+	// (default deploy.yml); Prepare, when set, runs once before the first
+	// batch (the seed's once-only steps: secrets, artifacts, qa).
+	Workflow string `yaml:"workflow"`
+	Prepare  string `yaml:"prepare"`
+	// QueueTimeout is how long a batch's run may wait for a runner before
+	// its pass fails with "no runner for region <region>" (default 10m).
+	QueueTimeout   time.Duration   `yaml:"queue_timeout"`
+	Approvals      *Approvals      `yaml:"approvals"`
+	Freezes        []Freeze        `yaml:"freezes"`
+	ProtectionRule *ProtectionRule `yaml:"protection_rule"`
+
 	root string    // path of the rollout key, e.g. rollout
 	at   positions // nil when built in Go
 }
@@ -111,6 +123,9 @@ type Health struct {
 type Probe struct {
 	URL          string `yaml:"url"`
 	ExpectStatus int    `yaml:"expect_status"`
+	// From says who sends the probe: the region's runners (default), which
+	// reach targets on networks the server cannot, or the server itself.
+	From ProbeFrom `yaml:"from"`
 }
 
 // Metric is a Prometheus query read for every pass; it is red above Max,

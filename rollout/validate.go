@@ -48,6 +48,7 @@ func validateSpec(s *Spec, opts PlanOptions) ([]*Selector, []Problem) {
 	c.health()
 	c.url("prometheus_url", s.PrometheusURL)
 	c.url("alertmanager_url", s.AlertmanagerURL)
+	c.execution()
 	return sels, c.problems
 }
 

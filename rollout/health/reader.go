@@ -1,0 +1,88 @@
+package health
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ripcord/ripcord/rollout"
+)
+
+// DefaultTimeout bounds each HTTP request of a reading that has no deadline
+// of its own, so one target that never answers cannot stall the gate.
+const DefaultTimeout = 10 * time.Second
+
+// Reader takes the server's readings of the gate: probes with from: server,
+// Prometheus metrics and Alertmanager alerts. Probes with from: runners are
+// not its job; their results come back through FromRunnerProbes.
+type Reader struct {
+	HTTP            *http.Client // nil: http.DefaultClient
+	PrometheusURL   string
+	AlertmanagerURL string
+	Health          *rollout.Health // with defaults filled, as in rollout.Plan
+	// Timeout bounds each request (default DefaultTimeout).
+	Timeout time.Duration
+}
+
+// Read takes one reading of the scope at the instant at: metrics are
+// queried at that time, so a reading replayed after a restart asks the same
+// question. A check that cannot be read is red with the reason, never
+// skipped.
+func (r Reader) Read(ctx context.Context, s Scope, at time.Time) Reading {
+	out := Reading{At: at}
+	if r.Health == nil {
+		return out.finish()
+	}
+	out.Probes = r.probes(ctx, s)
+	out.Metrics = r.metrics(ctx, s, at)
+	out.Alerts = r.alerts(ctx, s)
+	return out.finish()
+}
+
+// ProbesOnly is the reader for a batch gate (batch_bake): the seed keeps
+// metrics and alerts at the stage's gate, since they describe the whole
+// pass, so a batch is judged by its probes alone.
+func (r Reader) ProbesOnly() Reader {
+	if r.Health != nil {
+		r.Health = &rollout.Health{Interval: r.Health.Interval, FailuresToStop: r.Health.FailuresToStop, Probes: r.Health.Probes}
+	}
+	return r
+}
+
+func (r Reader) client() *http.Client {
+	return cmp.Or(r.HTTP, http.DefaultClient)
+}
+
+func (r Reader) timeout() time.Duration {
+	return cmp.Or(r.Timeout, DefaultTimeout)
+}
+
+// get sends a GET with the reader's timeout and returns the response, whose
+// body the caller closes.
+func (r Reader) get(ctx context.Context, client *http.Client, url string) (*http.Response, context.CancelFunc, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return resp, cancel, nil
+}
+
+// substitute fills the placeholders a metric query may use.
+func substitute(query string, s Scope) string {
+	return strings.NewReplacer(
+		"{application}", s.Application,
+		"{environment}", s.Environment,
+		"{region}", s.Region,
+		"{az}", s.AZ,
+	).Replace(query)
+}
