@@ -4,6 +4,7 @@ import (
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/protection"
@@ -22,5 +23,6 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config))...)
 	hs = append(hs, gatesflow.Register(d)...)
 	hs = append(hs, protection.Register(d)...)
+	hs = append(hs, deployments.Register(d)...)
 	return hs
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/records"
@@ -206,6 +207,9 @@ func (s *Server) applyFacts(w http.ResponseWriter, r *http.Request, facts []reco
 				return err
 			}
 			if err := rollbackflow.QueueReleaseChecks(r.Context(), tx, s.river, res.Records); err != nil {
+				return err
+			}
+			if err := deployments.Queue(r.Context(), tx, s.river, s.log, res.Records); err != nil {
 				return err
 			}
 			results[i] = resultOf(res)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/records"
 )
@@ -108,6 +109,9 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 			return nil
 		}
 		if err := rollbackflow.QueueReleaseChecks(r.Context(), tx, s.river, []records.Record{opened}); err != nil {
+			return err
+		}
+		if err := deployments.Queue(r.Context(), tx, s.river, s.log, []records.Record{opened}); err != nil {
 			return err
 		}
 		return s.scheduleStallCheck(r.Context(), tx, opened)

@@ -63,3 +63,20 @@ func TestABadFreezeIsAProblemWithItsPath(t *testing.T) {
 		t.Fatalf("problems do not name the bad end:\n%s", got)
 	}
 }
+
+// A rollout without targets used to crash the loader (a nil node).
+func TestARolloutWithoutTargetsIsAProblem(t *testing.T) {
+	doc := `version: 1
+apps:
+  shop:
+    environments:
+      prod:
+        cluster: c
+        rollout:
+          waves: [{name: all, select: "region=eu-1"}]
+`
+	got := strings.Join(Validate("ripcord.yml", []byte(doc)), "\n")
+	if !strings.Contains(got, "ripcord.yml:8:11: apps.shop.environments.prod.rollout: a rollout needs targets") {
+		t.Fatalf("problems:\n%s", got)
+	}
+}

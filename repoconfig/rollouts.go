@@ -62,6 +62,10 @@ func environmentProtection(env *Environment, path string) []rollout.Problem {
 // planRollout plans the environment's rollout over its targets; the
 // environment's freezes and protection rule join the rollout's own.
 func planRollout(env *Environment, path string) []rollout.Problem {
+	if env.Targets == nil {
+		return []rollout.Problem{{Path: path + ".rollout", Line: env.Rollout.Line, Column: env.Rollout.Column,
+			Message: "a rollout needs targets: add a targets list beside it, e.g. targets: [{host: web-1, labels: {region: eu-1}}]"}}
+	}
 	targets, tp := rollout.ParseTargets(env.Targets, path+".targets")
 	spec, sp := rollout.ParseSpec(env.Rollout, path+".rollout")
 	if ps := append(tp, sp...); len(ps) > 0 {

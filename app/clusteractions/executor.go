@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/cluster/actionapi"
@@ -43,8 +44,14 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 	case !errors.Is(err, records.ErrNotFound):
 		return err
 	}
-	if _, _, err := x.d.Records.OpenRelease(ctx, tx, rec, x.d.Now()); err != nil {
+	opened, events, err := x.d.Records.OpenRelease(ctx, tx, rec, x.d.Now())
+	if err != nil {
 		return fmt.Errorf("open kubernetes rollback release %s: %w", rec.ReleaseID, err)
+	}
+	if len(events) > 0 {
+		if err := deployments.Queue(ctx, tx, x.d.River(), x.d.Log, []records.Record{opened}); err != nil {
+			return err
+		}
 	}
 	_, err = Enqueue(ctx, tx, Action{Cluster: ep.Cluster, Kind: actionapi.KindRollback,
 		Namespace: or(rb.Namespace, ep.App), Deployment: or(rb.Deployment, ep.App), Container: rb.Container,

@@ -1,0 +1,146 @@
+package deployments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
+)
+
+// Worker timings. The lease outlives the job's timeout, so a live job never
+// loses it; a dead job's lease runs out and the next job takes over.
+const (
+	jobTimeout = time.Minute
+	leaseFor   = 3 * time.Minute
+	leaseWait  = time.Second
+)
+
+type syncWorker struct {
+	river.WorkerDefaults[SyncArgs]
+	d       pipeline.Deps
+	api     func(installation int64) (deploymentsAPI, error)
+	written *statusCounter
+}
+
+func (w *syncWorker) Timeout(*river.Job[SyncArgs]) time.Duration { return jobTimeout }
+
+func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) (err error) {
+	a := job.Args
+	rec, err := w.d.Records.Get(ctx, a.ReleaseID)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil // swept: nothing left to show
+	}
+	if err != nil {
+		return fmt.Errorf("load release %s: %w", a.ReleaseID, err)
+	}
+	if rec.UpdatedAt.UnixMicro() != a.Version {
+		return nil // a newer version of the record has its own job
+	}
+	r, ok, err := acquire(ctx, w.d.DB, a.ReleaseID, job.ID, w.d.Now(), leaseFor)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return river.JobSnooze(leaseWait) // another job is writing this release
+	}
+	defer func() { err = errors.Join(err, release(ctx, w.d.DB, a.ReleaseID, job.ID)) }()
+	// Read again under the lease: the job that held it may have written a
+	// newer state, and this one must write the state as it is now.
+	if rec, err = w.d.Records.Get(ctx, a.ReleaseID); err != nil {
+		return fmt.Errorf("load release %s: %w", a.ReleaseID, err)
+	}
+	return w.sync(ctx, job.ID, rec, r)
+}
+
+// sync makes GitHub show rec's state, writing each thing at most once: a
+// write is noted before it goes out, and a noted write whose answer was
+// lost is looked up on GitHub before it is sent again.
+func (w *syncWorker) sync(ctx context.Context, job int64, rec records.Record, r row) error {
+	want := StatusFor(rec.State)
+	if reason := SkipReason(rec); reason != "" {
+		return w.skip(ctx, job, rec, r, reason)
+	}
+	if r.DeploymentID != 0 && r.PendingState == "" && r.State == want {
+		return nil
+	}
+	inst, err := installationOf(ctx, w.d.DB.Read, rec.Repository)
+	if err != nil {
+		return err
+	}
+	if inst == 0 {
+		return w.skip(ctx, job, rec, r, "the ripcord App is not installed on "+rec.Repository)
+	}
+	api, err := w.api(inst)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", inst, err)
+	}
+	r.Repository, r.Skipped = rec.Repository, ""
+	repo, q := splitRepo(rec.Repository), DeploymentFor(rec)
+	if r.DeploymentID == 0 {
+		if err := w.ensureDeployment(ctx, job, api, repo, q, &r); err != nil {
+			return err
+		}
+	}
+	if r.PendingState != "" {
+		latest, err := latestStatus(ctx, api, repo, r.DeploymentID)
+		if err != nil {
+			return err
+		}
+		r.State, r.PendingState = latest, ""
+	}
+	if r.State == want {
+		return save(ctx, w.d.DB, r, job, w.d.Now())
+	}
+	r.PendingState = want
+	if err := save(ctx, w.d.DB, r, job, w.d.Now()); err != nil {
+		return err
+	}
+	url := ReleaseURL(w.d.Config.PublicURL, rec.ReleaseID)
+	err = writeStatus(ctx, api, repo, r.DeploymentID, statusWrite{State: want, Description: Description(rec), URL: url, Environment: rec.Environment})
+	if err != nil {
+		return err
+	}
+	w.written.inc(want)
+	r.State, r.PendingState = want, ""
+	return save(ctx, w.d.DB, r, job, w.d.Now())
+}
+
+// ensureDeployment finds the deployment an earlier attempt may have made,
+// or creates it.
+func (w *syncWorker) ensureDeployment(ctx context.Context, job int64, api deploymentsAPI, repo repoRef, q Request, r *row) error {
+	if r.CreateSent {
+		id, err := findDeployment(ctx, api, repo, q)
+		if err != nil {
+			return err
+		}
+		r.DeploymentID = id
+	}
+	if r.DeploymentID == 0 {
+		r.CreateSent = true
+		if err := save(ctx, w.d.DB, *r, job, w.d.Now()); err != nil {
+			return err
+		}
+		id, err := createDeployment(ctx, api, repo, q)
+		if err != nil {
+			return err
+		}
+		r.DeploymentID = id
+	}
+	r.CreateSent = false
+	return save(ctx, w.d.DB, *r, job, w.d.Now())
+}
+
+// skip notes why rec has no deployment, logging it when the reason is new.
+func (w *syncWorker) skip(ctx context.Context, job int64, rec records.Record, r row, reason string) error {
+	if r.Skipped == reason {
+		return nil
+	}
+	w.d.Log.Info("no GitHub deployment for this release", "release_id", rec.ReleaseID, "reason", reason)
+	r.Repository, r.Skipped = rec.Repository, reason
+	return save(ctx, w.d.DB, r, job, w.d.Now())
+}
