@@ -10,24 +10,33 @@ import (
 // GitHub is the part of GitHub's REST API that opening a rollback pull request needs.
 // NewGitHub implements it with go-github; rollbackprtest.Fake implements it in memory.
 //
-// The file is committed with the contents API (UpdateFile) on a branch created at the
-// base head, not with blob, tree and commit calls: that makes a fresh rollback pull
-// request six calls instead of seven or eight (see Open).
+// The rollback commit is made with the Git Data API — a blob for the edited release
+// file, a tree on the base head's tree, a commit whose one parent is the base head, and
+// the branch ref created at that commit — rather than with the contents API. The Git
+// Data calls need nothing from GitHub but the base head's commit and tree shas, which a
+// BaseCache kept in step by push webhooks already knows; the branch is born pointing at
+// the finished commit, so there is no moment where it exists without the rollback; and
+// the commit's parent is named explicitly, so it is on exactly the base that was edited.
 type GitHub interface {
 	// GetRef reads a ref such as "heads/main"; ErrNotFound when it does not exist.
 	GetRef(ctx context.Context, owner, repo, ref string) (*github.Reference, error)
 	// GetContents reads a file at ref (a branch or a commit sha) and returns its bytes and
 	// blob sha; ErrNotFound when there is no such file.
 	GetContents(ctx context.Context, owner, repo, path, ref string) (content []byte, sha string, err error)
-	// GetCommit reads a commit with its parents, message and changed files.
-	GetCommit(ctx context.Context, owner, repo, sha string) (*github.RepositoryCommit, error)
+	// GetCommit reads a commit (by sha, or a branch's head by its name) with its tree,
+	// parents and message.
+	GetCommit(ctx context.Context, owner, repo, ref string) (*github.RepositoryCommit, error)
+	// CreateBlob stores content as a git blob and returns its sha.
+	CreateBlob(ctx context.Context, owner, repo string, content []byte) (sha string, err error)
+	// CreateTree writes a tree: baseTree (a tree sha, not a commit sha) with entries
+	// replacing the paths they name.
+	CreateTree(ctx context.Context, owner, repo, baseTree string, entries []*github.TreeEntry) (*github.Tree, error)
+	// CreateCommit writes a commit object (message, tree, parents); it moves no ref.
+	CreateCommit(ctx context.Context, owner, repo string, commit *github.Commit) (*github.Commit, error)
 	// CreateRef creates a ref; ErrAlreadyExists when it exists.
 	CreateRef(ctx context.Context, owner, repo string, ref *github.Reference) (*github.Reference, error)
 	// UpdateRef moves a ref, force-pushing when force is set.
 	UpdateRef(ctx context.Context, owner, repo string, ref *github.Reference, force bool) (*github.Reference, error)
-	// UpdateFile commits new content for one file on opts.Branch; opts.SHA is the blob it
-	// replaces, and ErrConflict says the branch has moved on.
-	UpdateFile(ctx context.Context, owner, repo, path string, opts *github.RepositoryContentFileOptions) (*github.Commit, error)
 	// FindPullRequest returns the open pull request from head (a branch of owner/repo)
 	// into base, or nil when there is none.
 	FindPullRequest(ctx context.Context, owner, repo, head, base string) (*github.PullRequest, error)
@@ -39,10 +48,13 @@ type GitHub interface {
 	AddLabels(ctx context.Context, owner, repo string, number int, labels []string) error
 }
 
-// Errors a GitHub implementation returns (wrapped) so Open can tell "already there" from
-// a failure.
+// Errors a GitHub implementation returns (wrapped) so Open can tell "already there" and
+// "that base is gone" from a failure.
 var (
 	ErrNotFound      = errors.New("not found")
 	ErrAlreadyExists = errors.New("already exists")
-	ErrConflict      = errors.New("conflict: the branch moved on")
+	ErrConflict      = errors.New("conflict")
+	// ErrRejected is a 422 other than "already exists": GitHub understood the request
+	// and refused it — a tree or parent sha that does not exist, "No commits between".
+	ErrRejected = errors.New("rejected")
 )

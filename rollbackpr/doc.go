@@ -6,5 +6,7 @@
 //
 // The edit, the names and the messages are pure functions. Open is the shell: it talks to
 // GitHub only through the small GitHub interface declared here, which NewGitHub implements
-// with go-github and rollbackprtest implements in memory for tests.
+// with go-github and rollbackprtest implements in memory for tests. It commits with the
+// Git Data API on a base snapshot that a BaseCache (MemoryCache, kept in step by push
+// webhooks through Pushed) usually already holds, so a rollback pull request is six calls.
 package rollbackpr

@@ -2,6 +2,7 @@ package rollbackpr
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,7 +13,8 @@ import (
 
 // NewGitHub implements GitHub with a go-github client (for a GitHub App, one built on the
 // installation's token). HTTP statuses become the package's errors: 404 is ErrNotFound,
-// 409 is ErrConflict, and a 422 saying something "already exists" is ErrAlreadyExists.
+// 409 is ErrConflict, a 422 saying something "already exists" is ErrAlreadyExists, and
+// any other 422 is ErrRejected.
 func NewGitHub(client *github.Client) GitHub {
 	return goGitHub{c: client}
 }
@@ -45,8 +47,30 @@ func (g goGitHub) GetContents(ctx context.Context, owner, repo, path, ref string
 	return []byte(content), file.GetSHA(), nil
 }
 
-func (g goGitHub) GetCommit(ctx context.Context, owner, repo, sha string) (*github.RepositoryCommit, error) {
-	c, resp, err := g.c.Repositories.GetCommit(ctx, owner, repo, sha, nil)
+func (g goGitHub) GetCommit(ctx context.Context, owner, repo, ref string) (*github.RepositoryCommit, error) {
+	c, resp, err := g.c.Repositories.GetCommit(ctx, owner, repo, ref, nil)
+	return c, classify(resp, err)
+}
+
+func (g goGitHub) CreateBlob(ctx context.Context, owner, repo string, content []byte) (string, error) {
+	// base64 carries the bytes exactly; "utf-8" would be re-encoded by GitHub.
+	b, resp, err := g.c.Git.CreateBlob(ctx, owner, repo, &github.Blob{
+		Content:  github.String(base64.StdEncoding.EncodeToString(content)),
+		Encoding: github.String("base64"),
+	})
+	if err := classify(resp, err); err != nil {
+		return "", err
+	}
+	return b.GetSHA(), nil
+}
+
+func (g goGitHub) CreateTree(ctx context.Context, owner, repo, baseTree string, entries []*github.TreeEntry) (*github.Tree, error) {
+	t, resp, err := g.c.Git.CreateTree(ctx, owner, repo, baseTree, entries)
+	return t, classify(resp, err)
+}
+
+func (g goGitHub) CreateCommit(ctx context.Context, owner, repo string, commit *github.Commit) (*github.Commit, error) {
+	c, resp, err := g.c.Git.CreateCommit(ctx, owner, repo, commit, nil)
 	return c, classify(resp, err)
 }
 
@@ -58,15 +82,6 @@ func (g goGitHub) CreateRef(ctx context.Context, owner, repo string, ref *github
 func (g goGitHub) UpdateRef(ctx context.Context, owner, repo string, ref *github.Reference, force bool) (*github.Reference, error) {
 	r, resp, err := g.c.Git.UpdateRef(ctx, owner, repo, ref, force)
 	return r, classify(resp, err)
-}
-
-func (g goGitHub) UpdateFile(ctx context.Context, owner, repo, path string, opts *github.RepositoryContentFileOptions) (*github.Commit, error) {
-	r, resp, err := g.c.Repositories.UpdateFile(ctx, owner, repo, path, opts)
-	if err := classify(resp, err); err != nil {
-		return nil, err
-	}
-	c := r.Commit
-	return &c, nil
 }
 
 func (g goGitHub) FindPullRequest(ctx context.Context, owner, repo, head, base string) (*github.PullRequest, error) {
@@ -118,6 +133,8 @@ func classify(resp *github.Response, err error) error {
 		return fmt.Errorf("%w: %w", ErrConflict, err)
 	case status == http.StatusUnprocessableEntity && alreadyExists(err):
 		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
+	case status == http.StatusUnprocessableEntity:
+		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}
 	return err
 }

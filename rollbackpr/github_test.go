@@ -94,13 +94,13 @@ func TestNewGitHubRequests(t *testing.T) {
 			want: release + "|b10b",
 		},
 		{
-			name: "GetCommit reads parents, message and files", status: 200,
-			response: `{"sha":"c0c0","parents":[{"sha":"b45e"}],"commit":{"message":"Rollback: x"},"files":[{"filename":"a.yaml","sha":"b10b","status":"modified"}]}`,
+			name: "GetCommit reads a branch head's tree, parents and message", status: 200,
+			response: `{"sha":"c0c0","parents":[{"sha":"b45e"}],"commit":{"message":"Rollback: x","tree":{"sha":"7ree"}}}`,
 			call: func(g rollbackpr.GitHub) (any, error) {
-				c, err := g.GetCommit(ctx, "acme", "gitops", "c0c0")
-				return c.Parents[0].GetSHA() + "|" + c.GetCommit().GetMessage() + "|" + c.Files[0].GetSHA(), err
+				c, err := g.GetCommit(ctx, "acme", "gitops", "main")
+				return c.GetSHA() + "|" + c.GetCommit().GetTree().GetSHA() + "|" + c.Parents[0].GetSHA() + "|" + c.GetCommit().GetMessage(), err
 			},
-			method: "GET", path: "/repos/acme/gitops/commits/c0c0", want: "b45e|Rollback: x|b10b",
+			method: "GET", path: "/repos/acme/gitops/commits/main", want: "c0c0|7ree|b45e|Rollback: x",
 		},
 		{
 			name: "CreateRef creates a branch at a commit", status: 201,
@@ -124,17 +124,38 @@ func TestNewGitHubRequests(t *testing.T) {
 			body: `{"sha":"b45e","force":true}`, want: "b45e",
 		},
 		{
-			name: "UpdateFile commits one file on a branch", status: 200,
-			response: `{"content":{"path":"apps/checkout/prod/release.yaml","sha":"n3wb"},"commit":{"sha":"c0c0","message":"Rollback: x"}}`,
+			name: "CreateBlob sends the bytes as base64", status: 201,
+			response: `{"sha":"b10b","url":"https://api.github.com/repos/acme/gitops/git/blobs/b10b"}`,
 			call: func(g rollbackpr.GitHub) (any, error) {
-				c, err := g.UpdateFile(ctx, "acme", "gitops", "apps/checkout/prod/release.yaml", &github.RepositoryContentFileOptions{
-					Message: github.String("Rollback: x"), Content: []byte(release), SHA: github.String("b10b"), Branch: github.String("release-rollback-prod-1a2b3c4d"),
+				return g.CreateBlob(ctx, "acme", "gitops", []byte(release))
+			},
+			method: "POST", path: "/repos/acme/gitops/git/blobs",
+			body: `{"content":"` + encoded + `","encoding":"base64"}`, want: "b10b",
+		},
+		{
+			name: "CreateTree replaces one path of a base tree", status: 201,
+			response: `{"sha":"7ree","tree":[]}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				t, err := g.CreateTree(ctx, "acme", "gitops", "ba5e7ree", []*github.TreeEntry{{
+					Path: github.String("apps/checkout/prod/release.yaml"), Mode: github.String("100644"), Type: github.String("blob"), SHA: github.String("b10b"),
+				}})
+				return t.GetSHA(), err
+			},
+			method: "POST", path: "/repos/acme/gitops/git/trees",
+			body: `{"base_tree":"ba5e7ree","tree":[{"path":"apps/checkout/prod/release.yaml","mode":"100644","type":"blob","sha":"b10b"}]}`,
+			want: "7ree",
+		},
+		{
+			name: "CreateCommit writes a commit with one parent", status: 201,
+			response: `{"sha":"c0c0","message":"Rollback: x","tree":{"sha":"7ree"},"parents":[{"sha":"b45e"}]}`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				c, err := g.CreateCommit(ctx, "acme", "gitops", &github.Commit{
+					Message: github.String("Rollback: x"), Tree: &github.Tree{SHA: github.String("7ree")}, Parents: []*github.Commit{{SHA: github.String("b45e")}},
 				})
 				return c.GetSHA(), err
 			},
-			method: "PUT", path: "/repos/acme/gitops/contents/apps/checkout/prod/release.yaml",
-			body: `{"message":"Rollback: x","content":"` + encoded + `","sha":"b10b","branch":"release-rollback-prod-1a2b3c4d"}`,
-			want: "c0c0",
+			method: "POST", path: "/repos/acme/gitops/git/commits",
+			body: `{"message":"Rollback: x","tree":"7ree","parents":["b45e"]}`, want: "c0c0",
 		},
 		{
 			name: "FindPullRequest filters by owner:branch, base and open state", status: 200,
@@ -242,17 +263,29 @@ func TestNewGitHubErrors(t *testing.T) {
 				_, err := g.CreatePullRequest(ctx, "acme", "gitops", newPR)
 				return err
 			}, rollbackpr.ErrAlreadyExists},
-		{"stale blob sha is ErrConflict", 409, `{"message":"a.yaml does not match b10b"}`,
+		{"empty repository is ErrConflict", 409, `{"message":"Git Repository is empty."}`,
 			func(g rollbackpr.GitHub) error {
-				_, err := g.UpdateFile(ctx, "acme", "gitops", "a.yaml", &github.RepositoryContentFileOptions{Message: github.String("m"), Content: []byte("x"), SHA: github.String("b10b"), Branch: github.String("x")})
+				_, err := g.CreateBlob(ctx, "acme", "gitops", []byte("x"))
 				return err
 			}, rollbackpr.ErrConflict},
-		{"no commits between is a plain failure", 422,
+		{"unknown tree is ErrRejected", 422, `{"message":"Tree SHA does not exist"}`,
+			func(g rollbackpr.GitHub) error {
+				_, err := g.CreateCommit(ctx, "acme", "gitops", &github.Commit{Message: github.String("m"), Tree: &github.Tree{SHA: github.String("7ree")}})
+				return err
+			}, rollbackpr.ErrRejected},
+		{"base_tree that is not a tree is ErrRejected", 422, `{"message":"base_tree is not a valid tree"}`,
+			func(g rollbackpr.GitHub) error {
+				_, err := g.CreateTree(ctx, "acme", "gitops", "c0c0", nil)
+				return err
+			}, rollbackpr.ErrRejected},
+		{"unknown base branch is ErrRejected", 422, `{"message":"No commit found for SHA: trunk"}`,
+			func(g rollbackpr.GitHub) error { _, err := g.GetCommit(ctx, "acme", "gitops", "trunk"); return err }, rollbackpr.ErrRejected},
+		{"no commits between is ErrRejected", 422,
 			`{"message":"Validation Failed","errors":[{"resource":"PullRequest","code":"custom","message":"No commits between main and x"}]}`,
 			func(g rollbackpr.GitHub) error {
 				_, err := g.CreatePullRequest(ctx, "acme", "gitops", newPR)
 				return err
-			}, nil},
+			}, rollbackpr.ErrRejected},
 		{"server error is a plain failure", 502, `{"message":"Bad Gateway"}`,
 			func(g rollbackpr.GitHub) error { _, err := g.GetRef(ctx, "acme", "gitops", "heads/x"); return err }, nil},
 		{"a directory is not a release file", 200, `[{"type":"file","name":"a.yaml"}]`,
@@ -273,7 +306,7 @@ func TestNewGitHubErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			for _, sentinel := range []error{rollbackpr.ErrNotFound, rollbackpr.ErrAlreadyExists, rollbackpr.ErrConflict} {
+			for _, sentinel := range []error{rollbackpr.ErrNotFound, rollbackpr.ErrAlreadyExists, rollbackpr.ErrConflict, rollbackpr.ErrRejected} {
 				if errors.Is(err, sentinel) != (sentinel == tt.is) {
 					t.Errorf("errors.Is(%v, %v) = %v", err, sentinel, errors.Is(err, sentinel))
 				}

@@ -118,19 +118,26 @@ func (f Fields) changes(r Rollback) (map[string]string, error) {
 
 // Open opens the rollback pull request, or finds the one a previous call opened and brings
 // it up to date. Calling it twice, or again after a crash between any two of its steps,
-// leaves one branch, one rollback commit and one pull request.
+// leaves one branch, one rollback commit on it and one pull request.
 //
-// A fresh rollback takes six GitHub calls: GetRef (base head), GetContents (release file
-// and its blob sha), CreateRef (branch at the base head), UpdateFile (the commit, with the
-// base head as parent), CreatePullRequest, AddLabels. Pull requests cannot be created with
-// labels, so the label is the one call that cannot be folded away. Nothing is written
-// before the edit succeeded, so a missing file or path creates nothing.
-func Open(ctx context.Context, gh GitHub, req Request) (Result, error) {
+// The base snapshot (base head, its tree, the release file there) comes from cache when
+// it holds one (cache may be nil), and otherwise from two reads: GetCommit of the base
+// branch and GetContents at that commit. The commit is made with the Git Data API, so a
+// fresh rollback with a warm cache is six calls — CreateBlob, CreateTree, CreateCommit,
+// CreateRef (the branch, born at the rollback commit), CreatePullRequest, AddLabels —
+// and eight with a cold one. Pull requests cannot be created with labels, so the label
+// is the one call that cannot be folded away. Nothing is written before the edit
+// succeeded, so a missing file or path creates nothing.
+//
+// A snapshot from the cache that leads to a failure is forgotten; when the failure says
+// the base may have moved (the edit no longer applies or changes nothing, or GitHub
+// rejects a sha as unknown), Open retries once at once from a fresh read.
+func Open(ctx context.Context, gh GitHub, cache BaseCache, req Request) (Result, error) {
 	p, err := newPlan(req)
 	if err != nil {
 		return Result{}, fmt.Errorf("open rollback pull request: %w", err)
 	}
-	res, err := p.open(ctx, gh)
+	res, err := p.open(ctx, gh, cache)
 	if err != nil {
 		return res, fmt.Errorf("open rollback pull request %s in %s for release %s: %w",
 			p.branch, req.Repository, req.Rollback.ReleaseID, err)
@@ -138,34 +145,54 @@ func Open(ctx context.Context, gh GitHub, req Request) (Result, error) {
 	return res, nil
 }
 
-func (p plan) open(ctx context.Context, gh GitHub) (Result, error) {
+func (p plan) open(ctx context.Context, gh GitHub, cache BaseCache) (Result, error) {
+	repo, base, file := p.request.Repository, p.request.Base, p.request.File
+	if cache != nil {
+		if snap, ok := cache.Get(repo, base, file); ok {
+			res, err := p.openAt(ctx, gh, snap)
+			if err == nil {
+				return res, nil
+			}
+			cache.Forget(repo, base)
+			if !baseMayHaveMoved(err) {
+				return res, err
+			}
+		}
+	}
+	snap, err := p.readBase(ctx, gh)
+	if err != nil {
+		return Result{Branch: p.branch}, err
+	}
+	if cache != nil {
+		cache.Put(repo, base, file, snap)
+	}
+	return p.openAt(ctx, gh, snap)
+}
+
+// baseMayHaveMoved reports whether err could come from a snapshot that is no longer the
+// base head, so that a fresh read may succeed where the snapshot failed.
+func baseMayHaveMoved(err error) bool {
+	var fe fileError
+	return errors.As(err, &fe) || errors.Is(err, ErrNoChange) || errors.Is(err, ErrRejected) || errors.Is(err, ErrNotFound)
+}
+
+// fileError marks a release file that cannot be edited as asked.
+type fileError struct{ err error }
+
+func (e fileError) Error() string { return e.err.Error() }
+func (e fileError) Unwrap() error { return e.err }
+
+// openAt makes the rollback on snapshot base.
+func (p plan) openAt(ctx context.Context, gh GitHub, base Snapshot) (Result, error) {
 	res := Result{Branch: p.branch}
-	base, err := gh.GetRef(ctx, p.owner, p.repo, "heads/"+p.request.Base)
-	if errors.Is(err, ErrNotFound) {
-		return res, fmt.Errorf("base branch %q does not exist", p.request.Base)
-	}
+	edited, err := EditReleaseFile(base.Content, p.changes)
 	if err != nil {
-		return res, fmt.Errorf("read base branch %q: %w", p.request.Base, err)
+		return res, fileError{fmt.Errorf("release file %q: %w", p.request.File, err)}
 	}
-	baseSHA := base.GetObject().GetSHA()
-	if baseSHA == "" {
-		return res, fmt.Errorf("base branch %q has no commit sha", p.request.Base)
+	if bytes.Equal(edited, base.Content) {
+		return res, fmt.Errorf("release file %q on %s at %s: %w", p.request.File, p.request.Base, base.Commit, ErrNoChange)
 	}
-	content, blobSHA, err := gh.GetContents(ctx, p.owner, p.repo, p.request.File, baseSHA)
-	if errors.Is(err, ErrNotFound) {
-		return res, fmt.Errorf("release file %q does not exist on %s at %s", p.request.File, p.request.Base, baseSHA)
-	}
-	if err != nil {
-		return res, fmt.Errorf("read release file %q: %w", p.request.File, err)
-	}
-	edited, err := EditReleaseFile(content, p.changes)
-	if err != nil {
-		return res, fmt.Errorf("release file %q: %w", p.request.File, err)
-	}
-	if bytes.Equal(edited, content) {
-		return res, fmt.Errorf("release file %q on %s: %w", p.request.File, p.request.Base, ErrNoChange)
-	}
-	fresh, err := p.ensureCommit(ctx, gh, &res, baseSHA, blobSHA, edited)
+	fresh, err := p.ensureCommit(ctx, gh, &res, base, edited)
 	if err != nil {
 		return res, err
 	}

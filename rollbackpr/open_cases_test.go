@@ -31,7 +31,7 @@ func TestOpenCreatesNothingWhenTheEditCannotBeMade(t *testing.T) {
 			gh, _ := newRepo(t)
 			req := request()
 			tt.mutate(&req)
-			_, err := rollbackpr.Open(context.Background(), gh, req)
+			_, err := rollbackpr.Open(context.Background(), gh, nil, req)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
 			}
@@ -63,7 +63,7 @@ func TestOpenRefusesABadRequestBeforeCallingGitHub(t *testing.T) {
 			gh, _ := newRepo(t)
 			req := request()
 			tt.mutate(&req)
-			_, err := rollbackpr.Open(context.Background(), gh, req)
+			_, err := rollbackpr.Open(context.Background(), gh, nil, req)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
 			}
@@ -76,11 +76,11 @@ func TestOpenRefusesABadRequestBeforeCallingGitHub(t *testing.T) {
 
 func TestOpenRebuildsTheBranchWhenTheBaseMoved(t *testing.T) {
 	gh, _ := newRepo(t)
-	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+	if _, err := rollbackpr.Open(context.Background(), gh, nil, request()); err != nil {
 		t.Fatal(err)
 	}
 	newBase := gh.Push(gitops, "main", "unrelated change", map[string]string{"README.md": "hello\n"})
-	res, err := rollbackpr.Open(context.Background(), gh, request())
+	res, err := rollbackpr.Open(context.Background(), gh, nil, request())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +95,12 @@ func TestOpenRebuildsTheBranchWhenTheBaseMoved(t *testing.T) {
 
 func TestOpenWithANewReasonUpdatesCommitAndBody(t *testing.T) {
 	gh, base := newRepo(t)
-	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+	if _, err := rollbackpr.Open(context.Background(), gh, nil, request()); err != nil {
 		t.Fatal(err)
 	}
 	req := request()
 	req.Rollback.Reason = "error budget burn"
-	res, err := rollbackpr.Open(context.Background(), gh, req)
+	res, err := rollbackpr.Open(context.Background(), gh, nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,11 +123,11 @@ func TestOpenWithANewReasonUpdatesCommitAndBody(t *testing.T) {
 
 func TestOpenResetsABranchSomeoneCommittedTo(t *testing.T) {
 	gh, base := newRepo(t)
-	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+	if _, err := rollbackpr.Open(context.Background(), gh, nil, request()); err != nil {
 		t.Fatal(err)
 	}
 	gh.Push(gitops, branch, "hand edit", map[string]string{releaseFile: "image: hand-picked\n"})
-	res, err := rollbackpr.Open(context.Background(), gh, request())
+	res, err := rollbackpr.Open(context.Background(), gh, nil, request())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,17 +139,17 @@ func TestOpenResetsABranchSomeoneCommittedTo(t *testing.T) {
 
 func TestOpenAfterTheBranchWasDeletedOpensANewPullRequest(t *testing.T) {
 	gh, base := newRepo(t)
-	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+	if _, err := rollbackpr.Open(context.Background(), gh, nil, request()); err != nil {
 		t.Fatal(err)
 	}
 	gh.DeleteBranch(gitops, branch) // GitHub closes the pull request with it
 	gh.ResetCalls()
-	res, err := rollbackpr.Open(context.Background(), gh, request())
+	res, err := rollbackpr.Open(context.Background(), gh, nil, request())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gh.Calls(); !reflect.DeepEqual(got, freshCalls) {
-		t.Errorf("calls = %v, want the fresh path %v", got, freshCalls)
+	if got := gh.Calls(); !reflect.DeepEqual(got, coldCalls) {
+		t.Errorf("calls = %v, want the fresh path %v", got, coldCalls)
 	}
 	prs := gh.PullRequests(gitops)
 	if len(prs) != 2 || prs[0].State != "closed" || prs[1].State != "open" || res.PullRequest != prs[1].Number {
@@ -160,7 +160,7 @@ func TestOpenAfterTheBranchWasDeletedOpensANewPullRequest(t *testing.T) {
 
 func TestOpenAfterMergeSaysThereIsNothingToChange(t *testing.T) {
 	gh, _ := newRepo(t)
-	res, err := rollbackpr.Open(context.Background(), gh, request())
+	res, err := rollbackpr.Open(context.Background(), gh, nil, request())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,12 +168,12 @@ func TestOpenAfterMergeSaysThereIsNothingToChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	gh.ResetCalls()
-	_, err = rollbackpr.Open(context.Background(), gh, request())
+	_, err = rollbackpr.Open(context.Background(), gh, nil, request())
 	if !errors.Is(err, rollbackpr.ErrNoChange) {
 		t.Fatalf("err = %v, want ErrNoChange", err)
 	}
-	if got := gh.Calls(); !reflect.DeepEqual(got, []string{"GetRef", "GetContents"}) {
-		t.Errorf("calls = %v, want only the two reads", got)
+	if got := gh.Calls(); !reflect.DeepEqual(got, coldReads) {
+		t.Errorf("calls = %v, want only the two reads %v", got, coldReads)
 	}
 }
 
@@ -192,7 +192,7 @@ func (r racingPR) CreatePullRequest(ctx context.Context, owner, repo string, pr 
 
 func TestOpenTakesOverAPullRequestOpenedByARacingStart(t *testing.T) {
 	gh, base := newRepo(t)
-	res, err := rollbackpr.Open(context.Background(), racingPR{gh}, request())
+	res, err := rollbackpr.Open(context.Background(), racingPR{gh}, nil, request())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestOpenTakesOverAPullRequestOpenedByARacingStart(t *testing.T) {
 func assertNothingWritten(t *testing.T, gh *rollbackprtest.Fake) {
 	t.Helper()
 	for _, c := range gh.Calls() {
-		if c != "GetRef" && c != "GetContents" {
+		if c != "GetCommit" && c != "GetContents" {
 			t.Errorf("called %s before the edit was known to work: %v", c, gh.Calls())
 		}
 	}
@@ -221,12 +221,12 @@ func TestOpenWithANewReleaseIDReplacesTheCommit(t *testing.T) {
 	// Same branch, same trailers, but the file must now carry another release id: the
 	// existing commit is not the one wanted, whatever its message says.
 	gh, base := newRepo(t)
-	if _, err := rollbackpr.Open(context.Background(), gh, request()); err != nil {
+	if _, err := rollbackpr.Open(context.Background(), gh, nil, request()); err != nil {
 		t.Fatal(err)
 	}
 	req := request()
 	req.Rollback.ReleaseID = "rb-8b4c:prod-eu/prod"
-	res, err := rollbackpr.Open(context.Background(), gh, req)
+	res, err := rollbackpr.Open(context.Background(), gh, nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}

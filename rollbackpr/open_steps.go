@@ -2,29 +2,32 @@ package rollbackpr
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/google/go-github/v66/github"
 )
 
-// ensureCommit makes the branch point at one rollback commit on top of the base head. It
-// creates the branch first: when that succeeds, the branch is fresh (fresh = true) and no
-// open pull request can be using it, since GitHub closes a pull request whose head branch
-// is deleted. When the branch exists, a previous call got this far: its head is kept if
-// it is already the commit this call would make, and otherwise reset to the base head.
-func (p plan) ensureCommit(ctx context.Context, gh GitHub, res *Result, baseSHA, blobSHA string, edited []byte) (fresh bool, err error) {
+// ensureCommit makes the branch point at one rollback commit on top of base. It writes
+// the commit first and then creates the branch at it: when that succeeds, the branch is
+// fresh (fresh = true) and no open pull request can be using it, since GitHub closes a
+// pull request whose head branch is deleted. When the branch exists, a previous call got
+// this far: its head is kept if it is already the commit this call would make (the
+// commit just written is then left unreferenced, for GitHub to collect), and otherwise
+// the branch is force-moved to the new commit.
+func (p plan) ensureCommit(ctx context.Context, gh GitHub, res *Result, base Snapshot, edited []byte) (fresh bool, err error) {
+	commit, tree, err := p.writeCommit(ctx, gh, base, edited)
+	if err != nil {
+		return false, err
+	}
 	ref := "refs/heads/" + p.branch
-	_, err = gh.CreateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &baseSHA}})
+	_, err = gh.CreateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &commit}})
 	switch {
 	case err == nil:
-		res.BranchOutcome = Created
-		return true, p.commitFile(ctx, gh, res, blobSHA, edited)
+		res.BranchOutcome, res.CommitOutcome, res.Commit = Created, Created, commit
+		return true, nil
 	case !errors.Is(err, ErrAlreadyExists):
-		return false, fmt.Errorf("create branch: %w", err)
+		return false, fmt.Errorf("create branch at %s: %w", commit, err)
 	}
 
 	head, err := gh.GetRef(ctx, p.owner, p.repo, "heads/"+p.branch)
@@ -32,54 +35,62 @@ func (p plan) ensureCommit(ctx context.Context, gh GitHub, res *Result, baseSHA,
 		return false, fmt.Errorf("read existing branch: %w", err)
 	}
 	headSHA := head.GetObject().GetSHA()
-	if headSHA == baseSHA {
-		// A previous call created the branch and stopped before committing.
-		res.BranchOutcome = Reused
-		return false, p.commitFile(ctx, gh, res, blobSHA, edited)
-	}
-	commit, err := gh.GetCommit(ctx, p.owner, p.repo, headSHA)
-	if err != nil {
-		return false, fmt.Errorf("read branch head %s: %w", headSHA, err)
-	}
-	if p.isRollbackCommit(commit, baseSHA, edited) {
+	if headSHA == commit {
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, headSHA
 		return false, nil
 	}
-	// Stale (older base, other reason or values) or touched by hand: start it again.
-	if _, err := gh.UpdateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &baseSHA}}, true); err != nil {
-		return false, fmt.Errorf("reset branch to %s: %w", baseSHA, err)
+	existing, err := gh.GetCommit(ctx, p.owner, p.repo, headSHA)
+	if err != nil {
+		return false, fmt.Errorf("read branch head %s: %w", headSHA, err)
 	}
-	res.BranchOutcome = Updated
-	return false, p.commitFile(ctx, gh, res, blobSHA, edited)
+	if p.isRollbackCommit(existing, base.Commit, tree) {
+		res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, headSHA
+		return false, nil
+	}
+	// Stale (older base, other reason or values) or touched by hand: replace it.
+	if _, err := gh.UpdateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &commit}}, true); err != nil {
+		return false, fmt.Errorf("move branch to %s: %w", commit, err)
+	}
+	res.BranchOutcome, res.CommitOutcome, res.Commit = Updated, Created, commit
+	return false, nil
+}
+
+// writeCommit writes the edited release file as a blob, a tree that is base's tree with
+// that file replaced, and a commit of that tree whose one parent is base's commit. It
+// returns the commit's and the tree's sha. These objects change no ref: a crash here
+// leaves nothing anyone sees.
+func (p plan) writeCommit(ctx context.Context, gh GitHub, base Snapshot, edited []byte) (commit, tree string, err error) {
+	blob, err := gh.CreateBlob(ctx, p.owner, p.repo, edited)
+	if err != nil {
+		return "", "", fmt.Errorf("write release file blob: %w", err)
+	}
+	// base_tree must be a tree sha: GitHub refuses a commit sha there.
+	t, err := gh.CreateTree(ctx, p.owner, p.repo, base.Tree, []*github.TreeEntry{{
+		Path: &p.request.File, Mode: github.String("100644"), Type: github.String("blob"), SHA: &blob,
+	}})
+	if err != nil {
+		return "", "", fmt.Errorf("write tree on base tree %s: %w", base.Tree, err)
+	}
+	c, err := gh.CreateCommit(ctx, p.owner, p.repo, &github.Commit{
+		Message: &p.message, Tree: &github.Tree{SHA: t.SHA}, Parents: []*github.Commit{{SHA: &base.Commit}},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("write commit on %s: %w", base.Commit, err)
+	}
+	if c.GetSHA() == "" || t.GetSHA() == "" {
+		return "", "", fmt.Errorf("GitHub gave commit %q with tree %q", c.GetSHA(), t.GetSHA())
+	}
+	return c.GetSHA(), t.GetSHA(), nil
 }
 
 // isRollbackCommit reports whether commit is exactly the one this call would make: one
-// parent, the base head; the same rollback trailers; and a tree that differs from the
-// base's in the release file alone, which holds the edited bytes.
-func (p plan) isRollbackCommit(commit *github.RepositoryCommit, baseSHA string, edited []byte) bool {
+// parent, the base head; the tree this call wrote (git names a tree by its content, so
+// equal shas are equal files); and the same rollback trailers.
+func (p plan) isRollbackCommit(commit *github.RepositoryCommit, baseSHA, tree string) bool {
 	if len(commit.Parents) != 1 || commit.Parents[0].GetSHA() != baseSHA {
 		return false
 	}
-	if !sameTrailers(commit.GetCommit().GetMessage(), p.request.Rollback) {
-		return false
-	}
-	return len(commit.Files) == 1 &&
-		commit.Files[0].GetFilename() == p.request.File &&
-		commit.Files[0].GetSHA() == gitBlobSHA(edited)
-}
-
-func (p plan) commitFile(ctx context.Context, gh GitHub, res *Result, blobSHA string, edited []byte) error {
-	commit, err := gh.UpdateFile(ctx, p.owner, p.repo, p.request.File, &github.RepositoryContentFileOptions{
-		Message: &p.message,
-		Content: edited,
-		SHA:     &blobSHA,
-		Branch:  &p.branch,
-	})
-	if err != nil {
-		return fmt.Errorf("commit release file: %w", err)
-	}
-	res.Commit, res.CommitOutcome = commit.GetSHA(), Created
-	return nil
+	return commit.GetCommit().GetTree().GetSHA() == tree && sameTrailers(commit.GetCommit().GetMessage(), p.request.Rollback)
 }
 
 // ensurePullRequest opens the pull request, or brings the open one up to date. On a
@@ -140,13 +151,4 @@ func (p plan) updatePullRequest(ctx context.Context, gh GitHub, res *Result, pr 
 	}
 	res.PullRequestOutcome = Updated
 	return nil
-}
-
-// gitBlobSHA is git's object id for a blob with this content, which GitHub reports as a
-// changed file's sha.
-func gitBlobSHA(content []byte) string {
-	h := sha1.New()
-	h.Write([]byte("blob " + strconv.Itoa(len(content)) + "\x00"))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
 }

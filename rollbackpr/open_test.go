@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/rollbackpr"
 	"github.com/ripcord/ripcord/rollbackpr/rollbackprtest"
@@ -36,10 +37,19 @@ image:
 `
 
 var (
-	freshCalls = []string{"GetRef", "GetContents", "CreateRef", "UpdateFile", "CreatePullRequest", "AddLabels"}
-	// reuseCalls only read; CreateRef answers "already exists" and changes nothing.
-	reuseCalls = []string{"GetRef", "GetContents", "CreateRef", "GetRef", "GetCommit", "FindPullRequest"}
+	// coldReads are the two reads of the base when the cache does not have it.
+	coldReads = []string{"GetCommit", "GetContents"}
+	// warmCalls are a fresh rollback's calls with the base in the cache.
+	warmCalls = []string{"CreateBlob", "CreateTree", "CreateCommit", "CreateRef", "CreatePullRequest", "AddLabels"}
+	coldCalls = append(append([]string(nil), coldReads...), warmCalls...)
+	// reuseCalls write only git objects no ref points at: CreateRef answers "already
+	// exists", and the branch's head is found to be the same rollback.
+	reuseCalls = []string{"CreateBlob", "CreateTree", "CreateCommit", "CreateRef", "GetRef", "GetCommit", "FindPullRequest"}
 )
+
+func newCache() *rollbackpr.MemoryCache {
+	return rollbackpr.NewMemoryCache(8, time.Hour, func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) })
+}
 
 func newRepo(t *testing.T) (*rollbackprtest.Fake, string) {
 	t.Helper()
@@ -61,14 +71,14 @@ func request() rollbackpr.Request {
 	}
 }
 
-func TestOpenFreshRollback(t *testing.T) {
+func TestOpenFreshRollbackWithoutCache(t *testing.T) {
 	gh, base := newRepo(t)
-	res, err := rollbackpr.Open(context.Background(), gh, request())
+	res, err := rollbackpr.Open(context.Background(), gh, nil, request())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := gh.Calls(); !reflect.DeepEqual(got, freshCalls) {
-		t.Errorf("calls = %v, want %v (%d calls)", got, freshCalls, len(freshCalls))
+	if got := gh.Calls(); !reflect.DeepEqual(got, coldCalls) {
+		t.Errorf("calls = %v, want %v (%d calls)", got, coldCalls, len(coldCalls))
 	}
 	head, ok := gh.Branch(gitops, branch)
 	if !ok {
@@ -137,22 +147,22 @@ func assertRollbackBranch(t *testing.T, gh *rollbackprtest.Fake, base string) {
 
 func TestOpenTwiceMakesNothingNew(t *testing.T) {
 	gh, base := newRepo(t)
-	first, err := rollbackpr.Open(context.Background(), gh, request())
+	cache := newCache()
+	first, err := rollbackpr.Open(context.Background(), gh, cache, request())
 	if err != nil {
 		t.Fatal(err)
 	}
-	commits := gh.CommitCount(gitops)
 	gh.ResetCalls()
 
-	second, err := rollbackpr.Open(context.Background(), gh, request())
+	second, err := rollbackpr.Open(context.Background(), gh, cache, request())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := gh.Calls(); !reflect.DeepEqual(got, reuseCalls) {
-		t.Errorf("calls = %v, want %v: a second start only reads", got, reuseCalls)
+		t.Errorf("calls = %v, want %v: a second start moves no ref", got, reuseCalls)
 	}
-	if gh.CommitCount(gitops) != commits {
-		t.Errorf("a second start made %d new commits", gh.CommitCount(gitops)-commits)
+	if head, _ := gh.Branch(gitops, branch); head != first.Commit {
+		t.Errorf("a second start moved the branch from %s to %s", first.Commit, head)
 	}
 	if len(gh.PullRequests(gitops)) != 1 {
 		t.Errorf("%d pull requests after two starts, want 1", len(gh.PullRequests(gitops)))
@@ -165,9 +175,11 @@ func TestOpenTwiceMakesNothingNew(t *testing.T) {
 	assertRollbackBranch(t, gh, base)
 }
 
+// Every step of the cold path may fail before or after its effect; with the same cache
+// (warm after the first cold read) the next start finishes the rollback.
 func TestOpenResumesAfterACrashAtEveryStep(t *testing.T) {
 	crash := errors.New("crash")
-	for _, method := range freshCalls {
+	for _, method := range coldCalls {
 		for _, after := range []bool{false, true} {
 			name := method + " fails before its effect"
 			if after {
@@ -175,32 +187,32 @@ func TestOpenResumesAfterACrashAtEveryStep(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				gh, base := newRepo(t)
+				cache := newCache()
 				if after {
 					gh.FailAfter(method, crash)
 				} else {
 					gh.Fail(method, crash)
 				}
-				if _, err := rollbackpr.Open(context.Background(), gh, request()); !errors.Is(err, crash) {
+				if _, err := rollbackpr.Open(context.Background(), gh, cache, request()); !errors.Is(err, crash) {
 					t.Fatalf("first Open: err = %v, want the crash", err)
 				}
-				res, err := rollbackpr.Open(context.Background(), gh, request())
+				res, err := rollbackpr.Open(context.Background(), gh, cache, request())
 				if err != nil {
 					t.Fatalf("resumed Open: %v", err)
 				}
 				assertOneRollback(t, gh, base, res)
 
-				// And a third start finds everything in place and writes nothing.
-				commits := gh.CommitCount(gitops)
+				// And a third start finds everything in place and moves nothing.
 				gh.ResetCalls()
-				third, err := rollbackpr.Open(context.Background(), gh, request())
+				third, err := rollbackpr.Open(context.Background(), gh, cache, request())
 				if err != nil {
 					t.Fatal(err)
 				}
 				if got := gh.Calls(); !reflect.DeepEqual(got, reuseCalls) {
 					t.Errorf("third start calls = %v, want %v", got, reuseCalls)
 				}
-				if gh.CommitCount(gitops) != commits || third.CommitOutcome != rollbackpr.Reused || third.PullRequestOutcome != rollbackpr.Reused {
-					t.Errorf("a start after a complete one changed something: %+v", third)
+				if third.Commit != res.Commit || third.CommitOutcome != rollbackpr.Reused || third.PullRequestOutcome != rollbackpr.Reused {
+					t.Errorf("a start after a complete one changed something: %+v after %+v", third, res)
 				}
 			})
 		}

@@ -19,15 +19,3 @@ func TestSameTrailersNoticesADifferentReason(t *testing.T) {
 		t.Fatal("a rollback of another release was taken for the same rollback")
 	}
 }
-
-func TestGitBlobSHAMatchesGit(t *testing.T) {
-	// Known ids: `git hash-object` of an empty file and of "hello\n".
-	for content, want := range map[string]string{
-		"":        "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
-		"hello\n": "ce013625030ba8dba906f756967f9e9ca394464a",
-	} {
-		if got := gitBlobSHA([]byte(content)); got != want {
-			t.Errorf("gitBlobSHA(%q) = %s, want %s", content, got, want)
-		}
-	}
-}

@@ -18,6 +18,9 @@
 //     of that repository, then opens the release record with the pull
 //     request in it. A retried job finds the same branch, pull request and
 //     record; a second request for the same rollback is a duplicate job.
+//     The job's base snapshot (the base branch's head, tree and release file)
+//     comes from a rollbackpr.MemoryCache that the push handler keeps in step,
+//     so a rollback pull request is six GitHub calls once the cache is warm.
 //
 // The reducer (records) does the rest when facts arrive: a rollback release
 // that becomes healthy marks the release it names rolled-back and sends one

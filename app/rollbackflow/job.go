@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/commands"
+	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/rollbackpr"
@@ -50,7 +51,8 @@ func argsFor(p Plan, reply *ReplyTo) PullRequestArgs {
 
 type pullRequestWorker struct {
 	river.WorkerDefaults[PullRequestArgs]
-	deps pipeline.Deps
+	deps  pipeline.Deps
+	cache rollbackpr.BaseCache
 }
 
 func (w *pullRequestWorker) Timeout(*river.Job[PullRequestArgs]) time.Duration { return jobTimeout }
@@ -78,7 +80,7 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 		}
 		req.Base = repo.GetDefaultBranch()
 	}
-	res, err := rollbackpr.Open(ctx, rollbackpr.NewGitHub(gh), req)
+	res, err := rollbackpr.Open(ctx, rollbackpr.NewGitHub(gh), w.cache, req)
 	if errors.Is(err, rollbackpr.ErrNoChange) {
 		return w.fail(ctx, a, fmt.Sprintf("%s on %s already has the target's values: the rollback is merged already, or the target is what runs", req.File, req.Base))
 	}
@@ -104,6 +106,9 @@ func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullReques
 		return nil // stored by an earlier attempt, with its audit and reply
 	}
 	if err := QueueReleaseChecks(ctx, tx, d.River(), []records.Record{stored}); err != nil {
+		return err
+	}
+	if err := deployments.Queue(ctx, tx, d.River(), d.Log, []records.Record{stored}); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("rollback of %s to %s (%s) opened as %s, pull request %s: %s",

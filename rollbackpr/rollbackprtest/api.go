@@ -48,32 +48,6 @@ func (f *Fake) GetContents(_ context.Context, owner, repoName, path, ref string)
 	return append([]byte(nil), content...), blobSHA(content), nil
 }
 
-func (f *Fake) GetCommit(_ context.Context, owner, repoName, sha string) (*github.RepositoryCommit, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if fail, ok := f.call("GetCommit"); ok {
-		return nil, fail.err
-	}
-	r := f.repo(owner + "/" + repoName)
-	c, ok := r.commits[sha]
-	if !ok {
-		return nil, fmt.Errorf("fake GitHub: commit %s: %w", sha, rollbackpr.ErrNotFound)
-	}
-	out := &github.RepositoryCommit{
-		SHA:    github.String(c.sha),
-		Commit: &github.Commit{SHA: github.String(c.sha), Message: github.String(c.message), Tree: &github.Tree{SHA: github.String(treeSHA(c.files))}},
-	}
-	for _, p := range c.parents {
-		out.Parents = append(out.Parents, &github.Commit{SHA: github.String(p)})
-	}
-	var before map[string][]byte
-	if len(c.parents) > 0 {
-		before = r.commits[c.parents[0]].files
-	}
-	out.Files = diff(before, c.files)
-	return out, nil
-}
-
 func (f *Fake) CreateRef(_ context.Context, owner, repoName string, ref *github.Reference) (*github.Reference, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -84,13 +58,13 @@ func (f *Fake) CreateRef(_ context.Context, owner, repoName string, ref *github.
 	r := f.repo(owner + "/" + repoName)
 	name, sha := ref.GetRef(), ref.GetObject().GetSHA()
 	if !strings.HasPrefix(name, "refs/") || strings.Count(name, "/") < 2 {
-		return nil, fmt.Errorf("fake GitHub: 422 %q is not a fully qualified ref", name)
+		return nil, fmt.Errorf("fake GitHub: 422 %q is not a fully qualified ref: %w", name, rollbackpr.ErrRejected)
 	}
 	if _, exists := r.refs[name]; exists {
 		return nil, fmt.Errorf("fake GitHub: 422 Reference already exists: %w", rollbackpr.ErrAlreadyExists)
 	}
 	if _, ok := r.commits[sha]; !ok {
-		return nil, fmt.Errorf("fake GitHub: 422 Object does not exist: %s", sha)
+		return nil, fmt.Errorf("fake GitHub: 422 Object does not exist: %s: %w", sha, rollbackpr.ErrRejected)
 	}
 	r.refs[name] = sha
 	if failing {
@@ -114,51 +88,16 @@ func (f *Fake) UpdateRef(_ context.Context, owner, repoName string, ref *github.
 		return nil, fmt.Errorf("fake GitHub: ref %s: %w", name, rollbackpr.ErrNotFound)
 	}
 	if _, ok := r.commits[sha]; !ok {
-		return nil, fmt.Errorf("fake GitHub: 422 Object does not exist: %s", sha)
+		return nil, fmt.Errorf("fake GitHub: 422 Object does not exist: %s: %w", sha, rollbackpr.ErrRejected)
 	}
 	if !force && !ancestor(r, current, sha) {
-		return nil, fmt.Errorf("fake GitHub: 422 Update is not a fast forward")
+		return nil, fmt.Errorf("fake GitHub: 422 Update is not a fast forward: %w", rollbackpr.ErrRejected)
 	}
 	r.refs[name] = sha
 	if failing {
 		return nil, fail.err
 	}
 	return &github.Reference{Ref: &name, Object: &github.GitObject{SHA: &sha, Type: github.String("commit")}}, nil
-}
-
-func (f *Fake) UpdateFile(_ context.Context, owner, repoName, path string, opts *github.RepositoryContentFileOptions) (*github.Commit, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fail, failing := f.call("UpdateFile")
-	if failing && !fail.after {
-		return nil, fail.err
-	}
-	r := f.repo(owner + "/" + repoName)
-	if opts.GetBranch() == "" || opts.GetMessage() == "" {
-		return nil, fmt.Errorf("fake GitHub: 422 branch and message are required")
-	}
-	head, ok := r.refs["refs/heads/"+opts.GetBranch()]
-	if !ok {
-		return nil, fmt.Errorf("fake GitHub: branch %s: %w", opts.GetBranch(), rollbackpr.ErrNotFound)
-	}
-	parent := r.commits[head]
-	if old, exists := parent.files[path]; exists && blobSHA(old) != opts.GetSHA() {
-		return nil, fmt.Errorf("fake GitHub: 409 %s does not match %s: %w", path, opts.GetSHA(), rollbackpr.ErrConflict)
-	} else if !exists && opts.GetSHA() != "" {
-		return nil, fmt.Errorf("fake GitHub: 422 %s does not exist on %s", path, opts.GetBranch())
-	}
-	tree := map[string][]byte{}
-	for p, c := range parent.files {
-		tree[p] = c
-	}
-	tree[path] = append([]byte(nil), opts.Content...)
-	c := f.newCommit(r, []string{head}, opts.GetMessage(), tree)
-	r.refs["refs/heads/"+opts.GetBranch()] = c.sha
-	if failing {
-		return nil, fail.err
-	}
-	return &github.Commit{SHA: github.String(c.sha), Message: github.String(c.message),
-		Parents: []*github.Commit{{SHA: github.String(head)}}, Tree: &github.Tree{SHA: github.String(treeSHA(tree))}}, nil
 }
 
 func (f *Fake) FindPullRequest(_ context.Context, owner, repoName, head, base string) (*github.PullRequest, error) {
@@ -188,11 +127,11 @@ func (f *Fake) CreatePullRequest(_ context.Context, owner, repoName string, pr *
 	base, okBase := r.refs["refs/heads/"+pr.GetBase()]
 	switch {
 	case pr.GetTitle() == "":
-		return nil, fmt.Errorf("fake GitHub: 422 title is required")
+		return nil, fmt.Errorf("fake GitHub: 422 title is required: %w", rollbackpr.ErrRejected)
 	case !okHead || !okBase:
-		return nil, fmt.Errorf("fake GitHub: 422 head %q or base %q is not a branch", pr.GetHead(), pr.GetBase())
+		return nil, fmt.Errorf("fake GitHub: 422 head %q or base %q is not a branch: %w", pr.GetHead(), pr.GetBase(), rollbackpr.ErrRejected)
 	case ancestor(r, head, base):
-		return nil, fmt.Errorf("fake GitHub: 422 No commits between %s and %s", pr.GetBase(), pr.GetHead())
+		return nil, fmt.Errorf("fake GitHub: 422 No commits between %s and %s: %w", pr.GetBase(), pr.GetHead(), rollbackpr.ErrRejected)
 	}
 	for _, p := range r.pulls {
 		if p.State == "open" && p.Head == pr.GetHead() && p.Base == pr.GetBase() {

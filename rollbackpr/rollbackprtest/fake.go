@@ -1,8 +1,9 @@
 // Package rollbackprtest is an in-memory GitHub for rollbackpr: repositories with refs,
-// commits (whole file trees), pull requests and labels, behaving like GitHub where the
-// rollback flow depends on it — "already exists" on a second branch or pull request, a
-// conflict when a file's blob sha is stale, "no commits between" for an empty pull
-// request, pull requests closed when their head branch is deleted. It records every call
+// commits, blobs and trees (whole file trees), pull requests and labels, behaving like
+// GitHub where the rollback flow depends on it — "already exists" on a second branch or
+// pull request, a 422 for a base_tree that is not a tree or a parent that is not a
+// commit, "no commits between" for an empty pull request, pull requests closed when
+// their head branch is deleted. It records every call
 // and can fail any call before or after its effect, to test resuming after a crash.
 package rollbackprtest
 
@@ -31,6 +32,8 @@ type Fake struct {
 type repo struct {
 	refs    map[string]string // "refs/heads/main" → commit sha
 	commits map[string]*commit
+	blobs   map[string][]byte
+	trees   map[string]map[string][]byte // tree sha → the whole tree, by path
 	pulls   []*PullRequest
 }
 
@@ -38,6 +41,7 @@ type commit struct {
 	sha     string
 	parents []string
 	message string
+	tree    string
 	files   map[string][]byte // the whole tree, by path
 }
 
@@ -222,7 +226,7 @@ func (f *Fake) call(method string) (failure, bool) {
 func (f *Fake) repo(name string) *repo {
 	r, ok := f.repos[name]
 	if !ok {
-		r = &repo{refs: map[string]string{}, commits: map[string]*commit{}}
+		r = &repo{refs: map[string]string{}, commits: map[string]*commit{}, blobs: map[string][]byte{}, trees: map[string]map[string][]byte{}}
 		f.repos[name] = r
 	}
 	return r
@@ -241,9 +245,35 @@ func (f *Fake) resolve(r *repo, ref string) string {
 func (f *Fake) newCommit(r *repo, parents []string, message string, files map[string][]byte) *commit {
 	f.seq++
 	h := sha1.Sum([]byte("commit " + strconv.Itoa(f.seq) + "\n" + strings.Join(parents, " ") + "\n" + message))
-	c := &commit{sha: hex.EncodeToString(h[:]), parents: parents, message: message, files: files}
+	c := &commit{sha: hex.EncodeToString(h[:]), parents: parents, message: message, tree: r.putTree(files), files: files}
 	r.commits[c.sha] = c
 	return c
+}
+
+func (r *repo) putBlob(content []byte) string {
+	sha := blobSHA(content)
+	r.blobs[sha] = append([]byte(nil), content...)
+	return sha
+}
+
+// putTree stores a whole tree under its id; equal trees share one.
+func (r *repo) putTree(files map[string][]byte) string {
+	sha := treeSHA(files)
+	if _, ok := r.trees[sha]; !ok {
+		r.trees[sha] = files
+	}
+	return sha
+}
+
+// Tree returns the tree sha of a commit, as GitHub's commit.tree.sha.
+func (f *Fake) Tree(repoName, sha string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.repo(repoName).commits[sha]
+	if !ok {
+		return "", false
+	}
+	return c.tree, true
 }
 
 var _ rollbackpr.GitHub = (*Fake)(nil)

@@ -35,20 +35,40 @@ func TestFakeBehavesLikeGitHub(t *testing.T) {
 		t.Errorf("a pull request with no commits: err = %v, want No commits between", err)
 	}
 
-	_, blob, err := f.GetContents(ctx, "acme", "gitops", "a.yaml", "main")
+	c, err := f.GetCommit(ctx, "acme", "gitops", "main")
 	if err != nil {
 		t.Fatal(err)
 	}
-	put := func(sha string) error {
-		_, err := f.UpdateFile(ctx, "acme", "gitops", "a.yaml", &github.RepositoryContentFileOptions{
-			Message: github.String("m"), Content: []byte("a: 2\n"), SHA: github.String(sha), Branch: github.String("rb")})
-		return err
-	}
-	if err := put(blob); err != nil {
+	blob, err := f.CreateBlob(ctx, "acme", "gitops", []byte("a: 2\n"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := put(blob); !errors.Is(err, rollbackpr.ErrConflict) {
-		t.Errorf("a stale blob sha: err = %v, want ErrConflict", err)
+	entries := []*github.TreeEntry{{Path: github.String("a.yaml"), Mode: github.String("100644"), Type: github.String("blob"), SHA: github.String(blob)}}
+	if _, err := f.CreateTree(ctx, "acme", "gitops", base, entries); !errors.Is(err, rollbackpr.ErrRejected) {
+		t.Errorf("a commit sha as base_tree: err = %v, want ErrRejected", err)
+	}
+	tree, err := f.CreateTree(ctx, "acme", "gitops", c.GetCommit().GetTree().GetSHA(), entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(parent string) (*github.Commit, error) {
+		return f.CreateCommit(ctx, "acme", "gitops", &github.Commit{Message: github.String("m"), Tree: tree, Parents: []*github.Commit{{SHA: github.String(parent)}}})
+	}
+	if _, err := commit("0123456789012345678901234567890123456789"); !errors.Is(err, rollbackpr.ErrRejected) {
+		t.Errorf("an unknown parent: err = %v, want ErrRejected", err)
+	}
+	next, err := commit(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.File("acme/gitops", next.GetSHA(), "a.yaml"); string(got) != "a: 2\n" {
+		t.Errorf("the new commit holds a.yaml = %q", got)
+	}
+	if _, ok := f.Branch("acme/gitops", "rb"); !ok {
+		t.Fatal("branch rb vanished")
+	}
+	if _, err := f.UpdateRef(ctx, "acme", "gitops", ref("refs/heads/rb", next.GetSHA()), false); err != nil {
+		t.Fatalf("a fast-forward: %v", err)
 	}
 	if _, err := f.UpdateRef(ctx, "acme", "gitops", ref("refs/heads/rb", base), false); err == nil {
 		t.Error("a non-fast-forward update without force was accepted")
