@@ -10,6 +10,7 @@ import (
 	"github.com/ripcord/ripcord/app/protection"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/app/rollbackflow"
+	"github.com/ripcord/ripcord/app/webui"
 )
 
 // capabilities registers each capability's workers and routes and returns its
@@ -24,5 +25,6 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, gatesflow.Register(d)...)
 	hs = append(hs, protection.Register(d)...)
 	hs = append(hs, deployments.Register(d)...)
+	hs = append(hs, webui.Register(d)...)
 	return hs
 }

@@ -1,0 +1,16 @@
+// Package webui is the room people look at: the releases page at / (per app
+// and environment, newest first, with state, image, who, when, rollback
+// eligibility and how to roll back), a release's page at /releases/{id} (its
+// timeline from the audit events and its rollout's stages) and "sign in with
+// GitHub" through the App's OAuth client.
+//
+// Pages are rendered on the server with html/template from embedded
+// templates and CSS: no build step, no JavaScript needed to read them. A
+// visitor sees releases only after signing in, and only those of
+// repositories they can read through the App's installations — GitHub, not
+// ripcord, decides who may see what.
+//
+// The page models (view.go, timeline.go) are pure functions of records,
+// audit events, the readable repositories and the time; the handlers only
+// fetch and render.
+package webui

@@ -1,0 +1,330 @@
+package webui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// fakeGitHub answers the pages' GitHub calls from tables.
+type fakeGitHub struct {
+	tokens map[string]string   // code -> token
+	logins map[string]string   // token -> login
+	repos  map[string][]string // token -> readable repositories
+	calls  int                 // ReadableRepos calls
+}
+
+func (g *fakeGitHub) Exchange(_ context.Context, code, _ string) (string, error) {
+	if tok, ok := g.tokens[code]; ok {
+		return tok, nil
+	}
+	return "", errors.New("bad_verification_code")
+}
+
+func (g *fakeGitHub) User(_ context.Context, token string) (string, error) {
+	if l, ok := g.logins[token]; ok {
+		return l, nil
+	}
+	return "", errors.New("401 Bad credentials")
+}
+
+func (g *fakeGitHub) ReadableRepos(_ context.Context, token string) ([]string, error) {
+	g.calls++
+	if token == "tok-revoked" {
+		return nil, errors.Join(errTokenRefused, errors.New("401 Bad credentials"))
+	}
+	return g.repos[token], nil
+}
+
+func newFakeGitHub() *fakeGitHub {
+	return &fakeGitHub{
+		tokens: map[string]string{"code-alice": "tok-alice", "code-mallory": "tok-mallory"},
+		logins: map[string]string{"tok-alice": "alice", "tok-mallory": "mallory"},
+		repos:  map[string][]string{"tok-alice": {"ACME/Shop"}, "tok-mallory": {"mallory/own"}},
+	}
+}
+
+const publicURL = "http://ripcord.test"
+
+var now = t0.Add(3 * time.Hour)
+
+// sessionCookieFor is the cookie a completed sign-in leaves.
+func sessionCookieFor(t *testing.T, app pipeline.AppIdentity, login, token string) *http.Cookie {
+	t.Helper()
+	s, err := newSealer(app.ClientSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := s.seal(sessionCookie, session{Login: login, Token: token, Expires: now.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Cookie{Name: sessionCookie, Value: v}
+}
+
+func get(t *testing.T, h http.Handler, path string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, publicURL+path, nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	return w
+}
+
+func body(w *httptest.ResponseRecorder) string {
+	b, _ := io.ReadAll(w.Result().Body)
+	return string(b)
+}
+
+func TestPages(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		f := newFixture(t, dbURL)
+		f.seedShop(t)
+		f.report(t, release{"evil-1", `<script>alert("app")</script>`, "production", "eu-1", "acme/shop",
+			`ghcr.io/acme/x:"><img src=x onerror=alert(1)>`, "success", t0.Add(10 * time.Minute)})
+		app := appWith("https://github.example/")
+		gh := newFakeGitHub()
+		_, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, gh, now)
+		alice := sessionCookieFor(t, app, "alice", "tok-alice")
+		mallory := sessionCookieFor(t, app, "mallory", "tok-mallory")
+
+		t.Run("the releases of a readable repository, and none of another", func(t *testing.T) {
+			w := get(t, mux, "/", alice)
+			b := body(w)
+			if w.Code != http.StatusOK {
+				t.Fatalf("GET / = %d\n%s", w.Code, b)
+			}
+			for _, want := range []string{"shop-1", "shop-2", "shop-3", "shop-s1", "ghcr.io/acme/shop:v2", "Signed in as <strong>alice</strong>",
+				"ripcord rollback --app shop --environment production --cluster eu-1 --to shop-2"} {
+				if !strings.Contains(b, want) {
+					t.Errorf("the page lacks %q", want)
+				}
+			}
+			for _, leak := range []string{"vault", "acme/secret"} {
+				if strings.Contains(b, leak) {
+					t.Errorf("alice cannot read acme/secret, yet the page shows %q", leak)
+				}
+			}
+		})
+		t.Run("a rollback names what it replaces and links its pull request", func(t *testing.T) {
+			f.open(t, records.Record{ReleaseID: "shop-rb", App: "shop", Environment: "canary", Cluster: "eu-1", Repository: "acme/shop",
+				Image: "ghcr.io/acme/shop:v2", Kind: records.KindRollback, RollbackOf: "shop-3", RollbackReason: "errors",
+				PRURL: "https://github.example/acme/shop/pull/7", PRNumber: 7, CreatedAt: t0.Add(170 * time.Minute)})
+			b := body(get(t, mux, "/", alice))
+			for _, want := range []string{"rollback of shop-3", `<a href="https://github.example/acme/shop/pull/7">#7</a>`} {
+				if !strings.Contains(b, want) {
+					t.Errorf("the page lacks %q", want)
+				}
+			}
+		})
+		t.Run("markup in records is escaped", func(t *testing.T) {
+			b := body(get(t, mux, "/", alice))
+			if strings.Contains(b, "<script") || strings.Contains(b, "<img") {
+				t.Errorf("record fields reached the page as markup:\n%s", b)
+			}
+			if !strings.Contains(b, "&lt;script&gt;alert(&#34;app&#34;)&lt;/script&gt;") {
+				t.Errorf("the escaped app name is missing")
+			}
+			b = body(get(t, mux, "/releases/"+url.PathEscape("<script>x</script>"), alice))
+			if strings.Contains(b, "<script>x") || !strings.Contains(b, "&lt;script&gt;x") {
+				t.Errorf("the release id in the 404 page is not escaped:\n%s", b)
+			}
+		})
+		t.Run("a user who can read nothing sees no release", func(t *testing.T) {
+			b := body(get(t, mux, "/", mallory))
+			if strings.Contains(b, "shop-") || strings.Contains(b, "vault") || !strings.Contains(b, "No releases in repositories you can read") {
+				t.Errorf("mallory's page:\n%s", b)
+			}
+		})
+		t.Run("release pages", func(t *testing.T) {
+			for _, c := range []struct {
+				name, path string
+				cookie     *http.Cookie
+				status     int
+				want       string
+			}{
+				{"a readable release", "/releases/shop-3", alice, http.StatusOK, "gate error-rate failed"},
+				{"an unknown release is not found", "/releases/nope", alice, http.StatusNotFound, "No such release"},
+				{"an unreadable release is not found either", "/releases/vault-1", alice, http.StatusNotFound, "No such release"},
+				{"another user's release is not found", "/releases/shop-1", mallory, http.StatusNotFound, "No such release"},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					w := get(t, mux, c.path, c.cookie)
+					b := body(w)
+					if w.Code != c.status || !strings.Contains(b, c.want) {
+						t.Errorf("GET %s = %d, want %d with %q\n%s", c.path, w.Code, c.status, c.want, b)
+					}
+				})
+			}
+		})
+		t.Run("a token GitHub refuses ends the session", func(t *testing.T) {
+			w := get(t, mux, "/", sessionCookieFor(t, app, "alice", "tok-revoked"))
+			cleared := false
+			for _, c := range w.Result().Cookies() {
+				cleared = cleared || (c.Name == sessionCookie && c.MaxAge < 0)
+			}
+			if b := body(w); !cleared || !strings.Contains(b, "Sign in with GitHub") || strings.Contains(b, "ghcr.io") {
+				t.Errorf("GET / with a revoked token: cleared %v\n%s", cleared, b)
+			}
+		})
+		t.Run("not signed in sees no data", func(t *testing.T) {
+			forged := &http.Cookie{Name: sessionCookie, Value: strings.Repeat("A", 80)}
+			other, _ := newSealer("another-secret")
+			foreign, _ := other.seal(sessionCookie, session{Login: "alice", Token: "tok-alice", Expires: now.Add(time.Hour)})
+			for _, c := range []struct {
+				name   string
+				cookie []*http.Cookie
+			}{
+				{"no cookie", nil},
+				{"a forged cookie", []*http.Cookie{forged}},
+				{"a cookie sealed by another server", []*http.Cookie{{Name: sessionCookie, Value: foreign}}},
+			} {
+				for _, path := range []string{"/", "/releases/shop-1"} {
+					w := get(t, mux, path, c.cookie...)
+					b := body(w)
+					if w.Code != http.StatusOK || !strings.Contains(b, "Sign in with GitHub") || strings.Contains(b, "ghcr.io") || strings.Contains(b, "production") {
+						t.Errorf("%s: GET %s = %d\n%s", c.name, path, w.Code, b)
+					}
+				}
+			}
+		})
+	})
+}
+
+func TestRootSendsToSetupUntilTheAppIsConfigured(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	_, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return pipeline.AppIdentity{} }, newFakeGitHub(), now)
+	w := get(t, mux, "/")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/setup" {
+		t.Errorf("GET / before set-up = %d to %q, want 303 to /setup", w.Code, w.Header().Get("Location"))
+	}
+	if w := get(t, mux, "/login"); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("GET /login without an OAuth client = %d, want 503", w.Code)
+	}
+}
+
+// startSignIn does GET /login and returns the state cookie and the state
+// sent to GitHub.
+func startSignIn(t *testing.T, h http.Handler, next string) (*http.Cookie, string) {
+	t.Helper()
+	w := get(t, h, "/login?next="+url.QueryEscape(next))
+	if w.Code != http.StatusFound {
+		t.Fatalf("GET /login = %d", w.Code)
+	}
+	loc, err := url.Parse(w.Header().Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := loc.Query()
+	if loc.Path != "/login/oauth/authorize" || q.Get("client_id") != "Iv1.test" || q.Get("redirect_uri") != publicURL+"/login/callback" || len(q.Get("state")) < 32 {
+		t.Fatalf("GET /login sent the browser to %s", loc)
+	}
+	for _, c := range w.Result().Cookies() {
+		if c.Name == stateCookie {
+			if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
+				t.Errorf("state cookie is not HttpOnly and SameSite=Lax: %+v", c)
+			}
+			return c, q.Get("state")
+		}
+	}
+	t.Fatal("GET /login set no state cookie")
+	return nil, ""
+}
+
+func sessionFrom(w *httptest.ResponseRecorder) *http.Cookie {
+	for _, c := range w.Result().Cookies() {
+		if c.Name == sessionCookie && c.MaxAge > 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestSignInCallback(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	app := appWith("https://github.example/")
+	h, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)
+
+	t.Run("the round trip signs alice in and returns to the page she asked for", func(t *testing.T) {
+		cookie, state := startSignIn(t, mux, "/releases/shop-1")
+		w := get(t, mux, "/login/callback?code=code-alice&state="+state, cookie)
+		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/releases/shop-1" {
+			t.Fatalf("callback = %d to %q", w.Code, w.Header().Get("Location"))
+		}
+		c := sessionFrom(w)
+		if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Secure {
+			t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Lax, not Secure on http", c)
+		}
+		if ss, ok := h.signedIn(&http.Request{Header: http.Header{"Cookie": {c.String()}}}); !ok || ss.Login != "alice" {
+			t.Errorf("the session cookie holds %+v", ss)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		cookie, state := startSignIn(t, mux, "/")
+		other, _ := startSignIn(t, mux, "/")
+		_, expiredMux := newTestHandler(f, publicURL, "", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now.Add(stateLifetime))
+		for _, c := range []struct {
+			name   string
+			h      http.Handler
+			query  string
+			cookie *http.Cookie
+			status int
+		}{
+			{"a state that is not this browser's", mux, "code=code-alice&state=" + strings.Repeat("0", 64), cookie, http.StatusBadRequest},
+			{"the state of another browser's sign-in", mux, "code=code-alice&state=" + state, other, http.StatusBadRequest},
+			{"no state", mux, "code=code-alice", cookie, http.StatusBadRequest},
+			{"no state cookie", mux, "code=code-alice&state=" + state, nil, http.StatusBadRequest},
+			{"a sign-in that took too long", expiredMux, "code=code-alice&state=" + state, cookie, http.StatusBadRequest},
+			{"the user declined on GitHub", mux, "error=access_denied&state=" + state, cookie, http.StatusForbidden},
+			{"a code GitHub does not know", mux, "code=stolen&state=" + state, cookie, http.StatusBadGateway},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				var cookies []*http.Cookie
+				if c.cookie != nil {
+					cookies = append(cookies, c.cookie)
+				}
+				w := get(t, c.h, "/login/callback?"+c.query, cookies...)
+				if w.Code != c.status || sessionFrom(w) != nil {
+					t.Errorf("callback = %d (session cookie %v), want %d and no session", w.Code, sessionFrom(w) != nil, c.status)
+				}
+			})
+		}
+	})
+	t.Run("sign out forgets the session", func(t *testing.T) {
+		req := httptest.NewRequest(http.MethodPost, publicURL+"/logout", nil)
+		req.AddCookie(sessionCookieFor(t, app, "alice", "tok-alice"))
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		cleared := false
+		for _, c := range w.Result().Cookies() {
+			cleared = cleared || (c.Name == sessionCookie && c.MaxAge < 0)
+		}
+		if w.Code != http.StatusSeeOther || !cleared {
+			t.Errorf("POST /logout = %d, cleared %v", w.Code, cleared)
+		}
+	})
+}
+
+func TestSessionCookieIsSecureOnHTTPS(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	app := appWith("https://github.example/")
+	_, mux := newTestHandler(f, "https://ripcord.example", "", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)
+	w := get(t, mux, "/login")
+	for _, c := range w.Result().Cookies() {
+		if c.Name == stateCookie && !c.Secure {
+			t.Errorf("state cookie on an https public_url is not Secure")
+		}
+	}
+}

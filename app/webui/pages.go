@@ -1,0 +1,129 @@
+package webui
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/records"
+)
+
+// listLimit is how many of the newest records the releases page reads
+// before keeping those the person can read.
+const listLimit = 500
+
+// auditLimit bounds a release's timeline.
+const auditLimit = 1000
+
+type releasesBody struct {
+	Groups []group
+}
+
+// releases is GET / once the App is set up: sign-in first, then the
+// releases of the repositories the person can read.
+func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
+	if !h.app().Configured {
+		http.Redirect(w, r, "/setup", http.StatusSeeOther)
+		return
+	}
+	ss, ok := h.signedIn(r)
+	if !ok {
+		h.signInPage(w, "/")
+		return
+	}
+	repos, ok := h.readable(w, r, ss, "/")
+	if !ok {
+		return
+	}
+	rs, err := h.records.List(r.Context(), records.Filter{Limit: listLimit})
+	if err != nil {
+		h.internal(w, ss.Login, "list releases", err)
+		return
+	}
+	h.render(w, http.StatusOK, "releases", page{Title: "Releases", Login: ss.Login,
+		Body: releasesBody{Groups: buildGroups(rs, repos, h.now())}})
+}
+
+// release is GET /releases/{id}, the page GitHub Deployments link to. A
+// release of a repository the person cannot read is "not found", like one
+// that does not exist, so the page does not tell them it is there.
+func (h *handler) release(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ss, ok := h.signedIn(r)
+	if !ok {
+		h.signInPage(w, "/releases/"+url.PathEscape(id))
+		return
+	}
+	repos, ok := h.readable(w, r, ss, "/releases/"+url.PathEscape(id))
+	if !ok {
+		return
+	}
+	rec, err := h.records.Get(r.Context(), id)
+	if errors.Is(err, records.ErrNotFound) || (err == nil && !canRead(repos, rec.Repository)) {
+		h.say(w, http.StatusNotFound, ss.Login, message{Heading: "No such release",
+			Text: "There is no release " + id + " in a repository you can read.", Link: "All releases", LinkTo: "/"})
+		return
+	}
+	if err != nil {
+		h.internal(w, ss.Login, "read release", err)
+		return
+	}
+	same, err := h.records.Newest(r.Context(), rec.App, rec.Environment, rec.Cluster, eligibility.DefaultWindow)
+	if err != nil {
+		h.internal(w, ss.Login, "read the newest releases", err)
+		return
+	}
+	events, err := h.records.Audit(r.Context(), records.AuditFilter{ReleaseID: id, Limit: auditLimit, Oldest: true})
+	if err != nil {
+		h.internal(w, ss.Login, "read the release's audit events", err)
+		return
+	}
+	stages, rolledOut, err := h.rollouts.Stages(r.Context(), id)
+	if err != nil {
+		h.internal(w, ss.Login, "read the release's rollout", err)
+		return
+	}
+	h.render(w, http.StatusOK, "release", page{Title: "Release " + id, Login: ss.Login,
+		Body: buildRelease(rec, same, events, stages, rolledOut, h.now())})
+}
+
+// readable is what ss's person can read, or false once the page has
+// answered: a token GitHub refuses ends the session.
+func (h *handler) readable(w http.ResponseWriter, r *http.Request, ss session, here string) (map[string]bool, bool) {
+	repos, err := h.access.readable(r.Context(), h.gh, ss.Token, h.now())
+	switch {
+	case errors.Is(err, errTokenRefused):
+		h.setCookie(w, sessionCookie, "", -1)
+		h.signInPage(w, here)
+		return nil, false
+	case err != nil:
+		h.gitHubDown(w, ss.Login, err)
+		return nil, false
+	}
+	return repos, true
+}
+
+type signInBody struct {
+	Next      string
+	CanSignIn bool
+}
+
+// signInPage shows no data at all, only the way in.
+func (h *handler) signInPage(w http.ResponseWriter, next string) {
+	app := h.app()
+	h.render(w, http.StatusOK, "signin", page{Title: "Sign in",
+		Body: signInBody{Next: "/login?" + url.Values{"next": {next}}.Encode(), CanSignIn: app.ClientID != "" && app.ClientSecret != ""}})
+}
+
+func (h *handler) gitHubDown(w http.ResponseWriter, login string, err error) {
+	h.log.Warn("web page: GitHub call failed", "err", err)
+	h.say(w, http.StatusBadGateway, login, message{Heading: "GitHub did not answer",
+		Text: "ripcord could not ask GitHub who you are or what you can read. Try again in a moment.", Link: "Sign in again", LinkTo: "/login"})
+}
+
+func (h *handler) internal(w http.ResponseWriter, login, what string, err error) {
+	h.log.Error("web page: "+what, "err", err)
+	h.say(w, http.StatusInternalServerError, login, message{Heading: "Something went wrong",
+		Text: "The server could not " + what + "; the details are in its log."})
+}

@@ -1,0 +1,209 @@
+package webui
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/records"
+)
+
+// group is one app in one environment on the releases page.
+type group struct {
+	App         string
+	Environment string
+	Targets     []target // one per cluster, with its rollback hint
+	Rows        []row    // newest first, every cluster together
+}
+
+// target is one app, environment and cluster: where a rollback happens.
+type target struct {
+	Cluster string
+	Current string // release id of the newest release there
+	PRURL   string // the current release's pull request, where /ripcord rollback works
+	PRNum   int
+	CLI     string // ripcord rollback for the newest eligible release before the current one
+	// HasEligible: some release shown before the current one is a rollback
+	// target, so the hint is worth showing.
+	HasEligible bool
+}
+
+// row is one release on the releases page.
+type row struct {
+	ReleaseID  string
+	Cluster    string
+	Kind       records.Kind
+	RollbackOf string
+	State      records.State
+	StateClass string
+	Image      string
+	Digest     string // short form, for display
+	PRURL      string
+	PRNumber   int
+	CreatedAt  time.Time
+	When       string
+	// Current is the newest release of its app, environment and cluster.
+	Current bool
+	// Eligible and Eligibility are the rollback-target verdict and its reason.
+	Eligible    bool
+	Eligibility string
+	// RollbackCLI rolls back to this release; set only when it is eligible.
+	RollbackCLI string
+}
+
+// buildGroups lays out the releases of repositories the person can read:
+// groups by app and environment in name order, releases newest first. rs
+// may be in any order.
+func buildGroups(rs []records.Record, repos map[string]bool, now time.Time) []group {
+	var visible []records.Record
+	for _, r := range rs {
+		if canRead(repos, r.Repository) {
+			visible = append(visible, r)
+		}
+	}
+	slices.SortStableFunc(visible, newestFirst)
+	byTarget := map[[3]string][]records.Record{}
+	for _, r := range visible {
+		k := [3]string{r.App, r.Environment, r.Cluster}
+		byTarget[k] = append(byTarget[k], r)
+	}
+	var groups []group
+	index := map[[2]string]int{}
+	for _, r := range visible {
+		gk := [2]string{r.App, r.Environment}
+		i, ok := index[gk]
+		if !ok {
+			i = len(groups)
+			index[gk] = i
+			groups = append(groups, group{App: r.App, Environment: r.Environment})
+		}
+		same := byTarget[[3]string{r.App, r.Environment, r.Cluster}]
+		groups[i].Rows = append(groups[i].Rows, buildRow(r, same, now))
+		if same[0].ReleaseID == r.ReleaseID {
+			groups[i].Targets = append(groups[i].Targets, buildTarget(r))
+		}
+	}
+	for i := range groups {
+		for j, tg := range groups[i].Targets {
+			for _, r := range groups[i].Rows {
+				if r.Cluster == tg.Cluster && r.Eligible {
+					groups[i].Targets[j].HasEligible = true
+				}
+			}
+		}
+	}
+	slices.SortFunc(groups, func(a, b group) int {
+		return cmp.Or(cmp.Compare(a.App, b.App), cmp.Compare(a.Environment, b.Environment))
+	})
+	return groups
+}
+
+// newestFirst orders as the records store does: created_at, then release id.
+func newestFirst(a, b records.Record) int {
+	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
+}
+
+// buildRow describes r; same are the records of r's app, environment and
+// cluster, newest first, which eligibility counts.
+func buildRow(r records.Record, same []records.Record, now time.Time) row {
+	out := row{ReleaseID: r.ReleaseID, Cluster: r.Cluster, Kind: r.Kind, RollbackOf: r.RollbackOf,
+		State: r.State, StateClass: stateClass(r.State), Image: r.Image, Digest: shortDigest(r.ResolvedDigest()),
+		PRURL: r.PRURL, PRNumber: r.PRNumber, CreatedAt: r.CreatedAt, When: ago(r.CreatedAt, now),
+		Current: same[0].ReleaseID == r.ReleaseID}
+	if out.Current {
+		out.Eligibility = "the current release here"
+		return out
+	}
+	ans := eligibility.Check(same, eligibility.Query{App: r.App, Environment: r.Environment, Cluster: r.Cluster,
+		Image: imageQuery(r)}, eligibility.DefaultWindow)
+	out.Eligible, out.Eligibility = ans.Eligible, ans.Reason
+	if ans.Eligible {
+		out.RollbackCLI = rollbackCLI(r, r.ReleaseID)
+	}
+	return out
+}
+
+func buildTarget(current records.Record) target {
+	return target{Cluster: current.Cluster, Current: current.ReleaseID, PRURL: current.PRURL,
+		PRNum: current.PRNumber, CLI: rollbackCLI(current, "")}
+}
+
+// imageQuery asks eligibility about what r actually ran: its digest when
+// one is known (tags can move), else its image reference.
+func imageQuery(r records.Record) string {
+	if d := r.ResolvedDigest(); d != "" {
+		return d
+	}
+	return r.Image
+}
+
+// rollbackCLI is the `ripcord rollback` line for r's app, environment and
+// cluster; to names the target release, or is empty for the server's
+// choice (the newest eligible release before the current one).
+func rollbackCLI(r records.Record, to string) string {
+	parts := []string{"ripcord rollback", "--app", shellQuote(r.App), "--environment", shellQuote(r.Environment)}
+	if r.Cluster != "" {
+		parts = append(parts, "--cluster", shellQuote(r.Cluster))
+	}
+	if to != "" {
+		parts = append(parts, "--to", shellQuote(to))
+	}
+	return strings.Join(append(parts, "--reason", "'…'"), " ")
+}
+
+// shellQuote leaves plain words alone and single-quotes anything else, so
+// the line can be pasted into a shell as it is.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// stateClass is the badge colour of a state.
+func stateClass(s records.State) string {
+	switch s {
+	case records.StateHealthy:
+		return "ok"
+	case records.StateOpened, records.StateProgressing, records.StatePaused:
+		return "running"
+	case records.StateDegraded, records.StateAborted, records.StateFailed:
+		return "bad"
+	}
+	return "done"
+}
+
+func shortDigest(d string) string {
+	algo, hex, ok := strings.Cut(d, ":")
+	if !ok || len(hex) <= 12 {
+		return d
+	}
+	return algo + ":" + hex[:12]
+}
+
+// ago says how long before now t was, roughly, as people read it; older
+// than a week it is the date.
+func ago(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return plural(int(d/time.Minute), "minute") + " ago"
+	case d < 24*time.Hour:
+		return plural(int(d/time.Hour), "hour") + " ago"
+	case d < 7*24*time.Hour:
+		return plural(int(d/(24*time.Hour)), "day") + " ago"
+	}
+	return t.UTC().Format("2 Jan 2006")
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
