@@ -1,54 +1,52 @@
 package gatesflow
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/gates/attest"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
-// unavailable stands for a configured gate this build cannot evaluate: it
-// fails closed, saying so, rather than being left out and passing by absence.
-type unavailable struct {
-	name  string
-	class gates.Class
-	why   string
-}
-
-func (u unavailable) Name() string       { return u.name }
-func (u unavailable) Class() gates.Class { return u.class }
-func (u unavailable) Evaluate(context.Context, gates.Subject) gates.Verdict {
-	return gates.Errored(u.why)
-}
-
-// schemaFile is the values schema read at the PR's head.
+// schemaFile is the values schema read from the default branch.
 type schemaFile struct {
 	content []byte
 	err     error
 }
 
+// services are what the gates reach: GitHub, registries, a policy service,
+// and the files of the repository they read their trust from.
+type services struct {
+	schema   schemaFile
+	commits  gates.CommitVerifier
+	scanning gates.CodeScanning
+	client   *http.Client
+	// registry verifies digests; trust is gates.provenance's trust
+	// material, which sbom and image-scan verify their attestations with.
+	registry attest.Source
+	trust    attest.Trust
+}
+
 // build returns the gates cfg turns on, in the order check runs are listed.
-func build(cfg repoconfig.Gates, fields repoconfig.Fields, schema schemaFile, gh gates.CommitVerifier, client *http.Client) []gates.Gate {
+func build(cfg repoconfig.Gates, fields repoconfig.Fields, sv services) []gates.Gate {
 	var gs []gates.Gate
-	const notAvailable = "signature and attestation verification is not available in this build of ripcord"
-	if cfg.Provenance != nil {
-		gs = append(gs, unavailable{gates.NameProvenance, gates.Integrity, notAvailable})
+	if p := cfg.Provenance; p != nil {
+		gs = append(gs, attest.Provenance{Source: sv.registry, Trust: sv.trust, BuilderID: p.BuilderID, SourceRepository: p.SourceRepository})
 	}
 	if cfg.Values != nil {
-		gs = append(gs, gates.Values{SchemaPath: cfg.Values.Schema, Schema: schema.content, SchemaErr: schema.err, Fields: fields})
+		gs = append(gs, gates.Values{SchemaPath: cfg.Values.Schema, Schema: sv.schema.content, SchemaErr: sv.schema.err, Fields: fields})
 	}
 	if cfg.CommitSigning != nil && *cfg.CommitSigning {
-		gs = append(gs, gates.CommitSigning{GitHub: gh})
+		gs = append(gs, gates.CommitSigning{GitHub: sv.commits})
 	}
-	if cfg.SAST != nil {
-		gs = append(gs, unavailable{gates.NameSAST, gates.Content, "code-scanning alerts are not read in this build of ripcord"})
+	if p := cfg.SAST; p != nil {
+		gs = append(gs, gates.SAST{GitHub: sv.scanning, Severity: p.Severity})
 	}
-	if cfg.SBOM != nil {
-		gs = append(gs, unavailable{gates.NameSBOM, gates.Content, notAvailable})
+	if p := cfg.SBOM; p != nil {
+		gs = append(gs, attest.SBOM{Source: sv.registry, Trust: sv.trust, Formats: p.Formats})
 	}
-	if cfg.ImageScan != nil {
-		gs = append(gs, unavailable{gates.NameImageScan, gates.Content, notAvailable})
+	if p := cfg.ImageScan; p != nil {
+		gs = append(gs, attest.ImageScan{Source: sv.registry, Trust: sv.trust, Severity: p.Severity, Allow: p.Allow})
 	}
 	if p := cfg.Process.ITSM; p != nil {
 		gs = append(gs, gates.ITSM{BodyField: p.BodyField})
@@ -57,7 +55,7 @@ func build(cfg repoconfig.Gates, fields repoconfig.Fields, schema schemaFile, gh
 		gs = append(gs, gates.QA{Labels: p.Labels})
 	}
 	if p := cfg.Process.PolicyValidation; p != nil {
-		gs = append(gs, gates.PolicyValidation{URL: p.URL, Timeout: p.Timeout, Client: client})
+		gs = append(gs, gates.PolicyValidation{URL: p.URL, Timeout: p.Timeout, Client: sv.client})
 	}
 	return gs
 }

@@ -5,4 +5,10 @@
 // PR promotes at its head, computes eligibility from release records,
 // evaluates the configured gates in parallel (package gates) and queues one
 // check-run write job per gate on the head commit.
+//
+// The registry gates (provenance, sbom, image-scan) share one verifier per
+// server (package gates/attest), whose cache outlives a job; their trust
+// material (gates.provenance keys and trusted root) is read from the
+// default branch, like the config and the values schema, so a PR cannot
+// bring the key that judges it.
 package gatesflow

@@ -13,6 +13,7 @@ import (
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/gates/attest"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
@@ -45,8 +46,9 @@ func queueEvaluate(ctx context.Context, tx *sql.Tx, d pipeline.Deps, a EvaluateA
 
 type evaluateWorker struct {
 	river.WorkerDefaults[EvaluateArgs]
-	deps   pipeline.Deps
-	loader *configload.Loader
+	deps     pipeline.Deps
+	loader   *configload.Loader
+	registry attest.Source
 }
 
 func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return 5 * time.Minute }

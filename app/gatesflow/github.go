@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/gates"
 )
 
 // commits adapts go-github to gates.CommitVerifier.
@@ -44,4 +46,31 @@ func fileAt(ctx context.Context, gh *github.Client, repository, path, ref string
 		return nil, fmt.Errorf("read %s at %s in %s: %w", path, ref, repository, err)
 	}
 	return []byte(s), nil
+}
+
+// scanning adapts go-github to gates.CodeScanning.
+type scanning struct{ gh *github.Client }
+
+func (c scanning) OpenAlerts(ctx context.Context, repository, ref string) ([]gates.Alert, error) {
+	owner, name, _ := strings.Cut(repository, "/")
+	opts := &github.AlertListOptions{State: "open", Ref: ref, ListOptions: github.ListOptions{PerPage: 100}}
+	var out []gates.Alert
+	for {
+		page, resp, err := c.gh.CodeScanning.ListAlertsForRepo(ctx, owner, name, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list code-scanning alerts of %s at %s: %w", repository, ref, err)
+		}
+		for _, a := range page {
+			loc := a.GetMostRecentInstance().GetLocation()
+			out = append(out, gates.Alert{
+				Number: a.GetNumber(), RuleID: a.GetRule().GetID(), Severity: a.GetRule().GetSeverity(),
+				SecuritySeverity: a.GetRule().GetSecuritySeverityLevel(), Description: a.GetRule().GetDescription(),
+				Tool: a.GetTool().GetName(), Path: loc.GetPath(), Line: loc.GetStartLine(), URL: a.GetHTMLURL(),
+			})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.ListOptions.Page = resp.NextPage
+	}
 }

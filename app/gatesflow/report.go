@@ -69,11 +69,7 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		if existing != nil {
 			return nil // the verdict (or an earlier attempt) got there first
 		}
-		_, _, err = gh.Checks.CreateCheckRun(ctx, owner, repo, github.CreateCheckRunOptions{
-			Name: a.Name, HeadSHA: a.HeadSHA, ExternalID: &a.ExternalID, Status: github.String("in_progress"),
-			Output: &github.CheckRunOutput{Title: &a.Title, Summary: github.String("The gate is being evaluated.")},
-		})
-		return wrap(a, err)
+		return createInProgress(ctx, gh, a)
 	}
 	batches := gates.Batches(a.Annotations)
 	now := github.Timestamp{Time: w.deps.Now()}
@@ -101,6 +97,26 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		}
 	}
 	return nil
+}
+
+// showInProgress creates the run of a gate still being evaluated, unless
+// this evaluation already has one (a retried job).
+func showInProgress(ctx context.Context, gh *github.Client, a ReportArgs) error {
+	owner, repo := splitRepo(a.Repository)
+	if existing, err := findRun(ctx, gh, owner, repo, a); err != nil || existing != nil {
+		return err
+	}
+	return createInProgress(ctx, gh, a)
+}
+
+// createInProgress creates the run of a gate still being evaluated.
+func createInProgress(ctx context.Context, gh *github.Client, a ReportArgs) error {
+	owner, repo := splitRepo(a.Repository)
+	_, _, err := gh.Checks.CreateCheckRun(ctx, owner, repo, github.CreateCheckRunOptions{
+		Name: a.Name, HeadSHA: a.HeadSHA, ExternalID: &a.ExternalID, Status: github.String("in_progress"),
+		Output: &github.CheckRunOutput{Title: &a.Title, Summary: github.String("The gate is being evaluated.")},
+	})
+	return wrap(a, err)
 }
 
 func wrap(a ReportArgs, err error) error {

@@ -43,22 +43,19 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 			schema.err = fmt.Errorf("no such file on the default branch")
 		}
 	}
-	gs := build(g, t.e.Rollback.Fields, schema, commits{gh}, http.DefaultClient)
+	sv := services{schema: schema, commits: commits{gh}, scanning: scanning{gh}, client: http.DefaultClient, registry: w.registry}
+	if g.Provenance != nil || g.SBOM != nil || g.ImageScan != nil {
+		sv.trust = readTrust(ctx, gh, a.Repository, g.Provenance)
+	}
+	gs := build(g, t.e.Rollback.Fields, sv)
 	if len(gs) == 0 {
 		return nil
 	}
 	key := externalID(a, t)
-	var slow []ReportArgs
-	for _, gate := range gs {
-		if gates.IsSlow(gate) {
-			slow = append(slow, ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
-				ExternalID: key, Name: gates.CheckName(gate.Name()), Status: "in_progress", Title: "evaluating"})
-		}
-	}
-	if err := w.queueReports(ctx, slow); err != nil {
-		return err
-	}
-	results := gates.Evaluate(ctx, gs, s)
+	results := w.evaluateAll(ctx, gh, gs, s, func(g gates.Gate) ReportArgs {
+		return ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
+			ExternalID: key, Name: gates.CheckName(g.Name()), Status: "in_progress", Title: "evaluating"}
+	})
 	reports := make([]ReportArgs, 0, len(results))
 	for _, r := range results {
 		reports = append(reports, completed(a, key, r.Output))

@@ -1,0 +1,41 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Registries says how the gates reach image registries.
+type Registries struct {
+	// Insecure are hosts (host or host:port) reached over plain HTTP.
+	Insecure []string
+	// Auth is the path of a docker config.json whose "auths" give
+	// credentials per registry; empty: anonymous.
+	Auth string
+}
+
+func setInsecureRegistries(c *Config, v string) error {
+	c.Registries.Insecure = nil
+	if v == "" {
+		return nil
+	}
+	for _, h := range strings.Split(v, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" || strings.ContainsAny(h, "/ ") {
+			return fmt.Errorf("%q is not a registry host (host or host:port, comma-separated)", h)
+		}
+		c.Registries.Insecure = append(c.Registries.Insecure, h)
+	}
+	return nil
+}
+
+func setRegistryAuth(c *Config, v string) error {
+	if v != "" {
+		if _, err := os.Stat(v); err != nil {
+			return fmt.Errorf("docker config.json not readable: %w", err)
+		}
+	}
+	c.Registries.Auth = v
+	return nil
+}

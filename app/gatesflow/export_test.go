@@ -1,0 +1,10 @@
+package gatesflow
+
+import "time"
+
+// SetSlowAfter shortens the in_progress threshold for a test.
+func SetSlowAfter(d time.Duration) (restore func()) {
+	old := slowAfter
+	slowAfter = d
+	return func() { slowAfter = old }
+}

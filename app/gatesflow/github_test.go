@@ -1,0 +1,57 @@
+package gatesflow
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/internal/githubtest"
+)
+
+func fakeGitHub(t *testing.T) (*githubtest.Server, *github.Client) {
+	s := githubtest.NewServer(t)
+	gh, err := github.NewClient(nil).WithEnterpriseURLs(s.URL(), s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, gh
+}
+
+func TestSASTReadsOpenAlertsAtTheRevision(t *testing.T) {
+	s, gh := fakeGitHub(t)
+	const rev = "abcdef0123456789abcdef0123456789abcdef01"
+	cs := githubtest.ServeCodeScanning(s)
+	var alerts []githubtest.CodeScanningAlert
+	for range 120 { // more than a page: every page is read
+		alerts = append(alerts, githubtest.CodeScanningAlert{RuleID: "go/unused", Severity: "note"})
+	}
+	alerts = append(alerts, githubtest.CodeScanningAlert{RuleID: "go/sql-injection", Severity: "error", SecuritySeverity: "high",
+		Description: "SQL query built from user input", Path: "db.go", Line: 42},
+		githubtest.CodeScanningAlert{RuleID: "go/xss", SecuritySeverity: "critical", State: "dismissed"})
+	cs.Analyzed("acme/checkout", rev, alerts...)
+
+	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: rev})
+	if v.Outcome != gates.Fail || len(v.Findings) != 1 || v.Findings[0].ID != "go/sql-injection" {
+		t.Fatalf("verdict %s %q %+v, want the one open high alert, which is on the second page", v.Outcome, v.Summary, v.Findings)
+	}
+	for _, r := range s.Requests() {
+		if r.Invalid != "" {
+			t.Errorf("%s %s: GitHub would reject: %s", r.Method, r.Path, r.Invalid)
+		}
+		if r.Query.Get("ref") != rev || r.Query.Get("state") != "open" {
+			t.Errorf("%s asked ref=%q state=%q, want the release revision and open", r.Path, r.Query.Get("ref"), r.Query.Get("state"))
+		}
+	}
+}
+
+func TestSASTWithoutAnalysisFailsClosed(t *testing.T) {
+	s, gh := fakeGitHub(t)
+	githubtest.ServeCodeScanning(s)
+	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: "abcdef01"})
+	if v.Outcome != gates.Error || !strings.Contains(v.Summary, "no analysis found") {
+		t.Fatalf("verdict %s %q, want error: no analysis is no data, not a clean bill", v.Outcome, v.Summary)
+	}
+}
