@@ -53,7 +53,7 @@ func (in *intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	secrets := in.secrets()
 	if len(secrets) == 0 {
 		in.refuse(w, event, "bad_signature", http.StatusUnauthorized,
-			"no webhook secret is configured: set github.webhook_secrets (RIPCORD_GITHUB_WEBHOOK_SECRET)")
+			"no webhook secret is configured: register the App at /setup or set github.webhook_secrets (RIPCORD_GITHUB_WEBHOOK_SECRET)")
 		return
 	}
 	if !validSignature(r.Header.Get("X-Hub-Signature-256"), body, secrets) {

@@ -61,12 +61,10 @@ var homePage = template.Must(template.New("home").Parse(`<!doctype html>
 {{if .Configured}}
 <p>The GitHub App is configured (App id {{.AppID}}). Webhooks are received at <code>{{.Hook}}</code>.</p>
 {{else}}
-<p><strong>Set-up is not finished:</strong> ripcord is receiving and storing webhooks, but it cannot act on GitHub yet.</p>
-<ol>
-<li>Create a GitHub App whose webhook URL is <code>{{.Hook}}</code> and set a webhook secret.</li>
-<li>Start ripcord with <code>RIPCORD_GITHUB_APP_ID</code>, <code>RIPCORD_GITHUB_PRIVATE_KEY</code> (PEM text or a file path) and <code>RIPCORD_GITHUB_WEBHOOK_SECRET</code>.</li>
-<li>Install the App on the repositories to protect and commit a <code>.github/ripcord.yml</code>.</li>
-</ol>
+<p><strong>Set-up is not finished:</strong> ripcord has no GitHub App yet, so it cannot act on GitHub.</p>
+<p><a href="/setup">Register the App on GitHub</a> from the set-up page: it takes a minute and needs no restart.</p>
+<p>Or create one by hand (webhook URL <code>{{.Hook}}</code>) and start ripcord with <code>RIPCORD_GITHUB_APP_ID</code>,
+<code>RIPCORD_GITHUB_PRIVATE_KEY</code> (PEM text or a file path) and <code>RIPCORD_GITHUB_WEBHOOK_SECRET</code>.</p>
 {{end}}
 <p>Operators: <a href="/healthz">/healthz</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a> · API under <code>/api/v1</code> (bearer token).</p>
 </body></html>
@@ -78,9 +76,10 @@ func (s *Server) home(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	app := s.appIdentity()
 	_ = homePage.Execute(w, map[string]any{
-		"Configured": s.cfg.GitHub.AppConfigured(),
-		"AppID":      s.cfg.GitHub.AppID,
+		"Configured": app.Configured,
+		"AppID":      app.ID,
 		"Hook":       s.cfg.PublicURL + "/api/github/hook",
 	})
 }

@@ -22,9 +22,9 @@ import (
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/setup"
 	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/internal/store"
-	"github.com/ripcord/ripcord/internal/version"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -50,6 +50,10 @@ type Server struct {
 	ghCalls  *ghclient.Counter
 	records  *records.Store
 	oidc     *oidcauth.Verifier
+	// live is the App in use (appcreds.go); apps stores Apps registered by /setup.
+	live    atomic.Pointer[liveApp]
+	apps    *setup.Store
+	ghClock ghclient.Clock
 
 	mu   sync.Mutex
 	addr string
@@ -93,7 +97,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 
 	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{},
 		records: records.NewStore(db), ghCalls: &ghclient.Counter{}}
-	if err := s.connectGitHub(opts); err != nil {
+	if err := s.connectGitHub(ctx, opts); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -112,6 +116,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 			s.handlers[e] = append(s.handlers[e], h)
 		}
 	}
+	setup.Register(deps, setup.Options{Store: s.apps, Events: s.handledEvents(), Activate: s.activate})
 	policy := retryPolicy{base: cmp.Or(opts.RetryBase, retryBase)}
 	runner := &deliveryRunner{db: db, river: func() *river.Client[*sql.Tx] { return s.river }, handlers: s.handlers,
 		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy,
@@ -125,11 +130,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	}
 	s.writer = newGroupWriter(db, s.river, s.metrics, runner.drainPending, log)
 	s.handler = s.routes()
-	if !cfg.GitHub.AppConfigured() {
+	if !s.appIdentity().Configured {
 		log.Warn("the GitHub App is not configured: webhooks are stored, but ripcord cannot act on GitHub; " +
-			"set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY), see " + cfg.PublicURL + "/")
-	}
-	if len(cfg.GitHub.WebhookSecrets) == 0 {
+			"register it at " + cfg.PublicURL + setup.PagePath + " or set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY)")
+	} else if len(s.webhookSecrets()) == 0 {
 		log.Warn("no webhook secret is configured: every delivery is refused with 401; set github.webhook_secrets (RIPCORD_GITHUB_WEBHOOK_SECRET)")
 	}
 	return s, nil
@@ -137,7 +141,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 
 func (s *Server) routes() http.Handler {
 	mux := s.mux
-	mux.Handle("POST /api/github/hook", newIntake(func() []string { return s.cfg.GitHub.WebhookSecrets }, s.writer, s.metrics, s.log))
+	mux.Handle("POST /api/github/hook", newIntake(s.webhookSecrets, s.writer, s.metrics, s.log))
 	mux.HandleFunc("GET /api/v1/deliveries", s.requireAPIToken(s.listDeliveries))
 	mux.HandleFunc("GET /api/v1/deliveries/{id}", s.requireAPIToken(s.getDelivery))
 	mux.HandleFunc("POST /api/v1/facts", s.postTaskFacts)
@@ -153,24 +157,6 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", s.metricsHandler())
 	mux.HandleFunc("GET /", s.home)
 	return mux
-}
-
-// connectGitHub makes the installation-client creator; without App
-// credentials every GitHub call fails with an error naming the settings.
-func (s *Server) connectGitHub(opts Options) error {
-	if !s.cfg.GitHub.AppConfigured() {
-		s.github = ghclient.NotConfigured
-		return nil
-	}
-	cc, err := ghclient.New(ghclient.Config{
-		AppID: s.cfg.GitHub.AppID, PrivateKey: s.cfg.GitHub.PrivateKey, APIURL: s.cfg.GitHub.APIURL,
-		Version: version.Version, Registerer: s.metrics.registry, Counter: s.ghCalls, Clock: opts.GitHubClock,
-	})
-	if err != nil {
-		return fmt.Errorf("github: %w", err)
-	}
-	s.github = cc
-	return nil
 }
 
 // Handler is the server's HTTP handler (for tests that serve it themselves).
@@ -244,12 +230,6 @@ func (s *Server) close() {
 	if err := s.db.Close(); err != nil {
 		s.log.Warn("close database", "err", err)
 	}
-}
-
-// appIdentity is the App as the configuration describes it.
-func (s *Server) appIdentity() pipeline.AppIdentity {
-	g := s.cfg.GitHub
-	return pipeline.AppIdentity{Configured: g.AppConfigured(), ID: g.AppID, WebURL: WebURL(g.APIURL)}
 }
 
 // WebURL is GitHub's web address for an API URL: github.com for

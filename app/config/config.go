@@ -32,6 +32,11 @@ type Config struct {
 	StallAfter   time.Duration
 	Retention    time.Duration
 	CDEventSinks []string
+	// SecretsKey encrypts the App credentials stored by /setup (AES-256-GCM);
+	// nil: a key file beside the database.
+	SecretsKey []byte
+	// Registries says how the gates reach image registries.
+	Registries Registries
 }
 
 // OIDC says which GitHub Actions OIDC tokens are accepted.

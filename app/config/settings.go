@@ -2,6 +2,8 @@ package config
 
 import (
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -49,6 +51,8 @@ var settings = []Setting{
 		Help: "webhook secrets, comma-separated: a delivery signed with any of them is accepted (rotation)", set: setSecrets},
 	{Key: "github.api_url", Env: "RIPCORD_GITHUB_API_URL", Default: "https://api.github.com/",
 		Help: "GitHub's REST API URL (GitHub Enterprise Server: https://HOST/api/v3/)", set: setAPIURL},
+	{Key: "secrets_key", Env: "RIPCORD_SECRETS_KEY", Default: "",
+		Help: "32-byte key, base64 or hex (openssl rand -base64 32), that encrypts the App credentials registered through /setup; empty: a key file ripcord-secrets.key made (mode 0600) beside the SQLite database, or in the working directory for PostgreSQL", set: setSecretsKey},
 	{Key: "oidc.issuer", Env: "RIPCORD_OIDC_ISSUER", Default: "https://token.actions.githubusercontent.com",
 		Help: "issuer of the GitHub Actions OIDC tokens that workflows post facts and releases with", set: func(c *Config, v string) error {
 			u, err := absoluteHTTP(v)
@@ -68,6 +72,10 @@ var settings = []Setting{
 		Help: "CloudEvents HTTP URLs that receive CDEvents (service deployed, upgraded, rolled back), comma-separated", set: setSinks},
 	{Key: "clusters", Env: "RIPCORD_CLUSTERS", Default: "",
 		Help: "cluster tokens for the facts API and the agent: NAME=TOKEN or NAME=@FILE, comma-separated (YAML: {NAME: {token: ...} | {token_file: ...}})", set: setClusters},
+	{Key: "registries.insecure", Env: "RIPCORD_REGISTRIES_INSECURE", Default: "",
+		Help: "image registries the gates reach over plain HTTP: host or host:port, comma-separated (loopback and RFC 1918 addresses may use HTTP without being listed)", set: setInsecureRegistries},
+	{Key: "registries.auth", Env: "RIPCORD_REGISTRIES_AUTH", Default: "",
+		Help: "path of a docker config.json whose auths (auth, or username and password) the gates use per registry; credential helpers are not run; empty: anonymous", set: setRegistryAuth},
 }
 
 var byKey, byFlag = func() (map[string]Setting, map[string]Setting) {
@@ -168,6 +176,21 @@ func setPrivateKey(c *Config, v string) error {
 		}
 	}
 	c.GitHub.PrivateKey = data
+	return nil
+}
+
+func setSecretsKey(c *Config, v string) error {
+	c.SecretsKey = nil
+	if v == "" {
+		return nil
+	}
+	key, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || len(key) != 32 {
+		if key, err = hex.DecodeString(v); err != nil || len(key) != 32 {
+			return errors.New("not 32 bytes in base64 or hex: make one with openssl rand -base64 32")
+		}
+	}
+	c.SecretsKey = key
 	return nil
 }
 

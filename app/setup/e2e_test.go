@@ -1,0 +1,178 @@
+package setup_test
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/app/setup"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// The whole manifest flow on a GitHub Enterprise Server address: the page
+// offers the manifest, a wrong or reused state and a spent code are refused,
+// the right callback stores the App encrypted and the running server takes
+// its webhooks and acts as it at once, and a restart finds it again.
+func TestRegisterTheAppFromThePage(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := start(t, dbURL, true)
+		web := strings.TrimSuffix(e.apiURL, "api/v3/")
+
+		// The releases page redirects to /setup; without it, the status page links there.
+		homeStatus, home, homeHdr := e.get("/")
+		if !(homeStatus == http.StatusSeeOther && homeHdr.Get("Location") == "/setup") &&
+			!(homeStatus == http.StatusOK && strings.Contains(home, `href="/setup"`)) {
+			t.Errorf("GET / without an App: HTTP %d to %q, neither a redirect nor a link to /setup:\n%s", homeStatus, homeHdr.Get("Location"), home)
+		}
+		status, page, hdr := e.get("/setup")
+		fs := forms(t, page)
+		if status != http.StatusOK || len(fs) != 1 {
+			t.Fatalf("GET /setup: HTTP %d with %d forms, want 200 with the personal form:\n%s", status, len(fs), page)
+		}
+		if hdr.Get("Cache-Control") != "no-store" {
+			t.Errorf("the page holds a one-time state but may be cached: Cache-Control %q", hdr.Get("Cache-Control"))
+		}
+		personal := fs[0]
+		if want := web + "settings/apps/new?state=" + personal.state(); personal.Action != want || len(personal.state()) < 32 {
+			t.Errorf("personal form posts to %q, want %q with a random state", personal.Action, want)
+		}
+		checkManifest(t, personal.Manifest, e.url)
+
+		_, orgPage, _ := e.get("/setup?org=acme")
+		orgForms := forms(t, orgPage)
+		if len(orgForms) != 2 || orgForms[1].Action != web+"organizations/acme/settings/apps/new?state="+orgForms[1].state() {
+			t.Errorf("GET /setup?org=acme: forms %+v, want the organisation's at %sorganizations/acme/settings/apps/new", orgForms, web)
+		}
+		if status, _, _ := e.get("/setup?org=acme/../x"); status != http.StatusBadRequest {
+			t.Errorf("an organisation name with a path: HTTP %d, want 400", status)
+		}
+
+		if got := e.deliver(githubtest.ManifestWebhookSecret); got != http.StatusUnauthorized {
+			t.Fatalf("a webhook signed with the App's secret before it is registered: HTTP %d, want 401", got)
+		}
+
+		cases := []struct {
+			name, query, want string
+			status            int
+		}{
+			{"a state ripcord never issued", "code=fresh&state=0000", "not valid", http.StatusBadRequest},
+			{"no state at all", "code=fresh", "not valid", http.StatusBadRequest},
+		}
+		for _, c := range cases {
+			if status, body, _ := e.get("/setup/callback?" + c.query); status != c.status || !strings.Contains(body, c.want) {
+				t.Errorf("%s: HTTP %d, want %d with %q:\n%s", c.name, status, c.status, c.want, body)
+			}
+		}
+
+		// A code GitHub no longer takes (used before, or expired).
+		e.gh.SpendManifestCode("spent")
+		spentState := orgForms[0].state()
+		if status, body, _ := e.get("/setup/callback?code=spent&state=" + spentState); status != http.StatusBadRequest ||
+			!strings.Contains(body, "GitHub refused the registration code") {
+			t.Errorf("a spent code: HTTP %d, want 400 saying GitHub refused it:\n%s", status, body)
+		}
+		if status, body, _ := e.get("/setup/callback?code=fresh&state=" + spentState); status != http.StatusBadRequest ||
+			!strings.Contains(body, "not valid") {
+			t.Errorf("a state used once already: HTTP %d, want 400:\n%s", status, body)
+		}
+
+		status, _, hdr = e.get("/setup/callback?code=fresh&state=" + personal.state())
+		if want := "https://github.com/apps/" + githubtest.AppSlug + "/installations/new"; status != http.StatusSeeOther || hdr.Get("Location") != want {
+			t.Fatalf("callback: HTTP %d to %q, want 303 to %q", status, hdr.Get("Location"), want)
+		}
+		key, hook, secret := e.row()
+		if bytes.Contains(key, []byte("PRIVATE KEY")) || bytes.Contains(hook, []byte(githubtest.ManifestWebhookSecret)) ||
+			bytes.Contains(secret, []byte("githubtest-client-secret")) {
+			t.Errorf("the stored App holds plaintext secrets")
+		}
+
+		// The running server takes the new App's webhooks and acts as it.
+		if got := e.deliver(githubtest.ManifestWebhookSecret); got != http.StatusAccepted {
+			t.Fatalf("a webhook signed with the new App's secret: HTTP %d, want 202", got)
+		}
+		waitFor(t, "an installation token asked for as the new App", func() bool { return len(e.gh.Tokens()) > 0 })
+		if iss := jwtIssuer(t, e.gh.Tokens()[0].JWT); iss != strconv.FormatInt(githubtest.AppID, 10) {
+			t.Errorf("the App JWT's issuer is %q, want the registered App's id %d", iss, githubtest.AppID)
+		}
+		if _, page, _ := e.get("/setup"); !strings.Contains(page, "is configured") || !strings.Contains(page, "/installations/new") {
+			t.Errorf("GET /setup after registering does not say so or link to the install page:\n%s", page)
+		}
+		if status, _, _ := e.get("/setup/callback?code=again&state=" + personal.state()); status != http.StatusConflict {
+			t.Errorf("a callback once the App is configured: HTTP %d, want 409", status)
+		}
+
+		e.restart()
+		if _, page, _ := e.get("/setup"); !strings.Contains(page, "App id <code>"+strconv.FormatInt(githubtest.AppID, 10)) {
+			t.Errorf("after a restart /setup does not show the stored App:\n%s", page)
+		}
+		if got := e.deliver(githubtest.ManifestWebhookSecret); got != http.StatusAccepted {
+			t.Errorf("after a restart a webhook signed with the stored secret: HTTP %d, want 202", got)
+		}
+		if _, page, _ := e.get("/setup"); !strings.Contains(page, "<code>"+githubtest.AppSlug+"</code>") {
+			t.Errorf("after a restart /setup does not name the stored App's slug:\n%s", page)
+		}
+
+		// Settings naming another App win over the stored one, whose secret then opens nothing.
+		e.configure = func(cfg *config.Config) {
+			cfg.GitHub.AppID, cfg.GitHub.PrivateKey = 999, githubtest.AppPrivateKey(t)
+		}
+		e.restart()
+		if _, page, _ := e.get("/setup"); !strings.Contains(page, "App id <code>999</code>") {
+			t.Errorf("configured App 999 and a stored one: /setup does not show 999:\n%s", page)
+		}
+		if got := e.deliver(githubtest.ManifestWebhookSecret); got != http.StatusUnauthorized {
+			t.Errorf("configured App 999: a webhook signed with the stored App's secret: HTTP %d, want 401", got)
+		}
+		if e.key == nil {
+			path, _ := store.SQLitePath(dbURL)
+			info, err := os.Stat(filepath.Join(filepath.Dir(path), setup.KeyFileName))
+			if err != nil || info.Mode().Perm() != 0o600 {
+				t.Errorf("key file beside the database: %v, mode %v; want it with mode 0600", err, info.Mode().Perm())
+			}
+		}
+	})
+}
+
+func checkManifest(t *testing.T, m map[string]any, public string) {
+	t.Helper()
+	hook, _ := m["hook_attributes"].(map[string]any)
+	got := map[string]any{"url": m["url"], "redirect_url": m["redirect_url"], "setup_url": m["setup_url"],
+		"hook_attributes.url": hook["url"], "callback_urls": m["callback_urls"]}
+	want := map[string]any{"url": public, "redirect_url": public + "/setup/callback", "setup_url": public + "/setup",
+		"hook_attributes.url": public + "/api/github/hook", "callback_urls": []any{public + "/login/callback"}}
+	for k := range want {
+		if !equalJSON(got[k], want[k]) {
+			t.Errorf("manifest %s = %v, want %v", k, got[k], want[k])
+		}
+	}
+	if m["public"] != false {
+		t.Errorf("manifest public = %v, want false", m["public"])
+	}
+	perms := map[string]any{"actions": "write", "checks": "write", "contents": "write", "deployments": "write",
+		"issues": "write", "metadata": "read", "pull_requests": "write"}
+	if !equalJSON(m["default_permissions"], perms) {
+		t.Errorf("manifest default_permissions = %v, want %v", m["default_permissions"], perms)
+	}
+	var events []string
+	for _, e := range m["default_events"].([]any) {
+		events = append(events, e.(string))
+	}
+	for _, e := range []string{"check_run", "issue_comment", "pull_request", "push", "workflow_run"} {
+		if !slices.Contains(events, e) {
+			t.Errorf("manifest default_events %v lacks %s, which a handler handles", events, e)
+		}
+	}
+	for _, e := range []string{"installation", "installation_repositories", "star"} {
+		if slices.Contains(events, e) {
+			t.Errorf("manifest default_events %v has %s (sent without subscribing, or handled by nothing)", events, e)
+		}
+	}
+}

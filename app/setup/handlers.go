@@ -1,0 +1,134 @@
+package setup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// Options are what the set-up flow needs beyond the pipeline's Deps.
+type Options struct {
+	Store *Store
+	// Events are the events the server's handlers handle; the manifest's
+	// default_events are derived from them.
+	Events []string
+	// Activate hands newly registered credentials to the running server
+	// (GitHub clients, webhook secret, identity); it fails when they cannot
+	// be used.
+	Activate func(ctx context.Context, c Credentials) error
+	// Client makes the code exchange; nil is http.DefaultClient.
+	Client *http.Client
+}
+
+// Register adds GET /setup and GET /setup/callback to d.Mux.
+func Register(d pipeline.Deps, o Options) {
+	if o.Client == nil {
+		o.Client = http.DefaultClient
+	}
+	h := &handlers{d: d, o: o}
+	d.Mux.HandleFunc("GET "+PagePath, h.page)
+	d.Mux.HandleFunc("GET "+CallbackPath, h.callback)
+}
+
+type handlers struct {
+	d pipeline.Deps
+	o Options
+	// mu makes registrations in this process one at a time, so a second
+	// callback sees the first one's App as configured.
+	mu sync.Mutex
+}
+
+// page is GET /setup: the App's status once configured, the registration
+// forms otherwise. ?org=NAME adds the organisation's form (no JavaScript:
+// the form's address depends on the name).
+func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
+	app := h.d.App()
+	public := h.d.Config.PublicURL
+	if app.Configured {
+		render(w, http.StatusOK, configuredPage, configuredView(app, public))
+		return
+	}
+	status := http.StatusOK
+	org := strings.TrimSpace(r.URL.Query().Get("org"))
+	var orgErr string
+	if org != "" {
+		if err := CheckOrg(org); err != nil {
+			org, orgErr, status = "", err.Error(), http.StatusBadRequest
+		}
+	}
+	state, err := h.o.Store.IssueState(r.Context(), h.d.Now())
+	if err != nil {
+		h.d.Log.Error("set-up page", "err", err)
+		renderError(w, http.StatusInternalServerError, "Cannot start the registration", err.Error())
+		return
+	}
+	v := registerView{Public: public, Hook: public + HookPath, Permissions: Permissions, Events: Events(h.o.Events),
+		Org: org, OrgError: orgErr, WebURL: app.WebURL,
+		PersonalAction: FormAction(app.WebURL, "", state), PersonalManifest: manifestJSON(public, "", state, h.o.Events)}
+	if org != "" {
+		v.OrgAction, v.OrgManifest = FormAction(app.WebURL, org, state), manifestJSON(public, org, state, h.o.Events)
+	}
+	render(w, status, registerPage, v)
+}
+
+func manifestJSON(public, org, state string, events []string) string {
+	b, err := json.Marshal(NewManifest(public, org, state[:6], events))
+	if err != nil {
+		panic("setup: a manifest does not marshal: " + err.Error()) // only strings, bools, maps and slices
+	}
+	return string(b)
+}
+
+// callback is GET /setup/callback?code=…&state=…, where GitHub sends the
+// admin after the App is created.
+func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if app := h.d.App(); app.Configured {
+		render(w, http.StatusConflict, configuredPage, configuredView(app, h.d.Config.PublicURL))
+		return
+	}
+	q := r.URL.Query()
+	ok, err := h.o.Store.ConsumeState(r.Context(), q.Get("state"), h.d.Now())
+	if err != nil {
+		h.d.Log.Error("set-up callback: check the state", "err", err)
+		renderError(w, http.StatusInternalServerError, "Cannot check the registration", err.Error())
+		return
+	}
+	if !ok {
+		renderError(w, http.StatusBadRequest, "This registration link is not valid",
+			"The state parameter is missing, unknown, already used or older than an hour, so this link cannot finish a registration. "+
+				"If you created an App on GitHub just now, delete it there and start again from the set-up page.")
+		return
+	}
+	apiURL := h.d.Config.GitHub.APIURL
+	creds, err := exchange(r.Context(), h.o.Client, apiURL, q.Get("code"), h.d.Now())
+	if errors.Is(err, errCodeRefused) {
+		renderError(w, http.StatusBadRequest, "GitHub refused the registration code",
+			err.Error()+". The App may exist on GitHub already: delete it there and start again from the set-up page.")
+		return
+	}
+	if err != nil {
+		h.d.Log.Error("set-up callback: exchange the code", "err", err)
+		renderError(w, http.StatusBadGateway, "Cannot reach GitHub to finish the registration", err.Error())
+		return
+	}
+	if err := h.o.Store.Save(r.Context(), creds); err != nil {
+		h.d.Log.Error("set-up callback: store the App", "app_id", creds.AppID, "err", err)
+		renderError(w, http.StatusInternalServerError, "Cannot store the App", err.Error())
+		return
+	}
+	if err := h.o.Activate(r.Context(), creds); err != nil {
+		h.d.Log.Error("set-up callback: use the App", "app_id", creds.AppID, "err", err)
+		renderError(w, http.StatusInternalServerError, "The App is stored but cannot be used", err.Error())
+		return
+	}
+	h.d.Log.Info("GitHub App registered through /setup and in use", "app_id", creds.AppID, "slug", creds.Slug,
+		"keys", h.o.Store.Keys().Source())
+	http.Redirect(w, r, creds.InstallURL(), http.StatusSeeOther)
+}

@@ -1,0 +1,108 @@
+package setup
+
+import (
+	"bytes"
+	"html/template"
+	"net/http"
+	"strconv"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+type registerView struct {
+	Public, Hook, WebURL             string
+	Permissions                      []Permission
+	Events                           []string
+	PersonalAction, PersonalManifest string
+	Org, OrgError                    string
+	OrgAction, OrgManifest           string
+}
+
+type statusView struct {
+	ID         int64
+	Slug       string
+	InstallURL string // empty when the App's page is not known (configured by settings)
+	Settings   string // where GitHub lists the admin's Apps
+	Hook       string
+}
+
+func configuredView(app pipeline.AppIdentity, public string) statusView {
+	v := statusView{ID: app.ID, Slug: app.Slug, Hook: public + HookPath, Settings: app.WebURL + "settings/apps"}
+	if app.HTMLURL != "" {
+		v.InstallURL = app.HTMLURL + "/installations/new"
+	}
+	return v
+}
+
+type errorView struct{ Title, Message string }
+
+const layout = `{{define "top"}}<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>ripcord set-up</title>
+<meta name="referrer" content="no-referrer">
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem}
+code{background:#f3f3f3;padding:0 .25rem}table{border-collapse:collapse}td,th{padding:.2rem .6rem;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+button{font:inherit;padding:.4rem 1rem}.error{color:#a40000}</style>
+</head><body><h1>ripcord set-up</h1>{{end}}
+{{define "bottom"}}<p><a href="/setup">Set-up page</a></p></body></html>{{end}}`
+
+var registerPage = template.Must(template.New("register").Parse(layout + `{{template "top"}}
+<p><strong>Set-up is not finished:</strong> ripcord has no GitHub App yet, so it stores webhooks but cannot act on GitHub. Register one on GitHub: GitHub creates it with the settings below,
+ripcord stores its key (encrypted) and starts using it at once, and you go on to install it on your repositories.</p>
+<h2>On your personal account</h2>
+<form method="post" action="{{.PersonalAction}}">
+<input type="hidden" name="manifest" value="{{.PersonalManifest}}">
+<button type="submit">Register on GitHub</button>
+</form>
+<h2>On an organisation</h2>
+{{if .OrgAction}}
+<form method="post" action="{{.OrgAction}}" id="register-org">
+<input type="hidden" name="manifest" value="{{.OrgManifest}}">
+<button type="submit">Register on GitHub for {{.Org}}</button>
+</form>
+<p>Another organisation:</p>
+{{end}}
+<form method="get" action="/setup">
+<label>Organisation name <input name="org" value="{{.Org}}" required></label>
+<button type="submit">Continue</button>
+{{if .OrgError}}<p class="error">{{.OrgError}}</p>{{end}}
+</form>
+<h2>What the App will ask for</h2>
+<table><tr><th>permission</th><th>access</th><th>why</th></tr>
+{{range .Permissions}}<tr><td><code>{{.Name}}</code></td><td>{{.Access}}</td><td>{{.Why}}</td></tr>
+{{end}}</table>
+<p>Events: {{range $i, $e := .Events}}{{if $i}}, {{end}}<code>{{$e}}</code>{{end}}.</p>
+<p>Webhook URL: <code>{{.Hook}}</code> (GitHub must reach it: this is the <code>public_url</code> setting).
+GitHub: <code>{{.WebURL}}</code>.</p>
+{{template "bottom"}}`))
+
+var configuredPage = template.Must(template.New("configured").Parse(layout + `{{template "top"}}
+<p>The GitHub App is configured: App id <code>{{.ID}}</code>{{if .Slug}} (<code>{{.Slug}}</code>){{end}}.
+Webhooks are received at <code>{{.Hook}}</code>.</p>
+{{if .InstallURL}}<p><a href="{{.InstallURL}}">Install the App</a> on the repositories ripcord should protect, then commit a <code>.github/ripcord.yml</code>.</p>
+{{else}}<p>Install it from its page among <a href="{{.Settings}}">your GitHub Apps</a>, then commit a <code>.github/ripcord.yml</code>.</p>{{end}}
+{{template "bottom"}}`))
+
+var errorPage = template.Must(template.New("error").Parse(layout + `{{template "top"}}
+<h2 class="error">{{.Title}}</h2>
+<p>{{.Message}}</p>
+{{template "bottom"}}`))
+
+func render(w http.ResponseWriter, status int, t *template.Template, v any) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, v); err != nil {
+		http.Error(w, "render "+t.Name()+" page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	// A page holds a one-time state; a callback URL holds a one-time code.
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func renderError(w http.ResponseWriter, status int, title, msg string) {
+	render(w, status, errorPage, errorView{Title: title, Message: msg})
+}
