@@ -112,9 +112,9 @@ var errClaimed = errors.New("delivery already completed by another worker")
 // claim marks queued deliveries worked, in one statement. The state guard is
 // what makes processing exactly-once: a second run of a job, after a crash or
 // beside a rescued copy, claims nothing and its transaction is rolled back.
-func claim(ctx context.Context, tx *sql.Tx, ids []string, outcome string, attempt int) error {
+func claim(ctx context.Context, db *store.DB, tx *sql.Tx, ids []string, outcome string, attempt int) error {
 	args := []any{outcome, attempt, store.Micros(time.Now())}
-	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $1, attempts = $2, last_error = '',
+	res, err := db.Exec(ctx, tx, `UPDATE deliveries SET state = $1, attempts = $2, last_error = '',
 		processed_at = $3, processed_count = processed_count + 1
 		WHERE state = 'queued' AND id IN (`+placeholders(len(args)+1, len(ids))+`)`, append(args, anySlice(ids)...)...)
 	if err != nil {
@@ -202,7 +202,7 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 			}
 		}
 		for outcome, ids := range done {
-			if err := claim(ctx, tx, ids, outcome, 1); err != nil {
+			if err := claim(ctx, w.db, tx, ids, outcome, 1); err != nil {
 				return err
 			}
 		}
@@ -231,20 +231,20 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 // so a delivery whose commit fails is rolled back alone and the rest of the
 // batch still commits.
 func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decided) error {
-	if _, err := tx.ExecContext(ctx, `SAVEPOINT delivery`); err != nil {
+	if _, err := w.db.Exec(ctx, tx, `SAVEPOINT delivery`); err != nil {
 		return err
 	}
-	err := claim(ctx, tx, []string{res.d.ID}, res.outcome, 1)
+	err := claim(ctx, w.db, tx, []string{res.d.ID}, res.outcome, 1)
 	if err == nil {
 		err = runCommits(ctx, tx, res)
 	}
 	if err != nil {
-		if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT delivery`); rbErr != nil {
+		if _, rbErr := w.db.Exec(ctx, tx, `ROLLBACK TO SAVEPOINT delivery`); rbErr != nil {
 			return fmt.Errorf("%w (and rolling back its savepoint: %v)", err, rbErr)
 		}
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `RELEASE SAVEPOINT delivery`)
+	_, err = w.db.Exec(ctx, tx, `RELEASE SAVEPOINT delivery`)
 	return err
 }
 
@@ -324,7 +324,7 @@ func (w *retryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) (e
 	res := w.decide(ctx, d)
 	if res.err == nil {
 		res.err = w.db.InTx(ctx, func(tx *sql.Tx) error {
-			if err := claim(ctx, tx, []string{d.ID}, res.outcome, attempt); err != nil {
+			if err := claim(ctx, w.db, tx, []string{d.ID}, res.outcome, attempt); err != nil {
 				return err
 			}
 			return runCommits(ctx, tx, res)
