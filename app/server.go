@@ -23,6 +23,7 @@ import (
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/setup"
+	"github.com/ripcord/ripcord/internal/memtrim"
 	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
@@ -200,8 +201,12 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.log.Info("ripcord is serving", "listen", s.addr, "public_url", s.cfg.PublicURL, "database", s.db.Source)
 	// Start-up leaves tens of MB of garbage (the CDEvents SDK compiles every
 	// JSON schema at init); hand it back now rather than when the scavenger
-	// gets to it, so an idle server is small.
+	// gets to it, so an idle server is small. The same goes for the pages of
+	// code that only package inits ran (see memtrim).
 	debug.FreeOSMemory()
+	if _, err := memtrim.DropColdExecutablePages(); err != nil {
+		s.log.Debug("could not hand back start-up code pages", "err", err)
+	}
 
 	var serveErr error
 	select {
