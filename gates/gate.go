@@ -66,6 +66,10 @@ type Subject struct {
 	GitRevision string `json:"git_revision"`
 	// GitRevisionSource says where GitRevision came from, for the summary.
 	GitRevisionSource string `json:"git_revision_source,omitempty"`
+	// SourceRepository is the repository GitRevision belongs to: the
+	// repository of the release record that ran the digest, which need not
+	// be the GitOps repository the PR changes. Empty: unknown.
+	SourceRepository string `json:"source_repository,omitempty"`
 
 	HeadSHA     string   `json:"head_sha"`
 	PullRequest int      `json:"pull_request"`
@@ -81,6 +85,15 @@ type Subject struct {
 	// Eligibility is eligibility.Check's answer for Image in this app,
 	// environment and cluster. Title, HeadBranch and trailers never enter it.
 	Eligibility eligibility.Answer `json:"eligibility"`
+}
+
+// CodeRepository is where GitRevision's commit lives: SourceRepository
+// when a record names it, else the PR's repository (a monorepo).
+func (s Subject) CodeRepository() string {
+	if s.SourceRepository != "" {
+		return s.SourceRepository
+	}
+	return s.Repository
 }
 
 // EligibleRollback reports whether content gates are advisory for s.

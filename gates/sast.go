@@ -7,10 +7,12 @@ import (
 	"strings"
 )
 
-// CodeScanning is the one GitHub call sast makes: GET
-// /repos/{owner}/{repo}/code-scanning/alerts?ref=…&state=open.
+// CodeScanning is what sast reads of GitHub: the open alerts of the ref
+// the commit sha was analysed on. GitHub lists alerts by ref (a branch or
+// pull request), not by commit, so the adapter finds sha's analysis first;
+// a commit no analysis covers is an error, and the gate fails closed.
 type CodeScanning interface {
-	OpenAlerts(ctx context.Context, repository, ref string) ([]Alert, error)
+	OpenAlerts(ctx context.Context, repository, sha string) ([]Alert, error)
 }
 
 // Alert is an open code-scanning alert, with the rule's severities as
@@ -76,9 +78,9 @@ func (g SAST) Evaluate(ctx context.Context, s Subject) Verdict {
 	if s.GitRevision == "" {
 		return Errored("the release's git revision is unknown: no release record names this digest")
 	}
-	alerts, err := g.GitHub.OpenAlerts(ctx, s.Repository, s.GitRevision)
+	alerts, err := g.GitHub.OpenAlerts(ctx, s.CodeRepository(), s.GitRevision)
 	if err != nil {
-		return Errored(fmt.Sprintf("could not read code-scanning alerts of %s at %s: %v", s.Repository, short(s.GitRevision), err))
+		return Errored(fmt.Sprintf("could not read code-scanning alerts of %s at %s: %v", s.CodeRepository(), short(s.GitRevision), err))
 	}
 	return judgeAlerts(alerts, g.Severity, min, s)
 }
@@ -104,7 +106,7 @@ func judgeAlerts(alerts []Alert, threshold string, min int, s Subject) Verdict {
 		fs = append(fs, Finding{Severity: level, ID: orDefault(a.RuleID, fmt.Sprintf("#%d", a.Number)), Message: msg, URL: a.URL})
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return rankOf(fs[i].Severity) > rankOf(fs[j].Severity) })
-	at := fmt.Sprintf("%s at %s", s.Repository, short(s.GitRevision))
+	at := fmt.Sprintf("%s at %s", s.CodeRepository(), short(s.GitRevision))
 	if len(fs) > 0 {
 		return Failed(fmt.Sprintf("%d open code-scanning alert(s) at or above %s in %s", len(fs), threshold, at), fs...)
 	}

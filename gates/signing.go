@@ -23,7 +23,7 @@ func (g CommitSigning) Evaluate(ctx context.Context, s Subject) Verdict {
 	if s.GitRevision == "" {
 		return Errored("the release's git revision is unknown: no release record names this digest")
 	}
-	ok, reason, err := g.GitHub.CommitVerification(ctx, s.Repository, s.GitRevision)
+	ok, reason, err := g.GitHub.CommitVerification(ctx, s.CodeRepository(), s.GitRevision)
 	if err != nil {
 		return Errored(fmt.Sprintf("could not read commit %s from GitHub: %v", s.GitRevision, err))
 	}

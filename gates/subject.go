@@ -18,6 +18,7 @@ func Assess(rs []records.Record, s Subject, window int) Subject {
 			if r.ResolvedDigest() == s.Digest && r.GitRevision != "" {
 				s.GitRevision = r.GitRevision
 				s.GitRevisionSource = "from release " + r.ReleaseID + ", which ran this digest"
+				s.SourceRepository = r.Repository
 				break
 			}
 		}

@@ -31,7 +31,8 @@ func TestSASTReadsOpenAlertsAtTheRevision(t *testing.T) {
 	alerts = append(alerts, githubtest.CodeScanningAlert{RuleID: "go/sql-injection", Severity: "error", SecuritySeverity: "high",
 		Description: "SQL query built from user input", Path: "db.go", Line: 42},
 		githubtest.CodeScanningAlert{RuleID: "go/xss", SecuritySeverity: "critical", State: "dismissed"})
-	cs.Analyzed("acme/checkout", rev, alerts...)
+	cs.Analyzed("acme/checkout", "refs/heads/main", alerts...)
+	cs.AnalyzedCommit("acme/checkout", "refs/heads/main", rev)
 
 	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: rev})
 	if v.Outcome != gates.Fail || len(v.Findings) != 1 || v.Findings[0].ID != "go/sql-injection" {
@@ -41,9 +42,39 @@ func TestSASTReadsOpenAlertsAtTheRevision(t *testing.T) {
 		if r.Invalid != "" {
 			t.Errorf("%s %s: GitHub would reject: %s", r.Method, r.Path, r.Invalid)
 		}
-		if r.Query.Get("ref") != rev || r.Query.Get("state") != "open" {
-			t.Errorf("%s asked ref=%q state=%q, want the release revision and open", r.Path, r.Query.Get("ref"), r.Query.Get("state"))
+		// GitHub lists alerts by ref, not commit: the ref comes from the
+		// analysis of the release's revision.
+		if strings.HasSuffix(r.Path, "/alerts") && (r.Query.Get("ref") != "refs/heads/main" || r.Query.Get("state") != "open") {
+			t.Errorf("%s asked ref=%q state=%q, want the analysed ref and open", r.Path, r.Query.Get("ref"), r.Query.Get("state"))
 		}
+	}
+}
+
+// Another commit's analysis on the same branch is not this commit's.
+func TestSASTNeedsAnAnalysisOfTheRevisionItself(t *testing.T) {
+	s, gh := fakeGitHub(t)
+	cs := githubtest.ServeCodeScanning(s)
+	cs.Analyzed("acme/checkout", "refs/heads/main")
+	cs.AnalyzedCommit("acme/checkout", "refs/heads/main", "1111111111111111111111111111111111111111")
+	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(),
+		gates.Subject{Repository: "acme/checkout", GitRevision: "2222222222222222222222222222222222222222"})
+	if v.Outcome != gates.Error || !strings.Contains(v.Summary, "no code-scanning analysis of commit 2222") {
+		t.Fatalf("verdict %s %q, want error naming the unanalysed commit", v.Outcome, v.Summary)
+	}
+}
+
+// The commit lives in the release's source repository, not the GitOps
+// repository the PR changes.
+func TestSASTReadsTheSourceRepository(t *testing.T) {
+	s, gh := fakeGitHub(t)
+	const rev = "abcdef0123456789abcdef0123456789abcdef01"
+	cs := githubtest.ServeCodeScanning(s)
+	cs.Analyzed("acme/checkout-src", "refs/heads/main")
+	cs.AnalyzedCommit("acme/checkout-src", "refs/heads/main", rev)
+	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(),
+		gates.Subject{Repository: "acme/gitops", SourceRepository: "acme/checkout-src", GitRevision: rev})
+	if v.Outcome != gates.Pass {
+		t.Fatalf("verdict %s %q, want a clean analysis of acme/checkout-src", v.Outcome, v.Summary)
 	}
 }
 
@@ -51,7 +82,7 @@ func TestSASTWithoutAnalysisFailsClosed(t *testing.T) {
 	s, gh := fakeGitHub(t)
 	githubtest.ServeCodeScanning(s)
 	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: "abcdef01"})
-	if v.Outcome != gates.Error || !strings.Contains(v.Summary, "no analysis found") {
+	if v.Outcome != gates.Error || !strings.Contains(v.Summary, "no code-scanning analysis of commit") {
 		t.Fatalf("verdict %s %q, want error: no analysis is no data, not a clean bill", v.Outcome, v.Summary)
 	}
 }

@@ -29,13 +29,47 @@ type CodeScanning struct {
 	mu     sync.Mutex
 	byRef  map[string][]CodeScanningAlert // "owner/repo ref", repo lower-cased
 	number int
+	// analyses are the commits analysed, newest last, by lower-cased repo.
+	analyses map[string][]codeScanningAnalysis
 }
+
+type codeScanningAnalysis struct{ ref, sha string }
 
 // ServeCodeScanning registers the code-scanning alerts operation on s.
 func ServeCodeScanning(s *Server) *CodeScanning {
-	c := &CodeScanning{s: s, byRef: map[string][]CodeScanningAlert{}}
+	c := &CodeScanning{s: s, byRef: map[string][]CodeScanningAlert{}, analyses: map[string][]codeScanningAnalysis{}}
 	s.Handle("GET /repos/{owner}/{repo}/code-scanning/alerts", c.list)
+	s.Handle("GET /repos/{owner}/{repo}/code-scanning/analyses", c.listAnalyses)
 	return c
+}
+
+// AnalyzedCommit records that commit sha of repo was analysed on ref; the
+// alerts of ref are those given to Analyzed.
+func (c *CodeScanning) AnalyzedCommit(repo, ref, sha string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.analyses[repoKey(repo)] = append(c.analyses[repoKey(repo)], codeScanningAnalysis{ref: ref, sha: sha})
+}
+
+// listAnalyses answers newest first, as GitHub does.
+func (c *CodeScanning) listAnalyses(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	repo := p["owner"] + "/" + p["repo"]
+	c.mu.Lock()
+	list := c.analyses[repoKey(repo)]
+	c.mu.Unlock()
+	out := []map[string]any{}
+	for i := len(list) - 1; i >= 0; i-- {
+		a := list[i]
+		id := i + 1
+		out = append(out, map[string]any{
+			"ref": a.ref, "commit_sha": a.sha, "analysis_key": ".github/workflows/codeql.yml:analyze", "environment": "{}",
+			"error": "", "created_at": time.Date(2026, 11, 1, 0, 0, id, 0, time.UTC).Format(time.RFC3339),
+			"results_count": 0, "rules_count": 10, "id": id, "url": c.s.apiURL("repos/%s/code-scanning/analyses/%d", repo, id),
+			"sarif_id": fmt.Sprintf("sarif-%d", id), "tool": map[string]any{"name": "CodeQL", "version": "2.19.0", "guid": nil},
+			"deletable": true, "warning": "",
+		})
+	}
+	writeJSON(w, http.StatusOK, paginate(w, r, out))
 }
 
 // Analyzed records an analysis of ref in repo with the given alerts (none: a clean analysis).

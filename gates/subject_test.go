@@ -1,0 +1,38 @@
+package gates
+
+import (
+	"context"
+	"testing"
+)
+
+type verifier struct{ repository, sha string }
+
+func (v *verifier) CommitVerification(_ context.Context, repository, sha string) (bool, string, error) {
+	v.repository, v.sha = repository, sha
+	return true, "valid", nil
+}
+
+// The digest's release record names the repository its commit lives in;
+// commit-signing asks that repository, not the GitOps one the PR changes.
+func TestAssessFindsTheRevisionAndItsRepository(t *testing.T) {
+	rs := history()
+	rs[1].Repository = "acme/checkout-src"
+	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout", Digest: oldDigest}, 5)
+	if s.GitRevision != "abcdef0123456789" || s.SourceRepository != "acme/checkout-src" {
+		t.Fatalf("assessed revision %q in %q, want abcdef0123456789 in acme/checkout-src", s.GitRevision, s.SourceRepository)
+	}
+	v := &verifier{}
+	if got := (CommitSigning{GitHub: v}).Evaluate(context.Background(), s); got.Outcome != Pass {
+		t.Fatalf("commit-signing: %s %q", got.Outcome, got.Summary)
+	}
+	if v.repository != "acme/checkout-src" || v.sha != "abcdef0123456789" {
+		t.Errorf("commit-signing asked %s@%s, want acme/checkout-src@abcdef0123456789", v.repository, v.sha)
+	}
+	// A monorepo (no repository on the record) asks the PR's.
+	rs[1].Repository = ""
+	s = Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout", Digest: oldDigest}, 5)
+	if s.CodeRepository() != "acme/gitops" {
+		t.Errorf("code repository %q, want the PR's acme/gitops", s.CodeRepository())
+	}
+}
