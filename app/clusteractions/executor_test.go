@@ -3,9 +3,13 @@ package clusteractions_test
 import (
 	"context"
 	"database/sql"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/pipeline"
@@ -33,7 +37,12 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 		}
 		rs := records.NewStore(db)
 		now := time.Now().UTC()
-		d := pipeline.Deps{DB: db, Records: rs, Now: func() time.Time { return now }}
+		rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: the deployment sync it queues
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := pipeline.Deps{DB: db, Records: rs, Now: func() time.Time { return now },
+			River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		good := records.Record{ReleaseID: "r1", App: "app", Environment: "prod", Cluster: "prod-eu", Kind: records.KindPromote,
 			Image: "registry:5000/team/app:v1", GitRevision: "aaaaaaaabbbbbbbbccccccccddddddddeeeeeeee"}
 		if err := db.InTx(ctx, func(tx *sql.Tx) error { _, _, err := rs.OpenRelease(ctx, tx, good, now); return err }); err != nil {
@@ -49,6 +58,10 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 			if err := db.InTx(ctx, func(tx *sql.Tx) error { return x.Queue(ctx, tx, req) }); err != nil {
 				t.Fatal(err)
 			}
+		}
+		var syncs int
+		if err := db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = 'deployment_sync'`).Scan(&syncs); err != nil || syncs != 1 {
+			t.Fatalf("%d deployment syncs queued (%v), want one for the rollback release", syncs, err)
 		}
 		id := clusteractions.RollbackReleaseID(req.Key, "prod-eu", "prod")
 		rec, err := rs.Get(ctx, id)
