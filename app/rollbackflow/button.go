@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
-	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/records"
 )
@@ -52,8 +51,7 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	if !cfg.Valid() {
 		return h.answer(rec, d, user, records.AuditCommandRefused, "Not rolling back: .github/ripcord.yml of "+repository+" does not load."), nil
 	}
-	need, _ := cfg.Config.CommandPermission(commands.Rollback)
-	v, err := commands.CheckPermission(ctx, gh.Repositories, repository, user, commands.Rollback, need)
+	v, err := permit(ctx, gh, cfg.Config, repository, user)
 	if err != nil {
 		return nil, err
 	}

@@ -3,8 +3,11 @@
 // (DESIGN.md "Rollback is a release"). Every way to start one — POST
 // /api/v1/rollbacks (and the CLI on it), `/ripcord rollback` in a pull
 // request or issue comment, the Roll back button on a ripcord/release check
-// run, and a recovery decision for mode pull-request — goes through the same
-// pure Decide and queues the same job, keyed by the rollback's release id:
+// run, the Roll back form of the releases page (Starter.Start), and a
+// recovery decision for mode pull-request — goes through the same pure
+// Decide and queues the same job, keyed by the rollback's release id. The
+// ways a person asks (command, button, page) share one permission check
+// (commands.rollback in .github/ripcord.yml, default write). In order:
 //
 //   - Decide picks the release running now (the newest record that left
 //     opened), the target (eligibility.SelectTarget, or the release or digest

@@ -4,6 +4,15 @@
 // timeline from the audit events and its rollout's stages) and "sign in with
 // GitHub" through the App's OAuth client.
 //
+// Where an environment has an eligible rollback target, the pages carry a
+// Roll back form (POST /releases/{id}/rollback, no JavaScript): it rolls
+// back as the signed-in person through rollbackflow.Starter — the same
+// permission check and decision as /ripcord rollback and the check run's
+// button — and the answer (queued, open already with its pull request, or
+// the refusal's reason) comes back as a one-time message on the release's
+// page. The form carries a token bound to the session and the release
+// (csrf.go), so another site cannot post it for someone.
+//
 // Pages are rendered on the server with html/template from embedded
 // templates and CSS: no build step, no JavaScript needed to read them. A
 // visitor sees releases only after signing in, and only those of

@@ -41,8 +41,16 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "list releases", err)
 		return
 	}
-	h.render(w, http.StatusOK, "releases", page{Title: "Releases", Login: ss.Login,
-		Body: releasesBody{Groups: buildGroups(rs, repos, h.now())}})
+	groups := buildGroups(rs, repos, h.now())
+	for i := range groups {
+		for j, tg := range groups[i].Targets {
+			if tg.HasEligible {
+				groups[i].Targets[j].Form = h.form(ss, tg.Current, "")
+			}
+		}
+	}
+	h.render(w, http.StatusOK, "releases", page{Title: "Releases", Login: ss.Login, Flash: h.takeFlash(w, r),
+		Body: releasesBody{Groups: groups}})
 }
 
 // release is GET /releases/{id}, the page GitHub Deployments link to. A
@@ -61,8 +69,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := h.records.Get(r.Context(), id)
 	if errors.Is(err, records.ErrNotFound) || (err == nil && !canRead(repos, rec.Repository)) {
-		h.say(w, http.StatusNotFound, ss.Login, message{Heading: "No such release",
-			Text: "There is no release " + id + " in a repository you can read.", Link: "All releases", LinkTo: "/"})
+		h.noSuchRelease(w, ss.Login, id)
 		return
 	}
 	if err != nil {
@@ -84,8 +91,14 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "read the release's rollout", err)
 		return
 	}
-	h.render(w, http.StatusOK, "release", page{Title: "Release " + id, Login: ss.Login,
-		Body: buildRelease(rec, same, events, stages, rolledOut, h.now())})
+	v := buildRelease(rec, same, events, stages, rolledOut, h.now())
+	switch {
+	case (v.Release.Current || isRunning(rec, same)) && hasTarget(sameOrSelf(rec, same)):
+		v.Form = h.form(ss, id, "")
+	case v.Release.Eligible:
+		v.Form = h.form(ss, id, id)
+	}
+	h.render(w, http.StatusOK, "release", page{Title: "Release " + id, Login: ss.Login, Flash: h.takeFlash(w, r), Body: v})
 }
 
 // readable is what ss's person can read, or false once the page has

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -31,6 +32,7 @@ type handler struct {
 	gh        gitHub
 	access    *access
 	rollouts  Rollouts
+	rollbacks rollbacks
 	now       func() time.Time
 	log       *slog.Logger
 }
@@ -51,7 +53,7 @@ func newHandler(d pipeline.Deps, gh gitHub, rollouts Rollouts) *handler {
 		now = time.Now
 	}
 	return &handler{app: app, publicURL: d.Config.PublicURL, records: d.Records, gh: gh, access: newAccess(),
-		rollouts: rollouts, now: now, log: log}
+		rollouts: rollouts, rollbacks: rollbackflow.NewStarter(d), now: now, log: log}
 }
 
 // routes: GET /{$} is the exact root, so the server's catch-all GET / still
@@ -60,6 +62,7 @@ func newHandler(d pipeline.Deps, gh gitHub, rollouts Rollouts) *handler {
 func (h *handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", h.releases)
 	mux.HandleFunc("GET /releases/{id}", h.release)
+	mux.HandleFunc("POST /releases/{id}/rollback", h.rollback)
 	mux.HandleFunc("GET /login", h.login)
 	mux.HandleFunc("GET /login/callback", h.callback)
 	mux.HandleFunc("GET /logout", h.logout)

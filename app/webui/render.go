@@ -5,6 +5,7 @@ import (
 	"embed"
 	"html/template"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -30,6 +31,9 @@ func mustRead(name string) string {
 var funcs = template.FuncMap{
 	"stamp":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// releasePath escapes the id as one path segment: release ids hold
+	// slashes ("r3:prod-eu/prod") that would otherwise split it.
+	"releasePath": func(id string) string { return "/releases/" + url.PathEscape(id) },
 }
 
 func parsePages() map[string]*template.Template {
@@ -46,6 +50,7 @@ type page struct {
 	Title string
 	Login string // who is signed in; empty when no one is
 	CSS   template.CSS
+	Flash *flash // the answer to the form that led here; nil when none
 	Body  any
 }
 

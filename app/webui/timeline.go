@@ -61,6 +61,8 @@ type releaseView struct {
 	Events       []event
 	HasStage     bool
 	Stages       []stageView
+	// Form is the Roll back form; the handler adds it (it needs the session).
+	Form *rollbackForm
 }
 
 // buildRelease lays out one release: events oldest first (whatever order

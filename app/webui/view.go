@@ -29,6 +29,8 @@ type target struct {
 	// HasEligible: some release shown before the current one is a rollback
 	// target, so the hint is worth showing.
 	HasEligible bool
+	// Form is the Roll back form; the handler adds it (it needs the session).
+	Form *rollbackForm
 }
 
 // row is one release on the releases page.
