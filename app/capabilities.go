@@ -10,6 +10,7 @@ import (
 	"github.com/ripcord/ripcord/app/protection"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/app/rollbackflow"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/app/webui"
 )
 
@@ -19,12 +20,13 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	var hs []EventHandler
 	hs = append(hs, configload.Register(d)...)
 	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d), clusteractions.KubernetesExecutor(d))...)
-	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d))...)
+	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d), rolloutflow.ApproveCommand(d))...)
 	hs = append(hs, rollbackflow.Register(d)...)
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config))...)
 	hs = append(hs, gatesflow.Register(d)...)
 	hs = append(hs, protection.Register(d)...)
 	hs = append(hs, deployments.Register(d)...)
 	hs = append(hs, webui.Register(d)...)
+	hs = append(hs, rolloutflow.Register(d)...)
 	return hs
 }

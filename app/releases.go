@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/rollbackflow"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -33,6 +34,8 @@ type releaseRequest struct {
 		Number int    `json:"number"`
 	} `json:"pr"`
 	FlowStartedAt *time.Time `json:"flow_started_at"`
+	// FreezeOverride lets the release's rollout through freeze windows.
+	FreezeOverride bool `json:"freeze_override"`
 }
 
 func (q releaseRequest) record() records.Record {
@@ -112,6 +115,10 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		if err := deployments.Queue(r.Context(), tx, s.river, s.log, []records.Record{opened}); err != nil {
+			return err
+		}
+		if err := rolloutflow.QueueStart(r.Context(), tx, s.river, rolloutflow.StartArgs{ReleaseID: opened.ReleaseID,
+			FreezeOverride: q.FreezeOverride}); err != nil {
 			return err
 		}
 		return s.scheduleStallCheck(r.Context(), tx, opened)

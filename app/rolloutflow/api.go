@@ -1,0 +1,251 @@
+package rolloutflow
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
+)
+
+type api struct {
+	x      *executor
+	loader *configload.Loader
+}
+
+func (a api) routes(d pipeline.Deps) {
+	d.Mux.Handle("GET /api/v1/rollouts", d.APIAuth(a.list))
+	d.Mux.Handle("POST /api/v1/rollouts", d.APIAuth(a.create))
+	d.Mux.Handle("GET /api/v1/rollouts/{id}", d.APIAuth(a.get))
+	d.Mux.Handle("POST /api/v1/rollouts/{id}/approve", d.APIAuth(a.approve))
+	d.Mux.Handle("POST /api/v1/rollouts/{id}/abort", d.APIAuth(a.abortIt))
+}
+
+// Status is a rollout's status JSON, with its audit trail.
+func (x *executor) Status(ctx context.Context, id string) (StatusJSON, error) {
+	r, err := getRollout(ctx, x.deps.DB.Read, id)
+	if err != nil {
+		return StatusJSON{}, err
+	}
+	runs, err := listDispatched(ctx, x.deps.DB.Read, id)
+	if err != nil {
+		return StatusJSON{}, err
+	}
+	audit, err := listAudit(ctx, x.deps.DB.Read, id)
+	if err != nil {
+		return StatusJSON{}, err
+	}
+	return statusOf(r, runs, audit), nil
+}
+
+func (a api) list(w http.ResponseWriter, r *http.Request) {
+	rel := r.URL.Query().Get("release_id")
+	if rel == "" {
+		pipeline.WriteError(w, http.StatusBadRequest, "release_id", "release_id: required")
+		return
+	}
+	out := []StatusJSON{}
+	ro, err := rolloutOfRelease(r.Context(), a.x.deps.DB.Read, rel)
+	if err == nil {
+		var st StatusJSON
+		if st, err = a.x.Status(r.Context(), ro.ID); err == nil {
+			out = append(out, st)
+		}
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		a.internal(w, err)
+		return
+	}
+	pipeline.WriteJSON(w, http.StatusOK, map[string]any{"rollouts": out})
+}
+
+func (a api) get(w http.ResponseWriter, r *http.Request) {
+	st, err := a.x.Status(r.Context(), r.PathValue("id"))
+	if errors.Is(err, ErrNotFound) {
+		pipeline.WriteError(w, http.StatusNotFound, "id", "no rollout with id "+strconv.Quote(r.PathValue("id")))
+		return
+	}
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	pipeline.WriteJSON(w, http.StatusOK, st)
+}
+
+// startRequest is the body of POST /api/v1/rollouts: the release to open
+// (or an open one, by release_id) and roll out.
+type startRequest struct {
+	ReleaseID      string `json:"release_id"`
+	Repository     string `json:"repository"`
+	App            string `json:"app"`
+	Environment    string `json:"environment"`
+	Cluster        string `json:"cluster"`
+	Version        string `json:"version"`
+	Author         string `json:"author"`
+	FreezeOverride bool   `json:"freeze_override"`
+}
+
+func (a api) create(w http.ResponseWriter, r *http.Request) {
+	var q startRequest
+	if !decode(w, r, &q) {
+		return
+	}
+	ctx := r.Context()
+	var bad *badRequest
+	if err := a.open(ctx, &q); errors.As(err, &bad) {
+		pipeline.WriteError(w, bad.status, bad.field, bad.msg)
+		return
+	} else if err != nil {
+		a.internal(w, err)
+		return
+	}
+	ro, err := a.x.start(ctx, a.loader, StartArgs{ReleaseID: q.ReleaseID, Author: q.Author, FreezeOverride: q.FreezeOverride})
+	if errors.Is(err, errNoRollout) {
+		pipeline.WriteError(w, http.StatusUnprocessableEntity, "environment", "environment: "+q.Environment+" of "+q.App+" has no rollout: in .github/ripcord.yml")
+		return
+	}
+	if err != nil {
+		pipeline.WriteError(w, http.StatusUnprocessableEntity, "", err.Error())
+		return
+	}
+	st, err := a.x.Status(ctx, ro.ID)
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	pipeline.WriteJSON(w, http.StatusCreated, st)
+}
+
+// badRequest is a 4xx naming the field that is wrong.
+type badRequest struct {
+	status     int
+	field, msg string
+}
+
+func (b *badRequest) Error() string { return b.msg }
+
+func bad(field, msg string) error { return &badRequest{http.StatusBadRequest, field, msg} }
+
+// open finds q's release, or opens it: repository and cluster default to
+// those of the newest release of the app and environment.
+func (a api) open(ctx context.Context, q *startRequest) error {
+	if q.ReleaseID != "" {
+		rec, err := a.x.deps.Records.Get(ctx, q.ReleaseID)
+		if err == nil {
+			q.App, q.Environment = rec.App, rec.Environment
+			return nil
+		}
+		if !errors.Is(err, records.ErrNotFound) {
+			return err
+		}
+	}
+	for field, v := range map[string]string{"app": q.App, "environment": q.Environment, "version": q.Version} {
+		if v == "" {
+			return bad(field, field+": required (or release_id of an open release)")
+		}
+	}
+	if q.Repository == "" || q.Cluster == "" {
+		last, err := a.x.deps.Records.List(ctx, records.Filter{App: q.App, Environment: q.Environment, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(last) == 1 {
+			q.Repository, q.Cluster = cmp.Or(q.Repository, last[0].Repository), cmp.Or(q.Cluster, last[0].Cluster)
+		}
+	}
+	switch {
+	case q.Repository == "":
+		return bad("repository", "repository: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
+	case q.Cluster == "":
+		return bad("cluster", "cluster: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
+	}
+	if q.ReleaseID == "" {
+		q.ReleaseID = fmt.Sprintf("%s-%s:%s/%s", q.App, q.Version, q.Cluster, q.Environment)
+	}
+	rec := records.Record{ReleaseID: q.ReleaseID, App: q.App, Environment: q.Environment, Cluster: q.Cluster,
+		Repository: q.Repository, Image: q.Version, Kind: records.KindPromote}
+	if err := rec.Validate(); err != nil {
+		return bad("", err.Error())
+	}
+	err := a.x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		_, _, err := a.x.deps.Records.OpenRelease(ctx, tx, rec, a.x.deps.Now())
+		return err
+	})
+	var conflict *records.ConflictError
+	if errors.As(err, &conflict) {
+		return &badRequest{http.StatusConflict, conflict.Field, conflict.Error()}
+	}
+	return err
+}
+
+type voteRequest struct {
+	User    string `json:"user"`
+	Reject  bool   `json:"reject"`
+	Comment string `json:"comment"`
+}
+
+func (a api) approve(w http.ResponseWriter, r *http.Request) {
+	var q voteRequest
+	if !decode(w, r, &q) {
+		return
+	}
+	reply, err := a.x.vote(r.Context(), r.PathValue("id"), q.User, !q.Reject, q.Comment, "API")
+	a.answer(w, r, reply, err)
+}
+
+type abortRequest struct {
+	User   string `json:"user"`
+	Reason string `json:"reason"`
+}
+
+func (a api) abortIt(w http.ResponseWriter, r *http.Request) {
+	var q abortRequest
+	if !decode(w, r, &q) {
+		return
+	}
+	reply, err := a.x.abort(r.Context(), r.PathValue("id"), q.User, q.Reason)
+	a.answer(w, r, reply, err)
+}
+
+func (a api) answer(w http.ResponseWriter, r *http.Request, reply string, err error) {
+	var refused *Refused
+	switch {
+	case errors.Is(err, ErrNotFound):
+		pipeline.WriteError(w, http.StatusNotFound, "id", "no rollout with id "+strconv.Quote(r.PathValue("id")))
+	case errors.As(err, &refused):
+		field := ""
+		if strings.HasPrefix(refused.Reason, "user:") {
+			field = "user"
+		}
+		pipeline.WriteError(w, http.StatusConflict, field, refused.Reason)
+	case err != nil:
+		a.internal(w, err)
+	default:
+		pipeline.WriteJSON(w, http.StatusOK, map[string]string{"message": reply})
+	}
+}
+
+func (a api) internal(w http.ResponseWriter, err error) {
+	a.x.deps.Log.Error("rollouts API", "error", err)
+	pipeline.WriteError(w, http.StatusInternalServerError, "", "internal error")
+}
+
+// decode reads a strict JSON body: an unknown field is a 400 naming it.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		pipeline.WriteError(w, http.StatusBadRequest, "", "body: "+err.Error())
+		return false
+	}
+	return true
+}

@@ -1,0 +1,105 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// Refused is a vote or an abort ripcord will not take, with the reason the
+// person is told.
+type Refused struct{ Reason string }
+
+func (r *Refused) Error() string { return r.Reason }
+
+func refuse(format string, args ...any) error { return &Refused{Reason: fmt.Sprintf(format, args...)} }
+
+// vote records login's approval (or rejection) of the wave the rollout
+// waits after, and wakes the rollout. The release's author cannot approve
+// it; via says where the vote came from, for the audit trail.
+func (x *executor) vote(ctx context.Context, id, login string, approve bool, comment, via string) (string, error) {
+	reply, commit, err := x.prepareVote(ctx, id, login, approve, comment, via)
+	if err != nil {
+		return "", err
+	}
+	return reply, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return commit(ctx, tx) })
+}
+
+// prepareVote checks a vote and returns the reply and the writes that
+// record it, for callers that commit in their own transaction.
+func (x *executor) prepareVote(ctx context.Context, id, login string, approve bool, comment, via string) (string, pipeline.Commit, error) {
+	r, err := getRollout(ctx, x.deps.DB.Read, id)
+	if err != nil {
+		return "", nil, err
+	}
+	login = strings.TrimPrefix(strings.TrimSpace(login), "@")
+	if login == "" {
+		return "", nil, refuse("user: required, the GitHub login of the person who approves")
+	}
+	if r.Machine.Phase != PhaseApproval {
+		return "", nil, refuse("rollout %s is %s, not waiting for an approval", r.ID, r.Machine.Status)
+	}
+	if isAuthor(r.Author, login) {
+		return "", nil, refuse("@%s opened or merged release %s and cannot approve its rollout", login, r.ReleaseID)
+	}
+	stage := r.Snapshot.Plan.Stages[r.Machine.Stage]
+	verb := "approved"
+	if !approve {
+		verb = "rejected"
+	}
+	commit := func(ctx context.Context, tx *sql.Tx) error {
+		now := x.deps.Now()
+		stored, err := insertApproval(ctx, tx, r.ID, r.Machine.Stage, Approval{Login: login, Approve: approve, At: now}, comment)
+		if err != nil || !stored {
+			return err // a second vote of the same person changes nothing
+		}
+		msg := fmt.Sprintf("@%s %s wave %s (%s)%s", login, verb, stage.Wave, via, suffix(comment))
+		if err := insertAudit(ctx, tx, r.ID, now, verb, msg); err != nil {
+			return err
+		}
+		return queueTickTx(ctx, tx, x.deps.River(), r.ID)
+	}
+	return fmt.Sprintf("@%s %s wave %s of rollout %s", login, verb, stage.Wave, r.ID), commit, nil
+}
+
+// abort stops the rollout as a failure; on_failure applies.
+func (x *executor) abort(ctx context.Context, id, login, reason string) (string, error) {
+	r, err := getRollout(ctx, x.deps.DB.Read, id)
+	if err != nil {
+		return "", err
+	}
+	login = strings.TrimPrefix(strings.TrimSpace(login), "@")
+	if login == "" {
+		return "", refuse("user: required, the GitHub login of the person who aborts")
+	}
+	if final(r.Machine.Status) {
+		return "", refuse("rollout %s has ended (%s)", r.ID, r.Machine.Status)
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "no reason given"
+	}
+	now := x.deps.Now()
+	err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE rollouts SET abort_by = $1, abort_reason = $2 WHERE id = $3 AND abort_by = ''`,
+			login, reason, r.ID)
+		if err != nil {
+			return fmt.Errorf("abort rollout %s: %w", r.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errors.New("aborted already")
+		}
+		if err := insertAudit(ctx, tx, r.ID, now, "abort", fmt.Sprintf("@%s aborted the rollout: %s", login, reason)); err != nil {
+			return err
+		}
+		return queueTickTx(ctx, tx, x.deps.River(), r.ID)
+	})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("rollout %s aborted by @%s; on_failure %s applies", r.ID, login, r.Snapshot.Plan.OnFailure), nil
+}

@@ -1,0 +1,72 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/rollout/approval"
+)
+
+// buttonHandler answers a click on the ripcord/rollout check run's Approve
+// button: the clicker needs the rollout's approvals.permission and must not
+// be the release's author, as for `/ripcord approve`.
+type buttonHandler struct{ x *executor }
+
+func (buttonHandler) Handles() []string { return []string{"check_run"} }
+
+func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Commit, error) {
+	if d.Action != "requested_action" {
+		return nil, nil
+	}
+	var ev github.CheckRunEvent
+	if err := json.Unmarshal(d.Body, &ev); err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("decode check_run event: %w", err))
+	}
+	if ev.GetCheckRun().GetName() != CheckName || ev.GetRequestedAction().Identifier != ApproveAction {
+		return nil, nil
+	}
+	id, user := ev.GetCheckRun().GetExternalID(), ev.GetSender().GetLogin()
+	r, err := getRollout(ctx, h.x.deps.DB.Read, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	gh, err := h.x.deps.GitHub.NewInstallationClient(ev.GetInstallation().GetID())
+	if err != nil {
+		return nil, fmt.Errorf("github client for installation %d: %w", ev.GetInstallation().GetID(), err)
+	}
+	owner, name, _ := strings.Cut(r.Repository, "/")
+	level, _, err := gh.Repositories.GetPermissionLevel(ctx, owner, name, user)
+	if err != nil {
+		return nil, fmt.Errorf("permission of %s on %s: %w", user, r.Repository, err)
+	}
+	role := level.GetRoleName()
+	if role == "" {
+		role = level.GetPermission()
+	}
+	if err := approval.CanVote(r.Snapshot.Settings.approvals(), authors(r.Author), user, role); err != nil {
+		return h.note(r.ID, "@"+user+" clicked Approve: refused: "+err.Error()), nil
+	}
+	_, commit, err := h.x.prepareVote(ctx, id, user, true, "", "the Approve button")
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return h.note(r.ID, "@"+user+" clicked Approve: refused: "+refused.Reason), nil
+	}
+	return commit, err
+}
+
+// note records a refused click in the rollout's audit trail.
+func (h buttonHandler) note(id, msg string) pipeline.Commit {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		return insertAudit(ctx, tx, id, h.x.deps.Now(), "approval-refused", msg)
+	}
+}

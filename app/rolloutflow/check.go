@@ -1,0 +1,146 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/rollout/status"
+)
+
+// CheckName is the check run that shows a rollout on its release's commit.
+const CheckName = "ripcord/rollout"
+
+// ApproveAction is the identifier of the check run's Approve button.
+const ApproveAction = "approve"
+
+// CheckArgs writes a rollout's check run as the rollout stands when the
+// job runs, so a burst of moves costs one or two writes.
+type CheckArgs struct {
+	RolloutID string `json:"rollout_id"`
+}
+
+// Kind names the job in the queue.
+func (CheckArgs) Kind() string { return "rollout_check" }
+
+func queueCheck(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], id string) error {
+	_, err := rc.InsertTx(ctx, tx, CheckArgs{RolloutID: id}, &river.InsertOpts{MaxAttempts: 10})
+	if err != nil {
+		return fmt.Errorf("queue check run of rollout %s: %w", id, err)
+	}
+	return nil
+}
+
+type checkWorker struct {
+	river.WorkerDefaults[CheckArgs]
+	x *executor
+}
+
+func (w *checkWorker) Timeout(*river.Job[CheckArgs]) time.Duration { return time.Minute }
+
+func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error {
+	x := w.x
+	r, err := getRollout(ctx, x.deps.DB.Read, job.Args.RolloutID)
+	if err != nil || r.HeadSHA == "" {
+		return err // no commit to show it on
+	}
+	runs, err := listDispatched(ctx, x.deps.DB.Read, r.ID)
+	if err != nil {
+		return err
+	}
+	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
+	}
+	v := checkView(r, runs)
+	owner, repo, _ := strings.Cut(r.Repository, "/")
+	now := github.Timestamp{Time: x.deps.Now()}
+	if r.CheckRunID != 0 {
+		reopen, err := x.reopens(ctx, gh, owner, repo, r.CheckRunID, v.state)
+		if err != nil || !reopen {
+			return x.updateCheck(ctx, gh, owner, repo, r, v, now, err)
+		}
+	}
+	opts := github.CreateCheckRunOptions{Name: CheckName, HeadSHA: r.HeadSHA, ExternalID: &r.ID, Status: &v.state,
+		StartedAt: &now, Output: v.output, Actions: v.actions}
+	if v.state == "completed" {
+		opts.Conclusion, opts.CompletedAt = &v.conclusion, &now
+	}
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, owner, repo, opts)
+	if err != nil {
+		return fmt.Errorf("create %s of rollout %s: %w", CheckName, r.ID, err)
+	}
+	_, err = x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET check_run_id = $1 WHERE id = $2 AND check_run_id = $3`,
+		cr.GetID(), r.ID, r.CheckRunID)
+	return err
+}
+
+// view is what the check run shows.
+type view struct {
+	state, conclusion string
+	output            *github.CheckRunOutput
+	actions           []*github.CheckRunAction
+}
+
+func checkView(r Rollout, runs []Dispatched) view {
+	st := statusOf(r, runs, nil)
+	state, conclusion := checkState(r.Machine.Status)
+	title := fmt.Sprintf("%s: %s stages passed", r.Machine.Status, st.RolloutProgress)
+	if st.Rollout.Stage != "" {
+		title += ", stage " + st.Rollout.Stage
+	}
+	summary := fmt.Sprintf("Rollout `%s` of release `%s` (%s).\n\n", r.ID, r.ReleaseID, r.Version) + status.Summary(st.Status)
+	v := view{state: state, conclusion: conclusion, output: &github.CheckRunOutput{Title: &title, Summary: &summary}}
+	if r.Machine.Status == PausedApproval {
+		v.actions = []*github.CheckRunAction{{Label: "Approve", Identifier: ApproveAction, Description: "Start the next wave"}}
+	}
+	return v
+}
+
+// reopens reports whether the rollout runs again after its check run was
+// completed (the wait for approval): a completed check run is not set back
+// to in_progress, a new one is created.
+func (x *executor) reopens(ctx context.Context, gh *github.Client, owner, repo string, id int64, state string) (bool, error) {
+	if state == "completed" {
+		return false, nil
+	}
+	cr, _, err := gh.Checks.GetCheckRun(ctx, owner, repo, id)
+	if err != nil {
+		return false, fmt.Errorf("read %s %d: %w", CheckName, id, err)
+	}
+	return cr.GetStatus() == "completed", nil
+}
+
+func (x *executor) updateCheck(ctx context.Context, gh *github.Client, owner, repo string, r Rollout, v view, now github.Timestamp, err error) error {
+	if err != nil {
+		return err
+	}
+	opts := github.UpdateCheckRunOptions{Name: CheckName, Status: &v.state, Output: v.output, Actions: v.actions}
+	if v.state == "completed" {
+		opts.Conclusion, opts.CompletedAt = &v.conclusion, &now
+	}
+	if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, r.CheckRunID, opts); err != nil {
+		return fmt.Errorf("update %s of rollout %s: %w", CheckName, r.ID, err)
+	}
+	return nil
+}
+
+// checkState is the check run's status and conclusion for a rollout: a
+// wait for approval is action_required, so the Approve button shows.
+func checkState(s Status) (string, string) {
+	switch s {
+	case PausedApproval:
+		return "completed", "action_required"
+	case Succeeded:
+		return "completed", "success"
+	case Failed:
+		return "completed", "failure"
+	}
+	return "in_progress", ""
+}

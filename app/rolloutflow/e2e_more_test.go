@@ -1,0 +1,234 @@
+package rolloutflow_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/app/rolloutflow"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+func newScene(t *testing.T, config string) *scene {
+	t.Helper()
+	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config)
+	e.GitHub.SetPermission(repo, "bob", "admin")
+	e.Install(repo)
+	return &scene{Env: e}
+}
+
+// ripcordBinary builds cmd/ripcord once per test binary.
+var ripcordBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "ripcord-cli")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "ripcord")
+	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/ripcord").CombinedOutput(); err != nil {
+		return "", &buildError{string(out), err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// The CLI starts a rollout, shows it, is refused the author's approval,
+// approves as someone else, and aborts it; the abort applies on_failure.
+func TestRolloutCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin, err := ripcordBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newScene(t, strings.Replace(e2eConfig, "approvals_between: [canary]",
+		"approvals_between: [canary]\n          workflow: ship.yml", 1))
+	run := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, append([]string{"rollout", args[0], "--server", s.URL, "--token", e2etest.Token}, args[1:]...)...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	code, out := run("start", "--repository", repo, "--app", "checkout", "--environment", "prod", "--version", "v9",
+		"--cluster", "prod-eu", "--author", "alice")
+	m := regexp.MustCompile(`rollout (ro-[0-9a-f]+) of checkout-v9:prod-eu/prod`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("ripcord rollout start: exit %d\n%s", code, out)
+	}
+	s.id = m[1]
+	s.WaitFor("the canary's dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
+	if d := s.GitHub.Dispatches(repo)[0]; d.Workflow != "ship.yml" || d.Inputs["version"] != "v9" {
+		t.Errorf("dispatch %+v, want ship.yml with version v9", d)
+	}
+	s.finish(1)
+	s.WaitFor("the approval", wait, func() bool { return s.status().Rollout.Status == rolloutflow.PausedApproval })
+
+	if code, out := run("approve", "--user", "alice", s.id); code == 0 || !strings.Contains(out, "cannot approve") {
+		t.Errorf("the author approved her own rollout: exit %d\n%s", code, out)
+	}
+	if code, out := run("status", "--release-id", "checkout-v9:prod-eu/prod"); code != 0 || !strings.Contains(out, "paused-approval") {
+		t.Errorf("ripcord rollout status: exit %d\n%s", code, out)
+	}
+	if code, out := run("approve", "--user", "bob", s.id); code != 0 || !strings.Contains(out, "approved") {
+		t.Fatalf("ripcord rollout approve: exit %d\n%s", code, out)
+	}
+	s.WaitFor("the second dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 2 })
+	if code, out := run("abort", "--user", "bob", "--reason", "pager went off", s.id); code != 0 || !strings.Contains(out, "aborted") {
+		t.Fatalf("ripcord rollout abort: exit %d\n%s", code, out)
+	}
+	s.WaitFor("the rollout to fail", wait, func() bool { return s.status().Rollout.Status == rolloutflow.Failed })
+	code, out = run("status", s.id)
+	if code != 0 || !strings.Contains(out, "aborted by @bob: pager went off") {
+		t.Errorf("ripcord rollout status after the abort: exit %d\n%s", code, out)
+	}
+}
+
+// `/ripcord approve <rollout>` in a comment approves like the button.
+func TestApproveCommand(t *testing.T) {
+	s := newScene(t, e2eConfig)
+	code, body := s.Do("POST", "/api/v1/rollouts", "application/json", []byte(`{"repository": "acme/checkout",
+		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "version": "v2", "author": "alice"}`))
+	if code != 201 {
+		t.Fatalf("POST /api/v1/rollouts answered %d: %s", code, body)
+	}
+	var st rolloutflow.StatusJSON
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	s.id = st.ID
+	s.finish(1)
+	s.WaitFor("the approval", wait, func() bool { return s.status().Rollout.Status == rolloutflow.PausedApproval })
+	number := s.GitHub.OpenPullRequest(repo, "alice", "main", "main", "release v2")
+	s.Deliver("issue_comment", s.IssueComment(e2etest.Comment{Repository: repo, Number: number, ID: 501, User: "bob",
+		Body: "/ripcord approve " + s.id}))
+	s.WaitFor("the second dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 2 })
+	s.WaitFor("the reply", wait, func() bool {
+		for _, c := range s.GitHub.Comments(repo) {
+			if strings.Contains(c.Body, "approved wave canary") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// Merging a pull request that changes an environment's release file opens
+// the release and starts its rollout, once; the PR's author cannot approve.
+func TestMergedReleasePullRequestStartsTheRollout(t *testing.T) {
+	cfg := strings.Replace(e2eConfig, "        targets:", `        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image}
+        targets:`, 1)
+	s := newScene(t, cfg)
+	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")
+	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
+	body := e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "closed.payload.json"), func(m map[string]any) {
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		m["number"] = 7
+		pr := m["pull_request"].(map[string]any)
+		pr["number"], pr["merged"], pr["merge_commit_sha"] = 7, true, merge
+		pr["user"].(map[string]any)["login"] = "alice"
+		pr["merged_by"] = map[string]any{"login": "carol"}
+		pr["base"].(map[string]any)["sha"] = base
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = repo, "checkout"
+	})
+	s.Deliver("pull_request", body)
+	s.Deliver("pull_request", body) // a second delivery starts nothing more
+	release := "acme/checkout#7:prod-eu/prod"
+	s.WaitFor("the rollout of the merged release", wait, func() bool {
+		_, b := s.Do("GET", "/api/v1/rollouts?release_id="+url.QueryEscape(release), "", nil)
+		var out struct{ Rollouts []rolloutflow.StatusJSON }
+		_ = json.Unmarshal(b, &out)
+		if len(out.Rollouts) == 1 {
+			s.id = out.Rollouts[0].ID
+		}
+		return s.id != ""
+	})
+	s.finish(1)
+	if d := s.GitHub.Dispatches(repo)[0]; d.Inputs["version"] != "ghcr.io/acme/checkout:v2" || d.Inputs["release_id"] != release {
+		t.Errorf("dispatch inputs %v", d.Inputs)
+	}
+	s.WaitFor("the approval", wait, func() bool { return s.status().Rollout.Status == rolloutflow.PausedApproval })
+	for _, who := range []string{"alice", "carol"} {
+		code, b := s.Do("POST", "/api/v1/rollouts/"+s.id+"/approve", "application/json", []byte(`{"user": "`+who+`"}`))
+		if code != 409 || !strings.Contains(string(b), "cannot approve") {
+			t.Errorf("%s (author or merger) approving: %d %s", who, code, b)
+		}
+	}
+	s.settle()
+	if n := s.Int(`SELECT COUNT(*) FROM rollouts`); n != 1 {
+		t.Errorf("%d rollouts, want 1", n)
+	}
+}
+
+// The rollouts API names what is wrong.
+func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
+	s := newScene(t, e2eConfig)
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		field                    string
+	}{
+		{"no repository and no earlier release to take it from", "POST", "/api/v1/rollouts",
+			`{"app": "checkout", "environment": "prod", "version": "v2"}`, 400, "repository"},
+		{"version missing", "POST", "/api/v1/rollouts", `{"app": "checkout", "environment": "prod"}`, 400, "version"},
+		{"an unknown field", "POST", "/api/v1/rollouts", `{"app": "checkout", "env": "prod"}`, 400, ""},
+		{"an environment without rollout", "POST", "/api/v1/rollouts", `{"repository": "acme/checkout", "app": "checkout",
+			"environment": "staging", "cluster": "eu", "version": "v2"}`, 422, "environment"},
+		{"an unknown rollout", "GET", "/api/v1/rollouts/ro-nope", "", 404, "id"},
+		{"a list without release_id", "GET", "/api/v1/rollouts", "", 400, "release_id"},
+		{"approving an unknown rollout", "POST", "/api/v1/rollouts/ro-nope/approve", `{"user": "bob"}`, 404, "id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := s.Do(tc.method, tc.path, "application/json", []byte(tc.body))
+			var e struct{ Error, Field string }
+			_ = json.Unmarshal(body, &e)
+			if code != tc.status || e.Field != tc.field || e.Error == "" {
+				t.Errorf("%d %s, want %d naming %q", code, body, tc.status, tc.field)
+			}
+		})
+	}
+	// Repository and cluster default to the newest release's.
+	code, body := s.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "r1:prod-eu/prod",
+		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout", "image": "v1"}`))
+	if code != 201 {
+		t.Fatalf("POST release: %d %s", code, body)
+	}
+	code, body = s.Do("POST", "/api/v1/rollouts", "application/json", []byte(`{"app": "checkout", "environment": "prod", "version": "v2"}`))
+	var st rolloutflow.StatusJSON
+	_ = json.Unmarshal(body, &st)
+	if code != 201 || st.ReleaseID != "checkout-v2:prod-eu/prod" || st.Repository != repo {
+		t.Fatalf("POST rollout with defaults: %d %s", code, body)
+	}
+	code, body = s.Do("POST", "/api/v1/rollouts/"+st.ID+"/approve", "application/json", []byte(`{"user": "bob"}`))
+	if code != 409 || !strings.Contains(string(body), "not waiting for an approval") {
+		t.Errorf("approving a running rollout: %d %s", code, body)
+	}
+}

@@ -1,0 +1,184 @@
+package rolloutflow_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/app/rolloutflow"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+const (
+	repo = "acme/checkout"
+	wait = 20 * time.Second
+)
+
+var headSHA = strings.Repeat("c", 40)
+
+// Two stages without bake, an approval after the canary.
+const e2eConfig = `version: 1
+apps:
+  checkout:
+    environments:
+      prod:
+        cluster: prod-eu
+        targets:
+          - {host: eu1-a-01, labels: {region: eu-1, az: eu-1a, canary: "true"}}
+          - {host: eu1-b-01, labels: {region: eu-1, az: eu-1b}}
+        rollout:
+          waves:
+            - {name: canary, select: "canary=true"}
+            - {name: rest, select: "canary!=true"}
+          approvals_between: [canary]
+`
+
+type scene struct {
+	*e2etest.Env
+	id string
+}
+
+func (s *scene) status() rolloutflow.StatusJSON {
+	s.T.Helper()
+	code, body := s.Do("GET", "/api/v1/rollouts/"+url.PathEscape(s.id), "", nil)
+	if code != http.StatusOK {
+		s.T.Fatalf("GET rollout answered %d: %s", code, body)
+	}
+	var st rolloutflow.StatusJSON
+	if err := json.Unmarshal(body, &st); err != nil {
+		s.T.Fatal(err)
+	}
+	return st
+}
+
+// check is the rollout's newest check run: the one GitHub shows.
+func (s *scene) check() (githubtest.CheckRun, bool) {
+	var last githubtest.CheckRun
+	found := false
+	for _, cr := range s.GitHub.CheckRuns(repo) {
+		if cr.Name == rolloutflow.CheckName && cr.ExternalID == s.id {
+			last, found = cr, true
+		}
+	}
+	return last, found
+}
+
+// finish completes the n-th dispatch's run with success.
+func (s *scene) finish(n int) {
+	s.T.Helper()
+	s.WaitFor("dispatch "+itoa(n), wait, func() bool { return len(s.GitHub.Dispatches(repo)) >= n })
+	d := s.GitHub.Dispatches(repo)[n-1]
+	s.Deliver("workflow_run", s.WorkflowRun(e2etest.Run{Repository: repo, ID: d.RunID, Attempt: 1, Conclusion: "success", HeadSHA: headSHA}))
+}
+
+func (s *scene) click(user string) {
+	s.T.Helper()
+	body := e2etest.Edit(s.T, githubtest.LoadPayload(s.T, "check_run", "requested_action.payload.json"), func(m map[string]any) {
+		cr := m["check_run"].(map[string]any)
+		cr["name"], cr["external_id"], cr["head_sha"] = rolloutflow.CheckName, s.id, headSHA
+		m["requested_action"] = map[string]any{"identifier": rolloutflow.ApproveAction}
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = repo, "checkout"
+		m["sender"].(map[string]any)["login"] = user
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+	})
+	s.Deliver("check_run", body)
+}
+
+// settle waits until no delivery and no job is due; jobs scheduled later
+// (a release's stall check, the approval's expiry) stay.
+func (s *scene) settle() {
+	s.T.Helper()
+	s.WaitFor("deliveries and due jobs to settle", wait, func() bool {
+		return s.Int(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`) == 0 &&
+			s.Int(`SELECT COUNT(*) FROM river_job WHERE state IN ('available', 'running', 'retryable')`) == 0
+	})
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+// A release opened through the API rolls out: the canary's batch is
+// dispatched, the workflow_run event moves it on, the check run asks for
+// approval with a button, a reader's click is refused, a writer's goes on.
+func TestReleaseOpenedThroughTheAPIRollsOutWithAnApprovalButton(t *testing.T) {
+	testdb.Each(t, approvalButton)
+}
+
+func approvalButton(t *testing.T, dbURL string) {
+	e := e2etest.Start(t, dbURL, app.Options{})
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)
+	e.GitHub.SetPermission(repo, "bob", "write")
+	e.GitHub.SetPermission(repo, "visitor", "read")
+	e.Install(repo)
+	s := &scene{Env: e}
+
+	code, body := e.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "r1:prod-eu/prod",
+		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout", "image": "v1",
+		"git_revision": "`+headSHA+`"}`))
+	if code != http.StatusCreated {
+		t.Fatalf("POST release answered %d: %s", code, body)
+	}
+	e.WaitFor("the rollout of r1", wait, func() bool {
+		_, b := e.Do("GET", "/api/v1/rollouts?release_id="+url.QueryEscape("r1:prod-eu/prod"), "", nil)
+		var out struct{ Rollouts []rolloutflow.StatusJSON }
+		_ = json.Unmarshal(b, &out)
+		if len(out.Rollouts) == 1 {
+			s.id = out.Rollouts[0].ID
+		}
+		return s.id != ""
+	})
+	s.finish(1)
+	e.WaitFor("the approval button", wait, func() bool {
+		cr, ok := s.check()
+		return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1
+	})
+	if st := s.status(); st.Rollout.Status != rolloutflow.PausedApproval || st.State != "AWAITING_APPROVAL" {
+		t.Fatalf("status %s (%s), want paused-approval", st.Rollout.Status, st.State)
+	}
+
+	s.click("visitor")
+	s.settle()
+	if st := s.status(); st.Rollout.Status != rolloutflow.PausedApproval || len(e.GitHub.Dispatches(repo)) != 1 {
+		t.Fatalf("a reader's click moved the rollout: %s, %d dispatches", st.Rollout.Status, len(e.GitHub.Dispatches(repo)))
+	}
+	s.click("bob")
+	s.finish(2)
+	e.WaitFor("the rollout to succeed", wait, func() bool { return s.status().Rollout.Status == rolloutflow.Succeeded })
+	e.WaitFor("the check run to say success", wait, func() bool {
+		cr, ok := s.check()
+		return ok && cr.Conclusion == "success"
+	})
+	cr, _ := s.check()
+	if !strings.Contains(cr.Summary, "```mermaid") || !strings.Contains(cr.Summary, "| 2 | `rest` | rest | ✅ succeeded |") {
+		t.Errorf("check run summary has no table or diagram:\n%s", cr.Summary)
+	}
+	st := s.status()
+	var audit []string
+	for _, l := range st.Audit {
+		audit = append(audit, l.Message)
+	}
+	if all := strings.Join(audit, "\n"); !strings.Contains(all, "refused") || !strings.Contains(all, "@bob approved wave canary") {
+		t.Errorf("audit does not show the refused click and the approval:\n%s", all)
+	}
+	resp, err := http.Get(e.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(metrics), `ripcord_rollout_passes_total{application="checkout",az="eu-1b",environment="prod",outcome="succeeded",region="eu-1"} 1`) {
+		t.Errorf("/metrics has no pass of eu-1b")
+	}
+}

@@ -1,0 +1,153 @@
+package rolloutflow
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/rollout"
+)
+
+// Approvals between waves and freeze windows: the pauses of a rollout.
+
+func TestApprovals(t *testing.T) {
+	paused := func(r Rollout) bool { return r.Machine.Status == PausedApproval }
+	t.Run("granted", func(t *testing.T) {
+		h := newHarness(t, "stop", "canary", time.Minute)
+		h.start(nil)
+		r := h.run(paused)
+		if r.Machine.Status != PausedApproval || len(h.dispatches()) != 1 {
+			t.Fatalf("status %s after %v, want paused-approval after the canary", r.Machine.Status, h.dispatches())
+		}
+		if _, err := h.x.vote(context.Background(), h.id, "bob", true, "", "test"); err != nil {
+			t.Fatal(err)
+		}
+		r = h.run(nil)
+		if r.Machine.Status != Succeeded || len(h.dispatches()) != 5 {
+			t.Errorf("status %s with %d dispatches, want succeeded with 5", r.Machine.Status, len(h.dispatches()))
+		}
+	})
+	t.Run("self-approval refused", func(t *testing.T) {
+		h := newHarness(t, "stop", "canary", time.Minute)
+		h.start(nil)
+		h.run(paused)
+		_, err := h.x.vote(context.Background(), h.id, "Alice", true, "", "test")
+		var refused *Refused
+		if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "cannot approve") {
+			t.Fatalf("the release's author approved her own rollout: %v", err)
+		}
+		h.tick()
+		if r := h.rollout(); r.Machine.Status != PausedApproval {
+			t.Errorf("status %s after a refused self-approval, want paused-approval", r.Machine.Status)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		h := newHarness(t, "rollback-wave", "canary", time.Minute)
+		h.start(nil)
+		h.run(paused)
+		if _, err := h.x.vote(context.Background(), h.id, "bob", false, "not today", "test"); err != nil {
+			t.Fatal(err)
+		}
+		r := h.run(nil)
+		if r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, "approval rejected by bob") {
+			t.Fatalf("status %s failure %q", r.Machine.Status, r.Machine.Failure)
+		}
+		want := []string{"deploy@canary#0 v2", "rollback@canary#0 v1"}
+		if got := h.dispatches(); !slices.Equal(got, want) {
+			t.Errorf("dispatches %v, want %v (on_failure rollback-wave)", got, want)
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		h := newHarness(t, "stop", "canary", time.Minute)
+		h.start(nil)
+		r := h.run(paused)
+		since := r.Machine.ApprovalSince
+		r = h.run(nil)
+		if r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, "approval expired") {
+			t.Fatalf("status %s failure %q", r.Machine.Status, r.Machine.Failure)
+		}
+		if got := h.clock.Now().Sub(since); got != rollout.DefaultApprovalExpiry {
+			t.Errorf("expired after %s, want %s", got, rollout.DefaultApprovalExpiry)
+		}
+	})
+}
+
+func TestTwoApprovalsFromTheConfigAreNeeded(t *testing.T) {
+	h := newHarness(t, "stop", "canary", time.Minute)
+	cfg := strings.Replace(mustFile(h), "          on_failure:", "          approvals: {count: 2}\n          on_failure:", 1)
+	h.gh.PutFile(testRepo, "main", ".github/ripcord.yml", cfg)
+	h.start(nil)
+	h.run(func(r Rollout) bool { return r.Machine.Status == PausedApproval })
+	ctx := context.Background()
+	for _, who := range []string{"bob", "bob"} {
+		if _, err := h.x.vote(ctx, h.id, who, true, "", "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.tick()
+	if r := h.rollout(); r.Machine.Status != PausedApproval {
+		t.Fatalf("status %s after one person approved twice, want paused-approval", r.Machine.Status)
+	}
+	if _, err := h.x.vote(ctx, h.id, "carol", true, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.run(nil); r.Machine.Status != Succeeded {
+		t.Errorf("status %s after two approvals", r.Machine.Status)
+	}
+}
+
+func TestFreezePausesTheStageOfItsRegionUntilItEnds(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	end := t0.Add(3 * time.Hour)
+	// The window comes from the config, as users write it.
+	cfg := strings.Replace(mustFile(h), "          on_failure:", `          freezes:
+            - {start: "`+t0.Add(-time.Hour).Format(time.RFC3339)+`", end: "`+end.Format(time.RFC3339)+`", regions: [us-1], reason: us sale}
+          on_failure:`, 1)
+	h.gh.PutFile(testRepo, "main", ".github/ripcord.yml", cfg)
+	h.start(nil)
+	r := h.run(func(r Rollout) bool { return r.Machine.Status == PausedFreeze })
+	if r.Machine.Status != PausedFreeze || !strings.Contains(r.Machine.Paused, "us sale") {
+		t.Fatalf("status %s paused %q, want paused-freeze by us sale", r.Machine.Status, r.Machine.Paused)
+	}
+	if r.Machine.Stage != 3 || len(h.dispatches()) != 3 {
+		t.Errorf("paused at stage %d after %d dispatches; the freeze holds only resto (us-1)", r.Machine.Stage, len(h.dispatches()))
+	}
+	if !r.WakeAt.Equal(end) {
+		t.Errorf("wakes at %s, want the end of the window %s", r.WakeAt, end)
+	}
+	r = h.run(nil)
+	if r.Machine.Status != Succeeded {
+		t.Fatalf("status %s after the window, want succeeded", r.Machine.Status)
+	}
+	if h.clock.Now().Before(end) {
+		t.Errorf("the rollout ended at %s, inside the window", h.clock.Now())
+	}
+	first := h.gh.Dispatches(testRepo)[3]
+	if first.Inputs["batch"] != "deploy@resto/eu-2/eu-2a#0" {
+		t.Errorf("fourth dispatch %v", first.Inputs["batch"])
+	}
+}
+
+func TestFreezeOverrideLetsTheReleaseThrough(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	cfg := strings.Replace(mustFile(h), "          on_failure:", `          freezes:
+            - {start: "`+t0.Add(-time.Hour).Format(time.RFC3339)+`", end: "`+t0.Add(time.Hour).Format(time.RFC3339)+`", reason: all}
+          on_failure:`, 1)
+	h.gh.PutFile(testRepo, "main", ".github/ripcord.yml", cfg)
+	h.start(func(s *Snapshot) { s.Settings.FreezeOverride = true })
+	paused := false
+	r := h.run(func(r Rollout) bool { paused = paused || r.Machine.Status == PausedFreeze; return false })
+	if r.Machine.Status != Succeeded || paused {
+		t.Fatalf("status %s, paused %v: freeze_override must let the release through", r.Machine.Status, paused)
+	}
+	audit, err := listAudit(context.Background(), h.x.deps.DB.Read, h.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(audit, func(l AuditLine) bool { return l.Type == "freeze-override" }) {
+		t.Errorf("the override is not in the audit trail: %+v", audit)
+	}
+}

@@ -1,0 +1,134 @@
+package rolloutflow
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ripcord/ripcord/rollout"
+	"github.com/ripcord/ripcord/rollout/approval"
+)
+
+// approval waits after a wave in approvals_between: rollout/approval
+// decides the votes so far; a rejection or the expiry fails the stage and
+// applies on_failure.
+func (m *Machine) approval(in Inputs, evs *[]Event) (Action, bool) {
+	p := in.Settings.approvals()
+	votes := make([]approval.Approval, len(in.Approvals))
+	for i, a := range in.Approvals {
+		votes[i] = approval.Approval{User: a.Login, Approve: a.Approve, At: a.At}
+	}
+	state, why := approval.Decide(p, authors(in.Author), m.ApprovalSince, votes, in.Now)
+	switch state {
+	case approval.Approved:
+		*evs = append(*evs, Event{Type: "approved", Message: "wave " + in.Plan.Stages[m.Stage].Wave + " " + why})
+		m.Status, m.ApprovalSince = Running, time.Time{}
+		m.Stage++
+		m.Phase = PhaseFreeze
+		return Action{}, true
+	case approval.Rejected, approval.Expired:
+		m.fail(in, m.Stage, "approval "+why, evs)
+		return Action{}, true
+	}
+	return Action{Kind: ActWait, Until: m.ApprovalSince.Add(p.Expiry)}, false
+}
+
+// authors splits the comma-separated logins that may not approve.
+func authors(s string) []string { return strings.Split(s, ",") }
+
+// fail fails stage for why and starts on_failure: stop ends the rollout,
+// rollback-wave dispatches the stage's batches again with the previous
+// version, rollback-all then the passed stages too, newest first.
+func (m *Machine) fail(in Inputs, stage int, why string, evs *[]Event) {
+	st := in.Plan.Stages[stage]
+	m.Stages[stage].State = StageFailed
+	if m.Stages[stage].Gate == "" {
+		m.Stages[stage].Gate = why
+	}
+	m.Passes, m.ApprovalSince, m.Paused, m.PausedUntil = nil, time.Time{}, "", time.Time{}
+	for i := range st.Passes {
+		*evs = append(*evs, Event{Type: "pass", Pass: &st.Passes[i], Outcome: "failed"})
+	}
+	failure := fmt.Sprintf("stage %s: %s", st.Name, why)
+	queue := rollbackQueue(in, stage)
+	if in.Plan.OnFailure == rollout.Stop || in.Plan.OnFailure == "" || len(queue) == 0 {
+		m.end(Failed, failure, evs)
+		return
+	}
+	m.Status, m.Failure = Failed, failure
+	*evs = append(*evs, Event{Type: "failed", Message: "rollout failed: " + failure + "; on_failure " + string(in.Plan.OnFailure)})
+	if !in.HasPrevious {
+		m.Rollback = &Rollback{Outcome: "failed", Reason: "no earlier release of the environment to roll back to"}
+		m.Phase = PhaseDone
+		*evs = append(*evs, Event{Type: "rollback-failed", Message: "rollback failed: " + m.Rollback.Reason})
+		return
+	}
+	m.Rollback, m.Phase = &Rollback{Queue: queue, Outcome: "running"}, PhaseRollback
+}
+
+// rollbackQueue lists what on_failure dispatches again: the failed stage's
+// batches that were dispatched, then (rollback-all) every batch of the
+// passed stages, the newest stage first.
+func rollbackQueue(in Inputs, stage int) []Ref {
+	var q []Ref
+	for ref := range in.Runs {
+		if ref.Kind == KindDeploy && ref.Stage == stage {
+			q = append(q, Ref{Kind: KindRollback, Stage: stage, Pass: ref.Pass, Batch: ref.Batch})
+		}
+	}
+	slices.SortFunc(q, func(a, b Ref) int {
+		if a.Pass != b.Pass {
+			return a.Pass - b.Pass
+		}
+		return a.Batch - b.Batch
+	})
+	if in.Plan.OnFailure != rollout.RollbackAll {
+		return q
+	}
+	for s := stage - 1; s >= 0; s-- {
+		for pi, p := range in.Plan.Stages[s].Passes {
+			for bi := range p.Batches {
+				q = append(q, Ref{Kind: KindRollback, Stage: s, Pass: pi, Batch: bi})
+			}
+		}
+	}
+	return q
+}
+
+// rollback dispatches the queue one batch after the other; a failed
+// rollback run ends it.
+func (m *Machine) rollback(in Inputs, evs *[]Event) (Action, bool) {
+	r := m.Rollback
+	if r.Next >= len(r.Queue) {
+		r.Outcome, m.Phase = "succeeded", PhaseDone
+		*evs = append(*evs, Event{Type: "rollback-succeeded", Message: "rollback to the previous release succeeded"})
+		return Action{}, true
+	}
+	ref := r.Queue[r.Next]
+	pass := in.Plan.Stages[ref.Stage].Passes[ref.Pass]
+	name := rollout.StepName("rollback", pass.Name, ref.Batch)
+	run, ok := in.Runs[ref]
+	switch {
+	case !ok:
+		return Action{Kind: ActDispatch, Ref: ref}, false
+	case run.State == RunFailure:
+		r.Reason = fmt.Sprintf("%s: workflow run %d failed%s", name, run.RunID, suffix(run.Detail))
+	case waiting(run) && !in.Now.Before(run.DispatchedAt.Add(in.Settings.QueueTimeout)):
+		r.Reason = fmt.Sprintf("%s: no runner for region %s", name, pass.Region)
+	case run.State == RunSuccess:
+		r.Next++
+		if r.Next == len(r.Queue) || r.Queue[r.Next].Stage != ref.Stage {
+			m.Stages[ref.Stage].State = StageRolledBack
+			for i := range in.Plan.Stages[ref.Stage].Passes {
+				*evs = append(*evs, Event{Type: "pass", Pass: &in.Plan.Stages[ref.Stage].Passes[i], Outcome: "rolled-back"})
+			}
+		}
+		return Action{}, true
+	default:
+		return waitFor(run, in), false
+	}
+	r.Outcome, m.Phase = "failed", PhaseDone
+	*evs = append(*evs, Event{Type: "rollback-failed", Message: "rollback failed: " + r.Reason})
+	return Action{}, true
+}

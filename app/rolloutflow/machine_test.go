@@ -1,0 +1,175 @@
+package rolloutflow
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/rollout"
+)
+
+// twoStages is a plan of two stages of one batch each, baking 1m with a
+// reading every 30s; failures_to_stop 2.
+func twoStages(onFailure rollout.OnFailure) *rollout.Plan {
+	stage := func(name, region string) rollout.Stage {
+		return rollout.Stage{Name: name, Wave: name, Bake: time.Minute, Passes: []rollout.Pass{{Name: name, Region: region,
+			Hosts: []string{name + "-1"}, Batches: []rollout.Batch{{Name: "deploy@" + name + "#0", Hosts: []string{name + "-1"}, Parallel: 1}}}}}
+	}
+	return &rollout.Plan{Stages: []rollout.Stage{stage("a", "eu-1"), stage("b", "us-1")}, OnFailure: onFailure,
+		Health: &rollout.Health{Interval: 30 * time.Second, FailuresToStop: 2}}
+}
+
+func inputs(p *rollout.Plan, now time.Time, runs map[Ref]Run) Inputs {
+	return Inputs{Now: now, Plan: p, Runs: runs, HasPrevious: true,
+		Settings: Settings{QueueTimeout: 10 * time.Minute, ApprovalCount: 1, ApprovalExpiry: time.Hour}}
+}
+
+var deployA = Ref{Kind: KindDeploy, Stage: 0, Pass: 0, Batch: 0}
+
+// baking is a machine whose stage a deployed at t0 and now bakes.
+func baking(p *rollout.Plan) Machine {
+	m := NewMachine(p)
+	m.Phase, m.Bake = PhaseBake, Bake{From: t0}
+	m.Stages[0].State = StageBaking
+	return m
+}
+
+func TestBakeTransitions(t *testing.T) {
+	p := twoStages(rollout.Stop)
+	runs := map[Ref]Run{deployA: {State: RunSuccess}}
+	t.Run("a reading is due every interval", func(t *testing.T) {
+		m := baking(p)
+		act, _ := m.Next(inputs(p, t0, runs))
+		if act.Kind != ActWait || !act.Until.Equal(t0.Add(30*time.Second)) {
+			t.Fatalf("action %+v, want a wait until the first reading", act)
+		}
+		act, _ = m.Next(inputs(p, t0.Add(30*time.Second), runs))
+		if act.Kind != ActRead || act.Read.N != 1 || act.Read.Pass != -1 {
+			t.Fatalf("action %+v, want the first reading of the stage gate", act)
+		}
+	})
+	t.Run("readings overdue after a long stop are not made up", func(t *testing.T) {
+		m := baking(p)
+		act, _ := m.Next(inputs(p, t0.Add(5*time.Minute), runs))
+		if act.Kind != ActRead || act.Read.N != 2 {
+			t.Fatalf("action %+v, want one reading standing for the bake's last (2)", act)
+		}
+	})
+	t.Run("a red last reading is read again, not failed at once", func(t *testing.T) {
+		m := baking(p)
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 1}, true, "")
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 2}, false, "metric x red")
+		act, _ := m.Next(inputs(p, t0.Add(time.Minute), runs))
+		if act.Kind != ActWait || !act.Until.Equal(t0.Add(90*time.Second)) || m.Stages[0].State != StageBaking {
+			t.Fatalf("action %+v state %s, want another reading at 1m30s", act, m.Stages[0].State)
+		}
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 3}, true, "")
+		act, _ = m.Next(inputs(p, t0.Add(90*time.Second), runs))
+		if m.Stages[0].State != StageSucceeded || act.Kind != ActDispatch || act.Ref.Stage != 1 {
+			t.Fatalf("state %s action %+v, want a passed then the next stage dispatched", m.Stages[0].State, act)
+		}
+	})
+	t.Run("failures_to_stop red readings fail before the bake is over", func(t *testing.T) {
+		m := baking(p)
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 1}, false, "metric x red")
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 2}, false, "metric x red")
+		act, _ := m.Next(inputs(p, t0.Add(time.Minute), runs))
+		if act.Kind != ActDone || m.Status != Failed || m.Stages[0].Gate != "metric x red" {
+			t.Fatalf("action %+v status %s gate %q", act, m.Status, m.Stages[0].Gate)
+		}
+	})
+}
+
+func TestFreezeTransitions(t *testing.T) {
+	p := twoStages(rollout.Stop)
+	end := t0.Add(time.Hour)
+	in := inputs(p, t0, nil)
+	in.Freeze = func(regions []string, now time.Time) (string, time.Time, bool) {
+		return "freeze us", end, now.Before(end) && len(regions) == 1 && regions[0] == "eu-1"
+	}
+	m := NewMachine(p)
+	act, evs := m.Next(in)
+	if m.Status != PausedFreeze || act.Kind != ActWait || !act.Until.Equal(end) || len(evs) == 0 {
+		t.Fatalf("status %s action %+v, want paused-freeze until %s", m.Status, act, end)
+	}
+	again, evs := m.Next(in)
+	if again != act || len(evs) != 0 {
+		t.Errorf("a second tick in the window changed something: %+v %v", again, evs)
+	}
+	in.Now = end
+	act, _ = m.Next(in)
+	if m.Status != Running || act.Kind != ActDispatch || act.Ref != deployA {
+		t.Fatalf("status %s action %+v, want the stage started when the window ends", m.Status, act)
+	}
+}
+
+func TestAbortDuringTheApprovalAppliesOnFailure(t *testing.T) {
+	p := twoStages(rollout.RollbackWave)
+	p.Stages[0].AwaitApproval = true
+	m := NewMachine(p)
+	m.Phase, m.Status, m.ApprovalSince = PhaseApproval, PausedApproval, t0
+	m.Stages[0].State = StageSucceeded
+	in := inputs(p, t0, map[Ref]Run{deployA: {State: RunSuccess}})
+	in.AbortBy, in.AbortReason = "bob", "pager"
+	act, _ := m.Next(in)
+	if m.Status != Failed || act.Kind != ActDispatch || act.Ref != (Ref{Kind: KindRollback}) {
+		t.Fatalf("status %s action %+v, want the canary rolled back", m.Status, act)
+	}
+	if !strings.Contains(m.Failure, "aborted by @bob: pager") {
+		t.Errorf("failure %q", m.Failure)
+	}
+}
+
+func TestAFailedRollbackRunEndsTheRollback(t *testing.T) {
+	p := twoStages(rollout.RollbackAll)
+	m := NewMachine(p)
+	m.Phase, m.Stage = PhaseDeploy, 1
+	m.Stages[0].State, m.Stages[1].State = StageSucceeded, StageRunning
+	m.Passes = make([]PassCursor, 1)
+	deployB := Ref{Kind: KindDeploy, Stage: 1}
+	runs := map[Ref]Run{deployA: {State: RunSuccess}, deployB: {State: RunFailure, RunID: 9},
+		{Kind: KindRollback, Stage: 1}: {State: RunFailure, RunID: 10}}
+	act, _ := m.Next(inputs(p, t0, runs))
+	if act.Kind != ActDone || m.Rollback == nil || m.Rollback.Outcome != "failed" || m.Rollback.Next != 0 {
+		t.Fatalf("action %+v rollback %+v, want the rollback failed before stage a", act, m.Rollback)
+	}
+	if m.Stages[0].State != StageSucceeded {
+		t.Errorf("stage a %s: a rollback that failed on b must not touch a", m.Stages[0].State)
+	}
+}
+
+func TestNoPreviousReleaseMeansNoRollbackDispatch(t *testing.T) {
+	p := twoStages(rollout.RollbackWave)
+	m := NewMachine(p)
+	m.Phase = PhaseDeploy
+	m.Stages[0].State = StageRunning
+	m.Passes = make([]PassCursor, 1)
+	in := inputs(p, t0, map[Ref]Run{deployA: {State: RunFailure}})
+	in.HasPrevious = false
+	act, _ := m.Next(in)
+	if act.Kind != ActDone || m.Rollback == nil || m.Rollback.Outcome != "failed" {
+		t.Fatalf("action %+v rollback %+v", act, m.Rollback)
+	}
+}
+
+func TestPassesOfAStageRunSideBySide(t *testing.T) {
+	p := twoStages(rollout.Stop)
+	second := p.Stages[1].Passes[0]
+	p.Stages[0].Passes = append(p.Stages[0].Passes, second)
+	m := NewMachine(p)
+	runs := map[Ref]Run{}
+	act, _ := m.Next(inputs(p, t0, runs))
+	if act.Kind != ActDispatch || act.Ref != deployA {
+		t.Fatalf("action %+v, want the first pass dispatched", act)
+	}
+	runs[deployA] = Run{State: RunQueued, RunID: 1, DispatchedAt: t0}
+	act, _ = m.Next(inputs(p, t0, runs))
+	if act.Kind != ActDispatch || act.Ref != (Ref{Kind: KindDeploy, Stage: 0, Pass: 1}) {
+		t.Fatalf("action %+v, want the second pass dispatched while the first runs", act)
+	}
+	runs[act.Ref] = Run{State: RunFailure, RunID: 2, DispatchedAt: t0}
+	act, _ = m.Next(inputs(p, t0, runs))
+	if act.Kind != ActDone || m.Status != Failed || !strings.Contains(m.Failure, "workflow run 2 failed") {
+		t.Fatalf("action %+v status %s failure %q: a failed pass fails its stage at once", act, m.Status, m.Failure)
+	}
+}

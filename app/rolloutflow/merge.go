@@ -1,0 +1,168 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/records"
+)
+
+// mergeHandler starts rollouts when a release pull request is merged: one
+// that changes the release file (rollback.file) of an environment with
+// `rollout:`. Which files changed needs GitHub reads, so a job decides.
+type mergeHandler struct{ x *executor }
+
+func (mergeHandler) Handles() []string { return []string{"pull_request"} }
+
+func (h mergeHandler) Handle(_ context.Context, d pipeline.Delivery) (pipeline.Commit, error) {
+	var ev github.PullRequestEvent
+	if err := json.Unmarshal(d.Body, &ev); err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("decode pull_request event: %w", err))
+	}
+	pr := ev.GetPullRequest()
+	if ev.GetAction() != "closed" || !pr.GetMerged() || d.InstallationID == 0 || pr.GetMergeCommitSHA() == "" {
+		return nil, nil
+	}
+	a := MergeArgs{Repository: ev.GetRepo().GetFullName(), PullRequest: ev.GetNumber(), MergeSHA: pr.GetMergeCommitSHA(),
+		BaseSHA: pr.GetBase().GetSHA(), InstallationID: d.InstallationID,
+		Authors: joinLogins(pr.GetUser().GetLogin(), pr.GetMergedBy().GetLogin())}
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := h.x.deps.River().InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: 10,
+			UniqueOpts: river.UniqueOpts{ByArgs: true}})
+		return err
+	}, nil
+}
+
+// joinLogins lists the people who may not approve, without repeats.
+func joinLogins(logins ...string) string {
+	var out []string
+	for _, l := range logins {
+		if l != "" && !isAuthor(strings.Join(out, ","), l) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// isAuthor reports whether login is one of authors (comma-separated).
+func isAuthor(authors, login string) bool {
+	for _, a := range strings.Split(authors, ",") {
+		if a != "" && strings.EqualFold(a, login) {
+			return true
+		}
+	}
+	return false
+}
+
+// MergeArgs is one merged pull request that may be a release.
+type MergeArgs struct {
+	Repository     string `json:"repository" river:"unique"`
+	PullRequest    int    `json:"pull_request" river:"unique"`
+	MergeSHA       string `json:"merge_sha"`
+	BaseSHA        string `json:"base_sha"`
+	InstallationID int64  `json:"installation_id"`
+	Authors        string `json:"authors"` // the PR's author and merger
+}
+
+// Kind names the job in the queue.
+func (MergeArgs) Kind() string { return "rollout_merge" }
+
+type mergeWorker struct {
+	river.WorkerDefaults[MergeArgs]
+	x      *executor
+	loader *configload.Loader
+}
+
+func (w *mergeWorker) Timeout(*river.Job[MergeArgs]) time.Duration { return 2 * time.Minute }
+
+// Work opens a release for each environment with `rollout:` whose release
+// file the merge changed, and starts its rollout.
+func (w *mergeWorker) Work(ctx context.Context, job *river.Job[MergeArgs]) error {
+	a, x := job.Args, w.x
+	gh, err := x.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	cfg, err := w.loader.Load(ctx, gh.Repositories, a.Repository, "")
+	if err != nil || !cfg.Valid() {
+		return err // no config, or one that does not load: no rollout to start
+	}
+	for _, app := range cfg.Config.AppNames() {
+		for _, name := range cfg.Config.Apps[app].EnvironmentNames() {
+			env := cfg.Config.Apps[app].Environments[name]
+			rb := env.Rollback
+			if env.Plan == nil || rb.File == "" || (rb.Repository != "" && rb.Repository != a.Repository) {
+				continue
+			}
+			head, err := fileAt(ctx, gh, a.Repository, rb.File, a.MergeSHA)
+			if err != nil {
+				return err
+			}
+			base, err := fileAt(ctx, gh, a.Repository, rb.File, a.BaseSHA)
+			if err != nil {
+				return err
+			}
+			if head == nil || !gates.ChangesRelease(base, head, rb.Fields) {
+				continue
+			}
+			rel, err := gates.ReadRelease(head, rb.Fields)
+			if err != nil {
+				x.deps.Log.Warn("release file of a merged pull request does not read", "repository", a.Repository,
+					"pull_request", a.PullRequest, "file", rb.File, "error", err)
+				continue
+			}
+			rec := records.Record{ReleaseID: rel.ReleaseID, App: app, Environment: name, Cluster: env.Cluster,
+				Repository: a.Repository, Image: rel.Image, Digest: rel.Digest, GitRevision: a.MergeSHA,
+				Kind: records.KindPromote, PRNumber: a.PullRequest}
+			if rec.ReleaseID == "" {
+				rec.ReleaseID = fmt.Sprintf("%s#%d:%s/%s", a.Repository, a.PullRequest, env.Cluster, name)
+			}
+			if err := x.openAndStart(ctx, rec, a.Authors); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// openAndStart opens rec (idempotent) and queues its rollout's start.
+func (x *executor) openAndStart(ctx context.Context, rec records.Record, authors string) error {
+	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		opened, _, err := x.deps.Records.OpenRelease(ctx, tx, rec, x.deps.Now())
+		if err != nil {
+			return fmt.Errorf("open release %s: %w", rec.ReleaseID, err)
+		}
+		return QueueStart(ctx, tx, x.deps.River(), StartArgs{ReleaseID: opened.ReleaseID, Author: authors})
+	})
+}
+
+// fileAt is path at ref of repository; nil when it does not exist.
+func fileAt(ctx context.Context, gh *github.Client, repository, path, ref string) ([]byte, error) {
+	owner, name, _ := strings.Cut(repository, "/")
+	f, _, resp, err := gh.Repositories.GetContents(ctx, owner, name, path, &github.RepositoryContentGetOptions{Ref: ref})
+	if resp != nil && resp.StatusCode == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s in %s: %w", path, ref, repository, err)
+	}
+	if f == nil {
+		return nil, fmt.Errorf("read %s at %s in %s: it is a directory", path, ref, repository)
+	}
+	s, err := f.GetContent()
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s in %s: %w", path, ref, repository, err)
+	}
+	return []byte(s), nil
+}

@@ -1,0 +1,30 @@
+package rolloutflow
+
+import (
+	"net/http"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// Register adds the rollout workers (start, merge, tick, check run), the
+// /api/v1/rollouts routes, and returns the handlers: workflow_run follows
+// dispatched batches, check_run takes the Approve button, pull_request
+// starts the rollouts of merged release pull requests.
+// The /ripcord approve command is ApproveCommand (for commands.Register).
+func Register(d pipeline.Deps) []pipeline.EventHandler {
+	x := newExecutor(d)
+	loader := configload.NewLoader()
+	river.AddWorker(d.Workers, &startWorker{x: x, loader: loader})
+	river.AddWorker(d.Workers, &tickWorker{x: x})
+	river.AddWorker(d.Workers, &checkWorker{x: x})
+	river.AddWorker(d.Workers, &mergeWorker{x: x, loader: loader})
+	api{x: x, loader: loader}.routes(d)
+	return []pipeline.EventHandler{runHandler{x: x}, buttonHandler{x: x}, mergeHandler{x: x}}
+}
+
+func newExecutor(d pipeline.Deps) *executor {
+	return &executor{deps: d, health: serverGate{client: http.DefaultClient}, metrics: newMetrics(d.Registerer)}
+}

@@ -1,0 +1,182 @@
+package rolloutflow
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+// StartArgs starts the rollout of a release whose environment has
+// `rollout:`; a release without one, or with a rollout already, is left
+// alone, so the job may run any number of times.
+type StartArgs struct {
+	ReleaseID string `json:"release_id" river:"unique"`
+	// Author opened or merged the release: the one person who may not
+	// approve its rollout.
+	Author         string `json:"author,omitempty"`
+	FreezeOverride bool   `json:"freeze_override,omitempty"`
+}
+
+// Kind names the job in the queue.
+func (StartArgs) Kind() string { return "rollout_start" }
+
+// QueueStart queues the start of a release's rollout in tx, where the
+// release was opened: the hook of POST /api/v1/releases and of the merge of
+// a release pull request. A release whose environment has no rollout: is
+// left alone by the job.
+func QueueStart(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], a StartArgs) error {
+	_, err := rc.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: 10, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	if err != nil {
+		return fmt.Errorf("queue the rollout of release %s: %w", a.ReleaseID, err)
+	}
+	return nil
+}
+
+type startWorker struct {
+	river.WorkerDefaults[StartArgs]
+	x      *executor
+	loader *configload.Loader
+}
+
+func (w *startWorker) Work(ctx context.Context, job *river.Job[StartArgs]) error {
+	_, err := w.x.start(ctx, w.loader, job.Args)
+	if errors.Is(err, errNoRollout) {
+		return nil // a release like any other
+	}
+	return err
+}
+
+// errNoRollout is a release whose environment has no `rollout:`.
+var errNoRollout = errors.New("the environment has no rollout")
+
+// start loads the release's config and stores its rollout with the first
+// tick; it returns the rollout (the one stored before, if any).
+func (x *executor) start(ctx context.Context, loader *configload.Loader, a StartArgs) (Rollout, error) {
+	if r, err := rolloutOfRelease(ctx, x.deps.DB.Read, a.ReleaseID); err == nil {
+		return r, nil
+	}
+	rec, err := x.deps.Records.Get(ctx, a.ReleaseID)
+	if err != nil {
+		return Rollout{}, fmt.Errorf("release %s: %w", a.ReleaseID, err)
+	}
+	if rec.Kind == records.KindRollback {
+		// A rollback goes back everywhere at once, as the seed's rollback
+		// does; it is not a new version to roll out in waves.
+		return Rollout{}, errNoRollout
+	}
+	inst, err := installationOf(ctx, x.deps.DB.Read, rec.Repository)
+	if err != nil {
+		return Rollout{}, err
+	}
+	gh, err := x.deps.GitHub.NewInstallationClient(inst)
+	if err != nil {
+		return Rollout{}, fmt.Errorf("github client for installation %d: %w", inst, err)
+	}
+	cfg, err := loader.Load(ctx, gh.Repositories, rec.Repository, "")
+	if err != nil {
+		return Rollout{}, err
+	}
+	if !cfg.Valid() {
+		return Rollout{}, fmt.Errorf("rollout of %s: %w", rec.ReleaseID, cfg.Err())
+	}
+	env, ok := cfg.Config.Environment(rec.App, rec.Environment)
+	if !ok || env.Plan == nil {
+		return Rollout{}, errNoRollout
+	}
+	owner, name, _ := strings.Cut(rec.Repository, "/")
+	repo, _, err := gh.Repositories.Get(ctx, owner, name)
+	if err != nil {
+		return Rollout{}, fmt.Errorf("default branch of %s: %w", rec.Repository, err)
+	}
+	snap := Snapshot{Plan: env.Plan, Settings: SettingsFor(env.Plan, repo.GetDefaultBranch())}
+	snap.Settings.FreezeOverride = a.FreezeOverride
+	return x.create(ctx, rec, inst, env, snap, a.Author)
+}
+
+// create stores the rollout of rec running snap, with its first tick.
+func (x *executor) create(ctx context.Context, rec records.Record, inst int64, env *repoconfig.Environment, snap Snapshot, author string) (Rollout, error) {
+	prev, err := x.previous(ctx, rec, env)
+	if err != nil {
+		return Rollout{}, err
+	}
+	r := Rollout{ID: newID(), ReleaseID: rec.ReleaseID, Repository: rec.Repository, InstallationID: inst, App: rec.App,
+		Environment: rec.Environment, Version: rec.Image, Previous: prev, Author: author, HeadSHA: rec.GitRevision,
+		Snapshot: snap, Machine: NewMachine(snap.Plan), CreatedAt: x.deps.Now()}
+	var created bool
+	err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if created, err = insertRollout(ctx, tx, r); err != nil || !created {
+			return err
+		}
+		msg := fmt.Sprintf("rollout of %s %s to %s/%s started: %d stages (%s)", rec.ReleaseID, r.Version, r.App, r.Environment,
+			len(snap.Plan.Stages), strings.Join(snap.Plan.StageNames(), ", "))
+		if err := insertAudit(ctx, tx, r.ID, r.CreatedAt, "started", msg); err != nil {
+			return err
+		}
+		if snap.Settings.FreezeOverride {
+			if err := insertAudit(ctx, tx, r.ID, r.CreatedAt, "freeze-override", "freeze_override: freeze windows do not hold this release"); err != nil {
+				return err
+			}
+		}
+		return queueTickTx(ctx, tx, x.deps.River(), r.ID)
+	})
+	if err != nil {
+		return Rollout{}, err
+	}
+	if !created {
+		return rolloutOfRelease(ctx, x.deps.DB.Read, rec.ReleaseID)
+	}
+	return r, nil
+}
+
+// previous is the version rollbacks go back to: the newest other release
+// of the environment that was healthy once, else the newest other one.
+func (x *executor) previous(ctx context.Context, rec records.Record, env *repoconfig.Environment) (string, error) {
+	rs, err := x.deps.Records.Newest(ctx, rec.App, rec.Environment, rec.Cluster, 20)
+	if err != nil {
+		return "", fmt.Errorf("releases before %s: %w", rec.ReleaseID, err)
+	}
+	fallback := ""
+	for _, o := range rs {
+		if o.ReleaseID == rec.ReleaseID || o.Kind == records.KindRollback && o.RollbackOf == rec.ReleaseID {
+			continue
+		}
+		if o.HealthyAt != nil {
+			return o.Image, nil
+		}
+		if fallback == "" {
+			fallback = o.Image
+		}
+	}
+	return fallback, nil
+}
+
+func newID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return "ro-" + hex.EncodeToString(b[:])
+}
+
+// installationOf is the installation that can write to repository.
+func installationOf(ctx context.Context, db *sql.DB, repository string) (int64, error) {
+	var id int64
+	err := db.QueryRowContext(ctx, `SELECT r.installation_id FROM installation_repositories r
+		JOIN installations i ON i.id = r.installation_id
+		WHERE r.repository = $1 AND NOT i.suspended ORDER BY r.installation_id LIMIT 1`, repository).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("the ripcord App is not installed on %s", repository)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("installation of %s: %w", repository, err)
+	}
+	return id, nil
+}

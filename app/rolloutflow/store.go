@@ -1,0 +1,308 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// ErrNotFound is a rollout id or release id that names no rollout.
+var ErrNotFound = errors.New("no such rollout")
+
+// errMoved is a save that lost to another tick of the same rollout: the
+// job is retried and starts again from what the other stored.
+var errMoved = errors.New("the rollout moved on meanwhile")
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Rollout is one row of rollouts.
+type Rollout struct {
+	ID             string
+	ReleaseID      string
+	Repository     string
+	InstallationID int64
+	App            string
+	Environment    string
+	Version        string
+	Previous       string // the version rollbacks dispatch; "" when there is none
+	Author         string
+	HeadSHA        string
+	Snapshot       Snapshot
+	Machine        Machine
+	AbortBy        string
+	AbortReason    string
+	WakeAt         time.Time
+	CheckRunID     int64
+	Seq            int64
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+const rolloutColumns = `id, release_id, repository, installation_id, app, environment, version, previous, author,
+	head_sha, snapshot, machine, abort_by, abort_reason, wake_at, check_run_id, seq, created_at, updated_at`
+
+// insertRollout stores r unless its release has a rollout already; it
+// reports whether r was stored.
+func insertRollout(ctx context.Context, tx *sql.Tx, r Rollout) (bool, error) {
+	snap, err := json.Marshal(r.Snapshot)
+	if err != nil {
+		return false, fmt.Errorf("encode plan of rollout %s: %w", r.ID, err)
+	}
+	m, err := json.Marshal(r.Machine)
+	if err != nil {
+		return false, fmt.Errorf("encode state of rollout %s: %w", r.ID, err)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO rollouts (`+rolloutColumns+`, status)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '', '', 0, 0, 0, $13, $13, $14)
+		ON CONFLICT (release_id) DO NOTHING`,
+		r.ID, r.ReleaseID, r.Repository, r.InstallationID, r.App, r.Environment, r.Version, r.Previous, r.Author,
+		r.HeadSHA, string(snap), string(m), store.Micros(r.CreatedAt), string(r.Machine.Status))
+	if err != nil {
+		return false, fmt.Errorf("store rollout of release %s: %w", r.ReleaseID, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func scanRollout(row interface{ Scan(...any) error }) (Rollout, error) {
+	var r Rollout
+	var snap, m string
+	var wake, created, updated int64
+	err := row.Scan(&r.ID, &r.ReleaseID, &r.Repository, &r.InstallationID, &r.App, &r.Environment, &r.Version,
+		&r.Previous, &r.Author, &r.HeadSHA, &snap, &m, &r.AbortBy, &r.AbortReason, &wake, &r.CheckRunID, &r.Seq,
+		&created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, ErrNotFound
+	}
+	if err != nil {
+		return r, fmt.Errorf("read rollout: %w", err)
+	}
+	if err := json.Unmarshal([]byte(snap), &r.Snapshot); err != nil {
+		return r, fmt.Errorf("decode plan of rollout %s: %w", r.ID, err)
+	}
+	if err := json.Unmarshal([]byte(m), &r.Machine); err != nil {
+		return r, fmt.Errorf("decode state of rollout %s: %w", r.ID, err)
+	}
+	r.WakeAt, r.CreatedAt, r.UpdatedAt = timeOrZero(wake), store.Time(created), store.Time(updated)
+	return r, nil
+}
+
+func timeOrZero(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return store.Time(us)
+}
+
+func microsOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return store.Micros(t)
+}
+
+func getRollout(ctx context.Context, q querier, id string) (Rollout, error) {
+	return scanRollout(q.QueryRowContext(ctx, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1`, id))
+}
+
+func rolloutOfRelease(ctx context.Context, q querier, releaseID string) (Rollout, error) {
+	return scanRollout(q.QueryRowContext(ctx, `SELECT `+rolloutColumns+` FROM rollouts WHERE release_id = $1`, releaseID))
+}
+
+// saveMachine stores r's machine if nobody saved since r was read.
+func saveMachine(ctx context.Context, tx *sql.Tx, r *Rollout, now time.Time) error {
+	m, err := json.Marshal(r.Machine)
+	if err != nil {
+		return fmt.Errorf("encode state of rollout %s: %w", r.ID, err)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE rollouts SET machine = $1, status = $2, wake_at = $3,
+		seq = seq + 1, updated_at = $4 WHERE id = $5 AND seq = $6`,
+		string(m), string(r.Machine.Status), microsOrZero(r.WakeAt), store.Micros(now), r.ID, r.Seq)
+	if err != nil {
+		return fmt.Errorf("save rollout %s: %w", r.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(errMoved, err)
+	}
+	r.Seq++
+	return nil
+}
+
+// loadRuns reads every batch dispatched for a rollout.
+func loadRuns(ctx context.Context, q querier, id string) (map[Ref]Run, error) {
+	rows, err := q.QueryContext(ctx, `SELECT kind, stage, pass, batch, run_id, state, detail, dispatched_at
+		FROM rollout_batches WHERE rollout_id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("batches of rollout %s: %w", id, err)
+	}
+	defer rows.Close()
+	out := map[Ref]Run{}
+	for rows.Next() {
+		var ref Ref
+		var run Run
+		var at int64
+		if err := rows.Scan(&ref.Kind, &ref.Stage, &ref.Pass, &ref.Batch, &run.RunID, &run.State, &run.Detail, &at); err != nil {
+			return nil, fmt.Errorf("batches of rollout %s: %w", id, err)
+		}
+		run.DispatchedAt = store.Time(at)
+		out[ref] = run
+	}
+	return out, rows.Err()
+}
+
+// Dispatched is one batch run of a rollout, in the order it was dispatched.
+type Dispatched struct {
+	Ref   Ref
+	Name  string
+	RunID int64
+	State string
+}
+
+func listDispatched(ctx context.Context, q querier, id string) ([]Dispatched, error) {
+	rows, err := q.QueryContext(ctx, `SELECT kind, stage, pass, batch, name, run_id, state
+		FROM rollout_batches WHERE rollout_id = $1 ORDER BY ord`, id)
+	if err != nil {
+		return nil, fmt.Errorf("batches of rollout %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []Dispatched
+	for rows.Next() {
+		var d Dispatched
+		if err := rows.Scan(&d.Ref.Kind, &d.Ref.Stage, &d.Ref.Pass, &d.Ref.Batch, &d.Name, &d.RunID, &d.State); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// claimBatch records that ref is about to be dispatched; false when it was
+// claimed before, so it is never dispatched twice.
+func claimBatch(ctx context.Context, tx *sql.Tx, id string, ref Ref, name string, now time.Time) (bool, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO rollout_batches
+		(rollout_id, kind, stage, pass, batch, name, ord, state, dispatched_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, (SELECT COUNT(*) + 1 FROM rollout_batches WHERE rollout_id = $1), $7, $8, $8)
+		ON CONFLICT (rollout_id, kind, stage, pass, batch) DO NOTHING`,
+		id, ref.Kind, ref.Stage, ref.Pass, ref.Batch, name, RunDispatching, store.Micros(now))
+	if err != nil {
+		return false, fmt.Errorf("claim %s of rollout %s: %w", name, id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// setBatch records what became of a batch's run.
+func setBatch(ctx context.Context, tx *sql.Tx, id string, ref Ref, runID int64, state, detail string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET run_id = $1, state = $2, detail = $3, updated_at = $4
+		WHERE rollout_id = $5 AND kind = $6 AND stage = $7 AND pass = $8 AND batch = $9`,
+		runID, state, detail, store.Micros(now), id, ref.Kind, ref.Stage, ref.Pass, ref.Batch)
+	if err != nil {
+		return fmt.Errorf("update batch of rollout %s: %w", id, err)
+	}
+	return nil
+}
+
+// batchOfRun finds the batch a workflow run was dispatched for.
+func batchOfRun(ctx context.Context, q querier, repository string, runID int64) (string, Ref, string, bool, error) {
+	var id, state string
+	var ref Ref
+	err := q.QueryRowContext(ctx, `SELECT b.rollout_id, b.kind, b.stage, b.pass, b.batch, b.state
+		FROM rollout_batches b JOIN rollouts r ON r.id = b.rollout_id
+		WHERE b.run_id = $1 AND r.repository = $2`, runID, repository).
+		Scan(&id, &ref.Kind, &ref.Stage, &ref.Pass, &ref.Batch, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ref, "", false, nil
+	}
+	if err != nil {
+		return "", ref, "", false, fmt.Errorf("batch of run %d: %w", runID, err)
+	}
+	return id, ref, state, true, nil
+}
+
+func insertReading(ctx context.Context, tx *sql.Tx, id string, req ReadRequest, at time.Time, green bool, reasons string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO rollout_readings (rollout_id, stage, pass, batch, n, at, green, reasons)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, req.Stage, req.Pass, req.Batch, req.N, store.Micros(at), green, reasons)
+	if err != nil {
+		return fmt.Errorf("store reading %d of rollout %s: %w", req.N, id, err)
+	}
+	return nil
+}
+
+func loadApprovals(ctx context.Context, q querier, id string, stage int) ([]Approval, error) {
+	rows, err := q.QueryContext(ctx, `SELECT login, approve, at FROM rollout_approvals
+		WHERE rollout_id = $1 AND stage = $2 ORDER BY at, login`, id, stage)
+	if err != nil {
+		return nil, fmt.Errorf("approvals of rollout %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []Approval
+	for rows.Next() {
+		var a Approval
+		var at int64
+		if err := rows.Scan(&a.Login, &a.Approve, &at); err != nil {
+			return nil, err
+		}
+		a.At = store.Time(at)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// insertApproval stores a vote; a second vote of the same person on the
+// same wait is ignored (false).
+func insertApproval(ctx context.Context, tx *sql.Tx, id string, stage int, a Approval, comment string) (bool, error) {
+	res, err := tx.ExecContext(ctx, `INSERT INTO rollout_approvals (rollout_id, stage, login, approve, comment, at)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (rollout_id, stage, login) DO NOTHING`,
+		id, stage, a.Login, a.Approve, comment, store.Micros(a.At))
+	if err != nil {
+		return false, fmt.Errorf("store approval of rollout %s: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+func insertAudit(ctx context.Context, tx *sql.Tx, id string, at time.Time, typ, message string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO rollout_audit (rollout_id, n, at, type, message)
+		VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM rollout_audit WHERE rollout_id = $1), $2, $3, $4)`,
+		id, store.Micros(at), typ, message)
+	if err != nil {
+		return fmt.Errorf("audit of rollout %s: %w", id, err)
+	}
+	return nil
+}
+
+// AuditLine is one line of a rollout's audit trail.
+type AuditLine struct {
+	At      time.Time `json:"at"`
+	Type    string    `json:"type"`
+	Message string    `json:"message"`
+}
+
+func listAudit(ctx context.Context, q querier, id string) ([]AuditLine, error) {
+	rows, err := q.QueryContext(ctx, `SELECT at, type, message FROM rollout_audit WHERE rollout_id = $1 ORDER BY n`, id)
+	if err != nil {
+		return nil, fmt.Errorf("audit of rollout %s: %w", id, err)
+	}
+	defer rows.Close()
+	var out []AuditLine
+	for rows.Next() {
+		var l AuditLine
+		var at int64
+		if err := rows.Scan(&at, &l.Type, &l.Message); err != nil {
+			return nil, err
+		}
+		l.At = store.Time(at)
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,241 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/rollout"
+	"github.com/ripcord/ripcord/rollout/health"
+)
+
+// TickArgs moves one rollout as far as it can go now. Ticks are queued when
+// something happens (a run ends, a vote, an abort) and for the time the
+// machine waits for; an extra tick finds nothing to do.
+type TickArgs struct {
+	RolloutID string `json:"rollout_id"`
+	// Wake is when the tick was scheduled for (unix µs; 0: at once).
+	Wake int64 `json:"wake"`
+}
+
+// Kind names the job in the queue.
+func (TickArgs) Kind() string { return "rollout_tick" }
+
+const (
+	tickAttempts = 25
+	tickTimeout  = 5 * time.Minute
+	// runPoll is how often a rollout with runs in flight asks GitHub about
+	// them itself: a workflow_run event can be lost, or arrive before the
+	// run's id was stored.
+	runPoll = 5 * time.Minute
+	// maxSteps bounds one tick: a rollout of a thousand batches still
+	// stops to store its state now and then.
+	maxSteps = 200
+)
+
+// executor is the shell around Machine: it reads the inputs, does the I/O
+// the machine asks for, and stores each move with the next tick.
+type executor struct {
+	deps    pipeline.Deps
+	health  gateReader
+	metrics *metrics
+}
+
+type tickWorker struct {
+	river.WorkerDefaults[TickArgs]
+	x *executor
+}
+
+func (w *tickWorker) Timeout(*river.Job[TickArgs]) time.Duration { return tickTimeout }
+
+func (w *tickWorker) Work(ctx context.Context, job *river.Job[TickArgs]) error {
+	return w.x.Tick(ctx, job.Args.RolloutID, job.Args.Wake != 0)
+}
+
+// Tick runs the rollout until it waits or ends; a scheduled tick first
+// asks GitHub about the runs in flight.
+func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
+	if scheduled {
+		if err := x.pollRuns(ctx, id); err != nil {
+			return err
+		}
+	}
+	for range maxSteps {
+		r, err := getRollout(ctx, x.deps.DB.Write, id)
+		if err != nil {
+			return err
+		}
+		if r.Machine.Phase == PhaseDone && r.WakeAt.IsZero() {
+			return nil
+		}
+		in, err := x.inputs(ctx, r)
+		if err != nil {
+			return err
+		}
+		act, evs := r.Machine.Next(in)
+		switch act.Kind {
+		case ActDispatch:
+			err = x.dispatch(ctx, &r, act.Ref, evs)
+		case ActRead:
+			err = x.read(ctx, &r, act.Read, evs)
+		default:
+			return x.settle(ctx, &r, act, evs, inFlight(in.Runs))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return x.queueTick(ctx, id) // more to do: in a fresh job
+}
+
+func (x *executor) inputs(ctx context.Context, r Rollout) (Inputs, error) {
+	runs, err := loadRuns(ctx, x.deps.DB.Write, r.ID)
+	if err != nil {
+		return Inputs{}, err
+	}
+	in := Inputs{Now: x.deps.Now(), Plan: r.Snapshot.Plan, Settings: r.Snapshot.Settings, Runs: runs,
+		Author: r.Author, AbortBy: r.AbortBy, AbortReason: r.AbortReason, Freeze: r.Snapshot.Settings.freezeCheck(),
+		HasPrevious: r.Previous != ""}
+	if r.Machine.Phase == PhaseApproval {
+		if in.Approvals, err = loadApprovals(ctx, x.deps.DB.Write, r.ID, r.Machine.Stage); err != nil {
+			return Inputs{}, err
+		}
+	}
+	return in, nil
+}
+
+// commit stores r's machine and evs with more, in one transaction.
+func (x *executor) commit(ctx context.Context, r *Rollout, evs []Event, more func(tx *sql.Tx) error) error {
+	now := x.deps.Now()
+	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if err := saveMachine(ctx, tx, r, now); err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if e.Message == "" {
+				continue
+			}
+			if err := insertAudit(ctx, tx, r.ID, now, e.Type, e.Message); err != nil {
+				return err
+			}
+		}
+		if len(evs) > 0 {
+			if err := queueCheck(ctx, tx, x.deps.River(), r.ID); err != nil {
+				return err
+			}
+		}
+		if more != nil {
+			return more(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	x.metrics.count(r, evs)
+	return nil
+}
+
+// settle stores a machine that waits, with the tick for when it waits
+// until. A wait for an event needs no tick (the event queues one), but
+// with runs in flight a tick every runPoll asks GitHub in case the event
+// is lost.
+func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Event, running bool) error {
+	wake := act.Until
+	if act.Kind == ActDone {
+		wake = time.Time{}
+	} else if running {
+		now := x.deps.Now()
+		poll := r.WakeAt
+		if !poll.After(now) || poll.After(now.Add(runPoll)) {
+			poll = now.Add(runPoll)
+		}
+		if wake.IsZero() || poll.Before(wake) {
+			wake = poll
+		}
+	}
+	changed := !wake.Equal(r.WakeAt)
+	r.WakeAt = wake
+	if !changed && len(evs) == 0 {
+		return nil
+	}
+	return x.commit(ctx, r, evs, func(tx *sql.Tx) error {
+		if !changed || wake.IsZero() {
+			return nil
+		}
+		_, err := x.deps.River().InsertTx(ctx, tx, TickArgs{RolloutID: r.ID, Wake: wake.UnixMicro()},
+			&river.InsertOpts{ScheduledAt: wake, MaxAttempts: tickAttempts})
+		return err
+	})
+}
+
+// read takes one health reading and stores it with its effect.
+func (x *executor) read(ctx context.Context, r *Rollout, req ReadRequest, evs []Event) error {
+	now := x.deps.Now()
+	green, reasons := true, []string(nil)
+	for _, s := range scopes(r, req) {
+		g := x.health.read(ctx, r.Snapshot, s, now)
+		green = green && g.Green
+		if !g.Green {
+			reasons = append(reasons, health.LastReason(g))
+		}
+	}
+	why := strings.Join(reasons, "; ")
+	r.Machine.Observe(req, green, why)
+	name := "gate@" + r.Snapshot.Plan.Stages[req.Stage].Name
+	if req.Pass >= 0 {
+		name = rollout.GateReadName(r.Snapshot.Plan.Stages[req.Stage].Passes[req.Pass].Name, req.Batch, req.N)
+	}
+	if !green {
+		evs = append(evs, Event{Type: "reading-red", Message: fmt.Sprintf("%s reading %d red: %s", name, req.N, why)})
+	}
+	return x.commit(ctx, r, evs, func(tx *sql.Tx) error {
+		return insertReading(ctx, tx, r.ID, req, now, green, why)
+	})
+}
+
+// scopes are what a reading looks at: each pass of the stage for its gate,
+// the batch's hosts for a batch gate.
+func scopes(r *Rollout, req ReadRequest) []Scope {
+	st := r.Snapshot.Plan.Stages[req.Stage]
+	scope := func(p rollout.Pass, hosts []string) health.Scope {
+		return health.Scope{Application: r.App, Environment: r.Environment, Region: p.Region, AZ: p.AZ, Hosts: hosts}
+	}
+	if req.Pass >= 0 {
+		p := st.Passes[req.Pass]
+		return []Scope{{Scope: scope(p, p.Batches[req.Batch].Hosts), ProbesOnly: true}}
+	}
+	out := make([]Scope, 0, len(st.Passes))
+	for _, p := range st.Passes {
+		out = append(out, Scope{Scope: scope(p, p.Hosts)})
+	}
+	return out
+}
+
+// queueTick asks for a tick at once.
+func (x *executor) queueTick(ctx context.Context, id string) error {
+	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return queueTickTx(ctx, tx, x.deps.River(), id) })
+}
+
+func queueTickTx(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], id string) error {
+	_, err := rc.InsertTx(ctx, tx, TickArgs{RolloutID: id}, &river.InsertOpts{MaxAttempts: tickAttempts})
+	if err != nil {
+		return fmt.Errorf("queue tick of rollout %s: %w", id, err)
+	}
+	return nil
+}
+
+// inFlight reports whether a dispatched run has not ended.
+func inFlight(runs map[Ref]Run) bool {
+	for _, r := range runs {
+		if r.RunID != 0 && (r.State == RunQueued || r.State == RunInProgress) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,109 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// runHandler follows the runs the executor dispatched: a workflow_run
+// event of one of them updates its batch and wakes the rollout.
+type runHandler struct{ x *executor }
+
+func (runHandler) Handles() []string { return []string{"workflow_run"} }
+
+func (h runHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Commit, error) {
+	var ev github.WorkflowRunEvent
+	if err := json.Unmarshal(d.Body, &ev); err != nil {
+		return nil, pipeline.Permanent(fmt.Errorf("decode workflow_run event: %w", err))
+	}
+	run := ev.GetWorkflowRun()
+	id, ref, state, ok, err := batchOfRun(ctx, h.x.deps.DB.Read, ev.GetRepo().GetFullName(), run.GetID())
+	if err != nil || !ok {
+		return nil, err
+	}
+	next, detail := runState(run)
+	if !moves(state, next) {
+		return nil, nil // nothing new, or the batch is settled already
+	}
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if err := setBatch(ctx, tx, id, ref, run.GetID(), next, detail, h.x.deps.Now()); err != nil {
+			return err
+		}
+		return queueTickTx(ctx, tx, h.x.deps.River(), id)
+	}, nil
+}
+
+// runState maps a run's status to its batch's state; "" leaves it.
+func runState(run *github.WorkflowRun) (string, string) {
+	switch run.GetStatus() {
+	case "completed":
+		if run.GetConclusion() == "success" {
+			return RunSuccess, ""
+		}
+		return RunFailure, "conclusion " + run.GetConclusion()
+	case "in_progress":
+		return RunInProgress, ""
+	case "queued", "requested", "waiting", "pending":
+		return RunQueued, ""
+	}
+	return "", ""
+}
+
+// runRank orders a run's states: events arrive out of order and a poll may
+// see an older state than an event did, but a batch never goes back.
+var runRank = map[string]int{RunDispatching: 0, RunQueued: 1, RunInProgress: 2, RunSuccess: 3, RunFailure: 3}
+
+func moves(from, to string) bool { return to != "" && runRank[to] > runRank[from] }
+
+// pollRuns asks GitHub about the rollout's runs in flight and stores what
+// moved, waking the rollout as their events would.
+func (x *executor) pollRuns(ctx context.Context, id string) error {
+	r, err := getRollout(ctx, x.deps.DB.Read, id)
+	if err != nil {
+		return err
+	}
+	runs, err := loadRuns(ctx, x.deps.DB.Read, id)
+	if err != nil || !inFlight(runs) {
+		return err
+	}
+	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
+	}
+	owner, name, _ := strings.Cut(r.Repository, "/")
+	for ref, run := range runs {
+		if run.RunID == 0 || (run.State != RunQueued && run.State != RunInProgress) {
+			continue
+		}
+		wr, _, err := gh.Actions.GetWorkflowRunByID(ctx, owner, name, run.RunID)
+		if err != nil {
+			return fmt.Errorf("workflow run %d of rollout %s: %w", run.RunID, id, err)
+		}
+		next, detail := runState(wr)
+		if !moves(run.State, next) {
+			continue
+		}
+		err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+			return setBatch(ctx, tx, id, ref, run.RunID, next, detail, x.deps.Now())
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OwnsRun reports whether runID in repository is a batch a rollout
+// dispatched: the rollout decides what its failure means (on_failure), so
+// recovery should leave it alone.
+func OwnsRun(ctx context.Context, db *sql.DB, repository string, runID int64) (bool, error) {
+	_, _, _, ok, err := batchOfRun(ctx, db, repository, runID)
+	return ok, err
+}

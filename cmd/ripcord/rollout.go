@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/ripcord/ripcord/app/rolloutflow"
+)
+
+// runRollout is `ripcord rollout start|status|approve|abort`, talking to
+// /api/v1/rollouts.
+func runRollout(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout start|status|approve|abort [flags]")
+		return 2
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "start":
+		return rolloutStart(args)
+	case "status":
+		return rolloutStatus(args)
+	case "approve":
+		return rolloutVote(args)
+	case "abort":
+		return rolloutAbort(args)
+	}
+	fmt.Fprintf(os.Stderr, "ripcord rollout: unknown subcommand %q (start, status, approve, abort)\n", sub)
+	return 2
+}
+
+func rolloutStart(args []string) int {
+	fs := flag.NewFlagSet("ripcord rollout start", flag.ContinueOnError)
+	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
+	repo := fs.String("repository", "", "the app's repository, owner/name (default: the one its newest release names)")
+	app := fs.String("app", "", "the app (required)")
+	env := fs.String("environment", "", "the environment, whose config has rollout: (required)")
+	version := fs.String("version", "", "the version to roll out (required)")
+	cluster := fs.String("cluster", "", "the cluster of the release record (default: the newest release's)")
+	release := fs.String("release-id", "", "the release id (default <app>-<version>:<cluster>/<environment>)")
+	author := fs.String("author", "", "GitHub login of who releases: it may not approve the rollout")
+	override := fs.Bool("freeze-override", false, "let the release through freeze windows (recorded in the audit)")
+	asJSON := fs.Bool("json", false, "print the server's JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	for name, v := range map[string]string{"app": *app, "environment": *env, "version": *version} {
+		if strings.TrimSpace(v) == "" {
+			fmt.Fprintf(os.Stderr, "ripcord rollout start: --%s is required\n", name)
+			return 2
+		}
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord rollout start:", err)
+		return 2
+	}
+	body, _ := json.Marshal(map[string]any{"repository": *repo, "app": *app, "environment": *env, "version": *version,
+		"cluster": *cluster, "release_id": *release, "author": *author, "freeze_override": *override})
+	var out rolloutflow.StatusJSON
+	err = c.do(context.Background(), "POST", "/api/v1/rollouts", body, &out)
+	return finish(err, *asJSON, out, func() { printRollout(out) })
+}
+
+func rolloutStatus(args []string) int {
+	fs := flag.NewFlagSet("ripcord rollout status", flag.ContinueOnError)
+	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
+	release := fs.String("release-id", "", "find the rollout by its release instead of its id")
+	asJSON := fs.Bool("json", false, "print the server's JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord rollout status:", err)
+		return 2
+	}
+	ctx := context.Background()
+	if *release != "" {
+		var out struct {
+			Rollouts []rolloutflow.StatusJSON `json:"rollouts"`
+		}
+		err = c.do(ctx, "GET", "/api/v1/rollouts?release_id="+url.QueryEscape(*release), nil, &out)
+		if err == nil && len(out.Rollouts) == 0 {
+			fmt.Fprintf(os.Stderr, "ripcord rollout status: release %s has no rollout\n", *release)
+			return 1
+		}
+		return finish(err, *asJSON, out, func() { printRollout(out.Rollouts[0]) })
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout status ID | --release-id RELEASE")
+		return 2
+	}
+	var out rolloutflow.StatusJSON
+	err = c.do(ctx, "GET", "/api/v1/rollouts/"+url.PathEscape(fs.Arg(0)), nil, &out)
+	return finish(err, *asJSON, out, func() { printRollout(out) })
+}
+
+func rolloutVote(args []string) int {
+	fs := flag.NewFlagSet("ripcord rollout approve", flag.ContinueOnError)
+	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
+	user := fs.String("user", "", "GitHub login of who approves (required; the release's author cannot)")
+	reject := fs.Bool("reject", false, "reject instead: the rollout stops and on_failure applies")
+	comment := fs.String("comment", "", "a note for the audit trail")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 || *user == "" {
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout approve --user LOGIN [--reject] ID")
+		return 2
+	}
+	body, _ := json.Marshal(map[string]any{"user": *user, "reject": *reject, "comment": *comment})
+	return rolloutPost(client, "/api/v1/rollouts/"+url.PathEscape(fs.Arg(0))+"/approve", body)
+}
+
+func rolloutAbort(args []string) int {
+	fs := flag.NewFlagSet("ripcord rollout abort", flag.ContinueOnError)
+	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
+	user := fs.String("user", "", "GitHub login of who aborts (required)")
+	reason := fs.String("reason", "", "why")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 || *user == "" {
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout abort --user LOGIN [--reason WHY] ID")
+		return 2
+	}
+	body, _ := json.Marshal(map[string]any{"user": *user, "reason": *reason})
+	return rolloutPost(client, "/api/v1/rollouts/"+url.PathEscape(fs.Arg(0))+"/abort", body)
+}
+
+func rolloutPost(client func() (*apiClient, error), path string, body []byte) int {
+	c, err := client()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord rollout:", err)
+		return 2
+	}
+	var out struct {
+		Message string `json:"message"`
+	}
+	err = c.do(context.Background(), "POST", path, body, &out)
+	return finish(err, false, out, func() { fmt.Println(out.Message) })
+}
+
+func printRollout(s rolloutflow.StatusJSON) {
+	fmt.Printf("rollout %s of %s (%s %s/%s): %s, %s stages passed, on_failure %s\n", s.ID, s.ReleaseID, s.Version,
+		s.App, s.Environment, s.Rollout.Status, s.RolloutProgress, s.Rollout.OnFailure)
+	if s.Rollout.Paused != "" {
+		fmt.Println("paused by", s.Rollout.Paused)
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STAGE\tWAVE\tSTATE\tGATE")
+	for _, st := range s.Rollout.Stages {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.Name, st.Wave, st.State, st.Gate)
+	}
+	_ = tw.Flush()
+	if rb := s.Rollout.Rollback; rb != nil {
+		fmt.Printf("rollback %s: %s %s\n", rb.Status, strings.Join(rb.Stages, ", "), rb.Reason)
+	}
+}
