@@ -106,6 +106,14 @@ func TestPostgresRunsThreeReplicasWithoutAVolumeClaim(t *testing.T) {
 	if got := get(find(objs, "Secret")["ripcord"], "stringData", "database-url"); got != "postgres://ripcord:pw@db.example:5432/ripcord" {
 		t.Errorf("Secret database-url = %v", got)
 	}
+	// Replicas without a lasting disk share the key of the App credentials
+	// that /setup stores.
+	if env["RIPCORD_SECRETS_KEY"] != "secret:ripcord/secrets-key" {
+		t.Errorf("RIPCORD_SECRETS_KEY = %q; want it from the Secret", env["RIPCORD_SECRETS_KEY"])
+	}
+	if got := get(find(objs, "Secret")["ripcord"], "stringData", "secrets-key"); got != "c2l4dGVlbi1ieXRlcy1rZXkhc2l4dGVlbi1ieXRlcy0=" {
+		t.Errorf("Secret secrets-key = %v", got)
+	}
 	if len(find(objs, "PersistentVolumeClaim")) != 0 {
 		t.Error("a PersistentVolumeClaim rendered with postgres")
 	}
