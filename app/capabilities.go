@@ -26,7 +26,7 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, gatesflow.Register(d)...)
 	hs = append(hs, protection.Register(d)...)
 	hs = append(hs, deployments.Register(d)...)
-	hs = append(hs, webui.Register(d)...)
+	hs = append(hs, webui.RegisterWith(d, webui.RolloutFlow(d))...)
 	hs = append(hs, rolloutflow.Register(d)...)
 	return hs
 }

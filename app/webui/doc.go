@@ -1,8 +1,9 @@
 // Package webui is the room people look at: the releases page at / (per app
 // and environment, newest first, with state, image, who, when, rollback
 // eligibility and how to roll back), a release's page at /releases/{id} (its
-// timeline from the audit events and its rollout's stages) and "sign in with
-// GitHub" through the App's OAuth client.
+// timeline from the audit events and its rollout in waves, read from
+// app/rolloutflow by RolloutFlow: status, stages coloured by state, gate
+// readings) and "sign in with GitHub" through the App's OAuth client.
 //
 // Where an environment has an eligible rollback target, the pages carry a
 // Roll back form (POST /releases/{id}/rollback, no JavaScript): it rolls

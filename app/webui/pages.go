@@ -86,12 +86,12 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "read the release's audit events", err)
 		return
 	}
-	stages, rolledOut, err := h.rollouts.Stages(r.Context(), id)
+	ro, rolledOut, err := h.rollouts.Rollout(r.Context(), id)
 	if err != nil {
 		h.internal(w, ss.Login, "read the release's rollout", err)
 		return
 	}
-	v := buildRelease(rec, same, events, stages, rolledOut, h.now())
+	v := buildRelease(rec, same, events, ro, rolledOut, h.now())
 	switch {
 	case (v.Release.Current || isRunning(rec, same)) && hasTarget(sameOrSelf(rec, same)):
 		v.Form = h.form(ss, id, "")

@@ -31,6 +31,7 @@ func mustRead(name string) string {
 var funcs = template.FuncMap{
 	"stamp":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"inc":     func(i int) int { return i + 1 },
 	// releasePath escapes the id as one path segment: release ids hold
 	// slashes ("r3:prod-eu/prod") that would otherwise split it.
 	"releasePath": func(id string) string { return "/releases/" + url.PathEscape(id) },

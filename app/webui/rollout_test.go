@@ -9,17 +9,19 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/rollout/status"
 )
 
 type fakeRollouts struct {
-	stages map[string][]Stage
-	err    error
+	rollouts map[string]Rollout
+	err      error
 }
 
-func (f fakeRollouts) Stages(_ context.Context, id string) ([]Stage, bool, error) {
-	s, ok := f.stages[id]
-	return s, ok, f.err
+func (f fakeRollouts) Rollout(_ context.Context, id string) (Rollout, bool, error) {
+	r, ok := f.rollouts[id]
+	return r, ok, f.err
 }
 
 func TestReleasePageShowsRolloutStages(t *testing.T) {
@@ -27,11 +29,12 @@ func TestReleasePageShowsRolloutStages(t *testing.T) {
 	f.seedShop(t)
 	app := appWith("https://github.example/")
 	started := t0.Add(2 * time.Hour)
-	rollouts := fakeRollouts{stages: map[string][]Stage{"shop-3": {
-		{Name: "canary", State: "succeeded", StartedAt: &started},
-		{Name: "eu-west-1", State: "failed", Message: "gate error-rate: 7% > 2%"},
-		{Name: "us-east-1", State: "pending"},
-	}}}
+	rollouts := fakeRollouts{rollouts: map[string]Rollout{"shop-3": {ID: "ro/1", Status: "failed", Progress: "1/3",
+		Stage: "eu-west-1", OnFailure: "rollback", Rollback: "rollback succeeded: canary", Stages: []Stage{
+			{Name: "canary", Wave: "canary", State: "succeeded", StartedAt: &started, Passes: "eu-1a (1 host, 1/1 batches)"},
+			{Name: "eu-west-1", Wave: "regions", State: "failed", Gate: "gate error-rate: 7% > 2%"},
+			{Name: "us-east-1", Wave: "regions", State: "pending", Approval: "pending"},
+		}}}}
 	d := pipeline.Deps{Config: newTestConfig(), Records: f.st, App: func() pipeline.AppIdentity { return app },
 		Now: func() time.Time { return now }}
 	mux := http.NewServeMux()
@@ -39,14 +42,30 @@ func TestReleasePageShowsRolloutStages(t *testing.T) {
 	alice := sessionCookieFor(t, app, "alice", "tok-alice")
 
 	b := body(get(t, mux, "/releases/shop-3", alice))
-	canary, eu, us := strings.Index(b, "canary"), strings.Index(b, "eu-west-1"), strings.Index(b, "us-east-1")
-	if canary < 0 || !(canary < eu && eu < us) || !strings.Contains(b, "gate error-rate: 7% &gt; 2%") {
-		t.Errorf("stages missing or out of order (%d %d %d):\n%s", canary, eu, us, b)
+	canary, eu, us := strings.Index(b, `data-stage="canary"`), strings.Index(b, `data-stage="eu-west-1"`), strings.Index(b, `data-stage="us-east-1"`)
+	if canary < 0 || !(canary < eu && eu < us) {
+		t.Errorf("stage rows missing or out of order (%d %d %d):\n%s", canary, eu, us, b)
+	}
+	for _, want := range []string{
+		`<tr class="stage ok" data-stage="canary" data-state="succeeded">`,
+		`<tr class="stage bad" data-stage="eu-west-1" data-state="failed">`,
+		`<tr class="stage done" data-stage="us-east-1" data-state="pending">`,
+		`gate error-rate: 7% &gt; 2%`,
+		`<span class="state bad">failed</span> stage <strong>eu-west-1</strong> · 1/3 stages passed · on_failure: rollback`,
+		`href="/api/v1/rollouts/ro%2F1"`,
+		`rollback succeeded: canary`,
+		`approval pending`,
+		`eu-1a (1 host, 1/1 batches)`,
+		`<time datetime="2026-11-02T11:00:00Z">`,
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the release page has no %q:\n%s", want, b)
+		}
 	}
 	if strings.Contains(b, "no rollout") {
 		t.Error("a release with stages says no rollout")
 	}
-	if b := body(get(t, mux, "/releases/shop-2", alice)); !strings.Contains(b, "no rollout") {
+	if b := body(get(t, mux, "/releases/shop-2", alice)); !strings.Contains(b, "no rollout") || strings.Contains(b, "table class=\"stages\"") {
 		t.Error("a release without a rollout does not say so")
 	}
 
@@ -54,5 +73,39 @@ func TestReleasePageShowsRolloutStages(t *testing.T) {
 	newHandler(d, newFakeGitHub(), fakeRollouts{err: errors.New("db down")}).routes(broken)
 	if w := get(t, broken, "/releases/shop-3", alice); w.Code != http.StatusInternalServerError || strings.Contains(body(w), "db down") {
 		t.Errorf("a failing rollout source = %d; want 500 without the internal error", w.Code)
+	}
+}
+
+// fromWaves turns the executor's view into the page's: times it has not
+// reached stay empty, passes and the rollback read as one line each.
+func TestFromWavesKeepsWhatThePageShows(t *testing.T) {
+	started := t0.Add(time.Minute)
+	v := rolloutflow.RolloutView{ID: "ro1", Status: status.Failed, Progress: "1/2", Stage: "rest", OnFailure: "rollback",
+		Rollback: &status.Rollback{Status: "failed", Stages: []string{"rest", "canary"}, Reason: "run 9 failed"},
+		Stages: []rolloutflow.StageView{
+			{Name: "canary", Wave: "canary", State: status.StageRolledBack, StartedAt: started, FinishedAt: started.Add(time.Minute),
+				Passes: []rolloutflow.PassView{{Name: "eu-1a", Hosts: 1, Batches: 1, BatchesSucceeded: 1}}},
+			{Name: "rest", Wave: "rest", State: status.StageFailed, Gate: "probe http: 503",
+				Passes: []rolloutflow.PassView{{Name: "eu-1b", Hosts: 3, Batches: 2}, {Name: "eu-1c", Hosts: 2, Batches: 1}}},
+		}}
+	got := fromWaves(v)
+	if got.ID != "ro1" || got.Status != "failed" || got.Stage != "rest" || got.Progress != "1/2" || got.OnFailure != "rollback" {
+		t.Errorf("rollout = %+v", got)
+	}
+	if want := "rollback failed: rest, canary — run 9 failed"; got.Rollback != want {
+		t.Errorf("rollback = %q, want %q", got.Rollback, want)
+	}
+	if len(got.Stages) != 2 {
+		t.Fatalf("stages = %+v", got.Stages)
+	}
+	canary, rest := got.Stages[0], got.Stages[1]
+	if canary.StartedAt == nil || !canary.StartedAt.Equal(started) || canary.FinishedAt == nil || canary.State != "rolled-back" {
+		t.Errorf("canary = %+v", canary)
+	}
+	if rest.StartedAt != nil || rest.FinishedAt != nil {
+		t.Errorf("a stage never dispatched shows times: %+v", rest)
+	}
+	if want := "eu-1b (3 hosts, 0/2 batches), eu-1c (2 hosts, 0/1 batches)"; rest.Passes != want || rest.Gate != "probe http: 503" {
+		t.Errorf("rest passes %q gate %q, want %q", rest.Passes, rest.Gate, want)
 	}
 }

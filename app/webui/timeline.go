@@ -3,6 +3,7 @@ package webui
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"time"
@@ -10,27 +11,47 @@ import (
 	"github.com/ripcord/ripcord/records"
 )
 
-// Stage is one step of a release's rollout (a wave: canary, a region, an
-// AZ), as a rollout executor reports it.
-type Stage struct {
-	Name       string
-	State      string // e.g. "pending", "running", "succeeded", "failed"
-	StartedAt  *time.Time
-	FinishedAt *time.Time
-	Message    string
+// Rollout is a release's rollout in waves, as a rollout executor reports
+// it (GET /api/v1/rollouts/{id} is the whole of it).
+type Rollout struct {
+	ID string
+	// Status is rollout.status: running, paused-approval, paused-freeze,
+	// succeeded or failed.
+	Status    string
+	Progress  string // stages passed / stages, "1/3"
+	Stage     string // the current, or the failed, stage
+	Paused    string // what holds the rollout: a freeze or an approval
+	OnFailure string
+	Rollback  string // what on_failure's rollback did; "" when there is none
+	Stages    []Stage
 }
 
-// Rollouts finds the stages of a release's rollout; ok is false when the
-// release was not rolled out in stages.
+// Stage is one step of a release's rollout (a wave: canary, a region, an
+// AZ).
+type Stage struct {
+	Name       string
+	Wave       string
+	State      string // pending, running, baking, succeeded, failed, rolled-back
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	Gate       string // the last red gate reading; "" while green
+	Approval   string // the approval after the stage, "" when none is asked
+	Passes     string // its passes and hosts, "eu-1a (2 hosts, 1/2 batches)"
+}
+
+// Rollouts finds the rollout of a release; ok is false when the release
+// was not rolled out in waves.
 type Rollouts interface {
-	Stages(ctx context.Context, releaseID string) (stages []Stage, ok bool, err error)
+	Rollout(ctx context.Context, releaseID string) (r Rollout, ok bool, err error)
 }
 
 // noRollouts is used until a rollout executor is wired in: every release
 // shows "no rollout".
 type noRollouts struct{}
 
-func (noRollouts) Stages(context.Context, string) ([]Stage, bool, error) { return nil, false, nil }
+func (noRollouts) Rollout(context.Context, string) (Rollout, bool, error) {
+	return Rollout{}, false, nil
+}
 
 // event is one line of a release's timeline.
 type event struct {
@@ -47,7 +68,17 @@ type field struct{ Key, Value string }
 // stageView is a Stage as the page shows it.
 type stageView struct {
 	Stage
-	Class string
+	Class         string
+	ApprovalClass string
+}
+
+// rolloutView is the rollout section of the release page.
+type rolloutView struct {
+	Rollout
+	Class  string
+	Stages []stageView
+	// StatusURL is the rollout's status JSON (GET /api/v1/rollouts/{id}).
+	StatusURL string
 }
 
 // releaseView is the release page.
@@ -59,17 +90,16 @@ type releaseView struct {
 	RollbackFrom string
 	Who          []string // people who acted on the release, from the audit events
 	Events       []event
-	HasStage     bool
-	Stages       []stageView
+	// Rollout is nil when the release was not rolled out in waves.
+	Rollout *rolloutView
 	// Form is the Roll back form; the handler adds it (it needs the session).
 	Form *rollbackForm
 }
 
 // buildRelease lays out one release: events oldest first (whatever order
 // they come in), the people named in them, and its rollout's stages.
-func buildRelease(rec records.Record, same []records.Record, events []records.AuditEvent, stages []Stage, rolledOut bool, now time.Time) releaseView {
-	v := releaseView{Release: buildRow(rec, sameOrSelf(rec, same), now), Record: rec, HasStage: rolledOut,
-		RollbackFrom: rollbackCLI(rec, "")}
+func buildRelease(rec records.Record, same []records.Record, events []records.AuditEvent, ro Rollout, rolledOut bool, now time.Time) releaseView {
+	v := releaseView{Release: buildRow(rec, sameOrSelf(rec, same), now), Record: rec, RollbackFrom: rollbackCLI(rec, "")}
 	sorted := slices.Clone(events)
 	slices.SortStableFunc(sorted, func(a, b records.AuditEvent) int { return a.At.Compare(b.At) })
 	seen := map[string]bool{}
@@ -81,8 +111,17 @@ func buildRelease(rec records.Record, same []records.Record, events []records.Au
 			v.Who = append(v.Who, u)
 		}
 	}
-	for _, s := range stages {
-		v.Stages = append(v.Stages, stageView{Stage: s, Class: stageClass(s.State)})
+	if rolledOut {
+		v.Rollout = buildRollout(ro)
+	}
+	return v
+}
+
+// buildRollout colours the rollout's status and stages.
+func buildRollout(ro Rollout) *rolloutView {
+	v := &rolloutView{Rollout: ro, Class: rolloutClass(ro.Status), StatusURL: "/api/v1/rollouts/" + url.PathEscape(ro.ID)}
+	for _, s := range ro.Stages {
+		v.Stages = append(v.Stages, stageView{Stage: s, Class: stageClass(s.State), ApprovalClass: approvalClass(s.Approval)})
 	}
 	return v
 }
@@ -134,7 +173,33 @@ func stageClass(state string) string {
 		return "ok"
 	case "failed", "aborted", "degraded", "rolled-back":
 		return "bad"
-	case "running", "progressing", "observing", "waiting":
+	case "running", "baking", "progressing", "observing", "waiting":
+		return "running"
+	}
+	return "done"
+}
+
+// rolloutClass colours rollout.status: a pause waits for someone, so it is
+// shown like work in progress.
+func rolloutClass(status string) string {
+	switch status {
+	case "succeeded":
+		return "ok"
+	case "failed":
+		return "bad"
+	case "running", "paused-approval", "paused-freeze":
+		return "running"
+	}
+	return "done"
+}
+
+func approvalClass(state string) string {
+	switch state {
+	case "approved":
+		return "ok"
+	case "rejected", "expired":
+		return "bad"
+	case "pending":
 		return "running"
 	}
 	return "done"

@@ -123,7 +123,7 @@ func TestBuildReleaseTimeline(t *testing.T) {
 		{Type: records.AuditCommandReceived, At: t0.Add(10 * time.Minute), Data: map[string]any{"user": "octocat", "command": "retry"}},
 		{Type: records.AuditCommandReceived, At: t0.Add(15 * time.Minute), Data: map[string]any{"user": "octocat"}},
 	}
-	v := buildRelease(r, nil, events, nil, false, t0.Add(time.Hour))
+	v := buildRelease(r, nil, events, Rollout{}, false, t0.Add(time.Hour))
 	var types []records.AuditType
 	for _, e := range v.Events {
 		types = append(types, e.Type)
