@@ -2,7 +2,6 @@ package app
 
 import (
 	"crypto/subtle"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/ripcord/ripcord/app/deployments"
-	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/records"
 )
@@ -192,30 +189,10 @@ func factField(batch bool, i int, field string) string {
 	return join(fmt.Sprintf("facts[%d]", i), field)
 }
 
-// applyFacts applies the facts in one transaction with their effects' jobs:
-// all of them or, on any error, none.
+// applyFacts applies the facts with their effects' jobs, all of them or, on
+// any error, none, in a group commit with other requests' (factcommit.go).
 func (s *Server) applyFacts(w http.ResponseWriter, r *http.Request, facts []records.Fact, batch bool) {
-	results := make([]factResult, len(facts))
-	now := time.Now().UTC()
-	err := s.db.InDurableTx(r.Context(), func(tx *sql.Tx) error {
-		for i, f := range facts {
-			res, err := s.records.ApplyFact(r.Context(), tx, f, "", now)
-			if err != nil {
-				return fmt.Errorf("apply fact %d: %w", i, err)
-			}
-			if err := s.queueEffects(r.Context(), tx, res.Effects); err != nil {
-				return err
-			}
-			if err := rollbackflow.QueueReleaseChecks(r.Context(), tx, s.river, res.Records); err != nil {
-				return err
-			}
-			if err := deployments.Queue(r.Context(), tx, s.river, s.log, res.Records); err != nil {
-				return err
-			}
-			results[i] = resultOf(res)
-		}
-		return nil
-	})
+	results, err := s.commitFacts(facts, time.Now().UTC())
 	if err != nil {
 		s.internalError(w, r, err)
 		return

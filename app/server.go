@@ -38,19 +38,21 @@ const (
 
 // Server is `ripcord serve`: the HTTP server, the job queue and the store.
 type Server struct {
-	cfg      *config.Config
-	db       *store.DB
-	river    *river.Client[*sql.Tx]
-	writer   *groupWriter
-	metrics  *metrics
-	log      *slog.Logger
-	handler  http.Handler
-	mux      *http.ServeMux
-	handlers map[string][]EventHandler
-	github   githubapp.ClientCreator
-	ghCalls  *ghclient.Counter
-	records  *records.Store
-	oidc     *oidcauth.Verifier
+	cfg    *config.Config
+	db     *store.DB
+	river  *river.Client[*sql.Tx]
+	writer *groupWriter
+	// factQueues group the facts of concurrent requests into commits (factcommit.go).
+	factQueues factQueues
+	metrics    *metrics
+	log        *slog.Logger
+	handler    http.Handler
+	mux        *http.ServeMux
+	handlers   map[string][]EventHandler
+	github     githubapp.ClientCreator
+	ghCalls    *ghclient.Counter
+	records    *records.Store
+	oidc       *oidcauth.Verifier
 	// live is the App in use (appcreds.go); apps stores Apps registered by /setup.
 	live    atomic.Pointer[liveApp]
 	apps    *setup.Store

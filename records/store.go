@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -80,26 +82,75 @@ func (s *Store) readStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // two-key form never collides with the one-key migration lock.
 const clusterLockClass = 0x7265636f
 
+// LockClusters takes the locks ApplyFact takes for the given clusters until
+// tx ends, and returns a context under which ApplyFact in tx knows they are
+// held and spends no statement on them. A caller applying facts of several
+// clusters in one transaction takes them all first, in one go: the store's
+// lock order then holds for the whole transaction.
+func (s *Store) LockClusters(ctx context.Context, tx *sql.Tx, clusters ...string) (context.Context, error) {
+	if err := s.lockClusters(ctx, tx, clusters...); err != nil {
+		return ctx, err
+	}
+	h := &heldLocks{tx: tx, keys: map[int32]bool{}}
+	if prev, ok := ctx.Value(heldLocksKey{}).(*heldLocks); ok && prev.tx == tx {
+		maps.Copy(h.keys, prev.keys)
+	}
+	for _, c := range clusters {
+		h.keys[clusterKey(c)] = true
+	}
+	return context.WithValue(ctx, heldLocksKey{}, h), nil
+}
+
+// heldLocks are the cluster locks LockClusters took in tx.
+type heldLocks struct {
+	tx   *sql.Tx
+	keys map[int32]bool
+}
+
+type heldLocksKey struct{}
+
 // lockClusters serialises writers of the given clusters until tx ends. Keys
-// are taken in a fixed order, so two writers needing the same clusters
-// cannot deadlock.
+// are taken in a fixed order, in one statement, so two writers needing the
+// same clusters cannot deadlock: unnest yields the keys in array order and
+// the locks are taken row by row in that order. Keys that LockClusters
+// took in tx (see ctx) are held already.
 func (s *Store) lockClusters(ctx context.Context, tx *sql.Tx, clusters ...string) error {
-	if s.db.Dialect != store.Postgres {
+	if s.db.Dialect != store.Postgres || len(clusters) == 0 {
 		return nil
 	}
+	held, _ := ctx.Value(heldLocksKey{}).(*heldLocks)
 	keys := make([]int32, 0, len(clusters))
 	for _, c := range clusters {
-		h := fnv.New32a()
-		h.Write([]byte(c))
-		keys = append(keys, int32(h.Sum32()))
-	}
-	slices.Sort(keys)
-	for _, k := range slices.Compact(keys) {
-		if _, err := s.db.Exec(ctx, tx, `SELECT pg_advisory_xact_lock($1, $2)`, clusterLockClass, k); err != nil {
-			return fmt.Errorf("lock cluster: %w", err)
+		if k := clusterKey(c); held == nil || held.tx != tx || !held.keys[k] {
+			keys = append(keys, k)
 		}
 	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	var err error
+	switch len(keys) {
+	case 0:
+		return nil
+	case 1:
+		_, err = s.db.Exec(ctx, tx, `SELECT pg_advisory_xact_lock($1, $2)`, clusterLockClass, keys[0])
+	default:
+		list := make([]string, len(keys))
+		for i, k := range keys {
+			list[i] = strconv.Itoa(int(k))
+		}
+		_, err = s.db.Exec(ctx, tx, `SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) AS k`,
+			clusterLockClass, "{"+strings.Join(list, ",")+"}")
+	}
+	if err != nil {
+		return fmt.Errorf("lock cluster: %w", err)
+	}
 	return nil
+}
+
+func clusterKey(cluster string) int32 {
+	h := fnv.New32a()
+	h.Write([]byte(cluster))
+	return int32(h.Sum32())
 }
 
 // recordColumns are the columns of Record, in scanRecord's order.

@@ -1,13 +1,11 @@
 package records
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
@@ -58,20 +56,20 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 	if err := s.lockClusters(ctx, tx, locked...); err != nil {
 		return in, err
 	}
-	var prev []byte
-	err := s.db.QueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM facts WHERE id = $1),
-		(SELECT body FROM observations WHERE key = $2)`, f.ID(), f.WorkloadKey()).Scan(&in.Duplicate, &prev)
-	if err != nil {
-		return in, fmt.Errorf("look up fact id and workload: %w", err)
+	if err := s.loadFactAndWorkload(ctx, tx, &in); err != nil || in.Duplicate {
+		return in, err // Reduce looks no further than a duplicate.
 	}
-	if in.Duplicate {
-		return in, nil // Reduce looks no further.
-	}
-	if len(prev) > 0 && !f.IsTask() {
-		in.Previous = new(Observation)
-		if err := json.Unmarshal(prev, in.Previous); err != nil {
-			return in, fmt.Errorf("read observation of %s: %w", f.WorkloadKey(), err)
+	if s.db.Dialect == store.Postgres {
+		ok, err := s.loadRecordAtOnce(ctx, tx, &in, locked)
+		if err != nil || ok {
+			return in, err
 		}
+		// The record is of a cluster not locked yet: lock it and read
+		// again, step by step.
+		if err := s.lockClusters(ctx, tx, in.Record.Cluster); err != nil {
+			return in, err
+		}
+		locked = append(locked, in.Record.Cluster)
 	}
 	if key != "" {
 		rec, err := s.getRecord(ctx, tx, key)
@@ -93,6 +91,26 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 		in.Record = rec
 	}
 	return in, s.loadTarget(ctx, tx, &in)
+}
+
+// loadFactAndWorkload reads whether the fact was seen and, for a cluster
+// fact, what its workload showed last.
+func (s *Store) loadFactAndWorkload(ctx context.Context, tx *sql.Tx, in *Input) error {
+	f := in.Fact
+	var prev []byte
+	err := s.db.QueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM facts WHERE id = $1),
+		(SELECT body FROM observations WHERE key = $2)`, f.ID(), f.WorkloadKey()).Scan(&in.Duplicate, &prev)
+	if err != nil {
+		return fmt.Errorf("look up fact id and workload: %w", err)
+	}
+	if in.Duplicate || len(prev) == 0 || f.IsTask() {
+		return nil
+	}
+	in.Previous = new(Observation)
+	if err := json.Unmarshal(prev, in.Previous); err != nil {
+		return fmt.Errorf("read observation of %s: %w", f.WorkloadKey(), err)
+	}
+	return nil
 }
 
 // loadTarget fills Siblings and EverHealthy for the record's target or, for
@@ -120,9 +138,7 @@ func (s *Store) loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 	if in.Siblings, err = scanRecords(rows); err != nil {
 		return fmt.Errorf("read open releases of %s/%s/%s: %w", app, env, cluster, err)
 	}
-	slices.SortFunc(in.Siblings, func(a, b Record) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ReleaseID, b.ReleaseID))
-	})
+	sortSiblings(in.Siblings)
 	healthy := func(r Record) bool { return r.HealthyAt != nil }
 	if (in.Record != nil && healthy(*in.Record)) || slices.ContainsFunc(in.Siblings, healthy) {
 		in.EverHealthy = true
@@ -139,6 +155,9 @@ func (s *Store) loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 
 // save writes a Result as Reduce's doc describes it.
 func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time) error {
+	if s.db.Dialect == store.Postgres {
+		return s.saveAtOnce(ctx, tx, f, res, now)
+	}
 	for i, r := range res.Records {
 		var err error
 		if i == 0 && res.Outcome == OutcomeOpened {
