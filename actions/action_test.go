@@ -29,7 +29,7 @@ func TestActionMetadata(t *testing.T) {
 	}
 
 	wantInputs := []string{"app", "audience", "cluster", "environment", "fail-on-error", "failure-type",
-		"image", "release-id", "server", "status", "timeout", "version"}
+		"image", "mode", "probes", "reading", "release-id", "rollout-id", "server", "status", "timeout", "version"}
 	var names []string
 	for name, in := range a.Inputs {
 		names = append(names, name)
@@ -44,12 +44,14 @@ func TestActionMetadata(t *testing.T) {
 	if !slices.Equal(names, wantInputs) {
 		t.Errorf("inputs = %v, want %v", names, wantInputs)
 	}
-	for _, name := range []string{"server", "app", "environment", "status", "release-id"} {
-		if !a.Inputs[name].Required {
-			t.Errorf("input %s must be required", name)
+	// Inputs only one mode needs are checked by the script (a missing
+	// one is refused with its name), not declared required for both.
+	for name, in := range a.Inputs {
+		if in.Required != (name == "server") {
+			t.Errorf("input %s required = %v; only server is needed in every mode", name, in.Required)
 		}
 	}
-	for name, want := range map[string]string{"fail-on-error": "false", "timeout": "10", "audience": ""} {
+	for name, want := range map[string]string{"fail-on-error": "false", "timeout": "10", "audience": "", "mode": "fact"} {
 		if d := a.Inputs[name].Default; d == nil || *d != want {
 			t.Errorf("input %s default = %v, want %q", name, d, want)
 		}
@@ -70,9 +72,13 @@ func TestEveryInputReachesTheScript(t *testing.T) {
 	if len(env) != len(a.Inputs) {
 		t.Errorf("env has %d entries for %d inputs", len(env), len(a.Inputs))
 	}
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "actions", "fact", "post-fact.sh"))
-	if err != nil {
-		t.Fatal(err)
+	var raw []byte
+	for _, script := range []string{"post-fact.sh", "probe.sh"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "actions", "fact", script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = append(raw, b...)
 	}
 	for _, read := range regexp.MustCompile(`INPUT_[A-Z_]+`).FindAllString(string(raw), -1) {
 		if _, ok := env[read]; !ok {
@@ -84,7 +90,7 @@ func TestEveryInputReachesTheScript(t *testing.T) {
 			t.Errorf("output %s = %q (description %q), want value %q and a description", name, out.Value, out.Description, want)
 		}
 		if !strings.Contains(string(raw), "set_output "+name+" ") {
-			t.Errorf("output %s is never set by post-fact.sh", name)
+			t.Errorf("output %s is never set by the scripts", name)
 		}
 	}
 	for _, name := range []string{"fact-id", "outcome", "state"} {
@@ -104,8 +110,10 @@ func TestScriptPassesShellcheck(t *testing.T) {
 		}
 		t.Skip("shellcheck is not installed (apt-get install shellcheck)")
 	}
-	out, err := exec.Command(path, filepath.Join(repoRoot(t), "actions", "fact", "post-fact.sh")).CombinedOutput()
-	if err != nil {
-		t.Errorf("shellcheck post-fact.sh: %v\n%s", err, out)
+	// -x follows post-fact.sh's source of probe.sh, from the repository root.
+	cmd := exec.Command(path, "-x", filepath.Join("actions", "fact", "post-fact.sh"), filepath.Join("actions", "fact", "probe.sh"))
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("shellcheck: %v\n%s", err, out)
 	}
 }

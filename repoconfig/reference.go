@@ -149,6 +149,8 @@ var rolloutDoc = mapping("rollout", "Roll releases out over targets in waves, wi
 	scalar("alertmanager_url", "string", "", "URL", "Where health.alerts are read."),
 	scalar("workflow", "string", rollout.DefaultWorkflow, "workflow file name", "The deploy workflow dispatched once per batch."),
 	scalar("prepare", "string", "", "workflow file name", "A workflow run once before the first batch (secrets, artifacts, QA)."),
+	scalar("probe_workflow", "string", rollout.DefaultProbeWorkflow, "workflow file name",
+		"Dispatched on a region's runners at each reading with probes from: runners; it posts their results with the action's mode: probe."),
 	scalar("queue_timeout", "duration", formatDuration(rollout.DefaultQueueTimeout), "more than 0s",
 		"How long a batch's run may wait for a runner before its pass fails."),
 	mapping("approvals", "Who approves a rollout paused by approvals_between, how many, and how long they have.",

@@ -18,8 +18,11 @@ import (
 
 // Defaults for the keys that say how a rollout runs.
 const (
-	DefaultWorkflow     = "deploy.yml"
-	DefaultQueueTimeout = 10 * time.Minute
+	DefaultWorkflow = "deploy.yml"
+	// DefaultProbeWorkflow reads probes with from: runners: a small workflow
+	// that runs the bundled action with mode: probe.
+	DefaultProbeWorkflow = "ripcord-probe.yml"
+	DefaultQueueTimeout  = 10 * time.Minute
 	// DefaultApprovalPermission, DefaultApprovalCount and
 	// DefaultApprovalExpiry are the seed's "one approval and 72 hours if the
 	// rule says nothing"; write is the least role that can deploy at all.
@@ -186,6 +189,7 @@ func (f Freeze) Describe() string {
 func (s *Spec) fillExecution(plan *Plan) {
 	plan.Workflow = cmp.Or(s.Workflow, DefaultWorkflow)
 	plan.Prepare = s.Prepare
+	plan.ProbeWorkflow = cmp.Or(s.ProbeWorkflow, DefaultProbeWorkflow)
 	plan.QueueTimeout = cmp.Or(s.QueueTimeout, DefaultQueueTimeout)
 	plan.Approvals = s.Approvals.WithDefaults()
 	plan.Freezes = slices.Clone(s.Freezes)

@@ -158,6 +158,7 @@ func (d *decoder) spec(v *yaml.Node, path string) *Spec {
 		"alertmanager_url":  func(v *yaml.Node, p string) { s.AlertmanagerURL = d.str(v, p) },
 		"workflow":          func(v *yaml.Node, p string) { s.Workflow = d.str(v, p) },
 		"prepare":           func(v *yaml.Node, p string) { s.Prepare = d.str(v, p) },
+		"probe_workflow":    func(v *yaml.Node, p string) { s.ProbeWorkflow = d.str(v, p) },
 		"queue_timeout":     func(v *yaml.Node, p string) { s.QueueTimeout = d.positive(v, p) },
 		"approvals":         func(v *yaml.Node, p string) { s.Approvals = d.approvals(v, p) },
 		"freezes":           func(v *yaml.Node, p string) { s.Freezes = d.freezes(v, p) },

@@ -26,6 +26,7 @@ type Plan struct {
 	// How the plan runs on GitHub, defaults filled in.
 	Workflow        string        // dispatched once per batch
 	Prepare         string        // run once before the first batch; "" for none
+	ProbeWorkflow   string        // dispatched on a region's runners for probes with from: runners
 	QueueTimeout    time.Duration // a batch's run queued longer fails its pass
 	Approvals       Approvals     // for the stages with AwaitApproval
 	Freezes         []Freeze

@@ -83,6 +83,10 @@ type Spec struct {
 	// batch (the seed's once-only steps: secrets, artifacts, qa).
 	Workflow string `yaml:"workflow"`
 	Prepare  string `yaml:"prepare"`
+	// ProbeWorkflow is dispatched on a region's runners at each reading
+	// that has probes with from: runners (default ripcord-probe.yml); it
+	// posts what the runners saw with the bundled action's probe mode.
+	ProbeWorkflow string `yaml:"probe_workflow"`
 	// QueueTimeout is how long a batch's run may wait for a runner before
 	// its pass fails with "no runner for region <region>" (default 10m).
 	QueueTimeout   time.Duration   `yaml:"queue_timeout"`

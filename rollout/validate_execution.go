@@ -12,6 +12,7 @@ import (
 func (c *specCheck) execution() {
 	c.workflowFile("workflow", c.s.Workflow)
 	c.workflowFile("prepare", c.s.Prepare)
+	c.workflowFile("probe_workflow", c.s.ProbeWorkflow)
 	if c.s.Health == nil {
 		return
 	}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # post-fact.sh is the ripcord action's one step: it posts a task fact about
 # this deploy job to ripcord's POST /api/v1/facts, authenticated by the
-# job's GitHub Actions OIDC token.
+# job's GitHub Actions OIDC token. With mode: probe it runs probe.sh
+# instead, which sends a rollout's probes from this runner and posts what
+# it saw.
 #
 # Inputs arrive as INPUT_* variables that action.yml sets (composite actions
 # get none automatically). Needs bash and curl only: the JSON is built here
@@ -226,6 +228,16 @@ main() {
   AUDIENCE=${INPUT_AUDIENCE:-$SERVER}
   TIMEOUT=${INPUT_TIMEOUT:-10}
   RUN_ATTEMPT=${GITHUB_RUN_ATTEMPT:-1}
+  case ${INPUT_MODE:-fact} in
+  fact) ;;
+  probe)
+    # shellcheck source=actions/fact/probe.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/probe.sh"
+    probe_main
+    return
+    ;;
+  *) fail "input mode must be fact or probe, got \"$INPUT_MODE\"" ;;
+  esac
   validate
 
   WORK=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ripcord.XXXXXX") || fail "cannot create a temporary directory"

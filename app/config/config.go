@@ -37,6 +37,17 @@ type Config struct {
 	SecretsKey []byte
 	// Registries says how the gates reach image registries.
 	Registries Registries
+	// Rollout holds the server's side of rollouts in waves.
+	Rollout Rollout
+}
+
+// Rollout is the server's side of rollouts in waves: the cap on a batch's
+// parallelism and where health gates read metrics and alerts when the
+// repository config names no place.
+type Rollout struct {
+	MaxParallel     int
+	PrometheusURL   string
+	AlertmanagerURL string
 }
 
 // OIDC says which GitHub Actions OIDC tokens are accepted.

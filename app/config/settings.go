@@ -76,6 +76,12 @@ var settings = []Setting{
 		Help: "image registries the gates reach over plain HTTP: host or host:port, comma-separated (loopback and RFC 1918 addresses may use HTTP without being listed)", set: setInsecureRegistries},
 	{Key: "registries.auth", Env: "RIPCORD_REGISTRIES_AUTH", Default: "",
 		Help: "path of a docker config.json whose auths (auth, or username and password) the gates use per registry; credential helpers are not run; empty: anonymous", set: setRegistryAuth},
+	{Key: "rollout.max_parallel", Env: "RIPCORD_ROLLOUT_MAX_PARALLEL", Default: "16",
+		Help: "most targets of a rollout batch updated at once: a batch's parallel is capped by it (the status shows what was asked and what runs)", set: setRolloutMaxParallel},
+	{Key: "rollout.prometheus_url", Env: "RIPCORD_ROLLOUT_PROMETHEUS_URL", Default: "",
+		Help: "Prometheus that rollout health gates query when the repository config names no prometheus_url", set: optionalHTTP(func(c *Config) *string { return &c.Rollout.PrometheusURL })},
+	{Key: "rollout.alertmanager_url", Env: "RIPCORD_ROLLOUT_ALERTMANAGER_URL", Default: "",
+		Help: "Alertmanager that rollout health gates read when the repository config names no alertmanager_url", set: optionalHTTP(func(c *Config) *string { return &c.Rollout.AlertmanagerURL })},
 }
 
 var byKey, byFlag = func() (map[string]Setting, map[string]Setting) {
@@ -276,4 +282,29 @@ func Reference() string {
 		fmt.Fprintf(&b, "| `%s` | `--%s` | `%s` | %s | %s |\n", s.Key, s.Flag(), s.Env, def, help)
 	}
 	return b.String()
+}
+
+func setRolloutMaxParallel(c *Config, v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%q is not a whole number of at least 1", v)
+	}
+	c.Rollout.MaxParallel = n
+	return nil
+}
+
+// optionalHTTP sets an http(s) URL that may be left empty.
+func optionalHTTP(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if v == "" {
+			*field(c) = ""
+			return nil
+		}
+		u, err := absoluteHTTP(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = strings.TrimSuffix(u.String(), "/")
+		return nil
+	}
 }

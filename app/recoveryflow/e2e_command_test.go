@@ -65,7 +65,7 @@ func TestRetryCommandOnAPullRequest(t *testing.T) {
 			{"the bot's own comment is ignored", githubtest.BotLogin, "Bot", "", "/ripcord retry", ""},
 			{"an edited comment is not run again", "octocat", "", "edited", "/ripcord retry", ""},
 			{"a typo gets a suggestion", "octocat", "", "", "/ripcord retyr", "Did you mean `/ripcord retry`?"},
-			{"approve parses but is not available yet", "octocat", "", "", "/ripcord approve", "`/ripcord approve` is not available yet"},
+			{"approve without a rollout asks which", "octocat", "", "", "/ripcord approve", "Which rollout? Write `/ripcord approve <rollout id>`"},
 			{"rollback with nothing to roll back says why", "octocat", "", "", "/ripcord rollback", "Not rolling back:"},
 			{"help lists the commands", "visitor", "", "", "/ripcord help", "| `/ripcord retry` |"},
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -53,6 +54,11 @@ func (f *flow) onFailure(ctx context.Context, d pipeline.Delivery, repo string, 
 	}
 	if exists && run.Attempt <= prev.RunAttempt {
 		return nil, nil // decided already: a redelivery, or an older attempt arriving late
+	}
+	if owned, err := rolloutflow.OwnsRun(ctx, f.deps.DB.Read, repo, run.ID); err != nil || owned {
+		// A batch of a rollout in waves: its on_failure decides, and a
+		// re-run here would deploy the batch behind the rollout's back.
+		return nil, err
 	}
 	gh, err := f.deps.GitHub.NewInstallationClient(inst)
 	if err != nil {

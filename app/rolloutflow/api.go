@@ -28,6 +28,7 @@ func (a api) routes(d pipeline.Deps) {
 	d.Mux.Handle("GET /api/v1/rollouts/{id}", d.APIAuth(a.get))
 	d.Mux.Handle("POST /api/v1/rollouts/{id}/approve", d.APIAuth(a.approve))
 	d.Mux.Handle("POST /api/v1/rollouts/{id}/abort", d.APIAuth(a.abortIt))
+	a.probesRoute(d)
 }
 
 // Status is a rollout's status JSON, with its audit trail.

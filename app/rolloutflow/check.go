@@ -95,7 +95,11 @@ func checkView(r Rollout, runs []Dispatched) view {
 	if st.Rollout.Stage != "" {
 		title += ", stage " + st.Rollout.Stage
 	}
-	summary := fmt.Sprintf("Rollout `%s` of release `%s` (%s).\n\n", r.ID, r.ReleaseID, r.Version) + status.Summary(st.Status)
+	summary := fmt.Sprintf("Rollout `%s` of release `%s` (%s).\n\n", r.ID, r.ReleaseID, r.Version)
+	if h := r.Snapshot.HeadFrom; h != "" && h != HeadFromRelease {
+		summary += fmt.Sprintf("Shown on `%s`: %s.\n\n", r.HeadSHA, h)
+	}
+	summary += status.Summary(st.Status)
 	v := view{state: state, conclusion: conclusion, output: &github.CheckRunOutput{Title: &title, Summary: &summary}}
 	if r.Machine.Status == PausedApproval {
 		v.actions = []*github.CheckRunAction{{Label: "Approve", Identifier: ApproveAction, Description: "Start the next wave"}}

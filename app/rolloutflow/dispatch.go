@@ -17,8 +17,9 @@ import (
 // dispatch claims ref, stores the machine with it, and only then asks
 // GitHub for the run: a batch whose claim is stored is never dispatched
 // again. A crash between the claim and GitHub's answer leaves the batch
-// "dispatching"; its queue_timeout then fails the pass rather than risk a
-// second deploy of the same batch.
+// "dispatching": its run, if GitHub made one, is found by its name and
+// adopted (adopt.go); otherwise queue_timeout fails the pass rather than
+// risk a second deploy of the same batch.
 func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) error {
 	name, inputs := dispatchInputs(r, ref)
 	var claimed bool

@@ -24,9 +24,7 @@ type gateReader interface {
 
 // serverGate reads the gate from the server: probes with from: server,
 // Prometheus metrics (no data is red) and Alertmanager alerts, through
-// rollout/health. Probes with from: runners need the region's runners to
-// post their results, which nothing collects yet: such a reading is red
-// ("no result from the runners") rather than green without looking.
+// rollout/health. Probes with from: runners are the runners' (probes.go).
 type serverGate struct {
 	client *http.Client
 }
@@ -40,11 +38,7 @@ func (g serverGate) read(ctx context.Context, snap Snapshot, s Scope, at time.Ti
 	}
 	r := health.Reader{HTTP: g.client, PrometheusURL: snap.Settings.PrometheusURL,
 		AlertmanagerURL: snap.Settings.AlertmanagerURL, Health: h}
-	reading := r.Read(ctx, s.Scope, at)
-	if hasRunnerProbes(h) && len(s.Hosts) > 0 {
-		reading = health.Merge(reading, health.FromRunnerProbes(nil, at))
-	}
-	return reading
+	return r.Read(ctx, s.Scope, at)
 }
 
 func hasRunnerProbes(h *rollout.Health) bool {

@@ -50,6 +50,9 @@ const (
 	KindPrepare  = "prepare"
 	KindDeploy   = "deploy"
 	KindRollback = "rollback"
+	// KindProbe is the probe workflow of a reading on a region's runners
+	// (probes.go); it is no batch and the machine never sees it.
+	KindProbe = "probe"
 )
 
 // Run states of a dispatched batch.

@@ -26,5 +26,10 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 }
 
 func newExecutor(d pipeline.Deps) *executor {
-	return &executor{deps: d, health: serverGate{client: http.DefaultClient}, metrics: newMetrics(d.Registerer)}
+	x := &executor{deps: d, health: serverGate{client: http.DefaultClient}, metrics: newMetrics(d.Registerer)}
+	if c := d.Config; c != nil {
+		x.server = Server{MaxParallel: c.Rollout.MaxParallel, PrometheusURL: c.Rollout.PrometheusURL,
+			AlertmanagerURL: c.Rollout.AlertmanagerURL}
+	}
+	return x
 }

@@ -14,6 +14,7 @@ import (
 type Settings struct {
 	Workflow        string           `json:"workflow"`
 	Prepare         string           `json:"prepare,omitempty"`
+	ProbeWorkflow   string           `json:"probe_workflow,omitempty"`
 	Ref             string           `json:"ref"` // the branch workflows are dispatched on
 	QueueTimeout    time.Duration    `json:"queue_timeout"`
 	ApprovalCount   int              `json:"approval_count"`
@@ -30,6 +31,29 @@ type Settings struct {
 type Snapshot struct {
 	Plan     *rollout.Plan `json:"plan"`
 	Settings Settings      `json:"settings"`
+	// HeadFrom says where the commit of the ripcord/rollout check run came
+	// from: the release's git_revision, or the head of the default branch
+	// when the release named none (a rollout started from the CLI).
+	HeadFrom string `json:"head_from,omitempty"`
+}
+
+// Server is the server's side of rollouts: rollout.max_parallel caps every
+// batch's parallel, and the Prometheus and Alertmanager URLs stand in for
+// those the repository config does not name.
+type Server struct {
+	MaxParallel     int
+	PrometheusURL   string
+	AlertmanagerURL string
+}
+
+// SnapshotFor is what a rollout of p runs on a server with srv; ref is the
+// branch workflows are dispatched on.
+func SnapshotFor(p *rollout.Plan, ref string, srv Server) Snapshot {
+	plan := p.CapParallel(srv.MaxParallel)
+	s := SettingsFor(plan, ref)
+	s.PrometheusURL = cmp.Or(s.PrometheusURL, srv.PrometheusURL)
+	s.AlertmanagerURL = cmp.Or(s.AlertmanagerURL, srv.AlertmanagerURL)
+	return Snapshot{Plan: plan, Settings: s}
 }
 
 // SettingsFor fills the settings from the plan; ref is the branch the
@@ -39,6 +63,7 @@ func SettingsFor(p *rollout.Plan, ref string) Settings {
 	return Settings{
 		Workflow:        cmp.Or(p.Workflow, rollout.DefaultWorkflow),
 		Prepare:         p.Prepare,
+		ProbeWorkflow:   cmp.Or(p.ProbeWorkflow, rollout.DefaultProbeWorkflow),
 		Ref:             ref,
 		QueueTimeout:    cmp.Or(p.QueueTimeout, rollout.DefaultQueueTimeout),
 		ApprovalCount:   cmp.Or(a.Count, rollout.DefaultApprovalCount),

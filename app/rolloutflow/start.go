@@ -98,16 +98,35 @@ func (x *executor) start(ctx context.Context, loader *configload.Loader, a Start
 	if err != nil {
 		return Rollout{}, fmt.Errorf("default branch of %s: %w", rec.Repository, err)
 	}
-	snap := Snapshot{Plan: env.Plan, Settings: SettingsFor(env.Plan, repo.GetDefaultBranch())}
+	snap := SnapshotFor(env.Plan, repo.GetDefaultBranch(), x.server)
 	snap.Settings.FreezeOverride = a.FreezeOverride
+	if rec.GitRevision == "" {
+		// A release started from the CLI names no commit: the check run
+		// goes on the default branch's head as it was at the start, and
+		// the status says so.
+		b, _, err := gh.Repositories.GetBranch(ctx, owner, name, repo.GetDefaultBranch(), 1)
+		if err != nil {
+			return Rollout{}, fmt.Errorf("head of %s@%s for the rollout check run: %w", rec.Repository, repo.GetDefaultBranch(), err)
+		}
+		rec.GitRevision = b.GetCommit().GetSHA()
+		snap.HeadFrom = fmt.Sprintf("the release has no git_revision: the head of the default branch %s when the rollout started",
+			repo.GetDefaultBranch())
+	}
 	return x.create(ctx, rec, inst, env, snap, a.Author)
 }
+
+// HeadFromRelease is Snapshot.HeadFrom for a check run on the release's
+// own commit; otherwise HeadFrom says which branch's head it is.
+const HeadFromRelease = "git_revision"
 
 // create stores the rollout of rec running snap, with its first tick.
 func (x *executor) create(ctx context.Context, rec records.Record, inst int64, env *repoconfig.Environment, snap Snapshot, author string) (Rollout, error) {
 	prev, err := x.previous(ctx, rec, env)
 	if err != nil {
 		return Rollout{}, err
+	}
+	if snap.HeadFrom == "" && rec.GitRevision != "" {
+		snap.HeadFrom = HeadFromRelease
 	}
 	r := Rollout{ID: newID(), ReleaseID: rec.ReleaseID, Repository: rec.Repository, InstallationID: inst, App: rec.App,
 		Environment: rec.Environment, Version: rec.Image, Previous: prev, Author: author, HeadSHA: rec.GitRevision,

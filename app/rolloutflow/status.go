@@ -18,6 +18,11 @@ type StatusJSON struct {
 	App         string `json:"app"`
 	Environment string `json:"environment"`
 	Version     string `json:"version"`
+	// HeadSHA is the commit the ripcord/rollout check run is on, and
+	// HeadFrom where it came from (git_revision, or the default branch's
+	// head when the release named no commit).
+	HeadSHA  string `json:"head_sha,omitempty"`
+	HeadFrom string `json:"head_from,omitempty"`
 	status.Status
 	Audit     []AuditLine `json:"audit,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
@@ -83,7 +88,7 @@ func statusOf(r Rollout, runs []Dispatched, audit []AuditLine) StatusJSON {
 		s.Rollout.Rollback = out
 	}
 	return StatusJSON{ID: r.ID, ReleaseID: r.ReleaseID, Repository: r.Repository, App: r.App, Environment: r.Environment,
-		Version: r.Version, Status: s, Audit: audit, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Version: r.Version, HeadSHA: r.HeadSHA, HeadFrom: r.Snapshot.HeadFrom, Status: s, Audit: audit, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 // approvalState is the approval after stage si, for a stage that asks one.

@@ -138,10 +138,11 @@ func saveMachine(ctx context.Context, tx *sql.Tx, r *Rollout, now time.Time) err
 	return nil
 }
 
-// loadRuns reads every batch dispatched for a rollout.
+// loadRuns reads every batch dispatched for a rollout; the probe
+// workflows of readings are not batches (probes.go).
 func loadRuns(ctx context.Context, q querier, id string) (map[Ref]Run, error) {
 	rows, err := q.QueryContext(ctx, `SELECT kind, stage, pass, batch, run_id, state, detail, dispatched_at
-		FROM rollout_batches WHERE rollout_id = $1`, id)
+		FROM rollout_batches WHERE rollout_id = $1 AND kind <> 'probe'`, id)
 	if err != nil {
 		return nil, fmt.Errorf("batches of rollout %s: %w", id, err)
 	}
@@ -170,7 +171,7 @@ type Dispatched struct {
 
 func listDispatched(ctx context.Context, q querier, id string) ([]Dispatched, error) {
 	rows, err := q.QueryContext(ctx, `SELECT kind, stage, pass, batch, name, run_id, state
-		FROM rollout_batches WHERE rollout_id = $1 ORDER BY ord`, id)
+		FROM rollout_batches WHERE rollout_id = $1 AND kind <> 'probe' ORDER BY ord`, id)
 	if err != nil {
 		return nil, fmt.Errorf("batches of rollout %s: %w", id, err)
 	}

@@ -44,6 +44,7 @@ type executor struct {
 	deps    pipeline.Deps
 	health  gateReader
 	metrics *metrics
+	server  Server // rollout.* of the server config
 }
 
 type tickWorker struct {
@@ -57,13 +58,12 @@ func (w *tickWorker) Work(ctx context.Context, job *river.Job[TickArgs]) error {
 	return w.x.Tick(ctx, job.Args.RolloutID, job.Args.Wake != 0)
 }
 
-// Tick runs the rollout until it waits or ends; a scheduled tick first
-// asks GitHub about the runs in flight.
+// Tick runs the rollout until it waits or ends. It first adopts the runs
+// of batches whose dispatch was cut short (adopt.go); a scheduled tick
+// also asks GitHub about the runs in flight.
 func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
-	if scheduled {
-		if err := x.pollRuns(ctx, id); err != nil {
-			return err
-		}
+	if err := x.pollRuns(ctx, id, scheduled); err != nil {
+		return err
 	}
 	for range maxSteps {
 		r, err := getRollout(ctx, x.deps.DB.Write, id)
@@ -82,7 +82,11 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 		case ActDispatch:
 			err = x.dispatch(ctx, &r, act.Ref, evs)
 		case ActRead:
-			err = x.read(ctx, &r, act.Read, evs)
+			var wait time.Time
+			if wait, evs, err = x.read(ctx, &r, act.Read, evs); err == nil && !wait.IsZero() {
+				// The runners' probe results are not all in yet.
+				return x.settle(ctx, &r, Action{Kind: ActWait, Until: wait}, evs, inFlight(in.Runs))
+			}
 		default:
 			return x.settle(ctx, &r, act, evs, inFlight(in.Runs))
 		}
@@ -174,12 +178,38 @@ func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Eve
 	})
 }
 
-// read takes one health reading and stores it with its effect.
-func (x *executor) read(ctx context.Context, r *Rollout, req ReadRequest, evs []Event) error {
+// read takes one health reading and stores it with its effect. With
+// probes from: runners it first dispatches their probe workflows and
+// returns the time to wait until for their results (with the events not
+// stored yet); the reading is then taken when the results are in or that
+// time has come, as of when the probes were asked for.
+func (x *executor) read(ctx context.Context, r *Rollout, req ReadRequest, evs []Event) (time.Time, []Event, error) {
 	now := x.deps.Now()
+	ss := scopes(r, req)
+	var rounds map[Ref]probeRound
+	if hasRunnerProbes(r.Snapshot.Plan.Health) {
+		var wait time.Time
+		var err error
+		if rounds, err = loadProbeRounds(ctx, x.deps.DB.Write, r.ID); err != nil {
+			return time.Time{}, evs, err
+		}
+		req = pendingReading(r.Machine, rounds, req)
+		if rounds, wait, err = x.runnerRounds(ctx, r, req, rounds, len(ss), &evs); err != nil || !wait.IsZero() {
+			return wait, evs, err
+		}
+		for i := range ss {
+			if at := rounds[probeRef(req, i)].DispatchedAt; !at.IsZero() && at.Before(now) {
+				now = at
+			}
+		}
+	}
 	green, reasons := true, []string(nil)
-	for _, s := range scopes(r, req) {
+	for i, s := range ss {
 		g := x.health.read(ctx, r.Snapshot, s, now)
+		if rounds != nil {
+			ref := probeRef(req, i)
+			g = health.Merge(g, runnerReading(r.Snapshot.Plan, ref, rounds[ref], now))
+		}
 		green = green && g.Green
 		if !g.Green {
 			reasons = append(reasons, health.LastReason(g))
@@ -194,7 +224,16 @@ func (x *executor) read(ctx context.Context, r *Rollout, req ReadRequest, evs []
 	if !green {
 		evs = append(evs, Event{Type: "reading-red", Message: fmt.Sprintf("%s reading %d red: %s", name, req.N, why)})
 	}
-	return x.commit(ctx, r, evs, func(tx *sql.Tx) error {
+	var closed []string // the rounds read: later posts are refused
+	if rounds != nil {
+		for i := range ss {
+			closed = append(closed, readingID(probeRef(req, i), req.N))
+		}
+	}
+	return time.Time{}, nil, x.commit(ctx, r, evs, func(tx *sql.Tx) error {
+		if err := closeProbeRounds(ctx, tx, r.ID, closed, x.deps.Now()); err != nil {
+			return err
+		}
 		return insertReading(ctx, tx, r.ID, req, now, green, why)
 	})
 }
@@ -230,10 +269,11 @@ func queueTickTx(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], id 
 	return nil
 }
 
-// inFlight reports whether a dispatched run has not ended.
+// inFlight reports whether a dispatched run has not ended, or a dispatch
+// may have been cut short: either way a tick now and then asks GitHub.
 func inFlight(runs map[Ref]Run) bool {
 	for _, r := range runs {
-		if r.RunID != 0 && (r.State == RunQueued || r.State == RunInProgress) {
+		if r.State == RunDispatching || r.RunID != 0 && (r.State == RunQueued || r.State == RunInProgress) {
 			return true
 		}
 	}

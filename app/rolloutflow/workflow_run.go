@@ -25,7 +25,9 @@ func (h runHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.C
 	}
 	run := ev.GetWorkflowRun()
 	id, ref, state, ok, err := batchOfRun(ctx, h.x.deps.DB.Read, ev.GetRepo().GetFullName(), run.GetID())
-	if err != nil || !ok {
+	if err != nil || !ok || ref.Kind == KindProbe {
+		// A probe workflow's run is judged by the results it posts
+		// (probes.go), not by how it ends.
 		return nil, err
 	}
 	next, detail := runState(run)
@@ -62,15 +64,19 @@ var runRank = map[string]int{RunDispatching: 0, RunQueued: 1, RunInProgress: 2, 
 
 func moves(from, to string) bool { return to != "" && runRank[to] > runRank[from] }
 
-// pollRuns asks GitHub about the rollout's runs in flight and stores what
-// moved, waking the rollout as their events would.
-func (x *executor) pollRuns(ctx context.Context, id string) error {
+// pollRuns adopts the runs of batches left dispatching and, when asked
+// to poll, asks GitHub about the rollout's runs in flight and stores what
+// moved, as their events would.
+func (x *executor) pollRuns(ctx context.Context, id string, poll bool) error {
 	r, err := getRollout(ctx, x.deps.DB.Read, id)
 	if err != nil {
 		return err
 	}
 	runs, err := loadRuns(ctx, x.deps.DB.Read, id)
-	if err != nil || !inFlight(runs) {
+	if err != nil {
+		return err
+	}
+	if err := x.adoptRuns(ctx, r, runs); err != nil || !poll || !inFlight(runs) {
 		return err
 	}
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)

@@ -154,6 +154,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, p map[string]s
 	rs := s.addRunLocked(repo, WorkflowRun{
 		Name: name, Path: ".github/workflows/" + wf, Event: "workflow_dispatch",
 		HeadBranch: headBranch(in.Ref), HeadSHA: sha, Status: "queued", Inputs: in.Inputs,
+		DisplayTitle: repo.runNameLocked(wf, in.Inputs),
 	})
 	repo.dispatches = append(repo.dispatches, Dispatch{Workflow: wf, Ref: in.Ref, Inputs: in.Inputs, RunID: rs.ID})
 	if !in.ReturnRunDetails {
@@ -207,7 +208,7 @@ func (s *Server) runJSON(repo *repoState, run WorkflowRun) map[string]any {
 	}
 	return map[string]any{
 		"id": run.ID, "node_id": "WFR_" + strconv.FormatInt(run.ID, 10), "name": run.Name,
-		"display_title": run.Name, "path": run.Path, "event": run.Event,
+		"display_title": orDefault(run.DisplayTitle, run.Name), "path": run.Path, "event": run.Event,
 		"head_branch": run.HeadBranch, "head_sha": run.HeadSHA, "run_number": run.ID % 1000,
 		"status": run.Status, "conclusion": conclusion, "run_attempt": run.RunAttempt,
 		"workflow_id": workflowID(run.Path), "check_suite_id": run.ID + 1,

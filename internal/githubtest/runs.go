@@ -22,6 +22,9 @@ type WorkflowRun struct {
 	Inputs     map[string]any // of a workflow_dispatch
 	Jobs       []Job
 	CreatedAt  time.Time
+
+	// DisplayTitle is the run's run-name (runname.go); default Name.
+	DisplayTitle string
 }
 
 // Job is one job of one attempt of a run.

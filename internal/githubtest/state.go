@@ -27,6 +27,7 @@ type repoState struct {
 	permissions map[string]string
 
 	runs        map[int64]*runState
+	runNames    map[string]string // workflow file → run-name template (runname.go)
 	dispatches  []Dispatch
 	gateReviews []GateReview
 

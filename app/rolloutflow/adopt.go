@@ -1,0 +1,129 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/internal/store"
+)
+
+// A crash between GitHub accepting a dispatch and the run id being stored
+// leaves the batch "dispatching" although its run exists. The run is
+// found again by its name: the deploy workflow names its runs
+//
+//	run-name: ${{ inputs.batch }} ${{ inputs.release_id }}
+//
+// (RunName), and a tick that finds a batch still dispatching after
+// dispatchGrace lists the workflow's dispatched runs created since the
+// claim and adopts the one so titled. A workflow whose runs bear only the
+// batch name is adopted too when exactly one run matches; with none, or
+// several, the batch is left to its queue_timeout as before, since
+// dispatching it again could deploy it twice.
+
+// dispatchGrace is how long a batch may be "dispatching" before a tick
+// takes it for one whose dispatch was cut short: well past the time a
+// dispatch request may take, so that no tick adopts a run another tick is
+// still dispatching.
+const dispatchGrace = 2 * time.Minute
+
+// clockSkew allows for GitHub's clock being behind ripcord's when runs
+// created since a claim are listed.
+const clockSkew = time.Minute
+
+// RunName is the run-name the deploy workflow gives a batch's run, its
+// display title: the batch's name, then the release (unique per rollout).
+func RunName(batch, releaseID string) string { return batch + " " + releaseID }
+
+// adoptRuns adopts the runs of the rollout's batches left dispatching.
+func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run) error {
+	now := x.deps.Now()
+	var gh *github.Client
+	for ref, run := range runs {
+		if run.State != RunDispatching || now.Before(run.DispatchedAt.Add(dispatchGrace)) {
+			continue
+		}
+		if gh == nil {
+			var err error
+			if gh, err = x.deps.GitHub.NewInstallationClient(r.InstallationID); err != nil {
+				return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
+			}
+		}
+		if err := x.adoptRun(ctx, gh, r, ref, run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (x *executor) adoptRun(ctx context.Context, gh *github.Client, r Rollout, ref Ref, run Run) error {
+	name, _ := dispatchInputs(&r, ref)
+	workflow := r.Snapshot.Settings.Workflow
+	if ref.Kind == KindPrepare {
+		workflow = r.Snapshot.Settings.Prepare
+	}
+	owner, repo, _ := strings.Cut(r.Repository, "/")
+	list, _, err := gh.Actions.ListWorkflowRunsByFileName(ctx, owner, repo, workflow, &github.ListWorkflowRunsOptions{
+		Event: "workflow_dispatch", Branch: r.Snapshot.Settings.Ref, ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return fmt.Errorf("runs of %s for %s of rollout %s: %w", workflow, name, r.ID, err)
+	}
+	found, err := x.matchRun(ctx, r, list.WorkflowRuns, name, run.DispatchedAt.Add(-clockSkew))
+	if err != nil || found == nil {
+		return err
+	}
+	state, detail := runState(found)
+	if state == "" {
+		state = RunQueued
+	}
+	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET run_id = $1, state = $2, detail = $3, updated_at = $4
+			WHERE rollout_id = $5 AND kind = $6 AND stage = $7 AND pass = $8 AND batch = $9 AND state = $10`,
+			found.GetID(), state, detail, store.Micros(x.deps.Now()), r.ID, ref.Kind, ref.Stage, ref.Pass, ref.Batch, RunDispatching)
+		if err != nil {
+			return fmt.Errorf("adopt run %d for %s of rollout %s: %w", found.GetID(), name, r.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return err
+		}
+		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", fmt.Sprintf(
+			"%s: run %d adopted: its dispatch was accepted but its run id was never stored (a restart)", name, found.GetID()))
+	})
+}
+
+// matchRun picks the run titled RunName(name, release), else the only run
+// titled name, among runs created since `since` that no batch owns yet.
+func (x *executor) matchRun(ctx context.Context, r Rollout, runs []*github.WorkflowRun, name string, since time.Time) (*github.WorkflowRun, error) {
+	var exact, bare []*github.WorkflowRun
+	for _, wr := range runs {
+		if wr.GetCreatedAt().Time.Before(since) {
+			continue
+		}
+		title := wr.GetDisplayTitle()
+		if title != RunName(name, r.ReleaseID) && title != name {
+			continue
+		}
+		if _, _, _, owned, err := batchOfRun(ctx, x.deps.DB.Read, r.Repository, wr.GetID()); err != nil || owned {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if title == name {
+			bare = append(bare, wr)
+		} else {
+			exact = append(exact, wr)
+		}
+	}
+	switch {
+	case len(exact) == 1:
+		return exact[0], nil
+	case len(exact) == 0 && len(bare) == 1:
+		return bare[0], nil
+	}
+	return nil, nil
+}
