@@ -15,6 +15,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/rollbackflow"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
@@ -249,7 +250,7 @@ func (s *Server) applyRequestFacts(ctx context.Context, tx *sql.Tx, r *factReque
 	}()
 	results := make([]factResult, len(r.facts))
 	var effects []records.Effect
-	var changed []records.Record
+	var changed, opened []records.Record
 	for i, f := range r.facts {
 		res, err := s.records.ApplyFact(ctx, tx, f, "", r.now)
 		if err != nil {
@@ -257,7 +258,18 @@ func (s *Server) applyRequestFacts(ctx context.Context, tx *sql.Tx, r *factReque
 		}
 		effects = append(effects, res.Effects...)
 		changed = append(changed, res.Records...)
+		if res.Outcome == records.OutcomeOpened && len(res.Records) > 0 {
+			opened = append(opened, res.Records[0])
+		}
 		results[i] = resultOf(res)
+	}
+	// A release the bundled action opens rolls out like one opened through
+	// POST /api/v1/releases (the job leaves environments without rollout:
+	// alone). A rollout's own batches name their release, so they open none.
+	for _, rec := range opened {
+		if err := rolloutflow.QueueStart(ctx, tx, s.river, rolloutflow.StartArgs{ReleaseID: rec.ReleaseID}); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.queueEffects(ctx, tx, effects); err != nil {
 		return nil, err

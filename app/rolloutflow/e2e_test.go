@@ -182,3 +182,45 @@ func approvalButton(t *testing.T, dbURL string) {
 		t.Errorf("/metrics has no pass of eu-1b")
 	}
 }
+
+// The bundled action's task fact that opens a release starts its rollout,
+// like POST /api/v1/releases does.
+func TestReleaseOpenedByTheBundledActionRollsOut(t *testing.T) {
+	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)
+	e.Install(repo)
+	e.Fact(map[string]any{"source": "task", "repository": repo, "workflow_run_id": 4242, "run_attempt": 1,
+		"status": "in_progress", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
+		"release_id": "r7:prod-eu/prod", "observed_at": time.Now().UTC().Format(time.RFC3339Nano),
+		"images": []string{"ghcr.io/acme/checkout:v7@sha256:" + strings.Repeat("7", 64)},
+		"metadata": map[string]string{"commit": headSHA}})
+	var id string
+	e.WaitFor("the rollout of r7", wait, func() bool {
+		_, b := e.Do("GET", "/api/v1/rollouts?release_id="+url.QueryEscape("r7:prod-eu/prod"), "", nil)
+		var out struct{ Rollouts []rolloutflow.StatusJSON }
+		_ = json.Unmarshal(b, &out)
+		if len(out.Rollouts) == 1 {
+			id = out.Rollouts[0].ID
+		}
+		return id != ""
+	})
+	e.WaitFor("the canary's batch", wait, func() bool { return len(e.GitHub.Dispatches(repo)) == 1 })
+	if d := e.GitHub.Dispatches(repo)[0]; d.Inputs["release_id"] != "r7:prod-eu/prod" {
+		t.Errorf("dispatch inputs %v, want release r7", d.Inputs)
+	}
+	// The same fact again (a retried step) opens nothing and starts nothing.
+	e.Fact(map[string]any{"source": "task", "repository": repo, "workflow_run_id": 4242, "run_attempt": 1,
+		"status": "in_progress", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
+		"release_id": "r7:prod-eu/prod", "observed_at": time.Now().UTC().Format(time.RFC3339Nano),
+		"images": []string{"ghcr.io/acme/checkout:v7@sha256:" + strings.Repeat("7", 64)},
+		"metadata": map[string]string{"commit": headSHA}})
+	time.Sleep(500 * time.Millisecond)
+	if n := e.Int(`SELECT COUNT(*) FROM rollouts`); n != 1 {
+		t.Errorf("%d rollouts after a repeated fact, want 1", n)
+	}
+}
