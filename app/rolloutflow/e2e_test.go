@@ -197,7 +197,7 @@ func TestReleaseOpenedByTheBundledActionRollsOut(t *testing.T) {
 	e.Fact(map[string]any{"source": "task", "repository": repo, "workflow_run_id": 4242, "run_attempt": 1,
 		"status": "in_progress", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
 		"release_id": "r7:prod-eu/prod", "observed_at": time.Now().UTC().Format(time.RFC3339Nano),
-		"images": []string{"ghcr.io/acme/checkout:v7@sha256:" + strings.Repeat("7", 64)},
+		"images":   []string{"ghcr.io/acme/checkout:v7@sha256:" + strings.Repeat("7", 64)},
 		"metadata": map[string]string{"commit": headSHA}})
 	var id string
 	e.WaitFor("the rollout of r7", wait, func() bool {
@@ -217,7 +217,7 @@ func TestReleaseOpenedByTheBundledActionRollsOut(t *testing.T) {
 	e.Fact(map[string]any{"source": "task", "repository": repo, "workflow_run_id": 4242, "run_attempt": 1,
 		"status": "in_progress", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
 		"release_id": "r7:prod-eu/prod", "observed_at": time.Now().UTC().Format(time.RFC3339Nano),
-		"images": []string{"ghcr.io/acme/checkout:v7@sha256:" + strings.Repeat("7", 64)},
+		"images":   []string{"ghcr.io/acme/checkout:v7@sha256:" + strings.Repeat("7", 64)},
 		"metadata": map[string]string{"commit": headSHA}})
 	time.Sleep(500 * time.Millisecond)
 	if n := e.Int(`SELECT COUNT(*) FROM rollouts`); n != 1 {
