@@ -26,9 +26,20 @@ var (
 	clusterPattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
 )
 
+// Options are the server's side of a config: what a file is checked
+// against beyond its own content.
+type Options struct {
+	// MaxParallel is the server's rollout.max_parallel: no wave's parallel
+	// may ask for more. Zero is rollout.DefaultMaxParallel.
+	MaxParallel int
+}
+
 // Load parses and validates a config file. It returns the config with
 // defaults applied, or nil and every problem found, in file order.
-func Load(data []byte) (*Config, []Problem) {
+func Load(data []byte) (*Config, []Problem) { return LoadWith(data, Options{}) }
+
+// LoadWith is Load against a server's options.
+func LoadWith(data []byte, opts Options) (*Config, []Problem) {
 	root, p := parseDocument(data)
 	if p != nil {
 		return nil, []Problem{*p}
@@ -38,7 +49,7 @@ func Load(data []byte) (*Config, []Problem) {
 	applyDefaults(cfg, top)
 	d.checkMerged(cfg, top)
 	if len(d.problems) == 0 {
-		d.problems = planRollouts(cfg)
+		d.problems = planRollouts(cfg, opts)
 	}
 	if len(d.problems) > 0 {
 		sortProblems(d.problems)
@@ -49,8 +60,11 @@ func Load(data []byte) (*Config, []Problem) {
 
 // Validate checks a config file and returns its problems as
 // `file:line:column: path: message` lines, none when it is valid.
-func Validate(file string, data []byte) []string {
-	_, problems := Load(data)
+func Validate(file string, data []byte) []string { return ValidateWith(file, data, Options{}) }
+
+// ValidateWith is Validate against a server's options.
+func ValidateWith(file string, data []byte, opts Options) []string {
+	_, problems := LoadWith(data, opts)
 	out := make([]string, 0, len(problems))
 	for _, p := range problems {
 		out = append(out, p.Format(file))

@@ -80,3 +80,15 @@ apps:
 		t.Fatalf("problems:\n%s", got)
 	}
 }
+
+// A wave's parallel is checked against the server's max_parallel.
+func TestParallelIsCheckedAgainstTheServersMaxParallel(t *testing.T) {
+	doc := strings.Replace(wavesDoc, `{name: canary, select: "canary=true", bake: 15m}`, `{name: canary, select: "canary=true", bake: 15m, parallel: 8}`, 1)
+	if got := ValidateWith("ripcord.yml", []byte(doc), Options{}); len(got) != 0 {
+		t.Fatalf("parallel 8 under the default 16: %v", got)
+	}
+	got := strings.Join(ValidateWith("ripcord.yml", []byte(doc), Options{MaxParallel: 4}), "\n")
+	if !strings.Contains(got, "parallel 8 is more than this server allows (max_parallel 4)") {
+		t.Fatalf("with max_parallel 4:\n%s", got)
+	}
+}

@@ -1,6 +1,7 @@
 package repoconfig
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -10,7 +11,7 @@ import (
 // planRollouts plans every environment's `rollout:` over its `targets:` with
 // the wave planner, so a file whose waves cannot be planned is invalid like any
 // other; a valid plan is kept on the environment.
-func planRollouts(cfg *Config) []Problem {
+func planRollouts(cfg *Config, opts Options) []Problem {
 	var problems []Problem
 	for _, app := range cfg.AppNames() {
 		a := cfg.Apps[app]
@@ -19,7 +20,7 @@ func planRollouts(cfg *Config) []Problem {
 			path := fmt.Sprintf("apps.%s.environments.%s", app, name)
 			ps := environmentProtection(env, path)
 			if env.Rollout != nil && len(ps) == 0 {
-				ps = planRollout(env, path)
+				ps = planRollout(env, path, cmp.Or(opts.MaxParallel, rollout.DefaultMaxParallel))
 			}
 			for _, p := range ps {
 				problems = append(problems, Problem{Path: p.Path, Line: p.Line, Column: p.Column, Message: p.Message})
@@ -61,7 +62,7 @@ func environmentProtection(env *Environment, path string) []rollout.Problem {
 
 // planRollout plans the environment's rollout over its targets; the
 // environment's freezes and protection rule join the rollout's own.
-func planRollout(env *Environment, path string) []rollout.Problem {
+func planRollout(env *Environment, path string, maxParallel int) []rollout.Problem {
 	if env.Targets == nil {
 		return []rollout.Problem{{Path: path + ".rollout", Line: env.Rollout.Line, Column: env.Rollout.Column,
 			Message: "a rollout needs targets: add a targets list beside it, e.g. targets: [{host: web-1, labels: {region: eu-1}}]"}}
@@ -72,7 +73,7 @@ func planRollout(env *Environment, path string) []rollout.Problem {
 		return ps
 	}
 	plan, ps := rollout.NewPlan(spec, targets, rollout.PlanOptions{
-		MaxParallel: rollout.DefaultMaxParallel, RollbackEnabled: env.Rollback.Mode != ""})
+		MaxParallel: maxParallel, RollbackEnabled: env.Rollback.Mode != ""})
 	if plan != nil {
 		plan.Freezes = append(slices.Clone(env.Freezes), plan.Freezes...)
 		if env.ProtectionRule.Enabled {

@@ -65,6 +65,7 @@ func (r Result) Valid() bool { return r.Found && r.Config != nil }
 type Loader struct {
 	mu     sync.Mutex
 	parsed map[string]parsed
+	opts   repoconfig.Options
 }
 
 type parsed struct {
@@ -74,6 +75,12 @@ type parsed struct {
 
 // NewLoader returns an empty Loader.
 func NewLoader() *Loader { return &Loader{parsed: map[string]parsed{}} }
+
+// NewLoaderWith returns an empty Loader that checks configs against a
+// server's options.
+func NewLoaderWith(opts repoconfig.Options) *Loader {
+	return &Loader{parsed: map[string]parsed{}, opts: opts}
+}
 
 // Load reads repository's config. With ref empty it reads the default branch
 // and falls back to the organisation's .github repository; with a ref (a
@@ -117,7 +124,7 @@ func (l *Loader) read(ctx context.Context, gh ContentsGetter, owner, name, ref s
 	if err != nil {
 		return Result{}, fmt.Errorf("read %s: %w", src, err)
 	}
-	cfg, problems := repoconfig.Load([]byte(text))
+	cfg, problems := repoconfig.LoadWith([]byte(text), l.opts)
 	l.store(src.SHA, parsed{cfg: cfg, problems: problems})
 	return Result{Found: true, Source: src, Config: cfg, Problems: problems}, nil
 }

@@ -37,8 +37,12 @@ type validateRequest struct {
 }
 
 // Validate checks a config file: data is the file itself.
-func Validate(data []byte) ValidateResponse {
-	_, problems := repoconfig.Load(data)
+func Validate(data []byte) ValidateResponse { return ValidateWith(data, repoconfig.Options{}) }
+
+// ValidateWith checks a config file against a server's options (its
+// rollout.max_parallel).
+func ValidateWith(data []byte, opts repoconfig.Options) ValidateResponse {
+	_, problems := repoconfig.LoadWith(data, opts)
 	out := ValidateResponse{Valid: len(problems) == 0, Problems: []ProblemJSON{}}
 	for _, p := range problems {
 		out.Problems = append(out.Problems, ProblemJSON{Path: p.Path, Line: p.Line, Column: p.Column, Message: p.Message})
@@ -50,7 +54,14 @@ func Validate(data []byte) ValidateResponse {
 // with Content-Type application/json, {"content": "..."}. A body that is a
 // JSON object with a string "content" and nothing else is taken as the JSON
 // form whatever its type, since it can never be a valid config itself.
-func validateHandler(w http.ResponseWriter, r *http.Request) {
+func validateHandler(w http.ResponseWriter, r *http.Request) { validate(w, r, repoconfig.Options{}) }
+
+// validateFor is the handler for a server with these options.
+func validateFor(opts repoconfig.Options) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { validate(w, r, opts) }
+}
+
+func validate(w http.ResponseWriter, r *http.Request, opts repoconfig.Options) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxConfigBytes))
 	if err != nil {
 		pipeline.WriteError(w, http.StatusRequestEntityTooLarge, "", "the config is larger than 1 MiB, more than GitHub serves inline")
@@ -61,7 +72,7 @@ func validateHandler(w http.ResponseWriter, r *http.Request) {
 		pipeline.WriteError(w, http.StatusBadRequest, field, err.Error())
 		return
 	}
-	pipeline.WriteJSON(w, http.StatusOK, Validate(content))
+	pipeline.WriteJSON(w, http.StatusOK, ValidateWith(content, opts))
 }
 
 // configFromBody returns the file a request carries, or the field that is wrong.

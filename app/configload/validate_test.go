@@ -3,6 +3,7 @@ package configload
 import (
 	"encoding/json"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/repoconfig"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -69,3 +70,35 @@ func TestValidateEndpoint(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// The API checks a wave's parallel against this server's max_parallel.
+func TestValidateEndpointUsesTheServersMaxParallel(t *testing.T) {
+	doc := `version: 1
+apps:
+  shop:
+    environments:
+      prod:
+        cluster: c
+        targets: [{host: a, labels: {region: eu-1}}, {host: b, labels: {region: eu-1}}]
+        rollout:
+          waves: [{name: all, select: "region=eu-1", parallel: 8}]
+`
+	for _, tt := range []struct {
+		max   int
+		valid bool
+	}{{0, true}, {16, true}, {4, false}} {
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/validate", strings.NewReader(doc))
+		w := httptest.NewRecorder()
+		validateFor(repoconfig.Options{MaxParallel: tt.max})(w, req)
+		var got ValidateResponse
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Valid != tt.valid {
+			t.Errorf("max_parallel %d: valid = %v (%v), want %v", tt.max, got.Valid, got.Problems, tt.valid)
+		}
+		if !tt.valid && (len(got.Problems) != 1 || !strings.Contains(got.Problems[0].Message, "max_parallel 4")) {
+			t.Errorf("max_parallel %d: problems %v, want the parallel one", tt.max, got.Problems)
+		}
+	}
+}

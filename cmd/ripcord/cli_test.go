@@ -136,4 +136,20 @@ apps:
 	if code != 1 || !strings.Contains(out, bad+":3:3:") || !strings.Contains(out, "max_retries") {
 		t.Errorf("a file with a typo: exit %d, output %q; want 1 and path:3:3 suggesting max_retries", code, out)
 	}
+	// --max-parallel checks a wave's parallel as the server will.
+	wide := filepath.Join(dir, "wide.yml")
+	wavesYAML, err := os.ReadFile(waves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wideYAML := strings.Replace(string(wavesYAML), `{name: canary, select: "canary=true"}`, `{name: canary, select: "canary=true", parallel: 8}`, 1)
+	if err := os.WriteFile(wide, []byte(wideYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := ripcord(t, nil, "validate", "--max-parallel", "4", wide); code != 1 || !strings.Contains(out, "max_parallel 4") {
+		t.Errorf("parallel 8 with --max-parallel 4: exit %d, output %q (%s); want the problem", code, out, errOut)
+	}
+	if code, _, errOut := ripcord(t, nil, "validate", wide); code != 0 {
+		t.Errorf("parallel 8 under the default 16: exit %d (%s)", code, errOut)
+	}
 }

@@ -1,16 +1,33 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/ripcord/ripcord/repoconfig"
+	"github.com/ripcord/ripcord/rollout"
 )
 
 // runValidate checks .github/ripcord.yml files: each problem is printed as
 // path:line:column: message; exit 1 on any problem.
 func runValidate(args []string) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: ripcord validate [--max-parallel N] [FILE...]   (default .github/ripcord.yml)")
+		fs.PrintDefaults()
+	}
+	maxParallel := fs.Int("max-parallel", rollout.DefaultMaxParallel,
+		"the server's rollout.max_parallel: no wave's parallel may ask for more")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *maxParallel < 1 {
+		fmt.Fprintln(os.Stderr, "ripcord validate: --max-parallel must be at least 1")
+		return 2
+	}
+	args = fs.Args()
 	if len(args) == 0 {
 		args = []string{".github/ripcord.yml"}
 	}
@@ -21,7 +38,7 @@ func runValidate(args []string) int {
 			fmt.Fprintln(os.Stderr, "ripcord validate:", err)
 			return 2
 		}
-		problems := repoconfig.Validate(file, data)
+		problems := repoconfig.ValidateWith(file, data, repoconfig.Options{MaxParallel: *maxParallel})
 		for _, p := range problems {
 			fmt.Println(p)
 		}
