@@ -14,7 +14,7 @@ import (
 func Register(d pipeline.Deps, runners ...Runner) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &reactionWorker{deps: d})
 	river.AddWorker(d.Workers, &replyWorker{deps: d})
-	h := &handler{deps: d, loader: configload.NewLoader(), runners: map[string]Runner{}}
+	h := &handler{deps: d, loader: configload.NewLoaderFor(d), runners: map[string]Runner{}}
 	for _, r := range runners {
 		h.runners[r.Name()] = r
 	}

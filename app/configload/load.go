@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
@@ -75,6 +76,19 @@ type parsed struct {
 
 // NewLoader returns an empty Loader.
 func NewLoader() *Loader { return &Loader{parsed: map[string]parsed{}} }
+
+// NewLoaderFor returns an empty Loader that checks configs as this server
+// does (its rollout.max_parallel). Every capability loads configs with one,
+// so a file valid for one is valid for all.
+func NewLoaderFor(d pipeline.Deps) *Loader { return NewLoaderWith(ServerOptions(d)) }
+
+// ServerOptions are the server's side of a config check.
+func ServerOptions(d pipeline.Deps) repoconfig.Options {
+	if d.Config == nil {
+		return repoconfig.Options{}
+	}
+	return repoconfig.Options{MaxParallel: d.Config.Rollout.MaxParallel}
+}
 
 // NewLoaderWith returns an empty Loader that checks configs against a
 // server's options.

@@ -9,7 +9,9 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/githubtest"
 )
 
@@ -111,5 +113,32 @@ func TestRereadIsA304AndAChangeIsSeenAtOnce(t *testing.T) {
 	t.Logf("config reads: %v", got)
 	if want := []int{200, 304, 304, 200}; !slices.Equal(got, want) {
 		t.Errorf("statuses of the reads = %v, want %v", got, want)
+	}
+}
+
+// Every capability's loader checks a file as the server does: a wave's
+// parallel above the default 16 is valid on a server that allows it.
+func TestLoaderForTheServersMaxParallel(t *testing.T) {
+	ctx := context.Background()
+	fake := githubtest.NewServer(t)
+	fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    environments:
+      prod:
+        cluster: c
+        targets: [{host: a, labels: {region: eu-1}}]
+        rollout:
+          waves: [{name: all, select: "region=eu-1", parallel: 20}]
+`)
+	gh := client(t, fake).Repositories
+	res, err := NewLoader().Load(ctx, gh, "acme/checkout", "")
+	if err != nil || res.Valid() {
+		t.Fatalf("default server: valid=%v err=%v, want parallel 20 refused", res.Valid(), err)
+	}
+	d := pipeline.Deps{Config: &config.Config{Rollout: config.Rollout{MaxParallel: 32}}}
+	res, err = NewLoaderFor(d).Load(ctx, gh, "acme/checkout", "")
+	if err != nil || !res.Valid() {
+		t.Fatalf("max_parallel 32: valid=%v problems=%v err=%v", res.Valid(), res.Problems, err)
 	}
 }

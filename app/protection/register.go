@@ -15,6 +15,6 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 		Help: "Deployment protection rule requests answered, by state (approved, rejected).",
 	}, []string{"state"})
 	d.Registerer.MustRegister(reviews)
-	river.AddWorker(d.Workers, &reviewWorker{deps: d, loader: configload.NewLoader(), reviews: reviews})
+	river.AddWorker(d.Workers, &reviewWorker{deps: d, loader: configload.NewLoaderFor(d), reviews: reviews})
 	return []pipeline.EventHandler{handler{deps: d}}
 }

@@ -61,7 +61,7 @@ func Register(d pipeline.Deps, executors ...RollbackExecutor) []pipeline.EventHa
 }
 
 func newFlow(d pipeline.Deps, executors ...RollbackExecutor) *flow {
-	f := &flow{deps: d, loader: configload.NewLoader(), executors: map[string]RollbackExecutor{}, metrics: newMetrics(d.Registerer)}
+	f := &flow{deps: d, loader: configload.NewLoaderFor(d), executors: map[string]RollbackExecutor{}, metrics: newMetrics(d.Registerer)}
 	f.executors[workflowMode] = workflowExecutor{f: f}
 	for _, e := range executors {
 		f.executors[e.Mode()] = e

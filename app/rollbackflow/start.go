@@ -27,7 +27,9 @@ type starter struct {
 	loader *configload.Loader
 }
 
-func newStarter(d pipeline.Deps) *starter { return &starter{deps: d, loader: configload.NewLoader()} }
+func newStarter(d pipeline.Deps) *starter {
+	return &starter{deps: d, loader: configload.NewLoaderFor(d)}
+}
 
 // prepare decides s for the app repository, whose config is cfg; gh is that
 // repository's installation client (GETs only).

@@ -16,7 +16,7 @@ import (
 // The /ripcord approve command is ApproveCommand (for commands.Register).
 func Register(d pipeline.Deps) []pipeline.EventHandler {
 	x := newExecutor(d)
-	loader := configload.NewLoader()
+	loader := configload.NewLoaderFor(d)
 	river.AddWorker(d.Workers, &startWorker{x: x, loader: loader})
 	river.AddWorker(d.Workers, &tickWorker{x: x})
 	river.AddWorker(d.Workers, &checkWorker{x: x})
