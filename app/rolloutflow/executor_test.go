@@ -62,16 +62,26 @@ func TestRedMetricInTheThirdStage(t *testing.T) {
 		onFailure string
 		again     []string // dispatched after the three deploys, in order
 		stages    []string
+		drift     []string // stages left on the new version
 	}{
-		{"stop", nil, []string{StageSucceeded, StageSucceeded, StageFailed, StagePending}},
+		{"stop", nil, []string{StageSucceeded, StageSucceeded, StageFailed, StagePending},
+			[]string{"canary", "eu-1/eu-1a", "eu-1/eu-1b (partly)"}},
 		{"rollback-wave", []string{"rollback@eu-1/eu-1/eu-1b#0 v1"},
-			[]string{StageSucceeded, StageSucceeded, StageRolledBack, StagePending}},
+			[]string{StageSucceeded, StageSucceeded, StageRolledBack, StagePending}, []string{"canary", "eu-1/eu-1a"}},
 		{"rollback-all", []string{"rollback@eu-1/eu-1/eu-1b#0 v1", "rollback@eu-1/eu-1/eu-1a#0 v1", "rollback@canary#0 v1"},
-			[]string{StageRolledBack, StageRolledBack, StageRolledBack, StagePending}},
+			[]string{StageRolledBack, StageRolledBack, StageRolledBack, StagePending}, nil},
 	} {
 		t.Run(tc.onFailure, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
-				redMetric(t, newHarnessOn(t, dbURL, tc.onFailure, "", 5*time.Minute), tc.again, tc.stages)
+				h := newHarnessOn(t, dbURL, tc.onFailure, "", 5*time.Minute)
+				redMetric(t, h, tc.again, tc.stages)
+				st, err := h.executor().Status(context.Background(), h.rollout().ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(st.Rollout.Drift, tc.drift) {
+					t.Errorf("drift %q, want %q", st.Rollout.Drift, tc.drift)
+				}
 			})
 		})
 	}

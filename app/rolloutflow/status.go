@@ -87,6 +87,9 @@ func statusOf(r Rollout, runs []Dispatched, audit []AuditLine) StatusJSON {
 		}
 		s.Rollout.Rollback = out
 	}
+	if m.Status == Failed && (m.Rollback == nil || m.Rollback.Outcome != "running") {
+		s.Rollout.Drift = status.DriftOf(s.Rollout.Stages)
+	}
 	return StatusJSON{ID: r.ID, ReleaseID: r.ReleaseID, Repository: r.Repository, App: r.App, Environment: r.Environment,
 		Version: r.Version, HeadSHA: r.HeadSHA, HeadFrom: r.Snapshot.HeadFrom, Status: s, Audit: audit, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }

@@ -75,6 +75,10 @@ func headline(s Status) string {
 			line += " — " + cell(r.Rollback.Reason)
 		}
 	}
+	if len(r.Drift) > 0 {
+		line += "\n\n⚠️ Drift: the new version runs on " + cell(strings.Join(r.Drift, ", ")) +
+			"; the other stages run the previous release. Release again or roll back."
+	}
 	return line
 }
 

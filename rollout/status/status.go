@@ -57,7 +57,12 @@ type Rollout struct {
 	// approval it waits for.
 	Paused   string    `json:"paused,omitempty"`
 	Rollback *Rollback `json:"rollback,omitempty"`
-	Stages   []Stage   `json:"stages"`
+	// Drift lists, once a rollout failed, the stages left on the new
+	// version while others are not (seed 001: after a stop "the inventory
+	// reports drift"): the environment runs two versions until it is
+	// released again or rolled back.
+	Drift  []string `json:"drift,omitempty"`
+	Stages []Stage  `json:"stages"`
 }
 
 // Rollback reports the rollback on_failure started, and its outcome.
@@ -129,6 +134,37 @@ func New(p *rollout.Plan) Status {
 	}
 	s.RolloutProgress = Progress(s.Rollout.Stages)
 	return s
+}
+
+// DriftOf lists the stages a failed rollout leaves on the new version:
+// those that passed and were not rolled back, and a failed stage that was
+// left as it was (stop), with some batch dispatched. None when every stage
+// is on one side.
+func DriftOf(stages []Stage) []string {
+	var onNew []string
+	for _, st := range stages {
+		switch {
+		case st.State == StageSucceeded:
+			onNew = append(onNew, st.Name)
+		case st.State == StageFailed && deployedAny(st):
+			onNew = append(onNew, st.Name+" (partly)")
+		}
+	}
+	if len(onNew) == 0 || len(onNew) == len(stages) {
+		return nil
+	}
+	return onNew
+}
+
+func deployedAny(st Stage) bool {
+	for _, p := range st.Passes {
+		for _, b := range p.Batches {
+			if b.State != "" && b.State != string(StagePending) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Progress is rollout_progress: stages succeeded over all stages, "2/4".
