@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/gates"
 	"github.com/ripcord/ripcord/gates/attest"
@@ -107,7 +108,7 @@ func (w *evaluateWorker) releases(ctx context.Context, gh *github.Client, cfg *r
 			if rb.File == "" || (rb.Repository != "" && rb.Repository != a.Repository) {
 				continue
 			}
-			head, err := fileAt(ctx, gh, a.Repository, rb.File, a.HeadSHA)
+			head, err := ghclient.FileAt(ctx, gh, a.Repository, rb.File, a.HeadSHA)
 			if err != nil {
 				return nil, err
 			}
@@ -116,7 +117,7 @@ func (w *evaluateWorker) releases(ctx context.Context, gh *github.Client, cfg *r
 			}
 			g, _ := cfg.GatesFor(app, env)
 			if !onReleaseBranch(g.Branches, pr.GetHead().GetRef()) {
-				base, err := fileAt(ctx, gh, a.Repository, rb.File, pr.GetBase().GetSHA())
+				base, err := ghclient.FileAt(ctx, gh, a.Repository, rb.File, pr.GetBase().GetSHA())
 				if err != nil {
 					return nil, err
 				}

@@ -3,7 +3,6 @@ package gatesflow
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -22,30 +21,6 @@ func (c commits) CommitVerification(ctx context.Context, repository, sha string)
 	}
 	v := rc.GetCommit().GetVerification()
 	return v.GetVerified(), v.GetReason(), nil
-}
-
-// fileAt reads a file at ref (empty: the default branch); nil content (and no error) when it does not exist there.
-func fileAt(ctx context.Context, gh *github.Client, repository, path, ref string) ([]byte, error) {
-	owner, name, _ := strings.Cut(repository, "/")
-	var opts *github.RepositoryContentGetOptions
-	if ref != "" {
-		opts = &github.RepositoryContentGetOptions{Ref: ref}
-	}
-	f, _, resp, err := gh.Repositories.GetContents(ctx, owner, name, path, opts)
-	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s at %q in %s: %w", path, ref, repository, err)
-	}
-	if f == nil {
-		return nil, fmt.Errorf("read %s at %s in %s: it is a directory", path, ref, repository)
-	}
-	s, err := f.GetContent()
-	if err != nil {
-		return nil, fmt.Errorf("read %s at %s in %s: %w", path, ref, repository, err)
-	}
-	return []byte(s), nil
 }
 
 // scanning adapts go-github to gates.CodeScanning.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/gates"
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -38,7 +39,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if g.Values != nil && g.Values.Schema != "" {
 		// The default branch's schema, like the config: a PR must not be
 		// able to loosen the schema that judges it.
-		schema.content, schema.err = fileAt(ctx, gh, a.Repository, g.Values.Schema, "")
+		schema.content, schema.err = ghclient.FileAt(ctx, gh, a.Repository, g.Values.Schema, "")
 		if schema.err == nil && schema.content == nil {
 			schema.err = fmt.Errorf("no such file on the default branch")
 		}

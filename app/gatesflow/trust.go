@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/gates/attest"
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -49,7 +50,7 @@ func readTrust(ctx context.Context, gh *github.Client, repository string, p *rep
 }
 
 func defaultBranchFile(ctx context.Context, gh *github.Client, repository, path, field string) ([]byte, error) {
-	b, err := fileAt(ctx, gh, repository, path, "")
+	b, err := ghclient.FileAt(ctx, gh, repository, path, "")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}

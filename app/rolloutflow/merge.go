@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/gates"
 	"github.com/ripcord/ripcord/records"
@@ -105,11 +105,11 @@ func (w *mergeWorker) Work(ctx context.Context, job *river.Job[MergeArgs]) error
 			if env.Plan == nil || rb.File == "" || (rb.Repository != "" && rb.Repository != a.Repository) {
 				continue
 			}
-			head, err := fileAt(ctx, gh, a.Repository, rb.File, a.MergeSHA)
+			head, err := ghclient.FileAt(ctx, gh, a.Repository, rb.File, a.MergeSHA)
 			if err != nil {
 				return err
 			}
-			base, err := fileAt(ctx, gh, a.Repository, rb.File, a.BaseSHA)
+			base, err := ghclient.FileAt(ctx, gh, a.Repository, rb.File, a.BaseSHA)
 			if err != nil {
 				return err
 			}
@@ -145,24 +145,4 @@ func (x *executor) openAndStart(ctx context.Context, rec records.Record, authors
 		}
 		return QueueStart(ctx, tx, x.deps.River(), StartArgs{ReleaseID: opened.ReleaseID, Author: authors})
 	})
-}
-
-// fileAt is path at ref of repository; nil when it does not exist.
-func fileAt(ctx context.Context, gh *github.Client, repository, path, ref string) ([]byte, error) {
-	owner, name, _ := strings.Cut(repository, "/")
-	f, _, resp, err := gh.Repositories.GetContents(ctx, owner, name, path, &github.RepositoryContentGetOptions{Ref: ref})
-	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s at %s in %s: %w", path, ref, repository, err)
-	}
-	if f == nil {
-		return nil, fmt.Errorf("read %s at %s in %s: it is a directory", path, ref, repository)
-	}
-	s, err := f.GetContent()
-	if err != nil {
-		return nil, fmt.Errorf("read %s at %s in %s: %w", path, ref, repository, err)
-	}
-	return []byte(s), nil
 }
