@@ -16,10 +16,12 @@ build:
 ## PostgreSQL server (installed from Debian's packages if missing); the
 ## cluster tests run a real kube-apiserver, built once into ~/.cache/ripcord
 ## (about 11 minutes on 2 cores the first time), and the Helm chart is linted,
-## rendered and dry-run applied with helm v3.22 (built once, ~3 minutes)
+## rendered and dry-run applied with helm v3.22 (built once, ~3 minutes); the
+## releases page is tested in Debian's chromium (installed if missing, as root)
 test:
 	nice -n 10 ./scripts/k8s-binaries.sh
 	./scripts/helm.sh
+	./scripts/chromium.sh
 	./scripts/with-postgres.sh $(GO) test -race -count=1 -timeout 30m ./...
 
 ## test-short: the suite without the child-process and PostgreSQL parts
