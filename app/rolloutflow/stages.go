@@ -26,6 +26,8 @@ type RolloutView struct {
 	Paused    string // what holds the rollout: the freeze or the approval
 	OnFailure string
 	Rollback  *status.Rollback // nil until on_failure starts a rollback
+	// Drift lists the stages a failed rollout left on the new version.
+	Drift     []string
 	Stages    []StageView
 	UpdatedAt time.Time
 }
@@ -86,7 +88,7 @@ func Stages(ctx context.Context, db *sql.DB, releaseID string) (RolloutView, boo
 func viewOf(st StatusJSON, runs map[Ref]Run, audit []AuditLine) RolloutView {
 	ro := st.Rollout
 	v := RolloutView{ID: st.ID, Status: ro.Status, State: st.State, Progress: st.RolloutProgress, Stage: ro.Stage,
-		Paused: ro.Paused, OnFailure: ro.OnFailure, Rollback: ro.Rollback, UpdatedAt: st.UpdatedAt}
+		Paused: ro.Paused, OnFailure: ro.OnFailure, Rollback: ro.Rollback, Drift: ro.Drift, UpdatedAt: st.UpdatedAt}
 	for si, s := range ro.Stages {
 		sv := StageView{Name: s.Name, Wave: s.Wave, State: s.State, Gate: s.Gate, Approval: s.Approval}
 		for pi, p := range s.Passes {

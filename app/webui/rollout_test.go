@@ -30,7 +30,7 @@ func TestReleasePageShowsRolloutStages(t *testing.T) {
 	app := appWith("https://github.example/")
 	started := t0.Add(2 * time.Hour)
 	rollouts := fakeRollouts{rollouts: map[string]Rollout{"shop-3": {ID: "ro/1", Status: "failed", Progress: "1/3",
-		Stage: "eu-west-1", OnFailure: "rollback", Rollback: "rollback succeeded: canary", Stages: []Stage{
+		Stage: "eu-west-1", OnFailure: "rollback", Rollback: "rollback succeeded: canary", Drift: []string{"canary", "eu-west-1 (partly)"}, Stages: []Stage{
 			{Name: "canary", Wave: "canary", State: "succeeded", StartedAt: &started, Passes: "eu-1a (1 host, 1/1 batches)"},
 			{Name: "eu-west-1", Wave: "regions", State: "failed", Gate: "gate error-rate: 7% > 2%"},
 			{Name: "us-east-1", Wave: "regions", State: "pending", Approval: "pending"},
@@ -54,6 +54,7 @@ func TestReleasePageShowsRolloutStages(t *testing.T) {
 		`<span class="state bad">failed</span> stage <strong>eu-west-1</strong> · 1/3 stages passed · on_failure: rollback`,
 		`href="/api/v1/rollouts/ro%2F1"`,
 		`rollback succeeded: canary`,
+		`<p id="rollout-drift" class="warn">Drift: the new version runs on <strong>canary</strong>, <strong>eu-west-1 (partly)</strong>;`,
 		`approval pending`,
 		`eu-1a (1 host, 1/1 batches)`,
 		`<time datetime="2026-11-02T11:00:00Z">`,
@@ -88,7 +89,11 @@ func TestFromWavesKeepsWhatThePageShows(t *testing.T) {
 			{Name: "rest", Wave: "rest", State: status.StageFailed, Gate: "probe http: 503",
 				Passes: []rolloutflow.PassView{{Name: "eu-1b", Hosts: 3, Batches: 2}, {Name: "eu-1c", Hosts: 2, Batches: 1}}},
 		}}
+	v.Drift = []string{"canary"}
 	got := fromWaves(v)
+	if len(got.Drift) != 1 || got.Drift[0] != "canary" {
+		t.Errorf("drift = %q, want the executor's", got.Drift)
+	}
 	if got.ID != "ro1" || got.Status != "failed" || got.Stage != "rest" || got.Progress != "1/2" || got.OnFailure != "rollback" {
 		t.Errorf("rollout = %+v", got)
 	}

@@ -33,7 +33,7 @@ func (w waveRollouts) Rollout(ctx context.Context, releaseID string) (Rollout, b
 // fromWaves is the executor's view of a rollout as the page shows it.
 func fromWaves(v rolloutflow.RolloutView) Rollout {
 	out := Rollout{ID: v.ID, Status: string(v.Status), Progress: v.Progress, Stage: v.Stage, Paused: v.Paused,
-		OnFailure: v.OnFailure}
+		OnFailure: v.OnFailure, Drift: v.Drift}
 	if rb := v.Rollback; rb != nil {
 		out.Rollback = "rollback " + rb.Status
 		if len(rb.Stages) > 0 {

@@ -23,7 +23,9 @@ type Rollout struct {
 	Paused    string // what holds the rollout: a freeze or an approval
 	OnFailure string
 	Rollback  string // what on_failure's rollback did; "" when there is none
-	Stages    []Stage
+	// Drift lists the stages a failed rollout left on the new version.
+	Drift  []string
+	Stages []Stage
 }
 
 // Stage is one step of a release's rollout (a wave: canary, a region, an
