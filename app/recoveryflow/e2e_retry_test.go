@@ -52,20 +52,25 @@ func TestFailureThatSucceedsOnTheSecondRetry(t *testing.T) {
 		if n := len(s.GitHub.Issues(repo)); n != 0 {
 			t.Errorf("issues = %d, want none", n)
 		}
-		if got, first := s.Count("GET", contents, 304), s.Count("GET", contents, 200); first != 1 || got < 1 {
-			t.Errorf("config reads: %d answered 200 and %d answered 304; want one 200 and 304s after it", first, got)
+		// The rollout start job of the release the first fact opened may read
+		// the config at the same moment as the recovery decision, before
+		// either has its ETag: then two reads answer 200.
+		if got, first := s.Count("GET", contents, 304), s.Count("GET", contents, 200); first < 1 || first > 2 || got < 1 {
+			t.Errorf("config reads: %d answered 200 and %d answered 304; want one (two when racing) 200 and 304s after it", first, got)
 		}
 		// The order of the calls that decide and act; the check-run updates
-		// interleave with them as their jobs run.
+		// interleave with them as their jobs run, and so do config reads
+		// (counted above), such as the rollout start's look at the release
+		// the first fact opened.
 		var acts []string
 		for _, c := range s.Sequence() {
-			if !strings.Contains(c, "check-runs") {
+			if !strings.Contains(c, "check-runs") && !strings.HasPrefix(c, "GET "+contents+" ") {
 				acts = append(acts, c)
 			}
 		}
 		wantActs := []string{
-			"GET " + contents + " 200", "GET /repos/{owner}/{repo}/actions/runs/{run_id} 200", "POST " + rerunPath + " 201",
-			"GET " + contents + " 304", "GET /repos/{owner}/{repo}/actions/runs/{run_id} 200", "POST " + rerunPath + " 201",
+			"GET /repos/{owner}/{repo}/actions/runs/{run_id} 200", "POST " + rerunPath + " 201",
+			"GET /repos/{owner}/{repo}/actions/runs/{run_id} 200", "POST " + rerunPath + " 201",
 		}
 		if !slices.Equal(acts, wantActs) {
 			t.Errorf("calls =\n  %s\nwant\n  %s", strings.Join(acts, "\n  "), strings.Join(wantActs, "\n  "))
