@@ -3,11 +3,9 @@ package rollbackflow
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
@@ -22,15 +20,9 @@ type buttonHandler struct{ st *starter }
 func (buttonHandler) Handles() []string { return []string{"check_run"} }
 
 func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Commit, error) {
-	if d.Action != "requested_action" {
-		return nil, nil
-	}
-	var ev github.CheckRunEvent
-	if err := json.Unmarshal(d.Body, &ev); err != nil {
-		return nil, fmt.Errorf("decode check_run event: %w", err)
-	}
-	if ev.GetCheckRun().GetName() != ReleaseCheckName || ev.GetRequestedAction().Identifier != RollbackAction {
-		return nil, nil
+	ev, err := pipeline.RequestedAction(d, ReleaseCheckName, RollbackAction)
+	if ev == nil || err != nil {
+		return nil, err
 	}
 	rec, err := h.st.deps.Records.Get(ctx, ev.GetCheckRun().GetExternalID())
 	if errors.Is(err, records.ErrNotFound) {

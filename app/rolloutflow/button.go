@@ -3,12 +3,9 @@ package rolloutflow
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/rollout/approval"
@@ -22,15 +19,9 @@ type buttonHandler struct{ x *executor }
 func (buttonHandler) Handles() []string { return []string{"check_run"} }
 
 func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Commit, error) {
-	if d.Action != "requested_action" {
-		return nil, nil
-	}
-	var ev github.CheckRunEvent
-	if err := json.Unmarshal(d.Body, &ev); err != nil {
-		return nil, pipeline.Permanent(fmt.Errorf("decode check_run event: %w", err))
-	}
-	if ev.GetCheckRun().GetName() != CheckName || ev.GetRequestedAction().Identifier != ApproveAction {
-		return nil, nil
+	ev, err := pipeline.RequestedAction(d, CheckName, ApproveAction)
+	if ev == nil || err != nil {
+		return nil, err
 	}
 	id, user := ev.GetCheckRun().GetExternalID(), ev.GetSender().GetLogin()
 	r, err := getRollout(ctx, h.x.deps.DB.Read, id)
