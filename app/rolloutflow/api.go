@@ -199,7 +199,16 @@ func (a api) approve(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &q) {
 		return
 	}
-	reply, err := a.x.vote(r.Context(), r.PathValue("id"), q.User, !q.Reject, q.Comment, "API")
+	// The api token names the voter; the voter's own GitHub permission is
+	// checked as for the button and /ripcord approve.
+	user := strings.TrimPrefix(strings.TrimSpace(q.User), "@")
+	if ro, err := getRollout(r.Context(), a.x.deps.DB.Read, r.PathValue("id")); err == nil && user != "" {
+		if err := a.x.mayVote(r.Context(), ro, ro.InstallationID, user); err != nil {
+			a.answer(w, r, "", err)
+			return
+		}
+	}
+	reply, err := a.x.vote(r.Context(), r.PathValue("id"), user, !q.Reject, q.Comment, "API")
 	a.answer(w, r, reply, err)
 }
 

@@ -31,21 +31,12 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	if err != nil {
 		return nil, err
 	}
-	gh, err := h.x.deps.GitHub.NewInstallationClient(ev.GetInstallation().GetID())
-	if err != nil {
-		return nil, fmt.Errorf("github client for installation %d: %w", ev.GetInstallation().GetID(), err)
-	}
-	owner, name, _ := strings.Cut(r.Repository, "/")
-	level, _, err := gh.Repositories.GetPermissionLevel(ctx, owner, name, user)
-	if err != nil {
-		return nil, fmt.Errorf("permission of %s on %s: %w", user, r.Repository, err)
-	}
-	role := level.GetRoleName()
-	if role == "" {
-		role = level.GetPermission()
-	}
-	if err := approval.CanVote(r.Snapshot.Settings.approvals(), authors(r.Author), user, role); err != nil {
-		return h.note(r.ID, "@"+user+" clicked Approve: refused: "+err.Error()), nil
+	if err := h.x.mayVote(ctx, r, ev.GetInstallation().GetID(), user); err != nil {
+		var refused *Refused
+		if errors.As(err, &refused) {
+			return h.note(r.ID, "@"+user+" clicked Approve: refused: "+refused.Reason), nil
+		}
+		return nil, err
 	}
 	_, commit, err := h.x.prepareVote(ctx, id, user, true, "", "the Approve button")
 	var refused *Refused
@@ -60,4 +51,27 @@ func (h buttonHandler) note(id, msg string) pipeline.Commit {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		return insertAudit(ctx, tx, id, h.x.deps.Now(), "approval-refused", msg)
 	}
+}
+
+// mayVote checks that user may vote on r's approval: the rollout's
+// approvals.permission on its repository, read through the App's
+// installation, and not the release's author. A refusal is a *Refused.
+func (x *executor) mayVote(ctx context.Context, r Rollout, installation int64, user string) error {
+	gh, err := x.deps.GitHub.NewInstallationClient(installation)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", installation, err)
+	}
+	owner, name, _ := strings.Cut(r.Repository, "/")
+	level, _, err := gh.Repositories.GetPermissionLevel(ctx, owner, name, user)
+	if err != nil {
+		return fmt.Errorf("permission of %s on %s: %w", user, r.Repository, err)
+	}
+	role := level.GetRoleName()
+	if role == "" {
+		role = level.GetPermission()
+	}
+	if err := approval.CanVote(r.Snapshot.Settings.approvals(), authors(r.Author), user, role); err != nil {
+		return refuse("%s", err.Error())
+	}
+	return nil
 }

@@ -28,6 +28,7 @@ func newScene(t *testing.T, config string) *scene {
 	})
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config)
 	e.GitHub.SetPermission(repo, "bob", "admin")
+	e.GitHub.SetPermission(repo, "visitor", "read")
 	e.Install(repo)
 	return &scene{Env: e}
 }
@@ -93,6 +94,10 @@ func TestRolloutCLI(t *testing.T) {
 	}
 	if code, out := run("status", "--release-id", "checkout-v9:prod-eu/prod"); code != 0 || !strings.Contains(out, "paused-approval") {
 		t.Errorf("ripcord rollout status: exit %d\n%s", code, out)
+	}
+	// The api token names the voter, whose own GitHub permission counts.
+	if code, out := run("approve", "--user", "visitor", s.id); code == 0 || !strings.Contains(out, "they have read permission on the repository") {
+		t.Errorf("a reader approved through the API: exit %d\n%s", code, out)
 	}
 	if code, out := run("approve", "--user", "bob", s.id); code != 0 || !strings.Contains(out, "approved") {
 		t.Fatalf("ripcord rollout approve: exit %d\n%s", code, out)
