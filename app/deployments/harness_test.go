@@ -60,7 +60,7 @@ func newEnv(t *testing.T, dbURL string) *env {
 	e := &env{t: t, db: db, recs: records.NewStore(db), gh: githubtest.NewServer(t), net: &network{},
 		gens: map[string]int64{}}
 	cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t),
-		APIURL: e.gh.URL(), Clock: &stepClock{now: time.Now()}, Transport: e.net})
+		APIURL: e.gh.URL(), Clock: ghclient.NewStepClock(time.Now()), Transport: e.net})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,25 +271,6 @@ func (n *network) RoundTrip(r *http.Request) (*http.Response, error) {
 func fail(r *http.Request, code int) *http.Response {
 	return &http.Response{StatusCode: code, Status: http.StatusText(code), Request: r, Header: http.Header{},
 		Body: io.NopCloser(strings.NewReader(`{"message":"unavailable"}`))}
-}
-
-// stepClock makes ghclient's waits (retry backoff, pacing) take no time.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
 }
 
 // quickRetry retries a failed job at once, so "later" comes soon.

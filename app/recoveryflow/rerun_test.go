@@ -26,29 +26,10 @@ import (
 	"github.com/ripcord/ripcord/recovery"
 )
 
-// autoClock is a fake clock that moves only when slept on, by the sleep.
-type autoClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *autoClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *autoClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
-
 // writeTimes records, on the clock, when each content-creating request
 // left ripcord (below every middleware, so after pacing).
 type writeTimes struct {
-	clock *autoClock
+	clock *ghclient.StepClock
 	mu    sync.Mutex
 	at    []time.Time
 }
@@ -64,7 +45,7 @@ func (w *writeTimes) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // workerFlow is the recovery flow on a real database and the fake GitHub,
 // with an insert-only job queue: the test calls workers itself.
-func workerFlow(t *testing.T, dbURL string, fake *githubtest.Server, clock *autoClock, transport http.RoundTripper) *flow {
+func workerFlow(t *testing.T, dbURL string, fake *githubtest.Server, clock *ghclient.StepClock, transport http.RoundTripper) *flow {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
@@ -118,7 +99,7 @@ func fire(t *testing.T, f *flow, id int64) {
 func TestScheduledRetriesArePacedUnderTheSecondaryLimit(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		fake := githubtest.NewServer(t)
-		clock := &autoClock{now: time.Now().UTC()}
+		clock := ghclient.NewStepClock(time.Now().UTC())
 		rec := &writeTimes{clock: clock}
 		f := workerFlow(t, dbURL, fake, clock, rec)
 		const n = 100
@@ -153,7 +134,7 @@ func TestScheduledRetriesArePacedUnderTheSecondaryLimit(t *testing.T) {
 func TestScheduledRetryAtFireTime(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		fake := githubtest.NewServer(t)
-		clock := &autoClock{now: time.Now().UTC()}
+		clock := ghclient.NewStepClock(time.Now().UTC())
 		f := workerFlow(t, dbURL, fake, clock, nil)
 		ctx := context.Background()
 		rerun := "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
