@@ -12,6 +12,7 @@ import (
 
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/memtrim"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/version"
 )
@@ -52,6 +53,9 @@ func runServe(args []string) int {
 	}
 	log := newLogger(cfg.LogLevel)
 	log.Info("starting ripcord", "version", version.String())
+	if memtrim.TuneServerGC(os.Getenv) {
+		log.Debug("GC tuned for a server", "gc_percent", memtrim.ServerGCPercent, "memory_limit_bytes", memtrim.ServerMemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := app.New(ctx, cfg, app.Options{Logger: log})
