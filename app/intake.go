@@ -1,16 +1,10 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
@@ -38,39 +32,38 @@ func newIntake(secrets func() []string, w *groupWriter, m *metrics, log *slog.Lo
 		"", // the signature was checked before, against several secrets
 		githubapp.WithScheduler(&durableScheduler{writer: w}),
 		githubapp.WithErrorCallback(in.onError),
-		githubapp.WithResponseCallback(onResponse),
+		githubapp.WithResponseCallback(in.onResponse),
 	)
 	return in
 }
 
 func (in *intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	event := r.Header.Get("X-GitHub-Event")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPayloadBytes))
-	if err != nil {
-		in.refuse(w, event, "bad_payload", http.StatusRequestEntityTooLarge, "payload larger than 25 MiB")
-		return
-	}
 	secrets := in.secrets()
 	if len(secrets) == 0 {
 		in.refuse(w, event, "bad_signature", http.StatusUnauthorized,
 			"no webhook secret is configured: register the App at /setup or set github.webhook_secrets (RIPCORD_GITHUB_WEBHOOK_SECRET)")
 		return
 	}
-	if !validSignature(r.Header.Get("X-Hub-Signature-256"), body, secrets) {
-		in.refuse(w, event, "bad_signature", http.StatusUnauthorized,
-			"missing or wrong X-Hub-Signature-256 for the configured webhook secrets")
+	sig, ok := parseSignature(r.Header.Get("X-Hub-Signature-256"))
+	if !ok {
+		in.refuse(w, event, "bad_signature", http.StatusUnauthorized, errBadSignature.Error())
 		return
 	}
 	if r.Header.Get("X-GitHub-Delivery") == "" {
 		in.refuse(w, event, "bad_payload", http.StatusBadRequest, "missing X-GitHub-Delivery header")
 		return
 	}
-	// Verified above against every secret; go-github would check the header
-	// again against the dispatcher's single (empty) secret and fail.
+	// The body is hashed as the dispatcher reads it, and the signature is
+	// checked before anything is stored or answered (signedBody): reading it
+	// here first would copy every payload once more.
+	body := newSignedBody(http.MaxBytesReader(w, r.Body, maxPayloadBytes), secrets, sig)
+	r.Body = body
+	// go-github would check the header again against the dispatcher's single
+	// (empty) secret and fail.
 	r.Header.Del("X-Hub-Signature-256")
 	r.Header.Del("X-Hub-Signature")
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	in.dispatcher.ServeHTTP(w, r)
+	in.dispatcher.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), signedBodyKey{}, body)))
 }
 
 func (in *intake) refuse(w http.ResponseWriter, event, outcome string, status int, msg string) {
@@ -80,6 +73,19 @@ func (in *intake) refuse(w http.ResponseWriter, event, outcome string, status in
 
 func (in *intake) onError(w http.ResponseWriter, r *http.Request, err error) {
 	event := r.Header.Get("X-GitHub-Event")
+	// go-githubapp's ValidationError does not unwrap its cause: the body
+	// itself says whether it was cut off at the cap.
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) || errors.As(verifyRequest(r), &tooLarge) {
+		in.refuse(w, event, "bad_payload", http.StatusRequestEntityTooLarge, "payload larger than 25 MiB")
+		return
+	}
+	// A payload the dispatcher refused may not be GitHub's at all: an
+	// unsigned request learns nothing more than "unauthorized".
+	if errors.Is(err, errBadSignature) || verifyRequest(r) != nil {
+		in.refuse(w, event, "bad_signature", http.StatusUnauthorized, errBadSignature.Error())
+		return
+	}
 	var ve githubapp.ValidationError
 	if errors.As(err, &ve) {
 		in.refuse(w, event, "bad_payload", http.StatusBadRequest, ve.Cause.Error())
@@ -90,34 +96,18 @@ func (in *intake) onError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // onResponse answers 202 for every stored delivery (the responder set by the
-// scheduler says whether it was a redelivery).
-func onResponse(w http.ResponseWriter, r *http.Request, event string, handled bool) {
+// scheduler says whether it was a redelivery). An event no handler takes
+// was never scheduled, so its signature is checked here.
+func (in *intake) onResponse(w http.ResponseWriter, r *http.Request, event string, handled bool) {
 	if res := githubapp.GetResponder(r.Context()); res != nil {
 		res(w, r)
 		return
 	}
+	if err := verifyRequest(r); err != nil {
+		in.refuse(w, event, "bad_signature", http.StatusUnauthorized, errBadSignature.Error())
+		return
+	}
 	w.WriteHeader(http.StatusAccepted)
-}
-
-func validSignature(header string, body []byte, secrets []string) bool {
-	hexSig, ok := strings.CutPrefix(header, "sha256=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil || len(got) != sha256.Size {
-		return false
-	}
-	match := false
-	for _, s := range secrets {
-		mac := hmac.New(sha256.New, []byte(s))
-		mac.Write(body)
-		// Check every secret, so the time taken does not tell which one matched.
-		if hmac.Equal(got, mac.Sum(nil)) {
-			match = true
-		}
-	}
-	return match
 }
 
 // storeAll is registered for every event so the dispatcher hands each one to
@@ -134,6 +124,9 @@ func (storeAll) Handle(context.Context, string, string, []byte) error {
 type durableScheduler struct{ writer *groupWriter }
 
 func (s *durableScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error {
+	if err := verifyContext(ctx); err != nil {
+		return err
+	}
 	meta, err := parseMeta(d.Payload)
 	if err != nil {
 		return githubapp.ValidationError{EventType: d.EventType, DeliveryID: d.DeliveryID, Cause: err}

@@ -1,9 +1,13 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/ripcord/ripcord/internal/githubtest"
@@ -121,4 +125,70 @@ func TestRedeliveryIsAcknowledgedAndProcessedOnce(t *testing.T) {
 			t.Errorf("delivery processed %d times, want 1", processed)
 		}
 	})
+}
+
+// postHook sends a webhook request with exactly the given headers.
+func (ts *testServer) postHook(t *testing.T, headers map[string]string, body []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/github/hook", bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("post delivery: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The signature is checked as the dispatcher reads the body, so every way
+// the dispatcher can refuse or skip a request must still answer an
+// unsigned one 401, and a signed form-encoded delivery must be stored.
+func TestIntakeChecksTheSignatureOnEveryPath(t *testing.T) {
+	body := githubtest.LoadPayload(t, "ping", "payload.json")
+	form := []byte("payload=" + url.QueryEscape(string(body)))
+	wrong := githubtest.Sign("not the secret", body)
+	headers := func(event, id, contentType, sig string) map[string]string {
+		return map[string]string{"X-GitHub-Event": event, "X-GitHub-Delivery": id, "Content-Type": contentType, "X-Hub-Signature-256": sig}
+	}
+	cases := []struct {
+		name    string
+		headers map[string]string
+		body    []byte
+		want    int
+	}{
+		{"an event no handler takes, wrongly signed", headers("not_an_event", "s1", "application/json", wrong), body, 401},
+		{"an event no handler takes, signed", headers("not_an_event", "s2", "application/json", githubtest.Sign(testSecret, body)), body, 202},
+		{"an unsupported content type, wrongly signed", headers("ping", "s3", "text/plain", wrong), body, 401},
+		{"an unsupported content type, signed", headers("ping", "s4", "text/plain", githubtest.Sign(testSecret, body)), body, 400},
+		{"no event header, wrongly signed", headers("", "s5", "application/json", wrong), body, 401},
+		{"a form-encoded delivery, signed over the form", headers("ping", "s6", "application/x-www-form-urlencoded", githubtest.Sign(testSecret, form)), form, 202},
+		{"a form-encoded delivery, signed over the JSON inside", headers("ping", "s7", "application/x-www-form-urlencoded", githubtest.Sign(testSecret, body)), form, 401},
+	}
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for _, c := range cases {
+		if code, resp := ts.postHook(t, c.headers, c.body); code != c.want {
+			t.Errorf("%s: status %d (%s), want %d", c.name, code, resp, c.want)
+		}
+	}
+	if n := ts.countDeliveries(t); n != 1 {
+		t.Fatalf("%d deliveries stored, want only the signed form-encoded one", n)
+	}
+	if d := ts.delivery(t, "s6"); d.Event != "ping" {
+		t.Errorf("form-encoded delivery stored as event %q, want ping", d.Event)
+	}
+}
+
+func TestIntakeRefusesAPayloadOverGitHubsCap(t *testing.T) {
+	body := bytes.Repeat([]byte(" "), maxPayloadBytes+1)
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	code, resp := ts.deliver(t, "ping", "huge", body, githubtest.Sign(testSecret, body))
+	if code != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d (%s), want 413", code, resp)
+	}
+	if n := ts.countDeliveries(t); n != 0 {
+		t.Errorf("%d deliveries stored, want 0", n)
+	}
 }
