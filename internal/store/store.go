@@ -51,6 +51,7 @@ type DB struct {
 
 	checkpointer *checkpointer
 	stmts        stmtCache
+	wal          *walSync // SQLite only
 }
 
 // Open opens the database named by a URL: sqlite://path/to/file.db (relative
@@ -119,7 +120,7 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(sqliteReaders)
 	read.SetMaxIdleConns(sqliteReaders)
-	db := &DB{Dialect: SQLite, Write: write, Read: read, Source: "sqlite://" + path}
+	db := &DB{Dialect: SQLite, Write: write, Read: read, Source: "sqlite://" + path, wal: &walSync{path: path + "-wal"}}
 	if err := db.startCheckpointer(path); err != nil {
 		db.Close()
 		return nil, err
@@ -166,6 +167,9 @@ func (db *DB) Close() error {
 	err = errors.Join(err, db.Write.Close())
 	if db.Read != db.Write {
 		err = errors.Join(err, db.Read.Close())
+	}
+	if db.wal != nil {
+		db.wal.close()
 	}
 	return err
 }
