@@ -69,7 +69,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
-	d, err := getDelivery(r.Context(), s.db.Read, r.PathValue("id"), false)
+	d, err := getDelivery(r.Context(), s.db.Dialect, s.db.Read, r.PathValue("id"), false)
 	if errors.Is(err, errNotFound) {
 		writeError(w, http.StatusNotFound, "id", "no delivery with id "+strconv.Quote(r.PathValue("id")))
 		return

@@ -39,12 +39,17 @@ func scanDelivery(row interface{ Scan(...any) error }) (Delivery, error) {
 }
 
 // getDelivery reads one delivery; withBody also loads the payload.
-func getDelivery(ctx context.Context, q interface {
+func getDelivery(ctx context.Context, dialect store.Dialect, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, id string, withBody bool) (Delivery, error) {
 	if withBody {
 		var d Delivery
-		err := q.QueryRowContext(ctx, `SELECT event, action, body, attempts, state, repository, installation_id FROM deliveries WHERE id = $1`, id).
+		query := `SELECT event, action, body, attempts, state, repository, installation_id FROM deliveries WHERE id = $1`
+		if dialect == store.SQLite {
+			query = `SELECT d.event, d.action, b.body, d.attempts, d.state, d.repository, d.installation_id
+				FROM deliveries d JOIN delivery_bodies b ON b.seq = d.seq WHERE d.id = $1`
+		}
+		err := q.QueryRowContext(ctx, query, id).
 			Scan(&d.Event, &d.Action, &d.Body, &d.Attempts, &d.State, &d.Repository, &d.InstallationID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return d, errNotFound

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -23,21 +22,13 @@ const batchConcurrency = 8
 // next one.
 const drainLimit = 256
 
-// drainQueue runs drains one at a time in a process, so two drains never
-// pick the same deliveries there (across replicas the claim guard decides).
-const drainQueue = "deliveries"
-
-// DeliveryBatchArgs is the job that drains the deliveries table: it takes up
-// to drainLimit queued deliveries never attempted, works them and applies
-// them all in one transaction; a delivery whose handler fails gets its own
-// DeliveryArgs job with the retry backoff. The deliveries table is the
-// durable queue; this job only says "there is work".
+// DeliveryBatchArgs was the job that drained the deliveries table before
+// the drain became a loop of the server (drain.go). A job of this kind
+// queued by an older version only wakes the drain.
 type DeliveryBatchArgs struct{}
 
 // Kind names the job in the queue.
 func (DeliveryBatchArgs) Kind() string { return "delivery_batch" }
-
-var drainOpts = &river.InsertOpts{Queue: drainQueue}
 
 // DeliveryArgs is the job that retries one delivery that failed in its batch.
 // Its attempts continue the batch's: attempt n of the job is attempt n+1 of
@@ -59,9 +50,6 @@ type deliveryRunner struct {
 	log         *slog.Logger
 	maxAttempts int
 	policy      retryPolicy
-	// drainPending is true while a drain job is queued and not yet started:
-	// group commits then need not queue another.
-	drainPending *atomic.Bool
 }
 
 // decided is one delivery after its handlers ran.
@@ -141,26 +129,16 @@ func (r *deliveryRunner) failed(ctx context.Context, tx *sql.Tx, d Delivery, att
 	return outcome, nil
 }
 
-// batchWorker works a DeliveryBatchArgs job.
-type batchWorker struct {
-	river.WorkerDefaults[DeliveryBatchArgs]
-	*deliveryRunner
-}
-
-func (w *batchWorker) Timeout(*river.Job[DeliveryBatchArgs]) time.Duration { return jobTimeout }
-
-func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs]) (err error) {
-	defer w.metrics.timed(job.Kind, time.Now(), &err)
-	// Cleared before reading: a delivery committed from now on queues a new
-	// drain, and one committed before is read below.
-	w.drainPending.Store(false)
+// drainOnce takes up to drainLimit queued deliveries never attempted,
+// decides them with the handlers, and applies them all in one transaction;
+// a delivery whose handler fails gets its own DeliveryArgs job with the
+// retry backoff. It returns how many it took.
+func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
 	ds, err := w.loadQueued(ctx)
-	if err != nil {
-		return err
+	if err != nil || len(ds) == 0 {
+		return 0, err
 	}
-	if len(ds) == 0 {
-		return nil
-	}
+	defer w.metrics.timed(DeliveryBatchArgs{}.Kind(), time.Now(), &err)
 	results := make([]decided, len(ds))
 	sem := make(chan struct{}, batchConcurrency)
 	var wg sync.WaitGroup
@@ -211,26 +189,21 @@ func (w *batchWorker) Work(ctx context.Context, job *river.Job[DeliveryBatchArgs
 				return fmt.Errorf("queue %d delivery retries: %w", len(retries), err)
 			}
 		}
-		if len(ds) == drainLimit { // there may be more: drain on
-			if _, err := w.river().InsertTx(ctx, tx, DeliveryBatchArgs{}, drainOpts); err != nil {
-				return fmt.Errorf("queue the next drain: %w", err)
-			}
-		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("complete delivery batch of %d: %w", len(ds), err)
+		return 0, fmt.Errorf("complete delivery batch of %d: %w", len(ds), err)
 	}
 	for i, res := range results {
 		w.metrics.processed.WithLabelValues(eventLabel(res.d.Event), outcomes[i]).Inc()
 	}
-	return nil
+	return len(ds), nil
 }
 
 // commitIsolated claims one delivery and runs its commits under a savepoint,
 // so a delivery whose commit fails is rolled back alone and the rest of the
 // batch still commits.
-func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decided) error {
+func (w *deliveryRunner) commitIsolated(ctx context.Context, tx *sql.Tx, res decided) error {
 	if _, err := w.db.Exec(ctx, tx, `SAVEPOINT delivery`); err != nil {
 		return err
 	}
@@ -253,7 +226,7 @@ func (w *batchWorker) commitIsolated(ctx context.Context, tx *sql.Tx, res decide
 // same ones, since its transaction never committed. Bodies are read only for
 // events some handler acts on: most of what GitHub sends is ignored, and its
 // payload need never be read back.
-func (w *batchWorker) loadQueued(ctx context.Context) ([]Delivery, error) {
+func (w *deliveryRunner) loadQueued(ctx context.Context) ([]Delivery, error) {
 	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, event, action, attempts, state, repository, installation_id
 		FROM deliveries WHERE state = 'queued' AND attempts = 0 ORDER BY received_at, id LIMIT $1`, drainLimit)
 	if err != nil {
@@ -285,8 +258,13 @@ func (w *batchWorker) loadQueued(ctx context.Context) ([]Delivery, error) {
 	return out, nil
 }
 
-func (w *batchWorker) loadBodies(ctx context.Context, ids []string) (map[string][]byte, error) {
-	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, body FROM deliveries WHERE id IN (`+placeholders(1, len(ids))+`)`, anySlice(ids)...)
+func (w *deliveryRunner) loadBodies(ctx context.Context, ids []string) (map[string][]byte, error) {
+	query := `SELECT id, body FROM deliveries WHERE id IN (` + placeholders(1, len(ids)) + `)`
+	if w.db.Dialect == store.SQLite {
+		query = `SELECT d.id, b.body FROM deliveries d JOIN delivery_bodies b ON b.seq = d.seq
+			WHERE d.id IN (` + placeholders(1, len(ids)) + `)`
+	}
+	rows, err := w.db.Read.QueryContext(ctx, query, anySlice(ids)...)
 	if err != nil {
 		return nil, fmt.Errorf("load %d payloads: %w", len(ids), err)
 	}
@@ -313,7 +291,7 @@ func (w *retryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration { return j
 
 func (w *retryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) (err error) {
 	defer w.metrics.timed(job.Kind, time.Now(), &err)
-	d, err := getDelivery(ctx, w.db.Write, job.Args.DeliveryID, true)
+	d, err := getDelivery(ctx, w.db.Dialect, w.db.Write, job.Args.DeliveryID, true)
 	if err != nil {
 		return fmt.Errorf("load delivery %s: %w", job.Args.DeliveryID, err)
 	}

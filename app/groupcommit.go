@@ -5,12 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/internal/store"
 )
@@ -18,21 +14,30 @@ import (
 // maxBatch bounds one group commit; more waiting deliveries go in the next.
 const maxBatch = 256
 
+// postgresCommitters is how many group commits run at once on PostgreSQL,
+// where a commit waits on round trips to the server, not on a local disk:
+// while one batch waits, the next is already being written.
+const postgresCommitters = 3
+
 // groupWriter writes deliveries in group commits: a delivery that arrives
 // while a commit is in flight waits for the next one, which takes every
-// delivery that arrived meanwhile. One fsync then covers many deliveries, and
-// at low load a delivery is committed at once (no timer). The deliveries
-// table is the durable queue; after a commit the writer wakes the drain job
-// unless one is pending, so River sees one insert per drain, not per commit.
+// delivery that arrived meanwhile. One disk flush then covers many
+// deliveries, and at low load a delivery is committed at once (no timer).
+// The deliveries table is the durable queue; once a batch is durable the
+// writer answers its requests and wakes the drain.
+//
+// On SQLite the flush is not part of the commit (store.SyncWAL): a batch
+// is committed, handed to the syncer, and the next batch is written while
+// the syncer flushes the WAL, a pipeline of two stages. On PostgreSQL,
+// postgresCommitters batches commit at once.
 type groupWriter struct {
 	db      *store.DB
-	river   *river.Client[*sql.Tx]
 	metrics *metrics
-	// drainPending is shared with the drain worker (deliveryRunner).
-	drainPending *atomic.Bool
-	log          *slog.Logger
+	// wakeDrain asks the drain (drain.go) for a round; it never blocks.
+	wakeDrain func()
 
 	in       chan *pendingWrite
+	synced   chan *writeBatch // nil unless the WAL is flushed apart
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -45,17 +50,52 @@ type pendingWrite struct {
 	done     chan struct{}
 }
 
+// writeBatch is one group commit on its way to its answers.
+type writeBatch struct {
+	writes   []*pendingWrite
+	start    time.Time
+	inserted int
+	err      error
+}
+
 var errStopping = errors.New("intake: the server is stopping")
 
-func newGroupWriter(db *store.DB, rc *river.Client[*sql.Tx], m *metrics, drainPending *atomic.Bool, log *slog.Logger) *groupWriter {
-	w := &groupWriter{db: db, river: rc, metrics: m, drainPending: drainPending, log: log,
+func newGroupWriter(db *store.DB, m *metrics, wakeDrain func()) *groupWriter {
+	w := &groupWriter{db: db, metrics: m, wakeDrain: wakeDrain,
 		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run()
+	committers := 1
+	if db.Dialect == store.Postgres {
+		committers = postgresCommitters
+	}
+	var syncDone chan struct{}
+	if db.CanSyncWAL() {
+		// Unbuffered: a committed batch waits for the syncer to finish the
+		// flush before, so the deliveries that arrive meanwhile make one
+		// bigger batch rather than many commits of a few each.
+		w.synced, syncDone = make(chan *writeBatch), make(chan struct{})
+		go w.syncLoop(syncDone)
+	}
+	var running sync.WaitGroup
+	for range committers {
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			w.run()
+		}()
+	}
+	go func() {
+		running.Wait()
+		if w.synced != nil {
+			close(w.synced)
+			<-syncDone
+		}
+		close(w.done)
+	}()
 	return w
 }
 
-// Write stores d and its processing job durably. inserted is false when a
-// delivery with the same id was stored before (a redelivery).
+// Write stores d durably. inserted is false when a delivery with the same
+// id was stored before (a redelivery).
 func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, err error) {
 	p := &pendingWrite{d: d, done: make(chan struct{})}
 	select {
@@ -71,14 +111,16 @@ func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, err
 	return p.inserted, p.err
 }
 
-// Close finishes the commit in flight and stops taking writes.
+// Close finishes the commits in flight, answers them, and stops taking
+// writes.
 func (w *groupWriter) Close() {
 	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done
 }
 
+// run is one committer: it takes the deliveries waiting, commits them, and
+// hands the batch to the syncer or answers it.
 func (w *groupWriter) run() {
-	defer close(w.done)
 	for {
 		var first *pendingWrite
 		select {
@@ -86,83 +128,153 @@ func (w *groupWriter) run() {
 		case <-w.stop:
 			return
 		}
-		batch := []*pendingWrite{first}
-	drain:
-		for len(batch) < maxBatch {
+		b := &writeBatch{writes: []*pendingWrite{first}, start: time.Now()}
+	gather:
+		for len(b.writes) < maxBatch {
 			select {
 			case p := <-w.in:
-				batch = append(batch, p)
+				b.writes = append(b.writes, p)
 			default:
-				break drain
+				break gather
 			}
 		}
-		start := time.Now()
-		err := w.commit(batch)
-		w.metrics.commitTime.Observe(time.Since(start).Seconds())
-		w.metrics.batchSize.Observe(float64(len(batch)))
-		for _, p := range batch {
-			if err != nil {
-				p.err = err
-			}
-			close(p.done)
+		b.inserted, b.err = w.commit(b.writes)
+		if b.err == nil && w.synced != nil {
+			w.synced <- b
+			continue
 		}
+		w.answer(b)
 	}
 }
 
-func (w *groupWriter) commit(batch []*pendingWrite) error {
+// syncLoop flushes the WAL for each batch committed and answers it.
+func (w *groupWriter) syncLoop(done chan struct{}) {
+	defer close(done)
+	for b := range w.synced {
+		b.err = w.db.SyncWAL()
+		w.answer(b)
+	}
+}
+
+// answer ends a batch's requests, and wakes the drain for new deliveries.
+func (w *groupWriter) answer(b *writeBatch) {
+	w.metrics.commitTime.Observe(time.Since(b.start).Seconds())
+	w.metrics.batchSize.Observe(float64(len(b.writes)))
+	for _, p := range b.writes {
+		if b.err != nil {
+			p.err = b.err
+		}
+		close(p.done)
+	}
+	if b.err == nil && b.inserted > 0 {
+		w.wakeDrain()
+	}
+}
+
+// commit writes a batch in one transaction and returns how many deliveries
+// were new. Without a separate WAL flush the commit itself is durable.
+func (w *groupWriter) commit(batch []*pendingWrite) (int, error) {
 	// The commit must finish even if a client hangs up: the caller's context
 	// is not used here.
 	ctx := context.Background()
-	inserted := false
-	err := w.db.InDurableTx(ctx, func(tx *sql.Tx) error {
-		inserted = false
-		stmt, err := tx.PrepareContext(ctx, insertDelivery)
-		if err != nil {
-			return fmt.Errorf("prepare delivery insert: %w", err)
-		}
-		defer stmt.Close()
-		var ids []string
-		seen := map[string]bool{}
-		for _, p := range batch {
-			p.inserted = false
-			if seen[p.d.ID] { // the same delivery twice in one batch
-				continue
-			}
+	// The same delivery twice in one batch is stored once; the second is
+	// answered as a redelivery.
+	unique := make([]*pendingWrite, 0, len(batch))
+	seen := make(map[string]bool, len(batch))
+	for _, p := range batch {
+		p.inserted = false
+		if !seen[p.d.ID] {
 			seen[p.d.ID] = true
-			res, err := stmt.ExecContext(ctx, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
-				p.d.Repository, p.d.Body, store.Micros(p.d.ReceivedAt))
-			if err != nil {
-				return fmt.Errorf("store delivery %s: %w", p.d.ID, err)
-			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				p.inserted = true
-				ids = append(ids, p.d.ID)
-			}
+			unique = append(unique, p)
 		}
-		inserted = len(ids) > 0
-		return nil
-	})
-	if err != nil || !inserted {
+	}
+	insert := w.insertSQLite
+	if w.db.Dialect == store.Postgres {
+		insert = w.insertPostgres
+	}
+	inTx := w.db.InDurableTx
+	if w.synced != nil {
+		inTx = w.db.InTx // flushed by syncLoop before anyone is answered
+	}
+	inserted := 0
+	err := inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		inserted, err = insert(ctx, tx, unique)
 		return err
-	}
-	w.wakeDrain(ctx)
-	return nil
+	})
+	return inserted, err
 }
 
-// wakeDrain queues a drain unless one is pending. It runs after the
-// deliveries committed, so a drain that starts (and clears the flag) before
-// this check reads them, and one that starts after is this one: no delivery
-// waits for the next. A failure here loses nothing: the deliveries are
-// stored, and the next commit or the start-up drain wakes a drain.
-func (w *groupWriter) wakeDrain(ctx context.Context) {
-	if !w.drainPending.CompareAndSwap(false, true) {
-		return
+// insertSQLite stores each delivery's row, then its body under the row's
+// seq (see migration 00009: a body is written once, never by an UPDATE).
+// Statements are prepared once, through the statement cache; in-process
+// they cost no round trip.
+func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) (int, error) {
+	inserted := 0
+	for _, p := range batch {
+		p.inserted = false // a commit run again starts over
+		res, err := w.db.Exec(ctx, tx, insertDeliverySQLite, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
+			p.d.Repository, store.Micros(p.d.ReceivedAt))
+		if err != nil {
+			return 0, fmt.Errorf("store delivery %s: %w", p.d.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			continue // stored before: a redelivery
+		}
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return 0, fmt.Errorf("store delivery %s: read its seq: %w", p.d.ID, err)
+		}
+		if _, err := w.db.Exec(ctx, tx, insertDeliveryBody, seq, p.d.Body); err != nil {
+			return 0, fmt.Errorf("store payload of delivery %s: %w", p.d.ID, err)
+		}
+		p.inserted = true
+		inserted++
 	}
-	if _, err := w.river.Insert(ctx, DeliveryBatchArgs{}, drainOpts); err != nil {
-		w.drainPending.Store(false)
-		w.log.Warn("queue a drain of deliveries", "err", err)
-	}
+	return inserted, nil
 }
 
-const insertDelivery = `INSERT INTO deliveries (id, event, action, installation_id, repository, body, received_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`
+// insertPostgres stores the whole batch in one statement: on PostgreSQL a
+// statement costs a round trip, so one per delivery made a commit of many
+// deliveries wait on as many round trips.
+func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) (int, error) {
+	n := len(batch)
+	ids, events, actions, repos := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	installations, received := make([]int64, n), make([]int64, n)
+	bodies := make([][]byte, n)
+	byID := make(map[string]*pendingWrite, n)
+	for i, p := range batch {
+		ids[i], events[i], actions[i], repos[i] = p.d.ID, p.d.Event, p.d.Action, p.d.Repository
+		installations[i], received[i], bodies[i] = p.d.InstallationID, store.Micros(p.d.ReceivedAt), p.d.Body
+		byID[p.d.ID] = p
+	}
+	rows, err := tx.QueryContext(ctx, insertDeliveriesPostgres, ids, events, actions, installations, repos, bodies, received)
+	if err != nil {
+		return 0, fmt.Errorf("store %d deliveries: %w", n, err)
+	}
+	defer rows.Close()
+	inserted := 0
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return 0, fmt.Errorf("store %d deliveries: %w", n, err)
+		}
+		if p := byID[id]; p != nil {
+			p.inserted = true
+			inserted++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("store %d deliveries: %w", n, err)
+	}
+	return inserted, nil
+}
+
+const (
+	insertDeliverySQLite = `INSERT INTO deliveries (id, event, action, installation_id, repository, received_at)
+VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`
+	insertDeliveryBody       = `INSERT INTO delivery_bodies (seq, body) VALUES ($1, $2)`
+	insertDeliveriesPostgres = `INSERT INTO deliveries (id, event, action, installation_id, repository, body, received_at)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bytea[], $7::bigint[])
+ON CONFLICT (id) DO NOTHING RETURNING id`
+)

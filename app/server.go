@@ -42,6 +42,7 @@ type Server struct {
 	db     *store.DB
 	river  *river.Client[*sql.Tx]
 	writer *groupWriter
+	drain  *drainer
 	// factQueues group the facts of concurrent requests into commits (factcommit.go).
 	factQueues factQueues
 	metrics    *metrics
@@ -122,16 +123,16 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	setup.Register(deps, setup.Options{Store: s.apps, Events: s.handledEvents(), Activate: s.activate})
 	policy := retryPolicy{base: cmp.Or(opts.RetryBase, retryBase)}
 	runner := &deliveryRunner{db: db, river: func() *river.Client[*sql.Tx] { return s.river }, handlers: s.handlers,
-		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy,
-		drainPending: &atomic.Bool{}}
-	river.AddWorker(workers, &batchWorker{deliveryRunner: runner})
+		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy}
+	s.drain = newDrainer(runner, log)
+	river.AddWorker(workers, &drainWakeWorker{drain: s.drain})
 	river.AddWorker(workers, &retryWorker{deliveryRunner: runner})
 	s.addRecordWorkers(workers)
 	if s.river, err = newRiver(db, workers, s.periodicJobs(), policy, log); err != nil {
 		db.Close()
 		return nil, err
 	}
-	s.writer = newGroupWriter(db, s.river, s.metrics, runner.drainPending, log)
+	s.writer = newGroupWriter(db, s.metrics, s.drain.Wake)
 	s.handler = s.routes()
 	if !s.appIdentity().Configured {
 		log.Warn("the GitHub App is not configured: webhooks are stored, but ripcord cannot act on GitHub; " +
@@ -192,11 +193,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		s.close()
 		return fmt.Errorf("start job queue: %w", err)
 	}
-	// Deliveries stored before a crash may have no drain queued: one drain at
-	// start reads them (it finds nothing when there is nothing).
-	if _, err := s.river.Insert(ctx, DeliveryBatchArgs{}, drainOpts); err != nil {
-		s.log.Warn("queue the start-up drain of deliveries", "err", err)
-	}
+	// The drain's first round reads deliveries an earlier run left queued.
+	s.drain.Start()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -222,6 +220,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("http shutdown", "err", err)
 	}
 	s.writer.Close()
+	s.drain.Stop()
 	if err := s.river.Stop(stopCtx); err != nil {
 		s.log.Warn("jobs did not finish in time; cancelling them (they run again at next start)", "err", err)
 		_ = s.river.StopAndCancel(context.Background())

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// The deliveries table is the intake's durable queue: a delivery is stored
+// with state 'queued' before its 202, and the drain takes queued ones in
+// the order they arrived, decides them and marks them done in the same
+// transaction as their work. The drain is a loop of the server rather than
+// a job: as a job it cost an insert, a fetch and a completion in River per
+// round, more CPU on SQLite than the round's own work. What a job gave it,
+// it keeps: one round at a time in a process, a timeout per round, and a
+// retry (the next round) when a round fails. Across replicas the claim
+// guard in claim keeps every delivery processed once.
+const (
+	// drainCooldown is the least time between two rounds that are not full,
+	// so that under load a round takes many deliveries at once; a delivery
+	// that arrives at a quiet server is taken at once.
+	drainCooldown = 50 * time.Millisecond
+	// drainPoll is how often the drain looks without being woken: for
+	// deliveries another replica stored, and after a round that failed.
+	drainPoll = time.Second
+)
+
+// drainer runs the drain loop of one server.
+type drainer struct {
+	runner *deliveryRunner
+	log    *slog.Logger
+	wake   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newDrainer(r *deliveryRunner, log *slog.Logger) *drainer {
+	return &drainer{runner: r, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Wake asks for a round soon; it never blocks. A wake while a round runs
+// leads to one more round after it, so a delivery committed during a round
+// that did not read it is taken by the next.
+func (d *drainer) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the loop until Stop; its first round reads what an earlier
+// run of the server left queued.
+func (d *drainer) Start() {
+	d.Wake()
+	go d.run()
+}
+
+// Stop lets the round in flight finish and ends the loop; deliveries still
+// queued wait for the next start.
+func (d *drainer) Stop() {
+	d.once.Do(func() { close(d.stop) })
+	<-d.done
+}
+
+func (d *drainer) run() {
+	defer close(d.done)
+	poll := time.NewTicker(drainPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-d.wake:
+		case <-poll.C:
+		}
+		for d.round() == drainLimit { // there may be more: drain on
+			select {
+			case <-d.stop:
+				return
+			default:
+			}
+		}
+		select {
+		case <-d.stop:
+			return
+		case <-time.After(drainCooldown):
+		}
+	}
+}
+
+// round runs one drain with a timeout, as a job would. It does not use a
+// context the stop cancels: a round in flight finishes.
+func (d *drainer) round() int {
+	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	defer cancel()
+	n, err := d.runner.drainOnce(ctx)
+	if err != nil {
+		d.log.Warn("drain of queued deliveries failed; the next round tries again", "err", err)
+	}
+	return n
+}
+
+// drainQueue is the River queue older versions put DeliveryBatchArgs jobs in.
+const drainQueue = "deliveries"
+
+// drainWakeWorker completes DeliveryBatchArgs jobs an older version queued,
+// by waking the drain.
+type drainWakeWorker struct {
+	river.WorkerDefaults[DeliveryBatchArgs]
+	drain *drainer
+}
+
+func (w *drainWakeWorker) Work(context.Context, *river.Job[DeliveryBatchArgs]) error {
+	w.drain.Wake()
+	return nil
+}

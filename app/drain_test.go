@@ -1,0 +1,69 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// More deliveries than one round takes, stored while the drain cannot run,
+// must all be processed once it can, each exactly once.
+func TestDrainTakesMoreThanOneRoundOfDeliveries(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		ts.drain.Stop() // stored but not drained, as after a crash
+		body := githubtest.LoadPayload(t, "ping", "payload.json")
+		n := drainLimit + drainLimit/2
+		for i := range n {
+			if code, resp := ts.deliver(t, "ping", fmt.Sprintf("held-%d", i), body, githubtest.Sign(testSecret, body)); code != 202 {
+				t.Fatalf("delivery %d: %d %s", i, code, resp)
+			}
+		}
+		if q := ts.countQueued(t); q != n {
+			t.Fatalf("%d deliveries queued with the drain stopped, want %d", q, n)
+		}
+		d := newDrainer(ts.drain.runner, discardLogger())
+		d.Start()
+		defer d.Stop()
+		waitFor(t, "every delivery to be drained", 30*time.Second, func() bool { return ts.countQueued(t) == 0 })
+		var twice int
+		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE processed_count <> 1`).Scan(&twice); err != nil {
+			t.Fatal(err)
+		}
+		if twice != 0 {
+			t.Errorf("%d deliveries completed other than once", twice)
+		}
+	})
+}
+
+// A drain job queued by a version that drained through River must complete
+// (not fail for want of a worker) and wake the drain.
+func TestDrainJobOfAnOlderVersionCompletes(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	res, err := ts.river.Insert(context.Background(), DeliveryBatchArgs{}, &river.InsertOpts{Queue: drainQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the old drain job to complete", 20*time.Second, func() bool {
+		var state string
+		if err := ts.db.Read.QueryRow(`SELECT state FROM river_job WHERE id = $1`, res.Job.ID).Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		return state == "completed"
+	})
+}
+
+func (ts *testServer) countQueued(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
