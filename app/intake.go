@@ -161,8 +161,9 @@ type payloadMeta struct {
 	Repository     string
 }
 
-// parseMeta validates the payload and reads the columns in one pass each;
-// encoding/json would scan a large payload twice (validate, then decode).
+// parseMeta validates the payload and reads the three columns, one pass
+// each: validation is the costly part, and gjson's is about three times as
+// fast as encoding/json's on GitHub's payloads (intake_bench_test.go).
 func parseMeta(payload []byte) (payloadMeta, error) {
 	if !gjson.ValidBytes(payload) {
 		return payloadMeta{}, errors.New("payload is not valid JSON")

@@ -8,24 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 const benchSecret = "bench-secret"
-
-// body builds a valid JSON delivery of about n bytes.
-func body(n int) []byte {
-	head := `{"action":"requested","repository":{"full_name":"acme/checkout"},"installation":{"id":1},"padding":"`
-	tail := `"}`
-	pad := n - len(head) - len(tail)
-	if pad < 0 {
-		pad = 0
-	}
-	return []byte(head + strings.Repeat("x", pad) + tail)
-}
 
 func sign(b []byte) string {
 	mac := hmac.New(sha256.New, []byte(benchSecret))

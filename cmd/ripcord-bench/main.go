@@ -25,7 +25,7 @@ func main() {
 	fs.StringVar(&opts.postgres, "postgres", os.Getenv("RIPCORD_TEST_POSTGRES"), "admin URL of a PostgreSQL server for (d); empty skips (d)")
 	fs.DurationVar(&opts.duration, "duration", 5*time.Second, "how long each scenario is loaded")
 	fs.IntVar(&opts.concurrency, "concurrency", 32, "concurrent connections of the loader")
-	fs.IntVar(&opts.bodyBytes, "body", 12<<10, "size of each signed delivery body")
+	fs.IntVar(&opts.bodyBytes, "body", 12<<10, "size of each signed delivery body (a check_suite payload; at least its ~5.5 kB base)")
 	fs.IntVar(&opts.rssDeliveries, "rss-deliveries", 100_000, "deliveries sent to (c) before its RSS is read again; 0 skips")
 	fs.StringVar(&opts.url, "url", "", "load only this running server's hook URL (signed with secret bench-secret) and exit")
 	_ = fs.Parse(os.Args[2:])

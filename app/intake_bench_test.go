@@ -1,0 +1,30 @@
+package app
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+)
+
+// BenchmarkPayloadValidation compares JSON validators on a real webhook
+// payload from ../shared: the intake validates every delivery on the
+// request path.
+func BenchmarkPayloadValidation(b *testing.B) {
+	payload := githubtest.LoadPayload(b, "workflow_run", "completed.payload.json")
+	for _, v := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"gjson", gjson.ValidBytes}, {"encoding-json", json.Valid}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.SetBytes(int64(len(payload)))
+			for b.Loop() {
+				if !v.valid(payload) {
+					b.Fatal("payload refused")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,47 @@
+package app
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// parseMeta is the intake's only JSON check before a payload is stored:
+// whatever it lets through must be JSON that encoding/json, which the
+// handlers decode with later, accepts too.
+func TestParseMetaRefusesWhatIsNotJSON(t *testing.T) {
+	cases := []struct{ name, payload string }{
+		{"truncated object", `{"action":"opened","repository":{"full_name":"acme/x"}`},
+		{"trailing garbage", `{"action":"opened"} x`},
+		{"two objects", `{"action":"opened"}{"action":"closed"}`},
+		{"raw control character in a string", "{\"action\":\"op\x01ened\"}"},
+		{"invalid escape", `{"action":"op\qened"}`},
+		{"single quotes", `{'action':'opened'}`},
+		{"NaN", `{"n":NaN}`},
+		{"trailing comma", `{"action":"opened",}`},
+		{"leading zero", `{"n":01}`},
+		{"unclosed array", `{"a":[1,2}`},
+		{"bare word", `opened`},
+		{"empty", ``},
+		{"invalid UTF-16 escape digits", `{"a":"\u12G4"}`},
+	}
+	for _, c := range cases {
+		if json.Valid([]byte(c.payload)) {
+			t.Fatalf("%s: the case itself is valid JSON", c.name)
+		}
+		if _, err := parseMeta([]byte(c.payload)); err == nil {
+			t.Errorf("%s: parseMeta accepted %q", c.name, c.payload)
+		}
+	}
+}
+
+func TestParseMetaReadsTheColumns(t *testing.T) {
+	payload := `{"action":"completed","installation":{"id":42,"node_id":"x"},"repository":{"id":1,"full_name":"acme/checkout"},` +
+		`"note":"caf\u00e9 \ud83d\ude80 \"quoted\"","n":-1.5e3,"ok":true,"none":null,"list":[]}`
+	m, err := parseMeta([]byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Action != "completed" || m.InstallationID != 42 || m.Repository != "acme/checkout" {
+		t.Errorf("parseMeta = %+v", m)
+	}
+}
