@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,7 +53,14 @@ type DB struct {
 	checkpointer *checkpointer
 	stmts        stmtCache
 	wal          *walSync // SQLite only
+	gate         sync.Mutex
 }
+
+// Gate is held by a writer that writes steadily (the intake's group
+// commit) while it writes, so that the checkpointer can find a moment
+// without its writes to let SQLite's WAL start over (see checkpointer). A
+// writer that holds it must hold it only for a transaction's length.
+func (db *DB) Gate() *sync.Mutex { return &db.gate }
 
 // Open opens the database named by a URL: sqlite://path/to/file.db (relative
 // paths are relative to the working directory), sqlite:///abs/path.db, or
@@ -93,13 +101,16 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	// synchronous=NORMAL is the connection's default: in WAL mode a commit then
 	// survives a crash of the process but may be lost with the machine's power.
-	// That is fine for job bookkeeping, which is redone; the intake's group
-	// commit runs with FULL (InDurableTx), and its fsync also persists every
-	// earlier commit in the WAL.
+	// That is fine for job bookkeeping, which is redone; writes that must be
+	// durable before an answer run with FULL (InDurableTx) or flush the WAL
+	// (SyncWAL), which also persists every earlier commit in it.
 	// wal_autocheckpoint(0): the checkpointer goroutine copies the WAL back
 	// into the database, so no commit waits for a checkpoint.
-	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_txlock=immediate",
-		sqliteBusyTimeout.Milliseconds())
+	// journal_size_limit: when the WAL starts over it keeps up to 64 MiB of
+	// the blocks it has (flushing blocks a file has is cheap, see
+	// checkpointer); a WAL grown larger is cut back to that.
+	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(%d)&_txlock=immediate",
+		sqliteBusyTimeout.Milliseconds(), walSizeLimit)
 	dsn := "file:" + path + "?" + pragmas
 	write, err := sql.Open("sqlite", dsn)
 	if err != nil {
