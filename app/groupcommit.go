@@ -14,11 +14,6 @@ import (
 // maxBatch bounds one group commit; more waiting deliveries go in the next.
 const maxBatch = 256
 
-// postgresCommitters is how many group commits run at once on PostgreSQL,
-// where a commit waits on round trips to the server, not on a local disk:
-// while one batch waits, the next is already being written.
-const postgresCommitters = 3
-
 // groupWriter writes deliveries in group commits: a delivery that arrives
 // while a commit is in flight waits for the next one, which takes every
 // delivery that arrived meanwhile. One disk flush then covers many
@@ -28,8 +23,9 @@ const postgresCommitters = 3
 //
 // On SQLite the flush is not part of the commit (store.SyncWAL): a batch
 // is committed, handed to the syncer, and the next batch is written while
-// the syncer flushes the WAL, a pipeline of two stages. On PostgreSQL,
-// postgresCommitters batches commit at once.
+// the syncer flushes the WAL, a pipeline of two stages. (On PostgreSQL,
+// whose commit is durable, three committers side by side were tried: no
+// faster than one, with smaller batches.)
 type groupWriter struct {
 	db      *store.DB
 	metrics *metrics
@@ -63,10 +59,6 @@ var errStopping = errors.New("intake: the server is stopping")
 func newGroupWriter(db *store.DB, m *metrics, wakeDrain func()) *groupWriter {
 	w := &groupWriter{db: db, metrics: m, wakeDrain: wakeDrain,
 		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
-	committers := 1
-	if db.Dialect == store.Postgres {
-		committers = postgresCommitters
-	}
 	var syncDone chan struct{}
 	if db.CanSyncWAL() {
 		// Unbuffered: a committed batch waits for the syncer to finish the
@@ -75,16 +67,8 @@ func newGroupWriter(db *store.DB, m *metrics, wakeDrain func()) *groupWriter {
 		w.synced, syncDone = make(chan *writeBatch), make(chan struct{})
 		go w.syncLoop(syncDone)
 	}
-	var running sync.WaitGroup
-	for range committers {
-		running.Add(1)
-		go func() {
-			defer running.Done()
-			w.run()
-		}()
-	}
 	go func() {
-		running.Wait()
+		w.run()
 		if w.synced != nil {
 			close(w.synced)
 			<-syncDone
@@ -118,8 +102,8 @@ func (w *groupWriter) Close() {
 	<-w.done
 }
 
-// run is one committer: it takes the deliveries waiting, commits them, and
-// hands the batch to the syncer or answers it.
+// run takes the deliveries waiting, commits them, and hands the batch to
+// the syncer or answers it.
 func (w *groupWriter) run() {
 	for {
 		var first *pendingWrite
@@ -197,6 +181,9 @@ func (w *groupWriter) commit(batch []*pendingWrite) (int, error) {
 		inTx = w.db.InTx // flushed by syncLoop before anyone is answered
 	}
 	inserted := 0
+	gate := w.db.Gate() // see store.checkpointer: lets the WAL start over
+	gate.Lock()
+	defer gate.Unlock()
 	err := inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		inserted, err = insert(ctx, tx, unique)
