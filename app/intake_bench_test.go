@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/jsonvalid"
 )
 
 // BenchmarkPayloadValidation compares JSON validators on a real webhook
@@ -17,7 +18,7 @@ func BenchmarkPayloadValidation(b *testing.B) {
 	for _, v := range []struct {
 		name  string
 		valid func([]byte) bool
-	}{{"gjson", gjson.ValidBytes}, {"encoding-json", json.Valid}} {
+	}{{"jsonvalid", jsonvalid.Valid}, {"gjson", gjson.ValidBytes}, {"encoding-json", json.Valid}} {
 		b.Run(v.name, func(b *testing.B) {
 			b.SetBytes(int64(len(payload)))
 			for b.Loop() {
