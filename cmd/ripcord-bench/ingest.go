@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -16,8 +14,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/palantir/go-githubapp/githubapp"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 )
@@ -35,22 +31,17 @@ func runIngest(o options) error {
 	b := body(o.bodyBytes)
 	fmt.Printf("ingest: %d connections, %d-byte signed bodies, %s per scenario, loopback only\n\n", o.concurrency, len(b), o.duration)
 
-	bare := serveInProcess(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := readAll(r)
-		if err != nil || !validHMAC(r.Header.Get("X-Hub-Signature-256"), body) {
-			http.Error(w, "bad signature", http.StatusUnauthorized)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	ra := load("(a) bare HMAC handler", bare.url, o.concurrency, o.duration, 0, b)
-	bare.close()
+	ra, _, err := loadBaseline("(a) bare HMAC handler", "hmac", o, b)
+	if err != nil {
+		return err
+	}
 	fmt.Println(ra)
-
-	disp := serveInProcess(githubapp.NewEventDispatcher([]githubapp.EventHandler{noop{}}, benchSecret))
-	rb := load("(b) go-githubapp dispatcher, no-op", disp.url, o.concurrency, o.duration, 0, b)
-	disp.close()
+	rb, cpuB, err := loadBaseline("(b) go-githubapp dispatcher, no-op", "dispatcher", o, b)
+	if err != nil {
+		return err
+	}
 	fmt.Println(rb)
+	fmt.Printf("    server CPU per delivery (b): %.0f µs\n", cpuB)
 
 	dir, err := os.MkdirTemp("", "ripcord-bench")
 	if err != nil {
@@ -112,28 +103,17 @@ func runIngest(o options) error {
 	return nil
 }
 
-type noop struct{}
-
-func (noop) Handles() []string { return []string{"check_suite"} }
-func (noop) Handle(context.Context, string, string, []byte) error {
-	return nil
-}
-
-type inProcess struct {
-	url string
-	srv *http.Server
-}
-
-func (p inProcess) close() { _ = p.srv.Close() }
-
-func serveInProcess(h http.Handler) inProcess {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// loadBaseline loads a baseline server in its own process and returns its
+// figures and its CPU per delivery in µs.
+func loadBaseline(name, kind string, o options, b []byte) (result, float64, error) {
+	p, err := startBaseline(kind)
 	if err != nil {
-		panic(err)
+		return result{}, 0, err
 	}
-	srv := &http.Server{Handler: h}
-	go func() { _ = srv.Serve(ln) }()
-	return inProcess{url: "http://" + ln.Addr().String() + "/api/github/hook", srv: srv}
+	defer p.stop()
+	cpu0 := p.cpu()
+	r := load(name, p.hook(), o.concurrency, o.duration, 0, b)
+	return r, perDelivery(p.cpu()-cpu0, r.sent), nil
 }
 
 type serveProcess struct {
@@ -144,22 +124,34 @@ type serveProcess struct {
 func (p serveProcess) hook() string { return "http://" + p.addr + "/api/github/hook" }
 
 func startServe(bin, dbURL string) (serveProcess, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		return serveProcess{}, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "RIPCORD_LISTEN="+addr, "RIPCORD_DATABASE="+dbURL,
 		"RIPCORD_GITHUB_WEBHOOK_SECRET="+benchSecret, "RIPCORD_LOG_LEVEL=error")
 	cmd.Stderr = os.Stderr
+	return startProcess(cmd, addr, "/readyz")
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startProcess starts cmd, serving on addr, and waits until ready answers 200.
+func startProcess(cmd *exec.Cmd, addr, ready string) (serveProcess, error) {
 	if err := cmd.Start(); err != nil {
-		return serveProcess{}, fmt.Errorf("start %s: %w", bin, err)
+		return serveProcess{}, fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+		if resp, err := http.Get("http://" + addr + ready); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				time.Sleep(500 * time.Millisecond) // let start-up garbage settle before reading idle RSS
@@ -168,8 +160,9 @@ func startServe(bin, dbURL string) (serveProcess, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	cmd.Process.Kill()
-	return serveProcess{}, errors.New("ripcord serve did not become ready in 30 s")
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return serveProcess{}, fmt.Errorf("%s did not become ready in 30 s", cmd.Path)
 }
 
 func (p serveProcess) stop() {

@@ -15,6 +15,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "baseline" {
+		if err := runBaseline(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "ripcord-bench baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) < 2 || os.Args[1] != "ingest" {
 		fmt.Fprintln(os.Stderr, "usage: ripcord-bench ingest --ripcord PATH [--postgres URL] [--duration 5s] [--concurrency 32] [--rss-deliveries 100000]")
 		os.Exit(2)
