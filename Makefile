@@ -35,12 +35,12 @@ lint:
 
 ## bench: the Go benchmarks (figures printed, nothing asserted)
 bench:
-	./scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchtime 2000x ./...
+	WITH_POSTGRES_DURABLE=1 ./scripts/with-postgres.sh $(GO) test -run '^$$' -bench . -benchtime 2000x ./...
 
 ## bench-ingest: the webhook intake load command (a)-(d), see README
 bench-ingest: build
 	$(GO) build -o bin/ripcord-bench ./cmd/ripcord-bench
-	./scripts/with-postgres.sh ./bin/ripcord-bench ingest --ripcord bin/ripcord
+	WITH_POSTGRES_DURABLE=1 ./scripts/with-postgres.sh ./bin/ripcord-bench ingest --ripcord bin/ripcord
 
 ## run: ripcord serve on the embedded SQLite default
 run: build

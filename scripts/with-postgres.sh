@@ -3,6 +3,11 @@
 # RIPCORD_TEST_POSTGRES pointing at it; installs PostgreSQL from Debian's
 # packages first when it is missing (needs root, as on CI). The server is
 # stopped and its data removed when the command ends.
+#
+# For tests the server does not flush to disk (fsync, synchronous_commit
+# and full_page_writes off): faster, and a test never survives a power cut.
+# Benchmarks that claim durable figures set WITH_POSTGRES_DURABLE=1 for a
+# server with PostgreSQL's durable defaults.
 set -euo pipefail
 
 pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
@@ -33,10 +38,14 @@ stop() {
 trap stop EXIT
 
 "${RUN[@]}" "$BIN/initdb" --auth=trust --no-sync -U postgres -D "$DIR/data" >/dev/null
-"${RUN[@]}" "$BIN/pg_ctl" -D "$DIR/data" -w -l "$DIR/log" \
-  -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
-  start >/dev/null
-echo "with-postgres: PostgreSQL $("$BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT" >&2
+OPTS="-c listen_addresses=127.0.0.1 -p $PORT -k $DIR -c max_connections=400"
+MODE="durable"
+if [ "${WITH_POSTGRES_DURABLE:-}" != 1 ]; then
+  OPTS="$OPTS -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  MODE="not durable: fsync off, for tests"
+fi
+"${RUN[@]}" "$BIN/pg_ctl" -D "$DIR/data" -w -l "$DIR/log" -o "$OPTS" start >/dev/null
+echo "with-postgres: PostgreSQL $("$BIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT ($MODE)" >&2
 
 export RIPCORD_TEST_POSTGRES="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
 "$@"
