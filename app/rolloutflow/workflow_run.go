@@ -24,7 +24,11 @@ func (h runHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.C
 		return nil, pipeline.Permanent(fmt.Errorf("decode workflow_run event: %w", err))
 	}
 	run := ev.GetWorkflowRun()
-	id, ref, state, ok, err := batchOfRun(ctx, h.x.deps.DB.Read, ev.GetRepo().GetFullName(), run.GetID())
+	repo := ev.GetRepo().GetFullName()
+	id, ref, state, ok, err := batchOfRun(ctx, h.x.deps.DB.Read, repo, run.GetID())
+	if err == nil && !ok {
+		err = errIfDispatching(ctx, h.x.deps.DB.Read, repo, run.GetID())
+	}
 	if err != nil || !ok || ref.Kind == KindProbe {
 		// A probe workflow's run is judged by the results it posts
 		// (probes.go), not by how it ends.
@@ -40,6 +44,25 @@ func (h runHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.C
 		}
 		return queueTickTx(ctx, tx, h.x.deps.River(), id)
 	}, nil
+}
+
+// errIfDispatching fails an event for a run no batch knows while a batch
+// of the repository is being dispatched. GitHub answers a dispatch with
+// the run's id, and the executor stores it in the transaction after; the
+// run's first events can be sent, and worked, in between. Failing the
+// delivery retries it with backoff, by when the id is stored; an event of
+// an unrelated run costs a retry or two and is then ignored.
+func errIfDispatching(ctx context.Context, q querier, repository string, runID int64) error {
+	var dispatching bool
+	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_batches b JOIN rollouts r ON r.id = b.rollout_id
+		WHERE r.repository = $1 AND b.state = $2)`, repository, RunDispatching).Scan(&dispatching)
+	if err != nil {
+		return fmt.Errorf("look for batches being dispatched: %w", err)
+	}
+	if dispatching {
+		return fmt.Errorf("workflow run %d of %s is not known yet and a batch is being dispatched there: trying again", runID, repository)
+	}
+	return nil
 }
 
 // runState maps a run's status to its batch's state; "" leaves it.
