@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -139,10 +140,37 @@ func (e *Env) WaitFor(what string, timeout time.Duration, cond func() bool) {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			e.T.Fatalf("timed out after %s waiting for %s", timeout, what)
+			e.T.Fatalf("timed out after %s waiting for %s\n%s", timeout, what, e.pending())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// pending describes the deliveries and jobs not done yet, and the last
+// ones that failed, for a test that timed out.
+func (e *Env) pending() string {
+	var b strings.Builder
+	for _, q := range []struct{ title, query string }{
+		{"deliveries not finished", `SELECT id || ' ' || event || '/' || action || ' ' || state || ' attempts ' || attempts || ' ' || last_error
+			FROM deliveries WHERE state NOT IN ('processed', 'ignored') ORDER BY received_at`},
+		{"jobs not finished", `SELECT kind || ' ' || state || ' attempt ' || attempt || ' scheduled ' || scheduled_at
+			FROM river_job WHERE state NOT IN ('completed', 'cancelled') ORDER BY id`},
+	} {
+		rows, err := e.db.Read.Query(q.query)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", q.title, err)
+			continue
+		}
+		fmt.Fprintf(&b, "%s:\n", q.title)
+		for rows.Next() {
+			var line string
+			if rows.Scan(&line) == nil {
+				fmt.Fprintf(&b, "  %s\n", line)
+			}
+		}
+		rows.Close()
+	}
+	return b.String()
 }
 
 // Settle waits until no delivery is queued and no job of the given kinds
