@@ -54,12 +54,16 @@ func (s *Server) addRecordWorkers(w *river.Workers) {
 	river.AddWorker(w, &cdeventWorker{s: s})
 	river.AddWorker(w, &stallWorker{s: s})
 	river.AddWorker(w, &sweepWorker{s: s})
+	river.AddWorker(w, &deliverySweepWorker{s: s})
 }
 
 func (s *Server) periodicJobs() []*river.PeriodicJob {
 	return []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return DeliverySweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
 }

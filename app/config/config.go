@@ -29,9 +29,11 @@ type Config struct {
 	Clusters map[string]string
 	OIDC     OIDC
 	// StallAfter and Retention govern release records.
-	StallAfter   time.Duration
-	Retention    time.Duration
-	CDEventSinks []string
+	StallAfter time.Duration
+	Retention  time.Duration
+	// DeliveryRetention is how long finished webhook deliveries are kept.
+	DeliveryRetention time.Duration
+	CDEventSinks      []string
 	// SecretsKey encrypts the App credentials stored by /setup (AES-256-GCM);
 	// nil: a key file beside the database.
 	SecretsKey []byte
