@@ -192,6 +192,7 @@ func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	defer rollbackOnPanic(tx)
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
@@ -224,6 +225,7 @@ func (db *DB) InDurableTx(ctx context.Context, fn func(tx *sql.Tx) error) error 
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	defer rollbackOnPanic(tx)
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
 		return err
@@ -232,6 +234,16 @@ func (db *DB) InDurableTx(ctx context.Context, fn func(tx *sql.Tx) error) error 
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// rollbackOnPanic ends a transaction whose function panicked before the
+// panic goes on: left open, it would hold SQLite's one writer connection
+// and every later write would wait for it forever.
+func rollbackOnPanic(tx *sql.Tx) {
+	if p := recover(); p != nil {
+		_ = tx.Rollback()
+		panic(p)
+	}
 }
 
 // redact removes a password from a URL for logs and errors.
