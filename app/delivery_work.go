@@ -83,7 +83,14 @@ func (r *deliveryRunner) decide(ctx context.Context, d Delivery) (res decided) {
 	return res
 }
 
-func runCommits(ctx context.Context, tx *sql.Tx, res decided) error {
+func runCommits(ctx context.Context, tx *sql.Tx, res decided) (err error) {
+	// A commit that panics fails its delivery (which is retried, then ends
+	// failed) instead of the drain round, which would meet it again.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s/%s: commit panicked: %v", res.d.Event, res.d.Action, p)
+		}
+	}()
 	for _, c := range res.commits {
 		if err := c(ctx, tx); err != nil {
 			return fmt.Errorf("%s/%s: %w", res.d.Event, res.d.Action, err)

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -94,9 +95,18 @@ func (d *drainer) run() {
 
 // round runs one drain with a timeout, as a job would. It does not use a
 // context the stop cancels: a round in flight finishes.
-func (d *drainer) round() int {
+func (d *drainer) round() (n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
 	defer cancel()
+	// A panic is a bug; it must not stop the server's only drain. The
+	// round's transaction is rolled back (store.InTx) and the next tries
+	// again.
+	defer func() {
+		if p := recover(); p != nil {
+			d.log.Error("drain round panicked; the next round tries again", "panic", p, "stack", string(debug.Stack()))
+			n = 0
+		}
+	}()
 	n, err := d.runner.drainOnce(ctx)
 	if err != nil {
 		d.log.Warn("drain of queued deliveries failed; the next round tries again", "err", err)

@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +68,50 @@ func (ts *testServer) countQueued(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// panicHandler's commit panics for deliveries of the hook with id 1; the
+// others commit.
+type panicHandler struct{}
+
+func (panicHandler) Handles() []string { return []string{"ping"} }
+func (panicHandler) Handle(_ context.Context, d Delivery) (Commit, error) {
+	return func(context.Context, *sql.Tx) error {
+		if d.ID == "bad" {
+			panic("a bug in a commit")
+		}
+		return nil
+	}, nil
+}
+
+// A commit that panics fails its own delivery, which ends failed with the
+// panic as its error; the drain and the deliveries beside it go on.
+func TestCommitThatPanicsFailsItsDeliveryOnly(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{panicHandler{}}, DeliveryMaxAttempts: 2, RetryBase: time.Millisecond})
+		body := githubtest.LoadPayload(t, "ping", "payload.json")
+		for _, id := range []string{"good-1", "bad", "good-2"} {
+			if code, resp := ts.deliver(t, "ping", id, body, githubtest.Sign(testSecret, body)); code != 202 {
+				t.Fatalf("delivery %s: %d %s", id, code, resp)
+			}
+		}
+		waitFor(t, "the panicking delivery to fail for good", 30*time.Second, func() bool {
+			return ts.delivery(t, "bad").State == DeliveryFailed
+		})
+		if d := ts.delivery(t, "bad"); !strings.Contains(d.LastError, "commit panicked: a bug in a commit") {
+			t.Errorf("failed delivery's last_error = %q, want the panic", d.LastError)
+		}
+		for _, id := range []string{"good-1", "good-2"} {
+			if d := ts.delivery(t, id); d.State != DeliveryProcessed {
+				t.Errorf("delivery %s beside the panicking one ended %q (%s), want processed", id, d.State, d.LastError)
+			}
+		}
+		// The drain still works after the panic.
+		if code, _ := ts.deliver(t, "ping", "good-3", body, githubtest.Sign(testSecret, body)); code != 202 {
+			t.Fatal("a delivery after the panic was refused")
+		}
+		waitFor(t, "a delivery after the panic to be processed", 30*time.Second, func() bool {
+			return ts.delivery(t, "good-3").State == DeliveryProcessed
+		})
+	})
 }
