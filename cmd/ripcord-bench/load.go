@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -67,6 +68,11 @@ func load(name, url string, concurrency int, duration time.Duration, count int64
 					errs.Add(1)
 					continue
 				}
+				// Read the answer to its end: an unread body makes the
+				// client close the connection, and every request would
+				// then open a new one (the dispatcher's empty answers hid
+				// this; serve's JSON answers paid for it).
+				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode/100 != 2 {
 					errs.Add(1)
