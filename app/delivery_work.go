@@ -18,8 +18,8 @@ import (
 // batchConcurrency bounds how many deliveries of one batch are decided at once.
 const batchConcurrency = 8
 
-// drainLimit bounds the deliveries one drain takes; a full drain queues the
-// next one.
+// drainLimit bounds the deliveries one drain round takes; a full round is
+// followed by another at once (drain.go).
 const drainLimit = 256
 
 // DeliveryBatchArgs was the job that drained the deliveries table before
@@ -41,7 +41,7 @@ type DeliveryArgs struct {
 func (DeliveryArgs) Kind() string { return "delivery" }
 
 // deliveryRunner decides deliveries with the event handlers and applies the
-// results; the batch and retry workers share it.
+// results; the drain (drain.go) and the retry worker share it.
 type deliveryRunner struct {
 	db          *store.DB
 	river       func() *river.Client[*sql.Tx]
