@@ -29,3 +29,27 @@ func BenchmarkPayloadValidation(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseMeta compares reading the intake's three columns in the
+// validation's pass with validating and then searching the payload once
+// per column, on a real payload.
+func BenchmarkParseMeta(b *testing.B) {
+	payload := githubtest.LoadPayload(b, "workflow_run", "completed.payload.json")
+	b.Run("one-pass", func(b *testing.B) {
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			if _, err := parseMeta(payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validate-then-search", func(b *testing.B) {
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			if !jsonvalid.Valid(payload) {
+				b.Fatal("refused")
+			}
+			gjson.GetManyBytes(payload, "action", "installation.id", "repository.full_name")
+		}
+	})
+}

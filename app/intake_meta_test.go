@@ -45,3 +45,32 @@ func TestParseMetaReadsTheColumns(t *testing.T) {
 		t.Errorf("parseMeta = %+v", m)
 	}
 }
+
+// The columns come from the top-level keys only, wherever they stand and
+// whatever else the payload holds.
+func TestParseMetaTakesTopLevelKeysOnly(t *testing.T) {
+	cases := []struct {
+		name, payload string
+		want          payloadMeta
+	}{
+		{"keys after nested ones of the same name",
+			`{"pull_request":{"action":"x","repository":{"full_name":"other/repo"},"installation":{"id":9}},"action":"closed","installation":{"id":3},"repository":{"full_name":"acme/app"}}`,
+			payloadMeta{Action: "closed", InstallationID: 3, Repository: "acme/app"}},
+		{"no action (push)", `{"ref":"refs/heads/main","repository":{"full_name":"acme/app"},"installation":{"id":3}}`,
+			payloadMeta{InstallationID: 3, Repository: "acme/app"}},
+		{"no installation, no repository", `{"action":"created","zen":"Keep it logically awesome."}`,
+			payloadMeta{Action: "created"}},
+		{"an escaped action value", `{"action":"re\"quested"}`, payloadMeta{Action: `re"quested`}},
+		{"not an object", `[{"action":"opened"}]`, payloadMeta{}},
+	}
+	for _, c := range cases {
+		got, err := parseMeta([]byte(c.payload))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s: parseMeta = %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}

@@ -20,12 +20,18 @@ import (
 // whitespace around it.
 func Valid(data []byte) bool {
 	p := parser{data: data}
-	p.space()
-	if !p.value(0) {
-		return false
-	}
-	p.space()
-	return p.i == len(data)
+	return p.valid()
+}
+
+// ValidFields is Valid that also finds, in the same pass, the values of
+// the given keys of a top-level object: values[i] is the raw JSON of
+// keys[i] (its first occurrence), or nil when the value is not an object
+// or has no such key. A key written with escapes in data is not matched.
+// values must be as long as keys.
+func ValidFields(data []byte, keys []string, values [][]byte) bool {
+	clear(values)
+	p := parser{data: data, keys: keys, values: values}
+	return p.valid()
 }
 
 // maxDepth bounds nesting as encoding/json does (10000), so a hostile
@@ -33,8 +39,31 @@ func Valid(data []byte) bool {
 const maxDepth = 10000
 
 type parser struct {
-	data []byte
-	i    int
+	data   []byte
+	i      int
+	keys   []string // ValidFields: top-level keys to capture
+	values [][]byte
+}
+
+func (p *parser) valid() bool {
+	p.space()
+	if !p.value(0) {
+		return false
+	}
+	p.space()
+	return p.i == len(p.data)
+}
+
+// capture records the value of the top-level key whose string (quotes
+// included) is data[start:end], once it spans data[from:p.i].
+func (p *parser) capture(start, end, from int) {
+	key := p.data[start+1 : end-1]
+	for i, k := range p.keys {
+		if p.values[i] == nil && string(key) == k {
+			p.values[i] = p.data[from:p.i:p.i]
+			return
+		}
+	}
 }
 
 func (p *parser) space() {
@@ -87,17 +116,23 @@ func (p *parser) object(depth int) bool {
 		return true
 	}
 	for {
+		keyStart := p.i
 		if p.i >= len(p.data) || p.data[p.i] != '"' || !p.string() {
 			return false
 		}
+		keyEnd := p.i
 		p.space()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
 			return false
 		}
 		p.i++
 		p.space()
+		from := p.i
 		if !p.value(depth) {
 			return false
+		}
+		if depth == 1 && p.keys != nil {
+			p.capture(keyStart, keyEnd, from)
 		}
 		p.space()
 		if p.i >= len(p.data) {

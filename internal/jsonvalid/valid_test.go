@@ -65,9 +65,53 @@ func FuzzValid(f *testing.F) {
 	for _, c := range cases {
 		f.Add([]byte(c))
 	}
+	keys := []string{"action", "a", ""}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, want := Valid(data), json.Valid(data); got != want {
+		want := json.Valid(data)
+		if got := Valid(data); got != want {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", data, got, want)
 		}
+		values := make([][]byte, len(keys))
+		if got := ValidFields(data, keys, values); got != want {
+			t.Fatalf("ValidFields(%q) = %v, encoding/json says %v", data, got, want)
+		}
+		for i, v := range values {
+			if want && v != nil && !json.Valid(v) {
+				t.Fatalf("ValidFields(%q) took %q for %q: not a JSON value", data, v, keys[i])
+			}
+		}
 	})
+}
+
+func TestValidFieldsFindsTopLevelValues(t *testing.T) {
+	keys := []string{"action", "installation", "repository", "absent"}
+	cases := []struct {
+		name, doc string
+		valid     bool
+		want      []string // "" for nil
+	}{
+		{"every kind of value", `{"installation":{"id":7,"action":"nested"} , "action" : "opened","repository":{"full_name":"a/b"},"n":[1,{"action":"x"}]}`,
+			true, []string{`"opened"`, `{"id":7,"action":"nested"}`, `{"full_name":"a/b"}`, ""}},
+		{"a nested key of the same name is not taken", `{"x":{"action":"inner"}}`, true, []string{"", "", "", ""}},
+		{"the first of a repeated key", `{"action":"first","action":"second"}`, true, []string{`"first"`, "", "", ""}},
+		{"numbers, literals and arrays", `{"action":null,"installation":12.5e1,"repository":[1,2]}`, true, []string{"null", "12.5e1", "[1,2]", ""}},
+		{"an escaped key is not matched", `{"act\u0069on":"opened"}`, true, []string{"", "", "", ""}},
+		{"not an object", `["action","opened"]`, true, []string{"", "", "", ""}},
+		{"invalid after a captured key", `{"action":"opened",}`, false, nil},
+	}
+	for _, c := range cases {
+		values := make([][]byte, len(keys))
+		if got := ValidFields([]byte(c.doc), keys, values); got != c.valid {
+			t.Errorf("%s: ValidFields = %v, want %v", c.name, got, c.valid)
+			continue
+		}
+		if got := Valid([]byte(c.doc)); got != c.valid {
+			t.Errorf("%s: Valid = %v, ValidFields %v", c.name, got, c.valid)
+		}
+		for i, want := range c.want {
+			if string(values[i]) != want {
+				t.Errorf("%s: %s = %q, want %q", c.name, keys[i], values[i], want)
+			}
+		}
+	}
 }
