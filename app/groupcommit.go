@@ -197,10 +197,18 @@ func (w *groupWriter) commit(batch []*pendingWrite) (int, error) {
 // Statements are prepared once, through the statement cache; in-process
 // they cost no round trip.
 func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) (int, error) {
+	row, err := w.db.Stmt(ctx, tx, insertDeliverySQLite)
+	if err != nil {
+		return 0, fmt.Errorf("prepare the delivery insert: %w", err)
+	}
+	body, err := w.db.Stmt(ctx, tx, insertDeliveryBody)
+	if err != nil {
+		return 0, fmt.Errorf("prepare the payload insert: %w", err)
+	}
 	inserted := 0
 	for _, p := range batch {
 		p.inserted = false // a commit run again starts over
-		res, err := w.db.Exec(ctx, tx, insertDeliverySQLite, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
+		res, err := row.ExecContext(ctx, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
 			p.d.Repository, store.Micros(p.d.ReceivedAt))
 		if err != nil {
 			return 0, fmt.Errorf("store delivery %s: %w", p.d.ID, err)
@@ -212,7 +220,7 @@ func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pen
 		if err != nil {
 			return 0, fmt.Errorf("store delivery %s: read its seq: %w", p.d.ID, err)
 		}
-		if _, err := w.db.Exec(ctx, tx, insertDeliveryBody, seq, p.d.Body); err != nil {
+		if _, err := body.ExecContext(ctx, seq, p.d.Body); err != nil {
 			return 0, fmt.Errorf("store payload of delivery %s: %w", p.d.ID, err)
 		}
 		p.inserted = true

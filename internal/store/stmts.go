@@ -49,6 +49,17 @@ func (db *DB) QueryRow(ctx context.Context, tx *sql.Tx, query string, args ...an
 	return tx.QueryRowContext(ctx, query, args...)
 }
 
+// Stmt returns tx's handle on query prepared, for a caller that runs it
+// many times in one transaction: from the cache on SQLite, else prepared
+// in tx (and closed with it). Handing out a tx-bound handle costs an
+// allocation and a lock each time, so a loop should take one and reuse it.
+func (db *DB) Stmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	if s := db.cached(ctx, tx, query); s != nil {
+		return s, nil
+	}
+	return tx.PrepareContext(ctx, query)
+}
+
 // cached returns tx's handle on the prepared statement for query, or nil
 // (noting the miss) when it is not prepared yet or the database is not
 // SQLite. Statements bound to tx are closed with it; the prepared statement
