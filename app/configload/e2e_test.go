@@ -66,7 +66,7 @@ func TestConfigThatFailsToLoadIsAFailingCheckRun(t *testing.T) {
 		e.Deliver("push", e.Push(repo, good, ".github/ripcord.yml"))
 		e.Deliver("push", e.Push(repo, good, "README.md"))
 		e.WaitFor("the passing check", 15*time.Second, func() bool { return len(configChecks(e)) == 3 })
-		e.Settle("config_check", "delivery_batch", "delivery")
+		e.Settle("config_check", "delivery")
 		checks := configChecks(e)
 		if len(checks) != 3 || checks[1].HeadSHA != run || checks[1].Conclusion != "failure" || checks[2].HeadSHA != good || checks[2].Conclusion != "success" {
 			t.Errorf("checks: %+v", checks)

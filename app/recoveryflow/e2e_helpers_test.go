@@ -171,4 +171,4 @@ func (s *scene) logCalls(t *testing.T) {
 
 // jobKinds are the recovery jobs Settle waits for.
 var jobKinds = []string{"recovery_rerun", "recovery_check", "recovery_alert", "recovery_dispatch", "command_rerun",
-	"comment_reply", "comment_reaction", "config_check", "delivery_batch", "delivery"}
+	"comment_reply", "comment_reaction", "config_check", "delivery"}

@@ -143,7 +143,7 @@ func git(t *testing.T, stdin string, args ...string) (string, error) {
 }
 
 // jobKinds are the jobs Settle waits for.
-var jobKinds = []string{"rollback_pull_request", "comment_reply", "comment_reaction", "config_check", "delivery_batch", "delivery"}
+var jobKinds = []string{"rollback_pull_request", "comment_reply", "comment_reaction", "config_check", "delivery"}
 
 func logCalls(t *testing.T, s *scene) {
 	t.Helper()

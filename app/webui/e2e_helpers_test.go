@@ -52,7 +52,7 @@ image:
 `
 
 // jobKinds are the jobs a rollback from the page can lead to.
-var jobKinds = []string{"rollback_pull_request", "release_check", "delivery_batch", "delivery"}
+var jobKinds = []string{"rollback_pull_request", "release_check", "delivery"}
 
 // site is the whole server on SQLite with the App's OAuth client stored as
 // /setup stores it, a fake GitHub that signs people in, and checkout's
