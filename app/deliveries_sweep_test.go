@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -16,7 +17,10 @@ import (
 // queued, however old.
 func TestSweepDeletesFinishedDeliveriesPastRetention(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		ts := startServer(t, dbURL, Options{})
+		// The server's own hourly sweep runs at start; with a century of
+		// retention it deletes nothing this test ages, so only the call
+		// below sweeps.
+		ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) { c.DeliveryRetention = 100 * 365 * 24 * time.Hour })
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
 		old := sweepChunk + 5 // more than one chunk
 		for i := range old + 3 {
