@@ -14,7 +14,12 @@ import (
 
 // runHandler follows the runs the executor dispatched: a workflow_run
 // event of one of them updates its batch and wakes the rollout.
-type runHandler struct{ x *executor }
+type runHandler struct {
+	x *executor
+	// afterDispatchingRead, when set (by tests), runs between the two
+	// reads of Handle.
+	afterDispatchingRead func()
+}
 
 func (runHandler) Handles() []string { return []string{"workflow_run"} }
 
@@ -25,9 +30,21 @@ func (h runHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.C
 	}
 	run := ev.GetWorkflowRun()
 	repo := ev.GetRepo().GetFullName()
+	// Whether a batch is being dispatched is read first: a batch is
+	// claimed (dispatching) before GitHub is asked, and its run's id is
+	// stored after, so if none was dispatching then, the run's batch, if
+	// any, already has its id. Read in the other order, a dispatch could
+	// store the id between the two reads and its event be ignored.
+	dispatching, err := isDispatching(ctx, h.x.deps.DB.Read, repo)
+	if err != nil {
+		return nil, err
+	}
+	if h.afterDispatchingRead != nil {
+		h.afterDispatchingRead()
+	}
 	id, ref, state, ok, err := batchOfRun(ctx, h.x.deps.DB.Read, repo, run.GetID())
-	if err == nil && !ok {
-		err = errIfDispatching(ctx, h.x.deps.DB.Read, repo, run.GetID())
+	if err == nil && !ok && dispatching {
+		err = fmt.Errorf("workflow run %d of %s is not known yet and a batch is being dispatched there: trying again", run.GetID(), repo)
 	}
 	if err != nil || !ok || ref.Kind == KindProbe {
 		// A probe workflow's run is judged by the results it posts
@@ -46,23 +63,20 @@ func (h runHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.C
 	}, nil
 }
 
-// errIfDispatching fails an event for a run no batch knows while a batch
-// of the repository is being dispatched. GitHub answers a dispatch with
-// the run's id, and the executor stores it in the transaction after; the
-// run's first events can be sent, and worked, in between. Failing the
-// delivery retries it with backoff, by when the id is stored; an event of
-// an unrelated run costs a retry or two and is then ignored.
-func errIfDispatching(ctx context.Context, q querier, repository string, runID int64) error {
+// isDispatching reports whether a batch of the repository is being
+// dispatched. GitHub answers a dispatch with the run's id, and the executor
+// stores it in the transaction after; the run's first events can be sent,
+// and worked, in between. Such an event fails and is retried with backoff,
+// by when the id is stored; an event of an unrelated run costs a retry or
+// two and is then ignored.
+func isDispatching(ctx context.Context, q querier, repository string) (bool, error) {
 	var dispatching bool
 	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_batches b JOIN rollouts r ON r.id = b.rollout_id
 		WHERE r.repository = $1 AND b.state = $2)`, repository, RunDispatching).Scan(&dispatching)
 	if err != nil {
-		return fmt.Errorf("look for batches being dispatched: %w", err)
+		return false, fmt.Errorf("look for batches being dispatched: %w", err)
 	}
-	if dispatching {
-		return fmt.Errorf("workflow run %d of %s is not known yet and a batch is being dispatched there: trying again", runID, repository)
-	}
-	return nil
+	return dispatching, nil
 }
 
 // runState maps a run's status to its batch's state; "" leaves it.

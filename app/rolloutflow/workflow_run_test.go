@@ -22,11 +22,12 @@ func TestRunEventDuringADispatchIsRetriedNotLost(t *testing.T) {
 	ctx := context.Background()
 	db := h.x.deps.DB
 	ref := Ref{Kind: KindDeploy, Stage: 0, Pass: 0, Batch: 0}
+	var between func()
 	handle := func(runID int64) (pipeline.Commit, error) {
 		body, _ := json.Marshal(map[string]any{"action": "completed",
 			"workflow_run": map[string]any{"id": runID, "status": "completed", "conclusion": "success"},
 			"repository":   map[string]any{"full_name": testRepo}})
-		return runHandler{x: h.x}.Handle(ctx, pipeline.Delivery{Event: "workflow_run", Body: body})
+		return runHandler{x: h.x, afterDispatchingRead: between}.Handle(ctx, pipeline.Delivery{Event: "workflow_run", Body: body})
 	}
 
 	if c, err := handle(4242); err != nil || c != nil {
@@ -43,12 +44,22 @@ func TestRunEventDuringADispatchIsRetriedNotLost(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "being dispatched") || pipeline.IsPermanent(err) {
 		t.Fatalf("unknown run while a batch is dispatching: commit %v, err %v; want a retryable error", c != nil, err)
 	}
-	err = db.InTx(ctx, func(tx *sql.Tx) error {
-		return setBatch(ctx, tx, h.id, ref, 4242, RunQueued, "", h.clock.Now())
-	})
-	if err != nil {
-		t.Fatal(err)
+
+	// The executor stores the run's id while the handler is between its
+	// reads: the event must still move the batch, now or on its retry,
+	// never be ignored.
+	between = func() {
+		err := db.InTx(ctx, func(tx *sql.Tx) error {
+			return setBatch(ctx, tx, h.id, ref, 4242, RunQueued, "", h.clock.Now())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
+	if c, err := handle(4242); c == nil && (err == nil || pipeline.IsPermanent(err)) {
+		t.Fatalf("the run's id stored while the event was worked: commit %v, err %v; want a commit or a retry", c != nil, err)
+	}
+	between = nil
 	if c, err := handle(4242); err != nil || c == nil {
 		t.Fatalf("the same event once the run id is stored: commit %v, err %v; want a commit", c != nil, err)
 	}
