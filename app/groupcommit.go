@@ -29,6 +29,10 @@ const maxBatch = 256
 type groupWriter struct {
 	db      *store.DB
 	metrics *metrics
+	// acts reports whether some handler takes an event. A delivery of an
+	// event none takes is stored finished, ignored: the drain would only
+	// have marked it so, in another write. nil: every delivery is queued.
+	acts func(event string) bool
 	// wakeDrain asks the drain (drain.go) for a round; it never blocks.
 	wakeDrain func()
 
@@ -42,6 +46,7 @@ type groupWriter struct {
 type pendingWrite struct {
 	d        Delivery
 	inserted bool
+	state    string // what it is stored as: queued, or ignored
 	err      error
 	done     chan struct{}
 }
@@ -51,13 +56,14 @@ type writeBatch struct {
 	writes   []*pendingWrite
 	start    time.Time
 	inserted int
+	queued   int // of those inserted, how many the drain has to work
 	err      error
 }
 
 var errStopping = errors.New("intake: the server is stopping")
 
-func newGroupWriter(db *store.DB, m *metrics, wakeDrain func()) *groupWriter {
-	w := &groupWriter{db: db, metrics: m, wakeDrain: wakeDrain,
+func newGroupWriter(db *store.DB, m *metrics, acts func(event string) bool, wakeDrain func()) *groupWriter {
+	w := &groupWriter{db: db, metrics: m, acts: acts, wakeDrain: wakeDrain,
 		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
 	var syncDone chan struct{}
 	if db.CanSyncWAL() {
@@ -78,21 +84,22 @@ func newGroupWriter(db *store.DB, m *metrics, wakeDrain func()) *groupWriter {
 	return w
 }
 
-// Write stores d durably. inserted is false when a delivery with the same
-// id was stored before (a redelivery).
-func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, err error) {
+// Write stores d durably, queued for the drain or, when no handler takes
+// its event, ignored. inserted is false when a delivery with the same id
+// was stored before (a redelivery).
+func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, state string, err error) {
 	p := &pendingWrite{d: d, done: make(chan struct{})}
 	select {
 	case w.in <- p:
 	case <-w.stop:
-		return false, errStopping
+		return false, "", errStopping
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return false, "", ctx.Err()
 	}
 	// Once handed over, the write completes whatever the caller does, so wait
 	// for it: answering before the commit would break "stored, then 202".
 	<-p.done
-	return p.inserted, p.err
+	return p.inserted, p.state, p.err
 }
 
 // Close finishes the commits in flight, answers them, and stops taking
@@ -122,7 +129,7 @@ func (w *groupWriter) run() {
 				break gather
 			}
 		}
-		b.inserted, b.err = w.commit(b.writes)
+		b.inserted, b.queued, b.err = w.commit(b.writes)
 		if b.err == nil && w.synced != nil {
 			w.synced <- b
 			continue
@@ -147,17 +154,20 @@ func (w *groupWriter) answer(b *writeBatch) {
 	for _, p := range b.writes {
 		if b.err != nil {
 			p.err = b.err
+		} else if p.inserted && p.state == DeliveryIgnored {
+			w.metrics.processed.WithLabelValues(eventLabel(p.d.Event), DeliveryIgnored).Inc()
 		}
 		close(p.done)
 	}
-	if b.err == nil && b.inserted > 0 {
+	if b.err == nil && b.queued > 0 {
 		w.wakeDrain()
 	}
 }
 
 // commit writes a batch in one transaction and returns how many deliveries
-// were new. Without a separate WAL flush the commit itself is durable.
-func (w *groupWriter) commit(batch []*pendingWrite) (int, error) {
+// were new, and how many of those are queued for the drain. Without a
+// separate WAL flush the commit itself is durable.
+func (w *groupWriter) commit(batch []*pendingWrite) (inserted, queued int, err error) {
 	// The commit must finish even if a client hangs up: the caller's context
 	// is not used here.
 	ctx := context.Background()
@@ -166,7 +176,10 @@ func (w *groupWriter) commit(batch []*pendingWrite) (int, error) {
 	unique := make([]*pendingWrite, 0, len(batch))
 	seen := make(map[string]bool, len(batch))
 	for _, p := range batch {
-		p.inserted = false
+		p.inserted, p.state = false, DeliveryQueued
+		if w.acts != nil && !w.acts(p.d.Event) {
+			p.state = DeliveryIgnored
+		}
 		if !seen[p.d.ID] {
 			seen[p.d.ID] = true
 			unique = append(unique, p)
@@ -180,16 +193,23 @@ func (w *groupWriter) commit(batch []*pendingWrite) (int, error) {
 	if w.synced != nil {
 		inTx = w.db.InTx // flushed by syncLoop before anyone is answered
 	}
-	inserted := 0
 	gate := w.db.Gate() // see store.checkpointer: lets the WAL start over
 	gate.Lock()
 	defer gate.Unlock()
-	err := inTx(ctx, func(tx *sql.Tx) error {
+	err = inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		inserted, err = insert(ctx, tx, unique)
 		return err
 	})
-	return inserted, err
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range unique {
+		if p.inserted && p.state == DeliveryQueued {
+			queued++
+		}
+	}
+	return inserted, queued, nil
 }
 
 // insertSQLite stores each delivery's row, then its body under the row's
@@ -209,7 +229,7 @@ func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pen
 	for _, p := range batch {
 		p.inserted = false // a commit run again starts over
 		res, err := row.ExecContext(ctx, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
-			p.d.Repository, store.Micros(p.d.ReceivedAt))
+			p.d.Repository, store.Micros(p.d.ReceivedAt), p.state)
 		if err != nil {
 			return 0, fmt.Errorf("store delivery %s: %w", p.d.ID, err)
 		}
@@ -236,14 +256,15 @@ func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*p
 	n := len(batch)
 	ids, events, actions, repos := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	installations, received := make([]int64, n), make([]int64, n)
-	bodies := make([][]byte, n)
+	bodies, states := make([][]byte, n), make([]string, n)
 	byID := make(map[string]*pendingWrite, n)
 	for i, p := range batch {
 		ids[i], events[i], actions[i], repos[i] = p.d.ID, p.d.Event, p.d.Action, p.d.Repository
 		installations[i], received[i], bodies[i] = p.d.InstallationID, store.Micros(p.d.ReceivedAt), p.d.Body
+		states[i] = p.state
 		byID[p.d.ID] = p
 	}
-	rows, err := tx.QueryContext(ctx, insertDeliveriesPostgres, ids, events, actions, installations, repos, bodies, received)
+	rows, err := tx.QueryContext(ctx, insertDeliveriesPostgres, ids, events, actions, installations, repos, bodies, received, states)
 	if err != nil {
 		return 0, fmt.Errorf("store %d deliveries: %w", n, err)
 	}
@@ -265,11 +286,15 @@ func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*p
 	return inserted, nil
 }
 
+// A delivery stored ignored is finished when it is received.
 const (
-	insertDeliverySQLite = `INSERT INTO deliveries (id, event, action, installation_id, repository, received_at)
-VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`
+	insertDeliverySQLite = `INSERT INTO deliveries (id, event, action, installation_id, repository, received_at, state, processed_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $7 = 'ignored' THEN $6 END) ON CONFLICT (id) DO NOTHING`
 	insertDeliveryBody       = `INSERT INTO delivery_bodies (seq, body) VALUES ($1, $2)`
-	insertDeliveriesPostgres = `INSERT INTO deliveries (id, event, action, installation_id, repository, body, received_at)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bytea[], $7::bigint[])
+	insertDeliveriesPostgres = `INSERT INTO deliveries (id, event, action, installation_id, repository, body, received_at, state, processed_at)
+SELECT id, event, action, installation_id, repository, body, received_at, state,
+	CASE WHEN state = 'ignored' THEN received_at END
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bytea[], $7::bigint[], $8::text[])
+	AS t(id, event, action, installation_id, repository, body, received_at, state)
 ON CONFLICT (id) DO NOTHING RETURNING id`
 )

@@ -30,7 +30,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					id := fmt.Sprintf("bench-%d", n.Add(1))
-					if _, err := srv.writer.Write(context.Background(), Delivery{ID: id, Event: "check_suite", Body: body, ReceivedAt: time.Now()}); err != nil {
+					if _, _, err := srv.writer.Write(context.Background(), Delivery{ID: id, Event: "check_suite", Body: body, ReceivedAt: time.Now()}); err != nil {
 						b.Error(err)
 						return
 					}

@@ -142,12 +142,12 @@ func (s *durableScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) e
 		Body:           d.Payload,
 		ReceivedAt:     time.Now().UTC(),
 	}
-	inserted, err := s.writer.Write(ctx, del)
+	inserted, state, err := s.writer.Write(ctx, del)
 	if err != nil {
 		return err
 	}
 	githubapp.SetResponder(ctx, func(w http.ResponseWriter, r *http.Request) {
-		status := "queued"
+		status := state // queued, or ignored: no capability acts on the event
 		if !inserted {
 			status = "duplicate"
 		}

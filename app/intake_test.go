@@ -127,6 +127,48 @@ func TestRedeliveryIsAcknowledgedAndProcessedOnce(t *testing.T) {
 	})
 }
 
+// A delivery of an event no capability acts on is stored finished,
+// ignored, and answered so: the drain never has to mark it. One that a
+// handler takes is queued for the drain.
+func TestIntakeStoresAnEventNoOneActsOnIgnored(t *testing.T) {
+	ping := githubtest.LoadPayload(t, "ping", "payload.json")
+	installation := githubtest.LoadPayload(t, "installation", "created.payload.json")
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		ts.drain.Stop() // what is queued stays queued
+		for _, c := range []struct {
+			event, id string
+			body      []byte
+			status    string
+		}{{"ping", "p1", ping, "ignored"}, {"installation", "i1", installation, "queued"}, {"ping", "p1", ping, "duplicate"}} {
+			code, resp := ts.deliver(t, c.event, c.id, c.body, githubtest.Sign(testSecret, c.body))
+			var ack struct{ Status string }
+			_ = json.Unmarshal([]byte(resp), &ack)
+			if code != 202 || ack.Status != c.status {
+				t.Errorf("%s %s: %d %s, want 202 with status %s", c.event, c.id, code, resp, c.status)
+			}
+		}
+		if d := ts.delivery(t, "p1"); d.State != DeliveryIgnored || d.Attempts != 0 || d.ProcessedAt == nil {
+			t.Errorf("ping stored %s after %d attempts, finished at %v; want ignored at once", d.State, d.Attempts, d.ProcessedAt)
+		}
+		if d := ts.delivery(t, "i1"); d.State != DeliveryQueued {
+			t.Errorf("installation stored %s, want queued for the drain", d.State)
+		}
+		if q := ts.countQueued(t); q != 1 {
+			t.Errorf("%d deliveries queued, want the installation alone", q)
+		}
+		resp, err := http.Get(ts.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		metrics, _ := io.ReadAll(resp.Body)
+		if want := `ripcord_deliveries_processed_total{event="ping",outcome="ignored"} 1`; !bytes.Contains(metrics, []byte(want)) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	})
+}
+
 // postHook sends a webhook request with exactly the given headers.
 func (ts *testServer) postHook(t *testing.T, headers map[string]string, body []byte) (int, string) {
 	t.Helper()
