@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/payload"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -55,6 +56,9 @@ func getDelivery(ctx context.Context, dialect store.Dialect, q interface {
 			return d, errNotFound
 		}
 		d.ID = id
+		if err == nil {
+			d.Body, err = payload.Unpack(d.Body)
+		}
 		return d, err
 	}
 	d, err := scanDelivery(q.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries WHERE id = $1`, id))

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/payload"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -279,9 +280,13 @@ func (w *deliveryRunner) loadBodies(ctx context.Context, ids []string) (map[stri
 	bodies := make(map[string][]byte, len(ids))
 	for rows.Next() {
 		var id string
-		var body []byte
-		if err := rows.Scan(&id, &body); err != nil {
+		var stored []byte
+		if err := rows.Scan(&id, &stored); err != nil {
 			return nil, fmt.Errorf("load payloads: %w", err)
+		}
+		body, err := payload.Unpack(stored)
+		if err != nil {
+			return nil, fmt.Errorf("payload of delivery %s: %w", id, err)
 		}
 		bodies[id] = body
 	}

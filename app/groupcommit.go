@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/payload"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -240,7 +241,7 @@ func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pen
 		if err != nil {
 			return 0, fmt.Errorf("store delivery %s: read its seq: %w", p.d.ID, err)
 		}
-		if _, err := body.ExecContext(ctx, seq, p.d.Body); err != nil {
+		if _, err := body.ExecContext(ctx, seq, payload.Pack(p.d.Body)); err != nil {
 			return 0, fmt.Errorf("store payload of delivery %s: %w", p.d.ID, err)
 		}
 		p.inserted = true
@@ -260,7 +261,7 @@ func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*p
 	byID := make(map[string]*pendingWrite, n)
 	for i, p := range batch {
 		ids[i], events[i], actions[i], repos[i] = p.d.ID, p.d.Event, p.d.Action, p.d.Repository
-		installations[i], received[i], bodies[i] = p.d.InstallationID, store.Micros(p.d.ReceivedAt), p.d.Body
+		installations[i], received[i], bodies[i] = p.d.InstallationID, store.Micros(p.d.ReceivedAt), payload.Pack(p.d.Body)
 		states[i] = p.state
 		byID[p.d.ID] = p
 	}

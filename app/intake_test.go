@@ -3,14 +3,20 @@ package app
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/payload"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -233,4 +239,59 @@ func TestIntakeRefusesAPayloadOverGitHubsCap(t *testing.T) {
 	if n := ts.countDeliveries(t); n != 0 {
 		t.Errorf("%d deliveries stored, want 0", n)
 	}
+}
+
+// bodyRecorder fails a delivery's first attempt, so the second comes from
+// the retry job, and keeps the payload each attempt was given.
+type bodyRecorder struct {
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (h *bodyRecorder) Handles() []string { return []string{"check_suite"} }
+func (h *bodyRecorder) Handle(_ context.Context, d Delivery) (Commit, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bodies = append(h.bodies, d.Body)
+	if len(h.bodies) == 1 {
+		return nil, errors.New("first attempt fails")
+	}
+	return func(context.Context, *sql.Tx) error { return nil }, nil
+}
+
+// A payload is stored packed (internal/payload), and the drain and the
+// retry job both hand the handlers the payload exactly as GitHub sent it.
+func TestPayloadsAreStoredPackedAndReadBackAsSent(t *testing.T) {
+	body := githubtest.LoadPayload(t, "check_suite", "completed.payload.json")
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := &bodyRecorder{}
+		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{h}, RetryBase: time.Millisecond})
+		if code, resp := ts.deliver(t, "check_suite", "packed-1", body, githubtest.Sign(testSecret, body)); code != 202 {
+			t.Fatalf("status %d: %s", code, resp)
+		}
+		waitFor(t, "the retry to process the delivery", 30*time.Second, func() bool {
+			return ts.delivery(t, "packed-1").State == DeliveryProcessed
+		})
+		query := `SELECT body FROM deliveries WHERE id = 'packed-1'`
+		if ts.db.Dialect == store.SQLite {
+			query = `SELECT b.body FROM deliveries d JOIN delivery_bodies b ON b.seq = d.seq WHERE d.id = 'packed-1'`
+		}
+		var stored []byte
+		if err := ts.db.Read.QueryRow(query).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if !payload.Packed(stored) || len(stored) >= len(body)/2 {
+			t.Errorf("a %d-byte payload is stored in %d bytes (packed: %v), want packed to under half", len(body), len(stored), payload.Packed(stored))
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.bodies) != 2 {
+			t.Fatalf("the handler was called %d times, want 2 (drain, then retry)", len(h.bodies))
+		}
+		for i, got := range h.bodies {
+			if !bytes.Equal(got, body) {
+				t.Errorf("attempt %d was handed %d bytes that differ from the %d GitHub sent", i+1, len(got), len(body))
+			}
+		}
+	})
 }
