@@ -23,8 +23,10 @@ const maxBatch = 256
 // writer answers its requests and wakes the drain.
 //
 // On SQLite the flush is not part of the commit (store.SyncWAL): a batch
-// is committed, handed to the syncer, and the next batch is written while
-// the syncer flushes the WAL, a pipeline of two stages. (On PostgreSQL,
+// is committed, which holds SQLite's one writer, and the WAL flushed
+// after, which does not. Commit and flush alternate: a pipeline that wrote
+// the next batch during the flush made batches a third smaller and cost
+// 10 % more CPU per delivery (PERFORMANCE.md, session 4). (On PostgreSQL,
 // whose commit is durable, three committers side by side were tried: no
 // faster than one, with smaller batches.)
 type groupWriter struct {
@@ -38,7 +40,6 @@ type groupWriter struct {
 	wakeDrain func()
 
 	in       chan *pendingWrite
-	synced   chan *writeBatch // nil unless the WAL is flushed apart
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -46,6 +47,7 @@ type groupWriter struct {
 
 type pendingWrite struct {
 	d        Delivery
+	stored   []byte // d.Body as stored: packed (internal/payload)
 	inserted bool
 	state    string // what it is stored as: queued, or ignored
 	err      error
@@ -66,20 +68,8 @@ var errStopping = errors.New("intake: the server is stopping")
 func newGroupWriter(db *store.DB, m *metrics, acts func(event string) bool, wakeDrain func()) *groupWriter {
 	w := &groupWriter{db: db, metrics: m, acts: acts, wakeDrain: wakeDrain,
 		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
-	var syncDone chan struct{}
-	if db.CanSyncWAL() {
-		// Unbuffered: a committed batch waits for the syncer to finish the
-		// flush before, so the deliveries that arrive meanwhile make one
-		// bigger batch rather than many commits of a few each.
-		w.synced, syncDone = make(chan *writeBatch), make(chan struct{})
-		go w.syncLoop(syncDone)
-	}
 	go func() {
 		w.run()
-		if w.synced != nil {
-			close(w.synced)
-			<-syncDone
-		}
 		close(w.done)
 	}()
 	return w
@@ -89,7 +79,9 @@ func newGroupWriter(db *store.DB, m *metrics, acts func(event string) bool, wake
 // its event, ignored. inserted is false when a delivery with the same id
 // was stored before (a redelivery).
 func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, state string, err error) {
-	p := &pendingWrite{d: d, done: make(chan struct{})}
+	// Packed here, on the request's goroutine: the writer's goroutine is
+	// the one every delivery waits for.
+	p := &pendingWrite{d: d, stored: payload.Pack(d.Body), done: make(chan struct{})}
 	select {
 	case w.in <- p:
 	case <-w.stop:
@@ -110,8 +102,8 @@ func (w *groupWriter) Close() {
 	<-w.done
 }
 
-// run takes the deliveries waiting, commits them, and hands the batch to
-// the syncer or answers it.
+// run takes the deliveries waiting, commits them, makes them durable and
+// answers them.
 func (w *groupWriter) run() {
 	for {
 		var first *pendingWrite
@@ -131,19 +123,9 @@ func (w *groupWriter) run() {
 			}
 		}
 		b.inserted, b.queued, b.err = w.commit(b.writes)
-		if b.err == nil && w.synced != nil {
-			w.synced <- b
-			continue
+		if b.err == nil && w.db.CanSyncWAL() {
+			b.err = w.db.SyncWAL()
 		}
-		w.answer(b)
-	}
-}
-
-// syncLoop flushes the WAL for each batch committed and answers it.
-func (w *groupWriter) syncLoop(done chan struct{}) {
-	defer close(done)
-	for b := range w.synced {
-		b.err = w.db.SyncWAL()
 		w.answer(b)
 	}
 }
@@ -191,8 +173,8 @@ func (w *groupWriter) commit(batch []*pendingWrite) (inserted, queued int, err e
 		insert = w.insertPostgres
 	}
 	inTx := w.db.InDurableTx
-	if w.synced != nil {
-		inTx = w.db.InTx // flushed by syncLoop before anyone is answered
+	if w.db.CanSyncWAL() {
+		inTx = w.db.InTx // flushed by run before anyone is answered
 	}
 	gate := w.db.Gate() // see store.checkpointer: lets the WAL start over
 	gate.Lock()
@@ -241,7 +223,7 @@ func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pen
 		if err != nil {
 			return 0, fmt.Errorf("store delivery %s: read its seq: %w", p.d.ID, err)
 		}
-		if _, err := body.ExecContext(ctx, seq, payload.Pack(p.d.Body)); err != nil {
+		if _, err := body.ExecContext(ctx, seq, p.stored); err != nil {
 			return 0, fmt.Errorf("store payload of delivery %s: %w", p.d.ID, err)
 		}
 		p.inserted = true
@@ -261,7 +243,7 @@ func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*p
 	byID := make(map[string]*pendingWrite, n)
 	for i, p := range batch {
 		ids[i], events[i], actions[i], repos[i] = p.d.ID, p.d.Event, p.d.Action, p.d.Repository
-		installations[i], received[i], bodies[i] = p.d.InstallationID, store.Micros(p.d.ReceivedAt), payload.Pack(p.d.Body)
+		installations[i], received[i], bodies[i] = p.d.InstallationID, store.Micros(p.d.ReceivedAt), p.stored
 		states[i] = p.state
 		byID[p.d.ID] = p
 	}
