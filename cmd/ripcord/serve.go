@@ -56,6 +56,9 @@ func runServe(args []string) int {
 	if memtrim.TuneServerGC(os.Getenv) {
 		log.Debug("GC tuned for a server", "gc_percent", memtrim.ServerGCPercent, "memory_limit_bytes", memtrim.ServerMemoryLimit)
 	}
+	if n := memtrim.TuneServerProcs(os.Getenv); n > 0 {
+		log.Debug("one processor more than cores for the intake's blocking writes", "gomaxprocs", n)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := app.New(ctx, cfg, app.Options{Logger: log})
