@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,98 +23,144 @@ type options struct {
 	binary, postgres string
 	url              string
 	duration         time.Duration
+	rounds           int
 	concurrency      int
 	bodyBytes        int
 	rssDeliveries    int
 }
 
+// scenario is one server and the load it took.
+type scenario struct {
+	name string
+	proc serveProcess
+	runs []run
+	cpu  time.Duration
+}
+
+// loadFor loads the scenario's server for d and keeps the run and the
+// server's CPU time it cost.
+func (s *scenario) loadFor(o options, d time.Duration, b []byte) run {
+	cpu0 := s.proc.cpu()
+	r := loadRun(s.name, s.proc.hook(), o.concurrency, d, 0, b)
+	s.cpu += s.proc.cpu() - cpu0
+	s.runs = append(s.runs, r)
+	return r
+}
+
+func (s *scenario) result() result { return summarize(s.name, s.runs...) }
+
+// cpuPerDelivery is the server's CPU time per acknowledged delivery, in µs.
+func (s *scenario) cpuPerDelivery() float64 { return perDelivery(s.cpu, s.result().sent) }
+
+// runIngest starts every server, then loads them in turn, round after
+// round: on a shared machine the load others put on it changes from one
+// second to the next, and scenarios measured one after the other (as
+// this command first did) saw different machines; c/b moved by ±0.1
+// between runs. Alternating short stretches gives every scenario the same
+// mix, as the fact benchmark's floor and facts do.
 func runIngest(o options) error {
 	b := body(o.bodyBytes)
-	fmt.Printf("ingest: %d connections, %d-byte signed bodies, %s per scenario, loopback only\n\n", o.concurrency, len(b), o.duration)
+	o.rounds = max(o.rounds, 1)
+	stretch := o.duration / time.Duration(o.rounds)
+	fmt.Printf("ingest: %d connections, %d-byte signed bodies, %s per scenario in %d rounds of (a) (b) (c) (d) in turn, loopback only\n\n",
+		o.concurrency, len(b), o.duration, o.rounds)
 
-	ra, _, err := loadBaseline("(a) bare HMAC handler", "hmac", o, b)
-	if err != nil {
-		return err
+	var all []*scenario
+	defer func() {
+		for _, s := range all {
+			s.proc.stop()
+		}
+	}()
+	for _, base := range []struct{ name, kind string }{{"(a) bare HMAC handler", "hmac"}, {"(b) go-githubapp dispatcher, no-op", "dispatcher"}} {
+		p, err := startBaseline(base.kind)
+		if err != nil {
+			return err
+		}
+		all = append(all, &scenario{name: base.name, proc: p})
 	}
-	fmt.Println(ra)
-	rb, cpuB, err := loadBaseline("(b) go-githubapp dispatcher, no-op", "dispatcher", o, b)
-	if err != nil {
-		return err
-	}
-	fmt.Println(rb)
-	fmt.Printf("    server CPU per delivery (b): %.0f µs\n", cpuB)
-
 	dir, err := os.MkdirTemp("", "ripcord-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	sqlite, err := startServe(o.binary, "sqlite://"+filepath.Join(dir, "bench.db"))
+	p, err := startServe(o.binary, "sqlite://"+filepath.Join(dir, "bench.db"))
 	if err != nil {
 		return err
 	}
-	idle := sqlite.rss()
-	cpu0 := sqlite.cpu()
-	rc := load("(c) ripcord serve, SQLite", sqlite.hook(), o.concurrency, o.duration, 0, b)
-	fmt.Println(rc)
-	fmt.Printf("    server CPU per delivery (SQLite): %.0f µs (intake and processing)\n", perDelivery(sqlite.cpu()-cpu0, rc.sent))
-	var after int64
-	if o.rssDeliveries > 0 {
-		sent := rc.sent
-		fill := load("    (filling to RSS target)", sqlite.hook(), o.concurrency, 10*time.Minute, int64(o.rssDeliveries)-sent, b)
-		after = sqlite.rss()
-		fmt.Printf("    RSS of serve (SQLite): idle %.1f MB; after %d deliveries %.1f MB\n", mb(idle), sent+fill.sent, mb(after))
-	} else {
-		fmt.Printf("    RSS of serve (SQLite): idle %.1f MB\n", mb(idle))
-	}
-	sqlite.stop()
-
-	var rd result
+	sqlite := &scenario{name: "(c) ripcord serve, SQLite", proc: p}
+	all = append(all, sqlite)
+	idle := p.rss()
+	var pg *scenario
 	if o.postgres != "" {
 		dbURL, drop, err := createDatabase(o.postgres)
 		if err != nil {
 			return err
 		}
 		defer drop()
-		pg, err := startServe(o.binary, dbURL)
+		p, err := startServe(o.binary, dbURL)
 		if err != nil {
 			return err
 		}
-		cpu0 := pg.cpu()
-		rd = load("(d) ripcord serve, PostgreSQL", pg.hook(), o.concurrency, o.duration, 0, b)
-		cpu := pg.cpu() - cpu0
-		pg.stop()
-		fmt.Println(rd)
-		fmt.Printf("    server CPU per delivery (PostgreSQL): %.0f µs (ripcord only, not the database server)\n", perDelivery(cpu, rd.sent))
-	} else {
+		pg = &scenario{name: "(d) ripcord serve, PostgreSQL", proc: p}
+		all = append(all, pg)
+	}
+	dispatcher := all[1]
+
+	var roundCB, roundDB []float64
+	for range o.rounds {
+		rates := map[*scenario]float64{}
+		for _, s := range all {
+			r := s.loadFor(o, stretch, b)
+			rates[s] = float64(r.sent) / r.elapsed.Seconds()
+		}
+		roundCB = append(roundCB, rates[sqlite]/rates[dispatcher])
+		if pg != nil {
+			roundDB = append(roundDB, rates[pg]/rates[dispatcher])
+		}
+	}
+
+	for _, s := range all {
+		fmt.Println(s.result())
+		what := ""
+		switch s {
+		case sqlite:
+			what = " (intake and processing)"
+		case pg:
+			what = " (ripcord only, not the database server)"
+		}
+		fmt.Printf("    server CPU per delivery: %.0f µs%s\n", s.cpuPerDelivery(), what)
+	}
+	if pg == nil {
 		fmt.Println("(d) skipped: no --postgres URL (RIPCORD_TEST_POSTGRES)")
 	}
 
-	fmt.Printf("\nc/b = %.2f (target >= 0.5, p99 <= 50 ms: p99 %.2f ms)\n", rc.perSecond/rb.perSecond, ms(rc.p99))
-	if rd.sent > 0 {
-		fmt.Printf("d/b = %.2f (target >= 0.3)\n", rd.perSecond/rb.perSecond)
+	var after int64
+	if o.rssDeliveries > 0 {
+		sent := sqlite.result().sent
+		fill := load("    (filling to RSS target)", sqlite.proc.hook(), o.concurrency, 10*time.Minute, int64(o.rssDeliveries)-sent, b)
+		after = sqlite.proc.rss()
+		fmt.Printf("    RSS of serve (SQLite): idle %.1f MB; after %d deliveries %.1f MB\n", mb(idle), sent+fill.sent, mb(after))
 	}
-	if idle > 0 {
-		fmt.Printf("RSS idle %.1f MB (target <= 60)", mb(idle))
-		if after > 0 {
-			fmt.Printf(", after %d deliveries %.1f MB (target <= 200)", o.rssDeliveries, mb(after))
-		}
-		fmt.Println()
+
+	rb, rc := dispatcher.result(), sqlite.result()
+	fmt.Printf("\nc/b = %.2f (target >= 0.5, p99 <= 50 ms: p99 %.2f ms); per round %s\n", rc.perSecond/rb.perSecond, ms(rc.p99), spread(roundCB))
+	if pg != nil {
+		fmt.Printf("d/b = %.2f (target >= 0.3); per round %s\n", pg.result().perSecond/rb.perSecond, spread(roundDB))
 	}
+	fmt.Printf("RSS idle %.1f MB (target <= 60)", mb(idle))
+	if after > 0 {
+		fmt.Printf(", after %d deliveries %.1f MB (target <= 200)", o.rssDeliveries, mb(after))
+	}
+	fmt.Println()
 	return nil
 }
 
-// loadBaseline loads a baseline server in its own process and returns its
-// figures and its CPU per delivery in µs.
-func loadBaseline(name, kind string, o options, b []byte) (result, float64, error) {
-	p, err := startBaseline(kind)
-	if err != nil {
-		return result{}, 0, err
+// spread prints the lowest and highest of the per-round ratios.
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
 	}
-	defer p.stop()
-	cpu0 := p.cpu()
-	r := load(name, p.hook(), o.concurrency, o.duration, 0, b)
-	return r, perDelivery(p.cpu()-cpu0, r.sent), nil
+	return fmt.Sprintf("%.2f-%.2f", slices.Min(xs), slices.Max(xs))
 }
 
 type serveProcess struct {

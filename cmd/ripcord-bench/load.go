@@ -31,6 +31,36 @@ type result struct {
 	p50, p99  time.Duration
 }
 
+// run is one stretch of load on one server.
+type run struct {
+	sent, errors int64
+	elapsed      time.Duration
+	latencies    []time.Duration
+}
+
+// summarize adds up a scenario's runs: the rate is all acknowledged over
+// all the time loaded, the percentiles are over every answer.
+func summarize(name string, runs ...run) result {
+	r := result{name: name}
+	var elapsed time.Duration
+	var all []time.Duration
+	for _, x := range runs {
+		r.sent += x.sent
+		r.errors += x.errors
+		elapsed += x.elapsed
+		all = append(all, x.latencies...)
+	}
+	if elapsed > 0 {
+		r.perSecond = float64(r.sent) / elapsed.Seconds()
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		r.p50 = all[len(all)*50/100]
+		r.p99 = all[len(all)*99/100]
+	}
+	return r
+}
+
 func (r result) String() string {
 	return fmt.Sprintf("%-38s %9.0f deliveries/s   p50 %7.2f ms   p99 %7.2f ms   (%d acknowledged, %d errors)",
 		r.name, r.perSecond, ms(r.p50), ms(r.p99), r.sent, r.errors)
@@ -41,6 +71,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // load posts signed deliveries to url from `concurrency` connections until
 // the duration passes or `count` deliveries were acknowledged (0: no count).
 func load(name, url string, concurrency int, duration time.Duration, count int64, b []byte) result {
+	return summarize(name, loadRun(name, url, concurrency, duration, count, b))
+}
+
+// loadRun is load's stretch of work, not yet summarized. Delivery ids are
+// unique across calls: they carry the stretch's start in nanoseconds.
+func loadRun(name, url string, concurrency int, duration time.Duration, count int64, b []byte) run {
 	sig := sign(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}, Timeout: 30 * time.Second}
 	var sent, errs, next atomic.Int64
@@ -86,12 +122,5 @@ func load(name, url string, concurrency int, duration time.Duration, count int64
 	wg.Wait()
 	elapsed := time.Since(start)
 	client.CloseIdleConnections()
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	r := result{name: name, sent: sent.Load(), errors: errs.Load(), perSecond: float64(sent.Load()) / elapsed.Seconds()}
-	if len(all) > 0 {
-		r.p50 = all[len(all)*50/100]
-		r.p99 = all[len(all)*99/100]
-	}
-	return r
+	return run{sent: sent.Load(), errors: errs.Load(), elapsed: elapsed, latencies: slices.Concat(lat...)}
 }

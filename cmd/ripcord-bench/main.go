@@ -4,7 +4,7 @@
 // SQLite and (d) on PostgreSQL. All traffic stays on loopback; every phase is
 // bounded in time or count.
 //
-//	ripcord-bench ingest --ripcord ./bin/ripcord [--postgres URL] [--duration 5s]
+//	ripcord-bench ingest --ripcord ./bin/ripcord [--postgres URL] [--duration 5s] [--rounds 5]
 package main
 
 import (
@@ -23,14 +23,15 @@ func main() {
 		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "ingest" {
-		fmt.Fprintln(os.Stderr, "usage: ripcord-bench ingest --ripcord PATH [--postgres URL] [--duration 5s] [--concurrency 32] [--rss-deliveries 100000]")
+		fmt.Fprintln(os.Stderr, "usage: ripcord-bench ingest --ripcord PATH [--postgres URL] [--duration 5s] [--rounds 5] [--concurrency 32] [--rss-deliveries 100000]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("ingest", flag.ExitOnError)
 	opts := options{}
 	fs.StringVar(&opts.binary, "ripcord", "bin/ripcord", "the ripcord binary to run as `ripcord serve`")
 	fs.StringVar(&opts.postgres, "postgres", os.Getenv("RIPCORD_TEST_POSTGRES"), "admin URL of a PostgreSQL server for (d); empty skips (d)")
-	fs.DurationVar(&opts.duration, "duration", 5*time.Second, "how long each scenario is loaded")
+	fs.DurationVar(&opts.duration, "duration", 5*time.Second, "how long each scenario is loaded, in all")
+	fs.IntVar(&opts.rounds, "rounds", 5, "the scenarios are loaded in turn, this many times each, duration/rounds at a time")
 	fs.IntVar(&opts.concurrency, "concurrency", 32, "concurrent connections of the loader")
 	fs.IntVar(&opts.bodyBytes, "body", 12<<10, "size of each signed delivery body (a check_suite payload; at least its ~5.5 kB base)")
 	fs.IntVar(&opts.rssDeliveries, "rss-deliveries", 100_000, "deliveries sent to (c) before its RSS is read again; 0 skips")
