@@ -22,6 +22,7 @@ const maxPayloadBytes = 25 << 20
 // stores it durably (durableScheduler) before answering 202. No work happens
 // on the request path.
 type intake struct {
+	writer     *groupWriter
 	secrets    func() []string
 	dispatcher http.Handler
 	metrics    *metrics
@@ -29,7 +30,7 @@ type intake struct {
 }
 
 func newIntake(secrets func() []string, w *groupWriter, m *metrics, log *slog.Logger) *intake {
-	in := &intake{secrets: secrets, metrics: m, log: log}
+	in := &intake{writer: w, secrets: secrets, metrics: m, log: log}
 	in.dispatcher = githubapp.NewEventDispatcher(
 		[]githubapp.EventHandler{storeAll{}},
 		"", // the signature was checked before, against several secrets
@@ -62,6 +63,11 @@ func (in *intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// here first would copy every payload once more.
 	body := newSignedBody(http.MaxBytesReader(w, r.Body, maxPayloadBytes), secrets, sig)
 	r.Body = body
+	// From here the delivery is on its way to the group commit, which
+	// waits a little for it; it arrives when the scheduler hands it over,
+	// or never if it is refused.
+	body.arrived = in.writer.expect()
+	defer body.arrived()
 	// go-github would check the header again against the dispatcher's single
 	// (empty) secret and fail.
 	r.Header.Del("X-Hub-Signature-256")
@@ -142,6 +148,9 @@ func (s *durableScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) e
 		Repository:     meta.Repository,
 		Body:           d.Payload,
 		ReceivedAt:     time.Now().UTC(),
+	}
+	if b, ok := ctx.Value(signedBodyKey{}).(*signedBody); ok && b.arrived != nil {
+		b.arrived()
 	}
 	inserted, state, err := s.writer.Write(ctx, del)
 	if err != nil {

@@ -37,6 +37,9 @@ type signedBody struct {
 	want []byte
 	macs []hash.Hash
 	err  error // a read error, kept for verify
+	// arrived tells the group commit that the delivery is no longer on
+	// its way (groupWriter.expect); calling it again does nothing.
+	arrived func()
 }
 
 type signedBodyKey struct{}
