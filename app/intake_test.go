@@ -295,3 +295,37 @@ func TestPayloadsAreStoredPackedAndReadBackAsSent(t *testing.T) {
 		}
 	})
 }
+
+// Payloads are packed into reused buffers (groupWriter's packBuffers):
+// many deliveries at once, in many batches, must each be stored exactly as
+// it was sent, none with another's bytes.
+func TestConcurrentDeliveriesAreStoredByteForByte(t *testing.T) {
+	payloads := githubtest.Payloads(t)
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		var wg sync.WaitGroup
+		for i, p := range payloads {
+			wg.Go(func() {
+				id := fmt.Sprintf("conc-%03d", i)
+				if code, resp := ts.deliver(t, p.Event, id, p.Body, githubtest.Sign(testSecret, p.Body)); code != 202 {
+					t.Errorf("%s/%s: %d %s", p.Event, p.Name, code, resp)
+				}
+			})
+		}
+		wg.Wait()
+		query := `SELECT body FROM deliveries WHERE id = $1`
+		if ts.db.Dialect == store.SQLite {
+			query = `SELECT b.body FROM deliveries d JOIN delivery_bodies b ON b.seq = d.seq WHERE d.id = $1`
+		}
+		for i, p := range payloads {
+			var stored []byte
+			if err := ts.db.Read.QueryRow(query, fmt.Sprintf("conc-%03d", i)).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			got, err := payload.Unpack(stored)
+			if err != nil || !bytes.Equal(got, p.Body) {
+				t.Errorf("%s/%s: stored payload differs from the one sent (%d bytes, %v)", p.Event, p.Name, len(got), err)
+			}
+		}
+	})
+}

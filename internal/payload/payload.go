@@ -29,11 +29,20 @@ const minSize = 512
 
 // Pack returns body as it is to be stored: packed when that saves at least
 // an eighth, else body itself.
-func Pack(body []byte) []byte {
+func Pack(body []byte) []byte { return PackInto(nil, body) }
+
+// PackInto is Pack writing the packed payload into buf when it is large
+// enough (the result then shares buf's memory), so that a caller can reuse
+// one buffer for many payloads.
+func PackInto(buf, body []byte) []byte {
 	if len(body) < minSize {
 		return body
 	}
-	buf := make([]byte, len(mark)+s2.MaxEncodedLen(len(body)))
+	if n := len(mark) + s2.MaxEncodedLen(len(body)); cap(buf) < n {
+		buf = make([]byte, n)
+	} else {
+		buf = buf[:n]
+	}
 	copy(buf, mark)
 	// Encode writes into buf after the mark, as it is large enough.
 	out := append(buf[:len(mark)], s2.Encode(buf[len(mark):], body)...)
