@@ -99,8 +99,8 @@ func (w *groupWriter) expect() (arrived func()) {
 }
 
 // packBuffers are the buffers payloads are packed into: a 12 kB payload
-// needs one of 14 kB, and a buffer a second for every delivery was a
-// fifth of what the intake allocated.
+// needs one of 14 kB, and a new one for every delivery was a fifth of what
+// the intake allocated.
 var packBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledBuffer bounds the buffers kept: a rare large payload's is dropped.
