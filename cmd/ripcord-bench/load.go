@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -74,8 +75,16 @@ func load(name, url string, concurrency int, duration time.Duration, count int64
 	return summarize(name, loadRun(name, url, concurrency, duration, count, b))
 }
 
-// loadRun is load's stretch of work, not yet summarized. Delivery ids are
-// unique across calls: they carry the stretch's start in nanoseconds.
+// deliveryID is a random GUID, as GitHub's X-GitHub-Delivery is. Ids that
+// sort in the order they are sent (what the loader used before) let the
+// store append to one leaf of its id index; GitHub's land all over it, and
+// every delivery then writes a page of the index of its own.
+func deliveryID() string {
+	a, b := rand.Uint64(), rand.Uint64()
+	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, a>>16&0xffff, a&0xfff, b>>48&0x3fff|0x8000, b&0xffffffffffff)
+}
+
+// loadRun is load's stretch of work, not yet summarized.
 func loadRun(name, url string, concurrency int, duration time.Duration, count int64, b []byte) run {
 	sig := sign(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}, Timeout: 30 * time.Second}
@@ -96,7 +105,7 @@ func loadRun(name, url string, concurrency int, duration time.Duration, count in
 				req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("X-GitHub-Event", "check_suite")
-				req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("%s-%d-%d", name[:1], start.UnixNano(), n))
+				req.Header.Set("X-GitHub-Delivery", deliveryID())
 				req.Header.Set("X-Hub-Signature-256", sig)
 				t0 := time.Now()
 				resp, err := client.Do(req)
