@@ -70,11 +70,9 @@ type pendingWrite struct {
 
 // writeBatch is one group commit on its way to its answers.
 type writeBatch struct {
-	writes   []*pendingWrite
-	start    time.Time
-	inserted int
-	queued   int // of those inserted, how many the drain has to work
-	err      error
+	writes []*pendingWrite
+	start  time.Time
+	err    error
 }
 
 var errStopping = errors.New("intake: the server is stopping")
@@ -125,7 +123,10 @@ func (p *pendingWrite) releaseBuffer() {
 func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, state string, err error) {
 	// Packed here, on the request's goroutine: the writer's goroutine is
 	// the one every delivery waits for.
-	p := &pendingWrite{d: d, done: make(chan struct{})}
+	p := &pendingWrite{d: d, state: DeliveryQueued, done: make(chan struct{})}
+	if w.acts != nil && !w.acts(d.Event) {
+		p.state = DeliveryIgnored
+	}
 	p.buf = packBuffers.Get().(*[]byte)
 	p.stored = payload.PackInto(*p.buf, d.Body)
 	select {
@@ -183,7 +184,7 @@ func (w *groupWriter) run() {
 			}
 			delay.Stop()
 		}
-		b.inserted, b.queued, b.err = w.commit(b.writes)
+		b.err = w.commit(b.writes)
 		if b.err == nil && w.db.CanSyncWAL() {
 			b.err = w.db.SyncWAL()
 		}
@@ -195,24 +196,28 @@ func (w *groupWriter) run() {
 func (w *groupWriter) answer(b *writeBatch) {
 	w.metrics.commitTime.Observe(time.Since(b.start).Seconds())
 	w.metrics.batchSize.Observe(float64(len(b.writes)))
+	queued := false // some delivery new to the drain
 	for _, p := range b.writes {
-		if b.err != nil {
+		switch {
+		case b.err != nil:
 			p.err = b.err
-		} else if p.inserted && p.state == DeliveryIgnored {
+		case p.inserted && p.state == DeliveryIgnored:
 			w.metrics.processed.WithLabelValues(eventLabel(p.d.Event), DeliveryIgnored).Inc()
+		case p.inserted:
+			queued = true
 		}
 		p.releaseBuffer()
 		close(p.done)
 	}
-	if b.err == nil && b.queued > 0 {
+	if queued {
 		w.wakeDrain()
 	}
 }
 
-// commit writes a batch in one transaction and returns how many deliveries
-// were new, and how many of those are queued for the drain. Without a
-// separate WAL flush the commit itself is durable.
-func (w *groupWriter) commit(batch []*pendingWrite) (inserted, queued int, err error) {
+// commit writes a batch in one transaction and marks the deliveries that
+// were new (inserted). Without a separate WAL flush the commit itself is
+// durable.
+func (w *groupWriter) commit(batch []*pendingWrite) error {
 	// The commit must finish even if a client hangs up: the caller's context
 	// is not used here.
 	ctx := context.Background()
@@ -221,10 +226,7 @@ func (w *groupWriter) commit(batch []*pendingWrite) (inserted, queued int, err e
 	unique := make([]*pendingWrite, 0, len(batch))
 	seen := make(map[string]bool, len(batch))
 	for _, p := range batch {
-		p.inserted, p.state = false, DeliveryQueued
-		if w.acts != nil && !w.acts(p.d.Event) {
-			p.state = DeliveryIgnored
-		}
+		p.inserted = false // set by the insert for each delivery it stores
 		if !seen[p.d.ID] {
 			seen[p.d.ID] = true
 			unique = append(unique, p)
@@ -241,63 +243,47 @@ func (w *groupWriter) commit(batch []*pendingWrite) (inserted, queued int, err e
 	gate := w.db.Gate() // see store.checkpointer: lets the WAL start over
 	gate.Lock()
 	defer gate.Unlock()
-	err = inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		inserted, err = insert(ctx, tx, unique)
-		return err
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, p := range unique {
-		if p.inserted && p.state == DeliveryQueued {
-			queued++
-		}
-	}
-	return inserted, queued, nil
+	return inTx(ctx, func(tx *sql.Tx) error { return insert(ctx, tx, unique) })
 }
 
 // insertSQLite stores each delivery's row, then its body under the row's
 // seq (see migration 00009: a body is written once, never by an UPDATE).
 // Statements are prepared once, through the statement cache; in-process
 // they cost no round trip.
-func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) (int, error) {
+func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) error {
 	row, err := w.db.Stmt(ctx, tx, insertDeliverySQLite)
 	if err != nil {
-		return 0, fmt.Errorf("prepare the delivery insert: %w", err)
+		return fmt.Errorf("prepare the delivery insert: %w", err)
 	}
 	body, err := w.db.Stmt(ctx, tx, insertDeliveryBody)
 	if err != nil {
-		return 0, fmt.Errorf("prepare the payload insert: %w", err)
+		return fmt.Errorf("prepare the payload insert: %w", err)
 	}
-	inserted := 0
 	for _, p := range batch {
-		p.inserted = false // a commit run again starts over
 		res, err := row.ExecContext(ctx, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
 			p.d.Repository, store.Micros(p.d.ReceivedAt), p.state)
 		if err != nil {
-			return 0, fmt.Errorf("store delivery %s: %w", p.d.ID, err)
+			return fmt.Errorf("store delivery %s: %w", p.d.ID, err)
 		}
 		if n, _ := res.RowsAffected(); n != 1 {
 			continue // stored before: a redelivery
 		}
 		seq, err := res.LastInsertId()
 		if err != nil {
-			return 0, fmt.Errorf("store delivery %s: read its seq: %w", p.d.ID, err)
+			return fmt.Errorf("store delivery %s: read its seq: %w", p.d.ID, err)
 		}
 		if _, err := body.ExecContext(ctx, seq, p.stored); err != nil {
-			return 0, fmt.Errorf("store payload of delivery %s: %w", p.d.ID, err)
+			return fmt.Errorf("store payload of delivery %s: %w", p.d.ID, err)
 		}
 		p.inserted = true
-		inserted++
 	}
-	return inserted, nil
+	return nil
 }
 
 // insertPostgres stores the whole batch in one statement: on PostgreSQL a
 // statement costs a round trip, so one per delivery made a commit of many
 // deliveries wait on as many round trips.
-func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) (int, error) {
+func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) error {
 	n := len(batch)
 	ids, events, actions, repos := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	installations, received := make([]int64, n), make([]int64, n)
@@ -311,24 +297,22 @@ func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*p
 	}
 	rows, err := tx.QueryContext(ctx, insertDeliveriesPostgres, ids, events, actions, installations, repos, bodies, received, states)
 	if err != nil {
-		return 0, fmt.Errorf("store %d deliveries: %w", n, err)
+		return fmt.Errorf("store %d deliveries: %w", n, err)
 	}
 	defer rows.Close()
-	inserted := 0
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return 0, fmt.Errorf("store %d deliveries: %w", n, err)
+			return fmt.Errorf("store %d deliveries: %w", n, err)
 		}
 		if p := byID[id]; p != nil {
 			p.inserted = true
-			inserted++
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("store %d deliveries: %w", n, err)
+		return fmt.Errorf("store %d deliveries: %w", n, err)
 	}
-	return inserted, nil
+	return nil
 }
 
 // A delivery stored ignored is finished when it is received.
