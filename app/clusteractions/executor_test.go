@@ -14,7 +14,6 @@ import (
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/recovery"
@@ -27,14 +26,7 @@ import (
 func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		db := testdb.OpenMigrated(t, dbURL)
 		rs := records.NewStore(db)
 		now := time.Now().UTC()
 		rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: the deployment sync it queues

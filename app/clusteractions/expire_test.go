@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/cluster/actionapi"
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -15,17 +14,11 @@ import (
 func TestAClaimWithoutAResultFailsAfterTheClaimTimeoutAndIsNotHandedOn(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		db := testdb.OpenMigrated(t, dbURL)
 		s := &actionStore{db: db, records: records.NewStore(db)}
 		var id string
 		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			var err error
 			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
 				Deployment: "checkout", FailedVersion: "v2", RollbackOf: "c2"})
 			return err

@@ -15,11 +15,7 @@ import (
 func TestStatementCacheGivesTheSameAnswers(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := testdb.Open(t, dbURL)
 		if _, err := db.Write.ExecContext(ctx, `CREATE TABLE kv (k TEXT PRIMARY KEY, v BIGINT NOT NULL)`); err != nil {
 			t.Fatal(err)
 		}

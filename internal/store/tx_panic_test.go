@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -16,11 +15,7 @@ import (
 func TestPanicInATransactionLeavesTheWriterFree(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := testdb.Open(t, dbURL)
 		if _, err := db.Write.ExecContext(ctx, `CREATE TABLE t (v INTEGER)`); err != nil {
 			t.Fatal(err)
 		}

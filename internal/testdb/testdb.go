@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 // PostgresEnv names the admin URL of the PostgreSQL server used by tests.
@@ -30,6 +32,28 @@ func Each(t *testing.T, fn func(t *testing.T, dbURL string)) {
 			fn(t, URL(t, engine))
 		})
 	}
+}
+
+// Open opens dbURL through the store; it is closed when the test ends.
+func Open(t testing.TB, dbURL string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// OpenMigrated is Open with ripcord's and the job queue's migrations
+// applied.
+func OpenMigrated(t testing.TB, dbURL string) *store.DB {
+	t.Helper()
+	db := Open(t, dbURL)
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
 
 // URL returns a fresh database URL for engine. Without RIPCORD_TEST_POSTGRES a
