@@ -96,11 +96,17 @@ func runIngest(o options) error {
 		if err != nil {
 			return err
 		}
-		defer drop()
 		p, err := startServe(o.binary, dbURL)
 		if err != nil {
+			drop()
 			return err
 		}
+		// The server stops before its database goes: dropped under it, its
+		// job queue would log a connection error a second until it stopped.
+		defer func() {
+			p.stop()
+			drop()
+		}()
 		pg = &scenario{name: "(d) ripcord serve, PostgreSQL", proc: p}
 		all = append(all, pg)
 	}
@@ -212,7 +218,11 @@ func startProcess(cmd *exec.Cmd, addr, ready string) (serveProcess, error) {
 	return serveProcess{}, fmt.Errorf("%s did not become ready in 30 s", cmd.Path)
 }
 
+// stop ends the process and waits for it; a stopped one is left alone.
 func (p serveProcess) stop() {
+	if p.cmd.ProcessState != nil {
+		return
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	_ = p.cmd.Wait()
 }
