@@ -141,12 +141,71 @@ func (r *deliveryRunner) failed(ctx context.Context, tx *sql.Tx, d Delivery, att
 // decides them with the handlers, and applies them all in one transaction;
 // a delivery whose handler fails gets its own DeliveryArgs job with the
 // retry backoff. It returns how many it took.
+//
+// On SQLite the deliveries are read, and decided, outside the transaction:
+// the database has one writer, which the intake's group commits need, and
+// one replica (README), so no other drain competes for them.
+//
+// On PostgreSQL several replicas drain one table. Each round reads its
+// deliveries FOR UPDATE SKIP LOCKED inside the transaction that completes
+// them, so two replicas take different deliveries: none is decided twice
+// (handlers may ask GitHub, and its rate limit is shared), and no round is
+// lost to another's claim. Should a replica die mid-round, its connection
+// goes and with it the locks: the next round, of any replica, takes those
+// deliveries at once. The transaction stays open while the round's
+// deliveries are decided, which is bounded by the round's timeout.
 func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
-	ds, err := w.loadQueued(ctx)
-	if err != nil || len(ds) == 0 {
-		return 0, err
+	var results []decided
+	var outcomes []string
+	defer func(began time.Time) {
+		if len(results) > 0 {
+			w.metrics.timed(DeliveryBatchArgs{}.Kind(), began, &err)
+		}
+	}(time.Now())
+	if w.db.Dialect == store.Postgres {
+		err = w.db.InTx(ctx, func(tx *sql.Tx) error {
+			// The transaction idles while handlers ask GitHub: a server-wide
+			// idle_in_transaction_session_timeout shorter than a round must
+			// not end it (the round would fail, and run again, for ever).
+			if _, err := tx.ExecContext(ctx, drainIdleTimeout); err != nil {
+				return fmt.Errorf("allow the drain's transaction to idle: %w", err)
+			}
+			ds, err := w.loadQueued(ctx, tx, ` FOR UPDATE SKIP LOCKED`)
+			if err != nil || len(ds) == 0 {
+				return err
+			}
+			results = w.decideAll(ctx, ds)
+			outcomes, err = w.complete(ctx, tx, results)
+			return err
+		})
+	} else {
+		var ds []Delivery
+		if ds, err = w.loadQueued(ctx, w.db.Read, ""); err != nil || len(ds) == 0 {
+			return 0, err
+		}
+		results = w.decideAll(ctx, ds)
+		err = w.db.InTx(ctx, func(tx *sql.Tx) error {
+			outcomes, err = w.complete(ctx, tx, results)
+			return err
+		})
 	}
-	defer w.metrics.timed(DeliveryBatchArgs{}.Kind(), time.Now(), &err)
+	if err != nil {
+		return 0, fmt.Errorf("complete delivery batch of %d: %w", len(results), err)
+	}
+	for i, res := range results {
+		w.metrics.processed.WithLabelValues(eventLabel(res.d.Event), outcomes[i]).Inc()
+	}
+	return len(results), nil
+}
+
+// drainIdleTimeout lets a PostgreSQL drain round's transaction idle as
+// long as the round may take (drain.go bounds it by jobTimeout), and a
+// little longer.
+var drainIdleTimeout = fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d`,
+	(jobTimeout + 30*time.Second).Milliseconds())
+
+// decideAll decides the deliveries of a round, batchConcurrency at a time.
+func (w *deliveryRunner) decideAll(ctx context.Context, ds []Delivery) []decided {
 	results := make([]decided, len(ds))
 	sem := make(chan struct{}, batchConcurrency)
 	var wg sync.WaitGroup
@@ -159,53 +218,50 @@ func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
 		}()
 	}
 	wg.Wait()
+	return results
+}
 
+// complete applies a round's decisions in tx: the commits of each delivery
+// under its own savepoint, the claims of those without commits together,
+// and the failures with their retry jobs. It returns each one's outcome.
+func (w *deliveryRunner) complete(ctx context.Context, tx *sql.Tx, results []decided) ([]string, error) {
 	outcomes := make([]string, len(results))
-	err = w.db.InTx(ctx, func(tx *sql.Tx) error {
-		done := map[string][]string{} // outcome -> delivery ids without commits
-		var retries []river.InsertManyParams
-		for i, res := range results {
-			if res.err == nil && len(res.commits) > 0 {
-				res.err = w.commitIsolated(ctx, tx, res)
-			} else if res.err == nil {
-				done[res.outcome] = append(done[res.outcome], res.d.ID)
-			}
-			outcomes[i] = res.outcome
-			if res.err == nil {
-				continue
-			}
-			if errors.Is(res.err, errClaimed) {
-				return res.err
-			}
-			outcome, err := w.failed(ctx, tx, res.d, 1, res.err)
-			if err != nil {
-				return err
-			}
-			outcomes[i] = outcome
-			if outcome == "retried" {
-				retries = append(retries, river.InsertManyParams{Args: DeliveryArgs{DeliveryID: res.d.ID},
-					InsertOpts: &river.InsertOpts{MaxAttempts: w.maxAttempts - 1, ScheduledAt: time.Now().Add(w.policy.delay(1))}})
-			}
-		}
-		for outcome, ids := range done {
-			if err := claim(ctx, w.db, tx, ids, outcome, 1); err != nil {
-				return err
-			}
-		}
-		if len(retries) > 0 {
-			if _, err := w.river().InsertManyTx(ctx, tx, retries); err != nil {
-				return fmt.Errorf("queue %d delivery retries: %w", len(retries), err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("complete delivery batch of %d: %w", len(ds), err)
-	}
+	done := map[string][]string{} // outcome -> delivery ids without commits
+	var retries []river.InsertManyParams
 	for i, res := range results {
-		w.metrics.processed.WithLabelValues(eventLabel(res.d.Event), outcomes[i]).Inc()
+		if res.err == nil && len(res.commits) > 0 {
+			res.err = w.commitIsolated(ctx, tx, res)
+		} else if res.err == nil {
+			done[res.outcome] = append(done[res.outcome], res.d.ID)
+		}
+		outcomes[i] = res.outcome
+		if res.err == nil {
+			continue
+		}
+		if errors.Is(res.err, errClaimed) {
+			return nil, res.err
+		}
+		outcome, err := w.failed(ctx, tx, res.d, 1, res.err)
+		if err != nil {
+			return nil, err
+		}
+		outcomes[i] = outcome
+		if outcome == "retried" {
+			retries = append(retries, river.InsertManyParams{Args: DeliveryArgs{DeliveryID: res.d.ID},
+				InsertOpts: &river.InsertOpts{MaxAttempts: w.maxAttempts - 1, ScheduledAt: time.Now().Add(w.policy.delay(1))}})
+		}
 	}
-	return len(ds), nil
+	for outcome, ids := range done {
+		if err := claim(ctx, w.db, tx, ids, outcome, 1); err != nil {
+			return nil, err
+		}
+	}
+	if len(retries) > 0 {
+		if _, err := w.river().InsertManyTx(ctx, tx, retries); err != nil {
+			return nil, fmt.Errorf("queue %d delivery retries: %w", len(retries), err)
+		}
+	}
+	return outcomes, nil
 }
 
 // commitIsolated claims one delivery and runs its commits under a savepoint,
@@ -229,14 +285,20 @@ func (w *deliveryRunner) commitIsolated(ctx context.Context, tx *sql.Tx, res dec
 	return err
 }
 
-// loadQueued reads the oldest queued deliveries never attempted (a failed
-// one waits for its own retry job); a drain run again after a crash finds the
-// same ones, since its transaction never committed. Bodies are read only for
-// events some handler acts on: most of what GitHub sends is ignored, and its
-// payload need never be read back.
-func (w *deliveryRunner) loadQueued(ctx context.Context) ([]Delivery, error) {
-	rows, err := w.db.Read.QueryContext(ctx, `SELECT id, event, action, attempts, state, repository, installation_id
-		FROM deliveries WHERE state = 'queued' AND attempts = 0 ORDER BY received_at, id LIMIT $1`, drainLimit)
+// querier is a pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// loadQueued reads, through q, the oldest queued deliveries never attempted
+// (a failed one waits for its own retry job), with lock appended to the
+// query; a drain run again after a crash finds the same ones, since its
+// transaction never committed. Bodies are read only for events some
+// handler acts on: most of what GitHub sends is ignored, and its payload
+// need never be read back.
+func (w *deliveryRunner) loadQueued(ctx context.Context, q querier, lock string) ([]Delivery, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, event, action, attempts, state, repository, installation_id
+		FROM deliveries WHERE state = 'queued' AND attempts = 0 ORDER BY received_at, id LIMIT $1`+lock, drainLimit)
 	if err != nil {
 		return nil, fmt.Errorf("load queued deliveries: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,4 +116,131 @@ func TestCommitThatPanicsFailsItsDeliveryOnly(t *testing.T) {
 			return ts.delivery(t, "good-3").State == DeliveryProcessed
 		})
 	})
+}
+
+// Replicas sharing a PostgreSQL database drain it side by side: each round
+// takes deliveries no other round holds, so none is decided twice (a
+// handler may ask GitHub, whose rate limit the replicas share) and no
+// round is thrown away because another claimed its deliveries first.
+func TestReplicasDrainDifferentDeliveries(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "postgres"), Options{})
+	ts.drain.Stop()
+	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
+	n := 2 * drainLimit
+	for i := range n {
+		if code, resp := ts.deliver(t, "installation", fmt.Sprintf("replica-%d", i), body, githubtest.Sign(testSecret, body)); code != 202 {
+			t.Fatalf("delivery %d: %d %s", i, code, resp)
+		}
+	}
+	h := &countingHandler{decided: map[string]int{}}
+	queued := func() (int, error) {
+		var q int
+		err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`).Scan(&q)
+		return q, err
+	}
+	var wg sync.WaitGroup
+	for replica := range 2 {
+		r := *ts.drain.runner
+		r.handlers = map[string][]EventHandler{"installation": {h}}
+		wg.Go(func() {
+			for {
+				q, err := queued()
+				if err != nil || q == 0 {
+					if err != nil {
+						t.Error(err)
+					}
+					return
+				}
+				if _, err := r.drainOnce(context.Background()); err != nil {
+					t.Errorf("replica %d: %v", replica, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(h.decided) != n {
+		t.Errorf("%d deliveries decided, want %d", len(h.decided), n)
+	}
+	for id, times := range h.decided {
+		if times != 1 {
+			t.Errorf("delivery %s decided %d times, want once", id, times)
+		}
+	}
+	var other int
+	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE processed_count <> 1`).Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	if other != 0 {
+		t.Errorf("%d deliveries completed other than once", other)
+	}
+}
+
+// countingHandler counts how often each delivery is decided. It takes a
+// moment per delivery, as a handler that asks GitHub does, and returns a
+// commit for every other delivery, so that both ways a round completes
+// deliveries (with commits, and without) are used.
+type countingHandler struct {
+	mu      sync.Mutex
+	decided map[string]int
+}
+
+func (*countingHandler) Handles() []string { return []string{"installation"} }
+
+func (h *countingHandler) Handle(_ context.Context, d Delivery) (Commit, error) {
+	time.Sleep(time.Millisecond)
+	h.mu.Lock()
+	h.decided[d.ID]++
+	h.mu.Unlock()
+	if strings.ContainsAny(d.ID[len(d.ID)-1:], "02468") {
+		return func(context.Context, *sql.Tx) error { return nil }, nil
+	}
+	return nil, nil
+}
+
+// A PostgreSQL server may end transactions that idle too long
+// (idle_in_transaction_session_timeout); a drain round idles while its
+// handlers ask GitHub, and must not be ended for it.
+func TestDrainRoundOutlivesAShortIdleTimeout(t *testing.T) {
+	dbURL := testdb.URL(t, "postgres")
+	ts := startServer(t, dbURL, Options{})
+	ts.drain.Stop()
+	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
+	if code, resp := ts.deliver(t, "installation", "slow-1", body, githubtest.Sign(testSecret, body)); code != 202 {
+		t.Fatalf("delivery: %d %s", code, resp)
+	}
+	var name string
+	if err := ts.db.Read.QueryRow(`SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.db.Write.Exec(`ALTER DATABASE ` + name + ` SET idle_in_transaction_session_timeout = '100ms'`); err != nil {
+		t.Fatal(err)
+	}
+	r := *ts.drain.runner
+	r.db = testdb.Open(t, dbURL) // new connections, which take the setting
+	r.handlers = map[string][]EventHandler{"installation": {slowHandler{300 * time.Millisecond}}}
+	n, err := r.drainOnce(context.Background())
+	if err != nil {
+		t.Fatalf("drain round: %v", err)
+	}
+	if n != 1 {
+		t.Fatalf("drained %d deliveries, want 1", n)
+	}
+	var state string
+	if err := ts.db.Read.QueryRow(`SELECT state FROM deliveries WHERE id = 'slow-1'`).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	if state != "processed" {
+		t.Errorf("delivery is %s, want processed", state)
+	}
+}
+
+// slowHandler takes its time to decide, as one waiting on GitHub does.
+type slowHandler struct{ took time.Duration }
+
+func (slowHandler) Handles() []string { return []string{"installation"} }
+
+func (h slowHandler) Handle(context.Context, Delivery) (Commit, error) {
+	time.Sleep(h.took)
+	return func(context.Context, *sql.Tx) error { return nil }, nil
 }
