@@ -75,14 +75,36 @@ func load(name, url string, concurrency int, duration time.Duration, count int64
 	return summarize(name, loadRun(name, url, concurrency, duration, count, b))
 }
 
-// deliveryID is a random GUID, as GitHub's X-GitHub-Delivery is. Ids that
-// sort in the order they are sent (what the loader used before) let the
-// store append to one leaf of its id index; GitHub's land all over it, and
-// every delivery then writes a page of the index of its own.
+// deliveryID is a GUID like GitHub's X-GitHub-Delivery: a version-1 UUID,
+// as GitHub's description of its webhooks shows
+// (0b989ba4-242f-11e5-81e1-c7b6966d2516). Its first group is the low 32
+// bits of a clock of 100-ns ticks, so ids sent close together land close
+// together in the store's id index, while over the whole index they are
+// spread: that group wraps every seven minutes. Random (version-4) ids,
+// which the loader sent before, wrote an index page per delivery.
 func deliveryID() string {
-	a, b := rand.Uint64(), rand.Uint64()
-	return fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", a>>32, a>>16&0xffff, a&0xfff, b>>48&0x3fff|0x8000, b&0xffffffffffff)
+	now := uint64(time.Now().UnixNano()/100) + uuidEpoch
+	var t uint64
+	for {
+		last := lastTick.Load()
+		if t = max(now, last+1); lastTick.CompareAndSwap(last, t) {
+			break
+		}
+	}
+	return fmt.Sprintf("%08x-%04x-1%03x-%04x-%012x", t&0xffffffff, t>>32&0xffff, t>>48&0xfff, clockSeq, node)
 }
+
+// uuidEpoch is 1970-01-01 in 100-ns ticks since 1582-10-15, where
+// version-1 UUIDs count from.
+const uuidEpoch = 0x01b21dd213814000
+
+var (
+	// lastTick keeps ids unique when two are made in the same tick.
+	lastTick atomic.Uint64
+	// clockSeq and node stand for the sending host, random per run.
+	clockSeq = rand.Uint64()&0x3fff | 0x8000
+	node     = rand.Uint64() & 0xffffffffffff
+)
 
 // loadRun is load's stretch of work, not yet summarized.
 func loadRun(name, url string, concurrency int, duration time.Duration, count int64, b []byte) run {

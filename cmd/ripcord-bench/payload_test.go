@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -24,9 +25,33 @@ func TestBodyIsAValidDeliveryOfTheAskedSize(t *testing.T) {
 	}
 }
 
-// The loader's delivery ids look like GitHub's GUIDs and do not repeat.
+// The loader's delivery ids look like GitHub's version-1 GUIDs and do not
+// repeat, even when made at once by many goroutines.
 func TestDeliveryIDsAreGUIDs(t *testing.T) {
-	guid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	guid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	if !guid.MatchString("0b989ba4-242f-11e5-81e1-c7b6966d2516") {
+		t.Fatal("the pattern does not match the delivery id in GitHub's description")
+	}
+	var mu sync.Mutex
+	all := map[string]bool{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ids := make([]string, 5000)
+			for i := range ids {
+				ids[i] = deliveryID()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, id := range ids {
+				if all[id] {
+					t.Errorf("delivery id %q repeated", id)
+				}
+				all[id] = true
+			}
+		})
+	}
+	wg.Wait()
 	seen := map[string]bool{}
 	for range 10000 {
 		id := deliveryID()
