@@ -244,3 +244,80 @@ func (h slowHandler) Handle(context.Context, Delivery) (Commit, error) {
 	time.Sleep(h.took)
 	return func(context.Context, *sql.Tx) error { return nil }, nil
 }
+
+// A replica that dies in the middle of a PostgreSQL drain round lets go of
+// the deliveries it took when its connection goes, and another replica
+// takes them at once, not after some lease.
+func TestDrainRoundOfADeadReplicaIsTakenOver(t *testing.T) {
+	dbURL := testdb.URL(t, "postgres")
+	ts := startServer(t, dbURL, Options{})
+	ts.drain.Stop()
+	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
+	const n = 20
+	for i := range n {
+		if code, resp := ts.deliver(t, "installation", fmt.Sprintf("orphan-%d", i), body, githubtest.Sign(testSecret, body)); code != 202 {
+			t.Fatalf("delivery %d: %d %s", i, code, resp)
+		}
+	}
+	// Replica A, on connections of its own, takes the deliveries and
+	// stops in its handler, as one waiting on GitHub would.
+	a := *ts.drain.runner
+	a.db = testdb.Open(t, dbURL)
+	stuck := &blockingHandler{entered: make(chan struct{}, n), release: make(chan struct{})}
+	a.handlers = map[string][]EventHandler{"installation": {stuck}}
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := a.drainOnce(context.Background())
+		aDone <- err
+	}()
+	<-stuck.entered
+	// Replica B finds nothing to take while A holds them.
+	b := *ts.drain.runner
+	b.handlers = map[string][]EventHandler{"installation": {&countingHandler{decided: map[string]int{}}}}
+	if got, err := b.drainOnce(context.Background()); err != nil || got != 0 {
+		t.Fatalf("while another round holds them, a round took %d deliveries (err %v), want 0", got, err)
+	}
+	// A dies: its server ends the connection that holds the locks.
+	var killed int
+	if err := ts.db.Write.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE '%FOR UPDATE SKIP LOCKED%'`).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed != 1 {
+		t.Fatalf("terminated %d drain connections, want 1", killed)
+	}
+	counter := &countingHandler{decided: map[string]int{}}
+	b.handlers = map[string][]EventHandler{"installation": {counter}}
+	got, err := b.drainOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != n || len(counter.decided) != n {
+		t.Errorf("after the other replica died, a round took %d deliveries and decided %d, want %d", got, len(counter.decided), n)
+	}
+	close(stuck.release)
+	if err := <-aDone; err == nil {
+		t.Error("the dead replica's round reported success")
+	}
+	var other int
+	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE processed_count <> 1`).Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	if other != 0 {
+		t.Errorf("%d deliveries completed other than once", other)
+	}
+}
+
+// blockingHandler says it was entered, then waits to be released.
+type blockingHandler struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (*blockingHandler) Handles() []string { return []string{"installation"} }
+
+func (h *blockingHandler) Handle(context.Context, Delivery) (Commit, error) {
+	h.entered <- struct{}{}
+	<-h.release
+	return func(context.Context, *sql.Tx) error { return nil }, nil
+}
