@@ -56,16 +56,18 @@ func TestFailingJobIsRetriedThenEndsVisiblyFailed(t *testing.T) {
 }
 
 func TestFlakyJobSucceedsOnRetry(t *testing.T) {
-	body := githubtest.LoadPayload(t, "ping", "payload.json")
-	flaky := &scriptedHandler{failures: 1}
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{Handlers: []EventHandler{flaky}, RetryBase: time.Millisecond})
-	ts.deliver(t, "ping", "flaky", body, githubtest.Sign(testSecret, body))
-	waitFor(t, "the delivery to be processed", 60*time.Second, func() bool {
-		return ts.delivery(t, "flaky").State == DeliveryProcessed
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		body := githubtest.LoadPayload(t, "ping", "payload.json")
+		flaky := &scriptedHandler{failures: 1}
+		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{flaky}, RetryBase: time.Millisecond})
+		ts.deliver(t, "ping", "flaky", body, githubtest.Sign(testSecret, body))
+		waitFor(t, "the delivery to be processed", 60*time.Second, func() bool {
+			return ts.delivery(t, "flaky").State == DeliveryProcessed
+		})
+		if d := ts.delivery(t, "flaky"); d.Attempts != 2 || d.LastError != "" {
+			t.Errorf("after one failure and a success: attempts %d, last_error %q; want 2 and empty", d.Attempts, d.LastError)
+		}
 	})
-	if d := ts.delivery(t, "flaky"); d.Attempts != 2 || d.LastError != "" {
-		t.Errorf("after one failure and a success: attempts %d, last_error %q; want 2 and empty", d.Attempts, d.LastError)
-	}
 }
 
 // undecodable fails like a payload that does not decode: no retry can help.
@@ -78,12 +80,14 @@ func (h *undecodable) Handle(context.Context, Delivery) (Commit, error) {
 }
 
 func TestAPermanentErrorFailsTheDeliveryAtOnce(t *testing.T) {
-	body := githubtest.LoadPayload(t, "ping", "payload.json")
-	h := &undecodable{}
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{Handlers: []EventHandler{h}, RetryBase: time.Millisecond})
-	ts.deliver(t, "ping", "hopeless", body, githubtest.Sign(testSecret, body))
-	waitFor(t, "the delivery to fail", 30*time.Second, func() bool { return ts.delivery(t, "hopeless").State == DeliveryFailed })
-	if d := ts.delivery(t, "hopeless"); d.Attempts != 1 || !contains(d.LastError, "bad timestamp") || h.calls.Load() != 1 {
-		t.Errorf("a permanent error: attempts %d, calls %d, last_error %q; want one attempt and the error", d.Attempts, h.calls.Load(), d.LastError)
-	}
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		body := githubtest.LoadPayload(t, "ping", "payload.json")
+		h := &undecodable{}
+		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{h}, RetryBase: time.Millisecond})
+		ts.deliver(t, "ping", "hopeless", body, githubtest.Sign(testSecret, body))
+		waitFor(t, "the delivery to fail", 30*time.Second, func() bool { return ts.delivery(t, "hopeless").State == DeliveryFailed })
+		if d := ts.delivery(t, "hopeless"); d.Attempts != 1 || !contains(d.LastError, "bad timestamp") || h.calls.Load() != 1 {
+			t.Errorf("a permanent error: attempts %d, calls %d, last_error %q; want one attempt and the error", d.Attempts, h.calls.Load(), d.LastError)
+		}
+	})
 }

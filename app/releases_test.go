@@ -132,16 +132,18 @@ func TestReleaseStoryOverTheAPI(t *testing.T) {
 }
 
 func TestStalledReleaseRaisesOneStallEvent(t *testing.T) {
-	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
-		c.StallAfter = 200 * time.Millisecond
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
+			c.StallAfter = 200 * time.Millisecond
+		})
+		openRelease(t, ts, "quiet", imageV1)
+		var stall struct{ Events []map[string]any }
+		waitFor(t, "a stall event", 30*time.Second, func() bool {
+			ts.api(t, "/api/v1/audit?type=stall_detected", &stall)
+			return len(stall.Events) > 0
+		})
+		if len(stall.Events) != 1 || stall.Events[0]["release_id"] != "quiet" {
+			t.Errorf("stall events %v, want one for release quiet", stall.Events)
+		}
 	})
-	openRelease(t, ts, "quiet", imageV1)
-	var stall struct{ Events []map[string]any }
-	waitFor(t, "a stall event", 30*time.Second, func() bool {
-		ts.api(t, "/api/v1/audit?type=stall_detected", &stall)
-		return len(stall.Events) > 0
-	})
-	if len(stall.Events) != 1 || stall.Events[0]["release_id"] != "quiet" {
-		t.Errorf("stall events %v, want one for release quiet", stall.Events)
-	}
 }
