@@ -277,9 +277,10 @@ func TestDrainRoundOfADeadReplicaIsTakenOver(t *testing.T) {
 	if got, err := b.drainOnce(context.Background()); err != nil || got != 0 {
 		t.Fatalf("while another round holds them, a round took %d deliveries (err %v), want 0", got, err)
 	}
-	// A dies: its server ends the connection that holds the locks.
+	// A dies: its server ends the connection that holds the locks (and,
+	// with a timeout, waits until that backend is gone).
 	var killed int
-	if err := ts.db.Write.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	if err := ts.db.Write.QueryRow(`SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) FROM pg_stat_activity
 		WHERE datname = current_database() AND state = 'idle in transaction' AND query LIKE '%FOR UPDATE SKIP LOCKED%'`).Scan(&killed); err != nil {
 		t.Fatal(err)
 	}
