@@ -62,7 +62,7 @@ func runIngest(o options) error {
 	b := body(o.bodyBytes)
 	o.rounds = max(o.rounds, 1)
 	stretch := o.duration / time.Duration(o.rounds)
-	fmt.Printf("ingest: %d connections, %d-byte signed bodies, %s per scenario in %d rounds of (a) (b) (c) (d) in turn, loopback only\n\n",
+	fmt.Printf("ingest: %d connections, %d-byte signed bodies, version-1 GUID delivery ids (as GitHub sends), %s per scenario in %d rounds of (a) (b) (c) (d) in turn, loopback only\n\n",
 		o.concurrency, len(b), o.duration, o.rounds)
 
 	var all []*scenario
