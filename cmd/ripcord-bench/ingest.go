@@ -41,7 +41,7 @@ type scenario struct {
 // server's CPU time it cost.
 func (s *scenario) loadFor(o options, d time.Duration, b []byte) run {
 	cpu0 := s.proc.cpu()
-	r := loadRun(s.name, s.proc.hook(), o.concurrency, d, 0, b)
+	r := loadRun(s.proc.hook(), o.concurrency, d, 0, b)
 	s.cpu += s.proc.cpu() - cpu0
 	s.runs = append(s.runs, r)
 	return r

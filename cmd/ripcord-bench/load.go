@@ -72,7 +72,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // load posts signed deliveries to url from `concurrency` connections until
 // the duration passes or `count` deliveries were acknowledged (0: no count).
 func load(name, url string, concurrency int, duration time.Duration, count int64, b []byte) result {
-	return summarize(name, loadRun(name, url, concurrency, duration, count, b))
+	return summarize(name, loadRun(url, concurrency, duration, count, b))
 }
 
 // deliveryID is a GUID like GitHub's X-GitHub-Delivery: a version-1 UUID,
@@ -107,7 +107,7 @@ var (
 )
 
 // loadRun is load's stretch of work, not yet summarized.
-func loadRun(name, url string, concurrency int, duration time.Duration, count int64, b []byte) run {
+func loadRun(url string, concurrency int, duration time.Duration, count int64, b []byte) run {
 	sig := sign(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}, Timeout: 30 * time.Second}
 	var sent, errs, next atomic.Int64
