@@ -20,15 +20,8 @@ import (
 func TestDrainTakesMoreThanOneRoundOfDeliveries(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
-		ts.drain.Stop() // stored but not drained, as after a crash
-		// An event a handler takes: the others are stored finished.
-		body := githubtest.LoadPayload(t, "installation", "created.payload.json")
 		n := drainLimit + drainLimit/2
-		for i := range n {
-			if code, resp := ts.deliver(t, "installation", fmt.Sprintf("held-%d", i), body, githubtest.Sign(testSecret, body)); code != 202 {
-				t.Fatalf("delivery %d: %d %s", i, code, resp)
-			}
-		}
+		ts.holdDeliveries(t, "held", n) // stored but not drained, as after a crash
 		if q := ts.countQueued(t); q != n {
 			t.Fatalf("%d deliveries queued with the drain stopped, want %d", q, n)
 		}
@@ -36,13 +29,7 @@ func TestDrainTakesMoreThanOneRoundOfDeliveries(t *testing.T) {
 		d.Start()
 		defer d.Stop()
 		waitFor(t, "every delivery to be drained", 30*time.Second, func() bool { return ts.countQueued(t) == 0 })
-		var twice int
-		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE processed_count <> 1`).Scan(&twice); err != nil {
-			t.Fatal(err)
-		}
-		if twice != 0 {
-			t.Errorf("%d deliveries completed other than once", twice)
-		}
+		ts.checkCompletedOnce(t)
 	})
 }
 
@@ -70,6 +57,33 @@ func (ts *testServer) countQueued(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// holdDeliveries stops ts's drain and stores n installation deliveries,
+// ids prefix-0 to prefix-(n-1), which stay queued: an event a handler
+// takes (the others are stored finished).
+func (ts *testServer) holdDeliveries(t *testing.T, prefix string, n int) {
+	t.Helper()
+	ts.drain.Stop()
+	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
+	for i := range n {
+		if code, resp := ts.deliver(t, "installation", fmt.Sprintf("%s-%d", prefix, i), body, githubtest.Sign(testSecret, body)); code != 202 {
+			t.Fatalf("delivery %d: %d %s", i, code, resp)
+		}
+	}
+}
+
+// checkCompletedOnce fails the test for every delivery completed other
+// than once.
+func (ts *testServer) checkCompletedOnce(t *testing.T) {
+	t.Helper()
+	var other int
+	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE processed_count <> 1`).Scan(&other); err != nil {
+		t.Fatal(err)
+	}
+	if other != 0 {
+		t.Errorf("%d deliveries completed other than once", other)
+	}
 }
 
 // panicHandler's commit panics for deliveries of the hook with id 1; the
@@ -124,14 +138,8 @@ func TestCommitThatPanicsFailsItsDeliveryOnly(t *testing.T) {
 // round is thrown away because another claimed its deliveries first.
 func TestReplicasDrainDifferentDeliveries(t *testing.T) {
 	ts := startServer(t, testdb.URL(t, "postgres"), Options{})
-	ts.drain.Stop()
-	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
 	n := 2 * drainLimit
-	for i := range n {
-		if code, resp := ts.deliver(t, "installation", fmt.Sprintf("replica-%d", i), body, githubtest.Sign(testSecret, body)); code != 202 {
-			t.Fatalf("delivery %d: %d %s", i, code, resp)
-		}
-	}
+	ts.holdDeliveries(t, "replica", n)
 	h := &countingHandler{decided: map[string]int{}}
 	queued := func() (int, error) {
 		var q int
@@ -167,13 +175,7 @@ func TestReplicasDrainDifferentDeliveries(t *testing.T) {
 			t.Errorf("delivery %s decided %d times, want once", id, times)
 		}
 	}
-	var other int
-	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE processed_count <> 1`).Scan(&other); err != nil {
-		t.Fatal(err)
-	}
-	if other != 0 {
-		t.Errorf("%d deliveries completed other than once", other)
-	}
+	ts.checkCompletedOnce(t)
 }
 
 // countingHandler counts how often each delivery is decided. It takes a
@@ -204,11 +206,7 @@ func (h *countingHandler) Handle(_ context.Context, d Delivery) (Commit, error) 
 func TestDrainRoundOutlivesAShortIdleTimeout(t *testing.T) {
 	dbURL := testdb.URL(t, "postgres")
 	ts := startServer(t, dbURL, Options{})
-	ts.drain.Stop()
-	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
-	if code, resp := ts.deliver(t, "installation", "slow-1", body, githubtest.Sign(testSecret, body)); code != 202 {
-		t.Fatalf("delivery: %d %s", code, resp)
-	}
+	ts.holdDeliveries(t, "slow", 1)
 	var name string
 	if err := ts.db.Read.QueryRow(`SELECT current_database()`).Scan(&name); err != nil {
 		t.Fatal(err)
@@ -227,7 +225,7 @@ func TestDrainRoundOutlivesAShortIdleTimeout(t *testing.T) {
 		t.Fatalf("drained %d deliveries, want 1", n)
 	}
 	var state string
-	if err := ts.db.Read.QueryRow(`SELECT state FROM deliveries WHERE id = 'slow-1'`).Scan(&state); err != nil {
+	if err := ts.db.Read.QueryRow(`SELECT state FROM deliveries WHERE id = 'slow-0'`).Scan(&state); err != nil {
 		t.Fatal(err)
 	}
 	if state != "processed" {
@@ -251,14 +249,8 @@ func (h slowHandler) Handle(context.Context, Delivery) (Commit, error) {
 func TestDrainRoundOfADeadReplicaIsTakenOver(t *testing.T) {
 	dbURL := testdb.URL(t, "postgres")
 	ts := startServer(t, dbURL, Options{})
-	ts.drain.Stop()
-	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
 	const n = 20
-	for i := range n {
-		if code, resp := ts.deliver(t, "installation", fmt.Sprintf("orphan-%d", i), body, githubtest.Sign(testSecret, body)); code != 202 {
-			t.Fatalf("delivery %d: %d %s", i, code, resp)
-		}
-	}
+	ts.holdDeliveries(t, "orphan", n)
 	// Replica A, on connections of its own, takes the deliveries and
 	// stops in its handler, as one waiting on GitHub would.
 	a := *ts.drain.runner
@@ -300,13 +292,7 @@ func TestDrainRoundOfADeadReplicaIsTakenOver(t *testing.T) {
 	if err := <-aDone; err == nil {
 		t.Error("the dead replica's round reported success")
 	}
-	var other int
-	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM deliveries WHERE processed_count <> 1`).Scan(&other); err != nil {
-		t.Fatal(err)
-	}
-	if other != 0 {
-		t.Errorf("%d deliveries completed other than once", other)
-	}
+	ts.checkCompletedOnce(t)
 }
 
 // blockingHandler says it was entered, then waits to be released.
