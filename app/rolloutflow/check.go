@@ -92,7 +92,10 @@ func checkView(r Rollout, runs []Dispatched) view {
 	st := statusOf(r, runs, nil)
 	state, conclusion := checkState(r.Machine.Status)
 	title := fmt.Sprintf("%s: %s stages passed", r.Machine.Status, st.RolloutProgress)
-	if st.Rollout.Stage != "" {
+	switch {
+	case r.Machine.Status == PausedQueue:
+		title = fmt.Sprintf("%s: waits for %s to end", r.Machine.Status, r.Machine.Paused)
+	case st.Rollout.Stage != "":
 		title += ", stage " + st.Rollout.Stage
 	}
 	summary := fmt.Sprintf("Rollout `%s` of release `%s` (%s).\n\n", r.ID, r.ReleaseID, r.Version)
@@ -136,9 +139,12 @@ func (x *executor) updateCheck(ctx context.Context, gh *github.Client, owner, re
 }
 
 // checkState is the check run's status and conclusion for a rollout: a
-// wait for approval is action_required, so the Approve button shows.
+// wait for approval is action_required, so the Approve button shows; a
+// rollout waiting behind an older one is queued.
 func checkState(s Status) (string, string) {
 	switch s {
+	case PausedQueue:
+		return "queued", ""
 	case PausedApproval:
 		return "completed", "action_required"
 	case Succeeded:

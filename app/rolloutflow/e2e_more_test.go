@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/githubtest"
@@ -20,17 +19,7 @@ import (
 
 func newScene(t *testing.T, config string) *scene {
 	t.Helper()
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config)
-	e.GitHub.SetPermission(repo, "bob", "admin")
-	e.GitHub.SetPermission(repo, "visitor", "read")
-	e.Install(repo)
-	return &scene{Env: e}
+	return &scene{Env: startOn(t, testdb.URL(t, "sqlite"), config, "admin")}
 }
 
 // ripcordBinary builds cmd/ripcord once per test binary.

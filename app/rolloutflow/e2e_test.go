@@ -105,6 +105,47 @@ func (s *scene) settle() {
 
 func itoa(n int) string { return string(rune('0' + n)) }
 
+// startOn starts ripcord on dbURL with config in the repository, where bob
+// has bobPermission and visitor may read; every request to GitHub must be
+// one GitHub would take.
+func startOn(t *testing.T, dbURL, config, bobPermission string) *e2etest.Env {
+	t.Helper()
+	e := e2etest.Start(t, dbURL, app.Options{})
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config)
+	e.GitHub.SetPermission(repo, "bob", bobPermission)
+	e.GitHub.SetPermission(repo, "visitor", "read")
+	e.Install(repo)
+	return e
+}
+
+// openRollout opens a release of checkout to prod through the API and
+// returns its rollout's id.
+func openRollout(e *e2etest.Env, releaseID, image string) string {
+	e.T.Helper()
+	code, body := e.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "`+releaseID+`",
+		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout", "image": "`+image+`",
+		"git_revision": "`+headSHA+`"}`))
+	if code != http.StatusCreated {
+		e.T.Fatalf("POST release %s answered %d: %s", releaseID, code, body)
+	}
+	var id string
+	e.WaitFor("the rollout of "+releaseID, wait, func() bool {
+		_, b := e.Do("GET", "/api/v1/rollouts?release_id="+url.QueryEscape(releaseID), "", nil)
+		var out struct{ Rollouts []rolloutflow.StatusJSON }
+		_ = json.Unmarshal(b, &out)
+		if len(out.Rollouts) == 1 {
+			id = out.Rollouts[0].ID
+		}
+		return id != ""
+	})
+	return id
+}
+
 // A release opened through the API rolls out: the canary's batch is
 // dispatched, the workflow_run event moves it on, the check run asks for
 // approval with a button, a reader's click is refused, a writer's goes on.
@@ -113,33 +154,8 @@ func TestReleaseOpenedThroughTheAPIRollsOutWithAnApprovalButton(t *testing.T) {
 }
 
 func approvalButton(t *testing.T, dbURL string) {
-	e := e2etest.Start(t, dbURL, app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)
-	e.GitHub.SetPermission(repo, "bob", "write")
-	e.GitHub.SetPermission(repo, "visitor", "read")
-	e.Install(repo)
-	s := &scene{Env: e}
-
-	code, body := e.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "r1:prod-eu/prod",
-		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout", "image": "v1",
-		"git_revision": "`+headSHA+`"}`))
-	if code != http.StatusCreated {
-		t.Fatalf("POST release answered %d: %s", code, body)
-	}
-	e.WaitFor("the rollout of r1", wait, func() bool {
-		_, b := e.Do("GET", "/api/v1/rollouts?release_id="+url.QueryEscape("r1:prod-eu/prod"), "", nil)
-		var out struct{ Rollouts []rolloutflow.StatusJSON }
-		_ = json.Unmarshal(b, &out)
-		if len(out.Rollouts) == 1 {
-			s.id = out.Rollouts[0].ID
-		}
-		return s.id != ""
-	})
+	e := startOn(t, dbURL, e2eConfig, "write")
+	s := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
 	s.finish(1)
 	e.WaitFor("the approval button", wait, func() bool {
 		cr, ok := s.check()

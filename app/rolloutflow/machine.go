@@ -15,6 +15,7 @@ const (
 	Running        = status.Running
 	PausedApproval = status.PausedApproval
 	PausedFreeze   = status.PausedFreeze
+	PausedQueue    = status.PausedQueue
 	Succeeded      = status.Succeeded
 	Failed         = status.Failed
 )
@@ -26,6 +27,7 @@ func final(s Status) bool { return s == Succeeded || s == Failed }
 type Phase string
 
 const (
+	PhaseQueue    Phase = "queue"    // an older rollout of the app and environment has not ended
 	PhasePrepare  Phase = "prepare"  // the prepare workflow, once
 	PhaseFreeze   Phase = "freeze"   // about to start Stage: freezes are checked
 	PhaseDeploy   Phase = "deploy"   // batches of Stage's passes
@@ -158,6 +160,10 @@ type Inputs struct {
 	Freeze               FreezeCheck
 	// HasPrevious: there is a version to roll back to.
 	HasPrevious bool
+	// Ahead names the oldest rollout of the same app and environment that
+	// started before this one and has not ended ("" when none). It is read
+	// only while the machine is queued.
+	Ahead string
 }
 
 // ActionKind is what the shell must do for the machine to go on.
@@ -192,9 +198,10 @@ type Event struct {
 	Outcome string        // succeeded | failed | rolled-back
 }
 
-// NewMachine is a rollout about to start.
+// NewMachine is a rollout about to start: queued until no older rollout of
+// its app and environment is left running.
 func NewMachine(p *rollout.Plan) Machine {
-	m := Machine{Status: Running, Phase: PhasePrepare, Stages: make([]StageState, len(p.Stages))}
+	m := Machine{Status: Running, Phase: PhaseQueue, Stages: make([]StageState, len(p.Stages))}
 	for i := range m.Stages {
 		m.Stages[i].State = StagePending
 	}
@@ -215,11 +222,19 @@ func (m *Machine) Next(in Inputs) (Action, []Event) {
 }
 
 func (m *Machine) step(in Inputs, evs *[]Event) (Action, bool) {
+	if in.AbortBy != "" && m.Phase == PhaseQueue {
+		// Nothing was deployed: there is nothing for on_failure to undo.
+		m.end(Failed, fmt.Sprintf("aborted by @%s before it started: %s", in.AbortBy, in.AbortReason), evs)
+		m.Paused = ""
+		return Action{}, true
+	}
 	if in.AbortBy != "" && !final(m.Status) && m.Phase != PhaseRollback && m.Phase != PhaseDone {
 		m.fail(in, min(m.Stage, len(m.Stages)-1), fmt.Sprintf("aborted by @%s: %s", in.AbortBy, in.AbortReason), evs)
 		return Action{}, true
 	}
 	switch m.Phase {
+	case PhaseQueue:
+		return m.queue(in, evs)
 	case PhasePrepare:
 		return m.prepare(in, evs)
 	case PhaseFreeze:
@@ -234,6 +249,31 @@ func (m *Machine) step(in Inputs, evs *[]Event) (Action, bool) {
 		return m.rollback(in, evs)
 	}
 	return Action{Kind: ActDone}, false
+}
+
+// queuePoll is how often a queued rollout looks again at the one ahead of
+// it; the end of that rollout also wakes it at once.
+const queuePoll = 5 * time.Minute
+
+// queue holds a rollout while an older one of its app and environment has
+// not ended: two rollouts side by side would deploy two versions to the
+// same targets, each wave undoing the other's. Rollouts go in the order
+// they started; one that should not wait is for its elder to be aborted.
+func (m *Machine) queue(in Inputs, evs *[]Event) (Action, bool) {
+	if in.Ahead != "" {
+		if m.Status != PausedQueue || m.Paused != in.Ahead {
+			m.Status, m.Paused = PausedQueue, in.Ahead
+			*evs = append(*evs, Event{Type: "paused-queue", Message: "waits for " + in.Ahead + " to end"})
+			return Action{}, true
+		}
+		return Action{Kind: ActWait, Until: in.Now.Add(queuePoll)}, false
+	}
+	if m.Status == PausedQueue {
+		*evs = append(*evs, Event{Type: "resumed", Message: m.Paused + " has ended"})
+	}
+	m.Status, m.Paused = Running, ""
+	m.Phase = PhasePrepare
+	return Action{}, true
 }
 
 func (m *Machine) prepare(in Inputs, evs *[]Event) (Action, bool) {

@@ -173,3 +173,69 @@ func TestPassesOfAStageRunSideBySide(t *testing.T) {
 		t.Fatalf("action %+v status %s failure %q: a failed pass fails its stage at once", act, m.Status, m.Failure)
 	}
 }
+
+func TestQueueTransitions(t *testing.T) {
+	p := twoStages(rollout.Stop)
+	const ahead = "rollout ro-1 of release r1"
+	t.Run("an older rollout not ended holds the new one before it deploys", func(t *testing.T) {
+		m := NewMachine(p)
+		in := inputs(p, t0, nil)
+		in.Ahead = ahead
+		act, evs := m.Next(in)
+		if act.Kind != ActWait || !act.Until.Equal(t0.Add(queuePoll)) {
+			t.Fatalf("action %+v, want a wait, looked at again after %s", act, queuePoll)
+		}
+		if m.Status != PausedQueue || m.Paused != ahead || m.Phase != PhaseQueue {
+			t.Fatalf("machine %s/%s paused %q, want paused-queue behind %q", m.Status, m.Phase, m.Paused, ahead)
+		}
+		if len(evs) != 1 || evs[0].Type != "paused-queue" || !strings.Contains(evs[0].Message, ahead) {
+			t.Fatalf("events %+v, want one paused-queue naming the rollout ahead", evs)
+		}
+		if _, evs = m.Next(in); len(evs) != 0 {
+			t.Errorf("a second look at the same rollout ahead gave events %+v", evs)
+		}
+	})
+	t.Run("the end of the rollout ahead starts the first stage", func(t *testing.T) {
+		m := NewMachine(p)
+		in := inputs(p, t0, nil)
+		in.Ahead = ahead
+		m.Next(in)
+		in.Ahead = ""
+		act, evs := m.Next(in)
+		if act.Kind != ActDispatch || act.Ref != deployA {
+			t.Fatalf("action %+v, want the dispatch of stage a", act)
+		}
+		if m.Status != Running || m.Paused != "" {
+			t.Errorf("machine %s paused %q, want running", m.Status, m.Paused)
+		}
+		if len(evs) < 1 || evs[0].Type != "resumed" || !strings.Contains(evs[0].Message, ahead) {
+			t.Errorf("events %+v, want resumed first, naming the rollout that ended", evs)
+		}
+	})
+	t.Run("with nothing ahead a rollout starts at once, without a queue event", func(t *testing.T) {
+		m := NewMachine(p)
+		act, evs := m.Next(inputs(p, t0, nil))
+		if act.Kind != ActDispatch || m.Status != Running {
+			t.Fatalf("action %+v, status %s, want the dispatch of stage a", act, m.Status)
+		}
+		for _, e := range evs {
+			if e.Type == "paused-queue" || e.Type == "resumed" {
+				t.Errorf("event %+v for a rollout that never waited", e)
+			}
+		}
+	})
+	t.Run("an abort while queued ends it without on_failure", func(t *testing.T) {
+		m := NewMachine(twoStages(rollout.RollbackAll))
+		in := inputs(p, t0, nil)
+		in.Plan, in.Ahead = twoStages(rollout.RollbackAll), ahead
+		m.Next(in)
+		in.AbortBy, in.AbortReason = "bob", "v2 supersedes it"
+		act, _ := m.Next(in)
+		if act.Kind != ActDone || m.Status != Failed || m.Rollback != nil || m.Paused != "" {
+			t.Fatalf("action %+v, machine %s rollback %+v paused %q, want failed with no rollback", act, m.Status, m.Rollback, m.Paused)
+		}
+		if !strings.Contains(m.Failure, "aborted by @bob before it started: v2 supersedes it") {
+			t.Errorf("failure %q", m.Failure)
+		}
+	})
+}

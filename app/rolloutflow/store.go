@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -62,11 +64,11 @@ func insertRollout(ctx context.Context, tx *sql.Tx, r Rollout) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("encode state of rollout %s: %w", r.ID, err)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO rollouts (`+rolloutColumns+`, status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '', '', 0, 0, 0, $13, $13, $14)
+	res, err := tx.ExecContext(ctx, `INSERT INTO rollouts (`+rolloutColumns+`, status, phase)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '', '', 0, 0, 0, $13, $13, $14, $15)
 		ON CONFLICT (release_id) DO NOTHING`,
 		r.ID, r.ReleaseID, r.Repository, r.InstallationID, r.App, r.Environment, r.Version, r.Previous, r.Author,
-		r.HeadSHA, string(snap), string(m), store.Micros(r.CreatedAt), string(r.Machine.Status))
+		r.HeadSHA, string(snap), string(m), store.Micros(r.CreatedAt), string(r.Machine.Status), string(r.Machine.Phase))
 	if err != nil {
 		return false, fmt.Errorf("store rollout of release %s: %w", r.ReleaseID, err)
 	}
@@ -125,9 +127,9 @@ func saveMachine(ctx context.Context, tx *sql.Tx, r *Rollout, now time.Time) err
 	if err != nil {
 		return fmt.Errorf("encode state of rollout %s: %w", r.ID, err)
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE rollouts SET machine = $1, status = $2, wake_at = $3,
-		seq = seq + 1, updated_at = $4 WHERE id = $5 AND seq = $6`,
-		string(m), string(r.Machine.Status), microsOrZero(r.WakeAt), store.Micros(now), r.ID, r.Seq)
+	res, err := tx.ExecContext(ctx, `UPDATE rollouts SET machine = $1, status = $2, phase = $3, wake_at = $4,
+		seq = seq + 1, updated_at = $5 WHERE id = $6 AND seq = $7`,
+		string(m), string(r.Machine.Status), string(r.Machine.Phase), microsOrZero(r.WakeAt), store.Micros(now), r.ID, r.Seq)
 	if err != nil {
 		return fmt.Errorf("save rollout %s: %w", r.ID, err)
 	}
@@ -135,6 +137,54 @@ func saveMachine(ctx context.Context, tx *sql.Tx, r *Rollout, now time.Time) err
 		return errors.Join(errMoved, err)
 	}
 	r.Seq++
+	return nil
+}
+
+// ahead names the oldest rollout of r's app and environment that started
+// before r and has not ended, or "" when there is none.
+func ahead(ctx context.Context, q querier, r Rollout) (string, error) {
+	var id, release string
+	// The phases are literals, so that the index of the rollouts not done
+	// (migration 00010) matches.
+	err := q.QueryRowContext(ctx, `SELECT id, release_id FROM rollouts
+		WHERE app = $1 AND environment = $2 AND phase <> 'done' AND (created_at < $3 OR created_at = $3 AND id < $4)
+		ORDER BY created_at, id LIMIT 1`,
+		r.App, r.Environment, store.Micros(r.CreatedAt), r.ID).Scan(&id, &release)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("rollouts ahead of %s: %w", r.ID, err)
+	}
+	return fmt.Sprintf("rollout %s of release %s", id, release), nil
+}
+
+// queueTicksBehind queues a tick for every rollout of app and environment
+// that waits in the queue: the rollout ahead of them has ended.
+func queueTicksBehind(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], app, environment string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM rollouts
+		WHERE app = $1 AND environment = $2 AND phase <> 'done' AND phase = 'queue'`, app, environment)
+	if err != nil {
+		return fmt.Errorf("rollouts queued for %s/%s: %w", app, environment, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := queueTickTx(ctx, tx, rc, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -105,6 +105,11 @@ func (x *executor) inputs(ctx context.Context, r Rollout) (Inputs, error) {
 	in := Inputs{Now: x.deps.Now(), Plan: r.Snapshot.Plan, Settings: r.Snapshot.Settings, Runs: runs,
 		Author: r.Author, AbortBy: r.AbortBy, AbortReason: r.AbortReason, Freeze: r.Snapshot.Settings.freezeCheck(),
 		HasPrevious: r.Previous != ""}
+	if r.Machine.Phase == PhaseQueue {
+		if in.Ahead, err = ahead(ctx, x.deps.DB.Write, r); err != nil {
+			return Inputs{}, err
+		}
+	}
 	if r.Machine.Phase == PhaseApproval {
 		if in.Approvals, err = loadApprovals(ctx, x.deps.DB.Write, r.ID, r.Machine.Stage); err != nil {
 			return Inputs{}, err
@@ -169,6 +174,11 @@ func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Eve
 		return nil
 	}
 	return x.commit(ctx, r, evs, func(tx *sql.Tx) error {
+		if act.Kind == ActDone {
+			if err := queueTicksBehind(ctx, tx, x.deps.River(), r.App, r.Environment); err != nil {
+				return err
+			}
+		}
 		if !changed || wake.IsZero() {
 			return nil
 		}

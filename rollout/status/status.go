@@ -25,8 +25,12 @@ const (
 	Running        RolloutStatus = "running"         // a stage, its bake or its gate
 	PausedApproval RolloutStatus = "paused-approval" // waiting for approval after a wave
 	PausedFreeze   RolloutStatus = "paused-freeze"   // waiting for a freeze to end (paused says which)
-	Succeeded      RolloutStatus = "succeeded"
-	Failed         RolloutStatus = "failed"
+	// PausedQueue is not in the seed: a rollout waiting, before its first
+	// stage, for an older rollout of the same app and environment to end
+	// (paused says which).
+	PausedQueue RolloutStatus = "paused-queue"
+	Succeeded   RolloutStatus = "succeeded"
+	Failed      RolloutStatus = "failed"
 )
 
 // StageState is stages[].state.
@@ -53,8 +57,8 @@ type Rollout struct {
 	Status    RolloutStatus `json:"status"`
 	Stage     string        `json:"stage,omitempty"` // the current, or the failed, stage
 	OnFailure string        `json:"on_failure"`
-	// Paused says what holds the rollout: the freeze (with its end) or the
-	// approval it waits for.
+	// Paused says what holds the rollout: the freeze (with its end), the
+	// approval it waits for, or the older rollout it is queued behind.
 	Paused   string    `json:"paused,omitempty"`
 	Rollback *Rollback `json:"rollback,omitempty"`
 	// Drift lists, once a rollout failed, the stages left on the new

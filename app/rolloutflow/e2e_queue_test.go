@@ -1,0 +1,77 @@
+package rolloutflow_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/rolloutflow"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// A second release of the same app and environment does not roll out beside
+// the first: it waits, queued, with a queued check run, and deploys nothing
+// until the first has ended; the end of the first starts it at once (the
+// queued rollout's own look every five minutes is longer than this test waits). A
+// third, aborted while queued, ends without deploying anything.
+func TestARolloutWaitsForTheOlderRolloutOfItsEnvironment(t *testing.T) {
+	testdb.Each(t, rolloutQueue)
+}
+
+func rolloutQueue(t *testing.T, dbURL string) {
+	e := startOn(t, dbURL, e2eConfig, "write")
+	first := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
+	first.finish(1)
+	e.WaitFor("r1 to wait for approval", wait, func() bool { return first.status().Rollout.Status == rolloutflow.PausedApproval })
+
+	second := &scene{Env: e, id: openRollout(e, "r2:prod-eu/prod", "v2")}
+	e.WaitFor("r2 to queue", wait, func() bool { return second.status().Rollout.Status == rolloutflow.PausedQueue })
+	st := second.status()
+	if !strings.Contains(st.Rollout.Paused, first.id) || st.State != "RUNNING" || st.RolloutProgress != "0/2" {
+		t.Errorf("queued rollout: paused %q, state %s, progress %s; want it behind %s, RUNNING, 0/2",
+			st.Rollout.Paused, st.State, st.RolloutProgress, first.id)
+	}
+	e.WaitFor("r2's check run to say queued", wait, func() bool {
+		cr, ok := second.check()
+		return ok && cr.Status == "queued" && strings.Contains(cr.Title, first.id)
+	})
+
+	third := &scene{Env: e, id: openRollout(e, "r3:prod-eu/prod", "v3")}
+	e.WaitFor("r3 to queue", wait, func() bool { return third.status().Rollout.Status == rolloutflow.PausedQueue })
+	code, body := e.Do("POST", "/api/v1/rollouts/"+url.PathEscape(third.id)+"/abort", "application/json",
+		[]byte(`{"user": "bob", "reason": "r2 carries the fix"}`))
+	if code != http.StatusOK {
+		t.Fatalf("abort of the queued r3 answered %d: %s", code, body)
+	}
+	e.WaitFor("r3 to end", wait, func() bool { return third.status().Rollout.Status == rolloutflow.Failed })
+	if st := third.status(); st.Rollout.Rollback != nil || !strings.Contains(auditOf(st), "before it started: r2 carries the fix") {
+		t.Errorf("aborted queued rollout: rollback %+v, audit:\n%s", st.Rollout.Rollback, auditOf(st))
+	}
+	if n := len(e.GitHub.Dispatches(repo)); n != 1 {
+		t.Fatalf("%d dispatches while r1 waits for approval, want r1's canary only", n)
+	}
+
+	first.click("bob")
+	first.finish(2)
+	e.WaitFor("r1 to succeed", wait, func() bool { return first.status().Rollout.Status == rolloutflow.Succeeded })
+	e.WaitFor("r2's canary", wait, func() bool { return len(e.GitHub.Dispatches(repo)) == 3 })
+	if d := e.GitHub.Dispatches(repo)[2]; d.Inputs["release_id"] != "r2:prod-eu/prod" {
+		t.Errorf("third dispatch inputs %v, want r2's canary", d.Inputs)
+	}
+	st = second.status()
+	if st.Rollout.Status != rolloutflow.Running || st.Rollout.Paused != "" {
+		t.Errorf("r2 after r1 ended: %s, paused %q; want running", st.Rollout.Status, st.Rollout.Paused)
+	}
+	if a := auditOf(st); !strings.Contains(a, "waits for rollout "+first.id) || !strings.Contains(a, first.id+" of release r1:prod-eu/prod has ended") {
+		t.Errorf("r2's audit does not say what it waited for and when that ended:\n%s", a)
+	}
+}
+
+func auditOf(st rolloutflow.StatusJSON) string {
+	var lines []string
+	for _, l := range st.Audit {
+		lines = append(lines, l.Message)
+	}
+	return strings.Join(lines, "\n")
+}

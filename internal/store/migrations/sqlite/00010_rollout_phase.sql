@@ -1,0 +1,12 @@
+-- +goose Up
+-- A rollout waits for the older rollouts of its app and environment to end
+-- (app/rolloutflow, paused-queue). "Ended" is the machine's phase, not its
+-- status: a failed rollout may still be rolling back. The phase gets a
+-- column of its own, and the rollouts not done an index to find them by.
+ALTER TABLE rollouts ADD COLUMN phase TEXT NOT NULL DEFAULT '';
+UPDATE rollouts SET phase = coalesce(json_extract(machine, '$.phase'), '');
+CREATE INDEX rollouts_unfinished ON rollouts (app, environment, created_at) WHERE phase <> 'done';
+
+-- +goose Down
+DROP INDEX rollouts_unfinished;
+ALTER TABLE rollouts DROP COLUMN phase;
