@@ -11,6 +11,7 @@ import (
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
@@ -50,6 +51,10 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 	}
 	if len(events) > 0 {
 		if err := deployments.Queue(ctx, tx, x.d.River(), x.d.Log, []records.Record{opened}); err != nil {
+			return err
+		}
+		// A rollout in waves of the failed release stops (rolloutflow.StartArgs).
+		if err := rolloutflow.QueueStart(ctx, tx, x.d.River(), rolloutflow.StartArgs{ReleaseID: opened.ReleaseID}); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/recovery"
@@ -56,6 +57,15 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 			t.Fatalf("%d deployment syncs queued (%v), want one for the rollback release", syncs, err)
 		}
 		id := clusteractions.RollbackReleaseID(req.Key, "prod-eu", "prod")
+		// Its start job stops a rollout in waves of r2 (app/rolloutflow).
+		startQ := `SELECT COUNT(*) FROM river_job WHERE kind = 'rollout_start' AND json_extract(args, '$.release_id') = $1`
+		if db.Dialect == store.Postgres {
+			startQ = `SELECT COUNT(*) FROM river_job WHERE kind = 'rollout_start' AND args ->> 'release_id' = $1`
+		}
+		var starts int
+		if err := db.Read.QueryRowContext(ctx, startQ, id).Scan(&starts); err != nil || starts != 1 {
+			t.Errorf("%d rollout_start jobs for the rollback release (%v), want 1", starts, err)
+		}
 		rec, err := rs.Get(ctx, id)
 		if err != nil || rec.Kind != records.KindRollback || rec.RollbackOf != "r2" || rec.GitRevision != good.GitRevision {
 			t.Fatalf("rollback release %s = %+v, %v; want kind rollback of r2 at r1's revision", id, rec, err)

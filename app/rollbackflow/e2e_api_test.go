@@ -53,6 +53,11 @@ func TestRollbackThroughTheAPI(t *testing.T) {
 		}
 
 		checkPullRequest(t, s, rec, "r3 leaks memory")
+		// The rollback release's start job stops a rollout in waves of r3,
+		// were one running (app/rolloutflow's tests show the stop itself).
+		if !startQueued(t, s, acc.ReleaseID) {
+			t.Errorf("no rollout_start job for the rollback release %s", acc.ReleaseID)
+		}
 
 		// A second request for the same rollback opens nothing new.
 		status, out = s.Do("POST", "/api/v1/rollbacks", "application/json", []byte(`{"app":"checkout","environment":"prod","reason":"again"}`))

@@ -142,6 +142,17 @@ func git(t *testing.T, stdin string, args ...string) (string, error) {
 	return out.String(), nil
 }
 
+// startQueued reports whether a rollout_start job names releaseID.
+func startQueued(t *testing.T, s *scene, releaseID string) bool {
+	t.Helper()
+	// River keeps a job's args as SQLite's binary JSON, or as jsonb.
+	q := `SELECT COUNT(*) FROM river_job WHERE kind = 'rollout_start' AND json_extract(args, '$.release_id') = $1`
+	if strings.HasPrefix(s.DBURL, "postgres") {
+		q = `SELECT COUNT(*) FROM river_job WHERE kind = 'rollout_start' AND args ->> 'release_id' = $1`
+	}
+	return s.Int(q, releaseID) == 1
+}
+
 // jobKinds are the jobs Settle waits for.
 var jobKinds = []string{"rollback_pull_request", "comment_reply", "comment_reaction", "config_check", "delivery"}
 

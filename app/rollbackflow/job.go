@@ -13,6 +13,7 @@ import (
 	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/rollbackpr"
 )
@@ -109,6 +110,15 @@ func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullReques
 		return err
 	}
 	if err := deployments.Queue(ctx, tx, d.River(), d.Log, []records.Record{stored}); err != nil {
+		return err
+	}
+	// The rollout in waves of the release rolled back, if it is still going,
+	// must not deploy that release to more targets.
+	requester := ""
+	if a.Reply != nil {
+		requester = a.Reply.User
+	}
+	if err := rolloutflow.QueueStart(ctx, tx, d.River(), rolloutflow.StartArgs{ReleaseID: stored.ReleaseID, Author: requester}); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("rollback of %s to %s (%s) opened as %s, pull request %s: %s",

@@ -83,23 +83,33 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 	if reason == "" {
 		reason = "no reason given"
 	}
-	now := x.deps.Now()
-	err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE rollouts SET abort_by = $1, abort_reason = $2 WHERE id = $3 AND abort_by = ''`,
-			login, reason, r.ID)
-		if err != nil {
-			return fmt.Errorf("abort rollout %s: %w", r.ID, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return errors.New("aborted already")
-		}
-		if err := insertAudit(ctx, tx, r.ID, now, "abort", fmt.Sprintf("@%s aborted the rollout: %s", login, reason)); err != nil {
-			return err
-		}
-		return queueTickTx(ctx, tx, x.deps.River(), r.ID)
-	})
+	err = x.markAborted(ctx, r.ID, login, reason, fmt.Sprintf("@%s aborted the rollout: %s", login, reason))
+	if errors.Is(err, errAbortedAlready) {
+		return "", errors.New("aborted already")
+	}
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("rollout %s aborted by @%s; on_failure %s applies", r.ID, login, r.Snapshot.Plan.OnFailure), nil
+}
+
+var errAbortedAlready = errors.New("the rollout was aborted before")
+
+// markAborted stores the abort of rollout id, with its audit line, and
+// queues the tick that carries it out.
+func (x *executor) markAborted(ctx context.Context, id, login, reason, audit string) error {
+	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE rollouts SET abort_by = $1, abort_reason = $2 WHERE id = $3 AND abort_by = ''`,
+			login, reason, id)
+		if err != nil {
+			return fmt.Errorf("abort rollout %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return errAbortedAlready
+		}
+		if err := insertAudit(ctx, tx, id, x.deps.Now(), "abort", audit); err != nil {
+			return err
+		}
+		return queueTickTx(ctx, tx, x.deps.River(), id)
+	})
 }

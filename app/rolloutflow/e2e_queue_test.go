@@ -75,3 +75,33 @@ func auditOf(st rolloutflow.StatusJSON) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// A rollback of a release stops that release's rollout: its later waves
+// would deploy it again. The rollout behind it then starts.
+func TestARollbackStopsTheRolloutOfTheReleaseItTakesBack(t *testing.T) {
+	e := startOn(t, testdb.URL(t, "sqlite"), e2eConfig, "write")
+	first := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
+	first.finish(1)
+	e.WaitFor("r1 to wait for approval", wait, func() bool { return first.status().Rollout.Status == rolloutflow.PausedApproval })
+	second := &scene{Env: e, id: openRollout(e, "r2:prod-eu/prod", "v2")}
+	e.WaitFor("r2 to queue", wait, func() bool { return second.status().Rollout.Status == rolloutflow.PausedQueue })
+
+	code, body := e.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "rb1:prod-eu/prod",
+		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout", "image": "v0",
+		"kind": "rollback", "rollback_of": "r1:prod-eu/prod", "rollback_reason": "error rate"}`))
+	if code != http.StatusCreated {
+		t.Fatalf("POST rollback release answered %d: %s", code, body)
+	}
+	e.WaitFor("r1's rollout to stop", wait, func() bool { return first.status().Rollout.Status == rolloutflow.Failed })
+	st := first.status()
+	if !strings.Contains(auditOf(st), "the rollout stops: release r1:prod-eu/prod is rolled back by rb1:prod-eu/prod (error rate)") {
+		t.Errorf("r1's rollout after the rollback does not say why it stopped:\n%s", auditOf(st))
+	}
+	if n := e.Int(`SELECT COUNT(*) FROM rollouts WHERE release_id = 'rb1:prod-eu/prod'`); n != 0 {
+		t.Errorf("the rollback release has %d rollouts, want none: it goes back everywhere at once", n)
+	}
+	e.WaitFor("r2's canary", wait, func() bool { return len(e.GitHub.Dispatches(repo)) == 2 })
+	if d := e.GitHub.Dispatches(repo)[1]; d.Inputs["release_id"] != "r2:prod-eu/prod" {
+		t.Errorf("second dispatch inputs %v, want r2's canary, not r1's next wave", d.Inputs)
+	}
+}

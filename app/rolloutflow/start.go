@@ -1,6 +1,7 @@
 package rolloutflow
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -18,11 +19,12 @@ import (
 
 // StartArgs starts the rollout of a release whose environment has
 // `rollout:`; a release without one, or with a rollout already, is left
-// alone, so the job may run any number of times.
+// alone, so the job may run any number of times. For a rollback release it
+// aborts the rollout of the release rolled back instead (stopRolledBack).
 type StartArgs struct {
 	ReleaseID string `json:"release_id" river:"unique"`
 	// Author opened or merged the release: the one person who may not
-	// approve its rollout.
+	// approve its rollout. For a rollback, who asked for it.
 	Author         string `json:"author,omitempty"`
 	FreezeOverride bool   `json:"freeze_override,omitempty"`
 }
@@ -72,6 +74,9 @@ func (x *executor) start(ctx context.Context, loader *configload.Loader, a Start
 	if rec.Kind == records.KindRollback {
 		// A rollback goes back everywhere at once, as the seed's rollback
 		// does; it is not a new version to roll out in waves.
+		if err := x.stopRolledBack(ctx, rec, a.Author); err != nil {
+			return Rollout{}, err
+		}
 		return Rollout{}, errNoRollout
 	}
 	inst, err := installationOf(ctx, x.deps.DB.Read, rec.Repository)
@@ -113,6 +118,33 @@ func (x *executor) start(ctx context.Context, loader *configload.Loader, a Start
 			repo.GetDefaultBranch())
 	}
 	return x.create(ctx, rec, inst, env, snap, a.Author)
+}
+
+// stopRolledBack aborts the rollout of the release a rollback takes back,
+// if it has not ended: its later waves would deploy the release being
+// rolled back again. The abort applies on_failure, as any abort does; a
+// rollout still queued ends without deploying anything.
+func (x *executor) stopRolledBack(ctx context.Context, rb records.Record, requester string) error {
+	r, err := rolloutOfRelease(ctx, x.deps.DB.Read, rb.RollbackOf)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if final(r.Machine.Status) || r.Machine.Phase == PhaseDone {
+		return nil
+	}
+	by := cmp.Or(strings.TrimPrefix(requester, "@"), "ripcord")
+	reason := fmt.Sprintf("release %s is rolled back by %s", rb.RollbackOf, rb.ReleaseID)
+	if rb.RollbackReason != "" {
+		reason += " (" + rb.RollbackReason + ")"
+	}
+	err = x.markAborted(ctx, r.ID, by, reason, "the rollout stops: "+reason)
+	if errors.Is(err, errAbortedAlready) {
+		return nil
+	}
+	return err
 }
 
 // HeadFromRelease is Snapshot.HeadFrom for a check run on the release's
