@@ -1,6 +1,7 @@
 package rolloutflow_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,9 +38,17 @@ func rolloutQueue(t *testing.T, dbURL string) {
 		return ok && cr.Status == "queued" && strings.Contains(cr.Title, first.id)
 	})
 
-	third := &scene{Env: e, id: openRollout(e, "r3:prod-eu/prod", "v3")}
-	e.WaitFor("r3 to queue", wait, func() bool { return third.status().Rollout.Status == rolloutflow.PausedQueue })
-	code, body := e.Do("POST", "/api/v1/rollouts/"+url.PathEscape(third.id)+"/abort", "application/json",
+	// The answer of POST /api/v1/rollouts already says the rollout waits.
+	code, body := e.Do("POST", "/api/v1/rollouts", "application/json", []byte(`{"app": "checkout", "environment": "prod", "version": "v3"}`))
+	var created rolloutflow.StatusJSON
+	if err := json.Unmarshal(body, &created); err != nil || code != http.StatusCreated {
+		t.Fatalf("POST /api/v1/rollouts answered %d: %s", code, body)
+	}
+	if created.Rollout.Status != rolloutflow.PausedQueue || !strings.Contains(created.Rollout.Paused, first.id) {
+		t.Errorf("POST /api/v1/rollouts answered status %s, paused %q; want paused-queue behind %s", created.Rollout.Status, created.Rollout.Paused, first.id)
+	}
+	third := &scene{Env: e, id: created.ID}
+	code, body = e.Do("POST", "/api/v1/rollouts/"+url.PathEscape(third.id)+"/abort", "application/json",
 		[]byte(`{"user": "bob", "reason": "r2 carries the fix"}`))
 	if code != http.StatusOK {
 		t.Fatalf("abort of the queued r3 answered %d: %s", code, body)
@@ -63,8 +72,8 @@ func rolloutQueue(t *testing.T, dbURL string) {
 	if st.Rollout.Status != rolloutflow.Running || st.Rollout.Paused != "" {
 		t.Errorf("r2 after r1 ended: %s, paused %q; want running", st.Rollout.Status, st.Rollout.Paused)
 	}
-	if a := auditOf(st); !strings.Contains(a, "waits for rollout "+first.id) || !strings.Contains(a, first.id+" of release r1:prod-eu/prod has ended") {
-		t.Errorf("r2's audit does not say what it waited for and when that ended:\n%s", a)
+	if a := auditOf(st); strings.Count(a, "waits for rollout "+first.id) != 1 || !strings.Contains(a, first.id+" of release r1:prod-eu/prod has ended") {
+		t.Errorf("r2's audit does not say, once, what it waited for, and when that ended:\n%s", a)
 	}
 }
 

@@ -263,7 +263,7 @@ func (m *Machine) queue(in Inputs, evs *[]Event) (Action, bool) {
 	if in.Ahead != "" {
 		if m.Status != PausedQueue || m.Paused != in.Ahead {
 			m.Status, m.Paused = PausedQueue, in.Ahead
-			*evs = append(*evs, Event{Type: "paused-queue", Message: "waits for " + in.Ahead + " to end"})
+			*evs = append(*evs, Event{Type: "paused-queue", Message: waitsFor(in.Ahead)})
 			return Action{}, true
 		}
 		return Action{Kind: ActWait, Until: in.Now.Add(queuePoll)}, false
@@ -275,6 +275,9 @@ func (m *Machine) queue(in Inputs, evs *[]Event) (Action, bool) {
 	m.Phase = PhasePrepare
 	return Action{}, true
 }
+
+// waitsFor is the audit line of a rollout queued behind ahead.
+func waitsFor(ahead string) string { return "waits for " + ahead + " to end" }
 
 func (m *Machine) prepare(in Inputs, evs *[]Event) (Action, bool) {
 	if in.Settings.Prepare == "" {

@@ -163,6 +163,15 @@ func (x *executor) create(ctx context.Context, rec records.Record, inst int64, e
 	r := Rollout{ID: newID(), ReleaseID: rec.ReleaseID, Repository: rec.Repository, InstallationID: inst, App: rec.App,
 		Environment: rec.Environment, Version: rec.Image, Previous: prev, Author: author, HeadSHA: rec.GitRevision,
 		Snapshot: snap, Machine: NewMachine(snap.Plan), CreatedAt: x.deps.Now()}
+	// A rollout that will wait says so from the start, in the answer of
+	// POST /api/v1/rollouts too; its first tick looks again.
+	queued, err := ahead(ctx, x.deps.DB.Read, r)
+	if err != nil {
+		return Rollout{}, err
+	}
+	if queued != "" {
+		r.Machine.Status, r.Machine.Paused = PausedQueue, queued
+	}
 	var created bool
 	err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if created, err = insertRollout(ctx, tx, r); err != nil || !created {
@@ -172,6 +181,16 @@ func (x *executor) create(ctx context.Context, rec records.Record, inst int64, e
 			len(snap.Plan.Stages), strings.Join(snap.Plan.StageNames(), ", "))
 		if err := insertAudit(ctx, tx, r.ID, r.CreatedAt, "started", msg); err != nil {
 			return err
+		}
+		if queued != "" {
+			if err := insertAudit(ctx, tx, r.ID, r.CreatedAt, "paused-queue", waitsFor(queued)); err != nil {
+				return err
+			}
+			// The first tick finds nothing new to show: the queued check run
+			// is shown from here.
+			if err := queueCheck(ctx, tx, x.deps.River(), r.ID); err != nil {
+				return err
+			}
 		}
 		if snap.Settings.FreezeOverride {
 			if err := insertAudit(ctx, tx, r.ID, r.CreatedAt, "freeze-override", "freeze_override: freeze windows do not hold this release"); err != nil {
