@@ -48,12 +48,65 @@ func (x *executor) Status(ctx context.Context, id string) (StatusJSON, error) {
 	return statusOf(r, runs, audit), nil
 }
 
+// list is GET /api/v1/rollouts: the rollout of ?release_id=, or the
+// rollouts of ?app= and ?environment=, newest first, each without its audit
+// trail; ?unfinished=true keeps those that have not ended (the one rolling
+// out and the ones queued behind it), ?limit= (1-100, default 20).
 func (a api) list(w http.ResponseWriter, r *http.Request) {
-	rel := r.URL.Query().Get("release_id")
-	if rel == "" {
-		pipeline.WriteError(w, http.StatusBadRequest, "release_id", "release_id: required")
+	q := r.URL.Query()
+	if rel := q.Get("release_id"); rel != "" {
+		a.listRelease(w, r, rel)
 		return
 	}
+	app, env := q.Get("app"), q.Get("environment")
+	switch {
+	case app == "" && env == "":
+		pipeline.WriteError(w, http.StatusBadRequest, "release_id", "release_id, or app and environment: required")
+		return
+	case app == "":
+		pipeline.WriteError(w, http.StatusBadRequest, "app", "app: required with environment")
+		return
+	case env == "":
+		pipeline.WriteError(w, http.StatusBadRequest, "environment", "environment: required with app")
+		return
+	}
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			pipeline.WriteError(w, http.StatusBadRequest, "limit", "limit: a whole number from 1 to 100, not "+strconv.Quote(v))
+			return
+		}
+		limit = n
+	}
+	unfinished := false
+	if v := q.Get("unfinished"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			pipeline.WriteError(w, http.StatusBadRequest, "unfinished", "unfinished: true or false, not "+strconv.Quote(v))
+			return
+		}
+		unfinished = b
+	}
+	ctx := r.Context()
+	ros, err := listRollouts(ctx, a.x.deps.DB.Read, app, env, unfinished, limit)
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
+	out := make([]StatusJSON, 0, len(ros))
+	for _, ro := range ros {
+		runs, err := listDispatched(ctx, a.x.deps.DB.Read, ro.ID)
+		if err != nil {
+			a.internal(w, err)
+			return
+		}
+		out = append(out, statusOf(ro, runs, nil))
+	}
+	pipeline.WriteJSON(w, http.StatusOK, map[string]any{"rollouts": out})
+}
+
+func (a api) listRelease(w http.ResponseWriter, r *http.Request, rel string) {
 	out := []StatusJSON{}
 	ro, err := rolloutOfRelease(r.Context(), a.x.deps.DB.Read, rel)
 	if err == nil {

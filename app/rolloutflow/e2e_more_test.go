@@ -84,6 +84,19 @@ func TestRolloutCLI(t *testing.T) {
 	if code, out := run("status", "--release-id", "checkout-v9:prod-eu/prod"); code != 0 || !strings.Contains(out, "paused-approval") {
 		t.Errorf("ripcord rollout status: exit %d\n%s", code, out)
 	}
+	// A second release of the environment waits for the first, and the
+	// environment's list shows both.
+	code, out = run("start", "--repository", repo, "--app", "checkout", "--environment", "prod", "--version", "v10",
+		"--cluster", "prod-eu")
+	if code != 0 || !strings.Contains(out, "paused-queue") || !strings.Contains(out, "paused by rollout "+s.id) {
+		t.Errorf("ripcord rollout start of a second release: exit %d\n%s", code, out)
+	}
+	code, out = run("list", "--app", "checkout", "--environment", "prod", "--unfinished")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != 0 || len(lines) != 3 ||
+		!strings.Contains(lines[1], "checkout-v10:prod-eu/prod") || !strings.Contains(lines[1], "paused-queue") ||
+		!strings.HasPrefix(lines[2], s.id) || !strings.Contains(lines[2], "paused-approval") {
+		t.Errorf("ripcord rollout list --unfinished: exit %d\n%s", code, out)
+	}
 	// The api token names the voter, whose own GitHub permission counts.
 	if code, out := run("approve", "--user", "visitor", s.id); code == 0 || !strings.Contains(out, "they have read permission on the repository") {
 		t.Errorf("a reader approved through the API: exit %d\n%s", code, out)

@@ -48,6 +48,30 @@ func rolloutQueue(t *testing.T, dbURL string) {
 		t.Errorf("POST /api/v1/rollouts answered status %s, paused %q; want paused-queue behind %s", created.Rollout.Status, created.Rollout.Paused, first.id)
 	}
 	third := &scene{Env: e, id: created.ID}
+
+	// The environment's queue, newest first.
+	code, body = e.Do("GET", "/api/v1/rollouts?app=checkout&environment=prod&unfinished=true", "", nil)
+	var listed struct{ Rollouts []rolloutflow.StatusJSON }
+	if err := json.Unmarshal(body, &listed); err != nil || code != http.StatusOK {
+		t.Fatalf("GET /api/v1/rollouts?app=&environment= answered %d: %s", code, body)
+	}
+	var order []string
+	for _, r := range listed.Rollouts {
+		order = append(order, r.ID+" "+string(r.Rollout.Status))
+	}
+	want := []string{third.id + " paused-queue", second.id + " paused-queue", first.id + " paused-approval"}
+	if strings.Join(order, ", ") != strings.Join(want, ", ") {
+		t.Errorf("unfinished rollouts of checkout/prod:\n  %s\nwant\n  %s", strings.Join(order, ", "), strings.Join(want, ", "))
+	}
+	for query, field := range map[string]string{"app=checkout": "environment", "environment=prod": "app",
+		"app=checkout&environment=prod&limit=0": "limit", "app=checkout&environment=prod&unfinished=maybe": "unfinished"} {
+		code, body := e.Do("GET", "/api/v1/rollouts?"+query, "", nil)
+		var refusal struct{ Field string }
+		_ = json.Unmarshal(body, &refusal)
+		if code != http.StatusBadRequest || refusal.Field != field {
+			t.Errorf("GET /api/v1/rollouts?%s answered %d %s, want 400 naming %s", query, code, body, field)
+		}
+	}
 	code, body = e.Do("POST", "/api/v1/rollouts/"+url.PathEscape(third.id)+"/abort", "application/json",
 		[]byte(`{"user": "bob", "reason": "r2 carries the fix"}`))
 	if code != http.StatusOK {

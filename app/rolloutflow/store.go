@@ -140,6 +140,30 @@ func saveMachine(ctx context.Context, tx *sql.Tx, r *Rollout, now time.Time) err
 	return nil
 }
 
+// listRollouts reads the rollouts of app and environment, newest first;
+// unfinished keeps those not done.
+func listRollouts(ctx context.Context, q querier, app, environment string, unfinished bool, limit int) ([]Rollout, error) {
+	where := ""
+	if unfinished {
+		where = ` AND phase <> 'done'` // a literal: the index of the rollouts not done matches
+	}
+	rows, err := q.QueryContext(ctx, `SELECT `+rolloutColumns+` FROM rollouts WHERE app = $1 AND environment = $2`+where+`
+		ORDER BY created_at DESC, id DESC LIMIT $3`, app, environment, limit)
+	if err != nil {
+		return nil, fmt.Errorf("rollouts of %s/%s: %w", app, environment, err)
+	}
+	defer rows.Close()
+	var out []Rollout
+	for rows.Next() {
+		r, err := scanRollout(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 // ahead names the oldest rollout of r's app and environment that started
 // before r and has not ended, or "" when there is none.
 func ahead(ctx context.Context, q querier, r Rollout) (string, error) {

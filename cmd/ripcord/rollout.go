@@ -13,11 +13,11 @@ import (
 	"github.com/ripcord/ripcord/app/rolloutflow"
 )
 
-// runRollout is `ripcord rollout start|status|approve|abort`, talking to
-// /api/v1/rollouts.
+// runRollout is `ripcord rollout start|status|list|approve|abort`, talking
+// to /api/v1/rollouts.
 func runRollout(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout start|status|approve|abort [flags]")
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout start|status|list|approve|abort [flags]")
 		return 2
 	}
 	sub, args := args[0], args[1:]
@@ -26,12 +26,14 @@ func runRollout(args []string) int {
 		return rolloutStart(args)
 	case "status":
 		return rolloutStatus(args)
+	case "list":
+		return rolloutList(args)
 	case "approve":
 		return rolloutVote(args)
 	case "abort":
 		return rolloutAbort(args)
 	}
-	fmt.Fprintf(os.Stderr, "ripcord rollout: unknown subcommand %q (start, status, approve, abort)\n", sub)
+	fmt.Fprintf(os.Stderr, "ripcord rollout: unknown subcommand %q (start, status, list, approve, abort)\n", sub)
 	return 2
 }
 
@@ -100,6 +102,45 @@ func rolloutStatus(args []string) int {
 	var out rolloutflow.StatusJSON
 	err = c.do(ctx, "GET", "/api/v1/rollouts/"+url.PathEscape(fs.Arg(0)), nil, &out)
 	return finish(err, *asJSON, out, func() { printRollout(out) })
+}
+
+func rolloutList(args []string) int {
+	fs := flag.NewFlagSet("ripcord rollout list", flag.ContinueOnError)
+	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
+	app := fs.String("app", "", "the app (required)")
+	env := fs.String("environment", "", "the environment (required)")
+	unfinished := fs.Bool("unfinished", false, "only rollouts that have not ended: the one rolling out and those queued behind it")
+	limit := fs.Int("limit", 20, "at most this many, newest first (1-100)")
+	asJSON := fs.Bool("json", false, "print the server's JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *app == "" || *env == "" {
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout list --app APP --environment ENV [--unfinished] [--limit N]")
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ripcord rollout list:", err)
+		return 2
+	}
+	q := url.Values{"app": {*app}, "environment": {*env}, "limit": {fmt.Sprint(*limit)}}
+	if *unfinished {
+		q.Set("unfinished", "true")
+	}
+	var out struct {
+		Rollouts []rolloutflow.StatusJSON `json:"rollouts"`
+	}
+	err = c.do(context.Background(), "GET", "/api/v1/rollouts?"+q.Encode(), nil, &out)
+	return finish(err, *asJSON, out, func() {
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ROLLOUT\tRELEASE\tVERSION\tSTATUS\tSTAGES\tSTAGE\tPAUSED BY")
+		for _, s := range out.Rollouts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.ReleaseID, s.Version, s.Rollout.Status,
+				s.RolloutProgress, s.Rollout.Stage, s.Rollout.Paused)
+		}
+		_ = tw.Flush()
+	})
 }
 
 func rolloutVote(args []string) int {
