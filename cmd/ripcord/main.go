@@ -21,7 +21,7 @@ func init() {
 		{"fact", "post a fact for a cluster, from a file or flags", runFact},
 		{"agent", "watch a cluster's tracked workloads, post their facts, carry out rollbacks", runAgent},
 		{"rollback", "roll an environment back: open a rollback pull request (--app --environment --reason [--to])", runRollback},
-		{"rollout", "start a rollout in waves, show it, approve or abort it (start|status|approve|abort)", runRollout},
+		{"rollout", "start a rollout in waves, show it, list an environment's, approve or abort one (start|status|list|approve|abort)", runRollout},
 		{"validate", "check .github/ripcord.yml files (path:line:column: message)", runValidate},
 		{"version", "print the version", runVersion},
 	}
