@@ -23,7 +23,7 @@ type RolloutView struct {
 	State     string
 	Progress  string // rollout_progress: stages passed / stages, "1/3"
 	Stage     string // the current, or the failed, stage
-	Paused    string // what holds the rollout: the freeze or the approval
+	Paused    string // what holds the rollout: the freeze, the approval or the rollout ahead
 	OnFailure string
 	Rollback  *status.Rollback // nil until on_failure starts a rollback
 	// Drift lists the stages a failed rollout left on the new version.

@@ -20,7 +20,7 @@ type Rollout struct {
 	Status    string
 	Progress  string // stages passed / stages, "1/3"
 	Stage     string // the current, or the failed, stage
-	Paused    string // what holds the rollout: a freeze or an approval
+	Paused    string // what holds the rollout: a freeze, an approval or the rollout ahead
 	OnFailure string
 	Rollback  string // what on_failure's rollback did; "" when there is none
 	// Drift lists the stages a failed rollout left on the new version.
