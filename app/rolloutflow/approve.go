@@ -90,6 +90,9 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 	if err != nil {
 		return "", err
 	}
+	if r.Machine.Phase == PhaseQueue {
+		return fmt.Sprintf("rollout %s aborted by @%s before it started: nothing was deployed", r.ID, login), nil
+	}
 	return fmt.Sprintf("rollout %s aborted by @%s; on_failure %s applies", r.ID, login, r.Snapshot.Plan.OnFailure), nil
 }
 

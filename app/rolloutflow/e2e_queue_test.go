@@ -74,7 +74,7 @@ func rolloutQueue(t *testing.T, dbURL string) {
 	}
 	code, body = e.Do("POST", "/api/v1/rollouts/"+url.PathEscape(third.id)+"/abort", "application/json",
 		[]byte(`{"user": "bob", "reason": "r2 carries the fix"}`))
-	if code != http.StatusOK {
+	if code != http.StatusOK || !strings.Contains(string(body), "before it started: nothing was deployed") {
 		t.Fatalf("abort of the queued r3 answered %d: %s", code, body)
 	}
 	e.WaitFor("r3 to end", wait, func() bool { return third.status().Rollout.Status == rolloutflow.Failed })
