@@ -1,0 +1,73 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/rollout"
+)
+
+// The rollout ahead of another is the oldest of its app and environment
+// that has not ended; rollouts started in the same microsecond go by id.
+func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+		plan := twoStages(rollout.Stop)
+		add := func(id, app string, at time.Time, phase Phase) Rollout {
+			t.Helper()
+			m := NewMachine(plan)
+			m.Phase = phase
+			r := Rollout{ID: id, ReleaseID: "rel-" + id, Repository: "acme/checkout", App: app, Environment: "prod",
+				Version: "v-" + id, Snapshot: Snapshot{Plan: plan}, Machine: m, CreatedAt: at}
+			err := db.InTx(ctx, func(tx *sql.Tx) error {
+				ok, err := insertRollout(ctx, tx, r)
+				if err == nil && !ok {
+					t.Fatalf("rollout %s not stored", id)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		add("ro-a", "checkout", t0, PhaseDone)                       // ended: holds nobody
+		b := add("ro-b", "checkout", t0.Add(time.Second), PhaseBake) // rolling out
+		c := add("ro-c", "checkout", t0.Add(time.Second), PhaseQueue)
+		d := add("ro-d", "checkout", t0.Add(2*time.Second), PhaseQueue)
+		add("ro-0", "payments", t0, PhaseBake) // another app
+		for _, tc := range []struct {
+			r    Rollout
+			want string
+		}{
+			{b, ""},
+			{c, "rollout ro-b of release rel-ro-b"},
+			{d, "rollout ro-b of release rel-ro-b"},
+		} {
+			got, err := ahead(ctx, db.Read, tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("ahead of %s = %q, want %q", tc.r.ID, got, tc.want)
+			}
+		}
+		ros, err := listRollouts(ctx, db.Read, "checkout", "prod", true, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range ros {
+			ids = append(ids, r.ID)
+		}
+		if want := "ro-d ro-c ro-b"; strings.Join(ids, " ") != want {
+			t.Errorf("unfinished rollouts of checkout/prod: %s, want %s (newest first)", strings.Join(ids, " "), want)
+		}
+	})
+}
