@@ -2,6 +2,7 @@ package rolloutflow_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,6 +49,20 @@ func rolloutQueue(t *testing.T, dbURL string) {
 		t.Errorf("POST /api/v1/rollouts answered status %s, paused %q; want paused-queue behind %s", created.Rollout.Status, created.Rollout.Paused, first.id)
 	}
 	third := &scene{Env: e, id: created.ID}
+
+	// /metrics counts the rollouts not ended by status.
+	resp, err := http.Get(e.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`ripcord_rollouts_unfinished{app="checkout",environment="prod",status="paused-queue"} 2`,
+		`ripcord_rollouts_unfinished{app="checkout",environment="prod",status="paused-approval"} 1`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	// The environment's queue, newest first.
 	code, body = e.Do("GET", "/api/v1/rollouts?app=checkout&environment=prod&unfinished=true", "", nil)

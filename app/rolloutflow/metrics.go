@@ -1,7 +1,10 @@
 package rolloutflow
 
 import (
+	"context"
+	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -33,5 +36,59 @@ func (m *metrics) count(r *Rollout, evs []Event) {
 		if e.Pass != nil {
 			m.passes.WithLabelValues(r.App, r.Environment, e.Pass.Region, e.Pass.AZ, e.Outcome).Inc()
 		}
+	}
+}
+
+// unfinished is ripcord_rollouts_unfinished{app, environment, status}: the
+// rollouts that have not ended, read from the database at each scrape, so
+// every replica reports the same. status is the rollout's: paused-queue
+// counts the rollouts waiting behind another (an alert on it lasting
+// hours finds a queue stuck behind a forgotten approval), failed those
+// still rolling back.
+type unfinished struct {
+	db   *sql.DB
+	desc *prometheus.Desc
+}
+
+// registerUnfinished adds the collector to reg; one registered before is
+// kept.
+func registerUnfinished(reg prometheus.Registerer, db *sql.DB) error {
+	if reg == nil {
+		return nil
+	}
+	c := unfinished{db: db, desc: prometheus.NewDesc("ripcord_rollouts_unfinished",
+		"Rollouts that have not ended, by app, environment and rollout status (paused-queue: waiting behind an older rollout).",
+		[]string{"app", "environment", "status"}, nil)}
+	var are prometheus.AlreadyRegisteredError
+	if err := reg.Register(c); err != nil && !errors.As(err, &are) {
+		return err
+	}
+	return nil
+}
+
+func (c unfinished) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c unfinished) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// 'done' is a literal: the index of the rollouts not done matches.
+	rows, err := c.db.QueryContext(ctx, `SELECT app, environment, status, COUNT(*) FROM rollouts
+		WHERE phase <> 'done' GROUP BY app, environment, status`)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var app, env, status string
+		var n float64
+		if err := rows.Scan(&app, &env, &status, &n); err != nil {
+			ch <- prometheus.NewInvalidMetric(c.desc, err)
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, n, app, env, status)
+	}
+	if err := rows.Err(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
 	}
 }

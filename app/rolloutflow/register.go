@@ -22,6 +22,9 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &checkWorker{x: x})
 	river.AddWorker(d.Workers, &mergeWorker{x: x, loader: loader})
 	api{x: x, loader: loader}.routes(d)
+	if err := registerUnfinished(d.Registerer, d.DB.Read); err != nil {
+		d.Log.Warn("ripcord_rollouts_unfinished is not on /metrics", "err", err)
+	}
 	return []pipeline.EventHandler{runHandler{x: x}, buttonHandler{x: x}, mergeHandler{x: x}}
 }
 
