@@ -68,27 +68,32 @@ func registerUnfinished(reg prometheus.Registerer, db *sql.DB) error {
 
 func (c unfinished) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
+// Collect reports nothing when the database does not answer: an invalid
+// metric would fail the whole scrape, and /metrics matters most then
+// (ripcord_queue_depth is -1 meanwhile).
 func (c unfinished) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	// 'done' is a literal: the index of the rollouts not done matches.
 	rows, err := c.db.QueryContext(ctx, `SELECT app, environment, status, COUNT(*) FROM rollouts
 		WHERE phase <> 'done' GROUP BY app, environment, status`)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
 		return
 	}
 	defer rows.Close()
+	var out []prometheus.Metric
 	for rows.Next() {
 		var app, env, status string
 		var n float64
 		if err := rows.Scan(&app, &env, &status, &n); err != nil {
-			ch <- prometheus.NewInvalidMetric(c.desc, err)
 			return
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, n, app, env, status)
+		out = append(out, prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, n, app, env, status))
 	}
-	if err := rows.Err(); err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
+	if rows.Err() != nil {
+		return
+	}
+	for _, m := range out {
+		ch <- m
 	}
 }
