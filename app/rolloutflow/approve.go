@@ -85,7 +85,7 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 	}
 	err = x.markAborted(ctx, r.ID, login, reason, fmt.Sprintf("@%s aborted the rollout: %s", login, reason))
 	if errors.Is(err, errAbortedAlready) {
-		return "", errors.New("aborted already")
+		return "", refuse("rollout %s was aborted already", r.ID)
 	}
 	if err != nil {
 		return "", err

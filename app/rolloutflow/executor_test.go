@@ -3,6 +3,7 @@ package rolloutflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -282,5 +283,20 @@ func TestAClaimedBatchIsNeverDispatchedAgain(t *testing.T) {
 	}
 	if r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, "no runner for region eu-1") {
 		t.Errorf("status %s failure %q", r.Machine.Status, r.Machine.Failure)
+	}
+}
+
+// A second abort before the first is carried out is refused (409), not an
+// internal error.
+func TestASecondAbortIsRefused(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	h.start(nil)
+	if _, err := h.x.abort(context.Background(), h.id, "bob", "pager"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.x.abort(context.Background(), h.id, "alice", "again")
+	var refused *Refused
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "aborted already") {
+		t.Fatalf("second abort: %v, want a refusal saying it was aborted already", err)
 	}
 }
