@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -22,13 +23,7 @@ func TestARolloutWaitsForTheOlderRolloutOfItsEnvironment(t *testing.T) {
 }
 
 func rolloutQueue(t *testing.T, dbURL string) {
-	e := startOn(t, dbURL, e2eConfig, "write")
-	first := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
-	first.finish(1)
-	e.WaitFor("r1 to wait for approval", wait, func() bool { return first.status().Rollout.Status == rolloutflow.PausedApproval })
-
-	second := &scene{Env: e, id: openRollout(e, "r2:prod-eu/prod", "v2")}
-	e.WaitFor("r2 to queue", wait, func() bool { return second.status().Rollout.Status == rolloutflow.PausedQueue })
+	e, first, second := queuedBehindApproval(t, dbURL)
 	st := second.status()
 	if !strings.Contains(st.Rollout.Paused, first.id) || st.State != "RUNNING" || st.RolloutProgress != "0/2" {
 		t.Errorf("queued rollout: paused %q, state %s, progress %s; want it behind %s, RUNNING, 0/2",
@@ -116,6 +111,19 @@ func rolloutQueue(t *testing.T, dbURL string) {
 	}
 }
 
+// queuedBehindApproval starts ripcord on dbURL with r1's rollout waiting
+// for approval after its canary and r2's queued behind it.
+func queuedBehindApproval(t *testing.T, dbURL string) (e *e2etest.Env, first, second *scene) {
+	t.Helper()
+	e = startOn(t, dbURL, e2eConfig, "write")
+	first = &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
+	first.finish(1)
+	e.WaitFor("r1 to wait for approval", wait, func() bool { return first.status().Rollout.Status == rolloutflow.PausedApproval })
+	second = &scene{Env: e, id: openRollout(e, "r2:prod-eu/prod", "v2")}
+	e.WaitFor("r2 to queue", wait, func() bool { return second.status().Rollout.Status == rolloutflow.PausedQueue })
+	return e, first, second
+}
+
 func auditOf(st rolloutflow.StatusJSON) string {
 	var lines []string
 	for _, l := range st.Audit {
@@ -127,12 +135,7 @@ func auditOf(st rolloutflow.StatusJSON) string {
 // A rollback of a release stops that release's rollout: its later waves
 // would deploy it again. The rollout behind it then starts.
 func TestARollbackStopsTheRolloutOfTheReleaseItTakesBack(t *testing.T) {
-	e := startOn(t, testdb.URL(t, "sqlite"), e2eConfig, "write")
-	first := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
-	first.finish(1)
-	e.WaitFor("r1 to wait for approval", wait, func() bool { return first.status().Rollout.Status == rolloutflow.PausedApproval })
-	second := &scene{Env: e, id: openRollout(e, "r2:prod-eu/prod", "v2")}
-	e.WaitFor("r2 to queue", wait, func() bool { return second.status().Rollout.Status == rolloutflow.PausedQueue })
+	e, first, _ := queuedBehindApproval(t, testdb.URL(t, "sqlite"))
 
 	code, body := e.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "rb1:prod-eu/prod",
 		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout", "image": "v0",

@@ -1,8 +1,6 @@
 package rolloutflow
 
 import (
-	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 // a database that does not answer leaves it out instead of failing the
 // whole scrape.
 func TestUnfinishedRolloutsGauge(t *testing.T) {
-	ctx := context.Background()
 	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
 	plan := twoStages(rollout.Stop)
 	for i, st := range []struct {
@@ -25,12 +22,7 @@ func TestUnfinishedRolloutsGauge(t *testing.T) {
 	}{{PausedQueue, PhaseQueue}, {PausedQueue, PhaseQueue}, {Running, PhaseBake}, {Succeeded, PhaseDone}} {
 		m := NewMachine(plan)
 		m.Status, m.Phase = st.status, st.phase
-		id := "ro-" + string(rune('a'+i))
-		r := Rollout{ID: id, ReleaseID: "rel-" + id, App: "checkout", Environment: "prod", Snapshot: Snapshot{Plan: plan},
-			Machine: m, CreatedAt: time.Now()}
-		if err := db.InTx(ctx, func(tx *sql.Tx) error { _, err := insertRollout(ctx, tx, r); return err }); err != nil {
-			t.Fatal(err)
-		}
+		storeRollout(t, db, "ro-"+string(rune('a'+i)), "checkout", time.Now(), plan, m)
 	}
 	reg := prometheus.NewRegistry()
 	if err := registerUnfinished(reg, db.Read); err != nil {

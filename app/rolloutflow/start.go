@@ -132,7 +132,7 @@ func (x *executor) stopRolledBack(ctx context.Context, rb records.Record, reques
 	if err != nil {
 		return err
 	}
-	if final(r.Machine.Status) || r.Machine.Phase == PhaseDone {
+	if final(r.Machine.Status) { // ended, or failed and rolling back already
 		return nil
 	}
 	by := cmp.Or(strings.TrimPrefix(requester, "@"), "ripcord")

@@ -187,7 +187,7 @@ func ahead(ctx context.Context, q querier, r Rollout) (string, error) {
 // that waits in the queue: the rollout ahead of them has ended.
 func queueTicksBehind(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], app, environment string) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id FROM rollouts
-		WHERE app = $1 AND environment = $2 AND phase <> 'done' AND phase = 'queue'`, app, environment)
+		WHERE app = $1 AND environment = $2 AND phase = 'queue'`, app, environment)
 	if err != nil {
 		return fmt.Errorf("rollouts queued for %s/%s: %w", app, environment, err)
 	}

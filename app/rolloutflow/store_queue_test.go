@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/rollout"
 )
@@ -23,19 +24,7 @@ func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
 			t.Helper()
 			m := NewMachine(plan)
 			m.Phase = phase
-			r := Rollout{ID: id, ReleaseID: "rel-" + id, Repository: "acme/checkout", App: app, Environment: "prod",
-				Version: "v-" + id, Snapshot: Snapshot{Plan: plan}, Machine: m, CreatedAt: at}
-			err := db.InTx(ctx, func(tx *sql.Tx) error {
-				ok, err := insertRollout(ctx, tx, r)
-				if err == nil && !ok {
-					t.Fatalf("rollout %s not stored", id)
-				}
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
+			return storeRollout(t, db, id, app, at, plan, m)
 		}
 		add("ro-a", "checkout", t0, PhaseDone)                       // ended: holds nobody
 		b := add("ro-b", "checkout", t0.Add(time.Second), PhaseBake) // rolling out
@@ -70,4 +59,23 @@ func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
 			t.Errorf("unfinished rollouts of checkout/prod: %s, want %s (newest first)", strings.Join(ids, " "), want)
 		}
 	})
+}
+
+// storeRollout stores rollout id of app to prod, created at at, with
+// machine m.
+func storeRollout(t *testing.T, db *store.DB, id, app string, at time.Time, plan *rollout.Plan, m Machine) Rollout {
+	t.Helper()
+	r := Rollout{ID: id, ReleaseID: "rel-" + id, Repository: "acme/checkout", App: app, Environment: "prod",
+		Version: "v-" + id, Snapshot: Snapshot{Plan: plan}, Machine: m, CreatedAt: at}
+	err := db.InTx(context.Background(), func(tx *sql.Tx) error {
+		ok, err := insertRollout(context.Background(), tx, r)
+		if err == nil && !ok {
+			t.Fatalf("rollout %s not stored", id)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
