@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -111,6 +112,11 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 			values[s.Key] = sourced{f.Value.String(), "flag --" + f.Name}
 		}
 	})
+	if values["public_url"].source == "default" && values["listen"].source != "default" {
+		if u, ok := listenURL(values["listen"].value); ok {
+			values["public_url"] = sourced{u, "default (from listen)"}
+		}
+	}
 	var errs []error
 	for _, s := range settings {
 		v := values[s.Key]
@@ -122,6 +128,21 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 		c.OIDC.Audience = c.PublicURL
 	}
 	return c, errors.Join(errs...)
+}
+
+// listenURL is the URL a server listening on addr is reached at from this
+// machine: public_url's default when only listen is set, so that the links
+// serve prints and its pages carry point where it listens. It is false for
+// an address that is not host:port, which listen's own check names.
+func listenURL(addr string) (string, bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", false
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port), true
 }
 
 // Register adds a flag for every setting, and --config, to fs.

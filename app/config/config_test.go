@@ -60,6 +60,37 @@ func TestPrecedenceIsFlagThenEnvThenFileThenDefault(t *testing.T) {
 	}
 }
 
+// A server moved to another port prints links to that port: public_url
+// follows listen unless it is set itself.
+func TestPublicURLFollowsListenUnlessSet(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"listen only", []string{"--listen", "127.0.0.1:9090"}, nil, "http://127.0.0.1:9090"},
+		{"all interfaces", nil, map[string]string{"RIPCORD_LISTEN": "0.0.0.0:9091"}, "http://127.0.0.1:9091"},
+		{"no host", []string{"--listen", ":9092"}, nil, "http://127.0.0.1:9092"},
+		{"IPv6 host", []string{"--listen", "[::1]:9093"}, nil, "http://[::1]:9093"},
+		{"public_url set too", []string{"--listen", "127.0.0.1:9094"}, map[string]string{"RIPCORD_PUBLIC_URL": "https://ripcord.example"}, "https://ripcord.example"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.PublicURL != tc.want {
+				t.Errorf("public_url = %s, want %s", c.PublicURL, tc.want)
+			}
+			if c.OIDC.Audience != tc.want {
+				t.Errorf("oidc.audience = %s, want public_url %s", c.OIDC.Audience, tc.want)
+			}
+		})
+	}
+}
+
 func TestFileSectionsListsAndClusters(t *testing.T) {
 	tokenFile := writeFile(t, "tok", "secret-from-file\n")
 	file := writeFile(t, "c.yml", `
