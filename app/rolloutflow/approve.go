@@ -40,11 +40,15 @@ func (x *executor) prepareVote(ctx context.Context, id, login string, approve bo
 	if login == "" {
 		return "", nil, refuse("user: required, the GitHub login of the person who approves")
 	}
-	if r.Machine.Phase != PhaseApproval {
+	held := r.Machine.Phase == PhaseQueue && r.Hold != ""
+	if r.Machine.Phase != PhaseApproval && !held {
 		return "", nil, refuse("rollout %s is %s, not waiting for an approval", r.ID, r.Machine.Status)
 	}
 	if isAuthor(r.Author, login) {
 		return "", nil, refuse("@%s opened or merged release %s and cannot approve its rollout", login, r.ReleaseID)
+	}
+	if held {
+		return x.prepareLift(r, login, approve, comment, via)
 	}
 	stage := r.Snapshot.Plan.Stages[r.Machine.Stage]
 	verb := "approved"
@@ -64,6 +68,31 @@ func (x *executor) prepareVote(ctx context.Context, id, login string, approve bo
 		return queueTickTx(ctx, tx, x.deps.River(), r.ID)
 	}
 	return fmt.Sprintf("@%s %s wave %s of rollout %s", login, verb, stage.Wave, r.ID), commit, nil
+}
+
+// prepareLift is a vote on a held rollout (Inputs.Hold): an approval lifts
+// the hold, and the rollout starts once nothing is ahead of it; a
+// rejection is refused, because abort is what ends a rollout.
+func (x *executor) prepareLift(r Rollout, login string, approve bool, comment, via string) (string, pipeline.Commit, error) {
+	if !approve {
+		return "", nil, refuse("rollout %s is held (%s): approve starts it, abort ends it", r.ID, r.Hold)
+	}
+	commit := func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE rollouts SET hold = '' WHERE id = $1 AND hold <> ''`, r.ID)
+		if err != nil {
+			return fmt.Errorf("lift the hold of rollout %s: %w", r.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // lifted by another vote meanwhile
+		}
+		msg := fmt.Sprintf("@%s lifted the hold (%s)%s", login, via, suffix(comment))
+		if err := insertAudit(ctx, tx, r.ID, x.deps.Now(), "hold-lifted", msg); err != nil {
+			return err
+		}
+		return queueTickTx(ctx, tx, x.deps.River(), r.ID)
+	}
+	return fmt.Sprintf("@%s lifted the hold on rollout %s: it starts once no older rollout of %s/%s is left", login, r.ID, r.App, r.Environment),
+		commit, nil
 }
 
 // abort stops the rollout as a failure; on_failure applies.

@@ -95,6 +95,8 @@ func checkView(r Rollout, runs []Dispatched) view {
 	switch {
 	case r.Machine.Status == PausedQueue:
 		title = fmt.Sprintf("%s: waits for %s to end", r.Machine.Status, r.Machine.Paused)
+	case r.Machine.Status == PausedHold:
+		title = fmt.Sprintf("%s: %s", r.Machine.Status, r.Machine.Paused)
 	case st.Rollout.Stage != "":
 		title += ", stage " + st.Rollout.Stage
 	}
@@ -104,8 +106,11 @@ func checkView(r Rollout, runs []Dispatched) view {
 	}
 	summary += status.Summary(st.Status)
 	v := view{state: state, conclusion: conclusion, output: &github.CheckRunOutput{Title: &title, Summary: &summary}}
-	if r.Machine.Status == PausedApproval {
+	switch r.Machine.Status {
+	case PausedApproval:
 		v.actions = []*github.CheckRunAction{{Label: "Approve", Identifier: ApproveAction, Description: "Start the next wave"}}
+	case PausedHold:
+		v.actions = []*github.CheckRunAction{{Label: "Approve", Identifier: ApproveAction, Description: "Lift the hold: start the rollout"}}
 	}
 	return v
 }
@@ -139,13 +144,13 @@ func (x *executor) updateCheck(ctx context.Context, gh *github.Client, owner, re
 }
 
 // checkState is the check run's status and conclusion for a rollout: a
-// wait for approval is action_required, so the Approve button shows; a
-// rollout waiting behind an older one is queued.
+// wait for approval, or a hold, is action_required, so the Approve button
+// shows; a rollout waiting behind an older one is queued.
 func checkState(s Status) (string, string) {
 	switch s {
 	case PausedQueue:
 		return "queued", ""
-	case PausedApproval:
+	case PausedApproval, PausedHold:
 		return "completed", "action_required"
 	case Succeeded:
 		return "completed", "success"

@@ -133,9 +133,16 @@ func auditOf(st rolloutflow.StatusJSON) string {
 }
 
 // A rollback of a release stops that release's rollout: its later waves
-// would deploy it again. The rollout behind it then starts.
+// would deploy it again. The rollout queued behind it was merged on top of
+// the release rolled back, so it does not start on its own: it is held,
+// with an Approve button, until a person other than its author lifts the
+// hold; a rejection is refused (abort ends a rollout).
 func TestARollbackStopsTheRolloutOfTheReleaseItTakesBack(t *testing.T) {
-	e, first, _ := queuedBehindApproval(t, testdb.URL(t, "sqlite"))
+	testdb.Each(t, rollbackStopsAndHolds)
+}
+
+func rollbackStopsAndHolds(t *testing.T, dbURL string) {
+	e, first, second := queuedBehindApproval(t, dbURL)
 
 	code, body := e.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "rb1:prod-eu/prod",
 		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout", "image": "v0",
@@ -151,8 +158,36 @@ func TestARollbackStopsTheRolloutOfTheReleaseItTakesBack(t *testing.T) {
 	if n := e.Int(`SELECT COUNT(*) FROM rollouts WHERE release_id = 'rb1:prod-eu/prod'`); n != 0 {
 		t.Errorf("the rollback release has %d rollouts, want none: it goes back everywhere at once", n)
 	}
+
+	e.WaitFor("r2 to be held", wait, func() bool { return second.status().Rollout.Status == rolloutflow.PausedHold })
+	e.WaitFor("r2's check run to ask for an approval", wait, func() bool {
+		cr, ok := second.check()
+		return ok && cr.Conclusion == "action_required" && strings.Contains(cr.Title, "paused-hold") && strings.Contains(cr.Title, first.id)
+	})
+	st = second.status()
+	if st.State != "AWAITING_APPROVAL" || !strings.Contains(st.Rollout.Paused, "rollout "+first.id+" of release r1:prod-eu/prod") {
+		t.Errorf("held r2: state %s, paused %q; want AWAITING_APPROVAL and why", st.State, st.Rollout.Paused)
+	}
+	second.settle()
+	if n := len(e.GitHub.Dispatches(repo)); n != 1 {
+		t.Fatalf("%d dispatches with r2 held, want r1's canary only", n)
+	}
+
+	for _, vote := range []struct{ body, want string }{
+		{`{"user": "bob", "reject": true}`, "approve starts it, abort ends it"},
+		{`{"user": "", "reject": false}`, "user: required"},
+	} {
+		code, body := e.Do("POST", "/api/v1/rollouts/"+url.PathEscape(second.id)+"/approve", "application/json", []byte(vote.body))
+		if code != http.StatusConflict && code != http.StatusBadRequest || !strings.Contains(string(body), vote.want) {
+			t.Errorf("vote %s on the held r2 answered %d: %s; want a refusal saying %q", vote.body, code, body, vote.want)
+		}
+	}
+	second.click("bob")
 	e.WaitFor("r2's canary", wait, func() bool { return len(e.GitHub.Dispatches(repo)) == 2 })
 	if d := e.GitHub.Dispatches(repo)[1]; d.Inputs["release_id"] != "r2:prod-eu/prod" {
 		t.Errorf("second dispatch inputs %v, want r2's canary, not r1's next wave", d.Inputs)
+	}
+	if a := auditOf(second.status()); !strings.Contains(a, "held: rollout "+first.id) || !strings.Contains(a, "@bob lifted the hold") {
+		t.Errorf("r2's audit does not say it was held and who lifted it:\n%s", a)
 	}
 }

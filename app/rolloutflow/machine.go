@@ -16,6 +16,7 @@ const (
 	PausedApproval = status.PausedApproval
 	PausedFreeze   = status.PausedFreeze
 	PausedQueue    = status.PausedQueue
+	PausedHold     = status.PausedHold
 	Succeeded      = status.Succeeded
 	Failed         = status.Failed
 )
@@ -27,7 +28,7 @@ func final(s Status) bool { return s == Succeeded || s == Failed }
 type Phase string
 
 const (
-	PhaseQueue    Phase = "queue"    // an older rollout of the app and environment has not ended
+	PhaseQueue    Phase = "queue"    // an older rollout of the app and environment has not ended, or a hold
 	PhasePrepare  Phase = "prepare"  // the prepare workflow, once
 	PhaseFreeze   Phase = "freeze"   // about to start Stage: freezes are checked
 	PhaseDeploy   Phase = "deploy"   // batches of Stage's passes
@@ -164,6 +165,10 @@ type Inputs struct {
 	// started before this one and has not ended ("" when none). It is read
 	// only while the machine is queued.
 	Ahead string
+	// Hold, when set, says why the rollout may not start on its own: it was
+	// queued behind a rollout that failed after deploying (see holdBehind).
+	// A person lifts it by approving, or aborts the rollout.
+	Hold string
 }
 
 // ActionKind is what the shell must do for the machine to go on.
@@ -259,7 +264,25 @@ const queuePoll = 5 * time.Minute
 // not ended: two rollouts side by side would deploy two versions to the
 // same targets, each wave undoing the other's. Rollouts go in the order
 // they started; one that should not wait is for its elder to be aborted.
+//
+// A hold comes first: a rollout queued behind one that failed after
+// deploying is likely to carry the same fault (it was merged on top of
+// it), so it does not start when the queue clears; the person who lifts
+// the hold decides.
 func (m *Machine) queue(in Inputs, evs *[]Event) (Action, bool) {
+	if in.Hold != "" {
+		if m.Status != PausedHold || m.Paused != in.Hold {
+			m.Status, m.Paused = PausedHold, in.Hold
+			*evs = append(*evs, Event{Type: "paused-hold", Message: "held: " + in.Hold + "; approve to start it, or abort it"})
+			return Action{}, true
+		}
+		return Action{Kind: ActWait}, false // the vote that lifts it ticks
+	}
+	if m.Status == PausedHold {
+		*evs = append(*evs, Event{Type: "resumed", Message: "the hold is lifted"})
+		m.Status, m.Paused = Running, ""
+		return Action{}, true
+	}
 	if in.Ahead != "" {
 		if m.Status != PausedQueue || m.Paused != in.Ahead {
 			m.Status, m.Paused = PausedQueue, in.Ahead

@@ -224,6 +224,56 @@ func TestQueueTransitions(t *testing.T) {
 			}
 		}
 	})
+	const hold = "rollout ro-1 of release r1, ahead of it, failed after deploying"
+	t.Run("a hold keeps the rollout from starting when nothing is ahead", func(t *testing.T) {
+		m := NewMachine(p)
+		in := inputs(p, t0, nil)
+		in.Hold = hold
+		act, evs := m.Next(in)
+		if act.Kind != ActWait || !act.Until.IsZero() {
+			t.Fatalf("action %+v, want a wait for the vote that lifts the hold (no timer)", act)
+		}
+		if m.Status != PausedHold || m.Paused != hold || m.Phase != PhaseQueue {
+			t.Fatalf("machine %s/%s paused %q, want paused-hold saying why", m.Status, m.Phase, m.Paused)
+		}
+		if len(evs) != 1 || evs[0].Type != "paused-hold" || !strings.Contains(evs[0].Message, "approve to start it, or abort it") {
+			t.Fatalf("events %+v, want one paused-hold saying what to do", evs)
+		}
+		if _, evs = m.Next(in); len(evs) != 0 {
+			t.Errorf("a second look at the same hold gave events %+v", evs)
+		}
+	})
+	t.Run("a hold shows before the queue, and once lifted the queue still holds", func(t *testing.T) {
+		m := NewMachine(p)
+		in := inputs(p, t0, nil)
+		in.Hold, in.Ahead = hold, ahead
+		m.Next(in)
+		if m.Status != PausedHold {
+			t.Fatalf("held and queued: %s, want paused-hold", m.Status)
+		}
+		in.Hold = ""
+		act, evs := m.Next(in)
+		if act.Kind != ActWait || m.Status != PausedQueue || m.Paused != ahead {
+			t.Fatalf("action %+v, machine %s paused %q; want paused-queue behind %q", act, m.Status, m.Paused, ahead)
+		}
+		if len(evs) != 2 || evs[0].Type != "resumed" || evs[0].Message != "the hold is lifted" || evs[1].Type != "paused-queue" {
+			t.Errorf("events %+v, want the hold lifted, then queued", evs)
+		}
+		in.Ahead = ""
+		if act, _ := m.Next(in); act.Kind != ActDispatch || act.Ref != deployA {
+			t.Errorf("action %+v once nothing is ahead, want the dispatch of stage a", act)
+		}
+	})
+	t.Run("an abort while held ends it without on_failure", func(t *testing.T) {
+		m := NewMachine(twoStages(rollout.RollbackAll))
+		in := inputs(p, t0, nil)
+		in.Plan, in.Hold = twoStages(rollout.RollbackAll), hold
+		m.Next(in)
+		in.AbortBy, in.AbortReason = "bob", "it has the same fault"
+		if act, _ := m.Next(in); act.Kind != ActDone || m.Status != Failed || m.Rollback != nil || m.Paused != "" {
+			t.Fatalf("action %+v, machine %s rollback %+v paused %q, want failed with no rollback", act, m.Status, m.Rollback, m.Paused)
+		}
+	})
 	t.Run("an abort while queued ends it without on_failure", func(t *testing.T) {
 		m := NewMachine(twoStages(rollout.RollbackAll))
 		in := inputs(p, t0, nil)

@@ -43,8 +43,9 @@ func (m *metrics) count(r *Rollout, evs []Event) {
 // rollouts that have not ended, read from the database at each scrape, so
 // every replica reports the same. status is the rollout's: paused-queue
 // counts the rollouts waiting behind another (an alert on it lasting
-// hours finds a queue stuck behind a forgotten approval), failed those
-// still rolling back.
+// hours finds a queue stuck behind a forgotten approval), paused-hold
+// those held after a failure ahead of them, failed those still rolling
+// back.
 type unfinished struct {
 	db   *sql.DB
 	desc *prometheus.Desc
@@ -57,7 +58,7 @@ func registerUnfinished(reg prometheus.Registerer, db *sql.DB) error {
 		return nil
 	}
 	c := unfinished{db: db, desc: prometheus.NewDesc("ripcord_rollouts_unfinished",
-		"Rollouts that have not ended, by app, environment and rollout status (paused-queue: waiting behind an older rollout).",
+		"Rollouts that have not ended, by app, environment and rollout status (paused-queue: waiting behind an older rollout; paused-hold: held after one failed ahead of it).",
 		[]string{"app", "environment", "status"}, nil)}
 	var are prometheus.AlreadyRegisteredError
 	if err := reg.Register(c); err != nil && !errors.As(err, &are) {

@@ -16,7 +16,7 @@ import (
 type RolloutView struct {
 	ID string
 	// Status is rollout.status: running, paused-approval, paused-freeze,
-	// paused-queue, succeeded or failed.
+	// paused-queue, paused-hold, succeeded or failed.
 	Status status.RolloutStatus
 	// State is the seed's top-level state: RUNNING, AWAITING_APPROVAL,
 	// SUCCESS or ERROR.

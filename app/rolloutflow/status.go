@@ -32,7 +32,7 @@ type StatusJSON struct {
 // deployState is the seed's top-level state of the deploy.
 func deployState(m Machine) string {
 	switch m.Status {
-	case PausedApproval:
+	case PausedApproval, PausedHold:
 		return status.StateAwaitingApproval
 	case Succeeded:
 		return status.StateSuccess

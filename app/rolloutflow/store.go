@@ -43,6 +43,7 @@ type Rollout struct {
 	Machine        Machine
 	AbortBy        string
 	AbortReason    string
+	Hold           string // why the rollout may not start on its own (Inputs.Hold)
 	WakeAt         time.Time
 	CheckRunID     int64
 	Seq            int64
@@ -51,7 +52,7 @@ type Rollout struct {
 }
 
 const rolloutColumns = `id, release_id, repository, installation_id, app, environment, version, previous, author,
-	head_sha, snapshot, machine, abort_by, abort_reason, wake_at, check_run_id, seq, created_at, updated_at`
+	head_sha, snapshot, machine, abort_by, abort_reason, hold, wake_at, check_run_id, seq, created_at, updated_at`
 
 // insertRollout stores r unless its release has a rollout already; it
 // reports whether r was stored.
@@ -65,7 +66,7 @@ func insertRollout(ctx context.Context, tx *sql.Tx, r Rollout) (bool, error) {
 		return false, fmt.Errorf("encode state of rollout %s: %w", r.ID, err)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO rollouts (`+rolloutColumns+`, status, phase)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '', '', 0, 0, 0, $13, $13, $14, $15)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, '', '', '', 0, 0, 0, $13, $13, $14, $15)
 		ON CONFLICT (release_id) DO NOTHING`,
 		r.ID, r.ReleaseID, r.Repository, r.InstallationID, r.App, r.Environment, r.Version, r.Previous, r.Author,
 		r.HeadSHA, string(snap), string(m), store.Micros(r.CreatedAt), string(r.Machine.Status), string(r.Machine.Phase))
@@ -81,7 +82,7 @@ func scanRollout(row interface{ Scan(...any) error }) (Rollout, error) {
 	var snap, m string
 	var wake, created, updated int64
 	err := row.Scan(&r.ID, &r.ReleaseID, &r.Repository, &r.InstallationID, &r.App, &r.Environment, &r.Version,
-		&r.Previous, &r.Author, &r.HeadSHA, &snap, &m, &r.AbortBy, &r.AbortReason, &wake, &r.CheckRunID, &r.Seq,
+		&r.Previous, &r.Author, &r.HeadSHA, &snap, &m, &r.AbortBy, &r.AbortReason, &r.Hold, &wake, &r.CheckRunID, &r.Seq,
 		&created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
@@ -181,6 +182,20 @@ func ahead(ctx context.Context, q querier, r Rollout) (string, error) {
 		return "", fmt.Errorf("rollouts ahead of %s: %w", r.ID, err)
 	}
 	return fmt.Sprintf("rollout %s of release %s", id, release), nil
+}
+
+// holdBehind holds the rollouts queued behind r, which failed after
+// deploying: each was merged on top of r's release and may carry the same
+// fault, so none starts when the queue clears, and the first would
+// otherwise start at once (after a rollback of r's release, on top of the
+// rollback). A rollout held already keeps its first reason.
+func holdBehind(ctx context.Context, tx *sql.Tx, r Rollout) error {
+	why := fmt.Sprintf("rollout %s of release %s, ahead of it, failed after deploying", r.ID, r.ReleaseID)
+	if _, err := tx.ExecContext(ctx, `UPDATE rollouts SET hold = $1
+		WHERE app = $2 AND environment = $3 AND phase = 'queue' AND hold = ''`, why, r.App, r.Environment); err != nil {
+		return fmt.Errorf("hold the rollouts queued behind %s: %w", r.ID, err)
+	}
+	return nil
 }
 
 // queueTicksBehind queues a tick for every rollout of app and environment

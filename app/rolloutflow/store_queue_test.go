@@ -61,6 +61,57 @@ func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
 	})
 }
 
+// A rollout that failed after deploying holds the rollouts queued behind it
+// in its app and environment, and only those; a hold set before keeps its
+// reason. A rollout that deployed nothing holds nobody (deployed).
+func TestAFailureAfterDeployingHoldsTheQueueBehind(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+		plan := twoStages(rollout.Stop)
+		add := func(id, app string, at time.Time, phase Phase) Rollout {
+			t.Helper()
+			m := NewMachine(plan)
+			m.Phase = phase
+			return storeRollout(t, db, id, app, at, plan, m)
+		}
+		failed := add("ro-a", "checkout", t0, PhaseDone)
+		add("ro-b", "checkout", t0.Add(time.Second), PhaseQueue)
+		add("ro-c", "checkout", t0.Add(2*time.Second), PhaseQueue)
+		add("ro-d", "payments", t0.Add(time.Second), PhaseQueue) // another app
+		if _, err := db.Write.ExecContext(ctx, `UPDATE rollouts SET hold = 'held before' WHERE id = 'ro-c'`); err != nil {
+			t.Fatal(err)
+		}
+		err := db.InTx(ctx, func(tx *sql.Tx) error { return holdBehind(ctx, tx, failed) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]string{"ro-a": "", "ro-b": "rollout ro-a of release rel-ro-a, ahead of it, failed after deploying",
+			"ro-c": "held before", "ro-d": ""} {
+			r, err := getRollout(ctx, db.Read, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Hold != want {
+				t.Errorf("hold of %s = %q, want %q", id, r.Hold, want)
+			}
+		}
+	})
+	for _, tc := range []struct {
+		runs map[Ref]Run
+		want bool
+	}{
+		{nil, false},
+		{map[Ref]Run{PrepareRef: {State: RunSuccess}}, false},
+		{map[Ref]Run{PrepareRef: {State: RunSuccess}, {Kind: KindDeploy}: {State: RunDispatching}}, true},
+	} {
+		if got := deployed(tc.runs); got != tc.want {
+			t.Errorf("deployed(%v) = %v, want %v", tc.runs, got, tc.want)
+		}
+	}
+}
+
 // storeRollout stores rollout id of app to prod, created at at, with
 // machine m.
 func storeRollout(t *testing.T, db *store.DB, id, app string, at time.Time, plan *rollout.Plan, m Machine) Rollout {

@@ -85,10 +85,10 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 			var wait time.Time
 			if wait, evs, err = x.read(ctx, &r, act.Read, evs); err == nil && !wait.IsZero() {
 				// The runners' probe results are not all in yet.
-				return x.settle(ctx, &r, Action{Kind: ActWait, Until: wait}, evs, inFlight(in.Runs))
+				return x.settle(ctx, &r, Action{Kind: ActWait, Until: wait}, evs, in.Runs)
 			}
 		default:
-			return x.settle(ctx, &r, act, evs, inFlight(in.Runs))
+			return x.settle(ctx, &r, act, evs, in.Runs)
 		}
 		if err != nil {
 			return err
@@ -104,7 +104,7 @@ func (x *executor) inputs(ctx context.Context, r Rollout) (Inputs, error) {
 	}
 	in := Inputs{Now: x.deps.Now(), Plan: r.Snapshot.Plan, Settings: r.Snapshot.Settings, Runs: runs,
 		Author: r.Author, AbortBy: r.AbortBy, AbortReason: r.AbortReason, Freeze: r.Snapshot.Settings.freezeCheck(),
-		HasPrevious: r.Previous != ""}
+		HasPrevious: r.Previous != "", Hold: r.Hold}
 	if r.Machine.Phase == PhaseQueue {
 		if in.Ahead, err = ahead(ctx, x.deps.DB.Write, r); err != nil {
 			return Inputs{}, err
@@ -153,12 +153,13 @@ func (x *executor) commit(ctx context.Context, r *Rollout, evs []Event, more fun
 // settle stores a machine that waits, with the tick for when it waits
 // until. A wait for an event needs no tick (the event queues one), but
 // with runs in flight a tick every runPoll asks GitHub in case the event
-// is lost.
-func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Event, running bool) error {
+// is lost. A rollout that ends wakes the rollouts queued behind it, and
+// holds them when it failed after deploying (holdBehind).
+func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Event, runs map[Ref]Run) error {
 	wake := act.Until
 	if act.Kind == ActDone {
 		wake = time.Time{}
-	} else if running {
+	} else if inFlight(runs) {
 		now := x.deps.Now()
 		poll := r.WakeAt
 		if !poll.After(now) || poll.After(now.Add(runPoll)) {
@@ -175,6 +176,11 @@ func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Eve
 	}
 	return x.commit(ctx, r, evs, func(tx *sql.Tx) error {
 		if act.Kind == ActDone {
+			if r.Machine.Status == Failed && deployed(runs) {
+				if err := holdBehind(ctx, tx, *r); err != nil {
+					return err
+				}
+			}
 			if err := queueTicksBehind(ctx, tx, x.deps.River(), r.App, r.Environment); err != nil {
 				return err
 			}
@@ -281,6 +287,18 @@ func queueTickTx(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], id 
 
 // inFlight reports whether a dispatched run has not ended, or a dispatch
 // may have been cut short: either way a tick now and then asks GitHub.
+// deployed reports whether some batch of the release was dispatched: a
+// rollout that failed before (in prepare, or aborted while it waited for a
+// freeze) deployed nothing and says nothing about the release's fault.
+func deployed(runs map[Ref]Run) bool {
+	for ref := range runs {
+		if ref.Kind == KindDeploy {
+			return true
+		}
+	}
+	return false
+}
+
 func inFlight(runs map[Ref]Run) bool {
 	for _, r := range runs {
 		if r.State == RunDispatching || r.RunID != 0 && (r.State == RunQueued || r.State == RunInProgress) {

@@ -16,7 +16,7 @@ import (
 type Rollout struct {
 	ID string
 	// Status is rollout.status: running, paused-approval, paused-freeze,
-	// paused-queue, succeeded or failed.
+	// paused-queue, paused-hold, succeeded or failed.
 	Status    string
 	Progress  string // stages passed / stages, "1/3"
 	Stage     string // the current, or the failed, stage
@@ -189,7 +189,7 @@ func rolloutClass(status string) string {
 		return "ok"
 	case "failed":
 		return "bad"
-	case "running", "paused-approval", "paused-freeze", "paused-queue":
+	case "running", "paused-approval", "paused-freeze", "paused-queue", "paused-hold":
 		return "running"
 	}
 	return "done"

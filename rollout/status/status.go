@@ -29,8 +29,12 @@ const (
 	// stage, for an older rollout of the same app and environment to end
 	// (paused says which).
 	PausedQueue RolloutStatus = "paused-queue"
-	Succeeded   RolloutStatus = "succeeded"
-	Failed      RolloutStatus = "failed"
+	// PausedHold is not in the seed: a rollout that was queued behind one
+	// that failed after deploying, and waits before its first stage for a
+	// person to start it (approve) or abort it (paused says why).
+	PausedHold RolloutStatus = "paused-hold"
+	Succeeded  RolloutStatus = "succeeded"
+	Failed     RolloutStatus = "failed"
 )
 
 // StageState is stages[].state.
