@@ -112,3 +112,55 @@ func TestBuildFailureIsRetriedThenAlertedNeverRolledBack(t *testing.T) {
 		}
 	})
 }
+
+// The dispatched rollback run fails: seed 000 writes rollback_failed and
+// the decision becomes an alert. The rollback run is ripcord's own, so it is
+// not a new deploy failure to re-run (and, once its retries ran out, to roll
+// back in turn).
+func TestFailedRollbackRunAlertsInsteadOfStartingOver(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
+		s.healthyPrevious()
+		const run = 5006
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
+		d := s.GitHub.Dispatches(repo)[0]
+		s.WaitFor("the rollback run to be recorded", wait, func() bool {
+			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
+		})
+
+		s.GitHub.CompleteRun(repo, d.RunID, "failure")
+		s.deliverRun(d.RunID, 1, "failure")
+		s.waitState(run, recoveryflow.StateAlerted)
+		s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
+		cr := s.waitCheck("Manual intervention required")
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		if n := s.reruns(); n != 0 {
+			t.Errorf("re-runs = %d, want none: the failed rollback run was retried as a deploy", n)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM episodes WHERE run_id = $1`, d.RunID); n != 0 {
+			t.Errorf("the rollback run opened an episode of its own")
+		}
+		if !strings.Contains(cr.Summary, recoveryflow.RuleRollbackFailed) || !strings.Contains(cr.Summary, "v1") {
+			t.Errorf("check run summary does not say the rollback to v1 failed:\n%s", cr.Summary)
+		}
+		if is := s.GitHub.Issues(repo)[0]; !strings.Contains(is.Body, "rollback_failed") {
+			t.Errorf("issue body lacks rollback_failed:\n%s", is.Body)
+		}
+		want := []string{"failure_detected", "rollback_initiated", "rollback_failed", "manual_intervention_required"}
+		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
+			t.Errorf("audit trail = %v, want %v", got, want)
+		}
+
+		// Delivered again: decided once.
+		s.deliverRun(d.RunID, 1, "failure")
+		s.Settle(jobKinds...)
+		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
+			t.Errorf("audit trail after a redelivery = %v, want %v", got, want)
+		}
+	})
+}

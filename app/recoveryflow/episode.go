@@ -169,9 +169,22 @@ func (e Episode) RollbackDispatched(attempt int, runID int64, at time.Time) (Epi
 	return e.bump(at), true
 }
 
-// RolledBack closes the episode when its rollback run succeeded.
+// RollbackFailed replaces the rollback of attempt that did not happen
+// (GitHub refused the dispatch, or the rollback run failed) with the alert d:
+// seed 000's rollback_failed, then a human decides.
+func (e Episode) RollbackFailed(attempt int, d recovery.Decision, at time.Time) (Episode, bool) {
+	if e.State != StateRollingBack || e.RunAttempt != attempt || d.Action != recovery.ActionAlert {
+		return e, false
+	}
+	e.Decision, e.State, e.NextRetryAt = d, StateAlerted, nil
+	return e.bump(at), true
+}
+
+// RolledBack closes the episode when its rollback run succeeded, also when
+// that run had failed first and was re-run by hand.
 func (e Episode) RolledBack(at time.Time) (Episode, bool) {
-	if e.State != StateRollingBack || e.RollbackRunID == 0 {
+	failedFirst := e.State == StateAlerted && e.Decision.Rule == RuleRollbackFailed
+	if (e.State != StateRollingBack && !failedFirst) || e.RollbackRunID == 0 {
 		return e, false
 	}
 	e.State = StateRolledBack

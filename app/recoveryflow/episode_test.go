@@ -85,6 +85,28 @@ func TestEpisodeTransitions(t *testing.T) {
 			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, true, StateRolledBack, 0, 6, nil},
 		{"a rollback not yet dispatched cannot have succeeded", Episode{State: StateRollingBack, Seq: 4},
 			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, false, StateRollingBack, 0, 4, nil},
+		{"a rollback that did not happen becomes an alert", Episode{RunAttempt: 2, State: StateRollingBack, RollbackRunID: 99, Seq: 5},
+			func(e Episode) (Episode, bool) {
+				return e.RollbackFailed(2, recovery.Decision{Action: recovery.ActionAlert, Rule: RuleRollbackFailed}, t0)
+			}, true, StateAlerted, 2, 6,
+			func(t *testing.T, e Episode) {
+				if _, again := e.RollbackFailed(2, e.Decision, t0); again {
+					t.Errorf("a failed rollback was recorded twice")
+				}
+			}},
+		{"a rollback of an older attempt does not fail the newer one", Episode{RunAttempt: 3, State: StateRollingBack, Seq: 5},
+			func(e Episode) (Episode, bool) {
+				return e.RollbackFailed(2, recovery.Decision{Action: recovery.ActionAlert}, t0)
+			}, false, StateRollingBack, 3, 5, nil},
+		{"only a rollback can fail", episodeIn(StateRetryScheduled),
+			func(e Episode) (Episode, bool) {
+				return e.RollbackFailed(1, recovery.Decision{Action: recovery.ActionAlert}, t0)
+			}, false, StateRetryScheduled, 1, 3, nil},
+		{"a failed rollback run re-run by hand that succeeds closes the episode",
+			Episode{State: StateAlerted, Decision: recovery.Decision{Rule: RuleRollbackFailed}, RollbackRunID: 99, Seq: 6},
+			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, true, StateRolledBack, 0, 7, nil},
+		{"an alert for another reason is not closed by a rollback run", Episode{State: StateAlerted, RollbackRunID: 99, Seq: 6},
+			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, false, StateAlerted, 0, 6, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

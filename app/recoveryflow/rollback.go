@@ -11,8 +11,15 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/recovery"
 	"github.com/ripcord/ripcord/repoconfig"
 )
+
+// RuleRollbackFailed names the alert decided when a rollback ripcord
+// started did not happen.
+const RuleRollbackFailed = "alert-rollback-failed"
 
 // workflowMode is the rollback mode this package carries out itself.
 const workflowMode = repoconfig.ModeWorkflow
@@ -125,4 +132,37 @@ func dispatch(ctx context.Context, gh *github.Client, owner, repo, workflow, ref
 		return 0, fmt.Errorf("dispatch %s on %s/%s@%s: %w", workflow, owner, repo, ref, err)
 	}
 	return out.WorkflowRunID, nil
+}
+
+// onRollbackRunFailure turns the episode whose rollback run failed into an
+// alert; nil when it has moved on already (a redelivery).
+func (f *flow) onRollbackRunFailure(d pipeline.Delivery, ep Episode, run runInfo) pipeline.Commit {
+	if ep.Seq == 0 {
+		return nil
+	}
+	why := fmt.Sprintf("rollback run %d (attempt %d) ended with conclusion %s", run.ID, run.Attempt, run.Conclusion)
+	return func(ctx context.Context, tx *sql.Tx) error {
+		return f.rollbackFailed(ctx, tx, ep, why, d.ID)
+	}
+}
+
+// rollbackFailed records that the episode's rollback did not happen, and
+// why, as rollback_failed and an alert for a human.
+func (f *flow) rollbackFailed(ctx context.Context, tx *sql.Tx, ep Episode, why, deliveryID string) error {
+	d := ep.Decision
+	alert := recovery.Decision{
+		Action: recovery.ActionAlert, Rule: RuleRollbackFailed,
+		Reason: fmt.Sprintf("The rollback of %s in %s to %s failed: %s. A human has to check what runs there and decide.",
+			ep.App, where(ep.Environment, ep.Cluster), targetName(d.Target), why),
+		Attempt: d.Attempt, MaxAttempts: d.MaxAttempts, Target: d.Target,
+		AuditEvents: []string{string(records.AuditRollbackFailed), recovery.EventManualInterventionRequired},
+	}
+	next, ok := ep.RollbackFailed(ep.RunAttempt, alert, f.deps.Now())
+	if !ok {
+		return nil
+	}
+	if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+		return err // stale: retried on fresh state, which then has moved on
+	}
+	return f.effects(ctx, tx, next, decisionEvents(next, deliveryID, false))
 }

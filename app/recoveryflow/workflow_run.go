@@ -55,6 +55,14 @@ func (f *flow) onFailure(ctx context.Context, d pipeline.Delivery, repo string, 
 	if exists && run.Attempt <= prev.RunAttempt {
 		return nil, nil // decided already: a redelivery, or an older attempt arriving late
 	}
+	if !exists {
+		// A rollback run ripcord dispatched is not a deploy to retry (or,
+		// retries spent, to roll back in turn): its failure ends the rollback.
+		ep, ok, err := episodeByRollbackRun(ctx, f.deps.DB.Read, repo, run.ID)
+		if err != nil || ok {
+			return f.onRollbackRunFailure(d, ep, run), err
+		}
+	}
 	if owned, err := rolloutflow.OwnsRun(ctx, f.deps.DB.Read, repo, run.ID); err != nil || owned {
 		// A batch of a rollout in waves: its on_failure decides, and a
 		// re-run here would deploy the batch behind the rollout's back.
