@@ -1,6 +1,8 @@
 package recoveryflow_test
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -161,6 +163,42 @@ func TestFailedRollbackRunAlertsInsteadOfStartingOver(t *testing.T) {
 		s.Settle(jobKinds...)
 		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
 			t.Errorf("audit trail after a redelivery = %v, want %v", got, want)
+		}
+	})
+}
+
+// GitHub refuses the rollback's dispatch (the workflow has no
+// workflow_dispatch trigger): the episode does not stay "Rolling back"
+// forever; it becomes an alert that quotes GitHub.
+func TestRefusedRollbackDispatchAlerts(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
+		s.GitHub.Handle("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+			func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = io.WriteString(w, `{"message": "Workflow does not have 'workflow_dispatch' trigger"}`)
+			})
+		s.healthyPrevious()
+		const run = 5007
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.waitState(run, recoveryflow.StateAlerted)
+		s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
+		cr := s.waitCheck("Manual intervention required")
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		if n := s.Count("POST", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", 422); n != 1 {
+			t.Errorf("dispatches tried = %d, want 1: asking again gets the same answer", n)
+		}
+		if !strings.Contains(cr.Summary, "workflow_dispatch' trigger") {
+			t.Errorf("check run does not quote GitHub:\n%s", cr.Summary)
+		}
+		want := []string{"failure_detected", "rollback_initiated", "rollback_failed", "manual_intervention_required"}
+		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
+			t.Errorf("audit trail = %v, want %v", got, want)
 		}
 	})
 }

@@ -83,11 +83,11 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	owner, repo, _ := strings.Cut(a.Repository, "/")
 	r, _, err := gh.Repositories.Get(ctx, owner, repo)
 	if err != nil {
-		return fmt.Errorf("default branch of %s: %w", a.Repository, err)
+		return w.giveUp(ctx, job, ep, fmt.Errorf("default branch of %s: %w", a.Repository, err))
 	}
 	runID, err := dispatch(ctx, gh, owner, repo, a.Workflow, r.GetDefaultBranch(), map[string]any{a.Input: a.Version})
 	if err != nil {
-		return err
+		return w.giveUp(ctx, job, ep, err)
 	}
 	f.metrics.effects.WithLabelValues("dispatch", "done").Inc()
 	f.deps.Log.Info("rollback dispatched", "repository", a.Repository, "workflow", a.Workflow, "version", a.Version, "run_id", runID)
@@ -101,6 +101,22 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 		}
 		return f.queueCheck(ctx, tx, next)
 	})
+}
+
+// giveUp returns err for River to retry, unless GitHub refused (asking
+// again gets the same answer) or this was the last attempt: then the episode
+// would say "Rolling back" forever, so the rollback is recorded as failed.
+func (w *dispatchWorker) giveUp(ctx context.Context, job *river.Job[DispatchArgs], ep Episode, err error) error {
+	if !refused(err) && job.Attempt < job.MaxAttempts {
+		return err
+	}
+	a := job.Args
+	w.f.metrics.effects.WithLabelValues("dispatch", "refused").Inc()
+	why := fmt.Sprintf("GitHub did not dispatch %s in %s with %s %s (%s)", a.Workflow, a.Repository, a.Input, a.Version, githubMessage(err))
+	if txErr := w.f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return w.f.rollbackFailed(ctx, tx, ep, why, "") }); txErr != nil {
+		return txErr
+	}
+	return river.JobCancel(err)
 }
 
 // dispatchRequest is the body of a workflow dispatch. go-github v66's
