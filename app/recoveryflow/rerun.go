@@ -70,6 +70,9 @@ func (w *rerunWorker) Work(ctx context.Context, job *river.Job[RerunArgs]) error
 	}
 	owner, repo, _ := strings.Cut(a.Repository, "/")
 	_, err = gh.Actions.RerunFailedJobsByID(ctx, owner, repo, a.RunID)
+	if refused(err) && rerunHappened(ctx, gh, a.Repository, a.RunID, a.Attempt) {
+		err = nil
+	}
 	if refused(err) {
 		f.metrics.effects.WithLabelValues("rerun", "refused").Inc()
 		return f.redecide(ctx, ep, refusedDecision(ep, err), in)
@@ -106,6 +109,15 @@ func currentRun(ctx context.Context, gh *github.Client, repository string, runID
 	run := runInfo{ID: runID, Attempt: max(wr.GetRunAttempt(), 1), Status: wr.GetStatus(), Conclusion: wr.GetConclusion(),
 		CreatedAt: wr.GetCreatedAt().Time, Path: wr.GetPath(), HeadSHA: wr.GetHeadSHA()}
 	return run, run.Attempt != attempt || run.Status != "completed", nil
+}
+
+// rerunHappened reports whether the run has moved past attempt after GitHub
+// refused a re-run of it. ghclient repeats a re-run answered with a 5xx or a
+// timeout, and when GitHub had accepted the first request the repeat is
+// refused because the run is running again: then the re-run did happen.
+func rerunHappened(ctx context.Context, gh *github.Client, repository string, runID int64, attempt int) bool {
+	run, moved, err := currentRun(ctx, gh, repository, runID, attempt)
+	return err == nil && moved && run.Attempt > attempt
 }
 
 // refused reports a 4xx answer: GitHub will not re-run this run, and

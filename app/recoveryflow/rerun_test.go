@@ -206,3 +206,97 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 		})
 	})
 }
+
+// acceptedBehindA502 makes the fake GitHub accept the first re-run of run id
+// but answer it 502, and refuse every repeat because the run is running
+// again; it returns how many re-runs were asked for.
+func acceptedBehindA502(fake *githubtest.Server, id int64) func() int {
+	var mu sync.Mutex
+	posts := 0
+	fake.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		mu.Lock()
+		posts++
+		first := posts == 1
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if first {
+			// Accepted: from now on the run shows its second attempt, running.
+			fake.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"id": `+strconv.FormatInt(id, 10)+`, "run_attempt": 2, "status": "in_progress"}`)
+			})
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, `{"message": "Server Error"}`)
+			return
+		}
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"message": "This workflow run is not completed"}`)
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return posts
+	}
+}
+
+func countJobs(t *testing.T, f *flow, kind string) int {
+	t.Helper()
+	var n int
+	if err := f.deps.DB.Read.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = $1`, kind).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// GitHub accepts the re-run but answers 502; ghclient repeats the request
+// (re-runs are repeatable) and GitHub refuses the repeat because the run is
+// running again. The re-run happened: the episode waits for it, no alert.
+func TestReRunAcceptedBehindA5xxIsNotAnAlert(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		clock := ghclient.NewStepClock(time.Now().UTC())
+		f := workerFlow(t, dbURL, fake, clock, nil)
+		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 21, RunAttempt: 1})
+		fake.CompleteRun("acme/checkout", 21, "failure")
+		posts := acceptedBehindA502(fake, 21)
+		scheduled(t, f, 21, time.Now().Add(-time.Hour))
+		fire(t, f, 21)
+		ep, _, err := getEpisode(context.Background(), f.deps.DB.Read, "acme/checkout", 21)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if posts() < 2 {
+			t.Fatalf("the 502 was not repeated (%d requests): the test does not test the repeat", posts())
+		}
+		if ep.State != StateRetrying {
+			t.Errorf("state %s (rule %s: %s), want retrying: GitHub is re-running the run", ep.State, ep.Decision.Rule, ep.Decision.Reason)
+		}
+		if n := countJobs(t, f, "recovery_alert"); n != 0 {
+			t.Errorf("alert jobs queued = %d, want none", n)
+		}
+	})
+}
+
+// The same for /ripcord retry: the person is not told GitHub refused a
+// re-run that is running.
+func TestCommandReRunAcceptedBehindA5xxIsNotRefused(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 22, RunAttempt: 1})
+		fake.CompleteRun("acme/checkout", 22, "failure")
+		posts := acceptedBehindA502(fake, 22)
+		job := &river.Job[CommandRerunArgs]{JobRow: &rivertype.JobRow{ID: 22, Attempt: 1, MaxAttempts: jobAttempts},
+			Args: CommandRerunArgs{Repository: "acme/checkout", RunID: 22, Attempt: 1, InstallationID: githubtest.InstallationID,
+				PullRequest: 3, CommentID: 99}}
+		if err := (&commandRerunWorker{f: f}).Work(context.Background(), job); err != nil {
+			t.Errorf("command re-run: %v, want done", err)
+		}
+		if posts() < 2 {
+			t.Fatalf("the 502 was not repeated (%d requests): the test does not test the repeat", posts())
+		}
+		if n := countJobs(t, f, "comment_reply"); n != 0 {
+			t.Errorf("replies queued = %d, want none: the re-run is running", n)
+		}
+	})
+}

@@ -111,6 +111,9 @@ func (w *commandRerunWorker) Work(ctx context.Context, job *river.Job[CommandRer
 	}
 	owner, repo, _ := strings.Cut(a.Repository, "/")
 	_, err = gh.Actions.RerunFailedJobsByID(ctx, owner, repo, a.RunID)
+	if refused(err) && rerunHappened(ctx, gh, a.Repository, a.RunID, a.Attempt) {
+		err = nil
+	}
 	if refused(err) {
 		f.metrics.effects.WithLabelValues("rerun", "refused").Inc()
 		reply := commands.ReplyArgs{Repository: a.Repository, Number: a.PullRequest, InstallationID: a.InstallationID,
