@@ -15,9 +15,13 @@ import (
 	"github.com/ripcord/ripcord/recovery"
 )
 
-// RuleRerunRefused names the alert decided when GitHub refuses a re-run
-// that ripcord's own view of GitHub's limits allowed.
-const RuleRerunRefused = "alert-rerun-refused"
+// Rules of the alerts decided when a scheduled re-run cannot be carried
+// out: GitHub refuses it although ripcord's own view of GitHub's limits
+// allowed it, or GitHub did not answer it through the job's last attempt.
+const (
+	RuleRerunRefused = "alert-rerun-refused"
+	RuleRerunFailed  = "alert-rerun-failed"
+)
 
 // jobTimeout bounds one recovery job.
 const jobTimeout = time.Minute
@@ -43,9 +47,36 @@ type rerunWorker struct {
 func (w *rerunWorker) Timeout(*river.Job[RerunArgs]) time.Duration { return jobTimeout }
 
 // Work re-runs the failed jobs if the episode still waits for this retry.
-// It reads the run first: someone may have re-run it meanwhile, and GitHub's
-// limits are checked again at the time the retry fires.
+// When that cannot be done — GitHub refuses to show the run, or the job's
+// last attempt failed too — the episode would say "Retry 1 of 3" forever, so
+// the retry is replaced with an alert that says why.
 func (w *rerunWorker) Work(ctx context.Context, job *river.Job[RerunArgs]) error {
+	err := w.work(ctx, job)
+	if err == nil || (!refused(err) && job.Attempt < job.MaxAttempts) {
+		return err
+	}
+	a, f := job.Args, w.f
+	ep, ok, gerr := getEpisode(ctx, f.deps.DB.Read, a.Repository, a.RunID)
+	if gerr != nil || !ok || ep.State != StateRetryScheduled || ep.RunAttempt != a.Attempt {
+		return err
+	}
+	d := refusedDecision(ep, err)
+	if !refused(err) {
+		d.Rule = RuleRerunFailed
+		d.Reason = fmt.Sprintf("ripcord could not re-run the failed jobs of run %d in %d attempts (%s); a human has to decide.",
+			ep.RunID, job.Attempt, githubMessage(err))
+	}
+	in := ep.Context.Input
+	in.Now = f.deps.Now()
+	if rerr := f.redecide(ctx, ep, d, in); rerr != nil {
+		return rerr
+	}
+	return river.JobCancel(err)
+}
+
+// work reads the run first: someone may have re-run it meanwhile, and
+// GitHub's limits are checked again at the time the retry fires.
+func (w *rerunWorker) work(ctx context.Context, job *river.Job[RerunArgs]) error {
 	a, f := job.Args, w.f
 	ep, ok, err := getEpisode(ctx, f.deps.DB.Read, a.Repository, a.RunID)
 	if err != nil {

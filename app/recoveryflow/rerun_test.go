@@ -87,7 +87,7 @@ func scheduled(t *testing.T, f *flow, id int64, created time.Time) Episode {
 
 func fire(t *testing.T, f *flow, id int64) {
 	t.Helper()
-	job := &river.Job[RerunArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: 1},
+	job := &river.Job[RerunArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: 1, MaxAttempts: jobAttempts},
 		Args: RerunArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID}}
 	if err := (&rerunWorker{f: f}).Work(context.Background(), job); err != nil {
 		t.Fatalf("re-run of %d: %v", id, err)
@@ -298,5 +298,68 @@ func TestCommandReRunAcceptedBehindA5xxIsNotRefused(t *testing.T) {
 		if n := countJobs(t, f, "comment_reply"); n != 0 {
 			t.Errorf("replies queued = %d, want none: the re-run is running", n)
 		}
+	})
+}
+
+// A scheduled retry GitHub keeps failing, or whose run GitHub no longer
+// knows, does not leave the episode "Retry 1 of 3" forever once the job
+// gives up: the episode becomes an alert that says why.
+func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		ctx := context.Background()
+		work := func(id int64, attempt int) error {
+			job := &river.Job[RerunArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: attempt, MaxAttempts: jobAttempts},
+				Args: RerunArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID}}
+			return (&rerunWorker{f: f}).Work(ctx, job)
+		}
+		fake.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			if p["run_id"] == "31" {
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, `{"message": "Not Found"}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"id": `+p["run_id"]+`, "run_attempt": 1, "status": "completed", "conclusion": "failure", "created_at": "`+
+				time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)+`"}`)
+		})
+		fake.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"message": "Service Unavailable"}`)
+		})
+
+		t.Run("the run is gone", func(t *testing.T) {
+			scheduled(t, f, 31, time.Now().Add(-time.Hour))
+			_ = work(31, 1)
+			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", 31)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ep.State != StateAlerted || !strings.Contains(ep.Decision.Reason, "Not Found") {
+				t.Errorf("state %s: %s; want an alert that quotes GitHub", ep.State, ep.Decision.Reason)
+			}
+		})
+		t.Run("GitHub fails until the last attempt", func(t *testing.T) {
+			scheduled(t, f, 32, time.Now().Add(-time.Hour))
+			if err := work(32, 1); err == nil {
+				t.Fatal("a 503 on the first attempt is not retried")
+			}
+			if ep, _, _ := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", 32); ep.State != StateRetryScheduled {
+				t.Fatalf("state %s after the first attempt, want retry_scheduled: River tries again", ep.State)
+			}
+			_ = work(32, jobAttempts)
+			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", 32)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ep.State != StateAlerted || !strings.Contains(ep.Decision.Reason, "Service Unavailable") {
+				t.Errorf("state %s: %s; want an alert that says what GitHub answered", ep.State, ep.Decision.Reason)
+			}
+			if n := countJobs(t, f, "recovery_alert"); n != 2 {
+				t.Errorf("alert jobs = %d, want one per episode", n)
+			}
+		})
 	})
 }
