@@ -16,9 +16,10 @@ import (
 //     one running; skip if another version runs; alert if that cannot be told;
 //  4. alert otherwise.
 //
-// When retries are left but GitHub cannot re-run (unknown run, still running,
-// 50 re-runs, 30 days) the decision moves on to rules 2–4 and the reason says
-// which limit stopped the retry.
+// When retries are left but the run is not known, the decision is an alert
+// (seed 000). When retries are left but GitHub cannot re-run the run (no
+// creation time, still running, 50 re-runs, 30 days) the decision moves on
+// to rules 2–4 and the reason says which limit stopped the retry.
 func Decide(in Input) Decision {
 	attempt := max(in.RetryCount, 1)
 	base := Decision{Attempt: attempt, MaxAttempts: in.Policy.MaxRetries}
@@ -34,6 +35,16 @@ func Decide(in Input) Decision {
 			d.Reason = fmt.Sprintf("Re-running the failed jobs of run %d in %s (retry %d of %d).",
 				in.Run.ID, shortDuration(wait), attempt, in.Policy.MaxRetries)
 			d.AuditEvents = []string{EventFailureDetected, EventRetryInitiated}
+			return d
+		}
+		if in.Run.ID == 0 {
+			// Seed 000: a retry needs the workflow_run_id, and without it the
+			// result is alert; rolling back waits for the retries to be spent.
+			d := base
+			d.Action, d.Rule = ActionAlert, RuleRunUnknown
+			d.Reason = fmt.Sprintf("Not retrying (retry %d of %d): %s. ripcord rolls back only once the retries are spent, so a human has to decide.",
+				attempt, in.Policy.MaxRetries, why)
+			d.AuditEvents = []string{EventFailureDetected, EventManualInterventionRequired}
 			return d
 		}
 		return afterRetry(in, base, rule, "Not retrying: "+why+".")

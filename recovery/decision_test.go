@@ -73,9 +73,12 @@ func TestDecide(t *testing.T) {
 			in: failing(func(in *Input) { in.FailureType = "build_failure" }), action: ActionRetry, rule: RuleRetry, events: retried, backoff: 10 * time.Second},
 
 		// GitHub's limits move the decision on.
-		{name: "unknown run is not retried but still rolled back",
-			in: failing(func(in *Input) { in.Run = Run{} }), action: ActionRollback, rule: RuleRollback, events: rolledBack,
-			reasonHas: []string{"run is not known"}, wantTarget: true},
+		{name: "unknown run with retries left alerts: seed 000 never rolls back before the retries are spent",
+			in: failing(func(in *Input) { in.Run = Run{} }), action: ActionAlert, rule: RuleRunUnknown, events: humanNeeded,
+			reasonHas: []string{"run is not known", "retry 1 of 3"}},
+		{name: "unknown run after the retries is decided by the rollback rules",
+			in: failing(func(in *Input) { in.Run = Run{}; in.RetryCount = 4 }), action: ActionRollback, rule: RuleRollback, events: rolledBack,
+			wantTarget: true},
 		{name: "run without a creation time cannot be checked against 30 days",
 			in: failing(func(in *Input) { in.Run.CreatedAt = time.Time{}; in.Previous = nil }), action: ActionAlert, rule: RuleRunUnknown, events: humanNeeded,
 			reasonHas: []string{"no creation time"}},
