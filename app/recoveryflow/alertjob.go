@@ -2,12 +2,14 @@ package recoveryflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/internal/store"
@@ -52,13 +54,13 @@ func (w *alertWorker) Work(ctx context.Context, job *river.Job[AlertArgs]) error
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	owner, repo, _ := strings.Cut(a.Repository, "/")
-	number, claimed, err := f.claimIssue(ctx, ep, job.ID)
+	number, claimed, inherited, err := f.claimIssue(ctx, ep, job.ID)
 	switch {
 	case err != nil:
 		return err
 	case number == 0 && !claimed:
 		return river.JobSnooze(claimWait)
-	case number == 0 && job.Attempt > 1:
+	case number == 0 && (job.Attempt > 1 || inherited):
 		if number, err = findIssue(ctx, gh, owner, repo, ep.AlertKey()); err != nil {
 			return err
 		}
@@ -81,20 +83,58 @@ func (w *alertWorker) Work(ctx context.Context, job *river.Job[AlertArgs]) error
 }
 
 // claimIssue returns the issue number stored for the episode's alert key,
-// or claims its creation for job.
-func (f *flow) claimIssue(ctx context.Context, ep Episode, job int64) (int, bool, error) {
+// or claims its creation for job. A claim whose job is gone (River gave up
+// on it) is taken over, inherited: that job may have opened the issue.
+func (f *flow) claimIssue(ctx context.Context, ep Episode, job int64) (number int, claimed, inherited bool, err error) {
+	number, claim, err := f.readIssueClaim(ctx, ep, job)
+	if err != nil || number != 0 || claim == job {
+		return number, claim == job, false, err
+	}
+	if gone, err := f.claimantGone(ctx, claim); err != nil || !gone {
+		return 0, false, false, err
+	}
+	res, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE recovery_issues SET claim = $4
+		WHERE repository = $1 AND alert_key = $2 AND claim = $3 AND issue_number = 0`, ep.Repository, ep.AlertKey(), claim, job)
+	if err != nil {
+		return 0, false, false, fmt.Errorf("take over the alert issue of %s: %w", ep.AlertKey(), err)
+	}
+	n, err := res.RowsAffected()
+	return 0, err == nil && n == 1, true, nil
+}
+
+// claimantGone reports whether the job holding a claim will never act on
+// it: River no longer has it, or finalized it (discarded after its last
+// attempt, cancelled, completed).
+func (f *flow) claimantGone(ctx context.Context, id int64) (bool, error) {
+	row, err := f.deps.River().JobGet(ctx, id)
+	if errors.Is(err, river.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("job %d: %w", id, err)
+	}
+	switch row.State {
+	case rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
+		return true, nil
+	}
+	return false, nil
+}
+
+// readIssueClaim inserts job's claim unless there is one, and reads the
+// issue number and the claim stored.
+func (f *flow) readIssueClaim(ctx context.Context, ep Episode, job int64) (int, int64, error) {
 	db := f.deps.DB.Write
 	if _, err := db.ExecContext(ctx, `INSERT INTO recovery_issues (repository, alert_key, claim, created_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (repository, alert_key) DO NOTHING`, ep.Repository, ep.AlertKey(), job, store.Micros(f.deps.Now())); err != nil {
-		return 0, false, fmt.Errorf("claim the alert issue of %s: %w", ep.AlertKey(), err)
+		return 0, 0, fmt.Errorf("claim the alert issue of %s: %w", ep.AlertKey(), err)
 	}
 	var number int
 	var claim int64
 	if err := db.QueryRowContext(ctx, `SELECT issue_number, claim FROM recovery_issues WHERE repository = $1 AND alert_key = $2`,
 		ep.Repository, ep.AlertKey()).Scan(&number, &claim); err != nil {
-		return 0, false, fmt.Errorf("read the alert issue of %s: %w", ep.AlertKey(), err)
+		return 0, 0, fmt.Errorf("read the alert issue of %s: %w", ep.AlertKey(), err)
 	}
-	return number, claim == job, nil
+	return number, claim, nil
 }
 
 func (f *flow) storeIssue(ctx context.Context, ep Episode, number int) error {

@@ -53,7 +53,7 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	view := RenderCheck(ep)
 	id := ep.CheckRunID
 	if id == 0 {
-		claimed, existing, err := f.claimCheck(ctx, ep, job.ID)
+		claimed, existing, inherited, err := f.claimCheck(ctx, ep, job.ID)
 		switch {
 		case err != nil:
 			return err
@@ -62,7 +62,7 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		case !claimed:
 			return river.JobSnooze(claimWait)
 		default:
-			return f.createCheck(ctx, gh, ep, view, job.Attempt > 1)
+			return f.createCheck(ctx, gh, ep, view, job.Attempt > 1 || inherited)
 		}
 	}
 	now := github.Timestamp{Time: f.deps.Now()}
@@ -122,23 +122,39 @@ func findCheck(ctx context.Context, gh *github.Client, owner, repo, sha, key str
 }
 
 // claimCheck claims the creation of the episode's check run for job, or
-// returns the id another job stored meanwhile.
-func (f *flow) claimCheck(ctx context.Context, ep Episode, job int64) (bool, int64, error) {
+// returns the id another job stored meanwhile. A claim whose job is gone
+// (River gave up on it) is taken over, inherited: that job may have created
+// the check run.
+func (f *flow) claimCheck(ctx context.Context, ep Episode, job int64) (claimed bool, id int64, inherited bool, err error) {
+	if claimed, err = f.setCheckClaim(ctx, ep, job, 0, job); err != nil || claimed {
+		return claimed, 0, false, err
+	}
+	var claim int64
+	err = f.deps.DB.Write.QueryRowContext(ctx, `SELECT check_run_id, check_claim FROM episodes WHERE repository = $1 AND run_id = $2`,
+		ep.Repository, ep.RunID).Scan(&id, &claim)
+	if err != nil || id != 0 {
+		if err != nil {
+			err = fmt.Errorf("read the check run of %s#%d: %w", ep.Repository, ep.RunID, err)
+		}
+		return false, id, false, err
+	}
+	if gone, err := f.claimantGone(ctx, claim); err != nil || !gone {
+		return false, 0, false, err
+	}
+	claimed, err = f.setCheckClaim(ctx, ep, job, claim, claim)
+	return claimed, 0, true, err
+}
+
+// setCheckClaim claims the check run's creation for job while no check run
+// is stored and the claim is either of a or b.
+func (f *flow) setCheckClaim(ctx context.Context, ep Episode, job, a, b int64) (bool, error) {
 	res, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE episodes SET check_claim = $3
-		WHERE repository = $1 AND run_id = $2 AND check_run_id = 0 AND check_claim IN (0, $3)`, ep.Repository, ep.RunID, job)
+		WHERE repository = $1 AND run_id = $2 AND check_run_id = 0 AND check_claim IN ($4, $5)`, ep.Repository, ep.RunID, job, a, b)
 	if err != nil {
-		return false, 0, fmt.Errorf("claim the check run of %s#%d: %w", ep.Repository, ep.RunID, err)
+		return false, fmt.Errorf("claim the check run of %s#%d: %w", ep.Repository, ep.RunID, err)
 	}
-	if n, err := res.RowsAffected(); err == nil && n == 1 {
-		return true, 0, nil
-	}
-	var id int64
-	err = f.deps.DB.Write.QueryRowContext(ctx, `SELECT check_run_id FROM episodes WHERE repository = $1 AND run_id = $2`,
-		ep.Repository, ep.RunID).Scan(&id)
-	if err != nil {
-		return false, 0, fmt.Errorf("read the check run of %s#%d: %w", ep.Repository, ep.RunID, err)
-	}
-	return false, id, nil
+	n, err := res.RowsAffected()
+	return err == nil && n == 1, nil
 }
 
 func (f *flow) storeCheck(ctx context.Context, ep Episode, id int64) error {
