@@ -36,6 +36,8 @@ func RenderCheck(ep Episode) CheckView {
 		v.Conclusion, v.Title = "neutral", "Rolling back to "+targetName(d.Target)
 	case StateRolledBack:
 		v.Conclusion, v.Title = "neutral", "Rolled back to "+targetName(d.Target)
+	case StateStopped:
+		v.Conclusion, v.Title = "neutral", fmt.Sprintf("Stopped: attempt %d did not finish", ep.RunAttempt)
 	case StateSkipped:
 		v.Conclusion, v.Title = "neutral", "Rollback skipped: another version is running"
 	default:

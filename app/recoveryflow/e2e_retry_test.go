@@ -89,3 +89,29 @@ func TestFailureThatSucceedsOnTheSecondRetry(t *testing.T) {
 		}
 	})
 }
+
+// The re-run ripcord asked for is cancelled by a person: ripcord stops too,
+// and its check run says so instead of "Re-running the failed jobs" in
+// progress for ever.
+func TestCancelledReRunEndsTheWait(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
+		const run = 5008
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.waitState(run, recoveryflow.StateRetrying)
+
+		s.GitHub.CompleteRun(repo, run, "cancelled")
+		s.deliverRun(run, 2, "cancelled")
+		s.waitState(run, recoveryflow.StateStopped)
+		cr := s.waitCheck("Stopped")
+		s.Settle(jobKinds...)
+		if cr.Status != "completed" || !strings.Contains(cr.Summary, "cancelled") {
+			t.Errorf("check run %s/%s: %q", cr.Status, cr.Conclusion, cr.Summary)
+		}
+		if n := s.reruns(); n != 1 {
+			t.Errorf("re-runs = %d, want 1", n)
+		}
+	})
+}

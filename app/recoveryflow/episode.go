@@ -1,6 +1,7 @@
 package recoveryflow
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/recovery"
@@ -20,6 +21,7 @@ const (
 	StateSkipped        State = "skipped"         // another version runs: nothing to roll back
 	StateAlerted        State = "alerted"         // a human has to act
 	StateRecovered      State = "recovered"       // a later attempt of the run succeeded
+	StateStopped        State = "stopped"         // the attempt awaited was cancelled: ripcord waits no more
 )
 
 // Episode is the recovery of one workflow run: one row of the episodes
@@ -137,6 +139,18 @@ func (e Episode) Succeed(attempt int, at time.Time) (Episode, bool) {
 		return e, false
 	}
 	e.RunAttempt, e.State, e.NextRetryAt = attempt, StateRecovered, nil
+	return e.bump(at), true
+}
+
+// Stop ends the wait for a retry when a later attempt ended neither in
+// success nor in failure (a person cancelled it): ripcord does nothing more
+// unless another attempt fails. note says what happened.
+func (e Episode) Stop(attempt int, note string, at time.Time) (Episode, bool) {
+	if (e.State != StateRetrying && e.State != StateRetryScheduled) || attempt <= e.RunAttempt {
+		return e, false
+	}
+	e.RunAttempt, e.State, e.NextRetryAt = attempt, StateStopped, nil
+	e.Context.Note = strings.TrimSpace(e.Context.Note + " " + note)
 	return e.bump(at), true
 }
 

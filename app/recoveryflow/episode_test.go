@@ -85,6 +85,20 @@ func TestEpisodeTransitions(t *testing.T) {
 			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, true, StateRolledBack, 0, 6, nil},
 		{"a rollback not yet dispatched cannot have succeeded", Episode{State: StateRollingBack, Seq: 4},
 			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, false, StateRollingBack, 0, 4, nil},
+		{"a cancelled re-run ends the wait", episodeIn(StateRetrying),
+			func(e Episode) (Episode, bool) { return e.Stop(2, "cancelled", t0) }, true, StateStopped, 2, 4,
+			func(t *testing.T, e Episode) {
+				if next, ok := e.Fail(failure(3, 2, recovery.ActionRetry)); !ok || next.State != StateRetryScheduled {
+					t.Errorf("a later failure after a stop was not decided: %v %s", ok, next.State)
+				}
+				if _, ok := e.Stop(2, "cancelled", t0); ok {
+					t.Errorf("stopped twice")
+				}
+			}},
+		{"the cancelled failed attempt itself does not stop the episode", episodeIn(StateRetrying),
+			func(e Episode) (Episode, bool) { return e.Stop(1, "cancelled", t0) }, false, StateRetrying, 1, 3, nil},
+		{"a cancelled attempt does not reopen an alert", episodeIn(StateAlerted),
+			func(e Episode) (Episode, bool) { return e.Stop(2, "cancelled", t0) }, false, StateAlerted, 1, 3, nil},
 		{"a rollback that did not happen becomes an alert", Episode{RunAttempt: 2, State: StateRollingBack, RollbackRunID: 99, Seq: 5},
 			func(e Episode) (Episode, bool) {
 				return e.RollbackFailed(2, recovery.Decision{Action: recovery.ActionAlert, Rule: RuleRollbackFailed}, t0)

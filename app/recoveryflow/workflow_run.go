@@ -43,7 +43,42 @@ func (h *workflowRunHandler) Handle(ctx context.Context, d pipeline.Delivery) (p
 	case "success":
 		return h.f.onSuccess(ctx, d, repo, run)
 	}
-	return nil, nil // cancelled, skipped, …: a human or GitHub stopped it on purpose
+	// cancelled, skipped, …: a human or GitHub stopped it on purpose.
+	return h.f.onStopped(ctx, d, repo, run)
+}
+
+// onStopped ends the wait of an episode whose awaited attempt was stopped
+// on purpose, and fails the rollback of an episode whose rollback run was:
+// the rollback did not happen.
+func (f *flow) onStopped(ctx context.Context, d pipeline.Delivery, repo string, run runInfo) (pipeline.Commit, error) {
+	ep, ok, err := getEpisode(ctx, f.deps.DB.Read, repo, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		rb, ok, err := episodeByRollbackRun(ctx, f.deps.DB.Read, repo, run.ID)
+		if err != nil || !ok {
+			return nil, err
+		}
+		return f.onRollbackRunFailure(d, rb, run), nil
+	}
+	now := f.deps.Now()
+	next, ok := ep.Stop(run.Attempt, fmt.Sprintf("Attempt %d ended with conclusion %s, so ripcord stopped retrying; a later failed attempt is decided again.",
+		run.Attempt, run.Conclusion), now)
+	if !ok {
+		return nil, nil
+	}
+	ev := auditEvent(next, records.AuditStateChanged, d.ID, now, fmt.Sprintf(
+		"Run %d attempt %d ended with conclusion %s; ripcord stopped retrying.", run.ID, run.Attempt, run.Conclusion))
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+			return err // stale: the delivery is retried on fresh state
+		}
+		if err := f.deps.Records.InsertAudit(ctx, tx, ev); err != nil {
+			return err
+		}
+		return f.queueCheck(ctx, tx, next)
+	}, nil
 }
 
 // onFailure decides a failed attempt of a configured deploy workflow.
