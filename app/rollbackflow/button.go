@@ -50,7 +50,7 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	if !v.Allowed {
 		return h.answer(rec, d, user, records.AuditCommandRefused, "Refused: "+v.Reason), nil
 	}
-	s := Start{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster,
+	s := Start{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster, Of: rec.ReleaseID,
 		Reason:      fmt.Sprintf("Roll back button on release %s (%s)", rec.ReleaseID, rec.State),
 		RequestedBy: fmt.Sprintf("@%s with the Roll back button on %s", user, ReleaseCheckName)}
 	out, err := h.st.start(ctx, gh, cfg.Config, repository, s, nil)

@@ -25,6 +25,12 @@ type Start struct {
 	Reason string `json:"reason,omitempty"`
 	// RequestedBy says who asked and how, for the reason and the audit.
 	RequestedBy string `json:"requested_by,omitempty"`
+	// Of, when set, is the release the person asked to roll back (the
+	// Roll back button of its check run). The rollback is refused unless
+	// that release is still the one running: a button drawn on an older
+	// release would otherwise roll back a newer one, possibly to the very
+	// release the person wanted gone.
+	Of string `json:"of,omitempty"`
 }
 
 // Input is everything Decide needs, loaded by the shell.
@@ -77,6 +83,10 @@ func Decide(in Input) (Plan, error) {
 	current, ok := running(in.Newest)
 	if !ok {
 		return Plan{}, refuse("no release of %s in %s/%s has been deployed yet, so there is nothing to roll back", s.App, s.Environment, in.Cluster)
+	}
+	if s.Of != "" && s.Of != current.ReleaseID {
+		return Plan{}, refuse("release %s is not the one running in %s/%s any more: %s is; roll back from %s's check run, or with `/ripcord rollback`",
+			s.Of, s.Environment, current.Cluster, current.ReleaseID, current.ReleaseID)
 	}
 	target, evidence, err := chooseTarget(in, current)
 	if err != nil {

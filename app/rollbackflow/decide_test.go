@@ -54,6 +54,9 @@ func TestDecide(t *testing.T) {
 		}, "r0", false, ""},
 		{"nothing eligible is refused with the reason", func() Input { return input(r3, rec(2, records.StateFailed, false)) }, "", false, "no eligible rollback target"},
 		{"nothing deployed yet", func() Input { return input(opened) }, "", false, "nothing to roll back"},
+		{"the button of the running release", func() Input { in := input(opened, r3, r2, r1); in.Start.Of = "r3"; return in }, "r2", true, ""},
+		{"the button of a release that no longer runs", func() Input { in := input(r3, r2, r1); in.Start.Of = "r2"; return in }, "", false,
+			"release r2 is not the one running in prod/prod-eu any more: r3 is"},
 		{"the running release cannot be the target", func() Input { in := input(r3, r2); in.Start.To, in.Named = "r3", &r3; return in }, "", false, "is the one running now"},
 		{"a release of another environment", func() Input {
 			other := rec(9, records.StateHealthy, true)

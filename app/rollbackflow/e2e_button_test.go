@@ -90,3 +90,34 @@ func TestRollBackButton(t *testing.T) {
 		}
 	})
 }
+
+// A button stays on an older release's check run (r2's offers "to r1"),
+// but r3 was deployed after it. Clicking it must not roll r3 back — least
+// of all to r2, the release the person clicked to get rid of.
+func TestRollBackButtonOnAReleaseNoLongerRunning(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+		older := "r2:prod-eu/prod"
+		s.WaitFor("r2's check run with its button", wait, func() bool {
+			cr, ok := s.releaseCheck(older)
+			return ok && cr.Status == "completed" && len(cr.Actions) == 1
+		})
+
+		s.click(older, sha(2), "octocat")
+		s.WaitFor("the answer in r2's check run", wait, func() bool {
+			cr, _ := s.releaseCheck(older)
+			return strings.Contains(cr.Summary, "Not rolling back")
+		})
+		cr, _ := s.releaseCheck(older)
+		if !strings.Contains(cr.Summary, "r3:prod-eu/prod") {
+			t.Errorf("the answer should name the release running now, r3:\n%s", cr.Summary)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`); n != 0 {
+			t.Errorf("a click on r2's button started %d rollbacks", n)
+		}
+		if n := len(s.GitHub.PullRequests(gitops)); n != 0 {
+			t.Errorf("a click on r2's button opened %d pull requests", n)
+		}
+	})
+}
