@@ -31,7 +31,7 @@ func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
 		}
 		window = n
 	}
-	rs, err := s.records.Newest(r.Context(), query.App, query.Environment, query.Cluster, window)
+	rs, err := s.records.Newest(r.Context(), query.App, query.Environment, query.Cluster, window+eligibility.ReadAhead)
 	if err != nil {
 		s.internalError(w, r, err)
 		return

@@ -5,7 +5,10 @@
 //
 // An image is eligible when one of the newest N (default 5) records of that
 // exact app, environment and cluster reached healthy (healthy_at set,
-// whatever its state is now) with that image.
+// whatever its state is now) with that image. Only releases that ran count:
+// an opened record (a pull request not merged, closed unmerged, or a
+// rollback whose own pull request is being judged) takes no place among the
+// N, so it cannot push an eligible target out of the window.
 //
 // Digests and tags: a query pinned by digest ("sha256:…" or
 // "repo@sha256:…") matches records by digest alone, whatever repository
@@ -29,6 +32,10 @@ import (
 // DefaultWindow is how many of the newest records count (N).
 const DefaultWindow = 5
 
+// ReadAhead is how many records past the window a caller should read, so
+// that opened records, which take no place in it, do not shrink it.
+const ReadAhead = 10
+
 // Query names the image and where it would run.
 type Query struct {
 	App         string `json:"app"`
@@ -45,9 +52,9 @@ type Evidence struct {
 	Image     string        `json:"image"`
 	Digest    string        `json:"digest"`
 	CreatedAt time.Time     `json:"created_at"`
-	// Position is 1 for the newest record of the app, environment and
-	// cluster, 2 for the one before it, and so on; 0 for a record of
-	// another environment or cluster, cited to explain a "no".
+	// Position is 1 for the newest release that ran in the app,
+	// environment and cluster, 2 for the one before it, and so on; 0 for a
+	// record of another environment or cluster, cited to explain a "no".
 	Position int `json:"position"`
 }
 
@@ -62,8 +69,8 @@ type Answer struct {
 
 // Check answers q from rs, which should be the records of q's app,
 // environment and cluster, newest first. Records of any other target are
-// ignored (except to explain a "no"), and only the newest n count; n <= 0
-// means DefaultWindow.
+// ignored (except to explain a "no"), opened records are skipped, and only
+// the newest n of the rest count; n <= 0 means DefaultWindow.
 func Check(rs []records.Record, q Query, n int) Answer {
 	if reason := q.problem(); reason != "" {
 		return Answer{Reason: reason}
@@ -71,7 +78,7 @@ func Check(rs []records.Record, q Query, n int) Answer {
 	if n <= 0 {
 		n = DefaultWindow
 	}
-	here := newestFirst(rs, q.App, q.Environment, q.Cluster)
+	here := ran(newestFirst(rs, q.App, q.Environment, q.Cluster), "")
 	window := here[:min(n, len(here))]
 	for i, r := range window {
 		if q.matches(r) && r.HealthyAt != nil {
@@ -181,6 +188,13 @@ func newestFirst(rs []records.Record, app, env, cluster string) []records.Record
 	}
 	slices.SortStableFunc(out, func(a, b records.Record) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out
+}
+
+// ran drops the opened records, which never ran, except keep.
+func ran(rs []records.Record, keep string) []records.Record {
+	return slices.DeleteFunc(rs, func(r records.Record) bool {
+		return r.State == records.StateOpened && r.ReleaseID != keep
+	})
 }
 
 func evidence(r records.Record, pos int) *Evidence {

@@ -9,7 +9,8 @@ import (
 
 // SelectTarget picks what to roll current back to: the newest release
 // created before current, among the newest n (n <= 0: DefaultWindow) of
-// current's app, environment and cluster, that reached healthy.
+// current's app, environment and cluster, that reached healthy. Opened
+// records other than current take no place among the n, as in Check.
 //
 // It passes over a release that was itself rolled back (it was replaced
 // because it was bad; asked about explicitly, its image is still eligible)
@@ -31,7 +32,7 @@ func SelectTarget(rs []records.Record, current string, n int) (records.Record, A
 		return records.Record{}, Answer{Reason: fmt.Sprintf("current release %q is not recorded", current)}
 	}
 	where := fmt.Sprintf("%s in %s/%s", cur.App, cur.Environment, cur.Cluster)
-	here := newestFirst(rs, cur.App, cur.Environment, cur.Cluster)
+	here := ran(newestFirst(rs, cur.App, cur.Environment, cur.Cluster), current)
 	window := here[:min(n, len(here))]
 	var passed []string
 	older := false

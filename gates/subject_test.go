@@ -3,6 +3,9 @@ package gates
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/records"
 )
 
 type verifier struct{ repository, sha string }
@@ -34,5 +37,21 @@ func TestAssessFindsTheRevisionAndItsRepository(t *testing.T) {
 	s = Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout", Digest: oldDigest}, 5)
 	if s.CodeRepository() != "acme/gitops" {
 		t.Errorf("code repository %q, want the PR's acme/gitops", s.CodeRepository())
+	}
+}
+
+// The rollback's own record (opened when its pull request was, with the
+// target's digest) and pull requests never merged have not run: they must
+// not push the target out of the window the rollback was decided with.
+func TestAssessCountsOnlyReleasesThatRan(t *testing.T) {
+	rs := history()
+	for _, id := range []string{"rollback-of-r3", "r5", "r4"} {
+		rs = append([]records.Record{{ReleaseID: id, App: "checkout", Environment: "prod", Cluster: "prod-eu",
+			Image: "reg/checkout@" + oldDigest, Digest: oldDigest, State: records.StateOpened, CreatedAt: rs[0].CreatedAt.Add(time.Hour)}}, rs...)
+	}
+	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout", Digest: oldDigest}, 2)
+	if !s.EligibleRollback() || s.Eligibility.Evidence == nil || s.Eligibility.Evidence.ReleaseID != "r2" {
+		t.Fatalf("eligibility = %+v, want eligible by r2, the second-newest release that ran", s.Eligibility)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/gates"
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -28,7 +29,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		s.Image, s.Digest = rel.Image, rel.Digest
 	}
 	window := cfg.Eligibility.Window
-	rs, err := w.deps.Records.Newest(ctx, t.app, t.env, t.e.Cluster, window)
+	rs, err := w.deps.Records.Newest(ctx, t.app, t.env, t.e.Cluster, window+eligibility.ReadAhead)
 	if err != nil {
 		return fmt.Errorf("release records of %s/%s: %w", t.app, t.env, err)
 	}

@@ -154,7 +154,7 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 // target is the rollback the records offer for r: the newest eligible
 // release before it.
 func (w *releaseCheckWorker) target(ctx context.Context, r records.Record) (*records.Record, eligibility.Answer, error) {
-	newest, err := w.deps.Records.Newest(ctx, r.App, r.Environment, r.Cluster, eligibility.DefaultWindow+1)
+	newest, err := w.deps.Records.Newest(ctx, r.App, r.Environment, r.Cluster, eligibility.DefaultWindow+eligibility.ReadAhead)
 	if err != nil {
 		return nil, eligibility.Answer{}, err
 	}
