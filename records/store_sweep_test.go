@@ -76,6 +76,44 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 	})
 }
 
+// Opened records (pull requests not merged, or closed unmerged) never ran:
+// eligibility gives them no place in its window, so neither does Sweep.
+// Otherwise two abandoned pull requests would let it delete a release that
+// still makes its image eligible.
+func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
+	const day = 24 * time.Hour
+	now := at(0).Add(200 * day)
+	history := []Record{
+		record("O2", StateOpened, 12),
+		record("O1", StateOpened, 11),
+		record("A9", StateHealthy, 9, healthyAt(9)),
+		record("A8", StateSuperseded, 8),
+		record("A7", StateSuperseded, 7),
+		record("A6", StateFailed, 6),
+		record("A5", StateSuperseded, 5, healthyAt(5)), // fifth-newest that ran: eligible, kept
+		record("A4", StateSuperseded, 4),               // past the window: deleted
+	}
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		for _, r := range history {
+			putRecord(t, s, r)
+		}
+		n, err := s.Sweep(context.Background(), now, 90*day, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := s.List(context.Background(), Filter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := ids(rs)
+		slices.Sort(left)
+		if want := []string{"A5", "A6", "A7", "A8", "A9", "O1", "O2"}; n != 1 || !slices.Equal(left, want) {
+			t.Fatalf("swept %d, left %v; want 1 swept, left %v", n, left, want)
+		}
+	})
+}
+
 func TestSweepDeletesInBatchesAndCountsAll(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
