@@ -43,7 +43,7 @@ func (p plan) readBase(ctx context.Context, gh GitHub) (Snapshot, error) {
 	head, err := gh.GetCommit(ctx, p.owner, p.repo, p.request.Base)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrRejected) {
 		// GitHub answers 422 "No commit found for SHA" for an unknown branch name.
-		return Snapshot{}, fmt.Errorf("base branch %q does not exist: %w", p.request.Base, err)
+		return Snapshot{}, permanent{fmt.Errorf("base branch %q does not exist: %w", p.request.Base, err)}
 	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("read base branch %q: %w", p.request.Base, err)
@@ -54,7 +54,7 @@ func (p plan) readBase(ctx context.Context, gh GitHub) (Snapshot, error) {
 	}
 	s.Content, s.BlobSHA, err = gh.GetContents(ctx, p.owner, p.repo, p.request.File, s.Commit)
 	if errors.Is(err, ErrNotFound) {
-		return Snapshot{}, fmt.Errorf("release file %q does not exist on %s at %s", p.request.File, p.request.Base, s.Commit)
+		return Snapshot{}, permanent{fmt.Errorf("release file %q does not exist on %s at %s: %w", p.request.File, p.request.Base, s.Commit, err)}
 	}
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("read release file %q: %w", p.request.File, err)

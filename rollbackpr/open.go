@@ -135,7 +135,7 @@ func (f Fields) changes(r Rollback) (map[string]string, error) {
 func Open(ctx context.Context, gh GitHub, cache BaseCache, req Request) (Result, error) {
 	p, err := newPlan(req)
 	if err != nil {
-		return Result{}, fmt.Errorf("open rollback pull request: %w", err)
+		return Result{}, fmt.Errorf("open rollback pull request: %w", permanent{err})
 	}
 	res, err := p.open(ctx, gh, cache)
 	if err != nil {
@@ -181,6 +181,25 @@ type fileError struct{ err error }
 
 func (e fileError) Error() string { return e.err.Error() }
 func (e fileError) Unwrap() error { return e.err }
+
+// permanent marks a request that is wrong, or names what the repository
+// does not have.
+type permanent struct{ err error }
+
+func (e permanent) Error() string { return e.err.Error() }
+func (e permanent) Unwrap() error { return e.err }
+
+// Permanent reports whether err says the rollback cannot be opened as asked
+// however often Open is called again: a request that does not validate, a
+// base branch or release file that does not exist, or a release file that
+// cannot be edited at the configured paths (read fresh from GitHub, not
+// from the cache). Any other error (GitHub down, a rate limit, a conflict)
+// may pass on a retry.
+func Permanent(err error) bool {
+	var p permanent
+	var fe fileError
+	return errors.As(err, &p) || errors.As(err, &fe)
+}
 
 // openAt makes the rollback on snapshot base.
 func (p plan) openAt(ctx context.Context, gh GitHub, base Snapshot) (Result, error) {

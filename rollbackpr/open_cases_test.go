@@ -38,6 +38,9 @@ func TestOpenCreatesNothingWhenTheEditCannotBeMade(t *testing.T) {
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("err = %v, want errors.Is %v", err, tt.is)
 			}
+			if !rollbackpr.Permanent(err) {
+				t.Errorf("Permanent(%v) = false: no retry can make this edit", err)
+			}
 			assertNothingWritten(t, gh)
 		})
 	}
@@ -70,7 +73,20 @@ func TestOpenRefusesABadRequestBeforeCallingGitHub(t *testing.T) {
 			if calls := gh.Calls(); len(calls) != 0 {
 				t.Errorf("a bad request called GitHub: %v", calls)
 			}
+			if !rollbackpr.Permanent(err) {
+				t.Errorf("Permanent(%v) = false for a request that cannot be right", err)
+			}
 		})
+	}
+}
+
+// GitHub failing is worth another try: the job must not give up on it.
+func TestOpenFailureOfGitHubIsNotPermanent(t *testing.T) {
+	gh, _ := newRepo(t)
+	gh.Fail("CreatePullRequest", errors.New("502 Bad Gateway"))
+	_, err := rollbackpr.Open(context.Background(), gh, nil, request())
+	if err == nil || rollbackpr.Permanent(err) {
+		t.Fatalf("err = %v, Permanent = %v; want a failure worth retrying", err, rollbackpr.Permanent(err))
 	}
 }
 

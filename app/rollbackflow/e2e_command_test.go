@@ -96,3 +96,67 @@ func TestRollbackCommand(t *testing.T) {
 		}
 	})
 }
+
+// A release file without a configured field cannot be edited however often
+// the job tries. The person who asked is told so at once, and the release
+// rolled back says so in its audit trail, instead of the job retrying for
+// hours and then being dropped without a word.
+func TestRollbackCommandOnAReleaseFileItCannotEditIsAnswered(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.PutFile(gitops, "main", releaseFile, strings.Replace(releaseYAML, "  ref: ghcr.io/acme/checkout:v3\n", "", 1))
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+
+		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
+		if got := s.replies(id)[1]; !strings.Contains(got, "The rollback pull request was not opened") || !strings.Contains(got, "image.ref") {
+			t.Errorf("second reply = %q, want it to say the pull request was not opened because of image.ref", got)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`); n != 1 {
+			t.Errorf("rollback_failed events on r3 = %d, want 1", n)
+		}
+		if n := len(s.GitHub.PullRequests(gitops)); n != 0 {
+			t.Errorf("pull requests = %d, want none", n)
+		}
+	})
+}
+
+// A failure that might pass on a retry (here the App may not write to the
+// GitOps repository) is retried; when the last attempt fails too, the
+// person who asked is told, rather than the job being dropped unheard.
+func TestRollbackCommandIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration"}`))
+		})
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+
+		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+		// Make the next attempt the last one, so the test need not wait for ten.
+		db := testdb.Open(t, dbURL)
+		s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
+			res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1
+				WHERE kind = 'rollback_pull_request' AND state = 'retryable'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := res.RowsAffected()
+			return n == 1
+		})
+		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
+		if got := s.replies(id)[1]; !strings.Contains(got, "The rollback pull request was not opened: gave up after ") ||
+			!strings.Contains(got, "Resource not accessible by integration") {
+			t.Errorf("second reply = %q", got)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`); n != 1 {
+			t.Errorf("rollback_failed events on r3 = %d, want 1", n)
+		}
+	})
+}

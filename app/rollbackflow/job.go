@@ -85,7 +85,13 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 	if errors.Is(err, rollbackpr.ErrNoChange) {
 		return w.fail(ctx, a, fmt.Sprintf("%s on %s already has the target's values: the rollback is merged already, or the target is what runs", req.File, req.Base))
 	}
-	if err != nil {
+	switch {
+	case rollbackpr.Permanent(err):
+		return w.fail(ctx, a, err.Error())
+	case err != nil && job.Attempt >= job.MaxAttempts:
+		// The last try: say so, rather than let the job be dropped unheard.
+		return w.fail(ctx, a, fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err))
+	case err != nil:
 		return err
 	}
 	d.Log.Info("rollback pull request open", "release_id", a.ReleaseID, "pull_request", res.URL,
