@@ -2,6 +2,7 @@ package gates
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,5 +54,25 @@ func TestAssessCountsOnlyReleasesThatRan(t *testing.T) {
 		Image: "reg/checkout", Digest: oldDigest}, 2)
 	if !s.EligibleRollback() || s.Eligibility.Evidence == nil || s.Eligibility.Evidence.ReleaseID != "r2" {
 		t.Fatalf("eligibility = %+v, want eligible by r2, the second-newest release that ran", s.Eligibility)
+	}
+}
+
+// A release file that pins only a tag names no content: the tag may have
+// moved since the release that ran it healthy, and the content gates could
+// not look at the image anyway. Only a digest makes the rollback eligible.
+func TestAssessGrantsNoAdvisoryToATag(t *testing.T) {
+	rs := history()
+	rs[1].Image = "reg/checkout:v2@" + oldDigest
+	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout:v2"}, 5)
+	if s.EligibleRollback() {
+		t.Fatalf("a tag-only release file got the advisory treatment: %s", s.Eligibility.Reason)
+	}
+	if !strings.Contains(s.Eligibility.Reason, "pins no digest") {
+		t.Errorf("reason %q should say the release file pins no digest", s.Eligibility.Reason)
+	}
+	c, _ := Conclude(Content, Errored("the release file pins no image digest, so there is nothing to verify"), s.EligibleRollback())
+	if c != Failure {
+		t.Errorf("image-scan that could not look at the image concluded %s, want failure", c)
 	}
 }
