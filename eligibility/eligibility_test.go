@@ -44,6 +44,11 @@ func neverHealthy(s records.State) func(*records.Record) {
 	return func(r *records.Record) { r.HealthyAt, r.State = nil, s }
 }
 func cluster(c string) func(*records.Record) { return func(r *records.Record) { r.Cluster = c } }
+func rollbackOf(id string) func(*records.Record) {
+	return func(r *records.Record) {
+		r.Kind, r.RollbackOf, r.RollbackReason = records.KindRollback, id, "canary errors"
+	}
+}
 func tagged(ref string) func(*records.Record) {
 	return func(r *records.Record) { r.Image = ref }
 }

@@ -13,9 +13,11 @@ import (
 // records other than current take no place among the n, as in Check.
 //
 // It passes over a release that was itself rolled back (it was replaced
-// because it was bad; asked about explicitly, its image is still eligible)
-// and one that runs the same image as current (rolling back to it would
-// change nothing). The Answer says which release was chosen and why, or
+// because it was bad; asked about explicitly, its image is still eligible),
+// one that a rollback newer than it names in rollback_of — current or one
+// passed over — even if that rollback never got healthy (rolling a failed
+// rollback back must not bring back what it was replacing), and one that
+// runs the same image as current (rolling back to it would change nothing). The Answer says which release was chosen and why, or
 // why none was; the returned record is the zero Record when none was.
 func SelectTarget(rs []records.Record, current string, n int) (records.Record, Answer) {
 	if n <= 0 {
@@ -36,12 +38,23 @@ func SelectTarget(rs []records.Record, current string, n int) (records.Record, A
 	window := here[:min(n, len(here))]
 	var passed []string
 	older := false
+	// replacedBy maps a release to the rollback that replaces it.
+	replacedBy := map[string]string{}
 	for i, r := range window {
 		if !older {
 			older = r.ReleaseID == current
+			if older && r.RollbackOf != "" {
+				replacedBy[r.RollbackOf] = r.ReleaseID
+			}
 			continue
 		}
+		by, replaced := replacedBy[r.ReleaseID]
+		if r.RollbackOf != "" {
+			replacedBy[r.RollbackOf] = r.ReleaseID
+		}
 		switch {
+		case replaced && r.State != records.StateRolledBack:
+			passed = append(passed, fmt.Sprintf("%s is what %s rolls back", r.ReleaseID, by))
 		case r.HealthyAt == nil:
 			passed = append(passed, fmt.Sprintf("%s never reached healthy (%s)", r.ReleaseID, r.State))
 		case r.State == records.StateRolledBack:

@@ -26,6 +26,13 @@ func TestSelectTarget(t *testing.T) {
 				rec("R2", 20, "v2", state(records.StateRolledBack), func(r *records.Record) { r.RolledBackBy = "R3" }),
 				rec("R1", 10, "v1"),
 			}, "R3", 0, "", "R2 was rolled back by R3"},
+		{"the release a failed rollback was rolling back is passed over",
+			[]records.Record{
+				rec("RB", 40, "v2", neverHealthy(records.StateFailed), rollbackOf("R3")),
+				rec("R3", 30, "v3", state(records.StateHealthy)),
+				rec("R2", 20, "v2"),
+				rec("R1", 10, "v1"),
+			}, "RB", 0, "R1", "R3 is what RB rolls back"},
 		{"a release with the current image is passed over",
 			[]records.Record{rec("R3", 30, "v2", state(records.StateHealthy)), rec("R2", 20, "v2"), rec("R1", 10, "v1")},
 			"R3", 0, "R1", "R2 runs the same image as R3"},
