@@ -19,11 +19,33 @@ func (r *reduction) task() {
 		r.open()
 		return
 	}
+	if reason := r.foreignTask(*r.in.Record); reason != "" {
+		r.ignore(reason)
+		return
+	}
 	next, ok := r.join(nil)
 	if !ok {
 		return
 	}
 	r.apply(next, taskTarget(r.f.Status))
+}
+
+// foreignTask says why a task fact may not touch rec although it names its
+// release: the workflow's token vouches for the fact's repository only, and
+// a deploy of one app or environment says nothing about another's release.
+// A record registered without a repository takes any.
+func (r *reduction) foreignTask(rec Record) string {
+	f := r.f
+	for _, c := range []struct{ field, fact, rec string }{
+		{"repository", f.Repository, rec.Repository},
+		{"app", f.App, rec.App},
+		{"environment", f.Environment, rec.Environment},
+	} {
+		if c.rec != "" && c.fact != c.rec {
+			return fmt.Sprintf("task fact names %s %q, but release %s is of %s %q", c.field, c.fact, rec.ReleaseID, c.field, c.rec)
+		}
+	}
+	return ""
 }
 
 func taskTarget(s TaskStatus) State {

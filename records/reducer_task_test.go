@@ -101,3 +101,29 @@ func TestTaskForClosedReleaseIsDrift(t *testing.T) {
 		t.Error("task facts have no workload observation")
 	}
 }
+
+func TestTaskFactOfAnotherRepositoryOrTargetIsIgnored(t *testing.T) {
+	// A workflow's OIDC token vouches for its own repository only: it must
+	// not move a release that another repository (or another app or
+	// environment) registered, only because it names its release id.
+	for _, tc := range []struct {
+		name  string
+		fact  func(*Fact)
+		field string
+	}{
+		{"another repository", func(f *Fact) { f.Repository = "acme/payments" }, "repository"},
+		{"another app", func(f *Fact) { f.App = "payments" }, "app"},
+		{"another environment", func(f *Fact) { f.Environment = "staging" }, "environment"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := record("R1", StateProgressing, 0, lastFact(1))
+			res := Reduce(Input{Fact: taskFact("R1", TaskSuccess, 5, tc.fact), Record: &r, Now: at(5)})
+			if res.Outcome != OutcomeIgnored || !strings.Contains(res.Reason, tc.field) {
+				t.Fatalf("outcome = %s (%s), want ignored naming %s", res.Outcome, res.Reason, tc.field)
+			}
+			if len(res.Records) != 0 || len(res.Effects) != 0 || res.KeepFact {
+				t.Errorf("an ignored fact changed records %v, effects %v or was kept", releaseIDs(res.Records), effectTypes(res))
+			}
+		})
+	}
+}
