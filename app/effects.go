@@ -15,8 +15,11 @@ import (
 
 // Record-job defaults.
 const (
-	sweepInterval     = time.Hour
-	sweepKeep         = 5
+	sweepInterval = time.Hour
+	// sweepKeep is the largest eligibility window a repository may
+	// configure (or ?window= may ask for): every record an eligibility
+	// check can read outlives the retention period.
+	sweepKeep         = maxEligibilityWindow
 	cdeventAttempts   = 12
 	cdeventSendTimout = 10 * time.Second
 )
