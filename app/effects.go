@@ -19,7 +19,12 @@ const (
 	// sweepKeep is the largest eligibility window a repository may
 	// configure (or ?window= may ask for): every record an eligibility
 	// check can read outlives the retention period.
-	sweepKeep         = maxEligibilityWindow
+	sweepKeep = maxEligibilityWindow
+	// stallScanMax is the longest pause between two stall scans;
+	// stallScanBatch the most releases one scan alerts for (the next
+	// takes the rest).
+	stallScanMax      = time.Minute
+	stallScanBatch    = 500
 	cdeventAttempts   = 12
 	cdeventSendTimout = 10 * time.Second
 )
@@ -45,6 +50,15 @@ type StallCheckArgs struct {
 // Kind names the job in the queue.
 func (StallCheckArgs) Kind() string { return "stall_check" }
 
+// StallScanArgs looks for releases that waited stall_after for a first
+// fact with no stall alert yet, whoever opened them: only POST
+// /api/v1/releases queues a StallCheckArgs timer, while merged release pull
+// requests, rollback releases and the rollouts API open records too.
+type StallScanArgs struct{}
+
+// Kind names the job in the queue.
+func (StallScanArgs) Kind() string { return "stall_scan" }
+
 // SweepArgs deletes finished releases past the retention period.
 type SweepArgs struct{}
 
@@ -56,6 +70,7 @@ var uniqueByArgs = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
 func (s *Server) addRecordWorkers(w *river.Workers) {
 	river.AddWorker(w, &cdeventWorker{s: s})
 	river.AddWorker(w, &stallWorker{s: s})
+	river.AddWorker(w, &stallScanWorker{s: s})
 	river.AddWorker(w, &sweepWorker{s: s})
 	river.AddWorker(w, &deliverySweepWorker{s: s})
 }
@@ -68,7 +83,19 @@ func (s *Server) periodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return DeliverySweepArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(s.stallScanInterval()),
+			func() (river.JobArgs, *river.InsertOpts) { return StallScanArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
+}
+
+// stallScanInterval is how late, at most, the scan alerts for a release
+// that has no timer of its own: a minute, or stall_after when shorter.
+func (s *Server) stallScanInterval() time.Duration {
+	if d := s.cfg.StallAfter; d > 0 && d < stallScanMax {
+		return d
+	}
+	return stallScanMax
 }
 
 // queueEffects turns a reducer's effects into jobs in the same transaction.
@@ -150,16 +177,40 @@ type stallWorker struct {
 
 func (w *stallWorker) Work(ctx context.Context, job *river.Job[StallCheckArgs]) (err error) {
 	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
-	return w.s.db.InTx(ctx, func(tx *sql.Tx) error {
-		_, effect, stalled, err := w.s.records.MarkStalled(ctx, tx, job.Args.ReleaseID, time.Now().UTC(), w.s.cfg.StallAfter)
+	return w.s.checkStall(ctx, job.Args.ReleaseID)
+}
+
+// checkStall alerts, once, when the release is stalled now.
+func (s *Server) checkStall(ctx context.Context, releaseID string) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+		_, effect, stalled, err := s.records.MarkStalled(ctx, tx, releaseID, time.Now().UTC(), s.cfg.StallAfter)
 		if errors.Is(err, records.ErrNotFound) {
 			return nil // swept or never stored: nothing to watch
 		}
 		if err != nil || !stalled {
 			return err
 		}
-		return w.s.queueEffects(ctx, tx, []records.Effect{effect})
+		return s.queueEffects(ctx, tx, []records.Effect{effect})
 	})
+}
+
+type stallScanWorker struct {
+	river.WorkerDefaults[StallScanArgs]
+	s *Server
+}
+
+func (w *stallScanWorker) Work(ctx context.Context, job *river.Job[StallScanArgs]) (err error) {
+	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
+	ids, err := w.s.records.StallCandidates(ctx, time.Now().UTC(), w.s.cfg.StallAfter, stallScanBatch)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := w.s.checkStall(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type sweepWorker struct {

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
 )
 
 // sink is a CloudEvents receiver on loopback that keeps the event types.
@@ -144,6 +147,37 @@ func TestStalledReleaseRaisesOneStallEvent(t *testing.T) {
 		})
 		if len(stall.Events) != 1 || stall.Events[0]["release_id"] != "quiet" {
 			t.Errorf("stall events %v, want one for release quiet", stall.Events)
+		}
+	})
+}
+
+// Releases are opened by more than POST /api/v1/releases: a merged release
+// pull request, a rollback pull request, a Kubernetes rollback, the
+// rollouts API. Each must stall like one opened through the API (seed 003:
+// "a record merged with no fact for N minutes" raises the alert).
+func TestReleaseOpenedElsewhereStallsToo(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
+			c.StallAfter = 200 * time.Millisecond
+		})
+		rec := records.Record{ReleaseID: "merged", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+			Repository: "acme/checkout", Image: imageV1, Kind: records.KindPromote}
+		err := ts.db.InTx(context.Background(), func(tx *sql.Tx) error {
+			_, _, err := ts.records.OpenRelease(context.Background(), tx, rec, time.Now())
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stall struct{ Events []map[string]any }
+		waitFor(t, "a stall event", 10*time.Second, func() bool {
+			ts.api(t, "/api/v1/audit?type=stall_detected", &stall)
+			return len(stall.Events) > 0
+		})
+		time.Sleep(time.Second) // the scan runs again meanwhile
+		ts.api(t, "/api/v1/audit?type=stall_detected", &stall)
+		if len(stall.Events) != 1 || stall.Events[0]["release_id"] != "merged" {
+			t.Errorf("stall events %v, want one for release merged", stall.Events)
 		}
 	})
 }

@@ -69,3 +69,40 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// StallCandidates lists, oldest first and at most limit, the releases that
+// opened stallAfter ago or more, got no fact since and raised no stall
+// alert yet: those MarkStalled may alert for. It lets a periodic scan catch
+// every release, whoever opened it and whether or not its own timer was
+// queued. stallAfter is as MarkStalled takes it.
+func (s *Store) StallCandidates(ctx context.Context, now time.Time, stallAfter time.Duration, limit int) ([]string, error) {
+	if stallAfter <= 0 {
+		stallAfter = DefaultStallAfter
+	}
+	var waiting []any
+	for _, st := range States {
+		if !st.Settled() {
+			waiting = append(waiting, string(st))
+		}
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT release_id FROM records
+		WHERE last_fact_at IS NULL AND stall_alerted_at IS NULL AND created_at <= $1 AND state IN (`+placeholders(3, len(waiting))+`)
+		ORDER BY created_at, release_id LIMIT $2`,
+		append([]any{store.Micros(storedTime(now).Add(-stallAfter)), limit}, waiting...)...)
+	if err != nil {
+		return nil, fmt.Errorf("find releases waiting for a first fact: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("find releases waiting for a first fact: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find releases waiting for a first fact: %w", err)
+	}
+	return ids, nil
+}

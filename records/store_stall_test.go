@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,6 +64,28 @@ func TestMarkStalledAlertsOncePerRecord(t *testing.T) {
 		}
 		if _, _, _, err := markStalled(t, s, "gone", at(20)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("unknown release: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestStallCandidatesAreTheUnalertedReleasesWithNoFact(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		openRelease(t, s, record("waited", "", 0))
+		openRelease(t, s, record("alerted", "", 0))
+		openRelease(t, s, record("has-a-fact", "", 0))
+		openRelease(t, s, record("young", "", 10))
+		putRecord(t, s, record("closed", StateSuperseded, 0))
+		applyFact(t, s, fact("has-a-fact", PhaseProgressing, 1), "", at(1))
+		if _, _, ok, err := markStalled(t, s, "alerted", at(16)); err != nil || !ok {
+			t.Fatalf("mark alerted: %v %v", ok, err)
+		}
+		got, err := s.StallCandidates(context.Background(), at(20), 15*time.Minute, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"waited"}; !slices.Equal(got, want) {
+			t.Errorf("candidates %v, want %v", got, want)
 		}
 	})
 }
