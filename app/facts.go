@@ -34,14 +34,11 @@ func (s *Server) postClusterFacts(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, "", msg)
 		return
 	}
-	facts, batch, ok := s.readFacts(w, r)
+	facts, batch, ok := s.readFacts(w, r, cluster)
 	if !ok {
 		return
 	}
 	for i := range facts {
-		if facts[i].Cluster == "" {
-			facts[i].Cluster = cluster
-		}
 		if facts[i].Cluster != cluster {
 			writeError(w, http.StatusForbidden, factField(batch, i, "cluster"),
 				fmt.Sprintf("the fact is for cluster %q but was posted to /api/v1/facts/%s with that cluster's token", facts[i].Cluster, cluster))
@@ -76,7 +73,7 @@ func (s *Server) postTaskFacts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	facts, batch, ok := s.readFacts(w, r)
+	facts, batch, ok := s.readFacts(w, r, "")
 	if !ok {
 		return
 	}
@@ -132,8 +129,9 @@ func (s *Server) requireInstalled(w http.ResponseWriter, r *http.Request, repo s
 }
 
 // readFacts decodes one fact or {"facts": [...]} strictly and validates every
-// fact before any is applied.
-func (s *Server) readFacts(w http.ResponseWriter, r *http.Request) ([]records.Fact, bool, bool) {
+// fact before any is applied. A fact that names no cluster takes cluster
+// (the one the path and token name; "" for none) before it is validated.
+func (s *Server) readFacts(w http.ResponseWriter, r *http.Request, cluster string) ([]records.Fact, bool, bool) {
 	body, ok := readBody(w, r)
 	if !ok {
 		return nil, false, false
@@ -169,6 +167,9 @@ func (s *Server) readFacts(w http.ResponseWriter, r *http.Request) ([]records.Fa
 		return nil, false, false
 	}
 	for i := range facts {
+		if facts[i].Cluster == "" {
+			facts[i].Cluster = cluster
+		}
 		if err := facts[i].Validate(); err != nil {
 			var rfe *records.FieldError
 			field := ""

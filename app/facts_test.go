@@ -119,6 +119,17 @@ func TestClusterFactsAuth(t *testing.T) {
 	}
 }
 
+func TestClusterFactWithoutClusterTakesThePaths(t *testing.T) {
+	ts, _ := factServer(t, testdb.URL(t, "sqlite"), nil)
+	openRelease(t, ts, "r1", imageV1)
+	f := clusterFact("Progressing", 1, "r1", imageV1)
+	delete(f, "cluster") // the path and the token name it
+	var res struct{ Outcome, State string }
+	if code := ts.post(t, "/api/v1/facts/prod-eu", "tok-eu", f, &res); code != 200 || res.Outcome != "applied" || res.State != "progressing" {
+		t.Errorf("status %d %+v, want 200, applied to r1 in prod-eu, progressing", code, res)
+	}
+}
+
 func TestFactsBadInputNamesTheField(t *testing.T) {
 	ts, _ := factServer(t, testdb.URL(t, "sqlite"), nil)
 	good := clusterFact("Progressing", 1, "r1", imageV1)
