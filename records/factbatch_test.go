@@ -155,6 +155,35 @@ func TestApplyFactsLeavesAReleaseOfAnUnlockedClusterToApplyFact(t *testing.T) {
 	}
 }
 
+// A workload back at a phase it showed before (a healthy release that lost
+// a pod) sends a fact whose id is stored: the batch read left out its
+// release, so the batch goes to ApplyFact, which applies it.
+func TestApplyFactsLeavesAWorkloadBackAtAnEarlierPhaseToApplyFact(t *testing.T) {
+	s, _ := openStore(t, testdb.URL(t, "postgres"))
+	openRelease(t, s, record("R1", "", 0))
+	for _, f := range []Fact{fact("R1", PhaseHealthy, 1), fact("R1", PhaseProgressing, 2)} {
+		applyFact(t, s, f, "", f.ObservedAt)
+	}
+	back := fact("R1", PhaseHealthy, 3)
+	ctx := context.Background()
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := s.ApplyFacts(ctx, tx, []BatchFact{{Fact: back, Now: at(3)}}); !errors.Is(err, ErrBatchUnsupported) {
+			t.Fatalf("ApplyFacts: %v, want ErrBatchUnsupported", err)
+		}
+		res, err := s.ApplyFact(ctx, tx, back, "", at(3))
+		if err == nil && res.Outcome != OutcomeApplied {
+			t.Errorf("ApplyFact after the batch path gave up: %s (%s), want applied", res.Outcome, res.Reason)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, s, "R1").State; got != StateHealthy {
+		t.Errorf("R1 is %s, want healthy again", got)
+	}
+}
+
 func TestApplyFactsOnSQLiteLeavesTheFactsToApplyFact(t *testing.T) {
 	s, _ := openStore(t, testdb.URL(t, "sqlite"))
 	err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {

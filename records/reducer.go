@@ -12,7 +12,8 @@ type Outcome string
 const (
 	// OutcomeApplied: the fact moved or tracked an existing record.
 	OutcomeApplied Outcome = "applied"
-	// OutcomeDuplicate: the fact id was already stored; nothing changes.
+	// OutcomeDuplicate: the fact was applied already and its workload
+	// showed nothing else since (Repeat); nothing changes.
 	OutcomeDuplicate Outcome = "duplicate"
 	// OutcomeIgnored: the fact cannot be trusted or is out of date; Reason
 	// says why. Its id is not kept, so the same id may count later (an
@@ -37,6 +38,7 @@ type Observation struct {
 	Generation int64     `json:"generation"`
 	Phase      Phase     `json:"phase"`
 	Step       int       `json:"step"`
+	Abort      bool      `json:"abort,omitempty"`
 	ObservedAt time.Time `json:"observed_at"`
 }
 
@@ -46,10 +48,12 @@ func (o Observation) Key() string { return o.Cluster + "/" + o.Namespace + "/" +
 // Input is what the store loads for one fact.
 type Input struct {
 	Fact Fact
-	// Duplicate: a fact with Fact.ID() is already stored.
+	// Duplicate: a fact with Fact.ID() is already stored. It is a repeat
+	// (Repeat) unless the workload showed something else since.
 	Duplicate bool
 	// Previous is the stored Observation for Fact.WorkloadKey(); nil when
-	// the workload was never seen, and always nil for task facts.
+	// the workload was never seen, and always nil for task facts. A store
+	// loads it for a duplicate too, so Repeat can tell.
 	Previous *Observation
 	// Record is the record whose release_id is Fact.ReleaseKey(), or nil.
 	Record *Record
@@ -93,7 +97,7 @@ func Reduce(in Input) Result {
 	r := &reduction{in: in, f: in.Fact}
 	r.res.FactID = in.Fact.ID()
 	switch {
-	case in.Duplicate:
+	case Repeat(in):
 		r.res.Outcome = OutcomeDuplicate
 		r.res.Reason = "fact " + r.res.FactID + " was already applied"
 	case r.validate():
@@ -104,6 +108,25 @@ func Reduce(in Input) Result {
 		}
 	}
 	return r.res
+}
+
+// Repeat reports whether in's fact changes nothing because it was applied
+// already: its id is stored, and its workload has shown nothing else since
+// (or the fact is older than what it showed). A cluster fact's id is (uid,
+// generation, phase, step, abort), so a workload that comes back to an
+// earlier phase within one generation — a healthy release that lost a pod
+// and is healthy again, a Retry of an aborted canary that starts again at
+// step 0 — sends a fact with an id already stored; it is a new
+// observation, not a repeat, and must move the record. A store loads no
+// more than the duplicate check and the workload for a repeat.
+func Repeat(in Input) bool {
+	f, prev := in.Fact, in.Previous
+	if !in.Duplicate || f.IsTask() || prev == nil {
+		return in.Duplicate
+	}
+	same := prev.UID == f.UID && prev.Generation == f.Generation && prev.Phase == f.Phase &&
+		prev.Step == f.Step && prev.Abort == f.Abort
+	return same || !f.ObservedAt.After(prev.ObservedAt)
 }
 
 // reduction carries one Reduce call's input and the result being built.

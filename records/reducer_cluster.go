@@ -104,6 +104,7 @@ func observe(f Fact) Observation {
 		Generation: f.Generation,
 		Phase:      f.Phase,
 		Step:       f.Step,
+		Abort:      f.Abort,
 		ObservedAt: f.ObservedAt,
 	}
 }

@@ -230,12 +230,13 @@ func replaySequences() []replaySequence {
 				deliver(fact("R2", PhaseProgressing, 36, gen(3), step(2)), 36, OutcomeApplied, states{"R2": StateProgressing}),
 				deliver(fact("R2", PhaseDegraded, 38, gen(3), step(2), aborted()), 38, OutcomeApplied, states{"R2": StateAborted, "R1": StateHealthy}),
 				// The retried canary restarts at step 0 with the same
-				// generation: its first facts repeat ids already kept
-				// before the abort (uid, generation, phase, step), so
-				// they are duplicates. The first step it had not reached
-				// before reopens it.
-				deliver(fact("R2", PhaseProgressing, 50, gen(3)), 50, OutcomeDuplicate, states{"R2": StateAborted}),
-				deliver(fact("R2", PhasePaused, 51, gen(3), step(1)), 51, OutcomeDuplicate, states{"R2": StateAborted}),
+				// generation: its facts have the ids of facts kept before
+				// the abort (uid, generation, phase, step), yet the
+				// workload showed something else since, so they are not
+				// repeats. The first one reopens the release (seed 003).
+				deliver(fact("R2", PhaseProgressing, 50, gen(3)), 50, OutcomeApplied, states{"R2": StateProgressing}),
+				deliver(fact("R2", PhasePaused, 51, gen(3), step(1)), 51, OutcomeApplied, states{"R2": StatePaused}),
+				deliver(fact("R2", PhasePaused, 52, gen(3), step(1)), 52, OutcomeDuplicate, states{"R2": StatePaused}), // resync
 				deliver(fact("R2", PhaseProgressing, 55, gen(3), step(3)), 55, OutcomeApplied, states{"R2": StateProgressing}),
 				deliver(fact("R2", PhaseHealthy, 58, gen(3), step(4)), 58, OutcomeApplied, states{"R2": StateHealthy, "R1": StateSuperseded}),
 			}),
@@ -248,6 +249,20 @@ func replaySequences() []replaySequence {
 				deliver(fact("R1", PhaseHealthy, 41, gen(3)), 41, OutcomeApplied, states{"R1": StateHealthy}),
 				deliver(fact("R1", PhaseProgressing, 50, gen(4)), 50, OutcomeApplied, states{"R1": StateProgressing}), // restart
 				deliver(fact("R1", PhaseHealthy, 52, gen(4)), 52, OutcomeApplied, states{"R1": StateHealthy}),
+			}),
+			effects: []string{CDEventServiceDeployed + ":R1"},
+		},
+		{
+			name: "a healthy release loses a pod and recovers: healthy again, no second CDEvent",
+			steps: slices.Concat(canary(), []replayStep{
+				deliver(fact("R1", PhaseProgressing, 30, step(4)), 30, OutcomeApplied, states{"R1": StateProgressing}),
+				// The same observation as minute 25's: the release is
+				// healthy again, not a repeat of a fact already applied.
+				deliver(fact("R1", PhaseHealthy, 32, step(4)), 32, OutcomeApplied, states{"R1": StateHealthy}),
+				deliver(fact("R1", PhaseHealthy, 45, step(4)), 45, OutcomeDuplicate, states{"R1": StateHealthy}), // resync
+				// A redelivery of the dip, late: older than what the
+				// workload showed since, so it changes nothing.
+				deliver(fact("R1", PhaseProgressing, 30, step(4)), 46, OutcomeDuplicate, states{"R1": StateHealthy}),
 			}),
 			effects: []string{CDEventServiceDeployed + ":R1"},
 		},

@@ -8,13 +8,46 @@ import (
 
 func TestRepeatedFactIDIsDuplicate(t *testing.T) {
 	r1 := record("R1", StateProgressing, 0, lastFact(1))
-	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 2), Duplicate: true, Record: &r1, Previous: seen("R1", PhaseProgressing, 1), Now: at(2)})
+	// A resync re-sends what the workload showed last.
+	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 9), Duplicate: true, Record: &r1, Previous: seen("R1", PhaseHealthy, 2), Now: at(9)})
 	if res.Outcome != OutcomeDuplicate {
 		t.Fatalf("outcome = %s, want duplicate", res.Outcome)
 	}
 	if len(res.Records) != 0 || res.Observation != nil || len(res.Audit) != 0 || len(res.Effects) != 0 || res.KeepFact {
 		t.Errorf("a duplicate changed something: %+v", res)
 	}
+}
+
+func TestRepeatIsAStoredFactWhoseWorkloadShowedNothingElseSince(t *testing.T) {
+	healthy := fact("R1", PhaseHealthy, 30, step(4))
+	for _, tc := range []struct {
+		name string
+		in   Input
+		want bool
+	}{
+		{"never stored", Input{Fact: healthy, Previous: seen("R1", PhaseHealthy, 25)}, false},
+		{"stored, and the workload still shows it (a resync)", Input{Fact: healthy, Duplicate: true,
+			Previous: observationOf(fact("R1", PhaseHealthy, 25, step(4)))}, true},
+		{"stored, but the workload was Progressing since (it lost a pod)", Input{Fact: healthy, Duplicate: true,
+			Previous: observationOf(fact("R1", PhaseProgressing, 28, step(4)))}, false},
+		{"stored, at another step since", Input{Fact: healthy, Duplicate: true,
+			Previous: observationOf(fact("R1", PhaseHealthy, 28, step(3)))}, false},
+		{"stored, aborted since", Input{Fact: healthy, Duplicate: true,
+			Previous: observationOf(fact("R1", PhaseHealthy, 28, step(4), aborted()))}, false},
+		{"stored, something else since, but this copy is older than it (a late redelivery)", Input{Fact: healthy, Duplicate: true,
+			Previous: observationOf(fact("R1", PhaseProgressing, 31, step(4)))}, true},
+		{"stored, and the workload never seen", Input{Fact: healthy, Duplicate: true}, true},
+		{"a stored task fact", Input{Fact: taskFact("R1", TaskSuccess, 3), Duplicate: true}, true},
+	} {
+		if got := Repeat(tc.in); got != tc.want {
+			t.Errorf("%s: Repeat = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func observationOf(f Fact) *Observation {
+	o := observe(f)
+	return &o
 }
 
 func TestClusterFactCountsOnlyWhenObservedGenerationMatches(t *testing.T) {

@@ -56,8 +56,8 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 	if err := s.lockClusters(ctx, tx, locked...); err != nil {
 		return in, err
 	}
-	if err := s.loadFactAndWorkload(ctx, tx, &in); err != nil || in.Duplicate {
-		return in, err // Reduce looks no further than a duplicate.
+	if err := s.loadFactAndWorkload(ctx, tx, &in); err != nil || Repeat(in) {
+		return in, err // Reduce looks no further than a repeat.
 	}
 	if s.db.Dialect == store.Postgres {
 		ok, err := s.loadRecordAtOnce(ctx, tx, &in, locked)
@@ -94,7 +94,8 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 }
 
 // loadFactAndWorkload reads whether the fact was seen and, for a cluster
-// fact, what its workload showed last.
+// fact, what its workload showed last (for a seen one too: Repeat needs
+// it).
 func (s *Store) loadFactAndWorkload(ctx context.Context, tx *sql.Tx, in *Input) error {
 	f := in.Fact
 	var prev []byte
@@ -103,7 +104,7 @@ func (s *Store) loadFactAndWorkload(ctx context.Context, tx *sql.Tx, in *Input) 
 	if err != nil {
 		return fmt.Errorf("look up fact id and workload: %w", err)
 	}
-	if in.Duplicate || len(prev) == 0 || f.IsTask() {
+	if len(prev) == 0 || f.IsTask() {
 		return nil
 	}
 	in.Previous = new(Observation)

@@ -148,11 +148,16 @@ func newBatchOverlay() *batchOverlay {
 func (o *batchOverlay) input(bf BatchFact) (Input, error) {
 	f := bf.Fact
 	in := Input{Fact: f, DeliveryID: bf.DeliveryID, Now: bf.Now, Duplicate: o.seen[f.ID()]}
-	if in.Duplicate {
-		return in, nil // Reduce looks no further than a duplicate.
-	}
 	if prev, ok := o.obs[f.WorkloadKey()]; ok && !f.IsTask() {
 		in.Previous = &prev
+	}
+	switch {
+	case Repeat(in):
+		return in, nil // Reduce looks no further than a repeat.
+	case in.Duplicate:
+		// A workload back at an earlier phase: rare, and the read left
+		// out the records of facts already stored.
+		return in, fmt.Errorf("fact %s was stored, but its workload showed something else since: %w", f.ID(), ErrBatchUnsupported)
 	}
 	key := f.ReleaseKey()
 	var tgt targetKey

@@ -13,9 +13,10 @@ import (
 // ($1), workload key ($2, empty for a task fact), release key ($3), and
 // for task facts their app, environment and cluster ($4–$6, empty for
 // the others). The one row of part 3 holds, as JSON, the fact ids
-// already stored and the observations of the other facts' workloads by
-// key: nothing else is read for a duplicate, as ApplyFact reads nothing
-// else. For the other facts: the records of their release keys (part 0),
+// already stored and the observations of the facts' workloads by key:
+// nothing else is read for a duplicate, as ApplyFact reads nothing else
+// for a repeat (a duplicate that is no repeat leaves the batch to
+// ApplyFact). For the other facts: the records of their release keys (part 0),
 // the other open records of those records' targets and of the task
 // facts' targets (part 1), and one healthy record of each such target
 // where none of those is healthy (part 2, for EverHealthy). Rows are told
@@ -38,7 +39,7 @@ UNION ALL SELECT 2, '', NULL, h.* FROM (SELECT * FROM tgt EXCEPT SELECT * FROM k
 	CROSS JOIN LATERAL (SELECT ` + siblingColumns + ` FROM records r WHERE r.app = t.app AND r.environment = t.environment
 		AND r.cluster = t.cluster AND r.healthy_at IS NOT NULL LIMIT 1) h
 UNION ALL SELECT 3, (SELECT coalesce(json_agg(id), '[]') FROM dup)::text,
-	(SELECT coalesce(json_object_agg(key, body), '{}') FROM observations WHERE key IN (SELECT workload FROM todo WHERE workload <> ''))::text,
+	(SELECT coalesce(json_object_agg(key, body), '{}') FROM observations WHERE key IN (SELECT workload FROM f WHERE workload <> ''))::text,
 	` + blankRecord
 
 // batchLockQuery takes the cluster locks of a batch ($2, sorted: see
