@@ -70,15 +70,7 @@ func (f *flow) onStopped(ctx context.Context, d pipeline.Delivery, repo string, 
 	}
 	ev := auditEvent(next, records.AuditStateChanged, d.ID, now, fmt.Sprintf(
 		"Run %d attempt %d ended with conclusion %s; ripcord stopped retrying.", run.ID, run.Attempt, run.Conclusion))
-	return func(ctx context.Context, tx *sql.Tx) error {
-		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
-			return err // stale: the delivery is retried on fresh state
-		}
-		if err := f.deps.Records.InsertAudit(ctx, tx, ev); err != nil {
-			return err
-		}
-		return f.queueCheck(ctx, tx, next)
-	}, nil
+	return f.saveEpisode(next, ep.Seq, ev), nil
 }
 
 // onFailure decides a failed attempt of a configured deploy workflow.
@@ -183,15 +175,21 @@ func (f *flow) onSuccess(ctx context.Context, d pipeline.Delivery, repo string, 
 		ev = auditEvent(next, records.AuditRollbackCompleted, d.ID, now, fmt.Sprintf(
 			"Rollback run %d succeeded: %s is back on %s.", run.ID, where(next.Environment, next.Cluster), targetName(next.Decision.Target)))
 	}
+	return f.saveEpisode(next, ep.Seq, ev), nil
+}
+
+// saveEpisode is the commit of an episode's move to next from seq, with
+// its audit event and check run.
+func (f *flow) saveEpisode(next Episode, seq int, ev records.AuditEvent) pipeline.Commit {
 	return func(ctx context.Context, tx *sql.Tx) error {
-		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+		if err := saveEpisode(ctx, tx, next, seq); err != nil {
 			return err // stale: the delivery is retried on fresh state
 		}
 		if err := f.deps.Records.InsertAudit(ctx, tx, ev); err != nil {
 			return err
 		}
 		return f.queueCheck(ctx, tx, next)
-	}, nil
+	}
 }
 
 func plural(n int, one, many string) string {

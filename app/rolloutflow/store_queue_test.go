@@ -19,13 +19,7 @@ func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-		plan := twoStages(rollout.Stop)
-		add := func(id, app string, at time.Time, phase Phase) Rollout {
-			t.Helper()
-			m := NewMachine(plan)
-			m.Phase = phase
-			return storeRollout(t, db, id, app, at, plan, m)
-		}
+		add := rolloutsIn(t, db)
 		add("ro-a", "checkout", t0, PhaseDone)                       // ended: holds nobody
 		b := add("ro-b", "checkout", t0.Add(time.Second), PhaseBake) // rolling out
 		c := add("ro-c", "checkout", t0.Add(time.Second), PhaseQueue)
@@ -69,13 +63,7 @@ func TestAFailureAfterDeployingHoldsTheQueueBehind(t *testing.T) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-		plan := twoStages(rollout.Stop)
-		add := func(id, app string, at time.Time, phase Phase) Rollout {
-			t.Helper()
-			m := NewMachine(plan)
-			m.Phase = phase
-			return storeRollout(t, db, id, app, at, plan, m)
-		}
+		add := rolloutsIn(t, db)
 		failed := add("ro-a", "checkout", t0, PhaseDone)
 		add("ro-b", "checkout", t0.Add(time.Second), PhaseQueue)
 		add("ro-c", "checkout", t0.Add(2*time.Second), PhaseQueue)
@@ -109,6 +97,18 @@ func TestAFailureAfterDeployingHoldsTheQueueBehind(t *testing.T) {
 		if got := deployed(tc.runs); got != tc.want {
 			t.Errorf("deployed(%v) = %v, want %v", tc.runs, got, tc.want)
 		}
+	}
+}
+
+// rolloutsIn returns a function that stores a rollout of app to prod with
+// two stages, created at at, its machine in phase.
+func rolloutsIn(t *testing.T, db *store.DB) func(id, app string, at time.Time, phase Phase) Rollout {
+	plan := twoStages(rollout.Stop)
+	return func(id, app string, at time.Time, phase Phase) Rollout {
+		t.Helper()
+		m := NewMachine(plan)
+		m.Phase = phase
+		return storeRollout(t, db, id, app, at, plan, m)
 	}
 }
 
