@@ -44,7 +44,16 @@ type ReplyArgs struct {
 	Key            string `json:"key" river:"unique"`
 	Body           string `json:"body"`
 	InstallationID int64  `json:"installation_id"`
+	// After is the key of a reply that must be on the conversation first:
+	// the answer to a request a job carries out ("not opened: …") after
+	// the acknowledgement ("I will post the link here"), queued side by
+	// side. It waits up to afterWait, then posts anyway.
+	After string `json:"after,omitempty"`
 }
+
+// afterWait bounds how long a reply waits for the one it comes after: that
+// one's job may have been dropped.
+const afterWait = time.Minute
 
 // Kind names the job in the queue.
 func (ReplyArgs) Kind() string { return "comment_reply" }
@@ -108,8 +117,17 @@ func (w *replyWorker) Work(ctx context.Context, job *river.Job[ReplyArgs]) error
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	owner, repo, _ := strings.Cut(a.Repository, "/")
+	if a.After != "" && time.Since(job.CreatedAt) < afterWait {
+		posted, err := alreadyPosted(ctx, gh, owner, repo, a.Repository, a.Number, a.After)
+		if err != nil {
+			return err
+		}
+		if !posted {
+			return river.JobSnooze(time.Second)
+		}
+	}
 	if job.Attempt > 1 {
-		posted, err := alreadyPosted(ctx, gh, owner, repo, a)
+		posted, err := alreadyPosted(ctx, gh, owner, repo, a.Repository, a.Number, a.Key)
 		if err != nil || posted {
 			return err
 		}
@@ -124,18 +142,18 @@ func (w *replyWorker) Work(ctx context.Context, job *river.Job[ReplyArgs]) error
 // maxCommentPages bounds the search for an earlier copy of a reply.
 const maxCommentPages = 10
 
-// alreadyPosted looks for the reply's marker among the conversation's
+// alreadyPosted looks for the marker of reply key among the conversation's
 // comments. The issue-comments API lists oldest first and takes no sort
 // order, so it pages (a retry is rare; 10 pages of 100 is the bound).
-func alreadyPosted(ctx context.Context, gh *github.Client, owner, repo string, a ReplyArgs) (bool, error) {
+func alreadyPosted(ctx context.Context, gh *github.Client, owner, repo, fullName string, number int, key string) (bool, error) {
 	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for range maxCommentPages {
-		cs, resp, err := gh.Issues.ListComments(ctx, owner, repo, a.Number, opts)
+		cs, resp, err := gh.Issues.ListComments(ctx, owner, repo, number, opts)
 		if err != nil {
-			return false, fmt.Errorf("look for reply %s on %s#%d: %w", a.Key, a.Repository, a.Number, err)
+			return false, fmt.Errorf("look for reply %s on %s#%d: %w", key, fullName, number, err)
 		}
 		for _, c := range cs {
-			if strings.Contains(c.GetBody(), marker(a.Key)) {
+			if strings.Contains(c.GetBody(), marker(key)) {
 				return true, nil
 			}
 		}

@@ -163,5 +163,5 @@ func (w *pullRequestWorker) reply(ctx context.Context, tx *sql.Tx, a PullRequest
 		return nil
 	}
 	return commands.QueueReply(ctx, tx, w.deps.River(), commands.ReplyArgs{Repository: r.Repository, Number: r.Number,
-		InstallationID: r.InstallationID, Key: r.Key + "-done", Body: "@" + r.User + " " + body})
+		InstallationID: r.InstallationID, Key: r.Key + "-done", Body: "@" + r.User + " " + body, After: r.Key})
 }
