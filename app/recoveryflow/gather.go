@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
@@ -46,7 +47,9 @@ func (f *flow) gather(ctx context.Context, gh *github.Client, repository string,
 	if deploy.Environment == "" {
 		return nil
 	}
-	g.Newest, err = f.deps.Records.Newest(ctx, deploy.App, deploy.Environment, cluster, cfg.Eligibility.Window)
+	// Past the window too: opened records (pull requests not merged) take
+	// no place in it, as in every other eligibility check.
+	g.Newest, err = f.deps.Records.Newest(ctx, deploy.App, deploy.Environment, cluster, cfg.Eligibility.Window+eligibility.ReadAhead)
 	return err
 }
 

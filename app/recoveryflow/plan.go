@@ -82,11 +82,11 @@ func plan(g gathered) planned {
 	in.FailureType, p.Context.FailureTypeSource = failureType(g, recov.FailureTypes)
 	in.FailedVersion = failedVersion(g)
 	current := p.ReleaseID
-	if len(g.Newest) > 0 {
-		in.Live = recovery.Live{Known: true, Version: versionOf(g.Newest[0].Image), Digest: g.Newest[0].ResolvedDigest()}
-		p.Context.LiveReleaseID = g.Newest[0].ReleaseID
+	if live, ok := newestThatRan(g.Newest); ok {
+		in.Live = recovery.Live{Known: true, Version: versionOf(live.Image), Digest: live.ResolvedDigest()}
+		p.Context.LiveReleaseID = live.ReleaseID
 		if current == "" {
-			current = g.Newest[0].ReleaseID
+			current = live.ReleaseID
 		}
 	} else {
 		in.Live = recovery.Live{Error: fmt.Sprintf("no release of %s in %s is recorded", deploy.App, where(deploy.Environment, p.Cluster))}
@@ -210,12 +210,25 @@ func previousTarget(newest []records.Record, current string, window int) *recove
 			Eligible: true, Evidence: ans.Reason}
 	}
 	for i, r := range newest {
-		if r.ReleaseID == current && i+1 < len(newest) {
-			o := newest[i+1]
-			return &recovery.Target{ReleaseID: o.ReleaseID, Version: versionOf(o.Image), Digest: o.ResolvedDigest(), Evidence: ans.Reason}
+		if r.ReleaseID == current {
+			if o, ok := newestThatRan(newest[i+1:]); ok {
+				return &recovery.Target{ReleaseID: o.ReleaseID, Version: versionOf(o.Image), Digest: o.ResolvedDigest(), Evidence: ans.Reason}
+			}
 		}
 	}
 	return nil
+}
+
+// newestThatRan is the first of rs (newest first) that is not opened: a
+// release whose pull request is not merged never ran, so it is neither
+// what runs nor something to go back to.
+func newestThatRan(rs []records.Record) (records.Record, bool) {
+	for _, r := range rs {
+		if r.State != records.StateOpened {
+			return r, true
+		}
+	}
+	return records.Record{}, false
 }
 
 func where(env, cluster string) string {

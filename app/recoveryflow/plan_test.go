@@ -96,6 +96,8 @@ func TestPlan(t *testing.T) {
 			&v2, []records.Record{pinned, v1}, nil, recovery.RuleDigestPinned, repoconfig.FailureUnknown, FromNone, "", false, "v2/"},
 		{"a first release has nothing to roll back to", 4, staging, taskFact(1, records.TaskFailed, "", "staging"),
 			&v2, []records.Record{v2}, nil, recovery.RuleNoPreviousVersion, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2"},
+		{"a release whose pull request is not merged is neither what runs nor a target", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
+			&v2, []records.Record{opened("r4", "v4", time.Second), v2, opened("r0", "v0", 90*time.Minute), v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2"},
 		{"a previous release that never became healthy is no target", 4, staging, taskFact(1, records.TaskFailed, "", "staging"),
 			&v2, []records.Record{v2, rec("r1", "v1", false, 2*time.Hour)}, nil, recovery.RulePreviousNotEligible, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2"},
 	}
@@ -125,6 +127,13 @@ func TestPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// opened is a release whose pull request is not merged: it never ran.
+func opened(id, image string, age time.Duration) records.Record {
+	r := rec(id, image, false, age)
+	r.State = records.StateOpened
+	return r
 }
 
 func prodOf(r records.Record) records.Record { r.Environment = "prod"; return r }

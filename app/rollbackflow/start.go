@@ -12,13 +12,10 @@ import (
 
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 )
-
-// extraRecords are read past the eligibility window, so that opened records
-// (pull requests not merged yet) can be skipped without shrinking it.
-const extraRecords = 10
 
 // starter is the shell every entry point shares: it loads what Decide needs
 // and queues the job.
@@ -56,7 +53,7 @@ func (st *starter) decide(ctx context.Context, in Input) (Plan, error) {
 	if window <= 0 {
 		window = repoconfig.DefaultEligibilityWindow
 	}
-	newest, err := st.deps.Records.Newest(ctx, s.App, s.Environment, in.Cluster, window+extraRecords)
+	newest, err := st.deps.Records.Newest(ctx, s.App, s.Environment, in.Cluster, window+eligibility.ReadAhead)
 	if err != nil {
 		return Plan{}, err
 	}

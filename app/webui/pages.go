@@ -76,7 +76,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "read release", err)
 		return
 	}
-	same, err := h.records.Newest(r.Context(), rec.App, rec.Environment, rec.Cluster, eligibility.DefaultWindow)
+	same, err := h.records.Newest(r.Context(), rec.App, rec.Environment, rec.Cluster, eligibility.DefaultWindow+eligibility.ReadAhead)
 	if err != nil {
 		h.internal(w, ss.Login, "read the newest releases", err)
 		return
