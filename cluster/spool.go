@@ -113,7 +113,9 @@ func (s *Spool) Append(f records.Fact) (dropped int, err error) {
 }
 
 // writeFileAtomic writes name in dir through a synced temporary file and a
-// rename, so a crash leaves either nothing or the whole file.
+// rename, so a crash leaves either nothing or the whole file; the directory
+// is synced after the rename, so the file is there after a power loss too
+// (a rename is durable only once its directory is).
 func writeFileAtomic(dir, name string, body []byte) error {
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
@@ -129,6 +131,17 @@ func writeFileAtomic(dir, name string, body []byte) error {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("rename %s: %w", name, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	serr = d.Sync()
+	if cerr := d.Close(); serr == nil {
+		serr = cerr
+	}
+	if serr != nil {
+		return fmt.Errorf("sync %s after writing %s: %w", dir, name, serr)
 	}
 	return nil
 }
