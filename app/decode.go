@@ -30,8 +30,15 @@ func (e *fieldError) Error() string {
 // readBody reads a bounded request body; a body over the limit is a 413.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "", "request body larger than 1 MiB")
+		return nil, false
+	case err != nil:
+		// A body cut short (the client went away, or sent less than its
+		// Content-Length) is the request's fault, not its size.
+		writeError(w, http.StatusBadRequest, "", "could not read the request body: "+err.Error())
 		return nil, false
 	}
 	return body, true
