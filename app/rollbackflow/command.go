@@ -42,12 +42,16 @@ func (c rollbackCommand) Run(ctx context.Context, inv commands.Invocation) (comm
 	return commands.Outcome{}, err
 }
 
+// namesDigest reports whether a target names an image digest rather than
+// a release id; a release id may well start with "sha" ("shadow-…").
+func namesDigest(to string) bool { return strings.HasPrefix(to, "sha256:") }
+
 // which names the app, environment and cluster to roll back: the named
 // release's; else the release this pull request opened; else the only
 // environment of the config that rolls back by pull request.
 func (c rollbackCommand) which(ctx context.Context, inv commands.Invocation, to string) (Start, error) {
 	d := c.st.deps
-	if to != "" && !strings.HasPrefix(to, "sha") {
+	if to != "" && !namesDigest(to) {
 		rec, err := d.Records.Get(ctx, to)
 		if errors.Is(err, records.ErrNotFound) {
 			return Start{}, refuse("no release %q is recorded", to)

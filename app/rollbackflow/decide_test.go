@@ -123,3 +123,18 @@ func TestParseArgs(t *testing.T) {
 		}
 	}
 }
+
+// `/ripcord rollback to X` looks X up as a release unless it is a digest: a
+// release id that starts with "sha" is a release id.
+func TestNamesDigest(t *testing.T) {
+	for to, want := range map[string]bool{
+		"sha256:" + strings.Repeat("a", 64): true,
+		"shadow-7:prod-eu/prod":             false,
+		"sha-1f2e3d:prod-eu/prod":           false,
+		"r2:prod-eu/prod":                   false,
+	} {
+		if got := namesDigest(to); got != want {
+			t.Errorf("namesDigest(%q) = %v, want %v", to, got, want)
+		}
+	}
+}
