@@ -111,6 +111,14 @@ func (m *Machine) rollback(in Inputs, evs *[]Event) (Action, bool) {
 	run, ok := in.Runs[ref]
 	switch {
 	case !ok:
+		// A sibling pass's batch may still be deploying when another pass
+		// fails: its run is let finish (a copy cut short is harder to
+		// recover), and its hosts are taken back only after, or the
+		// rollback could run under it and leave the new version behind.
+		deploy := Ref{Kind: KindDeploy, Stage: ref.Stage, Pass: ref.Pass, Batch: ref.Batch}
+		if d, ok := in.Runs[deploy]; ok && deploying(d, in) {
+			return waitFor(d, in), false
+		}
 		return Action{Kind: ActDispatch, Ref: ref}, false
 	case run.State == RunFailure:
 		r.Reason = fmt.Sprintf("%s: workflow run %d failed%s", name, run.RunID, suffix(run.Detail))
@@ -131,4 +139,13 @@ func (m *Machine) rollback(in Inputs, evs *[]Event) (Action, bool) {
 	r.Outcome, m.Phase = "failed", PhaseDone
 	*evs = append(*evs, Event{Type: "rollback-failed", Message: "rollback failed: " + r.Reason})
 	return Action{}, true
+}
+
+// deploying reports whether a deploy run may still change its hosts: it
+// runs, or it waits for a runner within its queue_timeout.
+func deploying(r Run, in Inputs) bool {
+	if waiting(r) {
+		return in.Now.Before(r.DispatchedAt.Add(in.Settings.QueueTimeout))
+	}
+	return r.State == RunInProgress
 }

@@ -289,3 +289,32 @@ func TestQueueTransitions(t *testing.T) {
 		}
 	})
 }
+
+func TestARollbackWaitsForTheSiblingPassStillDeploying(t *testing.T) {
+	p := twoStages(rollout.RollbackWave)
+	p.Stages[0].Passes = append(p.Stages[0].Passes, p.Stages[1].Passes[0])
+	m := NewMachine(p)
+	m.Phase = PhaseDeploy
+	m.Stages[0].State = StageRunning
+	m.Passes = make([]PassCursor, 2)
+	sibling := Ref{Kind: KindDeploy, Stage: 0, Pass: 1}
+	runs := map[Ref]Run{deployA: {State: RunFailure, RunID: 1, DispatchedAt: t0},
+		sibling: {State: RunInProgress, RunID: 2, DispatchedAt: t0}}
+	act, _ := m.Next(inputs(p, t0, runs))
+	if act.Kind != ActDispatch || act.Ref != (Ref{Kind: KindRollback}) {
+		t.Fatalf("action %+v, want the failed pass's batch rolled back", act)
+	}
+	runs[act.Ref] = Run{State: RunSuccess, RunID: 3, DispatchedAt: t0}
+	act, _ = m.Next(inputs(p, t0.Add(time.Minute), runs))
+	if act.Kind == ActDispatch {
+		t.Fatalf("action %+v: the sibling's batch is rolled back while its deploy run %d still runs on the same hosts", act, runs[sibling].RunID)
+	}
+	if act.Kind != ActWait {
+		t.Fatalf("action %+v, want a wait for the sibling's deploy run to end", act)
+	}
+	runs[sibling] = Run{State: RunSuccess, RunID: 2, DispatchedAt: t0}
+	act, _ = m.Next(inputs(p, t0.Add(2*time.Minute), runs))
+	if act.Kind != ActDispatch || act.Ref != (Ref{Kind: KindRollback, Stage: 0, Pass: 1}) {
+		t.Fatalf("action %+v, want the sibling's batch rolled back once its deploy ended", act)
+	}
+}
