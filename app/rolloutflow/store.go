@@ -188,10 +188,12 @@ func ahead(ctx context.Context, q querier, r Rollout) (string, error) {
 // deploying: each was merged on top of r's release and may carry the same
 // fault, so none starts when the queue clears, and the first would
 // otherwise start at once (after a rollback of r's release, on top of the
-// rollback). A rollout held already keeps its first reason.
+// rollback). A rollout held already keeps its first reason. The hold
+// counts as a move (seq): a tick of a held rollout that read it before, and
+// then found nothing ahead, loses its save instead of starting it.
 func holdBehind(ctx context.Context, tx *sql.Tx, r Rollout) error {
 	why := fmt.Sprintf("rollout %s of release %s, ahead of it, failed after deploying", r.ID, r.ReleaseID)
-	if _, err := tx.ExecContext(ctx, `UPDATE rollouts SET hold = $1
+	if _, err := tx.ExecContext(ctx, `UPDATE rollouts SET hold = $1, seq = seq + 1
 		WHERE app = $2 AND environment = $3 AND phase = 'queue' AND hold = ''`, why, r.App, r.Environment); err != nil {
 		return fmt.Errorf("hold the rollouts queued behind %s: %w", r.ID, err)
 	}

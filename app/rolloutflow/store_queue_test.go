@@ -3,6 +3,7 @@ package rolloutflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -129,4 +130,43 @@ func storeRollout(t *testing.T, db *store.DB, id, app string, at time.Time, plan
 		t.Fatal(err)
 	}
 	return r
+}
+
+// A tick of a queued rollout that read it before the rollout ahead failed,
+// and found nothing ahead after, must not start it past the hold the
+// failure set meanwhile: its save loses, and the retry sees the hold.
+func TestAHoldSetDuringATickOfTheRolloutBehindIsNotBypassed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+		add := rolloutsIn(t, db)
+		failed := add("ro-a", "checkout", t0, PhaseDone)
+		add("ro-b", "checkout", t0.Add(time.Second), PhaseQueue)
+		stale, err := getRollout(ctx, db.Write, "ro-b") // the tick reads ro-b, no hold yet
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.InTx(ctx, func(tx *sql.Tx) error { return holdBehind(ctx, tx, failed) }); err != nil {
+			t.Fatal(err)
+		}
+		// ro-a has ended: the tick finds nothing ahead and starts ro-b.
+		in := inputs(stale.Snapshot.Plan, t0, nil)
+		in.Hold = stale.Hold
+		stale.Machine.Next(in)
+		if stale.Machine.Phase == PhaseQueue {
+			t.Fatalf("phase %s: the stale tick should have started ro-b", stale.Machine.Phase)
+		}
+		err = db.InTx(ctx, func(tx *sql.Tx) error { return saveMachine(ctx, tx, &stale, t0) })
+		if !errors.Is(err, errMoved) {
+			t.Fatalf("save of a tick that read ro-b before its hold: %v, want errMoved", err)
+		}
+		r, err := getRollout(ctx, db.Read, "ro-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Machine.Phase != PhaseQueue || r.Hold == "" {
+			t.Errorf("ro-b in phase %s with hold %q, want held in the queue", r.Machine.Phase, r.Hold)
+		}
+	})
 }
