@@ -91,7 +91,7 @@ func (x *executor) adoptRun(ctx context.Context, gh *github.Client, r Rollout, r
 			return err
 		}
 		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", fmt.Sprintf(
-			"%s: run %d adopted: its dispatch was accepted but its run id was never stored (a restart)", name, found.GetID()))
+			"%s: run %d adopted: its dispatch was accepted but its run id was never stored (a restart, or GitHub did not return it)", name, found.GetID()))
 	})
 }
 

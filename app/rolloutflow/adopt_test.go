@@ -66,3 +66,31 @@ func TestRunOfACutShortDispatchIsAdopted(t *testing.T) {
 		})
 	}
 }
+
+// A GitHub that answers a dispatch without the run's details (no
+// return_run_details) leaves the run id unknown: the run is found by its
+// run-name as after a restart, not failed at queue_timeout although it ran.
+func TestARunDispatchedWithoutItsDetailsIsAdopted(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	h.gh.SetClock(h.clock.Now)
+	h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
+	h.gh.IgnoreRunDetails(testRepo)
+	h.start(nil)
+	r := h.run(nil)
+	if r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
+		t.Fatalf("status %s (%s), dispatches %v; want succeeded with each batch once", r.Machine.Status, r.Machine.Failure, h.dispatches())
+	}
+	audit, err := listAudit(context.Background(), h.x.deps.DB.Read, h.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted := 0
+	for _, l := range audit {
+		if strings.Contains(l.Message, "adopted") {
+			adopted++
+		}
+	}
+	if adopted != len(deployAll) {
+		t.Errorf("%d runs adopted, want each of the %d batches'", adopted, len(deployAll))
+	}
+}

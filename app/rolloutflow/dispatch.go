@@ -40,10 +40,16 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 	if err == nil {
 		runID, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, inputs)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		// GitHub said no (or could not be asked): the batch fails, it is
 		// not sent again.
 		state, detail = RunFailure, "dispatch: "+err.Error()
+	case runID == 0:
+		// Accepted without the run's details (a GitHub that does not know
+		// return_run_details): no event can be matched to the batch, so
+		// it stays dispatching and its run is adopted by name (adopt.go).
+		state = RunDispatching
 	}
 	x.deps.Log.Info("rollout batch dispatched", "rollout", r.ID, "batch", name, "workflow", workflow, "run_id", runID, "error", detail)
 	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
@@ -51,8 +57,11 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 			return err
 		}
 		msg := fmt.Sprintf("%s dispatched: %s run %d", name, workflow, runID)
-		if detail != "" {
+		switch {
+		case detail != "":
 			msg = name + " not dispatched: " + detail
+		case runID == 0:
+			msg = fmt.Sprintf("%s dispatched: %s, GitHub did not say which run: it is looked up by its name", name, workflow)
 		}
 		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", msg)
 	})

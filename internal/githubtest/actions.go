@@ -157,7 +157,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, p map[string]s
 		DisplayTitle: repo.runNameLocked(wf, in.Inputs),
 	})
 	repo.dispatches = append(repo.dispatches, Dispatch{Workflow: wf, Ref: in.Ref, Inputs: in.Inputs, RunID: rs.ID})
-	if !in.ReturnRunDetails {
+	if !in.ReturnRunDetails || repo.noDetails {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -166,6 +166,15 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, p map[string]s
 		"run_url":         s.apiURL("repos/%s/actions/runs/%d", repo.fullName(), rs.ID),
 		"html_url":        htmlURL("%s/actions/runs/%d", repo.fullName(), rs.ID),
 	})
+}
+
+// IgnoreRunDetails makes the dispatches of repo answer 204 without the
+// run's details even when return_run_details asks for them, as a GitHub
+// that does not know the parameter does.
+func (s *Server) IgnoreRunDetails(repo string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repoLocked(repo).noDetails = true
 }
 
 // Dispatches returns the workflow dispatches made on repo, in order.

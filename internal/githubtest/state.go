@@ -28,6 +28,7 @@ type repoState struct {
 
 	runs        map[int64]*runState
 	runNames    map[string]string // workflow file → run-name template (runname.go)
+	noDetails   bool              // dispatches answer 204 whatever return_run_details says
 	dispatches  []Dispatch
 	gateReviews []GateReview
 
