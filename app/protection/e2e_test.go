@@ -1,6 +1,7 @@
 package protection_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,47 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 				t.Errorf("review = %+v, want run %d production %s with %q", r, runID, tt.wantState, tt.wantComment)
 			}
 		})
+	}
+}
+
+// A re-run of the waiting job (GitHub keeps the run id, and ripcord itself
+// re-runs failed deploy jobs) makes a new deployment and asks again: it
+// must get its own answer, or the job waits until GitHub times it out. A
+// redelivery of the same request is still answered once.
+func TestProtectionRuleAnswersARerunOfTheSameRun(t *testing.T) {
+	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	now := time.Now().UTC()
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	e.Install(repo)
+	request := func(deploymentID int64) []byte {
+		body := githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+			Repo: repo, Environment: "production", RunID: 300, APIURL: e.GitHub.URL(), SHA: sha,
+			InstallationID: githubtest.InstallationID})
+		var payload map[string]any
+		if err := json.Unmarshal(body, &payload); err != nil {
+			t.Fatal(err)
+		}
+		payload["deployment"].(map[string]any)["id"] = deploymentID
+		body, err := json.Marshal(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	first := e.Deliver("deployment_protection_rule", request(9001))
+	e.WaitFor("the first review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) == 1 })
+	e.Settle()
+	e.Redeliver("deployment_protection_rule", first, request(9001))
+	e.Deliver("deployment_protection_rule", request(9001)) // GitHub sent the same request twice
+	e.Settle()
+	if n := len(e.GitHub.GateReviews(repo)); n != 1 {
+		t.Fatalf("%d reviews after repeats of one request, want 1", n)
+	}
+	e.Deliver("deployment_protection_rule", request(9002)) // the job was re-run
+	e.WaitFor("the re-run's review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) == 2 })
+	e.Settle()
+	if r := e.GitHub.GateReviews(repo)[1]; r.RunID != 300 || r.State != "approved" {
+		t.Errorf("re-run's review = %+v, want run 300 approved", r)
 	}
 }

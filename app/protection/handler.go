@@ -35,7 +35,7 @@ func (h handler) Handle(_ context.Context, d pipeline.Delivery) (pipeline.Commit
 	}
 	args := ReviewArgs{
 		Repository: ev.GetRepo().GetFullName(), Environment: ev.GetEnvironment(), RunID: runID,
-		SHA: ev.GetDeployment().GetSHA(), InstallationID: d.InstallationID,
+		DeploymentID: ev.GetDeployment().GetID(), SHA: ev.GetDeployment().GetSHA(), InstallationID: d.InstallationID,
 		RequestedAt: h.deps.Now().Unix(),
 	}
 	if args.Repository == "" || args.InstallationID == 0 || args.Environment == "" {

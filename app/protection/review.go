@@ -26,11 +26,14 @@ const (
 )
 
 // ReviewArgs answers one deployment protection rule request. Unique by
-// args: a redelivered event answers once.
+// args: a redelivered event answers once. The deployment tells requests of
+// one run apart: a re-run keeps the run id but waits on a new deployment,
+// and must be answered again.
 type ReviewArgs struct {
 	Repository     string `json:"repository" river:"unique"`
 	Environment    string `json:"environment" river:"unique"`
 	RunID          int64  `json:"run_id" river:"unique"`
+	DeploymentID   int64  `json:"deployment_id" river:"unique"`
 	SHA            string `json:"sha"`
 	InstallationID int64  `json:"installation_id"`
 	RequestedAt    int64  `json:"requested_at"` // unix seconds, for the gate deadline
