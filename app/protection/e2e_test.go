@@ -43,14 +43,16 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 		frozen      bool
 		gates       bool
 		gateResult  string // conclusion of ripcord/provenance on the commit; "" for none
+		gateApp     string // the App that made it, when not ripcord (a workflow's token can)
 		wantState   string
 		wantComment string
 	}{
-		{"inside a freeze window", true, false, "", "rejected", "year-end freeze"},
-		{"outside any freeze, gates not required", false, false, "", "approved", "no freeze window is active"},
-		{"gates required and passed", false, true, "success", "approved", "ripcord/provenance"},
-		{"gates required and failed", false, true, "failure", "rejected", "gates failed: ripcord/provenance"},
-		{"gates required but none ran", false, true, "", "rejected", "no gate verdict"},
+		{"inside a freeze window", true, false, "", "", "rejected", "year-end freeze"},
+		{"outside any freeze, gates not required", false, false, "", "", "approved", "no freeze window is active"},
+		{"gates required and passed", false, true, "success", "", "approved", "ripcord/provenance"},
+		{"gates required and failed", false, true, "failure", "", "rejected", "gates failed: ripcord/provenance"},
+		{"gates required but none ran", false, true, "", "", "rejected", "no gate verdict"},
+		{"a passing gate made by another App is no verdict", false, true, "success", "github-actions", "rejected", "no gate verdict"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +69,8 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(start, end, tt.gates))
 			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
 			if tt.gateResult != "" {
-				e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: tt.gateResult})
+				e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: tt.gateResult,
+					AppSlug: tt.gateApp})
 			}
 			e.Install(repo)
 			runID := int64(100 + i)

@@ -65,7 +65,7 @@ func (w *reviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) err
 	}
 	var runs []CheckRun
 	if needsGates(rules) {
-		if runs, err = gateRuns(ctx, gh, a.Repository, a.SHA); err != nil {
+		if runs, err = gateRuns(ctx, gh, w.deps.App().ID, a.Repository, a.SHA); err != nil {
 			return err
 		}
 	}
@@ -140,13 +140,15 @@ func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs
 
 // gateRuns lists the check runs of sha and, when none is a ripcord gate,
 // those of the head of each pull request that contains sha (a merge
-// commit carries no gate runs; its pull request's head does).
-func gateRuns(ctx context.Context, gh *github.Client, repository, sha string) ([]CheckRun, error) {
+// commit carries no gate runs; its pull request's head does). Only runs
+// this App (appID) made count: a workflow's token or another App can make
+// a check run named ripcord/provenance too.
+func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, sha string) ([]CheckRun, error) {
 	if sha == "" {
 		return nil, nil
 	}
 	owner, name, _ := strings.Cut(repository, "/")
-	runs, err := checkRuns(ctx, gh, owner, name, sha)
+	runs, err := checkRuns(ctx, gh, appID, owner, name, sha)
 	if err != nil || len(latestGateRuns(runs)) > 0 {
 		return runs, err
 	}
@@ -159,7 +161,7 @@ func gateRuns(ctx context.Context, gh *github.Client, repository, sha string) ([
 		if head == "" || head == sha {
 			continue
 		}
-		more, err := checkRuns(ctx, gh, owner, name, head)
+		more, err := checkRuns(ctx, gh, appID, owner, name, head)
 		if err != nil {
 			return nil, err
 		}
@@ -168,13 +170,19 @@ func gateRuns(ctx context.Context, gh *github.Client, repository, sha string) ([
 	return runs, nil
 }
 
-func checkRuns(ctx context.Context, gh *github.Client, owner, name, sha string) ([]CheckRun, error) {
-	res, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, sha, &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}})
+func checkRuns(ctx context.Context, gh *github.Client, appID int64, owner, name, sha string) ([]CheckRun, error) {
+	// app_id also keeps another App's newer run of a gate's name from
+	// hiding this App's own in GitHub's filter=latest.
+	res, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, sha, &github.ListCheckRunsOptions{AppID: &appID,
+		ListOptions: github.ListOptions{PerPage: 100}})
 	if err != nil {
 		return nil, fmt.Errorf("list check runs of %s in %s/%s: %w", sha, owner, name, err)
 	}
 	var out []CheckRun
 	for _, cr := range res.CheckRuns {
+		if cr.GetApp().GetID() != appID {
+			continue
+		}
 		out = append(out, CheckRun{Name: cr.GetName(), Status: cr.GetStatus(), Conclusion: cr.GetConclusion(),
 			URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA()})
 	}

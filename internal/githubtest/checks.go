@@ -17,6 +17,9 @@ type CheckRun struct {
 	Actions                []CheckRunAction
 	StartedAt, CompletedAt time.Time
 	Updates                int // PATCHes after the create
+	// AppSlug is the App that made the run when it is not the App under
+	// test (github-actions, another App): it shows as that App's run.
+	AppSlug string
 }
 
 // CheckRunAction is a button on a check run (requested_action).
@@ -174,9 +177,18 @@ func (s *Server) checkRunJSON(repo *repoState, cr *CheckRun) map[string]any {
 		},
 		"url":      s.apiURL("repos/%s/check-runs/%d", repo.fullName(), cr.ID),
 		"html_url": htmlURL("%s/runs/%d", repo.fullName(), cr.ID),
-		"app":      s.appJSON(), "pull_requests": []any{}, "actions": actions,
+		"app":      s.checkRunAppJSON(cr), "pull_requests": []any{}, "actions": actions,
 		"check_suite": map[string]any{"id": cr.ID + 1},
 	}
+}
+
+func (s *Server) checkRunAppJSON(cr *CheckRun) map[string]any {
+	app := s.appJSON()
+	if cr.AppSlug != "" && cr.AppSlug != AppSlug {
+		app["id"], app["slug"], app["name"] = AppID+1+int64(len(cr.AppSlug)), cr.AppSlug, cr.AppSlug
+		app["node_id"], app["html_url"] = "A_"+cr.AppSlug, htmlURL("apps/%s", cr.AppSlug)
+	}
+	return app
 }
 
 // CheckRuns returns repo's check runs in the order they were created, each as its latest
