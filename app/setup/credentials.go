@@ -52,7 +52,13 @@ func label(column string, appID int64) string {
 	return "app_credentials." + column + ":" + strconv.FormatInt(appID, 10)
 }
 
-// Save stores c, replacing an earlier row of the same App.
+// ErrRegistered: another App is stored already (registered through another
+// replica, which this one has not picked up yet).
+var ErrRegistered = errors.New("another GitHub App is registered already")
+
+// Save stores c, replacing an earlier row of the same App. It refuses
+// (ErrRegistered) when another App is stored: a second registration must
+// not replace the App every replica uses at its next start.
 func (s *Store) Save(ctx context.Context, c Credentials) error {
 	aead, err := s.keys.cipher(true)
 	if err != nil {
@@ -66,10 +72,18 @@ func (s *Store) Save(ctx context.Context, c Credentials) error {
 		}
 	}
 	return s.db.InDurableTx(ctx, func(tx *sql.Tx) error {
+		var other int64
+		err := tx.QueryRowContext(ctx, `SELECT app_id FROM app_credentials WHERE app_id <> $1 LIMIT 1`, c.AppID).Scan(&other)
+		if err == nil {
+			return fmt.Errorf("store App %d: %w (App %d)", c.AppID, ErrRegistered, other)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("look for a stored App: %w", err)
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM app_credentials WHERE app_id = $1`, c.AppID); err != nil {
 			return fmt.Errorf("replace App %d: %w", c.AppID, err)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO app_credentials
+		_, err = tx.ExecContext(ctx, `INSERT INTO app_credentials
 			(app_id, slug, html_url, client_id, api_url, client_secret, webhook_secret, private_key, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			c.AppID, c.Slug, c.HTMLURL, c.ClientID, c.APIURL, sealed["client_secret"], sealed["webhook_secret"],
@@ -107,6 +121,20 @@ func (s *Store) Load(ctx context.Context) (c Credentials, ok bool, err error) {
 		}
 	}
 	c.ClientSecret, c.WebhookSecret, c.PrivateKey = string(plain["client_secret"]), string(plain["webhook_secret"]), plain["private_key"]
+	return c, true, nil
+}
+
+// Registered is the newest stored App's public side (id, slug, page),
+// without opening its secrets; ok is false when there is none.
+func (s *Store) Registered(ctx context.Context) (c Credentials, ok bool, err error) {
+	err = s.db.Read.QueryRowContext(ctx, `SELECT app_id, slug, html_url FROM app_credentials
+		ORDER BY created_at DESC, app_id DESC LIMIT 1`).Scan(&c.AppID, &c.Slug, &c.HTMLURL)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Credentials{}, false, nil
+	}
+	if err != nil {
+		return Credentials{}, false, fmt.Errorf("read the stored App: %w", err)
+	}
 	return c, true, nil
 }
 

@@ -3,6 +3,7 @@ package setup
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -104,6 +105,29 @@ func TestAStateWorksOnceAndForAnHour(t *testing.T) {
 			if err != nil || ok != c.want {
 				t.Errorf("%s: ConsumeState = %v, %v; want %v", c.name, ok, err, c.want)
 			}
+		}
+	})
+}
+
+// A second App is not stored over the first (two replicas finishing a
+// registration at once); the same App is replaced.
+func TestSaveRefusesASecondApp(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		s, _ := openStore(t, dbURL, bytes.Repeat([]byte{9}, 32))
+		if err := s.Save(ctx, testCreds); err != nil {
+			t.Fatal(err)
+		}
+		other := testCreds
+		other.AppID, other.CreatedAt = 43, testCreds.CreatedAt.Add(time.Hour)
+		if err := s.Save(ctx, other); !errors.Is(err, ErrRegistered) {
+			t.Errorf("Save of a second App = %v, want ErrRegistered", err)
+		}
+		if err := s.Save(ctx, testCreds); err != nil {
+			t.Errorf("Save of the same App again = %v, want it replaced", err)
+		}
+		if got, ok, err := s.Registered(ctx); err != nil || !ok || got.AppID != 42 {
+			t.Errorf("Registered = %d %v %v, want App 42", got.AppID, ok, err)
 		}
 	})
 }

@@ -2,6 +2,7 @@ package setup_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/app/setup"
@@ -175,4 +177,48 @@ func checkManifest(t *testing.T, m map[string]any, public string) {
 			t.Errorf("manifest default_events %v has %s (sent without subscribing, or handled by nothing)", events, e)
 		}
 	}
+}
+
+// With several replicas, one that has not restarted since another one
+// registered the App still has none in use. It must not offer or finish a
+// second registration: the newer stored App would replace the first one
+// at every replica's next start (and /setup is open to whoever reaches it
+// until then).
+func TestASecondRegistrationDoesNotReplaceTheStoredApp(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := start(t, dbURL, false)
+		_, page, _ := e.get("/setup")
+		fs := forms(t, page)
+		if len(fs) != 1 {
+			t.Fatalf("GET /setup before any registration: %d forms, want 1", len(fs))
+		}
+
+		// Another replica registers App 777 in the shared database.
+		db, err := store.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		keys, err := setup.NewKeyring(e.key, setup.KeyFile(dbURL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := setup.Credentials{AppID: 777, Slug: "ripcord-first", HTMLURL: "https://github.com/apps/ripcord-first",
+			ClientID: "Iv1.first", ClientSecret: "first-client-secret", WebhookSecret: "first-hook-secret",
+			PrivateKey: githubtest.AppPrivateKey(t), APIURL: e.apiURL, CreatedAt: time.Now().Add(-time.Minute)}
+		if err := setup.NewStore(db, keys).Save(context.Background(), first); err != nil {
+			t.Fatal(err)
+		}
+
+		if _, page, _ := e.get("/setup"); len(forms(t, page)) != 0 || !strings.Contains(page, "777") {
+			t.Errorf("GET /setup once another replica registered App 777 still offers a registration or does not name it:\n%s", page)
+		}
+		if status, body, _ := e.get("/setup/callback?code=fresh&state=" + fs[0].state()); status != http.StatusConflict {
+			t.Errorf("a callback once another replica registered an App: HTTP %d, want 409:\n%s", status, body)
+		}
+		e.restart()
+		if _, page, _ := e.get("/setup"); !strings.Contains(page, "App id <code>777</code>") {
+			t.Errorf("after a restart the first App is not the one in use:\n%s", page)
+		}
+	})
 }

@@ -53,6 +53,16 @@ func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
 		render(w, http.StatusOK, configuredPage, configuredView(app, public))
 		return
 	}
+	stored, ok, err := h.o.Store.Registered(r.Context())
+	if err != nil {
+		h.d.Log.Error("set-up page", "err", err)
+		renderError(w, http.StatusInternalServerError, "Cannot read the stored App", err.Error())
+		return
+	}
+	if ok {
+		render(w, http.StatusOK, configuredPage, storedView(stored, app, public))
+		return
+	}
 	status := http.StatusOK
 	org := strings.TrimSpace(r.URL.Query().Get("org"))
 	var orgErr string
@@ -93,8 +103,20 @@ func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 		render(w, http.StatusConflict, configuredPage, configuredView(app, h.d.Config.PublicURL))
 		return
 	}
+	// Another replica may have registered one that this one has not
+	// picked up: a second App must not replace it.
+	stored, ok, err := h.o.Store.Registered(r.Context())
+	if err != nil {
+		h.d.Log.Error("set-up callback: look for a stored App", "err", err)
+		renderError(w, http.StatusInternalServerError, "Cannot check the registration", err.Error())
+		return
+	}
+	if ok {
+		render(w, http.StatusConflict, configuredPage, storedView(stored, h.d.App(), h.d.Config.PublicURL))
+		return
+	}
 	q := r.URL.Query()
-	ok, err := h.o.Store.ConsumeState(r.Context(), q.Get("state"), h.d.Now())
+	ok, err = h.o.Store.ConsumeState(r.Context(), q.Get("state"), h.d.Now())
 	if err != nil {
 		h.d.Log.Error("set-up callback: check the state", "err", err)
 		renderError(w, http.StatusInternalServerError, "Cannot check the registration", err.Error())
@@ -118,7 +140,11 @@ func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 		renderError(w, http.StatusBadGateway, "Cannot reach GitHub to finish the registration", err.Error())
 		return
 	}
-	if err := h.o.Store.Save(r.Context(), creds); err != nil {
+	if err := h.o.Store.Save(r.Context(), creds); errors.Is(err, ErrRegistered) {
+		renderError(w, http.StatusConflict, "Another App is registered already",
+			err.Error()+". Restart this server to use it, and delete the App just created on GitHub.")
+		return
+	} else if err != nil {
 		h.d.Log.Error("set-up callback: store the App", "app_id", creds.AppID, "err", err)
 		renderError(w, http.StatusInternalServerError, "Cannot store the App", err.Error())
 		return

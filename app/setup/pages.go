@@ -24,6 +24,9 @@ type statusView struct {
 	InstallURL string // empty when the App's page is not known (configured by settings)
 	Settings   string // where GitHub lists the admin's Apps
 	Hook       string
+	// Restart: the App was registered through another replica and is not
+	// in use here until this one restarts.
+	Restart bool
 }
 
 func configuredView(app pipeline.AppIdentity, public string) statusView {
@@ -31,6 +34,14 @@ func configuredView(app pipeline.AppIdentity, public string) statusView {
 	if app.HTMLURL != "" {
 		v.InstallURL = app.HTMLURL + "/installations/new"
 	}
+	return v
+}
+
+// storedView is the status of an App stored by another replica.
+func storedView(c Credentials, app pipeline.AppIdentity, public string) statusView {
+	app.ID, app.Slug, app.HTMLURL = c.AppID, c.Slug, c.HTMLURL
+	v := configuredView(app, public)
+	v.Restart = true
 	return v
 }
 
@@ -78,6 +89,7 @@ GitHub: <code>{{.WebURL}}</code>.</p>
 var configuredPage = template.Must(template.New("configured").Parse(layout + `{{template "top"}}
 <p>The GitHub App is configured: App id <code>{{.ID}}</code>{{if .Slug}} (<code>{{.Slug}}</code>){{end}}.
 Webhooks are received at <code>{{.Hook}}</code>.</p>
+{{if .Restart}}<p>It was registered through another ripcord server sharing this database: restart this one to use it.</p>{{end}}
 {{if .InstallURL}}<p><a href="{{.InstallURL}}">Install the App</a> on the repositories ripcord should protect, then commit a <code>.github/ripcord.yml</code>.</p>
 {{else}}<p>Install it from its page among <a href="{{.Settings}}">your GitHub Apps</a>, then commit a <code>.github/ripcord.yml</code>.</p>{{end}}
 {{template "bottom"}}`))
