@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/riverqueue/river"
@@ -184,4 +185,32 @@ func (e *env) getInfo(id string) Info {
 		e.t.Fatalf("GET deployment of %s = %d %s", id, rec.Code, rec.Body)
 	}
 	return got
+}
+
+// GitHub refusing a deployment (a 4xx: here a commit it does not know) is
+// not retried for weeks: the job stops at once and the refusal is shown
+// where the reason for a missing deployment is. A later change of the
+// record asks again.
+func TestRefusedDeploymentIsNotRetriedAndSaysWhy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		e.install(repository)
+		r := newRelease("rel-x:prod-eu/production")
+		r.GitRevision = "abcdef123456" // a short sha GitHub cannot resolve
+		e.open(r)
+		e.waitFor("the sync to finish", func() bool {
+			return e.count(`SELECT COUNT(*) FROM river_job WHERE kind = 'deployment_sync'
+				AND state IN ('completed', 'cancelled', 'discarded')`) == 1
+		})
+		if n := e.count(`SELECT MAX(attempt) FROM river_job WHERE kind = 'deployment_sync'`); n != 1 {
+			t.Errorf("the refused sync ran %d times, want once", n)
+		}
+		if n := e.gh.Count("POST", "/repos/{owner}/{repo}/deployments"); n != 1 {
+			t.Errorf("GitHub was asked %d times for the deployment, want once", n)
+		}
+		got := e.getInfo(r.ReleaseID)
+		if got.DeploymentID != 0 || !strings.Contains(got.Skipped, "GitHub refused") || !strings.Contains(got.Skipped, "No ref found") {
+			t.Errorf("GET deployment = %+v, want no deployment and GitHub's refusal as the reason", got)
+		}
+	})
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
@@ -102,6 +104,10 @@ func (w *syncWorker) sync(ctx context.Context, job int64, rec records.Record, r 
 	}
 	url := ReleaseURL(w.d.Config.PublicURL, rec.ReleaseID)
 	err = writeStatus(ctx, api, repo, r.DeploymentID, statusWrite{State: want, Description: Description(rec), URL: url, Environment: rec.Environment})
+	if msg, ok := refusal(err); ok {
+		r.PendingState = "" // refused: GitHub wrote nothing
+		return w.refused(ctx, job, r, fmt.Sprintf("GitHub refused the %s status: %s", want, msg), err)
+	}
 	if err != nil {
 		return err
 	}
@@ -126,6 +132,10 @@ func (w *syncWorker) ensureDeployment(ctx context.Context, job int64, api deploy
 			return err
 		}
 		id, err := createDeployment(ctx, api, repo, q)
+		if msg, ok := refusal(err); ok {
+			r.CreateSent = false // refused: nothing was created
+			return w.refused(ctx, job, *r, "GitHub refused the deployment: "+msg, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -143,4 +153,33 @@ func (w *syncWorker) skip(ctx context.Context, job int64, rec records.Record, r 
 	w.d.Log.Info("no GitHub deployment for this release", "release_id", rec.ReleaseID, "reason", reason)
 	r.Repository, r.Skipped = rec.Repository, reason
 	return save(ctx, w.d.DB, r, job, w.d.Now())
+}
+
+// refused notes a write GitHub refused as the reason the release shows no
+// (up-to-date) deployment, and ends the job: asking again would get the
+// same answer for weeks of retries. The record's next change asks again.
+func (w *syncWorker) refused(ctx context.Context, job int64, r row, reason string, err error) error {
+	w.d.Log.Warn("GitHub refused a deployment write", "release_id", r.ReleaseID, "reason", reason)
+	r.Skipped = reason
+	if serr := save(ctx, w.d.DB, r, job, w.d.Now()); serr != nil {
+		return serr
+	}
+	return river.JobCancel(err)
+}
+
+// refusal is GitHub's message when err is its 4xx answer (a rate limit's
+// 429 aside, which passes): the request itself is wrong for GitHub.
+func refusal(err error) (string, bool) {
+	var er *github.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		return "", false
+	}
+	if code := er.Response.StatusCode; code < 400 || code >= 500 || code == http.StatusTooManyRequests {
+		return "", false
+	}
+	msg := er.Message
+	if msg == "" {
+		msg = er.Response.Status
+	}
+	return fmt.Sprintf("HTTP %d %s", er.Response.StatusCode, msg), true
 }
