@@ -162,12 +162,19 @@ func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
 			w.metrics.timed(DeliveryBatchArgs{}.Kind(), began, &err)
 		}
 	}(time.Now())
+	// ctx bounds the handlers. The round's transaction outlives it by
+	// drainStoreGrace: a handler that runs out of time fails its delivery,
+	// and that failure, with the others' results, must be stored. A round
+	// that could not store them would take the same deliveries again, and
+	// time out again, for ever.
+	txCtx, cancel := outlive(ctx, drainStoreGrace)
+	defer cancel()
 	if w.db.Dialect == store.Postgres {
-		err = w.db.InTx(ctx, func(tx *sql.Tx) error {
+		err = w.db.InTx(txCtx, func(tx *sql.Tx) error {
 			// The transaction idles while handlers ask GitHub: a server-wide
 			// idle_in_transaction_session_timeout shorter than a round must
 			// not end it (the round would fail, and run again, for ever).
-			if _, err := tx.ExecContext(ctx, drainIdleTimeout); err != nil {
+			if _, err := tx.ExecContext(txCtx, drainIdleTimeout); err != nil {
 				return fmt.Errorf("allow the drain's transaction to idle: %w", err)
 			}
 			ds, err := w.loadQueued(ctx, tx, ` FOR UPDATE SKIP LOCKED`)
@@ -175,7 +182,7 @@ func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
 				return err
 			}
 			results = w.decideAll(ctx, ds)
-			outcomes, err = w.complete(ctx, tx, results)
+			outcomes, err = w.complete(txCtx, tx, results)
 			return err
 		})
 	} else {
@@ -184,8 +191,8 @@ func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
 			return 0, err
 		}
 		results = w.decideAll(ctx, ds)
-		err = w.db.InTx(ctx, func(tx *sql.Tx) error {
-			outcomes, err = w.complete(ctx, tx, results)
+		err = w.db.InTx(txCtx, func(tx *sql.Tx) error {
+			outcomes, err = w.complete(txCtx, tx, results)
 			return err
 		})
 	}
@@ -198,11 +205,25 @@ func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
 	return len(results), nil
 }
 
+// drainStoreGrace is how long past its deadline a drain round may take to
+// store what its handlers decided.
+const drainStoreGrace = 30 * time.Second
+
+// outlive is ctx without its cancellation, ending instead grace after
+// ctx's deadline (never, if it has none).
+func outlive(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	c := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(c, d.Add(grace))
+	}
+	return c, func() {}
+}
+
 // drainIdleTimeout lets a PostgreSQL drain round's transaction idle as
-// long as the round may take (drain.go bounds it by jobTimeout), and a
-// little longer.
+// long as the round may take (drain.go bounds it by jobTimeout, and its
+// writes by drainStoreGrace after that).
 var drainIdleTimeout = fmt.Sprintf(`SET LOCAL idle_in_transaction_session_timeout = %d`,
-	(jobTimeout + 30*time.Second).Milliseconds())
+	(jobTimeout + drainStoreGrace).Milliseconds())
 
 // decideAll decides the deliveries of a round, batchConcurrency at a time.
 func (w *deliveryRunner) decideAll(ctx context.Context, ds []Delivery) []decided {

@@ -308,3 +308,51 @@ func (h *blockingHandler) Handle(context.Context, Delivery) (Commit, error) {
 	<-h.release
 	return func(context.Context, *sql.Tx) error { return nil }, nil
 }
+
+// hangingHandler decides at once, except for the delivery hang, whose
+// handler waits until its context is done, as one waiting on a GitHub
+// that does not answer.
+type hangingHandler struct{ hang string }
+
+func (hangingHandler) Handles() []string { return []string{"installation"} }
+
+func (h hangingHandler) Handle(ctx context.Context, d Delivery) (Commit, error) {
+	if d.ID == h.hang {
+		<-ctx.Done()
+		return nil, fmt.Errorf("ask GitHub: %w", ctx.Err())
+	}
+	return func(context.Context, *sql.Tx) error { return nil }, nil
+}
+
+// A handler that outlasts the round's timeout fails its own delivery,
+// which is retried later; the round still completes the others. A round
+// that could not store its results would take the same deliveries again,
+// and time out again, for ever.
+func TestDrainRoundThatRunsOutOfTimeStillCompletes(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{RetryBase: time.Hour})
+		ts.holdDeliveries(t, "late", 2)
+		r := *ts.drain.runner
+		r.handlers = map[string][]EventHandler{"installation": {hangingHandler{hang: "late-0"}}}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		n, err := r.drainOnce(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("a round whose handler ran out of time: took %d, err %v; want 2 and no error", n, err)
+		}
+		if d := ts.delivery(t, "late-0"); d.State != DeliveryQueued || d.Attempts != 1 || !contains(d.LastError, "deadline exceeded") {
+			t.Errorf("the delivery that ran out of time is %s after %d attempts (%q), want queued for its retry after 1 with the error",
+				d.State, d.Attempts, d.LastError)
+		}
+		if d := ts.delivery(t, "late-1"); d.State != DeliveryProcessed {
+			t.Errorf("the delivery beside it is %s (%s), want processed", d.State, d.LastError)
+		}
+		var retries int
+		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'delivery'`).Scan(&retries); err != nil {
+			t.Fatal(err)
+		}
+		if retries != 1 {
+			t.Errorf("%d retry jobs queued, want 1", retries)
+		}
+	})
+}
