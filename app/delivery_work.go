@@ -412,11 +412,19 @@ func (w *retryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) (e
 	}
 	// Record the failure; River retries the job with the same policy, or
 	// discards it after its last attempt, when the delivery is failed too.
-	_ = w.db.InTx(context.WithoutCancel(ctx), func(tx *sql.Tx) error {
-		outcome, err := w.failed(ctx, tx, d, attempt, res.err)
-		w.metrics.processed.WithLabelValues(eventLabel(d.Event), outcome).Inc()
+	// The job's context may be what ended it (its timeout): the record is
+	// written without it, or a last attempt would leave the delivery queued
+	// for ever, with nothing left to try it.
+	rec := context.WithoutCancel(ctx)
+	if err := w.db.InTx(rec, func(tx *sql.Tx) error {
+		outcome, err := w.failed(rec, tx, d, attempt, res.err)
+		if err == nil {
+			w.metrics.processed.WithLabelValues(eventLabel(d.Event), outcome).Inc()
+		}
 		return err
-	})
+	}); err != nil {
+		w.log.Error("could not record a delivery's failure", "delivery", d.ID, "attempt", attempt, "err", err, "cause", res.err)
+	}
 	if pipeline.IsPermanent(res.err) {
 		return river.JobCancel(res.err)
 	}

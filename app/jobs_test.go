@@ -4,11 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/ripcord/ripcord/app/pipeline"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -88,6 +92,52 @@ func TestAPermanentErrorFailsTheDeliveryAtOnce(t *testing.T) {
 		waitFor(t, "the delivery to fail", 30*time.Second, func() bool { return ts.delivery(t, "hopeless").State == DeliveryFailed })
 		if d := ts.delivery(t, "hopeless"); d.Attempts != 1 || !contains(d.LastError, "bad timestamp") || h.calls.Load() != 1 {
 			t.Errorf("a permanent error: attempts %d, calls %d, last_error %q; want one attempt and the error", d.Attempts, h.calls.Load(), d.LastError)
+		}
+	})
+}
+
+// timingOutHandler fails once in the drain; on a retry it fails as a
+// handler does whose job ran out of time: the job's context is done by
+// the time it returns.
+type timingOutHandler struct {
+	calls  atomic.Int32
+	expire atomic.Pointer[context.CancelFunc]
+}
+
+func (h *timingOutHandler) Handles() []string { return []string{"ping"} }
+func (h *timingOutHandler) Handle(ctx context.Context, _ Delivery) (Commit, error) {
+	h.calls.Add(1)
+	if expire := h.expire.Load(); expire != nil {
+		(*expire)()
+		return nil, fmt.Errorf("ask GitHub: %w", ctx.Err())
+	}
+	return nil, errors.New("upstream said no")
+}
+
+// The last attempt of a delivery that ran out of time (its job's context
+// is done) must still leave the delivery failed with its error: River
+// discards the job, and nothing would ever try it again.
+func TestLastAttemptThatRanOutOfTimeEndsVisiblyFailed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := &timingOutHandler{}
+		// The retry job River schedules is an hour away: the test runs the
+		// last attempt itself.
+		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{h}, DeliveryMaxAttempts: 2, RetryBase: time.Hour})
+		body := githubtest.LoadPayload(t, "ping", "payload.json")
+		ts.deliver(t, "ping", "slow", body, githubtest.Sign(testSecret, body))
+		waitFor(t, "the first attempt to fail", 30*time.Second, func() bool { return ts.delivery(t, "slow").Attempts == 1 })
+
+		ctx, cancel := context.WithCancel(context.Background())
+		h.expire.Store(&cancel)
+		w := &retryWorker{deliveryRunner: ts.drain.runner}
+		job := &river.Job[DeliveryArgs]{JobRow: &rivertype.JobRow{Attempt: 1, Kind: DeliveryArgs{}.Kind()}, Args: DeliveryArgs{DeliveryID: "slow"}}
+		if err := w.Work(ctx, job); err == nil {
+			t.Fatal("the last attempt reported success")
+		}
+		d := ts.delivery(t, "slow")
+		if d.State != DeliveryFailed || d.Attempts != 2 || !contains(d.LastError, "context canceled") {
+			t.Errorf("after its last attempt ran out of time the delivery is %s after %d attempts with last_error %q; want failed after 2 with the error",
+				d.State, d.Attempts, d.LastError)
 		}
 	})
 }
