@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -94,4 +96,38 @@ func TestOperatorEndpoints(t *testing.T) {
 			t.Errorf("GET %s: status %d, body without %q", path, resp.StatusCode, want)
 		}
 	}
+}
+
+// Repositories added to a suspended installation do not make it active:
+// the payload's installation still carries its suspended_at.
+func TestRepositoriesAddedToASuspendedInstallationKeepItSuspended(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
+		ts.deliver(t, "installation", "suspend-1", suspend, githubtest.Sign(testSecret, suspend))
+		ts.waitSettled(t)
+		var ev map[string]any
+		if err := json.Unmarshal(githubtest.LoadPayload(t, "installation_repositories", "added.payload.json"), &ev); err != nil {
+			t.Fatal(err)
+		}
+		var susp map[string]any
+		_ = json.Unmarshal(suspend, &susp)
+		ev["installation"] = susp["installation"] // the same installation, as GitHub sends it while suspended
+		added, _ := json.Marshal(ev)
+		ts.deliver(t, "installation_repositories", "added-1", added, githubtest.Sign(testSecret, added))
+		ts.waitSettled(t)
+		if d := ts.delivery(t, "added-1"); d.State != DeliveryProcessed {
+			t.Fatalf("installation_repositories ended %s (%s), want processed", d.State, d.LastError)
+		}
+		var suspended bool
+		if err := ts.db.Read.QueryRow(`SELECT suspended FROM installations WHERE id = 16598467`).Scan(&suspended); err != nil {
+			t.Fatal(err)
+		}
+		if !suspended {
+			t.Error("a suspended installation became active when repositories were added to it")
+		}
+		if ok, err := installedOn(context.Background(), ts.db.Read, "Codertocat/Space"); err != nil || ok {
+			t.Errorf("installedOn a repository of a suspended installation = %v (err %v), want false", ok, err)
+		}
+	})
 }

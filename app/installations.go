@@ -35,7 +35,9 @@ func (installations) Handle(_ context.Context, d Delivery) (Commit, error) {
 		}
 		return func(ctx context.Context, tx *sql.Tx) error {
 			inst := ev.GetInstallation()
-			if err := upsertInstallation(ctx, tx, inst, false); err != nil {
+			// A suspended installation can still have repositories added
+			// or removed; it stays suspended until unsuspend.
+			if err := upsertInstallation(ctx, tx, inst, inst.SuspendedAt != nil); err != nil {
 				return err
 			}
 			if err := addRepositories(ctx, tx, inst.GetID(), ev.RepositoriesAdded); err != nil {
