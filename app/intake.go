@@ -34,7 +34,7 @@ func newIntake(secrets func() []string, w *groupWriter, m *metrics, log *slog.Lo
 	in.dispatcher = githubapp.NewEventDispatcher(
 		[]githubapp.EventHandler{storeAll{}},
 		"", // the signature was checked before, against several secrets
-		githubapp.WithScheduler(&durableScheduler{writer: w}),
+		githubapp.WithScheduler(&durableScheduler{writer: w, metrics: m}),
 		githubapp.WithErrorCallback(in.onError),
 		githubapp.WithResponseCallback(in.onResponse),
 	)
@@ -130,7 +130,10 @@ func (storeAll) Handle(context.Context, string, string, []byte) error {
 
 // durableScheduler is go-githubapp's Scheduler that, instead of running the
 // handler, writes the delivery and its job durably and returns once committed.
-type durableScheduler struct{ writer *groupWriter }
+type durableScheduler struct {
+	writer  *groupWriter
+	metrics *metrics
+}
 
 func (s *durableScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) error {
 	if err := verifyContext(ctx); err != nil {
@@ -156,6 +159,11 @@ func (s *durableScheduler) Schedule(ctx context.Context, d githubapp.Dispatch) e
 	if err != nil {
 		return err
 	}
+	outcome := "accepted"
+	if !inserted {
+		outcome = "duplicate"
+	}
+	s.metrics.deliveries.WithLabelValues(eventLabel(del.Event), outcome).Inc()
 	githubapp.SetResponder(ctx, func(w http.ResponseWriter, r *http.Request) {
 		status := state // queued, or ignored: no capability acts on the event
 		if !inserted {

@@ -329,3 +329,31 @@ func TestConcurrentDeliveriesAreStoredByteForByte(t *testing.T) {
 		}
 	})
 }
+
+// ripcord_webhook_deliveries_total counts what the intake stored, not only
+// what it refused: the operator's view of how many deliveries arrive.
+func TestIntakeCountsAcceptedAndDuplicateDeliveries(t *testing.T) {
+	ping := githubtest.LoadPayload(t, "ping", "payload.json")
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for _, id := range []string{"m1", "m1", "m2"} {
+		if code, resp := ts.deliver(t, "ping", id, ping, githubtest.Sign(testSecret, ping)); code != 202 {
+			t.Fatalf("delivery %s: %d %s", id, code, resp)
+		}
+	}
+	ts.deliver(t, "ping", "m3", ping, githubtest.Sign("not the secret", ping))
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`ripcord_webhook_deliveries_total{event="ping",outcome="accepted"} 2`,
+		`ripcord_webhook_deliveries_total{event="ping",outcome="duplicate"} 1`,
+		`ripcord_webhook_deliveries_total{event="ping",outcome="bad_signature"} 1`,
+	} {
+		if !bytes.Contains(metrics, []byte(want)) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+}
