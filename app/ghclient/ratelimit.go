@@ -27,7 +27,8 @@ type RateLimitPolicy struct {
 // RateLimit waits out GitHub's rate limits. On a 403 or 429 that carries
 // Retry-After, or x-ratelimit-remaining 0 with x-ratelimit-reset, or a body
 // naming the secondary limit, it waits as long as GitHub asks (at most
-// MaxWait, and never past the request's context) and sends the request once
+// MaxWait, and not at all when the wait would outlast the request's
+// context, which gets GitHub's answer instead) and sends the request once
 // more: a refused request was not acted on, so this is safe for a POST too.
 //
 // A response whose x-ratelimit-remaining is 0 also holds back every later
@@ -59,7 +60,7 @@ func (l *limiter) roundTrip(next http.RoundTripper, req *http.Request) (*http.Re
 	scope := Scope(req)
 	if reset, ok := l.spent(scope); ok {
 		wait := max(reset.Add(resetMargin).Sub(l.clock.Now()), 0)
-		if wait > l.maxWait {
+		if wait > l.maxWait || outlasts(req, wait) {
 			return notSent(req, reset), nil
 		}
 		if err := l.clock.Sleep(req.Context(), wait); err != nil {
@@ -72,7 +73,7 @@ func (l *limiter) roundTrip(next http.RoundTripper, req *http.Request) (*http.Re
 	}
 	l.observe(scope, resp.Header)
 	wait, limited := l.refusal(resp)
-	if !limited || wait > l.maxWait || !replayable(req) {
+	if !limited || wait > l.maxWait || outlasts(req, wait) || !replayable(req) {
 		return resp, nil
 	}
 	discard(resp)
@@ -89,6 +90,16 @@ func (l *limiter) roundTrip(next http.RoundTripper, req *http.Request) (*http.Re
 	}
 	l.observe(scope, resp.Header)
 	return resp, nil
+}
+
+// outlasts reports whether a wait of d would end after req's deadline. The
+// request would then fail with its context, its time spent waiting, and
+// the caller would not learn that GitHub asked it to wait: it gets GitHub's
+// answer at once instead. The deadline is the wall clock's, as the
+// context's is.
+func outlasts(req *http.Request, d time.Duration) bool {
+	deadline, ok := req.Context().Deadline()
+	return ok && time.Until(deadline) < d
 }
 
 // refusal decides on resp, reading at most 16 KiB of its body when the

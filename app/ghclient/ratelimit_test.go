@@ -205,3 +205,26 @@ func TestRefusalWait(t *testing.T) {
 		})
 	}
 }
+
+// A wait that would end after the request's deadline is not started: the
+// caller gets GitHub's refusal now, with its retry time, rather than a
+// bare "context deadline exceeded" once its time is spent waiting.
+func TestRateLimit_WaitPastTheDeadlineIsReturnedToTheCaller(t *testing.T) {
+	clock := newFakeClock()
+	srv, ts := serve(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "60")
+		writeJSON(w, http.StatusForbidden, secondaryBody)
+	})
+	c := client(t, ts.URL, "1", RateLimit(RateLimitPolicy{Clock: clock}))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	_, _, err := c.Repositories.Get(ctx, "acme", "api")
+	var abuse *github.AbuseRateLimitError
+	if !errors.As(err, &abuse) || abuse.GetRetryAfter() != time.Minute {
+		t.Fatalf("want go-github's AbuseRateLimitError with RetryAfter 1m, got %v", err)
+	}
+	if srv.hits() != 1 || len(clock.Sleeps()) != 0 {
+		t.Fatalf("got %d requests and waits %v; want 1 and none", srv.hits(), clock.Sleeps())
+	}
+}

@@ -68,7 +68,8 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 
 // Retry repeats a request that failed in a way that may pass, with
 // exponential backoff and jitter (honouring a longer Retry-After), at most
-// MaxAttempts times and within MaxElapsed. When it gives up, the caller gets
+// MaxAttempts times, within MaxElapsed and never into a wait that would
+// outlast the request's deadline. When it gives up, the caller gets
 // the last response or error as it was.
 //
 // Which requests: GET, HEAD, OPTIONS, PUT and DELETE on 500/502/503/504 and
@@ -111,7 +112,7 @@ func (p RetryPolicy) roundTrip(next http.RoundTripper, req *http.Request) (*http
 				delay = ra
 			}
 		}
-		if p.Clock.Now().Add(delay).Sub(start) > p.MaxElapsed {
+		if p.Clock.Now().Add(delay).Sub(start) > p.MaxElapsed || outlasts(req, delay) {
 			return resp, err
 		}
 		discard(resp)

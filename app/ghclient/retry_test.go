@@ -256,3 +256,19 @@ func TestBackoff(t *testing.T) {
 		})
 	}
 }
+
+func TestRetry_WaitPastTheDeadlineEndsRetries(t *testing.T) {
+	srv, ts := serve(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "20")
+		writeJSON(w, http.StatusServiceUnavailable, `{"message":"unavailable"}`)
+	})
+	clock := newFakeClock()
+	c := client(t, ts.URL, "1", Retry(retryFor(clock)))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	_, resp, err := c.Repositories.Get(ctx, "acme", "api")
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable || srv.hits() != 1 || len(clock.Sleeps()) != 0 {
+		t.Fatalf("want the 503 back at once, not a wait past the deadline; got %d requests, waits %v, err %v", srv.hits(), clock.Sleeps(), err)
+	}
+}
