@@ -137,19 +137,15 @@ func (h *handler) noSuchRelease(w http.ResponseWriter, login, id string) {
 // running, and its page still offers the form (which then says the rollback
 // is open already).
 func isRunning(rec records.Record, same []records.Record) bool {
-	for _, r := range same {
-		if r.State != records.StateOpened {
-			return r.ReleaseID == rec.ReleaseID
-		}
-	}
-	return false
+	return rec.State != records.StateOpened && running(same) == rec.ReleaseID
 }
 
 // hasTarget reports whether some release in same (newest first) other than
 // the current one is an eligible rollback target, so a form is worth
-// showing on the current release.
+// showing on the current release. buildRow never calls the current release
+// or an opened one eligible, whichever place they have in same.
 func hasTarget(same []records.Record) bool {
-	for _, r := range same[min(1, len(same)):] {
+	for _, r := range same {
 		if buildRow(r, same, r.CreatedAt).Eligible {
 			return true
 		}

@@ -112,3 +112,37 @@ func TestRollbackFormsOnThePages(t *testing.T) {
 		})
 	}
 }
+
+// While a rollback's pull request is open, the release it replaces still
+// runs: the list's form and "current" tag stay on it, and the opened
+// record is shown as pending, with no form of its own.
+func TestRollbackFormsWhileARollbackIsOpen(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	f.seedShop(t)
+	f.report(t, release{"shop-4", "shop", "production", "eu-1", "acme/shop", "ghcr.io/acme/shop:v4", records.TaskSuccess,
+		t0.Add(150 * time.Minute)})
+	f.open(t, records.Record{ReleaseID: "shop-rb", App: "shop", Environment: "production", Cluster: "eu-1", Repository: "acme/shop",
+		Image: "ghcr.io/acme/shop:v2", Kind: records.KindRollback, RollbackOf: "shop-4", RollbackReason: "errors",
+		PRURL: "https://github.example/acme/shop/pull/7", PRNumber: 7, CreatedAt: t0.Add(170 * time.Minute)})
+	app := appWith("https://github.example/")
+	_, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)
+	alice := sessionCookieFor(t, app, "alice", "tok-alice")
+
+	list := body(get(t, mux, "/", alice))
+	if !strings.Contains(list, `action="/releases/shop-4/rollback"`) || strings.Contains(list, `action="/releases/shop-rb/rollback"`) {
+		t.Errorf("the releases page's form does not post to shop-4, the release that runs")
+	}
+	if !strings.Contains(list, `<a href="/releases/shop-4">shop-4</a> <span class="tag current">current</span>`) {
+		t.Errorf("shop-4 is not marked current")
+	}
+	if strings.Contains(list, `<a href="/releases/shop-rb">shop-rb</a> <span class="tag">rollback of shop-4</span> <span class="tag current">`) ||
+		!strings.Contains(list, `rollback of shop-4</span> <span class="tag pending"`) {
+		t.Errorf("the opened rollback is not shown as pending")
+	}
+	if b := body(get(t, mux, "/releases/shop-rb", alice)); strings.Contains(b, `class="rollback-form"`) {
+		t.Errorf("the opened rollback's page offers a Roll back form")
+	}
+	if b := body(get(t, mux, "/releases/shop-4", alice)); !strings.Contains(b, `action="/releases/shop-4/rollback"`) {
+		t.Errorf("the running release's page lacks its Roll back form")
+	}
+}

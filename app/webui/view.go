@@ -22,7 +22,7 @@ type group struct {
 // target is one app, environment and cluster: where a rollback happens.
 type target struct {
 	Cluster string
-	Current string // release id of the newest release there
+	Current string // release id of the release running there (see running)
 	PRURL   string // the current release's pull request, where /ripcord rollback works
 	PRNum   int
 	CLI     string // ripcord rollback for the newest eligible release before the current one
@@ -47,8 +47,12 @@ type row struct {
 	PRNumber   int
 	CreatedAt  time.Time
 	When       string
-	// Current is the newest release of its app, environment and cluster.
+	// Current is the release its app, environment and cluster runs: the
+	// newest one that left opened (see running).
 	Current bool
+	// Pending is an opened release: its pull request is not merged, so it
+	// never ran; it is neither current nor a rollback target.
+	Pending bool
 	// Eligible and Eligibility are the rollback-target verdict and its reason.
 	Eligible    bool
 	Eligibility string
@@ -83,8 +87,9 @@ func buildGroups(rs []records.Record, repos map[string]bool, now time.Time) []gr
 			groups = append(groups, group{App: r.App, Environment: r.Environment})
 		}
 		same := byTarget[[3]string{r.App, r.Environment, r.Cluster}]
-		groups[i].Rows = append(groups[i].Rows, buildRow(r, same, now))
-		if same[0].ReleaseID == r.ReleaseID {
+		row := buildRow(r, same, now)
+		groups[i].Rows = append(groups[i].Rows, row)
+		if row.Current {
 			groups[i].Targets = append(groups[i].Targets, buildTarget(r))
 		}
 	}
@@ -108,14 +113,31 @@ func newestFirst(a, b records.Record) int {
 	return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
 }
 
+// running is the release id that same (newest first, one app,
+// environment and cluster) runs: the newest record that left opened, as
+// rollbackflow and recovery decide; "" when every record is opened.
+func running(same []records.Record) string {
+	for _, r := range same {
+		if r.State != records.StateOpened {
+			return r.ReleaseID
+		}
+	}
+	return ""
+}
+
 // buildRow describes r; same are the records of r's app, environment and
 // cluster, newest first, which eligibility counts.
 func buildRow(r records.Record, same []records.Record, now time.Time) row {
 	out := row{ReleaseID: r.ReleaseID, Cluster: r.Cluster, Kind: r.Kind, RollbackOf: r.RollbackOf,
 		State: r.State, StateClass: stateClass(r.State), Image: r.Image, Digest: shortDigest(r.ResolvedDigest()),
-		PRURL: r.PRURL, PRNumber: r.PRNumber, CreatedAt: r.CreatedAt, When: ago(r.CreatedAt, now),
-		Current: same[0].ReleaseID == r.ReleaseID}
-	if out.Current {
+		PRURL: r.PRURL, PRNumber: r.PRNumber, CreatedAt: r.CreatedAt, When: ago(r.CreatedAt, now)}
+	switch {
+	case r.State == records.StateOpened:
+		out.Pending = true
+		out.Eligibility = "pending: its pull request is not merged, so it never ran here"
+		return out
+	case running(same) == r.ReleaseID:
+		out.Current = true
 		out.Eligibility = "the current release here"
 		return out
 	}

@@ -142,3 +142,44 @@ func TestBuildReleaseTimeline(t *testing.T) {
 		t.Errorf("a release alone in its records is the current one")
 	}
 }
+
+// An opened record (a release or rollback pull request not merged yet)
+// never ran: the list must agree with the release page (isRunning) and
+// with recovery that the newest record that left opened is the current
+// one, and show the opened one as pending.
+func TestBuildGroupsCurrentIsTheNewestReleaseThatRan(t *testing.T) {
+	rb := rec("a-4", "shop", "prod", "eu", "acme/shop", "shop:v2", records.StateOpened, t0.Add(3*time.Hour), false)
+	rb.Kind, rb.RollbackOf = records.KindRollback, "a-3"
+	rs := []records.Record{
+		rec("a-2", "shop", "prod", "eu", "acme/shop", "shop:v2", records.StateHealthy, t0.Add(time.Hour), true),
+		rec("a-3", "shop", "prod", "eu", "acme/shop", "shop:v3", records.StateHealthy, t0.Add(2*time.Hour), true),
+		rb,
+		// A first release whose pull request is still open: nothing runs
+		// there yet, so there is no current release and no rollback hint.
+		rec("n-1", "shop", "prod", "us", "acme/shop", "shop:v3", records.StateOpened, t0.Add(time.Hour), false),
+	}
+	groups := buildGroups(rs, map[string]bool{"acme/shop": true}, t0.Add(4*time.Hour))
+	if len(groups) != 1 {
+		t.Fatalf("groups %+v, want shop/prod only", groups)
+	}
+	rows := map[string]row{}
+	for _, r := range groups[0].Rows {
+		rows[r.ReleaseID] = r
+	}
+	for _, id := range []string{"a-4", "n-1"} {
+		if r := rows[id]; r.Current || !r.Pending || r.Eligible || r.RollbackCLI != "" || !strings.Contains(r.Eligibility, "pending") {
+			t.Errorf("opened %s: current %v pending %v eligible %v rollback %q reason %q, want pending only",
+				id, r.Current, r.Pending, r.Eligible, r.RollbackCLI, r.Eligibility)
+		}
+	}
+	if r := rows["a-3"]; !r.Current || r.Pending || r.Eligible {
+		t.Errorf("a-3, the newest release that ran: current %v pending %v eligible %v, want current", r.Current, r.Pending, r.Eligible)
+	}
+	if r := rows["a-2"]; r.Current || !r.Eligible || !strings.Contains(r.RollbackCLI, "--to a-2") {
+		t.Errorf("a-2: current %v eligible %v rollback %q, want an eligible target", r.Current, r.Eligible, r.RollbackCLI)
+	}
+	tg := groups[0].Targets
+	if len(tg) != 1 || tg[0].Cluster != "eu" || tg[0].Current != "a-3" || !tg[0].HasEligible {
+		t.Errorf("targets %+v, want eu only, current a-3 (what runs), with an eligible target", tg)
+	}
+}
