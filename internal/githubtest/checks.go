@@ -80,6 +80,12 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request, p map[st
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
+	if id := checkRunAppID(cr); id != AppID {
+		// As GitHub: only the App that made a run may change it.
+		writeError(w, http.StatusForbidden, "Invalid app_id `"+strconv.FormatInt(AppID, 10)+
+			"` - check run can only be modified by the GitHub App that created it.")
+		return
+	}
 	s.applyCheckRunLocked(cr, in)
 	cr.Updates++
 	writeJSON(w, http.StatusOK, s.checkRunJSON(repo, cr))
@@ -140,12 +146,14 @@ func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request, p map[str
 	if !ok {
 		sha = p["ref"]
 	}
-	// filter=latest (the default) shows only the newest run of each name.
+	// filter=latest (the default) shows only the newest run of each name,
+	// among those app_id keeps.
 	seen := map[string]bool{}
 	list := []map[string]any{}
 	for i := len(repo.checkOrder) - 1; i >= 0; i-- {
 		cr := repo.checkRuns[repo.checkOrder[i]]
-		if cr.HeadSHA != sha || !keep(q.Get("check_name"), cr.Name) || !keep(q.Get("status"), cr.Status) {
+		if cr.HeadSHA != sha || !keep(q.Get("check_name"), cr.Name) || !keep(q.Get("status"), cr.Status) ||
+			!keep(q.Get("app_id"), strconv.FormatInt(checkRunAppID(cr), 10)) {
 			continue
 		}
 		if q.Get("filter") != "all" && seen[cr.Name] {
@@ -182,10 +190,18 @@ func (s *Server) checkRunJSON(repo *repoState, cr *CheckRun) map[string]any {
 	}
 }
 
+// checkRunAppID is the id of the App that made cr.
+func checkRunAppID(cr *CheckRun) int64 {
+	if cr.AppSlug != "" && cr.AppSlug != AppSlug {
+		return AppID + 1 + int64(len(cr.AppSlug))
+	}
+	return AppID
+}
+
 func (s *Server) checkRunAppJSON(cr *CheckRun) map[string]any {
 	app := s.appJSON()
-	if cr.AppSlug != "" && cr.AppSlug != AppSlug {
-		app["id"], app["slug"], app["name"] = AppID+1+int64(len(cr.AppSlug)), cr.AppSlug, cr.AppSlug
+	if id := checkRunAppID(cr); id != AppID {
+		app["id"], app["slug"], app["name"] = id, cr.AppSlug, cr.AppSlug
 		app["node_id"], app["html_url"] = "A_"+cr.AppSlug, htmlURL("apps/%s", cr.AppSlug)
 	}
 	return app
