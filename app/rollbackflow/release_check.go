@@ -148,7 +148,7 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 	if err != nil {
 		return err
 	}
-	return writeReleaseCheck(ctx, gh, r, RenderReleaseCheck(r, target, ans, a.Note), d.Now())
+	return writeReleaseCheck(ctx, gh, d.App().ID, r, RenderReleaseCheck(r, target, ans, a.Note), d.Now())
 }
 
 // target is the rollback the records offer for r: the newest eligible
@@ -166,19 +166,23 @@ func (w *releaseCheckWorker) target(ctx context.Context, r records.Record) (*rec
 }
 
 // writeReleaseCheck updates the release's check run, found by its external
-// id, or creates it: a retry after a crash finds the run it made.
-func writeReleaseCheck(ctx context.Context, gh *github.Client, r records.Record, v CheckView, now time.Time) error {
+// id, or creates it: a retry after a crash finds the run it made. Only a
+// run this App (appID) made is the release's: a workflow's token or another
+// App can make one of the same name and external id (release ids are easy
+// to guess), and GitHub refuses every update of it, so taking it would
+// leave the release without its check run and Roll back button for good.
+func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r records.Record, v CheckView, now time.Time) error {
 	owner, repo, _ := strings.Cut(r.Repository, "/")
 	name, all := ReleaseCheckName, "all"
 	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, r.GitRevision, &github.ListCheckRunsOptions{
-		CheckName: &name, Filter: &all, ListOptions: github.ListOptions{PerPage: 100}})
+		CheckName: &name, Filter: &all, AppID: &appID, ListOptions: github.ListOptions{PerPage: 100}})
 	if err != nil {
 		return fmt.Errorf("look for %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
 	}
 	out := &github.CheckRunOutput{Title: &v.Title, Summary: &v.Summary}
 	ts := github.Timestamp{Time: now}
 	for _, cr := range list.CheckRuns {
-		if cr.GetExternalID() != r.ReleaseID {
+		if cr.GetExternalID() != r.ReleaseID || cr.GetApp().GetID() != appID {
 			continue
 		}
 		opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, Status: &v.Status, Output: out, Actions: v.Actions}

@@ -1,11 +1,15 @@
 package rollbackflow
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-github/v66/github"
+
 	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -39,5 +43,40 @@ func TestRenderReleaseCheck(t *testing.T) {
 				t.Errorf("%s: button %+v exceeds GitHub's limits (label 20, description 40, identifier 20)", c.name, a)
 			}
 		}
+	}
+}
+
+// A release's check run is found by name and external id (the release id,
+// easy to guess). One that a workflow's token or another App made is not
+// ripcord's: GitHub refuses every update of it, so taking it would leave
+// the release without its own check run and Roll back button for good.
+func TestReleaseCheckIgnoresAnotherAppsRun(t *testing.T) {
+	fake := githubtest.NewServer(t)
+	gh, err := github.NewClient(nil).WithEnterpriseURLs(fake.URL(), fake.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const repo = "acme/checkout"
+	r := records.Record{ReleaseID: "rel-1", Repository: repo, GitRevision: strings.Repeat("ab", 20), App: "checkout",
+		Environment: "prod", Cluster: "eu", State: records.StateHealthy, Image: "checkout:v2"}
+	foreign := fake.AddCheckRun(repo, githubtest.CheckRun{Name: ReleaseCheckName, HeadSHA: r.GitRevision, ExternalID: r.ReleaseID,
+		Conclusion: "success", AppSlug: "github-actions"})
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	for i := range 2 { // the first write creates ripcord's run, the second updates it
+		if err := writeReleaseCheck(context.Background(), gh, githubtest.AppID, r, RenderReleaseCheck(r, nil, eligibility.Answer{}, ""), now); err != nil {
+			t.Fatalf("write %d: %v", i+1, err)
+		}
+	}
+	var own []githubtest.CheckRun
+	for _, cr := range fake.CheckRuns(repo) {
+		switch {
+		case cr.ID == foreign.ID && (cr.Updates != 0 || cr.Conclusion != "success"):
+			t.Errorf("the other App's run was changed: %+v", cr)
+		case cr.ID != foreign.ID:
+			own = append(own, cr)
+		}
+	}
+	if len(own) != 1 || own[0].ExternalID != r.ReleaseID || own[0].Updates != 1 || own[0].Conclusion != "neutral" {
+		t.Errorf("ripcord's runs %+v, want one for %s, created then updated once", own, r.ReleaseID)
 	}
 }
