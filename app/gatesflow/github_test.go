@@ -86,3 +86,34 @@ func TestSASTWithoutAnalysisFailsClosed(t *testing.T) {
 		t.Fatalf("verdict %s %q, want error: no analysis is no data, not a clean bill", v.Outcome, v.Summary)
 	}
 }
+
+// A gate's run is found by name and external id, which anyone who reads
+// the commit's check runs can copy. A run that a workflow's token or
+// another App made is not this evaluation's: it must not stop ripcord from
+// showing its own run, and a newer one must not hide ripcord's own from
+// GitHub's filter=latest (the verdict would then not complete it).
+func TestFindRunIgnoresAnotherAppsRun(t *testing.T) {
+	s, gh := fakeGitHub(t)
+	const repo, sha = "acme/checkout", "abcdef0123456789abcdef0123456789abcdef01"
+	a := ReportArgs{Repository: repo, HeadSHA: sha, InstallationID: githubtest.InstallationID, ExternalID: "acme/checkout#7@abcdef checkout/prod t",
+		Name: gates.CheckName(gates.NameProvenance), Status: "in_progress", Title: "evaluating"}
+	s.AddCheckRun(repo, githubtest.CheckRun{Name: a.Name, HeadSHA: sha, ExternalID: a.ExternalID, Status: "in_progress", AppSlug: "github-actions"})
+	ctx := context.Background()
+	if err := showInProgress(ctx, gh, githubtest.AppID, a); err != nil {
+		t.Fatal(err)
+	}
+	var own int64
+	for _, cr := range s.CheckRuns(repo) {
+		if cr.AppSlug == "" {
+			own = cr.ID
+		}
+	}
+	if own == 0 {
+		t.Fatalf("no in_progress run of ripcord's own: another App's run of the same name and external id was taken for it")
+	}
+	s.AddCheckRun(repo, githubtest.CheckRun{Name: a.Name, HeadSHA: sha, ExternalID: a.ExternalID, Conclusion: "success", AppSlug: "github-actions"})
+	got, err := findRun(ctx, gh, githubtest.AppID, "acme", "checkout", a)
+	if err != nil || got.GetID() != own {
+		t.Errorf("findRun = %d (%v), want ripcord's own run %d", got.GetID(), err, own)
+	}
+}

@@ -61,7 +61,7 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	owner, repo := splitRepo(a.Repository)
-	existing, err := findRun(ctx, gh, owner, repo, a)
+	existing, err := findRun(ctx, gh, w.deps.App().ID, owner, repo, a)
 	if err != nil {
 		return err
 	}
@@ -101,9 +101,9 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 
 // showInProgress creates the run of a gate still being evaluated, unless
 // this evaluation already has one (a retried job).
-func showInProgress(ctx context.Context, gh *github.Client, a ReportArgs) error {
+func showInProgress(ctx context.Context, gh *github.Client, appID int64, a ReportArgs) error {
 	owner, repo := splitRepo(a.Repository)
-	if existing, err := findRun(ctx, gh, owner, repo, a); err != nil || existing != nil {
+	if existing, err := findRun(ctx, gh, appID, owner, repo, a); err != nil || existing != nil {
 		return err
 	}
 	return createInProgress(ctx, gh, a)
@@ -126,14 +126,21 @@ func wrap(a ReportArgs, err error) error {
 	return nil
 }
 
-// findRun returns this evaluation's run of the gate, if one was created.
-func findRun(ctx context.Context, gh *github.Client, owner, repo string, a ReportArgs) (*github.CheckRun, error) {
-	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, &github.ListCheckRunsOptions{CheckName: &a.Name})
+// findRun returns this evaluation's run of the gate, if this App (appID)
+// created one. A workflow's token or another App can make a run of the
+// gate's name and copy the external id from ours: taken for ours, it would
+// keep ripcord from showing the gate in progress, and its verdict's update
+// would be refused by GitHub on every attempt, so the gate would never
+// report. app_id also keeps such a newer run from hiding ours from
+// GitHub's filter=latest.
+func findRun(ctx context.Context, gh *github.Client, appID int64, owner, repo string, a ReportArgs) (*github.CheckRun, error) {
+	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, &github.ListCheckRunsOptions{CheckName: &a.Name,
+		AppID: &appID})
 	if err != nil {
 		return nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
 	}
 	for _, cr := range list.CheckRuns {
-		if cr.GetExternalID() == a.ExternalID {
+		if cr.GetExternalID() == a.ExternalID && cr.GetApp().GetID() == appID {
 			return cr, nil
 		}
 	}
