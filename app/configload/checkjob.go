@@ -63,7 +63,7 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	existing := int64(0)
 	if job.Attempt > 1 {
 		// An earlier attempt may have created the run before failing.
-		if existing, err = findCheckRun(ctx, gh, owner, repo, a.HeadSHA, CheckName); err != nil {
+		if existing, err = findCheckRun(ctx, gh, w.deps.App().ID, owner, repo, a.HeadSHA, CheckName); err != nil {
 			return err
 		}
 	}
@@ -89,16 +89,22 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 
 func (w *checkWorker) Timeout(*river.Job[CheckArgs]) time.Duration { return time.Minute }
 
-// findCheckRun returns the id of the newest check run named name on sha, or 0.
-func findCheckRun(ctx context.Context, gh *github.Client, owner, repo, sha, name string) (int64, error) {
-	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, &github.ListCheckRunsOptions{CheckName: &name})
+// findCheckRun returns the id of the newest check run named name on sha
+// that this App (appID) made, or 0. A workflow that runs `ripcord validate`
+// (or another App) can make a run of the same name; GitHub refuses every
+// update of it, so taking it would fail the job on each attempt and leave
+// the commit without ripcord's own verdict.
+func findCheckRun(ctx context.Context, gh *github.Client, appID int64, owner, repo, sha, name string) (int64, error) {
+	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, &github.ListCheckRunsOptions{CheckName: &name, AppID: &appID})
 	if err != nil {
 		return 0, fmt.Errorf("look for %s on %s/%s@%s: %w", name, owner, repo, sha, err)
 	}
-	if len(list.CheckRuns) == 0 {
-		return 0, nil
+	for _, cr := range list.CheckRuns {
+		if cr.GetApp().GetID() == appID {
+			return cr.GetID(), nil
+		}
 	}
-	return list.CheckRuns[0].GetID(), nil
+	return 0, nil
 }
 
 // detailsURL points the check at the server's validate docs when the public

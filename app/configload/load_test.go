@@ -142,3 +142,22 @@ apps:
 		t.Fatalf("max_parallel 32: valid=%v problems=%v err=%v", res.Valid(), res.Problems, err)
 	}
 }
+
+// A retried check-run job looks for the run an earlier attempt made by
+// name. One that a workflow's token (a workflow running ripcord validate,
+// say) or another App made is not it: GitHub would refuse every update.
+func TestFindCheckRunIgnoresAnotherAppsRun(t *testing.T) {
+	fake := githubtest.NewServer(t)
+	gh := client(t, fake)
+	const repo, sha = "acme/checkout", "abcdef0123456789abcdef0123456789abcdef01"
+	ctx := context.Background()
+	fake.AddCheckRun(repo, githubtest.CheckRun{Name: CheckName, HeadSHA: sha, Conclusion: "success", AppSlug: "github-actions"})
+	if id, err := findCheckRun(ctx, gh, githubtest.AppID, "acme", "checkout", sha, CheckName); err != nil || id != 0 {
+		t.Errorf("with only another App's run: %d (%v), want 0: ripcord creates its own", id, err)
+	}
+	own := fake.AddCheckRun(repo, githubtest.CheckRun{Name: CheckName, HeadSHA: sha, Conclusion: "failure"})
+	fake.AddCheckRun(repo, githubtest.CheckRun{Name: CheckName, HeadSHA: sha, Conclusion: "success", AppSlug: "github-actions"})
+	if id, err := findCheckRun(ctx, gh, githubtest.AppID, "acme", "checkout", sha, CheckName); err != nil || id != own.ID {
+		t.Errorf("with ripcord's run and a newer one of another App: %d (%v), want ripcord's %d", id, err, own.ID)
+	}
+}
