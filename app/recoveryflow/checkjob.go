@@ -83,7 +83,7 @@ func (f *flow) createCheck(ctx context.Context, gh *github.Client, ep Episode, v
 	owner, repo, _ := strings.Cut(ep.Repository, "/")
 	key := RunKey(ep.Repository, ep.RunID)
 	if retried {
-		id, err := findCheck(ctx, gh, owner, repo, ep.HeadSHA, key)
+		id, err := findCheck(ctx, gh, f.deps.App().ID, owner, repo, ep.HeadSHA, key)
 		if err != nil {
 			return err
 		}
@@ -105,16 +105,19 @@ func (f *flow) createCheck(ctx context.Context, gh *github.Client, ep Episode, v
 	return f.storeCheck(ctx, ep, cr.GetID())
 }
 
-// findCheck looks for the episode's check run by its external id.
-func findCheck(ctx context.Context, gh *github.Client, owner, repo, sha, key string) (int64, error) {
+// findCheck looks for the episode's check run by its external id among
+// the runs this App (appID) made: a workflow's token or another App can
+// make a run of the same name and external id, and storing its id would
+// have every later update refused by GitHub.
+func findCheck(ctx context.Context, gh *github.Client, appID int64, owner, repo, sha, key string) (int64, error) {
 	name, all := CheckName, "all"
 	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, &github.ListCheckRunsOptions{CheckName: &name, Filter: &all,
-		ListOptions: github.ListOptions{PerPage: 100}})
+		AppID: &appID, ListOptions: github.ListOptions{PerPage: 100}})
 	if err != nil {
 		return 0, fmt.Errorf("look for %s of %s on %s/%s@%s: %w", CheckName, key, owner, repo, sha, err)
 	}
 	for _, cr := range list.CheckRuns {
-		if cr.GetExternalID() == key {
+		if cr.GetExternalID() == key && cr.GetApp().GetID() == appID {
 			return cr.GetID(), nil
 		}
 	}

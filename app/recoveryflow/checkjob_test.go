@@ -60,3 +60,46 @@ func TestCheckRunClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
 		}
 	})
 }
+
+// A retried creation looks for the run an earlier attempt made. A run of
+// the same name and external id that a workflow's token or another App
+// made is not it: storing its id would have every update refused by
+// GitHub, so the episode's own run is created and kept instead.
+func TestRetriedCheckRunIgnoresAnotherAppsRun(t *testing.T) {
+	fake := githubtest.NewServer(t)
+	f := workerFlow(t, testdb.URL(t, "sqlite"), fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+	ctx := context.Background()
+	ep := scheduled(t, f, 61, time.Now().Add(-time.Hour))
+	foreign := fake.AddCheckRun(ep.Repository, githubtest.CheckRun{Name: CheckName, HeadSHA: ep.HeadSHA,
+		ExternalID: RunKey(ep.Repository, ep.RunID), Status: "in_progress", AppSlug: "github-actions"})
+	work := func(attempt int) error {
+		job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: 7, Attempt: attempt, MaxAttempts: jobAttempts},
+			Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
+		return (&checkWorker{f: f}).Work(ctx, job)
+	}
+	if err := work(2); err != nil { // a retry: it looks for an earlier attempt's run first
+		t.Fatalf("retried check-run job: %v", err)
+	}
+	var stored int64
+	if err := f.deps.DB.Read.QueryRow(`SELECT check_run_id FROM episodes WHERE run_id = 61`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	var own []githubtest.CheckRun
+	for _, cr := range fake.CheckRuns(ep.Repository) {
+		if cr.AppSlug == "" {
+			own = append(own, cr)
+		}
+	}
+	if len(own) != 1 || stored != own[0].ID || stored == foreign.ID {
+		t.Fatalf("stored check run %d, own runs %+v (the other App's is %d): want the episode's own run created and stored",
+			stored, own, foreign.ID)
+	}
+	if err := work(1); err != nil {
+		t.Errorf("updating the stored run: %v", err)
+	}
+	for _, cr := range fake.CheckRuns(ep.Repository) {
+		if cr.ID == foreign.ID && cr.Updates != 0 {
+			t.Errorf("the other App's run was updated %d times", cr.Updates)
+		}
+	}
+}

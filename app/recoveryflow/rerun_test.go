@@ -66,7 +66,8 @@ func workerFlow(t *testing.T, dbURL string, fake *githubtest.Server, clock *ghcl
 		t.Fatal(err)
 	}
 	return newFlow(pipeline.Deps{DB: db, Records: records.NewStore(db), River: func() *river.Client[*sql.Tx] { return rc },
-		GitHub: cc, Registerer: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now})
+		GitHub: cc, Registerer: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock.Now,
+		App: func() pipeline.AppIdentity { return pipeline.AppIdentity{Configured: true, ID: githubtest.AppID} }})
 }
 
 // scheduled stores an episode waiting for its first retry of run id.
