@@ -250,7 +250,7 @@ func (h *harness) start(edit func(*Snapshot)) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	r, err := h.x.create(ctx, rec, githubtest.InstallationID, env, snap, "alice")
+	r, err := h.x.create(ctx, rec, githubtest.InstallationID, snap, "alice")
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/records"
-	"github.com/ripcord/ripcord/repoconfig"
 )
 
 // StartArgs starts the rollout of a release whose environment has
@@ -117,7 +116,7 @@ func (x *executor) start(ctx context.Context, loader *configload.Loader, a Start
 		snap.HeadFrom = fmt.Sprintf("the release has no git_revision: the head of the default branch %s when the rollout started",
 			repo.GetDefaultBranch())
 	}
-	return x.create(ctx, rec, inst, env, snap, a.Author)
+	return x.create(ctx, rec, inst, snap, a.Author)
 }
 
 // stopRolledBack aborts the rollout of the release a rollback takes back,
@@ -152,19 +151,16 @@ func (x *executor) stopRolledBack(ctx context.Context, rb records.Record, reques
 const HeadFromRelease = "git_revision"
 
 // create stores the rollout of rec running snap, with its first tick.
-func (x *executor) create(ctx context.Context, rec records.Record, inst int64, env *repoconfig.Environment, snap Snapshot, author string) (Rollout, error) {
-	prev, err := x.previous(ctx, rec, env)
-	if err != nil {
-		return Rollout{}, err
-	}
+func (x *executor) create(ctx context.Context, rec records.Record, inst int64, snap Snapshot, author string) (Rollout, error) {
 	if snap.HeadFrom == "" && rec.GitRevision != "" {
 		snap.HeadFrom = HeadFromRelease
 	}
 	r := Rollout{ID: newID(), ReleaseID: rec.ReleaseID, Repository: rec.Repository, InstallationID: inst, App: rec.App,
-		Environment: rec.Environment, Version: rec.Image, Previous: prev, Author: author, HeadSHA: rec.GitRevision,
+		Environment: rec.Environment, Version: rec.Image, Author: author, HeadSHA: rec.GitRevision,
 		Snapshot: snap, Machine: NewMachine(snap.Plan), CreatedAt: x.deps.Now()}
 	// A rollout that will wait says so from the start, in the answer of
 	// POST /api/v1/rollouts too; its first tick looks again.
+	// Previous is chosen when the rollout leaves the queue (inputs).
 	queued, err := ahead(ctx, x.deps.DB.Read, r)
 	if err != nil {
 		return Rollout{}, err
@@ -209,8 +205,12 @@ func (x *executor) create(ctx context.Context, rec records.Record, inst int64, e
 }
 
 // previous is the version rollbacks go back to: the newest other release
-// of the environment that was healthy once, else the newest other one.
-func (x *executor) previous(ctx context.Context, rec records.Record, env *repoconfig.Environment) (string, error) {
+// of the environment that was healthy once, else the newest other one. It
+// is chosen when the rollout leaves the queue (inputs), from the records as
+// they are then: a rollout ahead of it may have made a newer release healthy
+// meanwhile, and going back past that one would undo it on part of the
+// hosts.
+func (x *executor) previous(ctx context.Context, rec records.Record) (string, error) {
 	rs, err := x.deps.Records.Newest(ctx, rec.App, rec.Environment, rec.Cluster, 20)
 	if err != nil {
 		return "", fmt.Errorf("releases before %s: %w", rec.ReleaseID, err)

@@ -122,15 +122,16 @@ func rolloutOfRelease(ctx context.Context, q querier, releaseID string) (Rollout
 	return scanRollout(q.QueryRowContext(ctx, `SELECT `+rolloutColumns+` FROM rollouts WHERE release_id = $1`, releaseID))
 }
 
-// saveMachine stores r's machine if nobody saved since r was read.
+// saveMachine stores r's machine, and the rollback version chosen when it
+// left the queue, if nobody saved since r was read.
 func saveMachine(ctx context.Context, tx *sql.Tx, r *Rollout, now time.Time) error {
 	m, err := json.Marshal(r.Machine)
 	if err != nil {
 		return fmt.Errorf("encode state of rollout %s: %w", r.ID, err)
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE rollouts SET machine = $1, status = $2, phase = $3, wake_at = $4,
-		seq = seq + 1, updated_at = $5 WHERE id = $6 AND seq = $7`,
-		string(m), string(r.Machine.Status), string(r.Machine.Phase), microsOrZero(r.WakeAt), store.Micros(now), r.ID, r.Seq)
+	res, err := tx.ExecContext(ctx, `UPDATE rollouts SET machine = $1, status = $2, phase = $3, wake_at = $4, previous = $5,
+		seq = seq + 1, updated_at = $6 WHERE id = $7 AND seq = $8`,
+		string(m), string(r.Machine.Status), string(r.Machine.Phase), microsOrZero(r.WakeAt), r.Previous, store.Micros(now), r.ID, r.Seq)
 	if err != nil {
 		return fmt.Errorf("save rollout %s: %w", r.ID, err)
 	}

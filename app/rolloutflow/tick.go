@@ -73,7 +73,7 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 		if r.Machine.Phase == PhaseDone && r.WakeAt.IsZero() {
 			return nil
 		}
-		in, err := x.inputs(ctx, r)
+		in, err := x.inputs(ctx, &r)
 		if err != nil {
 			return err
 		}
@@ -97,7 +97,11 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 	return x.queueTick(ctx, id) // more to do: in a fresh job
 }
 
-func (x *executor) inputs(ctx context.Context, r Rollout) (Inputs, error) {
+// inputs reads what the machine needs on this tick. A queued rollout that
+// nothing holds any longer leaves the queue on this tick: its rollback
+// version is chosen now (r.Previous), from the records as they are now, and
+// stored with the machine's move (saveMachine), so it is chosen once.
+func (x *executor) inputs(ctx context.Context, r *Rollout) (Inputs, error) {
 	runs, err := loadRuns(ctx, x.deps.DB.Write, r.ID)
 	if err != nil {
 		return Inputs{}, err
@@ -106,8 +110,18 @@ func (x *executor) inputs(ctx context.Context, r Rollout) (Inputs, error) {
 		Author: r.Author, AbortBy: r.AbortBy, AbortReason: r.AbortReason, Freeze: r.Snapshot.Settings.freezeCheck(),
 		HasPrevious: r.Previous != "", Hold: r.Hold}
 	if r.Machine.Phase == PhaseQueue {
-		if in.Ahead, err = ahead(ctx, x.deps.DB.Write, r); err != nil {
+		if in.Ahead, err = ahead(ctx, x.deps.DB.Write, *r); err != nil {
 			return Inputs{}, err
+		}
+		if in.Ahead == "" && in.Hold == "" && in.AbortBy == "" {
+			rec, err := x.deps.Records.Get(ctx, r.ReleaseID)
+			if err != nil {
+				return Inputs{}, fmt.Errorf("release %s of rollout %s: %w", r.ReleaseID, r.ID, err)
+			}
+			if r.Previous, err = x.previous(ctx, rec); err != nil {
+				return Inputs{}, err
+			}
+			in.HasPrevious = r.Previous != ""
 		}
 	}
 	if r.Machine.Phase == PhaseApproval {
