@@ -95,7 +95,7 @@ func checkView(r Rollout, runs []Dispatched) view {
 	switch {
 	case r.Machine.Status == PausedQueue:
 		title = fmt.Sprintf("%s: waits for %s to end", r.Machine.Status, r.Machine.Paused)
-	case r.Machine.Status == PausedHold:
+	case r.Machine.Status == PausedHold, r.Machine.Phase == PhaseDrain:
 		title = fmt.Sprintf("%s: %s", r.Machine.Status, r.Machine.Paused)
 	case st.Rollout.Stage != "":
 		title += ", stage " + st.Rollout.Stage

@@ -35,6 +35,7 @@ const (
 	PhaseBake     Phase = "bake"     // Stage's bake and health gate
 	PhaseApproval Phase = "approval" // waiting for approvals after Stage
 	PhaseRollback Phase = "rollback" // on_failure's rollback dispatches
+	PhaseDrain    Phase = "drain"    // failed: the deploy batches still in flight are let finish
 	PhaseDone     Phase = "done"
 )
 
@@ -252,6 +253,8 @@ func (m *Machine) step(in Inputs, evs *[]Event) (Action, bool) {
 		return m.approval(in, evs)
 	case PhaseRollback:
 		return m.rollback(in, evs)
+	case PhaseDrain:
+		return m.drain(in, evs)
 	}
 	return Action{Kind: ActDone}, false
 }

@@ -1,6 +1,7 @@
 package rolloutflow
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,6 +55,7 @@ func (m *Machine) fail(in Inputs, stage int, why string, evs *[]Event) {
 	queue := rollbackQueue(in, stage)
 	if in.Plan.OnFailure == rollout.Stop || in.Plan.OnFailure == "" || len(queue) == 0 {
 		m.end(Failed, failure, evs)
+		m.awaitInFlight(in, evs)
 		return
 	}
 	m.Status, m.Failure = Failed, failure
@@ -62,6 +64,7 @@ func (m *Machine) fail(in Inputs, stage int, why string, evs *[]Event) {
 		m.Rollback = &Rollback{Outcome: "failed", Reason: "no earlier release of the environment to roll back to"}
 		m.Phase = PhaseDone
 		*evs = append(*evs, Event{Type: "rollback-failed", Message: "rollback failed: " + m.Rollback.Reason})
+		m.awaitInFlight(in, evs)
 		return
 	}
 	m.Rollback, m.Phase = &Rollback{Queue: queue, Outcome: "running"}, PhaseRollback
@@ -138,7 +141,59 @@ func (m *Machine) rollback(in Inputs, evs *[]Event) (Action, bool) {
 	}
 	r.Outcome, m.Phase = "failed", PhaseDone
 	*evs = append(*evs, Event{Type: "rollback-failed", Message: "rollback failed: " + r.Reason})
+	m.awaitInFlight(in, evs)
 	return Action{}, true
+}
+
+// awaitInFlight keeps a failed rollout that has nothing more to do from
+// ending (PhaseDone) while deploy batches it dispatched may still change
+// their hosts: a sibling pass's batch is let finish (a copy cut short is
+// harder to recover), and the end of the rollout is what lets the rollouts
+// queued behind it go, or be approved, on the same hosts. Its status says
+// failed already; Paused says what it waits for.
+func (m *Machine) awaitInFlight(in Inputs, evs *[]Event) {
+	names := deploysInFlight(in)
+	if len(names) == 0 {
+		return
+	}
+	m.Phase, m.Paused = PhaseDrain, "waits for the batches in flight to end: "+strings.Join(names, ", ")
+	*evs = append(*evs, Event{Type: "waiting-batches", Message: "the rollout " + m.Paused})
+}
+
+// drain waits for the deploy batches in flight of a failed rollout, then
+// ends it.
+func (m *Machine) drain(in Inputs, evs *[]Event) (Action, bool) {
+	if len(deploysInFlight(in)) == 0 {
+		m.Phase, m.Paused = PhaseDone, ""
+		*evs = append(*evs, Event{Type: "batches-ended", Message: "the batches in flight have ended: the rollout has ended"})
+		return Action{}, true
+	}
+	wait := Action{Kind: ActWait}
+	for ref, run := range in.Runs {
+		if ref.Kind == KindDeploy && deploying(run, in) {
+			wait = earliest(wait, waitFor(run, in))
+		}
+	}
+	return wait, false
+}
+
+// deploysInFlight names the deploy batches that are deploying, in plan
+// order.
+func deploysInFlight(in Inputs) []string {
+	var refs []Ref
+	for ref, run := range in.Runs {
+		if ref.Kind == KindDeploy && deploying(run, in) {
+			refs = append(refs, ref)
+		}
+	}
+	slices.SortFunc(refs, func(a, b Ref) int {
+		return cmp.Or(a.Stage-b.Stage, a.Pass-b.Pass, a.Batch-b.Batch)
+	})
+	names := make([]string, len(refs))
+	for i, ref := range refs {
+		names[i] = in.Plan.Stages[ref.Stage].Passes[ref.Pass].Batches[ref.Batch].Name
+	}
+	return names
 }
 
 // deploying reports whether a deploy run may still change its hosts: it

@@ -169,8 +169,13 @@ func TestPassesOfAStageRunSideBySide(t *testing.T) {
 	}
 	runs[act.Ref] = Run{State: RunFailure, RunID: 2, DispatchedAt: t0}
 	act, _ = m.Next(inputs(p, t0, runs))
-	if act.Kind != ActDone || m.Status != Failed || !strings.Contains(m.Failure, "workflow run 2 failed") {
-		t.Fatalf("action %+v status %s failure %q: a failed pass fails its stage at once", act, m.Status, m.Failure)
+	if m.Status != Failed || m.Stages[0].State != StageFailed || !strings.Contains(m.Failure, "workflow run 2 failed") {
+		t.Fatalf("status %s stage %s failure %q: a failed pass fails its stage at once", m.Status, m.Stages[0].State, m.Failure)
+	}
+	// The first pass's batch, waiting for a runner, may still deploy: the
+	// rollout ends when it has (or its queue_timeout passed).
+	if act.Kind != ActWait || !act.Until.Equal(t0.Add(10*time.Minute)) || m.Phase != PhaseDrain {
+		t.Fatalf("action %+v phase %s, want a wait for the first pass's batch", act, m.Phase)
 	}
 }
 
@@ -317,4 +322,88 @@ func TestARollbackWaitsForTheSiblingPassStillDeploying(t *testing.T) {
 	if act.Kind != ActDispatch || act.Ref != (Ref{Kind: KindRollback, Stage: 0, Pass: 1}) {
 		t.Fatalf("action %+v, want the sibling's batch rolled back once its deploy ended", act)
 	}
+}
+
+// on_failure stop, or a rollback that cannot run, ends the rollout only
+// once a sibling pass's batch still deploying has ended: until then the
+// rollouts queued behind it wait, as they would for its rollback.
+func TestAStoppedRolloutEndsOnlyOnceTheSiblingPassStopsDeploying(t *testing.T) {
+	sibling := Ref{Kind: KindDeploy, Stage: 0, Pass: 1}
+	deployingStage := func(onFailure rollout.OnFailure) (*rollout.Plan, Machine) {
+		p := twoStages(onFailure)
+		p.Stages[0].Passes = append(p.Stages[0].Passes, p.Stages[1].Passes[0])
+		m := NewMachine(p)
+		m.Phase = PhaseDeploy
+		m.Stages[0].State = StageRunning
+		m.Passes = make([]PassCursor, 2)
+		return p, m
+	}
+	for _, c := range []struct {
+		name      string
+		onFailure rollout.OnFailure
+		previous  bool
+		sibling   Run
+		until     time.Time // the wait while the sibling's batch runs
+	}{
+		{"stop, the sibling's run in progress", rollout.Stop, true, Run{State: RunInProgress, RunID: 2, DispatchedAt: t0}, time.Time{}},
+		{"stop, the sibling's run waiting for a runner", rollout.Stop, true, Run{State: RunQueued, RunID: 2, DispatchedAt: t0}, t0.Add(10 * time.Minute)},
+		{"rollback-wave without a previous release", rollout.RollbackWave, false, Run{State: RunInProgress, RunID: 2, DispatchedAt: t0}, time.Time{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, m := deployingStage(c.onFailure)
+			runs := map[Ref]Run{deployA: {State: RunFailure, RunID: 1, DispatchedAt: t0}, sibling: c.sibling}
+			in := inputs(p, t0.Add(time.Minute), runs)
+			in.HasPrevious = c.previous
+			act, evs := m.Next(in)
+			if m.Phase == PhaseDone || act.Kind == ActDone {
+				t.Fatalf("the rollout ended (%+v) while run %d of the sibling pass still deploys", act, c.sibling.RunID)
+			}
+			if act.Kind != ActWait || !act.Until.Equal(c.until) {
+				t.Fatalf("action %+v, want a wait for the sibling's run (until %v)", act, c.until)
+			}
+			if m.Status != Failed || !strings.Contains(m.Failure, "workflow run 1 failed") {
+				t.Errorf("status %s failure %q, want failed for pass a's run", m.Status, m.Failure)
+			}
+			if !strings.Contains(m.Paused, "deploy@b#0") {
+				t.Errorf("paused %q, want it to name the batch in flight", m.Paused)
+			}
+			if e := evs[len(evs)-1]; e.Type != "waiting-batches" || !strings.Contains(e.Message, "deploy@b#0") {
+				t.Errorf("last event %+v, want one saying the rollout waits for deploy@b#0", e)
+			}
+			if act, evs = m.Next(in); act.Kind != ActWait || len(evs) != 0 {
+				t.Errorf("a second look: action %+v events %+v, want the same wait and nothing new", act, evs)
+			}
+
+			runs[sibling] = Run{State: RunSuccess, RunID: 2, DispatchedAt: t0}
+			act, evs = m.Next(inputs(p, t0.Add(2*time.Minute), runs))
+			if act.Kind != ActDone || m.Phase != PhaseDone || m.Status != Failed || m.Paused != "" {
+				t.Fatalf("action %+v, machine %s/%s paused %q once the sibling's run ended; want done, failed", act, m.Status, m.Phase, m.Paused)
+			}
+			if len(evs) != 1 || evs[0].Type != "batches-ended" {
+				t.Errorf("events %+v, want one saying the batches in flight have ended", evs)
+			}
+		})
+	}
+	t.Run("a failed rollback waits too", func(t *testing.T) {
+		p, m := deployingStage(rollout.RollbackWave)
+		runs := map[Ref]Run{deployA: {State: RunFailure, RunID: 1, DispatchedAt: t0},
+			sibling: {State: RunInProgress, RunID: 2, DispatchedAt: t0}}
+		act, _ := m.Next(inputs(p, t0, runs))
+		if act.Kind != ActDispatch || act.Ref != (Ref{Kind: KindRollback}) {
+			t.Fatalf("action %+v, want the failed pass's batch rolled back", act)
+		}
+		runs[act.Ref] = Run{State: RunFailure, RunID: 3, DispatchedAt: t0}
+		act, _ = m.Next(inputs(p, t0.Add(time.Minute), runs))
+		if act.Kind != ActWait || m.Phase != PhaseDrain || m.Rollback.Outcome != "failed" {
+			t.Fatalf("action %+v phase %s rollback %+v, want the failed rollback waiting for the sibling's run", act, m.Phase, m.Rollback)
+		}
+	})
+	t.Run("a sibling's batch past its queue_timeout is not waited for", func(t *testing.T) {
+		p, m := deployingStage(rollout.Stop)
+		runs := map[Ref]Run{deployA: {State: RunFailure, RunID: 1, DispatchedAt: t0},
+			sibling: {State: RunQueued, RunID: 2, DispatchedAt: t0.Add(-time.Hour)}}
+		if act, _ := m.Next(inputs(p, t0, runs)); act.Kind != ActDone || m.Phase != PhaseDone {
+			t.Fatalf("action %+v phase %s, want the rollout ended", act, m.Phase)
+		}
+	})
 }
