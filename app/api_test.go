@@ -131,3 +131,52 @@ func TestRepositoriesAddedToASuspendedInstallationKeepItSuspended(t *testing.T) 
 		}
 	})
 }
+
+// GitHub does not promise delivery order, and a redelivery can come long
+// after: an installation event older than the installation's deletion must
+// not bring it back. The payloads are GitHub's examples, with the deleted
+// event made about the created installation (GitHub does not necessarily
+// move updated_at when an installation is deleted, so it carries the same
+// updated_at as the created event).
+func TestAnOlderInstallationEventDoesNotUndoItsDeletion(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		created := githubtest.LoadPayload(t, "installation", "created.payload.json")
+		var createdEv, deletedEv map[string]any
+		if err := json.Unmarshal(created, &createdEv); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(githubtest.LoadPayload(t, "installation", "deleted.payload.json"), &deletedEv); err != nil {
+			t.Fatal(err)
+		}
+		deletedEv["installation"] = createdEv["installation"]
+		deleted, _ := json.Marshal(deletedEv)
+		added := githubtest.LoadPayload(t, "installation_repositories", "added.payload.json")
+
+		ts.deliver(t, "installation", "created-1", created, githubtest.Sign(testSecret, created))
+		ts.waitSettled(t)
+		ts.deliver(t, "installation", "deleted-1", deleted, githubtest.Sign(testSecret, deleted))
+		ts.waitSettled(t)
+		// Older events, arriving after the deletion under their own GUIDs.
+		ts.deliver(t, "installation", "created-late", created, githubtest.Sign(testSecret, created))
+		ts.deliver(t, "installation_repositories", "added-late", added, githubtest.Sign(testSecret, added))
+		ts.waitSettled(t)
+		for _, id := range []string{"created-1", "deleted-1", "created-late", "added-late"} {
+			if d := ts.delivery(t, id); d.State != DeliveryProcessed {
+				t.Errorf("%s ended %s (%s), want processed", id, d.State, d.LastError)
+			}
+		}
+		var n int
+		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM installations WHERE id = 957387`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Error("the deleted installation came back when an older event arrived after its deletion")
+		}
+		for _, repo := range []string{"Codertocat/Hello-World", "Codertocat/Space"} {
+			if ok, err := installedOn(context.Background(), ts.db.Read, repo); err != nil || ok {
+				t.Errorf("installedOn(%s) after the installation was deleted = %v (err %v), want false", repo, ok, err)
+			}
+		}
+	})
+}

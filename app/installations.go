@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,7 +28,7 @@ func (installations) Handle(_ context.Context, d Delivery) (Commit, error) {
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
 			return nil, fmt.Errorf("decode installation event: %w", err)
 		}
-		return installationCommit(ev), nil
+		return installationCommit(ev, d.ReceivedAt), nil
 	case "installation_repositories":
 		var ev github.InstallationRepositoriesEvent
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
@@ -35,6 +36,9 @@ func (installations) Handle(_ context.Context, d Delivery) (Commit, error) {
 		}
 		return func(ctx context.Context, tx *sql.Tx) error {
 			inst := ev.GetInstallation()
+			if stale, err := olderThanDeletion(ctx, tx, inst, d.ReceivedAt); err != nil || stale {
+				return err
+			}
 			// A suspended installation can still have repositories added
 			// or removed; it stays suspended until unsuspend.
 			if err := upsertInstallation(ctx, tx, inst, inst.SuspendedAt != nil); err != nil {
@@ -55,13 +59,16 @@ func (installations) Handle(_ context.Context, d Delivery) (Commit, error) {
 	return nil, nil
 }
 
-func installationCommit(ev github.InstallationEvent) Commit {
+func installationCommit(ev github.InstallationEvent, received time.Time) Commit {
 	inst := ev.GetInstallation()
 	return func(ctx context.Context, tx *sql.Tx) error {
-		switch ev.GetAction() {
-		case "deleted":
-			_, err := tx.ExecContext(ctx, `DELETE FROM installations WHERE id = $1`, inst.GetID())
+		if ev.GetAction() == "deleted" {
+			return deleteInstallation(ctx, tx, inst, received)
+		}
+		if stale, err := olderThanDeletion(ctx, tx, inst, received); err != nil || stale {
 			return err
+		}
+		switch ev.GetAction() {
 		case "suspend", "unsuspend":
 			return upsertInstallation(ctx, tx, inst, ev.GetAction() == "suspend")
 		}
@@ -71,6 +78,57 @@ func installationCommit(ev github.InstallationEvent) Commit {
 		}
 		return addRepositories(ctx, tx, inst.GetID(), ev.Repositories)
 	}
+}
+
+// eventTime is when GitHub last changed the installation as the event
+// tells it: the payload's installation.updated_at, or the delivery's
+// received time when the payload has none.
+func eventTime(inst *github.Installation, received time.Time) int64 {
+	if t := inst.GetUpdatedAt(); !t.IsZero() {
+		return store.Micros(t.Time)
+	}
+	return store.Micros(received)
+}
+
+// deleteInstallation removes an installation and its repositories and
+// leaves a tombstone, so that an older event arriving later cannot bring
+// it back. A deletion is always applied: GitHub does not reuse
+// installation ids. Of two deletions the tombstone keeps the later time.
+func deleteInstallation(ctx context.Context, tx *sql.Tx, inst *github.Installation, received time.Time) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM installations WHERE id = $1`, inst.GetID()); err != nil {
+		return fmt.Errorf("delete installation %d: %w", inst.GetID(), err)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO installation_tombstones (id, deleted_at, updated_at) VALUES ($1, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at,
+			updated_at = CASE WHEN excluded.updated_at > installation_tombstones.updated_at
+				THEN excluded.updated_at ELSE installation_tombstones.updated_at END`,
+		inst.GetID(), store.Micros(received), eventTime(inst, received))
+	if err != nil {
+		return fmt.Errorf("record deletion of installation %d: %w", inst.GetID(), err)
+	}
+	return nil
+}
+
+// olderThanDeletion reports whether the installation was deleted and the
+// event does not come after the deletion (its installation.updated_at is
+// not later than the deleted event's); such an event is ignored. An event
+// that is later clears the tombstone and is applied.
+func olderThanDeletion(ctx context.Context, tx *sql.Tx, inst *github.Installation, received time.Time) (bool, error) {
+	var deletedAt int64
+	err := tx.QueryRowContext(ctx, `SELECT updated_at FROM installation_tombstones WHERE id = $1`, inst.GetID()).Scan(&deletedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read deletion of installation %d: %w", inst.GetID(), err)
+	}
+	if eventTime(inst, received) <= deletedAt {
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM installation_tombstones WHERE id = $1`, inst.GetID()); err != nil {
+		return false, fmt.Errorf("clear deletion of installation %d: %w", inst.GetID(), err)
+	}
+	return false, nil
 }
 
 func upsertInstallation(ctx context.Context, tx *sql.Tx, inst *github.Installation, suspended bool) error {
