@@ -161,18 +161,45 @@ func (s *Store) IssueState(ctx context.Context, now time.Time) (string, error) {
 // ConsumeState accepts state once, within stateTTL of its page: it is gone
 // afterwards, so a reloaded callback or a replayed link is refused.
 func (s *Store) ConsumeState(ctx context.Context, state string, now time.Time) (bool, error) {
+	_, ok, err := s.TakeState(ctx, state, now)
+	return ok, err
+}
+
+// TakeState is ConsumeState that also returns when the state was issued,
+// so that a callback whose code exchange failed on the way can give it
+// back with ReturnState. Taking it is one DELETE, so of two callbacks with
+// the same state (on any replica) only one gets it.
+func (s *Store) TakeState(ctx context.Context, state string, now time.Time) (issued time.Time, ok bool, err error) {
 	if state == "" {
-		return false, nil
+		return time.Time{}, false, nil
 	}
-	var n int64
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM app_setup_states WHERE state = $1 AND created_at >= $2`,
-			state, store.Micros(now.Add(-stateTTL)))
+	var created int64
+	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `DELETE FROM app_setup_states WHERE state = $1 AND created_at >= $2 RETURNING created_at`,
+			state, store.Micros(now.Add(-stateTTL))).Scan(&created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("check the set-up state: %w", err)
 		}
-		n, err = res.RowsAffected()
-		return err
+		ok = true
+		return nil
 	})
-	return n == 1, err
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	return store.Time(created), true, nil
+}
+
+// ReturnState gives back a state taken with TakeState, keeping the time it
+// was issued: it is still accepted only within stateTTL of its page.
+func (s *Store) ReturnState(ctx context.Context, state string, issued time.Time) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO app_setup_states (state, created_at) VALUES ($1, $2)
+			ON CONFLICT (state) DO NOTHING`, state, store.Micros(issued)); err != nil {
+			return fmt.Errorf("give back the set-up state: %w", err)
+		}
+		return nil
+	})
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -219,6 +223,61 @@ func TestASecondRegistrationDoesNotReplaceTheStoredApp(t *testing.T) {
 		e.restart()
 		if _, page, _ := e.get("/setup"); !strings.Contains(page, "App id <code>777</code>") {
 			t.Errorf("after a restart the first App is not the one in use:\n%s", page)
+		}
+	})
+}
+
+// GitHub's code stays valid for an hour, so when the exchange fails on the
+// way (GitHub answers 5xx, or the connection breaks) the callback must be
+// able to run again: the state is not used up, the page says to reload,
+// and the reload registers the App. A code GitHub refused still uses the
+// state up (TestRegisterTheAppFromThePage).
+func TestAFailedCodeExchangeCanBeReloaded(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := start(t, dbURL, false)
+		target, err := url.Parse(e.gh.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		forward := httputil.NewSingleHostReverseProxy(target)
+		var calls atomic.Int32
+		flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch calls.Add(1) {
+			case 1:
+				http.Error(w, `{"message":"Bad Gateway"}`, http.StatusBadGateway)
+			case 2:
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Errorf("hijack: %v", err)
+					return
+				}
+				conn.Close() // the connection breaks before GitHub answers
+			default:
+				forward.ServeHTTP(w, r)
+			}
+		}))
+		defer flaky.Close()
+		e.configure = func(cfg *config.Config) { cfg.GitHub.APIURL = flaky.URL + "/" }
+		e.restart()
+
+		_, page, _ := e.get("/setup")
+		fs := forms(t, page)
+		if len(fs) != 1 {
+			t.Fatalf("GET /setup: %d forms, want 1", len(fs))
+		}
+		callback := "/setup/callback?code=fresh&state=" + fs[0].state()
+		for _, failure := range []string{"GitHub answers 502", "the connection breaks"} {
+			status, body, _ := e.get(callback)
+			if status != http.StatusBadGateway || !strings.Contains(body, "reload") {
+				t.Errorf("%s: HTTP %d, want 502 saying to reload:\n%s", failure, status, body)
+			}
+		}
+		status, body, hdr := e.get(callback)
+		if want := "https://github.com/apps/" + githubtest.AppSlug + "/installations/new"; status != http.StatusSeeOther || hdr.Get("Location") != want {
+			t.Fatalf("the reloaded callback: HTTP %d to %q, want 303 to %q:\n%s", status, hdr.Get("Location"), want, body)
+		}
+		if n := calls.Load(); n != 3 {
+			t.Errorf("the code was sent to GitHub %d times, want 3", n)
 		}
 	})
 }

@@ -23,6 +23,11 @@ var codePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 // errCodeRefused is GitHub saying the code is unknown, used or expired.
 var errCodeRefused = errors.New("GitHub did not accept the code")
 
+// errUnavailable is an exchange that failed on the way to or in GitHub
+// (network error, timeout, HTTP 5xx): the code was not used and can be
+// sent again.
+var errUnavailable = errors.New("GitHub could not be reached")
+
 // conversion is GitHub's answer to POST /app-manifests/{code}/conversions
 // (the fields ripcord keeps).
 type conversion struct {
@@ -52,16 +57,18 @@ func exchange(ctx context.Context, client *http.Client, apiURL, code string, now
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	res, err := client.Do(req)
 	if err != nil {
-		return Credentials{}, fmt.Errorf("POST %s: %w", endpoint, err)
+		return Credentials{}, fmt.Errorf("POST %s: %w: %w", endpoint, errUnavailable, err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
-		return Credentials{}, fmt.Errorf("read GitHub's answer: %w", err)
+		return Credentials{}, fmt.Errorf("read GitHub's answer: %w: %w", errUnavailable, err)
 	}
 	switch {
 	case res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusUnprocessableEntity:
 		return Credentials{}, fmt.Errorf("%w (HTTP %d): codes work once and expire after an hour", errCodeRefused, res.StatusCode)
+	case res.StatusCode >= 500:
+		return Credentials{}, fmt.Errorf("POST %s: %w: HTTP %d: %.200s", endpoint, errUnavailable, res.StatusCode, body)
 	case res.StatusCode != http.StatusCreated:
 		return Credentials{}, fmt.Errorf("POST %s: GitHub answered HTTP %d: %.200s", endpoint, res.StatusCode, body)
 	}

@@ -116,7 +116,12 @@ func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	ok, err = h.o.Store.ConsumeState(r.Context(), q.Get("state"), h.d.Now())
+	// The state is taken before the exchange, so that two callbacks with
+	// it (on any replica) cannot both register an App, and given back when
+	// the exchange failed on the way: GitHub's code stays valid for an
+	// hour, and a reload can finish the registration.
+	state := q.Get("state")
+	issued, ok, err := h.o.Store.TakeState(r.Context(), state, h.d.Now())
 	if err != nil {
 		h.d.Log.Error("set-up callback: check the state", "err", err)
 		renderError(w, http.StatusInternalServerError, "Cannot check the registration", err.Error())
@@ -135,9 +140,22 @@ func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 			err.Error()+". The App may exist on GitHub already: delete it there and start again from the set-up page.")
 		return
 	}
+	if errors.Is(err, errUnavailable) {
+		h.d.Log.Warn("set-up callback: exchange the code", "err", err)
+		if rerr := h.o.Store.ReturnState(context.WithoutCancel(r.Context()), state, issued); rerr != nil {
+			h.d.Log.Error("set-up callback: give the state back", "err", rerr)
+			renderError(w, http.StatusBadGateway, "Cannot reach GitHub to finish the registration",
+				err.Error()+". This link cannot be used again ("+rerr.Error()+"): delete the App on GitHub and start again from the set-up page.")
+			return
+		}
+		renderError(w, http.StatusBadGateway, "Cannot reach GitHub to finish the registration",
+			err.Error()+". GitHub's code stays valid for an hour: reload this page to try again.")
+		return
+	}
 	if err != nil {
 		h.d.Log.Error("set-up callback: exchange the code", "err", err)
-		renderError(w, http.StatusBadGateway, "Cannot reach GitHub to finish the registration", err.Error())
+		renderError(w, http.StatusBadGateway, "GitHub's answer cannot finish the registration",
+			err.Error()+". The App may exist on GitHub already: delete it there and start again from the set-up page.")
 		return
 	}
 	if err := h.o.Store.Save(r.Context(), creds); errors.Is(err, ErrRegistered) {
