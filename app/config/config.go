@@ -89,12 +89,12 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 	for _, s := range settings {
 		values[s.Key] = sourced{s.Default, "default"}
 	}
-	file := getenv("RIPCORD_CONFIG")
+	file, origin := getenv("RIPCORD_CONFIG"), "environment variable RIPCORD_CONFIG"
 	if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
-		file = f.Value.String()
+		file, origin = f.Value.String(), "flag --config"
 	}
 	if file != "" {
-		fromFile, err := readFile(file)
+		fromFile, err := readFile(file, origin)
 		if err != nil {
 			return nil, err
 		}
@@ -155,16 +155,18 @@ func Register(fs *flag.FlagSet) {
 
 type sourced struct{ value, source string }
 
-// readFile reads the YAML file strictly: an unknown key is an error.
-func readFile(path string) (map[string]sourced, error) {
+// readFile reads the YAML file strictly: an unknown key is an error. origin
+// is what named the file (the flag or the environment variable), for the
+// errors about the file as a whole.
+func readFile(path, origin string) (map[string]sourced, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{Key: "config", Source: "--config", Message: err.Error()}
+		return nil, &Error{Key: "config", Source: origin, Message: err.Error()}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, &Error{Key: "config", Source: path, Message: "not valid YAML: " + err.Error()}
+		return nil, &Error{Key: "config", Source: path + ", named by " + origin, Message: "not valid YAML: " + err.Error()}
 	}
 	out := map[string]sourced{}
 	if len(doc.Content) == 0 {

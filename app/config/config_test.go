@@ -231,3 +231,44 @@ func TestDefaultsMatchLoadingNothing(t *testing.T) {
 		t.Errorf("Defaults() = %+v, loading nothing = %+v", d, loaded)
 	}
 }
+
+// A configuration file that cannot be read or parsed is reported with where
+// its path came from: the --config flag or RIPCORD_CONFIG (the flag wins).
+func TestAnUnreadableFileNamesWhereItsPathCameFrom(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yml")
+	broken := writeFile(t, "broken.yml", "listen: [unclosed\n")
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    []string
+		notWant string
+	}{
+		{"missing, named by RIPCORD_CONFIG", nil, map[string]string{"RIPCORD_CONFIG": missing},
+			[]string{"environment variable RIPCORD_CONFIG", missing}, "--config"},
+		{"missing, named by --config", []string{"--config", missing}, nil,
+			[]string{"flag --config", missing}, "RIPCORD_CONFIG"},
+		{"missing, --config wins over RIPCORD_CONFIG", []string{"--config", missing}, map[string]string{"RIPCORD_CONFIG": broken},
+			[]string{"flag --config", missing}, "RIPCORD_CONFIG"},
+		{"not YAML, named by RIPCORD_CONFIG", nil, map[string]string{"RIPCORD_CONFIG": broken},
+			[]string{"environment variable RIPCORD_CONFIG", broken, "not valid YAML"}, "--config"},
+		{"not YAML, named by --config", []string{"--config", broken}, nil,
+			[]string{"flag --config", broken, "not valid YAML"}, "RIPCORD_CONFIG"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := load(t, c.args, c.env)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), c.notWant) {
+				t.Errorf("error %q names %s, which did not name the file", err, c.notWant)
+			}
+		})
+	}
+}
