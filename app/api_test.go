@@ -178,5 +178,31 @@ func TestAnOlderInstallationEventDoesNotUndoItsDeletion(t *testing.T) {
 				t.Errorf("installedOn(%s) after the installation was deleted = %v (err %v), want false", repo, ok, err)
 			}
 		}
+
+		// GitHub's other examples give the times as RFC 3339 strings: an
+		// unsuspend with the same updated_at as the deletion comes late.
+		suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
+		unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
+		var suspendEv map[string]any
+		if err := json.Unmarshal(suspend, &suspendEv); err != nil {
+			t.Fatal(err)
+		}
+		deletedEv["installation"] = suspendEv["installation"]
+		deleted2, _ := json.Marshal(deletedEv)
+		ts.deliver(t, "installation", "suspend-1", suspend, githubtest.Sign(testSecret, suspend))
+		ts.waitSettled(t)
+		ts.deliver(t, "installation", "deleted-2", deleted2, githubtest.Sign(testSecret, deleted2))
+		ts.waitSettled(t)
+		ts.deliver(t, "installation", "unsuspend-late", unsuspend, githubtest.Sign(testSecret, unsuspend))
+		ts.waitSettled(t)
+		if d := ts.delivery(t, "unsuspend-late"); d.State != DeliveryProcessed {
+			t.Errorf("unsuspend-late ended %s (%s), want processed", d.State, d.LastError)
+		}
+		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM installations WHERE id = 16598467`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Error("the deleted installation came back when an older unsuspend arrived after its deletion")
+		}
 	})
 }
