@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,6 +107,56 @@ func TestAStateWorksOnceAndForAnHour(t *testing.T) {
 			if err != nil || ok != c.want {
 				t.Errorf("%s: ConsumeState = %v, %v; want %v", c.name, ok, err, c.want)
 			}
+		}
+	})
+}
+
+// Of callbacks racing with one state (on one replica or several) only one
+// takes it; a state given back after a failed exchange can be taken once
+// more, still only within an hour of its page.
+func TestAStateGivenBackIsTakenOnceAndKeepsItsAge(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		s, _ := openStore(t, dbURL, bytes.Repeat([]byte{9}, 32))
+		now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+		state, err := s.IssueState(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var taken atomic.Int32
+		var issued time.Time
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				at, ok, err := s.TakeState(ctx, state, now.Add(time.Minute))
+				if err != nil {
+					t.Errorf("TakeState: %v", err)
+				}
+				if ok && taken.Add(1) == 1 {
+					issued = at
+				}
+			}()
+		}
+		wg.Wait()
+		if n := taken.Load(); n != 1 {
+			t.Fatalf("%d of 8 concurrent callbacks took the state, want 1", n)
+		}
+		if !issued.Equal(now) {
+			t.Errorf("TakeState says the state was issued at %v, want %v", issued, now)
+		}
+		if err := s.ReturnState(ctx, state, issued); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := s.TakeState(ctx, state, now.Add(59*time.Minute)); err != nil || !ok {
+			t.Errorf("a state given back: TakeState = %v, %v; want it taken", ok, err)
+		}
+		if err := s.ReturnState(ctx, state, issued); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := s.TakeState(ctx, state, now.Add(61*time.Minute)); err != nil || ok {
+			t.Errorf("a state given back, an hour after its page: TakeState = %v, %v; want refused", ok, err)
 		}
 	})
 }
