@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -128,20 +129,32 @@ func TestApplyFactsLeavesAReleaseOfAnUnlockedClusterToApplyFact(t *testing.T) {
 	s, _ := openStore(t, testdb.URL(t, "postgres"))
 	openRelease(t, s, record("R1", "", 0))
 	f := taskFact("R1", TaskSuccess, 5, func(f *Fact) { f.Cluster = "" })
+	batchGivesUpToApplyFact(t, s, f, at(5))
+	if got := mustGet(t, s, "R1").State; got != StateHealthy {
+		t.Errorf("R1 is %s, want healthy", got)
+	}
+}
+
+// batchGivesUpToApplyFact checks that ApplyFacts refuses f with
+// ErrBatchUnsupported, having kept no fact, and that ApplyFact then applies
+// it in the same transaction, as app/factcommit.go does.
+func batchGivesUpToApplyFact(t *testing.T, s *Store, f Fact, now time.Time) {
+	t.Helper()
 	ctx := context.Background()
+	facts := count(t, s, `SELECT count(*) FROM facts`)
 	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		_, err := s.ApplyFacts(ctx, tx, []BatchFact{{Fact: f, Now: at(5)}})
+		_, err := s.ApplyFacts(ctx, tx, []BatchFact{{Fact: f, Now: now}})
 		if !errors.Is(err, ErrBatchUnsupported) {
 			t.Fatalf("ApplyFacts: %v, want ErrBatchUnsupported", err)
 		}
-		var facts int
-		if err := tx.QueryRow(`SELECT count(*) FROM facts`).Scan(&facts); err != nil {
+		var kept int
+		if err := tx.QueryRow(`SELECT count(*) FROM facts`).Scan(&kept); err != nil {
 			return err
 		}
-		if facts != 0 {
-			t.Errorf("ApplyFacts kept %d facts before giving up, want none", facts)
+		if kept != facts {
+			t.Errorf("ApplyFacts kept %d facts before giving up, want none", kept-facts)
 		}
-		res, err := s.ApplyFact(ctx, tx, f, "", at(5))
+		res, err := s.ApplyFact(ctx, tx, f, "", now)
 		if err == nil && res.Outcome != OutcomeApplied {
 			t.Errorf("ApplyFact after the batch path gave up: %s (%s), want applied", res.Outcome, res.Reason)
 		}
@@ -149,9 +162,6 @@ func TestApplyFactsLeavesAReleaseOfAnUnlockedClusterToApplyFact(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if got := mustGet(t, s, "R1").State; got != StateHealthy {
-		t.Errorf("R1 is %s, want healthy", got)
 	}
 }
 
@@ -164,21 +174,7 @@ func TestApplyFactsLeavesAWorkloadBackAtAnEarlierPhaseToApplyFact(t *testing.T) 
 	for _, f := range []Fact{fact("R1", PhaseHealthy, 1), fact("R1", PhaseProgressing, 2)} {
 		applyFact(t, s, f, "", f.ObservedAt)
 	}
-	back := fact("R1", PhaseHealthy, 3)
-	ctx := context.Background()
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := s.ApplyFacts(ctx, tx, []BatchFact{{Fact: back, Now: at(3)}}); !errors.Is(err, ErrBatchUnsupported) {
-			t.Fatalf("ApplyFacts: %v, want ErrBatchUnsupported", err)
-		}
-		res, err := s.ApplyFact(ctx, tx, back, "", at(3))
-		if err == nil && res.Outcome != OutcomeApplied {
-			t.Errorf("ApplyFact after the batch path gave up: %s (%s), want applied", res.Outcome, res.Reason)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	batchGivesUpToApplyFact(t, s, fact("R1", PhaseHealthy, 3), at(3))
 	if got := mustGet(t, s, "R1").State; got != StateHealthy {
 		t.Errorf("R1 is %s, want healthy again", got)
 	}

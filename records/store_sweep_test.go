@@ -48,16 +48,7 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 			t.Fatal(err)
 		}
 
-		n, err := s.Sweep(context.Background(), now, 90*day, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := s.List(context.Background(), Filter{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		left := ids(rs)
-		slices.Sort(left)
+		n, left := sweep(t, s, now, 90*day)
 		if want := []string{"A2", "A3", "A5", "A6", "A7", "A8", "A9", "B1", "B2"}; n != 2 || !slices.Equal(left, want) {
 			t.Fatalf("swept %d, left %v; want 2 swept, left %v", n, left, want)
 		}
@@ -98,16 +89,7 @@ func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
 		for _, r := range history {
 			putRecord(t, s, r)
 		}
-		n, err := s.Sweep(context.Background(), now, 90*day, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := s.List(context.Background(), Filter{Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		left := ids(rs)
-		slices.Sort(left)
+		n, left := sweep(t, s, now, 90*day)
 		if want := []string{"A5", "A6", "A7", "A8", "A9", "O1", "O2"}; n != 1 || !slices.Equal(left, want) {
 			t.Fatalf("swept %d, left %v; want 1 swept, left %v", n, left, want)
 		}
@@ -146,4 +128,21 @@ func TestSweepRefusesNonsense(t *testing.T) {
 			t.Errorf("%s: Sweep(retention %s, keep %d) accepted", c.name, c.retention, c.keep)
 		}
 	}
+}
+
+// sweep runs Sweep keeping the newest 5 and returns how many records it
+// deleted and the ids left, sorted.
+func sweep(t *testing.T, s *Store, now time.Time, retention time.Duration) (int, []string) {
+	t.Helper()
+	n, err := s.Sweep(context.Background(), now, retention, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.List(context.Background(), Filter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := ids(rs)
+	slices.Sort(left)
+	return n, left
 }

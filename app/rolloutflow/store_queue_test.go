@@ -18,9 +18,7 @@ import (
 func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db := testdb.OpenMigrated(t, dbURL)
-		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-		add := rolloutsIn(t, db)
+		db, add := rolloutsIn(t, dbURL)
 		add("ro-a", "checkout", t0, PhaseDone)                       // ended: holds nobody
 		b := add("ro-b", "checkout", t0.Add(time.Second), PhaseBake) // rolling out
 		c := add("ro-c", "checkout", t0.Add(time.Second), PhaseQueue)
@@ -62,9 +60,7 @@ func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
 func TestAFailureAfterDeployingHoldsTheQueueBehind(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db := testdb.OpenMigrated(t, dbURL)
-		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-		add := rolloutsIn(t, db)
+		db, add := rolloutsIn(t, dbURL)
 		failed := add("ro-a", "checkout", t0, PhaseDone)
 		add("ro-b", "checkout", t0.Add(time.Second), PhaseQueue)
 		add("ro-c", "checkout", t0.Add(2*time.Second), PhaseQueue)
@@ -101,11 +97,13 @@ func TestAFailureAfterDeployingHoldsTheQueueBehind(t *testing.T) {
 	}
 }
 
-// rolloutsIn returns a function that stores a rollout of app to prod with
-// two stages, created at at, its machine in phase.
-func rolloutsIn(t *testing.T, db *store.DB) func(id, app string, at time.Time, phase Phase) Rollout {
+// rolloutsIn opens a migrated database at dbURL and returns it with a
+// function that stores a rollout of app to prod with two stages, created at
+// at, its machine in phase.
+func rolloutsIn(t *testing.T, dbURL string) (*store.DB, func(id, app string, at time.Time, phase Phase) Rollout) {
+	db := testdb.OpenMigrated(t, dbURL)
 	plan := twoStages(rollout.Stop)
-	return func(id, app string, at time.Time, phase Phase) Rollout {
+	return db, func(id, app string, at time.Time, phase Phase) Rollout {
 		t.Helper()
 		m := NewMachine(plan)
 		m.Phase = phase
@@ -138,9 +136,7 @@ func storeRollout(t *testing.T, db *store.DB, id, app string, at time.Time, plan
 func TestAHoldSetDuringATickOfTheRolloutBehindIsNotBypassed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db := testdb.OpenMigrated(t, dbURL)
-		t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-		add := rolloutsIn(t, db)
+		db, add := rolloutsIn(t, dbURL)
 		failed := add("ro-a", "checkout", t0, PhaseDone)
 		add("ro-b", "checkout", t0.Add(time.Second), PhaseQueue)
 		stale, err := getRollout(ctx, db.Write, "ro-b") // the tick reads ro-b, no hold yet
