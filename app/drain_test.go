@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -207,15 +208,24 @@ func TestDrainRoundOutlivesAShortIdleTimeout(t *testing.T) {
 	dbURL := testdb.URL(t, "postgres")
 	ts := startServer(t, dbURL, Options{})
 	ts.holdDeliveries(t, "slow", 1)
-	var name string
-	if err := ts.db.Read.QueryRow(`SELECT current_database()`).Scan(&name); err != nil {
+	// Only the round's own connections get the short timeout: the
+	// server's other connections keep the database's default.
+	u, err := url.Parse(dbURL)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ts.db.Write.Exec(`ALTER DATABASE ` + name + ` SET idle_in_transaction_session_timeout = '100ms'`); err != nil {
-		t.Fatal(err)
-	}
+	q := u.Query()
+	q.Set("options", "-c idle_in_transaction_session_timeout=100ms")
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // pgx reads + as itself
 	r := *ts.drain.runner
-	r.db = testdb.Open(t, dbURL) // new connections, which take the setting
+	r.db = testdb.Open(t, u.String())
+	var timeout string
+	if err := r.db.Write.QueryRow(`SHOW idle_in_transaction_session_timeout`).Scan(&timeout); err != nil {
+		t.Fatal(err)
+	}
+	if timeout != "100ms" {
+		t.Fatalf("the round's connections have idle_in_transaction_session_timeout %q, want 100ms", timeout)
+	}
 	r.handlers = map[string][]EventHandler{"installation": {slowHandler{300 * time.Millisecond}}}
 	n, err := r.drainOnce(context.Background())
 	if err != nil {
