@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -25,7 +24,7 @@ import (
 // and Argo Rollouts, posts their facts to the server and carries out the
 // actions the server queues for the cluster.
 func runAgent(args []string) int {
-	fs := flag.NewFlagSet("ripcord agent", flag.ContinueOnError)
+	fs := newFlags("ripcord agent", "--cluster NAME [--server URL] (--token-file FILE | RIPCORD_CLUSTER_TOKEN) [flags]")
 	name := fs.String("cluster", os.Getenv("RIPCORD_CLUSTER"), "this cluster's name in the server's clusters setting (env RIPCORD_CLUSTER)")
 	server := fs.String("server", firstOf(os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"), "ripcord server URL (env RIPCORD_SERVER)")
 	tokenFile := fs.String("token-file", os.Getenv("RIPCORD_CLUSTER_TOKEN_FILE"), "file holding the cluster's token, read on every request (env RIPCORD_CLUSTER_TOKEN_FILE; or set RIPCORD_CLUSTER_TOKEN)")
@@ -46,11 +45,8 @@ func runAgent(args []string) int {
 	fs.DurationVar(&h.Interval, "health-interval", h.Interval, "pause between two health rounds")
 	rolloutTimeout := fs.Duration("rollout-timeout", cluster.DefaultRolloutTimeout, "how long a rollback waits for its rollout")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "ripcord agent: unexpected argument %q\n", fs.Arg(0))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -15,7 +14,7 @@ import (
 // runFact posts a fact to /api/v1/facts/{cluster} from a file (or stdin) or
 // from flags, retrying while the server is unreachable or answers 5xx.
 func runFact(args []string) int {
-	fs := flag.NewFlagSet("ripcord fact", flag.ContinueOnError)
+	fs := newFlags("ripcord fact", "--cluster NAME (--file FILE | --source S --namespace N --name W --phase P ...) [flags]")
 	client := clientFlags(fs, "RIPCORD_CLUSTER_TOKEN", "the cluster's token")
 	file := fs.String("file", "", "JSON file with one fact or {\"facts\": [...]}; - reads stdin")
 	cluster := fs.String("cluster", "", "cluster the fact is from (required)")
@@ -28,8 +27,8 @@ func runFact(args []string) int {
 	step := fs.Int("step", 0, "canary step")
 	steps := fs.Int("step-count", 0, "canary step count")
 	abort := fs.Bool("abort", false, "the rollout was aborted")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	if *cluster == "" {
 		fmt.Fprintln(os.Stderr, "ripcord fact: --cluster is required")

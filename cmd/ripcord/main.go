@@ -2,6 +2,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -55,4 +57,52 @@ func usage() {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(os.Stderr, "\nRun 'ripcord <command> -h' for a command's flags.")
+}
+
+// parse parses a command's flags. stop says the command must end with code:
+// 0 after -h or --help (the usage went to stderr), 2 for a bad flag (the
+// flag package has said which).
+// Flags may come before or after the positional arguments
+// (`ripcord releases show ID --json`); after "--" everything is positional.
+func parse(fs *flag.FlagSet, args []string) (code int, stop bool) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0, true
+			}
+			return 2, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	// Leave the positional arguments as fs.Args().
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
+		return 2, true
+	}
+	return 0, false
+}
+
+// newFlags is a command's flag set; its -h page starts with the command's
+// synopsis (what it needs besides flags), then lists the flags.
+func newFlags(command, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s %s\n\nflags:\n", command, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// isHelp reports whether arg asks for help rather than naming a subcommand.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -14,21 +13,46 @@ import (
 	"github.com/ripcord/ripcord/records"
 )
 
+const releasesUsage = "usage: ripcord releases list [flags] | show RELEASE_ID [flags] | audit RELEASE_ID [flags]"
+
 func runReleases(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "usage: ripcord releases list|show ID|audit ID [flags]")
-		return 2
+	if len(args) == 0 || isHelp(args[0]) {
+		fmt.Fprintln(os.Stderr, releasesUsage)
+		fmt.Fprintln(os.Stderr, "Run 'ripcord releases list -h' (or show, audit) for its flags.")
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
 	}
 	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("ripcord releases "+sub, flag.ContinueOnError)
+	if sub != "list" && sub != "show" && sub != "audit" {
+		fmt.Fprintf(os.Stderr, "ripcord releases: unknown subcommand %q (list, show, audit)\n", sub)
+		return 2
+	}
+	synopsis := "RELEASE_ID [flags]"
+	if sub == "list" {
+		synopsis = "[flags]"
+	}
+	fs := newFlags("ripcord releases "+sub, synopsis)
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	asJSON := fs.Bool("json", false, "print the server's JSON instead of a table")
-	app := fs.String("app", "", "list: only this app")
-	env := fs.String("environment", "", "list: only this environment")
-	cluster := fs.String("cluster", "", "list: only this cluster")
-	state := fs.String("state", "", "list: only releases in this state")
-	limit := fs.Int("limit", 50, "list, audit: at most this many (1-1000)")
-	if err := fs.Parse(args); err != nil {
+	var app, env, cluster, state *string
+	var limit *int
+	switch sub {
+	case "list":
+		app = fs.String("app", "", "only this app")
+		env = fs.String("environment", "", "only this environment")
+		cluster = fs.String("cluster", "", "only this cluster")
+		state = fs.String("state", "", "only releases in this state")
+		limit = fs.Int("limit", 50, "at most this many releases (1-1000)")
+	case "audit":
+		limit = fs.Int("limit", 50, "at most this many events (1-1000)")
+	}
+	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	if sub != "list" && fs.NArg() != 1 {
+		fmt.Fprintf(os.Stderr, "usage: ripcord releases %s RELEASE_ID [flags]\n", sub)
 		return 2
 	}
 	c, err := client()
@@ -47,21 +71,13 @@ func runReleases(args []string) int {
 		}
 		var out struct{ Releases []records.Record }
 		return finish(c.do(ctx, "GET", "/api/v1/releases?"+q.Encode(), nil, &out), *asJSON, out, func() { printReleases(out.Releases) })
-	case "show", "audit":
-		if fs.NArg() != 1 {
-			fmt.Fprintf(os.Stderr, "usage: ripcord releases %s RELEASE_ID\n", sub)
-			return 2
-		}
-		path := "/api/v1/releases/" + url.PathEscape(fs.Arg(0))
-		if sub == "show" {
-			var rec records.Record
-			return finish(c.do(ctx, "GET", path, nil, &rec), *asJSON, rec, func() { printReleases([]records.Record{rec}) })
-		}
-		var out struct{ Events []records.AuditEvent }
-		return finish(c.do(ctx, "GET", path+"/audit?limit="+strconv.Itoa(*limit), nil, &out), *asJSON, out, func() { printAudit(out.Events) })
+	case "show":
+		var rec records.Record
+		return finish(c.do(ctx, "GET", "/api/v1/releases/"+url.PathEscape(fs.Arg(0)), nil, &rec), *asJSON, rec, func() { printReleases([]records.Record{rec}) })
 	}
-	fmt.Fprintf(os.Stderr, "ripcord releases: unknown subcommand %q (list, show, audit)\n", sub)
-	return 2
+	var out struct{ Events []records.AuditEvent }
+	path := "/api/v1/releases/" + url.PathEscape(fs.Arg(0)) + "/audit?limit=" + strconv.Itoa(*limit)
+	return finish(c.do(ctx, "GET", path, nil, &out), *asJSON, out, func() { printAudit(out.Events) })
 }
 
 // finish prints the answer as JSON or with pretty, or the error.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -27,7 +26,7 @@ type rollbackAnswer struct {
 // decides at once (a refusal says why) and opens the pull request in a job;
 // `ripcord releases show <release_id>` shows it once it is open.
 func runRollback(args []string) int {
-	fs := flag.NewFlagSet("ripcord rollback", flag.ContinueOnError)
+	fs := newFlags("ripcord rollback", "--app APP --environment ENV --reason WHY [--to RELEASE_ID|DIGEST] [flags]")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	app := fs.String("app", "", "the app to roll back (required)")
 	env := fs.String("environment", "", "the environment (required)")
@@ -36,8 +35,8 @@ func runRollback(args []string) int {
 	reason := fs.String("reason", "", "why (required; it goes into the commit trailer and the pull request)")
 	repo := fs.String("repository", "", "the app's repository, owner/name (default: the one its newest release names)")
 	asJSON := fs.Bool("json", false, "print the server's JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	for name, v := range map[string]string{"app": *app, "environment": *env, "reason": *reason} {
 		if strings.TrimSpace(v) == "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -16,9 +15,13 @@ import (
 // runRollout is `ripcord rollout start|status|list|approve|abort`, talking
 // to /api/v1/rollouts.
 func runRollout(args []string) int {
-	if len(args) == 0 {
+	if len(args) == 0 || isHelp(args[0]) {
 		fmt.Fprintln(os.Stderr, "usage: ripcord rollout start|status|list|approve|abort [flags]")
-		return 2
+		fmt.Fprintln(os.Stderr, "Run 'ripcord rollout start -h' (or status, list, approve, abort) for its flags.")
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -38,7 +41,7 @@ func runRollout(args []string) int {
 }
 
 func rolloutStart(args []string) int {
-	fs := flag.NewFlagSet("ripcord rollout start", flag.ContinueOnError)
+	fs := newFlags("ripcord rollout start", "--app APP --environment ENV --version VERSION [flags]")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	repo := fs.String("repository", "", "the app's repository, owner/name (default: the one its newest release names)")
 	app := fs.String("app", "", "the app (required)")
@@ -49,8 +52,8 @@ func rolloutStart(args []string) int {
 	author := fs.String("author", "", "GitHub login of who releases: it may not approve the rollout")
 	override := fs.Bool("freeze-override", false, "let the release through freeze windows (recorded in the audit)")
 	asJSON := fs.Bool("json", false, "print the server's JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	for name, v := range map[string]string{"app": *app, "environment": *env, "version": *version} {
 		if strings.TrimSpace(v) == "" {
@@ -71,12 +74,12 @@ func rolloutStart(args []string) int {
 }
 
 func rolloutStatus(args []string) int {
-	fs := flag.NewFlagSet("ripcord rollout status", flag.ContinueOnError)
+	fs := newFlags("ripcord rollout status", "ROLLOUT_ID | --release-id RELEASE_ID [flags]")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	release := fs.String("release-id", "", "find the rollout by its release instead of its id")
 	asJSON := fs.Bool("json", false, "print the server's JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	c, err := client()
 	if err != nil {
@@ -96,7 +99,7 @@ func rolloutStatus(args []string) int {
 		return finish(err, *asJSON, out, func() { printRollout(out.Rollouts[0]) })
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout status ID | --release-id RELEASE")
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout status ROLLOUT_ID | --release-id RELEASE_ID")
 		return 2
 	}
 	var out rolloutflow.StatusJSON
@@ -105,15 +108,15 @@ func rolloutStatus(args []string) int {
 }
 
 func rolloutList(args []string) int {
-	fs := flag.NewFlagSet("ripcord rollout list", flag.ContinueOnError)
+	fs := newFlags("ripcord rollout list", "--app APP --environment ENV [flags]")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	app := fs.String("app", "", "the app (required)")
 	env := fs.String("environment", "", "the environment (required)")
 	unfinished := fs.Bool("unfinished", false, "only rollouts that have not ended: the one rolling out and those queued behind it")
 	limit := fs.Int("limit", 20, "at most this many, newest first (1-100)")
 	asJSON := fs.Bool("json", false, "print the server's JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	if *app == "" || *env == "" {
 		fmt.Fprintln(os.Stderr, "usage: ripcord rollout list --app APP --environment ENV [--unfinished] [--limit N]")
@@ -144,16 +147,16 @@ func rolloutList(args []string) int {
 }
 
 func rolloutVote(args []string) int {
-	fs := flag.NewFlagSet("ripcord rollout approve", flag.ContinueOnError)
+	fs := newFlags("ripcord rollout approve", "ROLLOUT_ID --user LOGIN [--reject] [flags]")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	user := fs.String("user", "", "GitHub login of who approves (required; the release's author cannot)")
 	reject := fs.Bool("reject", false, "reject instead: the rollout stops and on_failure applies")
 	comment := fs.String("comment", "", "a note for the audit trail")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	if fs.NArg() != 1 || *user == "" {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout approve --user LOGIN [--reject] ID")
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout approve ROLLOUT_ID --user LOGIN [--reject]")
 		return 2
 	}
 	body, _ := json.Marshal(map[string]any{"user": *user, "reject": *reject, "comment": *comment})
@@ -161,15 +164,15 @@ func rolloutVote(args []string) int {
 }
 
 func rolloutAbort(args []string) int {
-	fs := flag.NewFlagSet("ripcord rollout abort", flag.ContinueOnError)
+	fs := newFlags("ripcord rollout abort", "ROLLOUT_ID --user LOGIN [--reason WHY] [flags]")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	user := fs.String("user", "", "GitHub login of who aborts (required)")
 	reason := fs.String("reason", "", "why")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	if fs.NArg() != 1 || *user == "" {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout abort --user LOGIN [--reason WHY] ID")
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout abort ROLLOUT_ID --user LOGIN [--reason WHY]")
 		return 2
 	}
 	body, _ := json.Marshal(map[string]any{"user": *user, "reason": *reason})

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -20,13 +18,10 @@ import (
 // loadConfig parses a command's flags and loads the server configuration,
 // printing one line per bad setting. code is the exit code when ok is false.
 func loadConfig(name string, args []string) (cfg *config.Config, code int, ok bool) {
-	fs := flag.NewFlagSet("ripcord "+name, flag.ContinueOnError)
+	fs := newFlags("ripcord "+name, "[flags]")
 	config.Register(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, 0, false
-		}
-		return nil, 2, false
+	if code, stop := parse(fs, args); stop {
+		return nil, code, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "ripcord %s: unexpected argument %q\n", name, fs.Arg(0))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -13,15 +12,11 @@ import (
 // runValidate checks .github/ripcord.yml files: each problem is printed as
 // path:line:column: message; exit 1 on any problem.
 func runValidate(args []string) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: ripcord validate [--max-parallel N] [FILE...]   (default .github/ripcord.yml)")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("ripcord validate", "[--max-parallel N] [FILE...]   (default .github/ripcord.yml)")
 	maxParallel := fs.Int("max-parallel", rollout.DefaultMaxParallel,
 		"the server's rollout.max_parallel: no wave's parallel may ask for more")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, stop := parse(fs, args); stop {
+		return code
 	}
 	if *maxParallel < 1 {
 		fmt.Fprintln(os.Stderr, "ripcord validate: --max-parallel must be at least 1")
