@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -89,6 +90,18 @@ func TestFactAndReleasesCommands(t *testing.T) {
 	code, out, _ = ripcord(t, people, "releases", "audit", "cli-1")
 	if code != 0 || !strings.Contains(out, "release_opened") || !strings.Contains(out, "state_changed") {
 		t.Errorf("releases audit: exit %d\n%s", code, out)
+	}
+	// --json prints the server's JSON: its keys, not the CLI's Go names.
+	for _, args := range [][]string{{"releases", "list", "--json"}, {"releases", "audit", "cli-1", "--json"}} {
+		code, out, errOut := ripcord(t, people, args...)
+		var got map[string][]map[string]any
+		if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+			t.Fatalf("%s: exit %d, %v\n%s%s", strings.Join(args, " "), code, err, out, errOut)
+		}
+		key := map[string]string{"list": "releases", "audit": "events"}[args[1]]
+		if len(got[key]) == 0 || got[key][0]["release_id"] != "cli-1" {
+			t.Errorf("%s printed %s; want the server's {%q: [{\"release_id\": \"cli-1\", ...}]}", strings.Join(args, " "), out, key)
+		}
 	}
 	code, _, errOut = ripcord(t, people, "releases", "show", "no-such-release")
 	if code != 1 || !strings.Contains(errOut, "404") {

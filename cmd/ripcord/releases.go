@@ -69,13 +69,17 @@ func runReleases(args []string) int {
 				q.Set(k, v)
 			}
 		}
-		var out struct{ Releases []records.Record }
+		var out struct {
+			Releases []records.Record `json:"releases"`
+		}
 		return finish(c.do(ctx, "GET", "/api/v1/releases?"+q.Encode(), nil, &out), *asJSON, out, func() { printReleases(out.Releases) })
 	case "show":
 		var rec records.Record
 		return finish(c.do(ctx, "GET", "/api/v1/releases/"+url.PathEscape(fs.Arg(0)), nil, &rec), *asJSON, rec, func() { printReleases([]records.Record{rec}) })
 	}
-	var out struct{ Events []records.AuditEvent }
+	var out struct {
+		Events []records.AuditEvent `json:"events"`
+	}
 	path := "/api/v1/releases/" + url.PathEscape(fs.Arg(0)) + "/audit?limit=" + strconv.Itoa(*limit)
 	return finish(c.do(ctx, "GET", path, nil, &out), *asJSON, out, func() { printAudit(out.Events) })
 }
