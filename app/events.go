@@ -1,8 +1,10 @@
 package app
 
-// webhookEvents is every event GitHub sends to Apps. The intake stores all of
-// them — an event ripcord does not act on is kept and marked ignored, so the
-// deliveries API tells the whole story of what GitHub sent.
+// webhookEvents is every event GitHub sends to Apps that ripcord knows of.
+// The intake stores all of them, and any other event GitHub sends too (it
+// adds events): an event ripcord does not act on is kept and marked
+// ignored, so the deliveries API tells the whole story of what GitHub sent.
+// Metrics label an event not listed here "other".
 var webhookEvents = []string{
 	"branch_protection_configuration", "branch_protection_rule", "check_run", "check_suite",
 	"code_scanning_alert", "commit_comment", "create", "custom_property", "custom_property_values",
@@ -20,3 +22,12 @@ var webhookEvents = []string{
 	"security_advisory", "security_and_analysis", "sponsorship", "star", "status", "sub_issues",
 	"team", "team_add", "watch", "workflow_dispatch", "workflow_job", "workflow_run",
 }
+
+// listedEvents is webhookEvents as a set.
+var listedEvents = func() map[string]bool {
+	m := make(map[string]bool, len(webhookEvents))
+	for _, e := range webhookEvents {
+		m[e] = true
+	}
+	return m
+}()

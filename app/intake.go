@@ -31,14 +31,20 @@ type intake struct {
 
 func newIntake(secrets func() []string, w *groupWriter, m *metrics, log *slog.Logger) *intake {
 	in := &intake{writer: w, secrets: secrets, metrics: m, log: log}
-	in.dispatcher = githubapp.NewEventDispatcher(
-		[]githubapp.EventHandler{storeAll{}},
+	in.dispatcher = in.dispatcherFor(webhookEvents)
+	return in
+}
+
+// dispatcherFor is go-githubapp's dispatcher that hands deliveries of the
+// given events to the durable scheduler.
+func (in *intake) dispatcherFor(events []string) http.Handler {
+	return githubapp.NewEventDispatcher(
+		[]githubapp.EventHandler{storeAll(events)},
 		"", // the signature was checked before, against several secrets
-		githubapp.WithScheduler(&durableScheduler{writer: w, metrics: m}),
+		githubapp.WithScheduler(&durableScheduler{writer: in.writer, metrics: in.metrics}),
 		githubapp.WithErrorCallback(in.onError),
 		githubapp.WithResponseCallback(in.onResponse),
 	)
-	return in
 }
 
 func (in *intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -72,7 +78,15 @@ func (in *intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// (empty) secret and fail.
 	r.Header.Del("X-Hub-Signature-256")
 	r.Header.Del("X-Hub-Signature")
-	in.dispatcher.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), signedBodyKey{}, body)))
+	dispatcher := in.dispatcher
+	if event != "" && !listedEvents[event] {
+		// An event GitHub sends that ripcord does not list (GitHub adds
+		// events) is stored too, ignored, like any other valid delivery:
+		// the dispatcher only schedules the events it was given, so this
+		// one gets a dispatcher of its own. Only such deliveries pay for it.
+		dispatcher = in.dispatcherFor([]string{event})
+	}
+	dispatcher.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), signedBodyKey{}, body)))
 }
 
 func (in *intake) refuse(w http.ResponseWriter, event, outcome string, status int, msg string) {
@@ -105,8 +119,8 @@ func (in *intake) onError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // onResponse answers 202 for every stored delivery (the responder set by the
-// scheduler says whether it was a redelivery). An event no handler takes
-// was never scheduled, so its signature is checked here.
+// scheduler says whether it was a redelivery). Every event is scheduled
+// (ServeHTTP); should one not be, its signature is checked here all the same.
 func (in *intake) onResponse(w http.ResponseWriter, r *http.Request, event string, handled bool) {
 	if res := githubapp.GetResponder(r.Context()); res != nil {
 		res(w, r)
@@ -119,11 +133,11 @@ func (in *intake) onResponse(w http.ResponseWriter, r *http.Request, event strin
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// storeAll is registered for every event so the dispatcher hands each one to
+// storeAll is registered for its events so the dispatcher hands each one to
 // the durable scheduler; its Handle is never called on the request path.
-type storeAll struct{}
+type storeAll []string
 
-func (storeAll) Handles() []string { return webhookEvents }
+func (s storeAll) Handles() []string { return s }
 func (storeAll) Handle(context.Context, string, string, []byte) error {
 	return errors.New("intake: deliveries are handled by the job queue")
 }

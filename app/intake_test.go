@@ -207,8 +207,8 @@ func TestIntakeChecksTheSignatureOnEveryPath(t *testing.T) {
 		body    []byte
 		want    int
 	}{
-		{"an event no handler takes, wrongly signed", headers("not_an_event", "s1", "application/json", wrong), body, 401},
-		{"an event no handler takes, signed", headers("not_an_event", "s2", "application/json", githubtest.Sign(testSecret, body)), body, 202},
+		{"an event ripcord does not list, wrongly signed", headers("not_an_event", "s1", "application/json", wrong), body, 401},
+		{"an event ripcord does not list, signed (stored ignored)", headers("not_an_event", "s2", "application/json", githubtest.Sign(testSecret, body)), body, 202},
 		{"an unsupported content type, wrongly signed", headers("ping", "s3", "text/plain", wrong), body, 401},
 		{"an unsupported content type, signed", headers("ping", "s4", "text/plain", githubtest.Sign(testSecret, body)), body, 400},
 		{"no event header, wrongly signed", headers("", "s5", "application/json", wrong), body, 401},
@@ -221,12 +221,62 @@ func TestIntakeChecksTheSignatureOnEveryPath(t *testing.T) {
 			t.Errorf("%s: status %d (%s), want %d", c.name, code, resp, c.want)
 		}
 	}
-	if n := ts.countDeliveries(t); n != 1 {
-		t.Fatalf("%d deliveries stored, want only the signed form-encoded one", n)
+	// Stored: the signed delivery of an event ripcord does not list
+	// (ignored) and the signed form-encoded one; nothing else.
+	if n := ts.countDeliveries(t); n != 2 {
+		t.Fatalf("%d deliveries stored, want the two signed ones (s2 and s6)", n)
+	}
+	if d := ts.delivery(t, "s2"); d.Event != "not_an_event" || d.State != DeliveryIgnored {
+		t.Errorf("the signed delivery of an unlisted event stored as %q, %s; want not_an_event, ignored", d.Event, d.State)
 	}
 	if d := ts.delivery(t, "s6"); d.Event != "ping" {
 		t.Errorf("form-encoded delivery stored as event %q, want ping", d.Event)
 	}
+}
+
+// Every valid delivery is stored before its 202, also of an event
+// ripcord does not list (GitHub adds events): it is stored finished,
+// ignored, with its columns, answered so, and never queued for the
+// drain. A redelivery of it is a duplicate; one wrongly signed or
+// malformed is refused and stores nothing.
+func TestIntakeStoresAnUnlistedEventIgnored(t *testing.T) {
+	body := githubtest.LoadPayload(t, "pull_request", "opened.payload.json")
+	const event = "an_event_github_adds_later"
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServer(t, dbURL, Options{})
+		ts.drain.Stop() // anything queued would stay queued
+		for _, c := range []struct {
+			id, sig string
+			body    []byte
+			code    int
+			status  string
+		}{
+			{"u1", githubtest.Sign(testSecret, body), body, 202, "ignored"},
+			{"u1", githubtest.Sign(testSecret, body), body, 202, "duplicate"},
+			{"u2", githubtest.Sign("not the secret", body), body, 401, ""},
+			{"u3", githubtest.Sign(testSecret, body[:10]), body[:10], 400, ""},
+		} {
+			code, resp := ts.deliver(t, event, c.id, c.body, c.sig)
+			var ack struct{ Status string }
+			_ = json.Unmarshal([]byte(resp), &ack)
+			if code != c.code || ack.Status != c.status {
+				t.Errorf("%s: %d %s, want %d with status %q", c.id, code, resp, c.code, c.status)
+			}
+		}
+		if n := ts.countDeliveries(t); n != 1 {
+			t.Fatalf("%d deliveries stored, want u1 alone", n)
+		}
+		d := ts.delivery(t, "u1")
+		if d.Event != event || d.Action != "opened" || d.Repository == "" || d.InstallationID == 0 {
+			t.Errorf("stored as event %q, action %q, repository %q, installation %d; want the payload's", d.Event, d.Action, d.Repository, d.InstallationID)
+		}
+		if d.State != DeliveryIgnored || d.Attempts != 0 || d.ProcessedAt == nil {
+			t.Errorf("stored %s after %d attempts, finished at %v; want ignored at once", d.State, d.Attempts, d.ProcessedAt)
+		}
+		if q := ts.countQueued(t); q != 0 {
+			t.Errorf("%d deliveries queued, want none", q)
+		}
+	})
 }
 
 func TestIntakeRefusesAPayloadOverGitHubsCap(t *testing.T) {
