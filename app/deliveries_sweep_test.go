@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
@@ -73,6 +76,76 @@ func TestSweepDeletesFinishedDeliveriesPastRetention(t *testing.T) {
 			if bodies != len(left) {
 				t.Errorf("%d payloads left for %d deliveries", bodies, len(left))
 			}
+		}
+	})
+}
+
+// A retry whose failure could not be written at its last attempt (the
+// database was down) leaves its delivery queued, with the attempts before,
+// and no job left to try it: River discarded the job, and its cleaner
+// deletes it later. The deliveries sweep ends such a delivery failed and
+// says why. It leaves alone a delivery whose retry is still to come, and
+// one never attempted however old: the drain takes it (it is the queue).
+func TestSweepFailsADeliveryWhoseRetriesEndedUnrecorded(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		always := &scriptedHandler{failures: 1 << 30}
+		// The retry River schedules is an hour away: the test plays what
+		// happens at the end of the last attempt.
+		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{always}, DeliveryMaxAttempts: 2, RetryBase: time.Hour})
+		ctx := context.Background()
+		body := githubtest.LoadPayload(t, "ping", "payload.json")
+		for _, id := range []string{"lost", "cleaned", "pending"} {
+			if code, resp := ts.deliver(t, "ping", id, body, githubtest.Sign(testSecret, body)); code != 202 {
+				t.Fatalf("%s: %d %s", id, code, resp)
+			}
+		}
+		waitFor(t, "the first attempts to fail", 30*time.Second, func() bool {
+			for _, id := range []string{"lost", "cleaned", "pending"} {
+				if ts.delivery(t, id).Attempts != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		byDelivery := `kind = 'delivery' AND ` + riverJobArg(ts.db.Dialect, "delivery_id") + ` = $1`
+		// lost: the last attempt failed, its failure was not written, and
+		// River discarded the job.
+		if _, err := ts.db.Write.ExecContext(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = CURRENT_TIMESTAMP WHERE `+byDelivery,
+			"lost"); err != nil {
+			t.Fatal(err)
+		}
+		// cleaned: the same, and River's cleaner has deleted the job since.
+		if res, err := ts.db.Write.ExecContext(ctx, `DELETE FROM river_job WHERE `+byDelivery, "cleaned"); err != nil {
+			t.Fatal(err)
+		} else if n, _ := res.RowsAffected(); n != 1 {
+			t.Fatalf("deleted %d retry jobs of cleaned, want 1", n)
+		}
+		// waiting: stored a month ago and never attempted (the drain was
+		// stopped, as when the server was down).
+		ts.drain.Stop()
+		if code, resp := ts.deliver(t, "ping", "waiting", body, githubtest.Sign(testSecret, body)); code != 202 {
+			t.Fatalf("waiting: %d %s", code, resp)
+		}
+		if _, err := ts.db.Write.ExecContext(ctx, `UPDATE deliveries SET received_at = $1 WHERE id = 'waiting'`,
+			store.Micros(time.Now().Add(-30*24*time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+
+		job := &river.Job[DeliverySweepArgs]{JobRow: &rivertype.JobRow{Kind: DeliverySweepArgs{}.Kind()}}
+		if err := (&deliverySweepWorker{s: ts.Server}).Work(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"lost", "cleaned"} {
+			d := ts.delivery(t, id)
+			if d.State != DeliveryFailed || d.Attempts != 1 || !contains(d.LastError, "upstream said no") || !contains(d.LastError, "no retry") {
+				t.Errorf("%s: %s after %d attempts with last_error %q; want failed, saying no retry is left and the last error", id, d.State, d.Attempts, d.LastError)
+			}
+		}
+		if d := ts.delivery(t, "pending"); d.State != DeliveryQueued || d.Attempts != 1 {
+			t.Errorf("pending, whose retry is scheduled: %s after %d attempts (%s), want queued", d.State, d.Attempts, d.LastError)
+		}
+		if d := ts.delivery(t, "waiting"); d.State != DeliveryQueued || d.Attempts != 0 {
+			t.Errorf("waiting, never attempted: %s after %d attempts (%s), want queued for the drain", d.State, d.Attempts, d.LastError)
 		}
 	})
 }
