@@ -6,29 +6,43 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/palantir/go-githubapp/githubapp"
 
 	"github.com/ripcord/ripcord/internal/store"
 )
 
 // installations keeps the table of App installations and their repositories
 // up to date from installation and installation_repositories events.
-type installations struct{}
+type installations struct {
+	// github reads an installation's suspension as the App (its JWT).
+	github githubapp.ClientCreator
+	log    *slog.Logger
+}
+
+// installationReadTimeout bounds the read of an installation from GitHub:
+// the drain round waits for it, and the event is applied without it.
+const installationReadTimeout = 15 * time.Second
 
 func (installations) Handles() []string {
 	return []string{"installation", "installation_repositories"}
 }
 
-func (installations) Handle(_ context.Context, d Delivery) (Commit, error) {
+func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 	switch d.Event {
 	case "installation":
 		var ev github.InstallationEvent
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
 			return nil, fmt.Errorf("decode installation event: %w", err)
 		}
-		return installationCommit(ev, d.ReceivedAt), nil
+		suspended := ev.GetAction() == "suspend"
+		if a := ev.GetAction(); a == "suspend" || a == "unsuspend" {
+			suspended = h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), suspended)
+		}
+		return installationCommit(ev, d.ReceivedAt, suspended), nil
 	case "installation_repositories":
 		var ev github.InstallationRepositoriesEvent
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
@@ -59,7 +73,42 @@ func (installations) Handle(_ context.Context, d Delivery) (Commit, error) {
 	return nil, nil
 }
 
-func installationCommit(ev github.InstallationEvent, received time.Time) Commit {
+// suspendedNow is whether GitHub says the installation is suspended now.
+// GitHub does not promise delivery order, and an installation's
+// updated_at does not move between suspend and unsuspend, so an old
+// unsuspend delivered after a newer suspend (or the reverse) cannot be
+// told from its payload: the installation as GitHub has it is the truth.
+// When GitHub cannot be asked (no App configured, unreachable, an error
+// after the client's retries), the event's action (fromEvent) is applied,
+// and the log says so.
+func (h installations) suspendedNow(ctx context.Context, d Delivery, id int64, fromEvent bool) bool {
+	err := func() error {
+		if h.github == nil {
+			return errors.New("no GitHub client")
+		}
+		gh, err := h.github.NewAppClient()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, installationReadTimeout)
+		defer cancel()
+		inst, _, err := gh.Apps.GetInstallation(ctx, id)
+		if err != nil {
+			return err
+		}
+		fromEvent = inst.SuspendedAt != nil
+		return nil
+	}()
+	if err != nil && h.log != nil {
+		h.log.Warn("could not read the installation from GitHub; applying the event's action instead",
+			"installation", id, "delivery", d.ID, "action", d.Action, "suspended", fromEvent, "err", err)
+	}
+	return fromEvent
+}
+
+// installationCommit applies an installation event; suspended is what a
+// suspend or unsuspend stores (suspendedNow).
+func installationCommit(ev github.InstallationEvent, received time.Time, suspended bool) Commit {
 	inst := ev.GetInstallation()
 	return func(ctx context.Context, tx *sql.Tx) error {
 		if ev.GetAction() == "deleted" {
@@ -70,7 +119,7 @@ func installationCommit(ev github.InstallationEvent, received time.Time) Commit 
 		}
 		switch ev.GetAction() {
 		case "suspend", "unsuspend":
-			return upsertInstallation(ctx, tx, inst, ev.GetAction() == "suspend")
+			return upsertInstallation(ctx, tx, inst, suspended)
 		}
 		// created, new_permissions_accepted: (re)record it and its repositories.
 		if err := upsertInstallation(ctx, tx, inst, inst.SuspendedAt != nil); err != nil {

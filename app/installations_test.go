@@ -1,0 +1,210 @@
+package app
+
+import (
+	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// suspendedOnGitHub is what the fake GitHub says of the installation's
+// suspension.
+type suspendedOnGitHub struct {
+	mu        sync.Mutex
+	suspended bool
+}
+
+func (s *suspendedOnGitHub) set(v bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.suspended = v
+}
+
+// serve answers GET /app/installations/{installation_id} as GitHub does,
+// with suspended_at set while the installation is suspended.
+func (s *suspendedOnGitHub) serve(w http.ResponseWriter, _ *http.Request, p map[string]string) {
+	s.mu.Lock()
+	var suspendedAt any
+	if s.suspended {
+		suspendedAt = "2021-04-29T02:32:50Z"
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": json.Number(p["installation_id"]), "app_id": githubtest.AppID, "app_slug": "ripcord",
+		"target_type": "User", "target_id": 21031067, "repository_selection": "selected",
+		"account":     map[string]any{"login": "Codertocat", "id": 21031067, "type": "User"},
+		"permissions": map[string]any{"checks": "write"}, "events": []string{"workflow_run"},
+		"created_at": "2021-04-29T02:30:12Z", "updated_at": "2021-04-29T02:32:50Z",
+		"suspended_at": suspendedAt, "suspended_by": nil, "single_file_name": nil,
+		"access_tokens_url": "https://api.github.com/app/installations/" + p["installation_id"] + "/access_tokens",
+		"repositories_url":  "https://api.github.com/installation/repositories",
+		"html_url":          "https://github.com/settings/installations/" + p["installation_id"],
+	})
+}
+
+func (ts *testServer) installationSuspended(t *testing.T, id int64) bool {
+	t.Helper()
+	var suspended bool
+	if err := ts.db.Read.QueryRow(`SELECT suspended FROM installations WHERE id = $1`, id).Scan(&suspended); err != nil {
+		t.Fatalf("installation %d: %v", id, err)
+	}
+	return suspended
+}
+
+// deliverSettled delivers an installation event and waits until it is
+// processed.
+func (ts *testServer) deliverSettled(t *testing.T, event, id string, body []byte) {
+	t.Helper()
+	if code, resp := ts.deliver(t, event, id, body, githubtest.Sign(testSecret, body)); code != 202 {
+		t.Fatalf("%s: %d %s", id, code, resp)
+	}
+	ts.waitSettled(t)
+	if d := ts.delivery(t, id); d.State != DeliveryProcessed {
+		t.Fatalf("%s ended %s (%s), want processed", id, d.State, d.LastError)
+	}
+}
+
+// GitHub does not promise delivery order, and an installation's updated_at
+// does not move between suspend and unsuspend: an old unsuspend delivered
+// after a newer suspend (or the reverse) cannot be told by its payload.
+// ripcord stores what GitHub says now (GET /app/installations/{id}, as
+// the App), not the event's action.
+func TestSuspensionIsWhatGitHubSaysNotTheLateEvent(t *testing.T) {
+	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
+	unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
+	const id = 16598467 // both payloads'
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		gh := &suspendedOnGitHub{}
+		fake.Handle("GET /app/installations/{installation_id}", gh.serve)
+		ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) {
+			c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), fake.URL()
+		})
+
+		gh.set(true)
+		ts.deliverSettled(t, "installation", "suspend-1", suspend)
+		if !ts.installationSuspended(t, id) {
+			t.Error("after suspend, with GitHub saying suspended: the installation is active")
+		}
+		// An unsuspend from before the suspend arrives late (a redelivery).
+		ts.deliverSettled(t, "installation", "unsuspend-old", unsuspend)
+		if !ts.installationSuspended(t, id) {
+			t.Error("an old unsuspend delivered after the suspend made the installation active; GitHub says suspended")
+		}
+		if ok, err := installedOn(context.Background(), ts.db.Read, "Codertocat/Hello-World"); err != nil || ok {
+			t.Errorf("installedOn a repository of the suspended installation = %v (err %v), want false", ok, err)
+		}
+
+		// And the reverse: unsuspended on GitHub, an old suspend comes late.
+		gh.set(false)
+		ts.deliverSettled(t, "installation", "unsuspend-2", unsuspend)
+		ts.deliverSettled(t, "installation", "suspend-old", suspend)
+		if ts.installationSuspended(t, id) {
+			t.Error("an old suspend delivered after the unsuspend suspended the installation; GitHub says active")
+		}
+
+		// Each suspend and unsuspend read the installation, as the App,
+		// with a request GitHub's description allows.
+		var reads []githubtest.Recorded
+		for _, r := range fake.Requests() {
+			if r.Invalid != "" {
+				t.Errorf("%s %s: GitHub would reject it: %s", r.Method, r.Path, r.Invalid)
+			}
+			if r.Route == "/app/installations/{installation_id}" {
+				reads = append(reads, r)
+			}
+		}
+		if len(reads) != 4 {
+			t.Fatalf("%d reads of the installation, want one per suspend and unsuspend (4)", len(reads))
+		}
+		for _, r := range reads {
+			if r.Method != http.MethodGet || r.Path != fmt.Sprintf("/app/installations/%d", id) {
+				t.Errorf("read %s %s, want GET /app/installations/%d", r.Method, r.Path, id)
+			}
+			if err := checkAppJWT(t, r.Header.Get("Authorization")); err != nil {
+				t.Errorf("read of the installation not authenticated as the App: %v", err)
+			}
+		}
+		if n := len(fake.Tokens()); n != 0 {
+			t.Errorf("%d installation tokens asked for; reading an installation needs the App's JWT only", n)
+		}
+	})
+}
+
+// checkAppJWT checks that an Authorization header is "Bearer" and a JWT
+// issued by the fake App and signed (RS256) with its private key.
+func checkAppJWT(t *testing.T, header string) error {
+	t.Helper()
+	token, ok := strings.CutPrefix(header, "Bearer ")
+	parts := strings.Split(token, ".")
+	if !ok || len(parts) != 3 {
+		return fmt.Errorf("authorization %.20q… is not a bearer JWT", header)
+	}
+	block, _ := pem.Decode(githubtest.AppPrivateKey(t))
+	key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return fmt.Errorf("signature: %w", err)
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(&key.PublicKey, crypto.SHA256, digest[:], sig); err != nil {
+		return fmt.Errorf("not signed with the App's key: %w", err)
+	}
+	claims, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return fmt.Errorf("claims: %w", err)
+	}
+	var c struct {
+		Iss any `json:"iss"`
+	}
+	if err := json.Unmarshal(claims, &c); err != nil {
+		return fmt.Errorf("claims: %w", err)
+	}
+	if fmt.Sprint(c.Iss) != fmt.Sprint(githubtest.AppID) {
+		return fmt.Errorf("issuer %v, want the App %d", c.Iss, githubtest.AppID)
+	}
+	return nil
+}
+
+// When GitHub cannot be reached, the event's action is applied, as
+// before, and the log says so.
+func TestSuspensionFallsBackToTheEventWhenGitHubIsUnreachable(t *testing.T) {
+	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
+	unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		logs := &syncBuffer{}
+		ts := startServerWith(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(c *config.Config) {
+			// Nothing listens on port 1 of loopback.
+			c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), "http://127.0.0.1:1/"
+		})
+		ts.deliverSettled(t, "installation", "suspend-1", suspend)
+		if !ts.installationSuspended(t, 16598467) {
+			t.Error("suspend with GitHub unreachable: the installation is active, want the event's suspend applied")
+		}
+		ts.deliverSettled(t, "installation", "unsuspend-1", unsuspend)
+		if ts.installationSuspended(t, 16598467) {
+			t.Error("unsuspend with GitHub unreachable: the installation is suspended, want the event's unsuspend applied")
+		}
+		if got := logs.String(); !contains(got, "could not read the installation from GitHub") || !contains(got, "installation=16598467") {
+			t.Errorf("the log does not say GitHub could not be reached and the event was applied:\n%s", got)
+		}
+	})
+}
