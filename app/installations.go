@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 
+	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -38,9 +39,13 @@ func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
 			return nil, fmt.Errorf("decode installation event: %w", err)
 		}
-		suspended := ev.GetAction() == "suspend"
-		if a := ev.GetAction(); a == "suspend" || a == "unsuspend" {
-			suspended = h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), suspended)
+		var suspended bool
+		switch ev.GetAction() {
+		case "deleted": // applied whatever GitHub says
+		case "suspend", "unsuspend":
+			suspended = h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), ev.GetAction() == "suspend")
+		default:
+			suspended = h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), ev.GetInstallation().SuspendedAt != nil)
 		}
 		return installationCommit(ev, d.ReceivedAt, suspended), nil
 	case "installation_repositories":
@@ -48,14 +53,17 @@ func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 		if err := json.Unmarshal(d.Body, &ev); err != nil {
 			return nil, fmt.Errorf("decode installation_repositories event: %w", err)
 		}
+		// A suspended installation can still have repositories added or
+		// removed; it stays suspended until unsuspend. The payload's
+		// suspended_at may be older than a suspend or unsuspend applied
+		// before, so GitHub is asked (suspendedNow).
+		suspended := h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), ev.GetInstallation().SuspendedAt != nil)
 		return func(ctx context.Context, tx *sql.Tx) error {
 			inst := ev.GetInstallation()
 			if stale, err := olderThanDeletion(ctx, tx, inst, d.ReceivedAt); err != nil || stale {
 				return err
 			}
-			// A suspended installation can still have repositories added
-			// or removed; it stays suspended until unsuspend.
-			if err := upsertInstallation(ctx, tx, inst, inst.SuspendedAt != nil); err != nil {
+			if err := upsertInstallation(ctx, tx, inst, suspended); err != nil {
 				return err
 			}
 			if err := addRepositories(ctx, tx, inst.GetID(), ev.RepositoriesAdded); err != nil {
@@ -76,10 +84,12 @@ func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 // suspendedNow is whether GitHub says the installation is suspended now.
 // GitHub does not promise delivery order, and an installation's
 // updated_at does not move between suspend and unsuspend, so an old
-// unsuspend delivered after a newer suspend (or the reverse) cannot be
-// told from its payload: the installation as GitHub has it is the truth.
-// When GitHub cannot be asked (no App configured, unreachable, an error
-// after the client's retries), the event's action (fromEvent) is applied,
+// unsuspend delivered after a newer suspend (or the reverse, or an old
+// created or installation_repositories event with its suspended_at of
+// then) cannot be told from its payload: the installation as GitHub has
+// it is the truth. When GitHub cannot be asked (no App configured,
+// unreachable, an error after the client's retries), the event's word
+// (fromEvent: its action, or its installation's suspended_at) is applied,
 // and the log says so.
 func (h installations) suspendedNow(ctx context.Context, d Delivery, id int64, fromEvent bool) bool {
 	err := func() error {
@@ -100,14 +110,20 @@ func (h installations) suspendedNow(ctx context.Context, d Delivery, id int64, f
 		return nil
 	}()
 	if err != nil && h.log != nil {
-		h.log.Warn("could not read the installation from GitHub; applying the event's action instead",
+		// Without an App nothing can be read, and the start-up log says
+		// so already: no warning for every installation event.
+		level := slog.LevelWarn
+		if errors.Is(err, ghclient.ErrNotConfigured) {
+			level = slog.LevelInfo
+		}
+		h.log.Log(ctx, level, "could not read the installation from GitHub; its suspension is taken from the event instead",
 			"installation", id, "delivery", d.ID, "action", d.Action, "suspended", fromEvent, "err", err)
 	}
 	return fromEvent
 }
 
-// installationCommit applies an installation event; suspended is what a
-// suspend or unsuspend stores (suspendedNow).
+// installationCommit applies an installation event; suspended is what it
+// stores of the installation's suspension (suspendedNow).
 func installationCommit(ev github.InstallationEvent, received time.Time, suspended bool) Commit {
 	inst := ev.GetInstallation()
 	return func(ctx context.Context, tx *sql.Tx) error {
@@ -122,7 +138,7 @@ func installationCommit(ev github.InstallationEvent, received time.Time, suspend
 			return upsertInstallation(ctx, tx, inst, suspended)
 		}
 		// created, new_permissions_accepted: (re)record it and its repositories.
-		if err := upsertInstallation(ctx, tx, inst, inst.SuspendedAt != nil); err != nil {
+		if err := upsertInstallation(ctx, tx, inst, suspended); err != nil {
 			return err
 		}
 		return addRepositories(ctx, tx, inst.GetID(), ev.Repositories)

@@ -208,3 +208,71 @@ func TestSuspensionFallsBackToTheEventWhenGitHubIsUnreachable(t *testing.T) {
 		}
 	})
 }
+
+// withInstallation is payload (an installation or installation_repositories
+// event) made about the installation of the suspend example, as GitHub
+// sent it before the suspension: suspended_at null.
+func withInstallation(t *testing.T, payload, suspend []byte) []byte {
+	t.Helper()
+	var ev, susp map[string]any
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(suspend, &susp); err != nil {
+		t.Fatal(err)
+	}
+	inst := susp["installation"].(map[string]any)
+	inst["suspended_at"], inst["suspended_by"] = nil, nil
+	ev["installation"] = inst
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The other events that carry an installation cannot be ordered by their
+// payload either: an installation_repositories or created event sent
+// before a suspend, delivered after it, says suspended_at null. It must
+// not make the suspended installation active: ripcord stores what GitHub
+// says now for them too.
+func TestALateEventDoesNotUndoASuspension(t *testing.T) {
+	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
+	added := withInstallation(t, githubtest.LoadPayload(t, "installation_repositories", "added.payload.json"), suspend)
+	created := withInstallation(t, githubtest.LoadPayload(t, "installation", "created.payload.json"), suspend)
+	const id = 16598467
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		gh := &suspendedOnGitHub{}
+		fake.Handle("GET /app/installations/{installation_id}", gh.serve)
+		ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) {
+			c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), fake.URL()
+		})
+		gh.set(true)
+		ts.deliverSettled(t, "installation", "suspend-1", suspend)
+		ts.deliverSettled(t, "installation_repositories", "added-old", added)
+		if !ts.installationSuspended(t, id) {
+			t.Error("an installation_repositories event from before the suspend made the installation active; GitHub says suspended")
+		}
+		ts.deliverSettled(t, "installation", "created-old", created)
+		if !ts.installationSuspended(t, id) {
+			t.Error("a created event from before the suspend made the installation active; GitHub says suspended")
+		}
+		// The repositories are recorded all the same.
+		var n int
+		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM installation_repositories WHERE installation_id = $1`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			t.Error("the late events' repositories were not recorded")
+		}
+		for _, r := range fake.Requests() {
+			if r.Invalid != "" {
+				t.Errorf("%s %s: GitHub would reject it: %s", r.Method, r.Path, r.Invalid)
+			}
+		}
+		if got := fake.Count(http.MethodGet, "/app/installations/{installation_id}"); got != 3 {
+			t.Errorf("%d reads of the installation, want one per event (3)", got)
+		}
+	})
+}
