@@ -89,7 +89,9 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pipeline.WriteError(w, http.StatusUnprocessableEntity, "repository", cfg.Err().Error())
 		return
 	}
-	plan, err := h.st.prepare(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
+	// An open rollback's job is a duplicate: the answer says so and names
+	// it. begin skips attempts whose pull requests were closed unmerged.
+	plan, _, err := h.st.begin(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
 		To: b.To, Reason: b.Reason, RequestedBy: "the API"})
 	if err != nil {
 		h.answerError(w, r, "", err)

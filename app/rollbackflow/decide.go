@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/ripcord/ripcord/eligibility"
@@ -52,6 +53,11 @@ type Input struct {
 	ConfigRevision string
 	// PublicURL is the server's base URL, for links in the pull request.
 	PublicURL string
+	// Attempt counts the rollbacks of the same release to the same target:
+	// 0 or 1 for the first; the next when the earlier ones were withdrawn
+	// (their pull requests closed without merging), so that the new one is
+	// a new release with its own id, record and pull request.
+	Attempt int
 }
 
 // Plan is a decided rollback: the release to open and the pull request.
@@ -96,7 +102,7 @@ func Decide(in Input) (Plan, error) {
 		return Plan{}, refuse("target release %s has no git_revision (a commit sha), which the rollback pull request needs", target.ReleaseID)
 	}
 	rec := records.Record{
-		ReleaseID: ReleaseID(current.ReleaseID, target, s.Environment), App: s.App, Environment: s.Environment,
+		ReleaseID: AttemptID(current.ReleaseID, target, s.Environment, in.Attempt), App: s.App, Environment: s.Environment,
 		Cluster: current.Cluster, Repository: in.Repository, Kind: records.KindRollback, RollbackOf: current.ReleaseID,
 		RollbackReason: reason(s), Image: target.Image, Digest: target.Digest, GitRevision: target.GitRevision,
 		ConfigRevision: in.ConfigRevision,
@@ -118,12 +124,13 @@ func Decide(in Input) (Plan, error) {
 	return Plan{Target: target.ReleaseID, Record: rec, Request: req}, nil
 }
 
-// running is the release the environment runs: the newest record that left
-// opened. An opened record (a pull request not merged yet, an earlier
-// rollback among them) has not run, so it is neither current nor target.
+// running is the release the environment runs: the newest record that ran.
+// An opened record (a pull request not merged yet, an earlier rollback among
+// them) has not run, nor has a withdrawn one (its pull request was closed
+// without merging), so it is neither current nor target.
 func running(newest []records.Record) (records.Record, bool) {
 	for _, r := range newest {
-		if r.State != records.StateOpened {
+		if r.Ran() {
 			return r, true
 		}
 	}
@@ -163,7 +170,7 @@ func chooseTarget(in Input, current records.Record) (records.Record, rollbackpr.
 func deployedOnly(rs []records.Record) []records.Record {
 	out := make([]records.Record, 0, len(rs))
 	for _, r := range rs {
-		if r.State != records.StateOpened {
+		if r.Ran() {
 			out = append(out, r)
 		}
 	}
@@ -190,7 +197,18 @@ func evidenceOf(ans eligibility.Answer, window int) rollbackpr.Eligibility {
 // and so the same record; rolling the same target back in again later, over
 // another release, gets a new one.
 func ReleaseID(rollbackOf string, target records.Record, env string) string {
-	h := sha256.Sum256([]byte(rollbackOf + "\x00" + target.ReleaseID))
+	return AttemptID(rollbackOf, target, env, 1)
+}
+
+// AttemptID is ReleaseID of the attempt-th rollback of rollbackOf to
+// target: the first is ReleaseID; a later one, made after the earlier ones
+// were withdrawn, also hashes its number.
+func AttemptID(rollbackOf string, target records.Record, env string, attempt int) string {
+	key := rollbackOf + "\x00" + target.ReleaseID
+	if attempt > 1 {
+		key += "\x00" + strconv.Itoa(attempt)
+	}
+	h := sha256.Sum256([]byte(key))
 	return fmt.Sprintf("rollback-%s-%s:%s/%s", rollbackpr.ShortSHA(target.GitRevision), hex.EncodeToString(h[:3]), target.Cluster, env)
 }
 

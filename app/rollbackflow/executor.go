@@ -37,7 +37,12 @@ func (x executor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rollba
 		Env:            repoconfig.Environment{Name: ep.Environment, Cluster: ep.Cluster, Rollback: ep.Context.Config.Rollback},
 		ConfigRevision: ep.HeadSHA, PublicURL: x.st.deps.Config.PublicURL,
 	}
-	plan, err := x.st.decide(ctx, in)
+	plan, in, err := x.st.decide(ctx, in)
+	if err == nil {
+		// Past attempts whose pull requests were closed unmerged; GitHub
+		// is not asked inside the decision's transaction.
+		plan, _, err = x.st.attempt(ctx, in, plan, false)
+	}
 	var refused *Refused
 	if errors.As(err, &refused) {
 		return x.st.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackFailed, ReleaseID: ep.ReleaseID,

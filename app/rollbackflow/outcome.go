@@ -39,20 +39,51 @@ func (st *starter) start(ctx context.Context, gh *github.Client, cfg *repoconfig
 }
 
 // begin decides s; open is the rollback's release record when the same
-// rollback was opened already (nil otherwise), so nothing new is queued.
+// rollback is open already (nil otherwise), so nothing new is queued. An
+// earlier attempt whose pull request was closed without merging does not
+// count: the next attempt is decided instead (see attempt).
 func (st *starter) begin(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start) (Plan, *records.Record, error) {
-	plan, err := st.prepare(ctx, gh, cfg, repository, s)
+	plan, in, err := st.prepare(ctx, gh, cfg, repository, s)
 	if err != nil {
 		return Plan{}, nil, err
 	}
-	rec, err := st.deps.Records.Get(ctx, plan.Record.ReleaseID)
-	switch {
-	case err == nil:
-		return plan, &rec, nil
-	case errors.Is(err, records.ErrNotFound):
-		return plan, nil, nil
+	return st.attempt(ctx, in, plan, true)
+}
+
+// maxAttempts bounds how often the same rollback is opened again after its
+// pull requests were closed without merging.
+const maxAttempts = 20
+
+// attempt returns the plan of the first attempt of this rollback that was
+// not withdrawn, with its record when it exists (open: nothing to queue).
+// With ask, an opened record's pull request is looked up on GitHub first:
+// when ripcord missed its close event, the release is withdrawn now rather
+// than offered as "open already" for ever.
+func (st *starter) attempt(ctx context.Context, in Input, plan Plan, ask bool) (Plan, *records.Record, error) {
+	for n := max(in.Attempt, 1); ; n++ {
+		rec, err := st.deps.Records.Get(ctx, plan.Record.ReleaseID)
+		if errors.Is(err, records.ErrNotFound) {
+			return plan, nil, nil
+		}
+		if err != nil {
+			return Plan{}, nil, err
+		}
+		if ask && rec.State == records.StateOpened && rec.PRNumber > 0 {
+			if rec, err = st.closedMeanwhile(ctx, plan, rec); err != nil {
+				return Plan{}, nil, err
+			}
+		}
+		if !rec.Withdrawn() {
+			return plan, &rec, nil
+		}
+		if n >= maxAttempts {
+			return Plan{}, nil, refuse("this rollback's pull request was closed without merging %d times; roll back to another release with `to <release-id>`", n)
+		}
+		in.Attempt = n + 1
+		if plan, err = Decide(in); err != nil {
+			return Plan{}, nil, err
+		}
 	}
-	return Plan{}, nil, err
 }
 
 // permit is the permission check every person's way to start a rollback

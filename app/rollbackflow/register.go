@@ -18,8 +18,10 @@ const (
 )
 
 // Register adds the rollback pull-request and release check-run workers,
-// POST /api/v1/rollbacks, the Roll back button's check_run handler, and the
-// push handler that keeps the pull-request worker's base cache current.
+// POST /api/v1/rollbacks, the Roll back button's check_run handler, the
+// push handler that keeps the pull-request worker's base cache current, and
+// the pull_request handler that withdraws the release of a rollback pull
+// request closed without merging.
 // The /ripcord rollback command is RollbackCommand (for commands.Register)
 // and the recovery executor PullRequestExecutor (for recoveryflow.Register).
 func Register(d pipeline.Deps) []pipeline.EventHandler {
@@ -32,5 +34,5 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &pullRequestWorker{deps: d, cache: cache})
 	river.AddWorker(d.Workers, &releaseCheckWorker{deps: d})
 	d.Mux.Handle("POST /api/v1/rollbacks", d.APIAuth(apiHandler{st: st}.ServeHTTP))
-	return []pipeline.EventHandler{buttonHandler{st: st}, pushHandler{cache: cache}}
+	return []pipeline.EventHandler{buttonHandler{st: st}, pushHandler{cache: cache}, closedHandler{deps: d}}
 }

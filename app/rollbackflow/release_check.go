@@ -69,6 +69,48 @@ type CheckView struct {
 // offer (nil: none), its eligibility answer, and an optional note.
 func RenderReleaseCheck(r records.Record, target *records.Record, ans eligibility.Answer, note string) CheckView {
 	v := CheckView{Status: "completed", Conclusion: "neutral"}
+	switch {
+	case r.Withdrawn():
+		v.Conclusion = "cancelled"
+		v.Title = fmt.Sprintf("%s %s: closed without merging", r.App, r.Environment)
+	default:
+		v = renderState(r, v)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Release `%s` of **%s** in **%s** (cluster `%s`) is **%s**.\n\n", r.ReleaseID, r.App, r.Environment, r.Cluster, r.State)
+	if r.Withdrawn() {
+		b.WriteString("Its pull request was closed without merging, so it never ran and never will.\n\n")
+	}
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| image | `%s` |\n| kind | %s |\n", r.Image, r.Kind)
+	if r.HealthyAt != nil {
+		fmt.Fprintf(&b, "| healthy at | %s |\n", r.HealthyAt.UTC().Format(time.RFC3339))
+	}
+	if r.RollbackOf != "" {
+		fmt.Fprintf(&b, "| rolls back | `%s` (%s) |\n", r.RollbackOf, r.RollbackReason)
+	}
+	if r.RolledBackBy != "" {
+		fmt.Fprintf(&b, "| rolled back by | `%s` |\n", r.RolledBackBy)
+	}
+	// A withdrawn release never ran: there is nothing of it to roll back.
+	live := v.Status == "completed" && r.Open() && !r.Withdrawn()
+	switch {
+	case live && target != nil:
+		fmt.Fprintf(&b, "\n**Roll back** opens a rollback pull request to `%s` (`%s`, %s): %s\n",
+			target.ReleaseID, rollbackpr.ShortSHA(target.GitRevision), target.Image, ans.Reason)
+		v.Actions = []*github.CheckRunAction{{Label: "Roll back", Identifier: RollbackAction,
+			Description: clip("to "+rollbackpr.ShortSHA(target.GitRevision)+" ("+target.ReleaseID+")", 40)}}
+	case live:
+		b.WriteString("\nNo eligible rollback target: no earlier release of this app, environment and cluster reached healthy among the newest ones.\n")
+	}
+	if note != "" {
+		fmt.Fprintf(&b, "\n> %s\n", strings.ReplaceAll(note, "\n", " "))
+	}
+	v.Summary = b.String()
+	return v
+}
+
+// renderState is the status and title of a release by its state.
+func renderState(r records.Record, v CheckView) CheckView {
 	switch r.State {
 	case records.StateOpened, records.StateProgressing, records.StatePaused:
 		v.Status, v.Conclusion = "in_progress", ""
@@ -81,32 +123,6 @@ func RenderReleaseCheck(r records.Record, target *records.Record, ans eligibilit
 	default: // superseded, rolled-back
 		v.Title = fmt.Sprintf("%s %s: %s", r.App, r.Environment, r.State)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Release `%s` of **%s** in **%s** (cluster `%s`) is **%s**.\n\n", r.ReleaseID, r.App, r.Environment, r.Cluster, r.State)
-	fmt.Fprintf(&b, "| | |\n|---|---|\n| image | `%s` |\n| kind | %s |\n", r.Image, r.Kind)
-	if r.HealthyAt != nil {
-		fmt.Fprintf(&b, "| healthy at | %s |\n", r.HealthyAt.UTC().Format(time.RFC3339))
-	}
-	if r.RollbackOf != "" {
-		fmt.Fprintf(&b, "| rolls back | `%s` (%s) |\n", r.RollbackOf, r.RollbackReason)
-	}
-	if r.RolledBackBy != "" {
-		fmt.Fprintf(&b, "| rolled back by | `%s` |\n", r.RolledBackBy)
-	}
-	offer := v.Status == "completed" && target != nil && r.Open()
-	switch {
-	case offer:
-		fmt.Fprintf(&b, "\n**Roll back** opens a rollback pull request to `%s` (`%s`, %s): %s\n",
-			target.ReleaseID, rollbackpr.ShortSHA(target.GitRevision), target.Image, ans.Reason)
-		v.Actions = []*github.CheckRunAction{{Label: "Roll back", Identifier: RollbackAction,
-			Description: clip("to "+rollbackpr.ShortSHA(target.GitRevision)+" ("+target.ReleaseID+")", 40)}}
-	case v.Status == "completed" && r.Open():
-		b.WriteString("\nNo eligible rollback target: no earlier release of this app, environment and cluster reached healthy among the newest ones.\n")
-	}
-	if note != "" {
-		fmt.Fprintf(&b, "\n> %s\n", strings.ReplaceAll(note, "\n", " "))
-	}
-	v.Summary = b.String()
 	return v
 }
 

@@ -33,7 +33,9 @@ func TestRenderReleaseCheck(t *testing.T) {
 		{"a rolled-back release is history: no button", records.StateRolledBack, target, "completed", "neutral", false},
 	}
 	for _, c := range cases {
-		r := records.Record{ReleaseID: "r2", App: "checkout", Environment: "prod", Cluster: "prod-eu", State: c.state, HealthyAt: &healthyAt}
+		// Every state after opened comes from a fact.
+		r := records.Record{ReleaseID: "r2", App: "checkout", Environment: "prod", Cluster: "prod-eu", State: c.state, HealthyAt: &healthyAt,
+			LastFactAt: &healthyAt}
 		v := RenderReleaseCheck(r, c.target, eligibility.Answer{Eligible: c.target != nil, Reason: "healthy before"}, "")
 		if v.Status != c.status || v.Conclusion != c.conclusion || (len(v.Actions) == 1) != c.button {
 			t.Errorf("%s: status %q conclusion %q buttons %d; want %q %q button=%v", c.name, v.Status, v.Conclusion, len(v.Actions), c.status, c.conclusion, c.button)
@@ -43,6 +45,15 @@ func TestRenderReleaseCheck(t *testing.T) {
 				t.Errorf("%s: button %+v exceeds GitHub's limits (label 20, description 40, identifier 20)", c.name, a)
 			}
 		}
+	}
+	// A rollback whose pull request was closed without merging never ran:
+	// nothing of it to roll back, and the run ends cancelled.
+	withdrawn, _, _ := records.Withdraw(records.Record{ReleaseID: "rb", App: "checkout", Environment: "prod", State: records.StateOpened},
+		"pull request closed", nil, healthyAt)
+	v := RenderReleaseCheck(withdrawn, target, eligibility.Answer{Eligible: true}, "")
+	if v.Status != "completed" || v.Conclusion != "cancelled" || len(v.Actions) != 0 || !strings.Contains(v.Summary, "closed without merging") {
+		t.Errorf("withdrawn rollback: status %q conclusion %q buttons %d summary %q; want completed, cancelled, none, closed without merging",
+			v.Status, v.Conclusion, len(v.Actions), v.Summary)
 	}
 }
 

@@ -30,24 +30,25 @@ func newStarter(d pipeline.Deps) *starter {
 
 // prepare decides s for the app repository, whose config is cfg; gh is that
 // repository's installation client (GETs only).
-func (st *starter) prepare(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start) (Plan, error) {
+func (st *starter) prepare(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start) (Plan, Input, error) {
 	env, ok := cfg.Environment(s.App, s.Environment)
 	if !ok {
-		return Plan{}, refuse("%s has no app %q with environment %q in .github/ripcord.yml", repository, s.App, s.Environment)
+		return Plan{}, Input{}, refuse("%s has no app %q with environment %q in .github/ripcord.yml", repository, s.App, s.Environment)
 	}
 	rev, err := defaultHead(ctx, gh, repository)
 	if err != nil {
-		return Plan{}, err
+		return Plan{}, Input{}, err
 	}
 	return st.decide(ctx, Input{Start: s, Repository: repository, Env: *env, Cluster: or(s.Cluster, env.Cluster),
 		Window: cfg.Eligibility.Window, ConfigRevision: rev, PublicURL: st.deps.Config.PublicURL})
 }
 
-// decide loads the records for in and calls Decide.
-func (st *starter) decide(ctx context.Context, in Input) (Plan, error) {
+// decide loads the records for in and calls Decide. It returns in as
+// loaded, so that a later attempt can be decided again without reading.
+func (st *starter) decide(ctx context.Context, in Input) (Plan, Input, error) {
 	s := in.Start
 	if in.Cluster == "" {
-		return Plan{}, refuse("cluster: %s in %s names no cluster in .github/ripcord.yml; pass one", s.App, s.Environment)
+		return Plan{}, in, refuse("cluster: %s in %s names no cluster in .github/ripcord.yml; pass one", s.App, s.Environment)
 	}
 	window := in.Window
 	if window <= 0 {
@@ -55,15 +56,16 @@ func (st *starter) decide(ctx context.Context, in Input) (Plan, error) {
 	}
 	newest, err := st.deps.Records.Newest(ctx, s.App, s.Environment, in.Cluster, window+eligibility.ReadAhead)
 	if err != nil {
-		return Plan{}, err
+		return Plan{}, in, err
 	}
 	in.Newest, in.Window = newest, window
 	if to := strings.TrimSpace(s.To); to != "" {
 		if in.Named, err = st.named(ctx, to, newest); err != nil {
-			return Plan{}, err
+			return Plan{}, in, err
 		}
 	}
-	return Decide(in)
+	plan, err := Decide(in)
+	return plan, in, err
 }
 
 // named finds the release To names: by digest among the newest records, or
@@ -71,7 +73,7 @@ func (st *starter) decide(ctx context.Context, in Input) (Plan, error) {
 func (st *starter) named(ctx context.Context, to string, newest []records.Record) (*records.Record, error) {
 	if strings.HasPrefix(to, "sha256:") || strings.HasPrefix(to, "sha512:") {
 		for i, r := range newest {
-			if r.ResolvedDigest() == to && r.State != records.StateOpened {
+			if r.ResolvedDigest() == to && r.Ran() {
 				return &newest[i], nil
 			}
 		}

@@ -1,0 +1,113 @@
+package rollbackflow_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// closePullRequest closes pull request number of the GitOps repository
+// without merging it, as a person does on GitHub.
+func (s *scene) closePullRequest(number int) {
+	s.T.Helper()
+	req, err := http.NewRequest("PATCH", s.GitHub.URL()+"repos/"+gitops+"/pulls/"+strconv.Itoa(number), strings.NewReader(`{"state":"closed"}`))
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		s.T.Fatalf("close pull request #%d: %d", number, resp.StatusCode)
+	}
+}
+
+// closedEvent is GitHub's pull_request closed delivery for rec's pull
+// request, closed without merging.
+func (s *scene) closedEvent(rec records.Record) []byte {
+	return e2etest.Edit(s.T, githubtest.LoadPayload(s.T, "pull_request", "closed.payload.json"), func(m map[string]any) {
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		m["number"] = rec.PRNumber
+		pr := m["pull_request"].(map[string]any)
+		pr["number"], pr["merged"], pr["merge_commit_sha"], pr["html_url"], pr["state"] = rec.PRNumber, false, nil, rec.PRURL, "closed"
+		pr["merged_by"], pr["merged_at"] = nil, nil
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = gitops, "gitops"
+	})
+}
+
+// A rollback pull request that a person closes without merging ends its
+// release (aborted: it will never run), says so in the release's audit
+// trail, and a new `/ripcord rollback` opens a new rollback instead of
+// answering "open already" with the closed pull request — whether ripcord
+// heard the close (the webhook) or missed it (GitHub is asked).
+func TestClosedRollbackPullRequestLetsANewRollbackOpen(t *testing.T) {
+	for _, heard := range []bool{true, false} {
+		name := "close heard"
+		if !heard {
+			name = "close missed"
+		}
+		t.Run(name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				s := newScene(t, dbURL)
+				s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+				pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+				s.GitHub.SetPermission(appRepo, "octocat", "write")
+
+				first := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+				s.WaitFor("the pull request link", wait, func() bool { return len(s.replies(first)) == 2 })
+				s.Settle(jobKinds...)
+				old := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+
+				s.closePullRequest(old.PRNumber)
+				if heard {
+					s.Deliver("pull_request", s.closedEvent(old))
+					s.WaitFor("the closed rollback's release to end", wait, func() bool {
+						r, _ := s.release(old.ReleaseID)
+						return r.State != records.StateOpened
+					})
+				}
+
+				again := s.comment(pr, "octocat", "/ripcord rollback still failing", false)
+				s.WaitFor("the answers to the second command", wait, func() bool {
+					r := s.replies(again)
+					return len(r) == 2 || len(r) == 1 && strings.Contains(r[0], "open already")
+				})
+				s.Settle(jobKinds...)
+				logCalls(t, s)
+				got := s.replies(again)
+				if strings.Contains(got[0], "open already") || len(got) != 2 || !strings.Contains(got[1], "Rollback pull request: ") {
+					t.Fatalf("second command's replies = %q, want a new rollback pull request", got)
+				}
+				if r, _ := s.release(old.ReleaseID); r.State != records.StateAborted {
+					t.Errorf("closed rollback %s is %s, want %s", old.ReleaseID, r.State, records.StateAborted)
+				}
+				if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'state_changed' AND release_id = $1
+					AND message LIKE '%closed without merging%'`, old.ReleaseID); n != 1 {
+					t.Errorf("state_changed events saying the pull request was closed on %s = %d, want 1", old.ReleaseID, n)
+				}
+				id := s.String(`SELECT release_id FROM records WHERE kind = 'rollback' AND state = 'opened'`)
+				if id == "" || id == old.ReleaseID {
+					t.Fatalf("new rollback release %q, want one other than %s", id, old.ReleaseID)
+				}
+				rec := s.waitRelease(id)
+				if rec.RollbackOf != "r3:prod-eu/prod" || rec.PRNumber == old.PRNumber {
+					t.Errorf("new rollback = %+v, want one of r3 with a new pull request", rec)
+				}
+				prs := s.GitHub.PullRequests(gitops)
+				if len(prs) != 2 || prs[0].State != "closed" || prs[1].State != "open" || prs[1].Number != rec.PRNumber {
+					t.Errorf("pull requests = %+v, want the closed one and a new open one", prs)
+				}
+			})
+		})
+	}
+}
