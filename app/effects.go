@@ -9,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/internal/cdevents"
 	"github.com/ripcord/ripcord/records"
 )
@@ -188,6 +189,10 @@ func (s *Server) checkStall(ctx context.Context, releaseID string) error {
 			return nil // swept or never stored: nothing to watch
 		}
 		if err != nil || !stalled {
+			return err
+		}
+		// A stalled rollback release ends its recovery episode in rollback_failed.
+		if err := recoveryflow.QueueRollbackFailed(ctx, tx, s.river, releaseID, effect.Message); err != nil {
 			return err
 		}
 		return s.queueEffects(ctx, tx, []records.Effect{effect})

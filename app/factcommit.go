@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/deployments"
+	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/store"
@@ -391,6 +392,11 @@ func (s *Server) queueFactJobs(ctx context.Context, tx *sql.Tx, j factJobs,
 	}
 	changed := distinctVersions(j.changed)
 	if err := rollbackflow.QueueReleaseChecks(ctx, tx, s.river, changed); err != nil {
+		return err
+	}
+	// A recovery episode that rolled back by pull request or with the agent
+	// ends when its rollback release settles.
+	if err := recoveryflow.QueueRollbackOutcomes(ctx, tx, s.river, changed); err != nil {
 		return err
 	}
 	return queueDeployments(ctx, tx, s.river, s.log, changed)

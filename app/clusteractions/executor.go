@@ -29,10 +29,10 @@ type k8sExecutor struct{ d pipeline.Deps }
 
 func (k8sExecutor) Mode() string { return repoconfig.ModeKubernetes }
 
-func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.RollbackRequest) error {
+func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.RollbackRequest) (string, error) {
 	ep, rb := req.Episode, req.Episode.Context.Config.Rollback
 	if ep.ReleaseID == "" {
-		return fmt.Errorf("kubernetes rollback of %s/%s: the failed release is unknown", ep.App, ep.Environment)
+		return "", fmt.Errorf("kubernetes rollback of %s/%s: the failed release is unknown", ep.App, ep.Environment)
 	}
 	rec := records.Record{ReleaseID: RollbackReleaseID(req.Key, ep.Cluster, ep.Environment), App: ep.App,
 		Environment: ep.Environment, Cluster: ep.Cluster, Repository: ep.Repository, Kind: records.KindRollback,
@@ -43,26 +43,27 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 		rec.Image, rec.GitRevision = target.Image, target.GitRevision
 		rec.Digest = target.ResolvedDigest()
 	case !errors.Is(err, records.ErrNotFound):
-		return err
+		return "", err
 	}
 	opened, events, err := x.d.Records.OpenRelease(ctx, tx, rec, x.d.Now())
 	if err != nil {
-		return fmt.Errorf("open kubernetes rollback release %s: %w", rec.ReleaseID, err)
+		return "", fmt.Errorf("open kubernetes rollback release %s: %w", rec.ReleaseID, err)
 	}
 	if len(events) > 0 {
 		if err := deployments.Queue(ctx, tx, x.d.River(), x.d.Log, []records.Record{opened}); err != nil {
-			return err
+			return "", err
 		}
 		// A rollout in waves of the failed release stops (rolloutflow.StartArgs).
 		if err := rolloutflow.QueueStart(ctx, tx, x.d.River(), rolloutflow.StartArgs{ReleaseID: opened.ReleaseID}); err != nil {
-			return err
+			return "", err
 		}
 	}
 	_, err = Enqueue(ctx, tx, Action{Cluster: ep.Cluster, Kind: actionapi.KindRollback,
 		Namespace: or(rb.Namespace, ep.App), Deployment: or(rb.Deployment, ep.App), Container: rb.Container,
 		TargetVersion: req.Target.Version, FailedVersion: ep.Context.Input.FailedVersion,
 		ReleaseID: rec.ReleaseID, RollbackOf: ep.ReleaseID, Reason: req.Reason, Key: req.Key})
-	return err
+	// The rollback release's facts end the episode (recoveryflow.QueueRollbackOutcomes).
+	return rec.ReleaseID, err
 }
 
 // RollbackReleaseID is the rollback release's id: derived from the decision's

@@ -47,8 +47,13 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 		req := recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep,
 			Target: recoveryflow.Target{ReleaseID: "r1", Version: "v1"}, Reason: "retries exhausted"}
 		x := clusteractions.KubernetesExecutor(d)
+		var got []string
 		for range 2 { // a replayed decision must not queue a second action
-			if err := db.InTx(ctx, func(tx *sql.Tx) error { return x.Queue(ctx, tx, req) }); err != nil {
+			if err := db.InTx(ctx, func(tx *sql.Tx) error {
+				id, err := x.Queue(ctx, tx, req)
+				got = append(got, id)
+				return err
+			}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -57,6 +62,10 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 			t.Fatalf("%d deployment syncs queued (%v), want one for the rollback release", syncs, err)
 		}
 		id := clusteractions.RollbackReleaseID(req.Key, "prod-eu", "prod")
+		// The episode waits for this release's record to end it.
+		if len(got) != 2 || got[0] != id || got[1] != id {
+			t.Errorf("Queue returned %q, want the rollback release %s both times", got, id)
+		}
 		// Its start job stops a rollout in waves of r2 (app/rolloutflow).
 		startQ := `SELECT COUNT(*) FROM river_job WHERE kind = 'rollout_start' AND json_extract(args, '$.release_id') = $1`
 		if db.Dialect == store.Postgres {

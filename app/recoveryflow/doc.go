@@ -7,7 +7,9 @@
 // of the failed jobs at now + backoff, a rollback through the environment's
 // RollbackExecutor, a GitHub issue for a human, and the ripcord/recovery
 // check run that shows every step. A later successful attempt closes the
-// episode. It also runs the /ripcord retry command.
+// episode; a rollback ends it when its workflow run ends or, for modes
+// pull-request and kubernetes, when its rollback release settles
+// (outcome.go). It also runs the /ripcord retry command.
 //
 // How the versions are derived (DESIGN.md "Recovery"):
 //

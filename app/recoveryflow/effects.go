@@ -3,6 +3,7 @@ package recoveryflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -94,11 +95,27 @@ func (f *flow) rollback(ctx context.Context, tx *sql.Tx, ep Episode) error {
 		return fmt.Errorf("episode %s#%d: rollback with mode %q has no executor or target", ep.Repository, ep.RunID, mode)
 	}
 	t := ep.Decision.Target
-	return ex.Queue(ctx, tx, RollbackRequest{
+	id, err := ex.Queue(ctx, tx, RollbackRequest{
 		Key:     fmt.Sprintf("%s/%d", RunKey(ep.Repository, ep.RunID), ep.RunAttempt),
 		Episode: ep, Target: Target{ReleaseID: t.ReleaseID, Version: t.Version, Digest: t.Digest},
 		Reason: ep.Decision.Reason, InstallationID: ep.InstallationID,
 	})
+	var notStarted *NotStarted
+	if errors.As(err, &notStarted) {
+		return f.rollbackFailed(ctx, tx, ep, notStarted.Reason, "")
+	}
+	if err != nil {
+		return err
+	}
+	// ep was saved just now, in tx: its record of the release is saved over it.
+	next, ok := ep.RollbackOpened(ep.RunAttempt, id, f.deps.Now())
+	if !ok {
+		return nil
+	}
+	if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+		return err
+	}
+	return f.queueCheck(ctx, tx, next)
 }
 
 // queueCheck queues the rendering of the episode's check run as of ep.Seq.

@@ -17,7 +17,7 @@ const (
 	StateRetryScheduled State = "retry_scheduled" // a re-run is queued for NextRetryAt
 	StateRetrying       State = "retrying"        // GitHub accepted the re-run; its outcome is awaited
 	StateRollingBack    State = "rolling_back"    // the rollback was handed to the environment's executor
-	StateRolledBack     State = "rolled_back"     // the dispatched rollback run succeeded
+	StateRolledBack     State = "rolled_back"     // the rollback run succeeded, or the rollback release became healthy
 	StateSkipped        State = "skipped"         // another version runs: nothing to roll back
 	StateAlerted        State = "alerted"         // a human has to act
 	StateRecovered      State = "recovered"       // a later attempt of the run succeeded
@@ -44,6 +44,9 @@ type Episode struct {
 	CheckRunID     int64
 	NextRetryAt    *time.Time
 	RollbackRunID  int64
+	// RollbackReleaseID is the release a pull-request or kubernetes
+	// rollback opened: its record says how the rollback ends.
+	RollbackReleaseID string
 	// Seq counts the episode's changes; a write succeeds only over the Seq
 	// it read, and a check-run job renders only the Seq it was queued for.
 	Seq       int
@@ -120,7 +123,8 @@ func (e Episode) Fail(f Failure) (Episode, bool) {
 	e.RunAttempt, e.RetryCount = f.Attempt, f.Decision.Attempt
 	e.Decision, e.Context = f.Decision, f.Context
 	e.State = stateFor(f.Decision)
-	e.NextRetryAt = nil
+	// A new decision: the release an earlier rollback opened is not this one's.
+	e.NextRetryAt, e.RollbackReleaseID = nil, ""
 	if f.Decision.Action == recovery.ActionRetry {
 		at := f.Decision.RetryAt
 		e.NextRetryAt = &at
@@ -194,11 +198,22 @@ func (e Episode) RollbackFailed(attempt int, d recovery.Decision, at time.Time) 
 	return e.bump(at), true
 }
 
-// RolledBack closes the episode when its rollback run succeeded, also when
-// that run had failed first and was re-run by hand.
+// RollbackOpened records the release a pull-request or kubernetes rollback
+// of attempt opened.
+func (e Episode) RollbackOpened(attempt int, releaseID string, at time.Time) (Episode, bool) {
+	if e.State != StateRollingBack || e.RunAttempt != attempt || e.RollbackReleaseID != "" || releaseID == "" {
+		return e, false
+	}
+	e.RollbackReleaseID = releaseID
+	return e.bump(at), true
+}
+
+// RolledBack closes the episode when its rollback run succeeded or its
+// rollback release became healthy, also when that had failed first (the run
+// was re-run by hand; the release stalled, then got its facts).
 func (e Episode) RolledBack(at time.Time) (Episode, bool) {
 	failedFirst := e.State == StateAlerted && e.Decision.Rule == RuleRollbackFailed
-	if (e.State != StateRollingBack && !failedFirst) || e.RollbackRunID == 0 {
+	if (e.State != StateRollingBack && !failedFirst) || (e.RollbackRunID == 0 && e.RollbackReleaseID == "") {
 		return e, false
 	}
 	e.State = StateRolledBack

@@ -81,6 +81,25 @@ func TestEpisodeTransitions(t *testing.T) {
 					t.Errorf("recorded twice or lost: %+v", e)
 				}
 			}},
+		{"the release a pull-request rollback opened is recorded once", Episode{RunAttempt: 2, State: StateRollingBack, Seq: 4},
+			func(e Episode) (Episode, bool) { return e.RollbackOpened(2, "rollback-1", t0) }, true, StateRollingBack, 2, 5,
+			func(t *testing.T, e Episode) {
+				if e.RollbackReleaseID != "rollback-1" {
+					t.Errorf("rollback release %q", e.RollbackReleaseID)
+				}
+				if _, ok := e.RollbackOpened(2, "rollback-2", t0); ok {
+					t.Error("a second rollback release was recorded")
+				}
+			}},
+		{"the rollback release becoming healthy closes the episode", Episode{State: StateRollingBack, RollbackReleaseID: "rollback-1", Seq: 5},
+			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, true, StateRolledBack, 0, 6, nil},
+		{"a later failure forgets the earlier attempt's rollback release", Episode{RunAttempt: 1, State: StateAlerted, RollbackReleaseID: "rollback-1", Seq: 5},
+			func(e Episode) (Episode, bool) { return e.Fail(failure(2, 2, recovery.ActionRollback)) }, true, StateRollingBack, 2, 6,
+			func(t *testing.T, e Episode) {
+				if e.RollbackReleaseID != "" {
+					t.Errorf("rollback release %q kept", e.RollbackReleaseID)
+				}
+			}},
 		{"the rollback run's success closes the episode", Episode{State: StateRollingBack, RollbackRunID: 99, Seq: 5},
 			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, true, StateRolledBack, 0, 6, nil},
 		{"a rollback not yet dispatched cannot have succeeded", Episode{State: StateRollingBack, Seq: 4},

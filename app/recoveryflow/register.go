@@ -32,12 +32,21 @@ type Target struct {
 // RollbackExecutor carries out rollbacks of one mode (repoconfig's
 // rollback.mode). Queue runs inside the transaction that stores the
 // decision and queues the rollback's effects as jobs, idempotently under
-// req.Key. Modes without an executor are decided as an alert that says the
-// mode is not available yet.
+// req.Key. It returns the rollback release it opens or will open, whose
+// record ends the episode when it settles (QueueRollbackOutcomes), or ""
+// when the executor ends the episode itself (mode workflow). A rollback
+// that cannot be started is a *NotStarted: the episode then ends in
+// rollback_failed at once. Modes without an executor are decided as an
+// alert that says the mode is not available yet.
 type RollbackExecutor interface {
 	Mode() string
-	Queue(ctx context.Context, tx *sql.Tx, req RollbackRequest) error
+	Queue(ctx context.Context, tx *sql.Tx, req RollbackRequest) (releaseID string, err error)
 }
+
+// NotStarted is a rollback an executor cannot start, with the reason.
+type NotStarted struct{ Reason string }
+
+func (e *NotStarted) Error() string { return e.Reason }
 
 // flow is the recovery capability: its handlers and workers share it.
 type flow struct {
@@ -57,6 +66,7 @@ func Register(d pipeline.Deps, executors ...RollbackExecutor) []pipeline.EventHa
 	river.AddWorker(d.Workers, &alertWorker{f: f})
 	river.AddWorker(d.Workers, &dispatchWorker{f: f})
 	river.AddWorker(d.Workers, &commandRerunWorker{f: f})
+	river.AddWorker(d.Workers, &outcomeWorker{f: f})
 	return []pipeline.EventHandler{&workflowRunHandler{f: f}}
 }
 

@@ -30,13 +30,14 @@ type workflowExecutor struct{ f *flow }
 
 func (workflowExecutor) Mode() string { return workflowMode }
 
-func (x workflowExecutor) Queue(ctx context.Context, tx *sql.Tx, req RollbackRequest) error {
+func (x workflowExecutor) Queue(ctx context.Context, tx *sql.Tx, req RollbackRequest) (string, error) {
 	ep, rb := req.Episode, req.Episode.Context.Config.Rollback
 	repo := rb.Repository
 	if repo == "" {
 		repo = ep.Repository
 	}
-	return x.f.insert(ctx, tx, DispatchArgs{
+	// The dispatched run ends the episode (onSuccess, onRollbackRunFailure).
+	return "", x.f.insert(ctx, tx, DispatchArgs{
 		Key: req.Key, Repository: repo, Workflow: rb.Workflow, Input: rb.Input, Version: req.Target.Version,
 		EpisodeRepository: ep.Repository, RunID: ep.RunID, Attempt: ep.RunAttempt, InstallationID: req.InstallationID,
 	}, river.InsertOpts{MaxAttempts: dispatchAttempts})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -78,6 +79,10 @@ func withdraw(ctx context.Context, tx *sql.Tx, d pipeline.Deps, releaseID, why s
 	}
 	d.Log.Info("rollback release withdrawn", "release_id", releaseID, "why", why)
 	if err := QueueReleaseChecks(ctx, tx, d.River(), []records.Record{rec}); err != nil {
+		return rec, err
+	}
+	// The recovery episode that opened it, if one did, ends in rollback_failed.
+	if err := recoveryflow.QueueRollbackOutcomes(ctx, tx, d.River(), []records.Record{rec}); err != nil {
 		return rec, err
 	}
 	// Its GitHub deployment must not stay in_progress for ever.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
-	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
@@ -25,10 +24,11 @@ func (executor) Mode() string { return repoconfig.ModePullRequest }
 
 // Queue decides from the episode (its config, its target) inside the
 // decision's transaction. The config revision is the failed run's commit:
-// the config that decided. A rollback that cannot be opened is recorded as
-// rollback_failed rather than failing the decision's transaction, which
-// would only be retried to the same end.
-func (x executor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.RollbackRequest) error {
+// the config that decided. A rollback that cannot be opened is a
+// recoveryflow.NotStarted, which ends the episode in rollback_failed, rather
+// than an error failing the decision's transaction, which would only be
+// retried to the same end.
+func (x executor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.RollbackRequest) (string, error) {
 	ep := req.Episode
 	in := Input{
 		Start: Start{App: ep.App, Environment: ep.Environment, Cluster: ep.Cluster, To: req.Target.ReleaseID, Reason: req.Reason,
@@ -45,13 +45,12 @@ func (x executor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rollba
 	}
 	var refused *Refused
 	if errors.As(err, &refused) {
-		return x.st.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackFailed, ReleaseID: ep.ReleaseID,
-			At: x.st.deps.Now(), Message: "rollback pull request not opened: " + refused.Reason,
-			Data: map[string]any{"repository": ep.Repository, "run_id": ep.RunID, "key": req.Key}})
+		return "", &recoveryflow.NotStarted{Reason: "the rollback pull request was not opened: " + refused.Reason}
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
+	// The rollback release's record ends the episode when it settles.
 	_, err = x.st.queue(ctx, tx, argsFor(plan, nil))
-	return err
+	return plan.Record.ReleaseID, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/rollbackpr"
@@ -147,6 +148,10 @@ func (w *pullRequestWorker) fail(ctx context.Context, a PullRequestArgs, why str
 			At: d.Now(), Message: fmt.Sprintf("rollback %s: %s", a.ReleaseID, why),
 			Data: map[string]any{"rollback_release_id": a.ReleaseID}})
 		if err != nil {
+			return err
+		}
+		// A recovery episode waiting for this rollback ends in rollback_failed.
+		if err := recoveryflow.QueueRollbackFailed(ctx, tx, d.River(), a.ReleaseID, "the rollback pull request was not opened: "+why); err != nil {
 			return err
 		}
 		return w.reply(ctx, tx, a, "The rollback pull request was not opened: "+why+".")
