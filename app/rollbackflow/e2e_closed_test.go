@@ -1,12 +1,14 @@
 package rollbackflow_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
@@ -110,4 +112,35 @@ func TestClosedRollbackPullRequestLetsANewRollbackOpen(t *testing.T) {
 			})
 		})
 	}
+}
+
+// POST /api/v1/rollbacks after the rollback's pull request was closed
+// without merging (the close missed): a new rollback is accepted, not the
+// closed one's job answered as a duplicate.
+func TestRollbackThroughTheAPIAfterItsPullRequestWasClosed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		post := func() rollbackflow.Accepted {
+			status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
+				[]byte(`{"app":"checkout","environment":"prod","reason":"r3 leaks memory"}`))
+			var acc rollbackflow.Accepted
+			if err := json.Unmarshal(out, &acc); status != 202 || err != nil {
+				t.Fatalf("POST /api/v1/rollbacks = %d %s (%v)", status, out, err)
+			}
+			return acc
+		}
+		first := post()
+		old := s.waitRelease(first.ReleaseID)
+		s.Settle(jobKinds...)
+		s.closePullRequest(old.PRNumber)
+
+		again := post()
+		if again.Duplicate || again.ReleaseID == first.ReleaseID {
+			t.Fatalf("second answer = %+v, want a new rollback, not %s again", again, first.ReleaseID)
+		}
+		rec := s.waitRelease(again.ReleaseID)
+		if r, _ := s.release(first.ReleaseID); r.State != records.StateAborted || rec.PRNumber == old.PRNumber {
+			t.Errorf("closed rollback is %s and the new one has pull request #%d (old #%d)", r.State, rec.PRNumber, old.PRNumber)
+		}
+	})
 }
