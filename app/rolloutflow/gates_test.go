@@ -55,7 +55,9 @@ func TestApprovals(t *testing.T) {
 		if r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, "approval rejected by bob") {
 			t.Fatalf("status %s failure %q", r.Machine.Status, r.Machine.Failure)
 		}
-		want := []string{"deploy@canary#0 v2", "rollback@canary#0 v1"}
+		// The canary passed its gate before the approval: rollback-wave
+		// leaves it (TestARefusedApprovalFailsTheStageItHeldBack).
+		want := []string{"deploy@canary#0 v2"}
 		if got := h.dispatches(); !slices.Equal(got, want) {
 			t.Errorf("dispatches %v, want %v (on_failure rollback-wave)", got, want)
 		}
@@ -149,5 +151,76 @@ func TestFreezeOverrideLetsTheReleaseThrough(t *testing.T) {
 	}
 	if !slices.ContainsFunc(audit, func(l AuditLine) bool { return l.Type == "freeze-override" }) {
 		t.Errorf("the override is not in the audit trail: %+v", audit)
+	}
+}
+
+// A rejection or the expiry of the approval asked after the canary fails
+// the stage it held back (eu-1/eu-1a), not the canary, which passed its
+// gate: rollout_progress keeps the canary, its pass is counted once (as
+// succeeded), and on_failure treats it as a stage already passed (seed 001:
+// rollback-wave leaves it on the new version, rollback-all takes it back).
+func TestARefusedApprovalFailsTheStageItHeldBack(t *testing.T) {
+	for _, tc := range []struct {
+		name, onFailure, approval string
+		expire                    bool
+		progress                  string
+		states                    []string
+		again                     []string // dispatched after the canary's deploy
+		drift                     []string
+		rolledBack                float64
+	}{
+		{"rejected stop", "stop", "rejected", false, "1/4",
+			[]string{StageSucceeded, StageFailed, StagePending, StagePending}, nil, []string{"canary"}, 0},
+		{"expired stop", "stop", "expired", true, "1/4",
+			[]string{StageSucceeded, StageFailed, StagePending, StagePending}, nil, []string{"canary"}, 0},
+		{"rejected rollback-wave", "rollback-wave", "rejected", false, "1/4",
+			[]string{StageSucceeded, StageFailed, StagePending, StagePending}, nil, []string{"canary"}, 0},
+		{"expired rollback-all", "rollback-all", "expired", true, "0/4",
+			[]string{StageRolledBack, StageFailed, StagePending, StagePending}, []string{"rollback@canary#0 v1"}, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.onFailure, "canary", time.Minute)
+			h.start(nil)
+			h.run(func(r Rollout) bool { return r.Machine.Status == PausedApproval })
+			if !tc.expire {
+				if _, err := h.x.vote(context.Background(), h.id, "bob", false, "not today", "test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r := h.run(nil); r.Machine.Status != Failed {
+				t.Fatalf("status %s, want failed", r.Machine.Status)
+			}
+			want := append([]string{"deploy@canary#0 v2"}, tc.again...)
+			if got := h.dispatches(); !slices.Equal(got, want) {
+				t.Errorf("dispatches %v, want %v", got, want)
+			}
+			st, err := h.x.Status(context.Background(), h.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ro := st.Rollout
+			var states []string
+			for _, s := range ro.Stages {
+				states = append(states, string(s.State))
+			}
+			if !slices.Equal(states, tc.states) || st.RolloutProgress != tc.progress {
+				t.Errorf("stages %v progress %s, want %v %s", states, st.RolloutProgress, tc.states, tc.progress)
+			}
+			why := "approval " + tc.approval
+			if ro.Stage != "eu-1/eu-1a" || !strings.HasPrefix(ro.Stages[1].Gate, why) || ro.Stages[0].Gate != "" {
+				t.Errorf("stage %q, gates %q and %q: want eu-1/eu-1a failed by %q, the canary's gate untouched",
+					ro.Stage, ro.Stages[0].Gate, ro.Stages[1].Gate, why)
+			}
+			if ro.Stages[0].Approval != tc.approval {
+				t.Errorf("the canary's approval %q, want %q", ro.Stages[0].Approval, tc.approval)
+			}
+			if !slices.Equal(ro.Drift, tc.drift) {
+				t.Errorf("drift %v, want %v", ro.Drift, tc.drift)
+			}
+			if s, f, rb := h.passes("succeeded"), h.passes("failed"), h.passes("rolled-back"); s != 1 || f != 0 || rb != tc.rolledBack {
+				t.Errorf("passes succeeded %v failed %v rolled-back %v, want 1, 0 and %v: the canary's pass concluded once",
+					s, f, rb, tc.rolledBack)
+			}
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/rollout"
+	"github.com/ripcord/ripcord/rollout/approval"
 	"github.com/ripcord/ripcord/rollout/status"
 )
 
@@ -88,9 +89,14 @@ type Machine struct {
 }
 
 // StageState is one stage's progress; Gate is its last red reading.
+// Approval is the outcome of the approval asked after the stage, once the
+// wait for it is over: approved, rejected, expired, or pending when the
+// rollout was aborted during the wait ("" while it waits, when none is
+// asked, and in machines stored before it was kept).
 type StageState struct {
-	State string `json:"state"`
-	Gate  string `json:"gate,omitempty"`
+	State    string `json:"state"`
+	Gate     string `json:"gate,omitempty"`
+	Approval string `json:"approval,omitempty"`
 }
 
 // PassCursor is where one pass of the running stage stands.
@@ -235,6 +241,12 @@ func (m *Machine) step(in Inputs, evs *[]Event) (Action, bool) {
 		return Action{}, true
 	}
 	if in.AbortBy != "" && !final(m.Status) && m.Phase != PhaseRollback && m.Phase != PhaseDone {
+		if m.Phase == PhaseApproval {
+			// The stage before the approval passed: the abort stops the
+			// one the approval holds back, as a rejection does.
+			m.Stages[m.Stage].Approval = string(approval.Pending)
+			m.Stage++
+		}
 		m.fail(in, min(m.Stage, len(m.Stages)-1), fmt.Sprintf("aborted by @%s: %s", in.AbortBy, in.AbortReason), evs)
 		return Action{}, true
 	}

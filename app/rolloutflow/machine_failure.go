@@ -12,8 +12,11 @@ import (
 )
 
 // approval waits after a wave in approvals_between: rollout/approval
-// decides the votes so far; a rejection or the expiry fails the stage and
-// applies on_failure.
+// decides the votes so far. A rejection or the expiry fails the next stage,
+// the one the approval holds back, and applies on_failure (seed 001): the
+// stage before the approval passed its gate, so it stays succeeded, counts
+// in rollout_progress, and is one of the stages already passed, which only
+// rollback-all takes back.
 func (m *Machine) approval(in Inputs, evs *[]Event) (Action, bool) {
 	p := in.Settings.approvals()
 	votes := make([]approval.Approval, len(in.Approvals))
@@ -25,10 +28,14 @@ func (m *Machine) approval(in Inputs, evs *[]Event) (Action, bool) {
 	case approval.Approved:
 		*evs = append(*evs, Event{Type: "approved", Message: "wave " + in.Plan.Stages[m.Stage].Wave + " " + why})
 		m.Status, m.ApprovalSince = Running, time.Time{}
+		m.Stages[m.Stage].Approval = string(state)
 		m.Stage++
 		m.Phase = PhaseFreeze
 		return Action{}, true
 	case approval.Rejected, approval.Expired:
+		// bake asks an approval only before a next stage.
+		m.Stages[m.Stage].Approval = string(state)
+		m.Stage++
 		m.fail(in, m.Stage, "approval "+why, evs)
 		return Action{}, true
 	}
@@ -43,13 +50,19 @@ func authors(s string) []string { return strings.Split(s, ",") }
 // version, rollback-all then the passed stages too, newest first.
 func (m *Machine) fail(in Inputs, stage int, why string, evs *[]Event) {
 	st := in.Plan.Stages[stage]
+	started := m.Stages[stage].State != StagePending
 	m.Stages[stage].State = StageFailed
 	if m.Stages[stage].Gate == "" {
 		m.Stages[stage].Gate = why
 	}
 	m.Passes, m.ApprovalSince, m.Paused, m.PausedUntil = nil, time.Time{}, "", time.Time{}
-	for i := range st.Passes {
-		*evs = append(*evs, Event{Type: "pass", Pass: &st.Passes[i], Outcome: "failed"})
+	// ripcord_rollout_passes_total counts the passes that concluded: those
+	// of a stage that never started (failed before it, by a rejected
+	// approval or an abort) did not.
+	if started {
+		for i := range st.Passes {
+			*evs = append(*evs, Event{Type: "pass", Pass: &st.Passes[i], Outcome: "failed"})
+		}
 	}
 	failure := fmt.Sprintf("stage %s: %s", st.Name, why)
 	queue := rollbackQueue(in, stage)

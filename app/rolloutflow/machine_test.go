@@ -103,20 +103,42 @@ func TestFreezeTransitions(t *testing.T) {
 	}
 }
 
+// An abort while the rollout waits for the approval after stage a stops
+// stage b, which the approval holds back; a passed its gate, so only
+// rollback-all takes it back.
 func TestAbortDuringTheApprovalAppliesOnFailure(t *testing.T) {
-	p := twoStages(rollout.RollbackWave)
-	p.Stages[0].AwaitApproval = true
-	m := NewMachine(p)
-	m.Phase, m.Status, m.ApprovalSince = PhaseApproval, PausedApproval, t0
-	m.Stages[0].State = StageSucceeded
-	in := inputs(p, t0, map[Ref]Run{deployA: {State: RunSuccess}})
-	in.AbortBy, in.AbortReason = "bob", "pager"
-	act, _ := m.Next(in)
-	if m.Status != Failed || act.Kind != ActDispatch || act.Ref != (Ref{Kind: KindRollback}) {
-		t.Fatalf("status %s action %+v, want the canary rolled back", m.Status, act)
-	}
-	if !strings.Contains(m.Failure, "aborted by @bob: pager") {
-		t.Errorf("failure %q", m.Failure)
+	for _, tc := range []struct {
+		onFailure rollout.OnFailure
+		kind      ActionKind
+		stageA    string
+	}{
+		{rollout.RollbackWave, ActDone, StageSucceeded},
+		{rollout.RollbackAll, ActDispatch, StageSucceeded},
+	} {
+		t.Run(string(tc.onFailure), func(t *testing.T) {
+			p := twoStages(tc.onFailure)
+			p.Stages[0].AwaitApproval = true
+			m := NewMachine(p)
+			m.Phase, m.Status, m.ApprovalSince = PhaseApproval, PausedApproval, t0
+			m.Stages[0].State = StageSucceeded
+			in := inputs(p, t0, map[Ref]Run{deployA: {State: RunSuccess}})
+			in.AbortBy, in.AbortReason = "bob", "pager"
+			act, evs := m.Next(in)
+			if m.Status != Failed || act.Kind != tc.kind || (tc.kind == ActDispatch && act.Ref != (Ref{Kind: KindRollback})) {
+				t.Fatalf("status %s action %+v, want failed and action %v", m.Status, act, tc.kind)
+			}
+			if m.Stage != 1 || m.Stages[0].State != tc.stageA || m.Stages[1].State != StageFailed || m.Stages[0].Approval != "pending" {
+				t.Errorf("stage %d states %+v, want b failed, a %s with its approval pending", m.Stage, m.Stages, tc.stageA)
+			}
+			if !strings.Contains(m.Failure, "stage b: aborted by @bob: pager") {
+				t.Errorf("failure %q", m.Failure)
+			}
+			for _, e := range evs {
+				if e.Pass != nil {
+					t.Errorf("event %+v: no pass concluded", e)
+				}
+			}
+		})
 	}
 }
 

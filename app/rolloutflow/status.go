@@ -96,6 +96,11 @@ func statusOf(r Rollout, runs []Dispatched, audit []AuditLine) StatusJSON {
 
 // approvalState is the approval after stage si, for a stage that asks one.
 func approvalState(m Machine, si int) string {
+	if a := m.Stages[si].Approval; a != "" {
+		return a
+	}
+	// Machines stored before Approval was kept failed the stage that
+	// asked the approval.
 	gate := m.Stages[si].Gate
 	switch {
 	case si < m.Stage:
