@@ -2,6 +2,7 @@ package gatesflow
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -115,5 +116,49 @@ func TestFindRunIgnoresAnotherAppsRun(t *testing.T) {
 	got, err := findRun(ctx, gh, githubtest.AppID, "acme", "checkout", a)
 	if err != nil || got.GetID() != own {
 		t.Errorf("findRun = %d (%v), want ripcord's own run %d", got.GetID(), err, own)
+	}
+}
+
+// Two evaluations of one gate on one commit (a re-run, or two releases of
+// the commit) each find their own run by its external id. GitHub's default
+// filter=latest lists only the newest run of the name, so the newer
+// evaluation's run hid the older one's: its verdict found nothing, created
+// a second run and left its in_progress run spinning. Runs past the first
+// page of the list are found too.
+func TestFindRunFindsEachEvaluationsOwnRun(t *testing.T) {
+	s, gh := fakeGitHub(t)
+	ctx := context.Background()
+	const repo, sha = "acme/checkout", "abcdef0123456789abcdef0123456789abcdef01"
+	evaluation := func(trigger string) ReportArgs {
+		return ReportArgs{Repository: repo, HeadSHA: sha, InstallationID: githubtest.InstallationID,
+			ExternalID: "acme/checkout#7@" + sha + " checkout/prod " + trigger,
+			Name:       gates.CheckName(gates.NameProvenance), Status: "in_progress", Title: "evaluating"}
+	}
+	first := evaluation("pull_request opened")
+	if err := showInProgress(ctx, gh, githubtest.AppID, first); err != nil {
+		t.Fatal(err)
+	}
+	runs := s.CheckRuns(repo)
+	if len(runs) != 1 {
+		t.Fatalf("%d runs after the first evaluation, want 1", len(runs))
+	}
+	own := runs[0].ID
+	for i := range 120 {
+		if err := showInProgress(ctx, gh, githubtest.AppID, evaluation(fmt.Sprintf("check_run rerequested %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(s.CheckRuns(repo)); n != 121 {
+		t.Fatalf("%d runs after 121 evaluations, want one each", n)
+	}
+	got, err := findRun(ctx, gh, githubtest.AppID, "acme", "checkout", first)
+	if err != nil || got.GetID() != own {
+		t.Fatalf("findRun = %d (%v), want the first evaluation's run %d", got.GetID(), err, own)
+	}
+	if err := showInProgress(ctx, gh, githubtest.AppID, first); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.CheckRuns(repo)); n != 121 {
+		t.Errorf("%d runs: the first evaluation's retried job made a second run", n)
 	}
 }

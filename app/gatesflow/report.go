@@ -131,20 +131,32 @@ func wrap(a ReportArgs, err error) error {
 // gate's name and copy the external id from ours: taken for ours, it would
 // keep ripcord from showing the gate in progress, and its verdict's update
 // would be refused by GitHub on every attempt, so the gate would never
-// report. app_id also keeps such a newer run from hiding ours from
-// GitHub's filter=latest.
+// report; app_id leaves such runs out.
+//
+// The list asks for filter=all: GitHub's default (latest) keeps only the
+// newest run of the name, so another evaluation of the gate on the same
+// commit (a re-run, a second release of the commit) would hide this one's
+// run, and its verdict would make a second run and leave the first in
+// progress. The external id, unique to an evaluation, picks ours among
+// them, on whatever page it is.
 func findRun(ctx context.Context, gh *github.Client, appID int64, owner, repo string, a ReportArgs) (*github.CheckRun, error) {
-	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, &github.ListCheckRunsOptions{CheckName: &a.Name,
-		AppID: &appID})
-	if err != nil {
-		return nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
-	}
-	for _, cr := range list.CheckRuns {
-		if cr.GetExternalID() == a.ExternalID && cr.GetApp().GetID() == appID {
-			return cr, nil
+	opts := &github.ListCheckRunsOptions{CheckName: &a.Name, AppID: &appID, Filter: github.String("all"),
+		ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		list, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, opts)
+		if err != nil {
+			return nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
 		}
+		for _, cr := range list.CheckRuns {
+			if cr.GetExternalID() == a.ExternalID && cr.GetApp().GetID() == appID {
+				return cr, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return nil, nil
+		}
+		opts.ListOptions.Page = resp.NextPage
 	}
-	return nil, nil
 }
 
 func toGitHub(as []gates.Annotation) []*github.CheckRunAnnotation {
