@@ -1,8 +1,10 @@
 package records
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -79,4 +81,51 @@ func (s *Store) Newest(ctx context.Context, app, env, cluster string, n int) ([]
 		return nil, fmt.Errorf("newest releases of %s/%s/%s: %w", app, env, cluster, err)
 	}
 	return rs, nil
+}
+
+// Target is an app, environment and cluster: where releases run, and what
+// eligibility ranks records within.
+type Target struct{ App, Environment, Cluster string }
+
+// newestRanChunk bounds the targets of one NewestRan query (three
+// parameters each).
+const newestRanChunk = 200
+
+// NewestRan returns, for each of targets, its n newest records that ran
+// (every state but opened, which takes no place in an eligibility window),
+// newest first. Unlike the newest records of the whole store, which one
+// busy target can fill, this holds each target's window whatever the
+// number of records.
+func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Record, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("newest releases that ran: n must be positive, got %d", n)
+	}
+	var out []Record
+	for start := 0; start < len(targets); start += newestRanChunk {
+		chunk := targets[start:min(start+newestRanChunk, len(targets))]
+		args := []any{n}
+		rowsSQL := make([]string, len(chunk))
+		for i, t := range chunk {
+			rowsSQL[i] = "(" + placeholders(len(args)+1, 3) + ")"
+			args = append(args, t.App, t.Environment, t.Cluster)
+		}
+		rows, err := s.db.Read.QueryContext(ctx, `SELECT `+recordColumns+` FROM (
+			SELECT `+recordColumns+`, ROW_NUMBER() OVER (
+				PARTITION BY app, environment, cluster ORDER BY created_at DESC, release_id DESC) AS position
+			FROM records WHERE state <> 'opened'
+				AND (app, environment, cluster) IN (VALUES `+strings.Join(rowsSQL, ", ")+`)) ranked
+			WHERE position <= $1`+newestFirst, args...)
+		if err != nil {
+			return nil, fmt.Errorf("newest releases that ran: %w", err)
+		}
+		rs, err := scanRecords(rows)
+		if err != nil {
+			return nil, fmt.Errorf("newest releases that ran: %w", err)
+		}
+		out = append(out, rs...)
+	}
+	slices.SortStableFunc(out, func(a, b Record) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
+	})
+	return out, nil
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // listLimit is how many of the newest records the releases page reads
-// before keeping those the person can read.
+// before keeping those the person can read; what it says of them (current,
+// eligible) comes from the newest releases of each one's target, read
+// apart (records.Store.NewestRan), so it holds whatever the count.
 const listLimit = 500
 
 // auditLimit bounds a release's timeline.
@@ -41,7 +43,23 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "list releases", err)
 		return
 	}
-	groups := buildGroups(rs, repos, h.now())
+	// What the page says of each record rests on the newest releases of
+	// its own target, which the newest records of the store may not hold.
+	var targets []records.Target
+	seen := map[records.Target]bool{}
+	for _, r := range rs {
+		t := records.Target{App: r.App, Environment: r.Environment, Cluster: r.Cluster}
+		if canRead(repos, r.Repository) && !seen[t] {
+			seen[t] = true
+			targets = append(targets, t)
+		}
+	}
+	ran, err := h.records.NewestRan(r.Context(), eligibility.DefaultWindow, targets)
+	if err != nil {
+		h.internal(w, ss.Login, "list releases", err)
+		return
+	}
+	groups := buildGroups(rs, ran, repos, h.now())
 	for i := range groups {
 		for j, tg := range groups[i].Targets {
 			if tg.HasEligible {

@@ -26,8 +26,9 @@ type target struct {
 	PRURL   string // the current release's pull request, where /ripcord rollback works
 	PRNum   int
 	CLI     string // ripcord rollback for the newest eligible release before the current one
-	// HasEligible: some release shown before the current one is a rollback
-	// target, so the hint is worth showing.
+	// HasEligible: some release of the cluster before the current one (in
+	// its eligibility window, or listed) is a rollback target, so the hint
+	// is worth showing.
 	HasEligible bool
 	// Form is the Roll back form; the handler adds it (it needs the session).
 	Form *rollbackForm
@@ -62,22 +63,33 @@ type row struct {
 
 // buildGroups lays out the releases of repositories the person can read:
 // groups by app and environment in name order, releases newest first. rs
-// may be in any order.
-func buildGroups(rs []records.Record, repos map[string]bool, now time.Time) []group {
-	var visible []records.Record
-	for _, r := range rs {
-		if canRead(repos, r.Repository) {
-			visible = append(visible, r)
-		}
-	}
+// may be in any order. ran are the newest releases that ran of the targets
+// in rs (records.Store.NewestRan, at least the eligibility window of
+// each): rs, the newest records of the whole store, may stop short of a
+// target's window, and what a row says (current, eligible) and each
+// cluster's rollback hint rest on that window.
+func buildGroups(rs, ran []records.Record, repos map[string]bool, now time.Time) []group {
+	visible := readableOf(rs, repos)
 	slices.SortStableFunc(visible, newestFirst)
+	// The records of a target in rs are its newest ones, down to the
+	// oldest listed, and ran adds those that ran past them: together,
+	// newest first, the target's history as far as eligibility reads it.
 	byTarget := map[[3]string][]records.Record{}
-	for _, r := range visible {
-		k := [3]string{r.App, r.Environment, r.Cluster}
+	seen := map[string]bool{}
+	for _, r := range append(slices.Clone(visible), readableOf(ran, repos)...) {
+		if seen[r.ReleaseID] {
+			continue
+		}
+		seen[r.ReleaseID] = true
+		k := targetKey(r)
 		byTarget[k] = append(byTarget[k], r)
+	}
+	for _, same := range byTarget {
+		slices.SortStableFunc(same, newestFirst)
 	}
 	var groups []group
 	index := map[[2]string]int{}
+	hinted := map[[3]string]bool{}
 	for _, r := range visible {
 		gk := [2]string{r.App, r.Environment}
 		i, ok := index[gk]
@@ -86,19 +98,12 @@ func buildGroups(rs []records.Record, repos map[string]bool, now time.Time) []gr
 			index[gk] = i
 			groups = append(groups, group{App: r.App, Environment: r.Environment})
 		}
-		same := byTarget[[3]string{r.App, r.Environment, r.Cluster}]
-		row := buildRow(r, same, now)
-		groups[i].Rows = append(groups[i].Rows, row)
-		if row.Current {
-			groups[i].Targets = append(groups[i].Targets, buildTarget(r))
-		}
-	}
-	for i := range groups {
-		for j, tg := range groups[i].Targets {
-			for _, r := range groups[i].Rows {
-				if r.Cluster == tg.Cluster && r.Eligible {
-					groups[i].Targets[j].HasEligible = true
-				}
+		same := byTarget[targetKey(r)]
+		groups[i].Rows = append(groups[i].Rows, buildRow(r, same, now))
+		if !hinted[targetKey(r)] {
+			hinted[targetKey(r)] = true
+			if tg, ok := buildTargetOf(same, now); ok {
+				groups[i].Targets = append(groups[i].Targets, tg)
 			}
 		}
 	}
@@ -106,6 +111,37 @@ func buildGroups(rs []records.Record, repos map[string]bool, now time.Time) []gr
 		return cmp.Or(cmp.Compare(a.App, b.App), cmp.Compare(a.Environment, b.Environment))
 	})
 	return groups
+}
+
+func readableOf(rs []records.Record, repos map[string]bool) []records.Record {
+	var out []records.Record
+	for _, r := range rs {
+		if canRead(repos, r.Repository) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func targetKey(r records.Record) [3]string { return [3]string{r.App, r.Environment, r.Cluster} }
+
+// buildTargetOf is the rollback hint of a target whose records (newest
+// first) are same, when a release runs there: HasEligible when one of
+// them before the current one is eligible.
+func buildTargetOf(same []records.Record, now time.Time) (target, bool) {
+	cur := running(same)
+	if cur == "" {
+		return target{}, false
+	}
+	i := slices.IndexFunc(same, func(r records.Record) bool { return r.ReleaseID == cur })
+	tg := buildTarget(same[i])
+	for _, r := range same {
+		if r.ReleaseID != cur && buildRow(r, same, now).Eligible {
+			tg.HasEligible = true
+			break
+		}
+	}
+	return tg, true
 }
 
 // newestFirst orders as the records store does: created_at, then release id.

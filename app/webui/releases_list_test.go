@@ -1,0 +1,101 @@
+package webui
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// The releases page lists the newest listLimit records, but what it says
+// of each (current, eligible, a rollback hint for its cluster) rests on the
+// newest releases of that record's own app, environment and cluster,
+// however many newer records of other targets the store holds.
+func TestReleasesPageJudgesEachTargetByItsOwnNewestReleases(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		f := newFixture(t, dbURL)
+		at := func(d time.Duration) time.Time { return t0.Add(d) }
+		const repo = "acme/shop"
+		// Old history, pushed out of the newest listLimit records by the
+		// noise below.
+		var old []release
+		for _, r := range []struct {
+			id, env, cluster, image string
+			status                  records.TaskStatus
+		}{
+			{"eu-1", "production", "eu-1", "shop:v1", records.TaskSuccess},
+			{"eu-2", "production", "eu-1", "shop:v2", records.TaskSuccess},
+			{"us-1", "production", "us-1", "shop:v1", records.TaskSuccess},
+			{"st-1", "staging", "eu-1", "shop:v1", records.TaskSuccess},
+			{"st-2", "staging", "eu-1", "shop:v2", records.TaskSuccess},
+		} {
+			old = append(old, release{r.id, "shop", r.env, r.cluster, repo, r.image, r.status, at(time.Duration(len(old)) * time.Minute)})
+		}
+		var noise []release
+		for i := range listLimit + 10 {
+			noise = append(noise, release{fmt.Sprintf("noise-%03d", i), "noise", "production", "eu-1", repo,
+				fmt.Sprintf("noise:v%d", i), records.TaskSuccess, at(time.Hour + time.Duration(i)*time.Second)})
+		}
+		f.reportAll(t, append(old, noise...))
+		// The newest records: each target's newest release.
+		f.reportAll(t, []release{
+			{"eu-3", "shop", "production", "eu-1", repo, "shop:v3", records.TaskFailed, at(2 * time.Hour)},
+			{"us-2", "shop", "production", "us-1", repo, "shop:v1", records.TaskFailed, at(2*time.Hour + time.Minute)},
+			{"us-3", "shop", "production", "us-1", repo, "shop:v3", records.TaskFailed, at(2*time.Hour + 2*time.Minute)},
+		})
+		f.open(t, records.Record{ReleaseID: "st-3", App: "shop", Environment: "staging", Cluster: "eu-1", Repository: repo,
+			Image: "shop:v3", Kind: records.KindPromote, CreatedAt: at(2*time.Hour + 3*time.Minute)})
+
+		app := appWith("https://github.example/")
+		gh := newFakeGitHub()
+		_, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, gh, now)
+		w := get(t, mux, "/", sessionCookieFor(t, app, "alice", "tok-alice"))
+		b := body(w)
+		if w.Code != http.StatusOK {
+			t.Fatalf("GET / = %d\n%s", w.Code, b)
+		}
+		for _, want := range []struct{ text, why string }{
+			{`data-release-id="st-3"`, "the newest records are listed"},
+			{`before <a href="/releases/eu-3">eu-3</a>`,
+				"eu-1 of production can go back to eu-2, healthy just before eu-3, the release there"},
+			{"--cluster us-1 --to us-2",
+				"us-2 ran shop:v1, which reached healthy in us-1, the third-newest release of us-1"},
+			{`before <a href="/releases/st-2">st-2</a>`,
+				"st-2 runs in staging (st-3 is only opened), and st-1 before it is healthy"},
+		} {
+			if !strings.Contains(b, want.text) {
+				t.Errorf("the page lacks %q: %s", want.text, want.why)
+			}
+		}
+	})
+}
+
+// reportAll reports rs in one transaction, as a batch of facts would.
+func (f *fixture) reportAll(t testing.TB, rs []release) {
+	t.Helper()
+	err := f.db.InTx(context.Background(), func(tx *sql.Tx) error {
+		for _, r := range rs {
+			f.run++
+			fact := records.Fact{Source: records.SourceTask, Repository: r.repo, WorkflowRunID: f.run, RunAttempt: 1,
+				Status: r.status, App: r.app, Environment: r.env, Cluster: r.cluster, ReleaseID: r.id,
+				Version: r.image, ObservedAt: r.at}
+			if err := fact.Validate(); err != nil {
+				return fmt.Errorf("fact for %s: %w", r.id, err)
+			}
+			if _, err := f.st.ApplyFact(context.Background(), tx, fact, "delivery-"+r.id, r.at); err != nil {
+				return fmt.Errorf("apply fact for %s: %w", r.id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
