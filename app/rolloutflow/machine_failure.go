@@ -83,9 +83,15 @@ func (m *Machine) fail(in Inputs, stage int, why string, evs *[]Event) {
 	m.Rollback, m.Phase = &Rollback{Queue: queue, Outcome: "running"}, PhaseRollback
 }
 
-// rollbackQueue lists what on_failure dispatches again: the failed stage's
-// batches that were dispatched, then (rollback-all) every batch of the
-// passed stages, the newest stage first.
+// rollbackQueue lists what on_failure dispatches again, in the reverse of
+// the order the deploy went (seed 001: the stages already passed go back
+// "in ordine inverso"): the failed stage's batches that were dispatched,
+// then (rollback-all) every batch of the passed stages, the newest stage
+// first. Inside a pass the newest batch goes first too, as each pass
+// deployed its batch k before its k+1. The passes of a stage deployed side
+// by side, with no order between them: they go in plan order, so the
+// failed pass, whose batches have ended, is not held behind a sibling
+// pass's batch still in flight (rollback waits for that one).
 func rollbackQueue(in Inputs, stage int) []Ref {
 	var q []Ref
 	for ref := range in.Runs {
@@ -93,18 +99,13 @@ func rollbackQueue(in Inputs, stage int) []Ref {
 			q = append(q, Ref{Kind: KindRollback, Stage: stage, Pass: ref.Pass, Batch: ref.Batch})
 		}
 	}
-	slices.SortFunc(q, func(a, b Ref) int {
-		if a.Pass != b.Pass {
-			return a.Pass - b.Pass
-		}
-		return a.Batch - b.Batch
-	})
+	slices.SortFunc(q, func(a, b Ref) int { return cmp.Or(a.Pass-b.Pass, b.Batch-a.Batch) })
 	if in.Plan.OnFailure != rollout.RollbackAll {
 		return q
 	}
 	for s := stage - 1; s >= 0; s-- {
 		for pi, p := range in.Plan.Stages[s].Passes {
-			for bi := range p.Batches {
+			for bi := len(p.Batches) - 1; bi >= 0; bi-- {
 				q = append(q, Ref{Kind: KindRollback, Stage: s, Pass: pi, Batch: bi})
 			}
 		}

@@ -1,6 +1,8 @@
 package rolloutflow
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -428,4 +430,49 @@ func TestAStoppedRolloutEndsOnlyOnceTheSiblingPassStopsDeploying(t *testing.T) {
 			t.Fatalf("action %+v phase %s, want the rollout ended", act, m.Phase)
 		}
 	})
+}
+
+// rollback-all undoes the deploy in reverse (seed 001: the stages already
+// passed go back "in ordine inverso"): the failed stage first, then the
+// passed stages newest first, and inside each pass its batches newest
+// first, the reverse of the order the pass deployed them. The passes of
+// a stage, deployed side by side, keep the plan's order.
+func TestRollbackAllUndoesTheBatchesInReverse(t *testing.T) {
+	p := twoStages(rollout.RollbackAll)
+	batches := func(pass string, n int) []rollout.Batch {
+		var out []rollout.Batch
+		for i := range n {
+			out = append(out, rollout.Batch{Name: fmt.Sprintf("deploy@%s#%d", pass, i), Hosts: []string{pass}, Parallel: 1})
+		}
+		return out
+	}
+	p.Stages[0].Passes = []rollout.Pass{
+		{Name: "a/eu-1", Region: "eu-1", Batches: batches("a/eu-1", 2)},
+		{Name: "a/us-1", Region: "us-1", Batches: batches("a/us-1", 2)},
+	}
+	p.Stages[1].Passes[0].Batches = batches("b", 2)
+	m := NewMachine(p)
+	m.Phase, m.Stage = PhaseDeploy, 1
+	m.Stages[0].State, m.Stages[1].State = StageSucceeded, StageRunning
+	m.Passes = []PassCursor{{Batch: 1}}
+	runs := map[Ref]Run{}
+	for pi := range 2 {
+		for bi := range 2 {
+			runs[Ref{Kind: KindDeploy, Stage: 0, Pass: pi, Batch: bi}] = Run{State: RunSuccess}
+		}
+	}
+	runs[Ref{Kind: KindDeploy, Stage: 1, Batch: 0}] = Run{State: RunSuccess}
+	runs[Ref{Kind: KindDeploy, Stage: 1, Batch: 1}] = Run{State: RunFailure, RunID: 7}
+	m.Next(inputs(p, t0, runs))
+	if m.Rollback == nil {
+		t.Fatalf("status %s phase %s: no rollback", m.Status, m.Phase)
+	}
+	var got []string
+	for _, ref := range m.Rollback.Queue {
+		got = append(got, p.Stages[ref.Stage].Passes[ref.Pass].Batches[ref.Batch].Name)
+	}
+	want := []string{"deploy@b#1", "deploy@b#0", "deploy@a/eu-1#1", "deploy@a/eu-1#0", "deploy@a/us-1#1", "deploy@a/us-1#0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rolled back in the order %v, want %v", got, want)
+	}
 }
