@@ -22,8 +22,7 @@ const (
 	// check can read outlives the retention period.
 	sweepKeep = maxEligibilityWindow
 	// stallScanMax is the longest pause between two stall scans;
-	// stallScanBatch the most releases one scan alerts for (the next
-	// takes the rest).
+	// stallScanBatch the releases one scan reads at a time.
 	stallScanMax      = time.Minute
 	stallScanBatch    = 500
 	cdeventAttempts   = 12
@@ -178,13 +177,21 @@ type stallWorker struct {
 
 func (w *stallWorker) Work(ctx context.Context, job *river.Job[StallCheckArgs]) (err error) {
 	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
-	return w.s.checkStall(ctx, job.Args.ReleaseID)
+	rec, err := w.s.records.Get(ctx, job.Args.ReleaseID)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil // swept or never stored: nothing to watch
+	}
+	if err != nil {
+		return fmt.Errorf("load release %s: %w", job.Args.ReleaseID, err)
+	}
+	return w.s.checkStall(ctx, job.Args.ReleaseID, w.s.stallAfterFor(ctx, rec.Repository))
 }
 
-// checkStall alerts, once, when the release is stalled now.
-func (s *Server) checkStall(ctx context.Context, releaseID string) error {
+// checkStall alerts, once, when the release has waited stallAfter (its
+// repository's) for a first fact.
+func (s *Server) checkStall(ctx context.Context, releaseID string, stallAfter time.Duration) error {
 	return s.db.InTx(ctx, func(tx *sql.Tx) error {
-		_, effect, stalled, err := s.records.MarkStalled(ctx, tx, releaseID, time.Now().UTC(), s.cfg.StallAfter)
+		_, effect, stalled, err := s.records.MarkStalled(ctx, tx, releaseID, time.Now().UTC(), stallAfter)
 		if errors.Is(err, records.ErrNotFound) {
 			return nil // swept or never stored: nothing to watch
 		}
@@ -204,18 +211,37 @@ type stallScanWorker struct {
 	s *Server
 }
 
+// Work pages through the releases waiting for a first fact and checks
+// those whose repository's stall_after has passed. Each repository's value
+// is read once per scan.
 func (w *stallScanWorker) Work(ctx context.Context, job *river.Job[StallScanArgs]) (err error) {
 	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
-	ids, err := w.s.records.StallCandidates(ctx, time.Now().UTC(), w.s.cfg.StallAfter, stallScanBatch)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if err := w.s.checkStall(ctx, id); err != nil {
+	now := time.Now().UTC()
+	stallAfter := map[string]time.Duration{}
+	var after records.StallCandidate
+	for {
+		page, err := w.s.records.StallCandidates(ctx, now, after, stallScanBatch)
+		if err != nil {
 			return err
 		}
+		for _, c := range page {
+			d, ok := stallAfter[c.Repository]
+			if !ok {
+				d = w.s.stallAfterFor(ctx, c.Repository)
+				stallAfter[c.Repository] = d
+			}
+			if now.Sub(c.CreatedAt) < d {
+				continue
+			}
+			if err := w.s.checkStall(ctx, c.ReleaseID, d); err != nil {
+				return err
+			}
+		}
+		if len(page) < stallScanBatch {
+			return nil
+		}
+		after = page[len(page)-1]
 	}
-	return nil
 }
 
 type sweepWorker struct {

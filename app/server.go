@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/setup"
@@ -53,7 +54,9 @@ type Server struct {
 	github     githubapp.ClientCreator
 	ghCalls    *ghclient.Counter
 	records    *records.Store
-	oidc       *oidcauth.Verifier
+	// configs reads repositories' .github/ripcord.yml for the stall checks.
+	configs *configload.Loader
+	oidc    *oidcauth.Verifier
 	// live is the App in use (appcreds.go); apps stores Apps registered by /setup.
 	live    atomic.Pointer[liveApp]
 	apps    *setup.Store
@@ -114,6 +117,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	deps := pipeline.Deps{Config: cfg, DB: db, Records: s.records, River: func() *river.Client[*sql.Tx] { return s.river },
 		GitHub: s.github, Workers: workers, Mux: s.mux, Registerer: s.metrics.registry, Log: log,
 		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity}
+	s.configs = configload.NewLoaderFor(deps)
 	handlers := append([]EventHandler{installations{github: s.github, log: log}}, capabilities(deps)...)
 	for _, h := range append(handlers, opts.Handlers...) {
 		for _, e := range h.Handles() {

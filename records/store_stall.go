@@ -70,39 +70,54 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
+// StallCandidate is a release waiting for its first fact with no stall
+// alert yet: Repository says whose stall_after governs it.
+type StallCandidate struct {
+	ReleaseID  string
+	Repository string
+	CreatedAt  time.Time
+}
+
 // StallCandidates lists, oldest first and at most limit, the releases that
-// opened stallAfter ago or more, got no fact since and raised no stall
-// alert yet: those MarkStalled may alert for. It lets a periodic scan catch
-// every release, whoever opened it and whether or not its own timer was
-// queued. stallAfter is as MarkStalled takes it.
-func (s *Store) StallCandidates(ctx context.Context, now time.Time, stallAfter time.Duration, limit int) ([]string, error) {
-	if stallAfter <= 0 {
-		stallAfter = DefaultStallAfter
-	}
+// opened at or before openedBy, got no fact since and raised no stall alert
+// yet: those MarkStalled may alert for, once their repository's stall_after
+// has passed. It lets a periodic scan catch every release, whoever opened it
+// and whether or not its own timer was queued. after is the last candidate
+// of the previous page (the zero value for the first page), so a scan can
+// page past releases whose stall_after has not passed yet.
+func (s *Store) StallCandidates(ctx context.Context, openedBy time.Time, after StallCandidate, limit int) ([]StallCandidate, error) {
 	var waiting []any
 	for _, st := range States {
 		if !st.Settled() {
 			waiting = append(waiting, string(st))
 		}
 	}
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT release_id FROM records
-		WHERE last_fact_at IS NULL AND stall_alerted_at IS NULL AND created_at <= $1 AND state IN (`+placeholders(3, len(waiting))+`)
-		ORDER BY created_at, release_id LIMIT $2`,
-		append([]any{store.Micros(storedTime(now).Add(-stallAfter)), limit}, waiting...)...)
+	args := append([]any{store.Micros(storedTime(openedBy)), limit}, waiting...)
+	page := ""
+	if after.ReleaseID != "" {
+		n := len(args)
+		page = fmt.Sprintf(` AND (created_at > $%d OR (created_at = $%d AND release_id > $%d))`, n+1, n+1, n+2)
+		args = append(args, store.Micros(storedTime(after.CreatedAt)), after.ReleaseID)
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT release_id, repository, created_at FROM records
+		WHERE last_fact_at IS NULL AND stall_alerted_at IS NULL AND created_at <= $1 AND state IN (`+placeholders(3, len(waiting))+`)`+page+`
+		ORDER BY created_at, release_id LIMIT $2`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("find releases waiting for a first fact: %w", err)
 	}
 	defer rows.Close()
-	var ids []string
+	var out []StallCandidate
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var c StallCandidate
+		var created int64
+		if err := rows.Scan(&c.ReleaseID, &c.Repository, &created); err != nil {
 			return nil, fmt.Errorf("find releases waiting for a first fact: %w", err)
 		}
-		ids = append(ids, id)
+		c.CreatedAt = store.Time(created)
+		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find releases waiting for a first fact: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }

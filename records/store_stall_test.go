@@ -80,12 +80,59 @@ func TestStallCandidatesAreTheUnalertedReleasesWithNoFact(t *testing.T) {
 		if _, _, ok, err := markStalled(t, s, "alerted", at(16)); err != nil || !ok {
 			t.Fatalf("mark alerted: %v %v", ok, err)
 		}
-		got, err := s.StallCandidates(context.Background(), at(20), 15*time.Minute, 10)
+		ids := func(cs []StallCandidate) []string {
+			var out []string
+			for _, c := range cs {
+				out = append(out, c.ReleaseID)
+			}
+			return out
+		}
+		got, err := s.StallCandidates(context.Background(), at(5), StallCandidate{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := []string{"waited"}; !slices.Equal(got, want) {
-			t.Errorf("candidates %v, want %v", got, want)
+		if want := []string{"waited"}; !slices.Equal(ids(got), want) {
+			t.Errorf("candidates opened by minute 5: %v, want %v", ids(got), want)
+		}
+		if len(got) == 1 && (got[0].Repository != "acme/checkout" || !got[0].CreatedAt.Equal(at(0))) {
+			t.Errorf("candidate %+v, want acme/checkout's release opened at minute 0", got[0])
+		}
+		got, err = s.StallCandidates(context.Background(), at(20), StallCandidate{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"waited", "young"}; !slices.Equal(ids(got), want) {
+			t.Errorf("candidates %v, want %v", ids(got), want)
+		}
+	})
+}
+
+// A scan pages past releases whose own stall_after has not passed yet, so
+// a long one cannot hide the releases opened after it.
+func TestStallCandidatesPage(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		for _, id := range []string{"b", "a", "c"} {
+			openRelease(t, s, record(id, "", 0))
+		}
+		openRelease(t, s, record("d", "", 1))
+		var got []string
+		var after StallCandidate
+		for range 10 {
+			page, err := s.StallCandidates(context.Background(), at(20), after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range page {
+				got = append(got, c.ReleaseID)
+			}
+			if len(page) < 2 {
+				break
+			}
+			after = page[len(page)-1]
+		}
+		if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+			t.Errorf("pages gave %v, want %v", got, want)
 		}
 	})
 }

@@ -14,7 +14,9 @@ type Config struct {
 	Recovery    Recovery // the file's recovery section over the defaults
 	Commands    Commands
 	Eligibility Eligibility
-	StallAfter  time.Duration
+	// StallAfter is the file's stall_after; zero when it leaves it out, so
+	// the server's setting applies.
+	StallAfter time.Duration
 
 	// appOrder keeps apps in file order so lookups that can match several
 	// (AppForWorkflow) answer the same way every time.

@@ -14,7 +14,10 @@ const (
 	DefaultCommandPermission = PermissionWrite
 
 	DefaultEligibilityWindow = 5
-	DefaultStallAfter        = 15 * time.Minute
+	// DefaultStallAfter is the server's stall_after default. A file that
+	// leaves stall_after out keeps Config.StallAfter zero and its releases
+	// take the server's setting, whatever the server was given.
+	DefaultStallAfter = 15 * time.Minute
 
 	DefaultSASTSeverity            = "error"
 	DefaultImageScanSeverity       = "critical"
@@ -40,7 +43,8 @@ func DefaultRecovery() Recovery {
 	}
 }
 
-// applyDefaults fills every setting the file left out. Only values that
+// applyDefaults fills every setting the file left out but stall_after,
+// whose default is the server's. Only values that
 // parsed cleanly reach here, and a zero value always means "not set" because
 // validation rejects the zero of each setting defaulted this way.
 func applyDefaults(cfg *Config, top *RecoveryOverride) {
@@ -52,9 +56,6 @@ func applyDefaults(cfg *Config, top *RecoveryOverride) {
 	}
 	if cfg.Eligibility.Window == 0 {
 		cfg.Eligibility.Window = DefaultEligibilityWindow
-	}
-	if cfg.StallAfter == 0 {
-		cfg.StallAfter = DefaultStallAfter
 	}
 	for name, app := range cfg.Apps {
 		defaultGates(&app.Gates)

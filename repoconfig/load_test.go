@@ -112,7 +112,8 @@ apps:
 			t.Errorf("%s needs %q by default, want write", cmd, p)
 		}
 	}
-	if cfg.Eligibility.Window != 5 || cfg.StallAfter != 15*time.Minute {
+	// stall_after left out is zero: the server's setting applies.
+	if cfg.Eligibility.Window != 5 || cfg.StallAfter != 0 {
 		t.Errorf("eligibility %+v, stall_after %s", cfg.Eligibility, cfg.StallAfter)
 	}
 	prod, _ := cfg.Environment("checkout", "prod")

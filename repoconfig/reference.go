@@ -72,8 +72,8 @@ var Reference = []KeyDoc{
 	mapping("eligibility", "Which earlier releases are rollback targets.",
 		scalar("window", "integer", fmt.Sprint(DefaultEligibilityWindow), fmt.Sprintf("1 to %d", maxEligibilityWindow),
 			"How many of an environment's newest releases are considered.")),
-	scalar("stall_after", "duration", formatDuration(DefaultStallAfter), "more than 0s",
-		"How long a release may stay unsettled before ripcord alerts."),
+	scalar("stall_after", "duration", "the server's stall_after ("+formatDuration(DefaultStallAfter)+")", "more than 0s",
+		"How long this repository's releases may wait for their first fact before ripcord alerts (stall_detected)."),
 }
 
 func withMeaning(k KeyDoc, meaning string) KeyDoc {
