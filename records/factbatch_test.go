@@ -41,8 +41,10 @@ func TestApplyFactsOfOneBatchSeeEachOther(t *testing.T) {
 		name: "a task fact opens a release that the cluster's facts then move to healthy",
 		steps: []batchStep{deliverAll(outcomes(OutcomeOpened, OutcomeApplied, OutcomeApplied, OutcomeApplied),
 			taskFact("d-1", TaskInProgress, 1),
-			fact("d-1", PhaseProgressing, 2),
-			fact("d-1", PhaseHealthy, 3, step(4)),
+			// The workflow deployed version v1a2b3c4-1760000000: the
+			// cluster runs that tag.
+			fact("d-1", PhaseProgressing, 2, image("ghcr.io/acme/checkout:v1a2b3c4-1760000000")),
+			fact("d-1", PhaseHealthy, 3, step(4), image("ghcr.io/acme/checkout:v1a2b3c4-1760000000")),
 			taskFact("d-1", TaskSuccess, 4))},
 		check: func(t *testing.T, results [][]Result) {
 			if got := effectTypes(results[0][2]); !slices.Equal(got, []string{CDEventServiceDeployed}) {

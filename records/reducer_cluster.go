@@ -3,6 +3,7 @@ package records
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // cluster reduces a fact from a cluster source (rollout, deployment,
@@ -41,6 +42,22 @@ func (r *reduction) cluster() {
 	}
 	next, ok := r.join(&obs)
 	if !ok {
+		return
+	}
+	// The release id rides on the workload's own metadata, so an undo of
+	// the pod template (kubectl argo rollouts undo, kubectl rollout undo)
+	// keeps it while the previous image runs. The id alone must not make
+	// the record healthy: what runs is not what the record says, which is
+	// drift (DESIGN.md, Facts: alert, never guess).
+	if !next.RunsImage(f.Images) {
+		reason := fmt.Sprintf("release %s's workload %s does not run its image %s (runs %s): an undo or an out-of-band change kept the release id",
+			next.ReleaseID, f.WorkloadKey(), next.Image, strings.Join(f.Images, ", "))
+		if r.res.ReleaseEvent {
+			r.drift(&obs, reason)
+			return
+		}
+		// These images arrived in an earlier fact, which reported the drift.
+		r.ignore(reason + "; drift was reported when these images arrived")
 		return
 	}
 	r.res.Observation = &obs

@@ -276,6 +276,23 @@ func replaySequences() []replaySequence {
 			effects: []string{CDEventServiceDeployed + ":R1", CDEventServiceUpgraded + ":R2", AlertDrift + ":R1"},
 		},
 		{
+			// kubectl argo rollouts undo: the previous pod template comes
+			// back, the release-id annotation stays R2's. Drift, alerted
+			// once; R2 never turns healthy on R1's image and R1 is not
+			// superseded. Rolling forward again is R2 for real.
+			name: "rollout undo under the same release id is drift, not healthy",
+			steps: slices.Concat(canary(), []replayStep{
+				register(record("R2", "", 30)),
+				deliver(fact("R2", PhaseProgressing, 31, gen(3)), 31, OutcomeApplied, states{"R2": StateProgressing, "R1": StateHealthy}),
+				deliver(fact("R2", PhaseProgressing, 35, gen(4), image(imageOf("R1"))), 35, OutcomeDrift, states{"R2": StateProgressing, "R1": StateHealthy}),
+				deliver(fact("R2", PhaseHealthy, 36, gen(4), image(imageOf("R1"))), 36, OutcomeIgnored, states{"R2": StateProgressing, "R1": StateHealthy}),
+				deliver(fact("R2", PhaseHealthy, 50, gen(4), image(imageOf("R1"))), 50, OutcomeIgnored, states{"R2": StateProgressing}), // resync
+				deliver(fact("R2", PhaseProgressing, 60, gen(5)), 60, OutcomeApplied, states{"R2": StateProgressing}),
+				deliver(fact("R2", PhaseHealthy, 62, gen(5)), 62, OutcomeApplied, states{"R2": StateHealthy, "R1": StateSuperseded}),
+			}),
+			effects: []string{CDEventServiceDeployed + ":R1", AlertDrift + ":R2", CDEventServiceUpgraded + ":R2"},
+		},
+		{
 			name: "facts delivered twice and out of order",
 			steps: []replayStep{
 				register(record("R1", "", 0)),
