@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -92,7 +93,39 @@ func (s *Server) postTaskFacts(w http.ResponseWriter, r *http.Request) {
 	if ok := s.requireInstalled(w, r, claims.Repository); !ok {
 		return
 	}
+	owners := map[[2]string]bool{}
+	for i, f := range facts {
+		key := [2]string{f.App, f.Environment}
+		if owners[key] {
+			continue
+		}
+		if !s.requireOwner(w, r, claims.Repository, f.App, f.Environment, factField(batch, i, "app")) {
+			return
+		}
+		owners[key] = true
+	}
 	s.applyFacts(w, r, facts, batch)
+}
+
+// requireOwner refuses with 403, naming field, a workflow of repo that
+// releases app in environment when another repository owns them: the one
+// of their first release (records.Store.Owner). A workflow's OIDC token
+// vouches for its own repository only; without this, any repository the App
+// is installed on could open releases of any app, and so move its
+// eligibility and recovery. A first release claims the app's environment
+// for its repository.
+func (s *Server) requireOwner(w http.ResponseWriter, r *http.Request, repo, app, environment, field string) bool {
+	owner, err := s.records.Owner(r.Context(), app, environment)
+	if err != nil {
+		s.internalError(w, r, err)
+		return false
+	}
+	if owner != "" && !strings.EqualFold(owner, repo) {
+		writeError(w, http.StatusForbidden, field, fmt.Sprintf(
+			"%s in %s belongs to %s, the repository of its first release; a workflow of %s cannot release it", app, environment, owner, repo))
+		return false
+	}
+	return true
 }
 
 // verifyOIDC checks a GitHub Actions OIDC bearer token.

@@ -97,6 +97,9 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		if !s.requireInstalled(w, r, repoClaim) {
 			return
 		}
+		if !s.requireOwner(w, r, repoClaim, rec.App, rec.Environment, "app") {
+			return
+		}
 	}
 	var opened records.Record
 	var created bool
