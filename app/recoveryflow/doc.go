@@ -18,10 +18,14 @@
 //     workflow_run_id; a failed fact of the same attempt first); its record's
 //     image gives the failed version: the tag, or the whole string for a bare
 //     version, or nothing when the image is pinned by digest only;
-//   - the live release is the environment's current record: the newest record
-//     of the failed release's app, environment and cluster (the environment
-//     received nothing after it, so it is what runs there); no record means the
-//     live version cannot be read;
+//   - the live release is what the cluster runs (seed 000 reads the
+//     Deployment): the newest record of the failed release's app, environment
+//     and cluster that a cluster source (the agent) reports on a workload now,
+//     running the record's image. So a release that failed before any pod ran
+//     it is not taken for the live one, and the failure is skipped. When no
+//     cluster source reports any of them (workflow deploys without the agent),
+//     it is the newest record that ran (the environment received nothing
+//     after it); no record means the live version cannot be read;
 //   - the previous release is eligibility.SelectTarget over the newest
 //     eligibility.window records there, relative to the failed release (or,
 //     when the run posted no task fact, to the current record).

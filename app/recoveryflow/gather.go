@@ -50,7 +50,35 @@ func (f *flow) gather(ctx context.Context, gh *github.Client, repository string,
 	// Past the window too: opened records (pull requests not merged) take
 	// no place in it, as in every other eligibility check.
 	g.Newest, err = f.deps.Records.Newest(ctx, deploy.App, deploy.Environment, cluster, cfg.Eligibility.Window+eligibility.ReadAhead)
+	if err != nil {
+		return err
+	}
+	g.Running, err = f.running(ctx, g.Newest)
 	return err
+}
+
+// running is the ids of rs that a cluster source reports on a workload
+// now, running the record's image: a workload that kept a release's id
+// after an undo runs another image (drift), not that release.
+func (f *flow) running(ctx context.Context, rs []records.Record) ([]string, error) {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ReleaseID
+	}
+	obs, err := f.deps.Records.Observed(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var running []string
+	for _, r := range rs {
+		for _, o := range obs {
+			if o.ReleaseID == r.ReleaseID && (r.Cluster == "" || o.Cluster == r.Cluster) && r.RunsImage(o.Images) {
+				running = append(running, r.ReleaseID)
+				break
+			}
+		}
+	}
+	return running, nil
 }
 
 func factNamesType(g *gathered) bool {

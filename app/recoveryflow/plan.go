@@ -2,6 +2,7 @@ package recoveryflow
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,13 +39,17 @@ func (r runInfo) recoveryRun() recovery.Run {
 // gathered is everything a failure decision is made from, loaded by the
 // shell (gather.go); plan turns it into the decision without I/O.
 type gathered struct {
-	Now        time.Time
-	Run        runInfo
-	Config     configload.Result // valid
-	Deploys    []repoconfig.Deploy
-	Fact       *records.Fact   // the task fact the release is read from, nil when none
-	Failed     *records.Record // the fact's release record
-	Newest     []records.Record
+	Now     time.Time
+	Run     runInfo
+	Config  configload.Result // valid
+	Deploys []repoconfig.Deploy
+	Fact    *records.Fact   // the task fact the release is read from, nil when none
+	Failed  *records.Record // the fact's release record
+	Newest  []records.Record
+	// Running are the releases of Newest that a cluster source reports on
+	// a workload now (its last fact named them); empty when no cluster
+	// source reports the environment.
+	Running    []string
 	FailedJobs []string // nil when the jobs were not read
 	RetryCount int
 	Modes      []string // rollback modes with an executor
@@ -82,7 +87,7 @@ func plan(g gathered) planned {
 	in.FailureType, p.Context.FailureTypeSource = failureType(g, recov.FailureTypes)
 	in.FailedVersion = failedVersion(g)
 	current := p.ReleaseID
-	if live, ok := newestThatRan(g.Newest); ok {
+	if live, ok := liveRelease(g.Newest, g.Running); ok {
 		in.Live = recovery.Live{Known: true, Version: versionOf(live.Image), Digest: live.ResolvedDigest()}
 		p.Context.LiveReleaseID = live.ReleaseID
 		if current == "" {
@@ -217,6 +222,21 @@ func previousTarget(newest []records.Record, current string, window int) *recove
 		}
 	}
 	return nil
+}
+
+// liveRelease is what runs in the environment (seed 000 reads it from the
+// Deployment): the newest of rs that a cluster source reports on a
+// workload now, so a release that failed before any pod ran it is not
+// taken for the live one. When no cluster source reports any of rs
+// (workflow deploys without the agent), the newest release that ran: the
+// environment received nothing after it.
+func liveRelease(rs []records.Record, running []string) (records.Record, bool) {
+	for _, r := range rs {
+		if slices.Contains(running, r.ReleaseID) {
+			return r, true
+		}
+	}
+	return newestThatRan(rs)
 }
 
 // newestThatRan is the first of rs (newest first) that is not opened: a

@@ -70,41 +70,51 @@ func TestPlan(t *testing.T) {
 		typ, from  string
 		target     string // the rollback target's version
 		wantNote   bool
-		liveOrFail string // FailedVersion/live version as "failed/live"
+		liveOrFail string   // FailedVersion/live version as "failed/live"
+		running    []string // releases a cluster source reports running
 	}{
 		{"the failed version running with a healthy one before rolls back to it", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
-			&v2, []records.Record{v2, v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2"},
+			&v2, []records.Record{v2, v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2", nil},
 		{"another version running is skipped", 4, staging, taskFact(1, records.TaskFailed, "", "staging"),
-			&v2, []records.Record{v3, v2, v1}, nil, recovery.RuleSkipOtherVersionLive, repoconfig.FailureUnknown, FromNone, "", false, "v2/v3"},
+			&v2, []records.Record{v3, v2, v1}, nil, recovery.RuleSkipOtherVersionLive, repoconfig.FailureUnknown, FromNone, "", false, "v2/v3", nil},
 		{"a build failure is retried while retries remain", 1, staging, taskFact(1, records.TaskFailed, "build_failure", "staging"),
-			&v2, []records.Record{v2, v1}, nil, recovery.RuleRetry, "build_failure", FromFact, "", false, "v2/v2"},
+			&v2, []records.Record{v2, v1}, nil, recovery.RuleRetry, "build_failure", FromFact, "", false, "v2/v2", nil},
 		{"a build failure after the retries is an alert, not a rollback", 4, staging, taskFact(1, records.TaskFailed, "build_failure", "staging"),
-			&v2, []records.Record{v2, v1}, nil, recovery.RuleBuildFailure, "build_failure", FromFact, "", false, "v2/v2"},
+			&v2, []records.Record{v2, v1}, nil, recovery.RuleBuildFailure, "build_failure", FromFact, "", false, "v2/v2", nil},
 		{"this attempt's fact names the type before the failed jobs do", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
-			&v2, []records.Record{v2, v1}, []string{"build"}, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2"},
+			&v2, []records.Record{v2, v1}, []string{"build"}, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2", nil},
 		{"failed jobs name the type when the fact does not", 4, staging, taskFact(1, records.TaskFailed, "", "staging"),
-			&v2, []records.Record{v2, v1}, []string{"build-image"}, recovery.RuleBuildFailure, "build_failure", FromJobs, "", false, "v2/v2"},
+			&v2, []records.Record{v2, v1}, []string{"build-image"}, recovery.RuleBuildFailure, "build_failure", FromJobs, "", false, "v2/v2", nil},
 		{"an earlier attempt's fact does not name this attempt's type", 4, staging, taskFact(0, records.TaskFailed, "build_failure", "staging"),
-			&v2, []records.Record{v2, v1}, nil, recovery.RuleRollback, repoconfig.FailureUnknown, FromNone, "v1", false, "v2/v2"},
+			&v2, []records.Record{v2, v1}, nil, recovery.RuleRollback, repoconfig.FailureUnknown, FromNone, "v1", false, "v2/v2", nil},
 		{"without a task fact the failed version is unknown and nothing is rolled back", 4, staging, nil,
-			nil, []records.Record{v2, v1}, nil, recovery.RuleFailedVersionUnknown, repoconfig.FailureUnknown, FromNone, "", false, "/v2"},
+			nil, []records.Record{v2, v1}, nil, recovery.RuleFailedVersionUnknown, repoconfig.FailureUnknown, FromNone, "", false, "/v2", nil},
 		{"a workflow deploying two environments without a fact says which are possible", 4, both, nil,
-			nil, nil, nil, recovery.RuleNoPreviousVersion, repoconfig.FailureUnknown, FromNone, "", true, "/"},
+			nil, nil, nil, recovery.RuleNoPreviousVersion, repoconfig.FailureUnknown, FromNone, "", true, "/", nil},
 		{"pull-request mode is not available yet", 4, both, taskFact(1, records.TaskFailed, "", "prod"),
-			ptr(prodOf(v2)), []records.Record{prodOf(v2), prodOf(v1)}, nil, recovery.RuleModeUnavailable, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2"},
+			ptr(prodOf(v2)), []records.Record{prodOf(v2), prodOf(v1)}, nil, recovery.RuleModeUnavailable, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2", nil},
 		{"an image pinned by digest only cannot be compared", 4, staging, taskFact(1, records.TaskFailed, "", "staging"),
-			&v2, []records.Record{pinned, v1}, nil, recovery.RuleDigestPinned, repoconfig.FailureUnknown, FromNone, "", false, "v2/"},
+			&v2, []records.Record{pinned, v1}, nil, recovery.RuleDigestPinned, repoconfig.FailureUnknown, FromNone, "", false, "v2/", nil},
 		{"a first release has nothing to roll back to", 4, staging, taskFact(1, records.TaskFailed, "", "staging"),
-			&v2, []records.Record{v2}, nil, recovery.RuleNoPreviousVersion, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2"},
+			&v2, []records.Record{v2}, nil, recovery.RuleNoPreviousVersion, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2", nil},
 		{"a release whose pull request is not merged is neither what runs nor a target", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
-			&v2, []records.Record{opened("r4", "v4", time.Second), v2, opened("r0", "v0", 90*time.Minute), v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2"},
+			&v2, []records.Record{opened("r4", "v4", time.Second), v2, opened("r0", "v0", 90*time.Minute), v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2", nil},
+		// Seed 000: the live version is what the cluster runs; a release
+		// that failed before any pod ran it is not, so there is nothing to
+		// roll back.
+		{"a failed release the cluster never ran is skipped: the cluster reports the previous one", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
+			&v2, []records.Record{v2, v1}, nil, recovery.RuleSkipOtherVersionLive, "health_check_failure", FromFact, "", false, "v2/v1", []string{"r1"}},
+		{"a failed release the cluster reports running is rolled back", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
+			&v2, []records.Record{v2, v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2", []string{"r2"}},
+		{"of several workloads, the newest release reported is live", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
+			&v2, []records.Record{v2, v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2", []string{"r1", "r2"}},
 		{"a previous release that never became healthy is no target", 4, staging, taskFact(1, records.TaskFailed, "", "staging"),
-			&v2, []records.Record{v2, rec("r1", "v1", false, 2*time.Hour)}, nil, recovery.RulePreviousNotEligible, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2"},
+			&v2, []records.Record{v2, rec("r1", "v1", false, 2*time.Hour)}, nil, recovery.RulePreviousNotEligible, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := plan(gathered{Now: t0, Run: runInfo{ID: 7, Attempt: 1, Status: "completed", Conclusion: "failure", CreatedAt: t0.Add(-time.Hour)},
-				Config: loaded(t), Deploys: c.deploys, Fact: c.fact, Failed: c.failed, Newest: c.newest, FailedJobs: c.jobs,
+				Config: loaded(t), Deploys: c.deploys, Fact: c.fact, Failed: c.failed, Newest: c.newest, Running: c.running, FailedJobs: c.jobs,
 				RetryCount: c.count, Modes: []string{repoconfig.ModeWorkflow}})
 			d, in := p.Decision, p.Context.Input
 			if d.Rule != c.rule {

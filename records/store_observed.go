@@ -1,0 +1,38 @@
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Observed returns what the cluster sources report now on the workloads
+// whose last fact named one of releaseIDs: one observation per workload. It
+// answers "which of these releases runs?" as the cluster sees it.
+func (s *Store) Observed(ctx context.Context, releaseIDs []string) ([]Observation, error) {
+	if len(releaseIDs) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(releaseIDs))
+	for i, id := range releaseIDs {
+		args[i] = id
+	}
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT body FROM observations WHERE release_id IN (`+placeholders(1, len(args))+`) ORDER BY key`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("workloads running %d releases: %w", len(releaseIDs), err)
+	}
+	defer rows.Close()
+	var out []Observation
+	for rows.Next() {
+		var body []byte
+		if err := rows.Scan(&body); err != nil {
+			return nil, fmt.Errorf("workloads running %d releases: %w", len(releaseIDs), err)
+		}
+		var o Observation
+		if err := json.Unmarshal(body, &o); err != nil {
+			return nil, fmt.Errorf("read observation: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
