@@ -36,7 +36,7 @@ func TestStallScanUsesEachRepositorysStallAfter(t *testing.T) {
 		installed := installationCommit(github.InstallationEvent{Action: github.String("created"),
 			Installation: &github.Installation{ID: github.Int64(githubtest.InstallationID)},
 			Repositories: []*github.Repository{{ID: github.Int64(11), FullName: github.String("acme/quick")},
-				{ID: github.Int64(12), FullName: github.String("acme/patient")}}}, time.Now())
+				{ID: github.Int64(12), FullName: github.String("acme/patient")}}}, time.Now(), false)
 		if err := ts.db.InTx(ctx, func(tx *sql.Tx) error { return installed(ctx, tx) }); err != nil {
 			t.Fatal(err)
 		}
