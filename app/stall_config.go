@@ -2,10 +2,10 @@ package app
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ripcord/ripcord/app/pipeline"
 )
 
 // stallAfterFor is the stall_after that governs the releases of repository:
@@ -35,7 +35,7 @@ func (s *Server) stallAfterFor(ctx context.Context, repository string) time.Dura
 // repoStallAfter is the stall_after repository's config sets; 0 when
 // there is no config, it does not load, or it leaves stall_after out.
 func (s *Server) repoStallAfter(ctx context.Context, repository string) (time.Duration, error) {
-	inst, err := installationOf(ctx, s.db.Read, repository)
+	inst, err := pipeline.InstallationOf(ctx, s.db.Read, repository)
 	if err != nil || inst == 0 {
 		return 0, err
 	}
@@ -48,20 +48,4 @@ func (s *Server) repoStallAfter(ctx context.Context, repository string) (time.Du
 		return 0, err
 	}
 	return res.Config.StallAfter, nil
-}
-
-// installationOf is the installation of the App on repository; 0 when it
-// is not installed there (or only through a suspended installation).
-func installationOf(ctx context.Context, db *sql.DB, repository string) (int64, error) {
-	var id int64
-	err := db.QueryRowContext(ctx, `SELECT r.installation_id FROM installation_repositories r
-		JOIN installations i ON i.id = r.installation_id
-		WHERE r.repository = $1 AND NOT i.suspended ORDER BY r.installation_id LIMIT 1`, repository).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("installation of %s: %w", repository, err)
-	}
-	return id, nil
 }

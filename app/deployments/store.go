@@ -100,22 +100,6 @@ func cmpErr(err, otherwise error) error {
 	return otherwise
 }
 
-// installationOf is the installation, not suspended, that holds repository;
-// 0 when there is none.
-func installationOf(ctx context.Context, db *sql.DB, repository string) (int64, error) {
-	var id int64
-	err := db.QueryRowContext(ctx, `SELECT r.installation_id FROM installation_repositories r
-		JOIN installations i ON i.id = r.installation_id
-		WHERE r.repository = $1 AND NOT i.suspended ORDER BY r.installation_id LIMIT 1`, repository).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("installation of %s: %w", repository, err)
-	}
-	return id, nil
-}
-
 // Info is what ripcord knows of a release's GitHub deployment, for the API
 // and the releases page.
 type Info struct {

@@ -70,7 +70,7 @@ func (w *syncWorker) sync(ctx context.Context, job int64, rec records.Record, r 
 	if r.DeploymentID != 0 && r.PendingState == "" && r.State == want {
 		return nil
 	}
-	inst, err := installationOf(ctx, w.d.DB.Read, rec.Repository)
+	inst, err := pipeline.InstallationOf(ctx, w.d.DB.Read, rec.Repository)
 	if err != nil {
 		return err
 	}

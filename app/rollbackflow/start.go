@@ -124,15 +124,9 @@ func (st *starter) queue(ctx context.Context, tx *sql.Tx, a PullRequestArgs) (Qu
 
 // installationOf is the installation that can write to repository.
 func installationOf(ctx context.Context, db *sql.DB, repository string) (int64, error) {
-	var id int64
-	err := db.QueryRowContext(ctx, `SELECT r.installation_id FROM installation_repositories r
-		JOIN installations i ON i.id = r.installation_id
-		WHERE r.repository = $1 AND NOT i.suspended ORDER BY r.installation_id LIMIT 1`, repository).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, refuse("the ripcord App is not installed on %s", repository)
+	id, err := pipeline.InstallationOf(ctx, db, repository)
+	if err == nil && id == 0 {
+		err = refuse("the ripcord App is not installed on %s", repository)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("installation of %s: %w", repository, err)
-	}
-	return id, nil
+	return id, err
 }
