@@ -55,8 +55,12 @@ type Record struct {
 	RolledBackBy string     `json:"rolled_back_by"`
 	// LastFactAt is the observed_at of the newest fact applied to the record.
 	LastFactAt *time.Time `json:"last_fact_at"`
-	CreatedAt  time.Time  `json:"created_at"`
-	UpdatedAt  time.Time  `json:"updated_at"`
+	// MergedAt is when the pull request of a release opened for one was
+	// merged (MarkMerged). Only the stall check reads it (MarkStalled loads
+	// it), so it is not part of the record that reads and the API return.
+	MergedAt  *time.Time `json:"-"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // Open reports whether the record can still receive facts. Only superseded

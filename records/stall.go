@@ -8,7 +8,8 @@ import (
 // DefaultStallAfter is stall_after's default (DESIGN.md, Facts).
 const DefaultStallAfter = 15 * time.Minute
 
-// CheckStall reports whether r was opened stallAfter ago or more and has not
+// CheckStall reports whether r was opened (for the release of a pull
+// request: merged, see stallSince) stallAfter ago or more and has not
 // received a single fact since. Fact delivery is at-most-once and a lost
 // fact is silent (seed 003, decision 6), so a merged release that the
 // cluster never reported on is the one failure nobody would otherwise see.
@@ -24,12 +25,16 @@ func CheckStall(r Record, now time.Time, stallAfter time.Duration) (bool, string
 	if r.LastFactAt != nil || r.State.Settled() {
 		return false, ""
 	}
-	waited := now.Sub(r.CreatedAt)
+	since, what, ok := stallSince(r)
+	if !ok {
+		return false, "" // its pull request is not merged: it cannot run yet
+	}
+	waited := now.Sub(since)
 	if waited < stallAfter {
 		return false, ""
 	}
-	return true, fmt.Sprintf("release %s of %s in %s has had no fact for %s since it was opened at %s (stall_after %s)",
-		r.ReleaseID, r.App, target(r), waited.Round(time.Second), stamp(r.CreatedAt), stallAfter)
+	return true, fmt.Sprintf("release %s of %s in %s has had no fact for %s since %s at %s (stall_after %s)",
+		r.ReleaseID, r.App, target(r), waited.Round(time.Second), what, stamp(since), stallAfter)
 }
 
 // Stalled builds what the stall job writes for a stalled record: the

@@ -37,6 +37,9 @@ func (s *Store) MarkStalled(ctx context.Context, tx *sql.Tx, releaseID string, n
 			return fail(fmt.Errorf("read again after locking: %w", firstErr(err, ErrNotFound)))
 		}
 	}
+	if err := s.loadMergedAt(ctx, tx, rec); err != nil {
+		return fail(err)
+	}
 	stalled, reason := CheckStall(*rec, now, stallAfter)
 	if !stalled {
 		return AuditEvent{}, Effect{}, false, nil
@@ -100,7 +103,7 @@ func (s *Store) StallCandidates(ctx context.Context, openedBy time.Time, after S
 		args = append(args, store.Micros(storedTime(after.CreatedAt)), after.ReleaseID)
 	}
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT release_id, repository, created_at FROM records
-		WHERE last_fact_at IS NULL AND stall_alerted_at IS NULL AND created_at <= $1 AND state IN (`+placeholders(3, len(waiting))+`)`+page+`
+		WHERE last_fact_at IS NULL AND stall_alerted_at IS NULL AND `+stallClockCondition+` AND state IN (`+placeholders(3, len(waiting))+`)`+page+`
 		ORDER BY created_at, release_id LIMIT $2`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("find releases waiting for a first fact: %w", err)

@@ -20,7 +20,9 @@ import (
 
 // closedHandler ends the release of a rollback pull request that a person
 // closed without merging: the release will never run, so it is withdrawn
-// (records.Withdraw) and a new rollback may be opened in its place.
+// (records.Withdraw) and a new rollback may be opened in its place. For a
+// merged pull request it records the merge on the releases opened for it,
+// which starts their stall clock.
 type closedHandler struct{ deps pipeline.Deps }
 
 func (closedHandler) Handles() []string { return []string{"pull_request"} }
@@ -31,8 +33,11 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		return nil, pipeline.Permanent(fmt.Errorf("decode pull_request event: %w", err))
 	}
 	pr := ev.GetPullRequest()
-	if ev.GetAction() != "closed" || pr.GetMerged() || pr.GetHTMLURL() == "" {
+	if ev.GetAction() != "closed" || pr.GetHTMLURL() == "" {
 		return nil, nil
+	}
+	if pr.GetMerged() {
+		return h.merged(ev), nil
 	}
 	id, err := openRollbackOf(ctx, h.deps.DB.Read, pr.GetHTMLURL(), pr.GetNumber())
 	if err != nil || id == "" {
@@ -44,6 +49,25 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 			"closed_by": ev.GetSender().GetLogin(), "delivery_id": d.ID})
 		return err
 	}, nil
+}
+
+// merged starts the stall clock of the releases opened for a merged pull
+// request (records.MarkMerged): they can run only now, so only now may
+// the lack of a fact mean that one was lost (seed 003, decision 6).
+func (h closedHandler) merged(ev github.PullRequestEvent) pipeline.Commit {
+	pr := ev.GetPullRequest()
+	at := pr.GetMergedAt().Time
+	if at.IsZero() {
+		at = h.deps.Now()
+	}
+	return func(ctx context.Context, tx *sql.Tx) error {
+		ids, err := h.deps.Records.MarkMerged(ctx, tx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(), at)
+		if err == nil && len(ids) > 0 {
+			h.deps.Log.Info("pull request merged: releases wait for facts from now", "pull_request", pr.GetHTMLURL(),
+				"release_ids", ids)
+		}
+		return err
+	}
 }
 
 // openRollbackOf is the opened rollback release whose pull request is the

@@ -21,7 +21,7 @@ const (
 // POST /api/v1/rollbacks, the Roll back button's check_run handler, the
 // push handler that keeps the pull-request worker's base cache current, and
 // the pull_request handler that withdraws the release of a rollback pull
-// request closed without merging.
+// request closed without merging and records the merge of a merged one.
 // The /ripcord rollback command is RollbackCommand (for commands.Register)
 // and the recovery executor PullRequestExecutor (for recoveryflow.Register).
 func Register(d pipeline.Deps) []pipeline.EventHandler {

@@ -178,6 +178,11 @@ func TestMergedReleasePullRequestStartsTheRollout(t *testing.T) {
 		}
 		return s.id != ""
 	})
+	// Opened at the merge, the release waits for facts from then on: its
+	// stall clock (records.MarkMerged) has started.
+	if n := s.Int(`SELECT COUNT(*) FROM records WHERE release_id = $1 AND merged_at IS NOT NULL`, release); n != 1 {
+		t.Errorf("merged release %s has no merge time: it could never stall", release)
+	}
 	s.finish(1)
 	if d := s.GitHub.Dispatches(repo)[0]; d.Inputs["version"] != "ghcr.io/acme/checkout:v2" || d.Inputs["release_id"] != release {
 		t.Errorf("dispatch inputs %v", d.Inputs)

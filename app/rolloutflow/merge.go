@@ -35,7 +35,7 @@ func (h mergeHandler) Handle(_ context.Context, d pipeline.Delivery) (pipeline.C
 		return nil, nil
 	}
 	a := MergeArgs{Repository: ev.GetRepo().GetFullName(), PullRequest: ev.GetNumber(), MergeSHA: pr.GetMergeCommitSHA(),
-		BaseSHA: pr.GetBase().GetSHA(), InstallationID: d.InstallationID,
+		BaseSHA: pr.GetBase().GetSHA(), MergedAt: pr.GetMergedAt().Time, InstallationID: d.InstallationID,
 		Authors: joinLogins(pr.GetUser().GetLogin(), pr.GetMergedBy().GetLogin())}
 	return func(ctx context.Context, tx *sql.Tx) error {
 		_, err := h.x.deps.River().InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: 10,
@@ -73,6 +73,9 @@ type MergeArgs struct {
 	BaseSHA        string `json:"base_sha"`
 	InstallationID int64  `json:"installation_id"`
 	Authors        string `json:"authors"` // the PR's author and merger
+	// MergedAt is the pull request's merged_at; zero in jobs queued before
+	// it was added, which take the time the job runs.
+	MergedAt time.Time `json:"merged_at"`
 }
 
 // Kind names the job in the queue.
@@ -128,7 +131,7 @@ func (w *mergeWorker) Work(ctx context.Context, job *river.Job[MergeArgs]) error
 			if rec.ReleaseID == "" {
 				rec.ReleaseID = fmt.Sprintf("%s#%d:%s/%s", a.Repository, a.PullRequest, env.Cluster, name)
 			}
-			if err := x.openAndStart(ctx, rec, a.Authors); err != nil {
+			if err := x.openAndStart(ctx, rec, a.Authors, a.MergedAt); err != nil {
 				return err
 			}
 		}
@@ -136,12 +139,21 @@ func (w *mergeWorker) Work(ctx context.Context, job *river.Job[MergeArgs]) error
 	return nil
 }
 
-// openAndStart opens rec (idempotent) and queues its rollout's start.
-func (x *executor) openAndStart(ctx context.Context, rec records.Record, authors string) error {
+// openAndStart opens rec (idempotent), records that its pull request was
+// merged at mergedAt (which starts its stall clock: the release was opened
+// at the merge, after the pull_request handler recorded it on the releases
+// that existed), and queues its rollout's start.
+func (x *executor) openAndStart(ctx context.Context, rec records.Record, authors string, mergedAt time.Time) error {
+	if mergedAt.IsZero() {
+		mergedAt = x.deps.Now()
+	}
 	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		opened, _, err := x.deps.Records.OpenRelease(ctx, tx, rec, x.deps.Now())
 		if err != nil {
 			return fmt.Errorf("open release %s: %w", rec.ReleaseID, err)
+		}
+		if _, err := x.deps.Records.MarkMerged(ctx, tx, rec.Repository, rec.PRURL, rec.PRNumber, mergedAt); err != nil {
+			return err
 		}
 		return QueueStart(ctx, tx, x.deps.River(), StartArgs{ReleaseID: opened.ReleaseID, Author: authors})
 	})
