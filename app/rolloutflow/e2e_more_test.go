@@ -244,3 +244,65 @@ func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
 		t.Errorf("approving a running rollout: %d %s", code, body)
 	}
 }
+
+// Merging a rollback pull request that ripcord opened (its release is
+// opened, kind rollback, with the pull request's number) rolls out that
+// rollback release itself: a rollback is a release like any other (seed
+// 003, decision 7), so its merge deploys it as any release of the
+// environment is deployed, and the record stays one, keeping its kind and
+// rollback_of, so that its facts complete the rollback. No promote release
+// is opened beside it.
+func TestMergedRollbackPullRequestRollsOutTheRollbackRelease(t *testing.T) {
+	cfg := strings.Replace(e2eConfig, "        targets:", `        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image}
+        targets:`, 1)
+	s := newScene(t, cfg)
+	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
+	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")
+	const rollback = "rb1:prod-eu/prod"
+	code, b := s.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "`+rollback+`",
+		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "repository": "acme/checkout",
+		"image": "ghcr.io/acme/checkout:v1", "git_revision": "`+headSHA+`", "kind": "rollback",
+		"rollback_of": "r2:prod-eu/prod", "rollback_reason": "v2 leaks memory",
+		"pr": {"url": "https://github.com/acme/checkout/pull/7", "number": 7}}`))
+	if code != 201 {
+		t.Fatalf("POST rollback release answered %d: %s", code, b)
+	}
+	s.settle()
+	body := e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "closed.payload.json"), func(m map[string]any) {
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		m["number"] = 7
+		pr := m["pull_request"].(map[string]any)
+		pr["number"], pr["merged"], pr["merge_commit_sha"] = 7, true, merge
+		pr["html_url"] = "https://github.com/acme/checkout/pull/7"
+		pr["user"].(map[string]any)["login"] = "alice"
+		pr["merged_by"] = map[string]any{"login": "carol"}
+		pr["base"].(map[string]any)["sha"] = base
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = repo, "checkout"
+	})
+	s.Deliver("pull_request", body)
+	s.settle()
+	if n, other := s.Int(`SELECT COUNT(*) FROM records`), s.String(`SELECT release_id FROM records WHERE release_id <> $1`, rollback); n != 1 {
+		t.Errorf("%d releases after the merge (another: %q), want only the rollback %s", n, other, rollback)
+	}
+	s.WaitFor("the rollout of the rollback release", wait, func() bool {
+		_, b := s.Do("GET", "/api/v1/rollouts?release_id="+url.QueryEscape(rollback), "", nil)
+		var out struct{ Rollouts []rolloutflow.StatusJSON }
+		_ = json.Unmarshal(b, &out)
+		if len(out.Rollouts) == 1 {
+			s.id = out.Rollouts[0].ID
+		}
+		return s.id != ""
+	})
+	s.finish(1)
+	if d := s.GitHub.Dispatches(repo)[0]; d.Inputs["version"] != "ghcr.io/acme/checkout:v1" || d.Inputs["release_id"] != rollback {
+		t.Errorf("dispatch inputs %v, want the rollback's image and release id", d.Inputs)
+	}
+	if k := s.String(`SELECT kind || ' of ' || rollback_of FROM records WHERE release_id = $1`, rollback); k != "rollback of r2:prod-eu/prod" {
+		t.Errorf("rollback release is %q, want still a rollback of r2", k)
+	}
+	s.settle()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,7 +35,7 @@ func (h mergeHandler) Handle(_ context.Context, d pipeline.Delivery) (pipeline.C
 	if ev.GetAction() != "closed" || !pr.GetMerged() || d.InstallationID == 0 || pr.GetMergeCommitSHA() == "" {
 		return nil, nil
 	}
-	a := MergeArgs{Repository: ev.GetRepo().GetFullName(), PullRequest: ev.GetNumber(), MergeSHA: pr.GetMergeCommitSHA(),
+	a := MergeArgs{Repository: ev.GetRepo().GetFullName(), PullRequest: ev.GetNumber(), URL: pr.GetHTMLURL(), MergeSHA: pr.GetMergeCommitSHA(),
 		BaseSHA: pr.GetBase().GetSHA(), MergedAt: pr.GetMergedAt().Time, InstallationID: d.InstallationID,
 		Authors: joinLogins(pr.GetUser().GetLogin(), pr.GetMergedBy().GetLogin())}
 	return func(ctx context.Context, tx *sql.Tx) error {
@@ -69,6 +70,7 @@ func isAuthor(authors, login string) bool {
 type MergeArgs struct {
 	Repository     string `json:"repository" river:"unique"`
 	PullRequest    int    `json:"pull_request" river:"unique"`
+	URL            string `json:"url"` // the pull request's html_url; "" in jobs queued before it was added
 	MergeSHA       string `json:"merge_sha"`
 	BaseSHA        string `json:"base_sha"`
 	InstallationID int64  `json:"installation_id"`
@@ -90,7 +92,9 @@ type mergeWorker struct {
 func (w *mergeWorker) Timeout(*river.Job[MergeArgs]) time.Duration { return 2 * time.Minute }
 
 // Work opens a release for each environment with `rollout:` whose release
-// file the merge changed, and starts its rollout.
+// file the merge changed, and starts its rollout. When the pull request is
+// a rollback pull request of the environment (its rollback release names
+// it), it starts the rollout of that rollback release instead.
 func (w *mergeWorker) Work(ctx context.Context, job *river.Job[MergeArgs]) error {
 	a, x := job.Args, w.x
 	gh, err := x.deps.GitHub.NewInstallationClient(a.InstallationID)
@@ -117,6 +121,18 @@ func (w *mergeWorker) Work(ctx context.Context, job *river.Job[MergeArgs]) error
 				return err
 			}
 			if head == nil || !gates.ChangesRelease(base, head, rb.Fields) {
+				continue
+			}
+			// A rollback pull request that ripcord opened has its release
+			// already: that one is deployed, not a promote beside it.
+			rollback, err := rollbackOfPullRequest(ctx, x.deps.DB.Read, a, app, name, env.Cluster)
+			if err != nil {
+				return err
+			}
+			if rollback != "" {
+				if err := x.startMergedRollback(ctx, w.loader, rollback, a); err != nil {
+					return err
+				}
 				continue
 			}
 			rel, err := gates.ReadRelease(head, rb.Fields)
@@ -157,4 +173,51 @@ func (x *executor) openAndStart(ctx context.Context, rec records.Record, authors
 		}
 		return QueueStart(ctx, tx, x.deps.River(), StartArgs{ReleaseID: opened.ReleaseID, Author: authors})
 	})
+}
+
+// rollbackOfPullRequest is the rollback release of app in environment and
+// cluster that was opened for the merged pull request a (the repository,
+// whose config names the environment and holds its release file, and the
+// number; its pr_url when both are known), "" when there is none.
+func rollbackOfPullRequest(ctx context.Context, db *sql.DB, a MergeArgs, app, environment, cluster string) (string, error) {
+	var id string
+	err := db.QueryRowContext(ctx, `SELECT release_id FROM records WHERE kind = $1 AND pr_number = $2
+		AND lower(repository) = lower($3) AND app = $4 AND environment = $5 AND cluster = $6
+		AND ($7 = '' OR pr_url = '' OR pr_url = $7)
+		ORDER BY created_at DESC, release_id DESC LIMIT 1`,
+		string(records.KindRollback), a.PullRequest, a.Repository, app, environment, cluster, a.URL).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("rollback release of %s#%d: %w", a.Repository, a.PullRequest, err)
+	}
+	return id, nil
+}
+
+// startMergedRollback starts the rollout of the rollback release whose
+// pull request a merged (idempotent: a rollout started already is kept).
+func (x *executor) startMergedRollback(ctx context.Context, loader *configload.Loader, releaseID string, a MergeArgs) error {
+	mergedAt := a.MergedAt
+	if mergedAt.IsZero() {
+		mergedAt = x.deps.Now()
+	}
+	rec, err := x.deps.Records.Get(ctx, releaseID)
+	if err != nil {
+		return fmt.Errorf("rollback release %s: %w", releaseID, err)
+	}
+	// The pull_request handler marked it merged already, unless it missed
+	// the release; marking keeps the first time.
+	err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := x.deps.Records.MarkMerged(ctx, tx, a.Repository, rec.PRURL, rec.PRNumber, mergedAt)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = x.startMerged(ctx, loader, StartArgs{ReleaseID: releaseID, Author: a.Authors})
+	if errors.Is(err, errNoRollout) {
+		return nil
+	}
+	return err
 }

@@ -64,6 +64,18 @@ var errNoRollout = errors.New("the environment has no rollout")
 // start loads the release's config and stores its rollout with the first
 // tick; it returns the rollout (the one stored before, if any).
 func (x *executor) start(ctx context.Context, loader *configload.Loader, a StartArgs) (Rollout, error) {
+	return x.startRelease(ctx, loader, a, false)
+}
+
+// startMerged is start for a release whose pull request was just merged
+// (mergeWorker): a rollback release too is rolled out then, as any release
+// of the environment is deployed (seed 003: a rollback goes through the
+// same pull request, merge and facts as any other release).
+func (x *executor) startMerged(ctx context.Context, loader *configload.Loader, a StartArgs) (Rollout, error) {
+	return x.startRelease(ctx, loader, a, true)
+}
+
+func (x *executor) startRelease(ctx context.Context, loader *configload.Loader, a StartArgs, merged bool) (Rollout, error) {
 	if r, err := rolloutOfRelease(ctx, x.deps.DB.Read, a.ReleaseID); err == nil {
 		return r, nil
 	}
@@ -72,12 +84,17 @@ func (x *executor) start(ctx context.Context, loader *configload.Loader, a Start
 		return Rollout{}, fmt.Errorf("release %s: %w", a.ReleaseID, err)
 	}
 	if rec.Kind == records.KindRollback {
-		// A rollback goes back everywhere at once, as the seed's rollback
-		// does; it is not a new version to roll out in waves.
+		// The release rolled back must not reach more targets. A rollback
+		// opened is not deployed by ripcord yet: one of mode kubernetes or
+		// workflow, or opened through the API, goes back everywhere at
+		// once, as the seed's rollback does; one of mode pull-request is
+		// deployed when its pull request is merged (merged).
 		if err := x.stopRolledBack(ctx, rec, a.Author); err != nil {
 			return Rollout{}, err
 		}
-		return Rollout{}, errNoRollout
+		if !merged {
+			return Rollout{}, errNoRollout
+		}
 	}
 	inst, err := installationOf(ctx, x.deps.DB.Read, rec.Repository)
 	if err != nil {
