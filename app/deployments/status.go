@@ -37,6 +37,18 @@ func StatusFor(s records.State) Status {
 	}
 }
 
+// StatusOf is the deployment status of record r: StatusFor its state, but
+// inactive for a release withdrawn before it ran (records.Withdrawn: its
+// pull request was closed without merging). Such a release is aborted with
+// no fact: nothing was deployed, so nothing failed; inactive is GitHub's
+// status for a deployment that is not, and will not be, the one running.
+func StatusOf(r records.Record) Status {
+	if r.Withdrawn() {
+		return StatusInactive
+	}
+	return StatusFor(r.State)
+}
+
 var (
 	repoRE     = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 	revisionRE = regexp.MustCompile(`^[0-9a-fA-F]{7,64}$`)

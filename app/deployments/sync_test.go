@@ -2,7 +2,9 @@ package deployments
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -211,6 +213,42 @@ func TestRefusedDeploymentIsNotRetriedAndSaysWhy(t *testing.T) {
 		got := e.getInfo(r.ReleaseID)
 		if got.DeploymentID != 0 || !strings.Contains(got.Skipped, "GitHub refused") || !strings.Contains(got.Skipped, "No ref found") {
 			t.Errorf("GET deployment = %+v, want no deployment and GitHub's refusal as the reason", got)
+		}
+	})
+}
+
+// A release withdrawn before it ran (its rollback pull request closed
+// without merging: aborted with no fact, records.Withdraw) never deployed
+// anything, so its deployment ends inactive, not failure: nothing failed.
+// An abort the cluster reported is still a failure.
+func TestWithdrawnReleaseEndsInactive(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		e.install(repository)
+		w, a := newRelease("rel-w:prod-eu/production"), newRelease("rel-a:prod-eu/production")
+		e.open(w)
+		e.settle()
+		err := e.db.InDurableTx(context.Background(), func(tx *sql.Tx) error {
+			rec, ok, err := e.recs.WithdrawRelease(context.Background(), tx, w.ReleaseID,
+				"pull request https://github.com/acme/gitops/pull/7 was closed without merging", nil, e.now())
+			if err != nil || !ok {
+				return fmt.Errorf("withdraw: ok %v, %v", ok, err)
+			}
+			return Queue(context.Background(), tx, e.rc, e.deps.Log, []records.Record{rec})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.settle()
+		if got := e.statuses(w.ReleaseID); got != "in_progress inactive" {
+			t.Errorf("statuses of the withdrawn release = %q, want %q", got, "in_progress inactive")
+		}
+		e.open(a)
+		e.observe(a, records.PhaseProgressing, 1)
+		e.observe(a, records.PhaseDegraded, 2)
+		e.settle()
+		if got := e.statuses(a.ReleaseID); got != "in_progress failure" {
+			t.Errorf("statuses of a release the cluster aborted = %q, want %q", got, "in_progress failure")
 		}
 	})
 }

@@ -63,7 +63,7 @@ func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) (err er
 // write is noted before it goes out, and a noted write whose answer was
 // lost is looked up on GitHub before it is sent again.
 func (w *syncWorker) sync(ctx context.Context, job int64, rec records.Record, r row) error {
-	want := StatusFor(rec.State)
+	want := StatusOf(rec)
 	if reason := SkipReason(rec); reason != "" {
 		return w.skip(ctx, job, rec, r, reason)
 	}
