@@ -202,3 +202,51 @@ func TestRefusedRollbackDispatchAlerts(t *testing.T) {
 		}
 	})
 }
+
+// The deploy run fails again after its rollback run failed (a person
+// re-ran it), and the decision is a workflow rollback again: that rollback
+// is dispatched and recorded, not skipped because of the earlier
+// attempt's rollback run, which would leave the episode rolling_back.
+func TestNewFailureAfterAFailedRollbackDispatchesItsOwnRollback(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
+		s.healthyPrevious()
+		const run = 5010
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.WaitFor("the first rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
+		first := s.GitHub.Dispatches(repo)[0]
+		s.WaitFor("the first rollback run to be recorded", wait, func() bool {
+			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(first.RunID)
+		})
+		s.GitHub.CompleteRun(repo, first.RunID, "failure")
+		s.deliverRun(first.RunID, 1, "failure")
+		s.waitState(run, recoveryflow.StateAlerted)
+		s.Settle(jobKinds...)
+
+		// A person re-runs the deploy run; attempt 2 fails the same way.
+		resp, err := http.Post(s.GitHub.URL()+"repos/"+repo+"/actions/runs/5010/rerun-failed-jobs", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("re-run by hand: %d", resp.StatusCode)
+		}
+		s.GitHub.CompleteRun(repo, run, "failure")
+		s.fact(run, 2, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 2, "failure")
+		s.WaitFor("the second rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 2 })
+		second := s.GitHub.Dispatches(repo)[1]
+		s.WaitFor("the second rollback run to be recorded", wait, func() bool {
+			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(second.RunID)
+		})
+		s.GitHub.CompleteRun(repo, second.RunID, "success")
+		s.deliverRun(second.RunID, 1, "success")
+		s.waitState(run, recoveryflow.StateRolledBack)
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+	})
+}

@@ -123,8 +123,11 @@ func (e Episode) Fail(f Failure) (Episode, bool) {
 	e.RunAttempt, e.RetryCount = f.Attempt, f.Decision.Attempt
 	e.Decision, e.Context = f.Decision, f.Context
 	e.State = stateFor(f.Decision)
-	// A new decision: the release an earlier rollback opened is not this one's.
-	e.NextRetryAt, e.RollbackReleaseID = nil, ""
+	// A new decision: the run or the release an earlier rollback started is
+	// not this one's. A rollback run left set would make the dispatch of
+	// this decision's rollback look done already (dispatchWorker), and the
+	// earlier run's outcome would end this decision.
+	e.NextRetryAt, e.RollbackRunID, e.RollbackReleaseID = nil, 0, ""
 	if f.Decision.Action == recovery.ActionRetry {
 		at := f.Decision.RetryAt
 		e.NextRetryAt = &at

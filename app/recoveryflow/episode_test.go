@@ -91,6 +91,17 @@ func TestEpisodeTransitions(t *testing.T) {
 					t.Error("a second rollback release was recorded")
 				}
 			}},
+		{"a later failure forgets the earlier attempt's rollback run, so its own rollback is dispatched",
+			Episode{RunAttempt: 1, State: StateRolledBack, RollbackRunID: 55, Seq: 5},
+			func(e Episode) (Episode, bool) { return e.Fail(failure(2, 4, recovery.ActionRollback)) }, true, StateRollingBack, 2, 6,
+			func(t *testing.T, e Episode) {
+				if e.RollbackRunID != 0 {
+					t.Errorf("rollback run %d of attempt 1 kept: the dispatch of attempt 2 would be skipped", e.RollbackRunID)
+				}
+				if next, ok := e.RollbackDispatched(2, 66, t0); !ok || next.RollbackRunID != 66 {
+					t.Errorf("dispatch of attempt 2's rollback: ok %v, run %d; want run 66 recorded", ok, next.RollbackRunID)
+				}
+			}},
 		{"the rollback release becoming healthy closes the episode", Episode{State: StateRollingBack, RollbackReleaseID: "rollback-1", Seq: 5},
 			func(e Episode) (Episode, bool) { return e.RolledBack(t0) }, true, StateRolledBack, 0, 6, nil},
 		{"a later failure forgets the earlier attempt's rollback release", Episode{RunAttempt: 1, State: StateAlerted, RollbackReleaseID: "rollback-1", Seq: 5},
