@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/google/go-github/v66/github"
 
@@ -71,6 +72,22 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 // slow gate updates the in_progress run it started.
 func externalID(a EvaluateArgs, t target) string {
 	return fmt.Sprintf("%s#%d@%s %s/%s %s", a.Repository, a.PullRequest, a.HeadSHA, t.app, t.env, a.Trigger)
+}
+
+// EvaluationOf reports whether externalID, the external id of a gate check
+// run on headSHA in repository, is one of an evaluation of app's env: the
+// deployment protection rule reads only the evaluation of the environment
+// it reviews, as every app and environment names its runs ripcord/<gate>.
+func EvaluationOf(externalID, repository, headSHA, app, env string) bool {
+	rest, ok := strings.CutPrefix(externalID, repository+"#")
+	if !ok {
+		return false
+	}
+	pr, rest, ok := strings.Cut(rest, "@")
+	if !ok || pr == "" || strings.Trim(pr, "0123456789") != "" {
+		return false
+	}
+	return strings.HasPrefix(rest, headSHA+" "+app+"/"+env+" ")
 }
 
 func (w *evaluateWorker) queueReports(ctx context.Context, rs []ReportArgs) error {

@@ -28,8 +28,12 @@ type Rule struct {
 
 // CheckRun is a gate's check run as GitHub lists it.
 type CheckRun struct {
+	ID                            int64
 	Name, Status, Conclusion, URL string
 	HeadSHA                       string
+	// Scope is the "app/environment" whose gate evaluation made the run:
+	// with two apps on one environment, each one's verdict of a gate counts.
+	Scope string
 }
 
 // Decision is the answer: State is Approved, Rejected, or empty to ask
@@ -94,20 +98,21 @@ func decideGates(runs []CheckRun, sha string) Decision {
 	return Decision{State: Approved, Comment: "ripcord: no freeze window is active and the gates passed: " + strings.Join(passing, ", ")}
 }
 
-// latestGateRuns keeps the newest run of each ripcord gate (GitHub lists
-// newest first), in name order.
+// latestGateRuns keeps the newest run of each ripcord gate of each scope
+// (runs come newest first), in name order.
 func latestGateRuns(runs []CheckRun) []CheckRun {
-	seen := map[string]bool{}
+	seen := map[[2]string]bool{}
 	var out []CheckRun
 	for _, r := range runs {
 		gate, ok := strings.CutPrefix(r.Name, gates.CheckPrefix)
-		if !ok || !isGate(gate) || seen[r.Name] {
+		key := [2]string{r.Scope, r.Name}
+		if !ok || !isGate(gate) || seen[key] {
 			continue
 		}
-		seen[r.Name] = true
+		seen[key] = true
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b CheckRun) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(out, func(a, b CheckRun) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

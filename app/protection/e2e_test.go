@@ -2,6 +2,7 @@ package protection_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
 			if tt.gateResult != "" {
 				e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: tt.gateResult,
-					AppSlug: tt.gateApp})
+					AppSlug: tt.gateApp, ExternalID: gateExternalID(sha, "shop", "production", "pull_request opened")})
 			}
 			e.Install(repo)
 			runID := int64(100 + i)
@@ -131,4 +132,95 @@ func TestProtectionRuleAnswersARerunOfTheSameRun(t *testing.T) {
 	if r := e.GitHub.GateReviews(repo)[1]; r.RunID != 300 || r.State != "approved" {
 		t.Errorf("re-run's review = %+v, want run 300 approved", r)
 	}
+}
+
+// Gate check runs are named ripcord/<gate> for every app and environment,
+// so one commit released to staging and production carries two
+// evaluations of each gate (and a re-run more). The review of a production
+// deployment reads production's own evaluation, whichever is newer and on
+// whatever page GitHub lists it, and never staging's verdict.
+func TestProtectionRuleReadsItsOwnEnvironmentsGateVerdict(t *testing.T) {
+	const cfg = `version: 1
+apps:
+  shop:
+    environments:
+      staging:
+        cluster: stage-eu
+        protection_rule: {enabled: true, gates: true}
+      production:
+        cluster: prod-eu
+        protection_rule: {enabled: true, gates: true}
+`
+	type run struct{ env, trigger, conclusion string }
+	tests := []struct {
+		name        string
+		runs        []run // oldest first
+		wantState   string
+		wantComment string
+	}{
+		{"production passed, staging failed after it", []run{
+			{"production", "pull_request opened", "success"},
+			{"staging", "pull_request opened", "failure"},
+		}, "approved", "gates passed: ripcord/provenance"},
+		{"production failed, staging passed after it", []run{
+			{"production", "pull_request opened", "failure"},
+			{"staging", "pull_request opened", "success"},
+		}, "rejected", "gates failed: ripcord/provenance (failure)"},
+		{"only staging was evaluated", []run{
+			{"staging", "pull_request opened", "success"},
+		}, "rejected", "no gate verdict"},
+		{"production's re-run passed, then staging failed", []run{
+			{"production", "pull_request opened", "failure"},
+			{"production", "check_run rerequested d1", "success"},
+			{"staging", "pull_request opened", "failure"},
+		}, "approved", "gates passed"},
+	}
+	// Production's verdict behind more than a page of staging's re-runs.
+	many := []run{{"production", "pull_request opened", "success"}}
+	for i := range 120 {
+		many = append(many, run{"staging", fmt.Sprintf("check_run rerequested s%d", i), "failure"})
+	}
+	tests = append(tests, struct {
+		name        string
+		runs        []run
+		wantState   string
+		wantComment string
+	}{"production's verdict past the first page", many, "approved", "gates passed"})
+
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+			t.Cleanup(func() {
+				if bad := e.Invalid(); len(bad) > 0 {
+					t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+				}
+			})
+			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", cfg)
+			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+			for _, r := range tt.runs {
+				e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: r.conclusion,
+					ExternalID: gateExternalID(sha, "shop", r.env, r.trigger)})
+			}
+			e.Install(repo)
+			runID := int64(500 + i)
+			e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+				Repo: repo, Environment: "production", RunID: runID, APIURL: e.GitHub.URL(), SHA: sha,
+				InstallationID: githubtest.InstallationID}))
+			e.WaitFor("the review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+			e.Settle()
+			reviews := e.GitHub.GateReviews(repo)
+			if len(reviews) != 1 {
+				t.Fatalf("%d reviews, want exactly one: %+v", len(reviews), reviews)
+			}
+			if r := reviews[0]; r.RunID != runID || r.State != tt.wantState || !strings.Contains(r.Comment, tt.wantComment) {
+				t.Errorf("review = %+v, want run %d %s with %q", r, runID, tt.wantState, tt.wantComment)
+			}
+		})
+	}
+}
+
+// gateExternalID is the external id gatesflow gives the runs of one
+// evaluation of an app's environment on pull request #7.
+func gateExternalID(sha, app, env, trigger string) string {
+	return fmt.Sprintf("%s#7@%s %s/%s %s", repo, sha, app, env, trigger)
 }

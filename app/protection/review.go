@@ -1,8 +1,10 @@
 package protection
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/rollout"
 )
@@ -65,7 +68,7 @@ func (w *reviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) err
 	}
 	var runs []CheckRun
 	if needsGates(rules) {
-		if runs, err = gateRuns(ctx, gh, w.deps.App().ID, a.Repository, a.SHA); err != nil {
+		if runs, err = gateRuns(ctx, gh, w.deps.App().ID, a.Repository, a.SHA, rules); err != nil {
 			return err
 		}
 	}
@@ -138,17 +141,21 @@ func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs
 	return nil
 }
 
-// gateRuns lists the check runs of sha and, when none is a ripcord gate,
-// those of the head of each pull request that contains sha (a merge
-// commit carries no gate runs; its pull request's head does). Only runs
-// this App (appID) made count: a workflow's token or another App can make
-// a check run named ripcord/provenance too.
-func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, sha string) ([]CheckRun, error) {
+// gateRuns lists the gate check runs of sha and, when none is a verdict
+// for this deployment, those of the head of each pull request that
+// contains sha (a merge commit carries no gate runs; its pull request's
+// head does). Only runs this App (appID) made count: a workflow's token or
+// another App can make a check run named ripcord/provenance too. And only
+// the runs of an evaluation of an environment the review is for (one of
+// rules that requires gates) count: every app and environment names its
+// runs ripcord/<gate>, so another environment's verdict on the same commit
+// must not approve or refuse this one. Newest first.
+func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, sha string, rules []Rule) ([]CheckRun, error) {
 	if sha == "" {
 		return nil, nil
 	}
 	owner, name, _ := strings.Cut(repository, "/")
-	runs, err := checkRuns(ctx, gh, appID, owner, name, sha)
+	runs, err := checkRuns(ctx, gh, appID, repository, sha, rules)
 	if err != nil || len(latestGateRuns(runs)) > 0 {
 		return runs, err
 	}
@@ -161,7 +168,7 @@ func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, s
 		if head == "" || head == sha {
 			continue
 		}
-		more, err := checkRuns(ctx, gh, appID, owner, name, head)
+		more, err := checkRuns(ctx, gh, appID, repository, head, rules)
 		if err != nil {
 			return nil, err
 		}
@@ -170,21 +177,48 @@ func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, s
 	return runs, nil
 }
 
-func checkRuns(ctx context.Context, gh *github.Client, appID int64, owner, name, sha string) ([]CheckRun, error) {
-	// app_id also keeps another App's newer run of a gate's name from
-	// hiding this App's own in GitHub's filter=latest.
-	res, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, sha, &github.ListCheckRunsOptions{AppID: &appID,
-		ListOptions: github.ListOptions{PerPage: 100}})
-	if err != nil {
-		return nil, fmt.Errorf("list check runs of %s in %s/%s: %w", sha, owner, name, err)
-	}
+// checkRuns lists every check run of sha with filter=all, following the
+// pages: GitHub's default filter=latest keeps only the newest run of each
+// name, which may be another environment's evaluation, hiding this one's.
+// It keeps this App's runs of the rules' evaluations (by external id, as
+// gatesflow gives it), newest first (by id: GitHub numbers runs in
+// creation order), each with its evaluation's app/environment as Scope.
+func checkRuns(ctx context.Context, gh *github.Client, appID int64, repository, sha string, rules []Rule) ([]CheckRun, error) {
+	owner, name, _ := strings.Cut(repository, "/")
+	opts := &github.ListCheckRunsOptions{AppID: &appID, Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
 	var out []CheckRun
-	for _, cr := range res.CheckRuns {
-		if cr.GetApp().GetID() != appID {
-			continue
+	for {
+		res, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, sha, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list check runs of %s in %s: %w", sha, repository, err)
 		}
-		out = append(out, CheckRun{Name: cr.GetName(), Status: cr.GetStatus(), Conclusion: cr.GetConclusion(),
-			URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA()})
+		for _, cr := range res.CheckRuns {
+			if cr.GetApp().GetID() != appID {
+				continue
+			}
+			scope, ok := scopeOf(cr.GetExternalID(), repository, cr.GetHeadSHA(), rules)
+			if !ok {
+				continue
+			}
+			out = append(out, CheckRun{ID: cr.GetID(), Name: cr.GetName(), Status: cr.GetStatus(), Conclusion: cr.GetConclusion(),
+				URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA(), Scope: scope})
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.ListOptions.Page = resp.NextPage
 	}
+	slices.SortStableFunc(out, func(a, b CheckRun) int { return cmp.Compare(b.ID, a.ID) })
 	return out, nil
+}
+
+// scopeOf names the rule ("app/environment") whose gate evaluation made
+// the run with externalID, among the rules that require gates.
+func scopeOf(externalID, repository, headSHA string, rules []Rule) (string, bool) {
+	for _, r := range rules {
+		if r.Enabled && r.Gates && gatesflow.EvaluationOf(externalID, repository, headSHA, r.App, r.Environment) {
+			return r.App + "/" + r.Environment, true
+		}
+	}
+	return "", false
 }
