@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/records"
 )
 
 // maxEligibilityWindow bounds ?window= (repository configs cap it too).
@@ -31,7 +32,11 @@ func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
 		}
 		window = n
 	}
-	rs, err := s.records.Newest(r.Context(), query.App, query.Environment, query.Cluster, window+eligibility.ReadAhead)
+	// The newest releases that ran: opened ones take no place in the
+	// window, so however many there are they must not crowd it out.
+	// ReadAhead more let the answer say why an older one does not count.
+	rs, err := s.records.NewestRan(r.Context(), window+eligibility.ReadAhead,
+		[]records.Target{{App: query.App, Environment: query.Environment, Cluster: query.Cluster}})
 	if err != nil {
 		s.internalError(w, r, err)
 		return

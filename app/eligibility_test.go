@@ -1,9 +1,11 @@
 package app
 
 import (
+	"fmt"
 	"net/url"
 	"testing"
 
+	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -44,6 +46,49 @@ func TestEligibilityAPI(t *testing.T) {
 		var e apiError
 		if code := ts.api(t, "/api/v1/eligibility?app=checkout&environment=prod&cluster=prod-eu", &e); code != 400 || e.Field != "image" {
 			t.Errorf("no image: %d %+v, want 400 naming image", code, e)
+		}
+	})
+}
+
+// Releases whose pull request is not merged (opened) take no place in the
+// eligibility window, and the answer does not depend on how many there
+// are: with more of them than eligibility.ReadAhead, the newest records of
+// the target no longer reached back to the window's fifth release that
+// ran, and an image healthy there was called not eligible.
+func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = map[string]string{"prod-eu": "tok-eu"} })
+		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
+		// r01 healthy, then four more releases that ran: r01 is the fifth
+		// newest that ran, the last one the default window holds.
+		openRelease(t, ts, "r01", image(1))
+		for _, phase := range []string{"Progressing", "Healthy"} {
+			ts.post(t, "/api/v1/facts/prod-eu", "tok-eu", clusterFact(phase, 1, "r01", image(1)), nil)
+		}
+		for i := 2; i <= 5; i++ {
+			id := fmt.Sprintf("r%02d", i)
+			openRelease(t, ts, id, image(i))
+			ts.post(t, "/api/v1/facts/prod-eu", "tok-eu", clusterFact("Progressing", i, id, image(i)), nil)
+		}
+		ask := func() (a struct {
+			Eligible bool
+			Reason   string
+		}) {
+			q := url.Values{"app": {"checkout"}, "environment": {"prod"}, "cluster": {"prod-eu"}, "image": {image(1)}}
+			if code := ts.api(t, "/api/v1/eligibility?"+q.Encode(), &a); code != 200 {
+				t.Fatalf("eligibility: status %d", code)
+			}
+			return a
+		}
+		if a := ask(); !a.Eligible {
+			t.Fatalf("before any opened release: %+v, want eligible (the fifth newest release that ran)", a)
+		}
+		for i := 6; i <= 6+eligibility.ReadAhead; i++ { // ReadAhead+1 releases never merged
+			openRelease(t, ts, fmt.Sprintf("r%02d", i), image(i))
+		}
+		if a := ask(); !a.Eligible {
+			t.Errorf("after %d opened releases: %+v, want still eligible: opened releases take no place in the window",
+				eligibility.ReadAhead+1, a)
 		}
 	})
 }

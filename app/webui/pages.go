@@ -94,7 +94,12 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "read release", err)
 		return
 	}
-	same, err := h.records.Newest(r.Context(), rec.App, rec.Environment, rec.Cluster, eligibility.DefaultWindow+eligibility.ReadAhead)
+	// The target's newest releases that ran, past the window by ReadAhead
+	// to say why an older one is not eligible: opened ones take no place
+	// in the window, so however many there are they must not crowd it out.
+	// buildRelease adds rec itself when it is not among them.
+	same, err := h.records.NewestRan(r.Context(), eligibility.DefaultWindow+eligibility.ReadAhead,
+		[]records.Target{{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster}})
 	if err != nil {
 		h.internal(w, ss.Login, "read the newest releases", err)
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -98,4 +99,55 @@ func (f *fixture) reportAll(t testing.TB, rs []release) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A release's page judges it by its target's newest releases that ran,
+// however many unmerged (opened) releases are newer: more of them than
+// eligibility.ReadAhead used to fill the records the page read, so the
+// current release lost its Roll back form (the eligible release before it
+// was not read) and a release past the window was called eligible (it was
+// counted from the few releases that were read).
+func TestReleasePageIgnoresManyOpenedReleases(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		f := newFixture(t, dbURL)
+		const repo = "acme/shop"
+		at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+		// r0 and r1 healthy, r2..r5 failed: r5 runs, r1 is the fifth
+		// newest that ran (eligible), r0 the sixth (past the window).
+		var ran []release
+		for i := range 6 {
+			status := records.TaskFailed
+			if i < 2 {
+				status = records.TaskSuccess
+			}
+			ran = append(ran, release{fmt.Sprintf("r%d", i), "shop", "production", "eu-1", repo,
+				fmt.Sprintf("shop:v%d", i), status, at(i)})
+		}
+		f.reportAll(t, ran)
+		for i := range eligibility.ReadAhead + 1 {
+			f.open(t, records.Record{ReleaseID: fmt.Sprintf("pending-%02d", i), App: "shop", Environment: "production",
+				Cluster: "eu-1", Repository: repo, Image: fmt.Sprintf("shop:v%d", 10+i), Kind: records.KindPromote,
+				CreatedAt: at(10 + i)})
+		}
+		app := appWith("https://github.example/")
+		_, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)
+		cookie := sessionCookieFor(t, app, "alice", "tok-alice")
+		page := func(id string) string {
+			w := get(t, mux, "/releases/"+id, cookie)
+			if w.Code != http.StatusOK {
+				t.Fatalf("GET /releases/%s = %d\n%s", id, w.Code, body(w))
+			}
+			return body(w)
+		}
+		if b := page("r5"); !strings.Contains(b, `id="rollback"`) || !strings.Contains(b, "the current release here") {
+			t.Errorf("r5 runs and r1 before it is eligible: its page lacks the current release's Roll back form")
+		}
+		if b := page("r1"); !strings.Contains(b, `<span class="state ok">eligible</span>`) {
+			t.Errorf("r1, healthy and the fifth newest release that ran, is not shown eligible")
+		}
+		if b := page("r0"); strings.Contains(b, `<span class="state ok">eligible</span>`) ||
+			!strings.Contains(b, "only the newest 5 count") {
+			t.Errorf("r0, the sixth newest release that ran, is not shown past the window of 5")
+		}
+	})
 }
