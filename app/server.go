@@ -116,7 +116,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	workers := river.NewWorkers()
 	deps := pipeline.Deps{Config: cfg, DB: db, Records: s.records, River: func() *river.Client[*sql.Tx] { return s.river },
 		GitHub: s.github, Workers: workers, Mux: s.mux, Registerer: s.metrics.registry, Log: log,
-		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity}
+		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity,
+		Configs: pipeline.NewRepoConfigs()}
 	s.configs = configload.NewLoaderFor(deps)
 	handlers := append([]EventHandler{installations{github: s.github, log: log}}, capabilities(deps)...)
 	for _, h := range append(handlers, opts.Handlers...) {

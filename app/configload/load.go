@@ -67,6 +67,9 @@ type Loader struct {
 	mu     sync.Mutex
 	parsed map[string]parsed
 	opts   repoconfig.Options
+	// latest, when set, gets every default-branch read (see
+	// pipeline.RepoConfigs).
+	latest *pipeline.RepoConfigs
 }
 
 type parsed struct {
@@ -80,7 +83,13 @@ func NewLoader() *Loader { return &Loader{parsed: map[string]parsed{}} }
 // NewLoaderFor returns an empty Loader that checks configs as this server
 // does (its rollout.max_parallel). Every capability loads configs with one,
 // so a file valid for one is valid for all.
-func NewLoaderFor(d pipeline.Deps) *Loader { return NewLoaderWith(ServerOptions(d)) }
+// Its default-branch reads are kept in d.Configs, for readers that must
+// not call GitHub.
+func NewLoaderFor(d pipeline.Deps) *Loader {
+	l := NewLoaderWith(ServerOptions(d))
+	l.latest = d.Configs
+	return l
+}
 
 // ServerOptions are the server's side of a config check.
 func ServerOptions(d pipeline.Deps) repoconfig.Options {
@@ -106,11 +115,19 @@ func (l *Loader) Load(ctx context.Context, gh ContentsGetter, repository, ref st
 		return Result{}, fmt.Errorf("load config: repository %q is not owner/name", repository)
 	}
 	res, err := l.read(ctx, gh, owner, name, ref)
-	if err != nil || res.Found || ref != "" || name == OrgRepository {
-		return res, err
+	if err == nil && !res.Found && ref == "" && name != OrgRepository {
+		res, err = l.read(ctx, gh, owner, OrgRepository, "")
+		res.Source.Fallback = res.Found
 	}
-	res, err = l.read(ctx, gh, owner, OrgRepository, "")
-	res.Source.Fallback = res.Found
+	if err == nil && ref == "" {
+		// What the default branch says now: a config, or none to use
+		// (missing or not loading), which forgets the one kept.
+		var cfg *repoconfig.Config
+		if res.Valid() {
+			cfg = res.Config
+		}
+		l.latest.Put(repository, cfg)
+	}
 	return res, err
 }
 

@@ -161,3 +161,37 @@ func TestFindCheckRunIgnoresAnotherAppsRun(t *testing.T) {
 		t.Errorf("with ripcord's run and a newer one of another App: %d (%v), want ripcord's %d", id, err, own.ID)
 	}
 }
+
+// A default-branch read leaves the repository's config in the server's
+// RepoConfigs, for readers that must not call GitHub (the web pages); a
+// read of another commit does not, and a config that went missing or no
+// longer loads is forgotten.
+func TestLoadKeepsTheDefaultBranchConfig(t *testing.T) {
+	ctx := context.Background()
+	fake := githubtest.NewServer(t)
+	gh := client(t, fake).Repositories
+	configs := pipeline.NewRepoConfigs()
+	l := NewLoaderFor(pipeline.Deps{Config: &config.Config{}, Configs: configs})
+	const repo = "acme/checkout"
+	fake.PutFile(repo, "main", ".github/ripcord.yml", valid+"eligibility: {window: 7}\n")
+	if _, err := l.Load(ctx, gh, repo, ""); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, ok := configs.Get(repo); !ok || cfg.Eligibility.Window != 7 {
+		t.Fatalf("after a default-branch read: %+v, %v; want the config with window 7", cfg, ok)
+	}
+	sha := fake.PutFile(repo, "feature", ".github/ripcord.yml", valid+"eligibility: {window: 9}\n")
+	if _, err := l.Load(ctx, gh, repo, sha); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, _ := configs.Get(repo); cfg == nil || cfg.Eligibility.Window != 7 {
+		t.Errorf("a read of another commit replaced the default branch's config: %+v", cfg)
+	}
+	fake.PutFile(repo, "main", ".github/ripcord.yml", "version: [\n")
+	if _, err := l.Load(ctx, gh, repo, ""); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, ok := configs.Get(repo); ok {
+		t.Errorf("a config that no longer loads is still kept: %+v", cfg)
+	}
+}

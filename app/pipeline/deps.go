@@ -38,4 +38,7 @@ type Deps struct {
 	APIAuth func(http.HandlerFunc) http.HandlerFunc
 	// App is the GitHub App's identity as the server knows it now.
 	App func() AppIdentity
+	// Configs are the repositories' configs as last read from their default
+	// branches (configload fills it); nil keeps none.
+	Configs *RepoConfigs
 }

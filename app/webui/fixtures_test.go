@@ -118,7 +118,8 @@ func appWith(webURL string) pipeline.AppIdentity {
 // newTestHandler serves the pages on a fresh mux with a fixed clock.
 func newTestHandler(f *fixture, publicURL, apiURL string, app func() pipeline.AppIdentity, gh gitHub, now time.Time) (*handler, *http.ServeMux) {
 	d := pipeline.Deps{Config: &config.Config{PublicURL: publicURL, GitHub: config.GitHub{APIURL: apiURL}},
-		Records: f.st, App: app, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Records: f.st, App: app, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Configs: pipeline.NewRepoConfigs()}
 	if gh == nil {
 		gh = newUserClient(app, apiURL)
 	}

@@ -54,12 +54,18 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 			targets = append(targets, t)
 		}
 	}
-	ran, err := h.records.NewestRan(r.Context(), eligibility.DefaultWindow, targets)
+	widest := 0
+	for _, r := range rs {
+		if canRead(repos, r.Repository) {
+			widest = max(widest, h.window(r.Repository))
+		}
+	}
+	ran, err := h.records.NewestRan(r.Context(), max(widest, 1), targets)
 	if err != nil {
 		h.internal(w, ss.Login, "list releases", err)
 		return
 	}
-	groups := buildGroups(rs, ran, repos, h.now())
+	groups := buildGroups(rs, ran, repos, h.window, h.now())
 	for i := range groups {
 		for j, tg := range groups[i].Targets {
 			if tg.HasEligible {
@@ -98,7 +104,8 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	// to say why an older one is not eligible: opened ones take no place
 	// in the window, so however many there are they must not crowd it out.
 	// buildRelease adds rec itself when it is not among them.
-	same, err := h.records.NewestRan(r.Context(), eligibility.DefaultWindow+eligibility.ReadAhead,
+	window := h.window(rec.Repository)
+	same, err := h.records.NewestRan(r.Context(), window+eligibility.ReadAhead,
 		[]records.Target{{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster}})
 	if err != nil {
 		h.internal(w, ss.Login, "read the newest releases", err)
@@ -114,14 +121,26 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "read the release's rollout", err)
 		return
 	}
-	v := buildRelease(rec, same, events, ro, rolledOut, h.now())
+	v := buildRelease(rec, same, window, events, ro, rolledOut, h.now())
 	switch {
-	case (v.Release.Current || isRunning(rec, same)) && hasTarget(sameOrSelf(rec, same)):
+	case (v.Release.Current || isRunning(rec, same)) && hasTarget(sameOrSelf(rec, same), window):
 		v.Form = h.form(ss, id, "")
 	case v.Release.Eligible:
 		v.Form = h.form(ss, id, id)
 	}
 	h.render(w, http.StatusOK, "release", page{Title: "Release " + id, Login: ss.Login, Flash: h.takeFlash(w, r), Body: v})
+}
+
+// window is the eligibility window of repository's releases: its
+// eligibility.window as ripcord last read its config (pipeline.RepoConfigs;
+// a page never calls GitHub for it), or eligibility.DefaultWindow while
+// none is kept (not read since the server started, missing, or not
+// loading).
+func (h *handler) window(repository string) int {
+	if cfg, ok := h.configs.Get(repository); ok && cfg.Eligibility.Window > 0 {
+		return cfg.Eligibility.Window
+	}
+	return eligibility.DefaultWindow
 }
 
 // readable is what ss's person can read, or false once the page has

@@ -29,6 +29,9 @@ type handler struct {
 	app       func() pipeline.AppIdentity
 	publicURL string
 	records   *records.Store
+	// configs are the repositories' configs as last read (see
+	// pipeline.RepoConfigs): the pages take the eligibility window from them.
+	configs   *pipeline.RepoConfigs
 	gh        gitHub
 	access    *access
 	rollouts  Rollouts
@@ -52,7 +55,7 @@ func newHandler(d pipeline.Deps, gh gitHub, rollouts Rollouts) *handler {
 	if now == nil {
 		now = time.Now
 	}
-	return &handler{app: app, publicURL: d.Config.PublicURL, records: d.Records, gh: gh, access: newAccess(),
+	return &handler{app: app, publicURL: d.Config.PublicURL, records: d.Records, configs: d.Configs, gh: gh, access: newAccess(),
 		rollouts: rollouts, rollbacks: rollbackflow.NewStarter(d), now: now, log: log}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 // The releases page lists the newest listLimit records, but what it says
@@ -150,4 +151,58 @@ func TestReleasePageIgnoresManyOpenedReleases(t *testing.T) {
 			t.Errorf("r0, the sixth newest release that ran, is not shown past the window of 5")
 		}
 	})
+}
+
+// The pages judge eligibility with the repository's eligibility.window, as
+// the gates and rollbacks do, not with the default of 5: with a window of
+// 7, the seventh newest release that ran is a rollback target on both
+// pages. Until ripcord has read the repository's config (none is kept),
+// the pages use the default window.
+func TestPagesUseTheRepositorysEligibilityWindow(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	const repo = "acme/shop"
+	// r0 healthy, r1..r6 failed: r6 runs, r0 is the seventh newest.
+	var rs []release
+	for i := range 7 {
+		status := records.TaskFailed
+		if i == 0 {
+			status = records.TaskSuccess
+		}
+		rs = append(rs, release{fmt.Sprintf("r%d", i), "shop", "production", "eu-1", repo,
+			fmt.Sprintf("shop:v%d", i), status, t0.Add(time.Duration(i) * time.Minute)})
+	}
+	f.reportAll(t, rs)
+	cfg, problems := repoconfig.Load([]byte("version: 1\napps:\n  shop:\n    environments:\n      production:\n        workflows: [deploy.yml]\neligibility: {window: 7}\n"))
+	if cfg == nil {
+		t.Fatalf("config: %v", problems)
+	}
+	app := appWith("https://github.example/")
+	h, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)
+	cookie := sessionCookieFor(t, app, "alice", "tok-alice")
+	page := func(path string) string {
+		w := get(t, mux, path, cookie)
+		if w.Code != http.StatusOK {
+			t.Fatalf("GET %s = %d\n%s", path, w.Code, body(w))
+		}
+		return body(w)
+	}
+	const eligible, rollbackTo = `<span class="state ok">eligible</span>`, "--to r0"
+	if b := page("/releases/r0"); strings.Contains(b, eligible) || !strings.Contains(b, "only the newest 5 count") {
+		t.Errorf("no config kept: r0's page does not use the default window of 5")
+	}
+	h.configs.Put(repo, cfg)
+	if b := page("/releases/r0"); !strings.Contains(b, eligible) {
+		t.Errorf("window 7: r0, healthy and the seventh newest, is not eligible on its page")
+	}
+	if b := page("/releases/r6"); !strings.Contains(b, `id="rollback"`) {
+		t.Errorf("window 7: the current release r6 has no Roll back form, though r0 is a target")
+	}
+	b := page("/")
+	if !strings.Contains(b, rollbackTo) || !strings.Contains(b, `before <a href="/releases/r6">r6</a>`) {
+		t.Errorf("window 7: the releases page does not offer r0 as a rollback target")
+	}
+	h.configs.Put(repo, nil)
+	if b := page("/"); strings.Contains(b, rollbackTo) {
+		t.Errorf("no config kept: the releases page offers r0, past the default window of 5")
+	}
 }

@@ -144,9 +144,9 @@ func isRunning(rec records.Record, same []records.Record) bool {
 // the current one is an eligible rollback target, so a form is worth
 // showing on the current release. buildRow never calls the current release
 // or an opened one eligible, whichever place they have in same.
-func hasTarget(same []records.Record) bool {
+func hasTarget(same []records.Record, window int) bool {
 	for _, r := range same {
-		if buildRow(r, same, r.CreatedAt).Eligible {
+		if buildRow(r, same, window, r.CreatedAt).Eligible {
 			return true
 		}
 	}

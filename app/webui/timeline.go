@@ -100,8 +100,8 @@ type releaseView struct {
 
 // buildRelease lays out one release: events oldest first (whatever order
 // they come in), the people named in them, and its rollout's stages.
-func buildRelease(rec records.Record, same []records.Record, events []records.AuditEvent, ro Rollout, rolledOut bool, now time.Time) releaseView {
-	v := releaseView{Release: buildRow(rec, sameOrSelf(rec, same), now), Record: rec, RollbackFrom: rollbackCLI(rec, "")}
+func buildRelease(rec records.Record, same []records.Record, window int, events []records.AuditEvent, ro Rollout, rolledOut bool, now time.Time) releaseView {
+	v := releaseView{Release: buildRow(rec, sameOrSelf(rec, same), window, now), Record: rec, RollbackFrom: rollbackCLI(rec, "")}
 	sorted := slices.Clone(events)
 	slices.SortStableFunc(sorted, func(a, b records.AuditEvent) int { return a.At.Compare(b.At) })
 	seen := map[string]bool{}

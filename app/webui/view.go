@@ -67,8 +67,9 @@ type row struct {
 // in rs (records.Store.NewestRan, at least the eligibility window of
 // each): rs, the newest records of the whole store, may stop short of a
 // target's window, and what a row says (current, eligible) and each
-// cluster's rollback hint rest on that window.
-func buildGroups(rs, ran []records.Record, repos map[string]bool, now time.Time) []group {
+// cluster's rollback hint rest on that window. window is the eligibility
+// window of a repository's releases.
+func buildGroups(rs, ran []records.Record, repos map[string]bool, window func(repository string) int, now time.Time) []group {
 	visible := readableOf(rs, repos)
 	slices.SortStableFunc(visible, newestFirst)
 	// The records of a target in rs are its newest ones, down to the
@@ -99,10 +100,10 @@ func buildGroups(rs, ran []records.Record, repos map[string]bool, now time.Time)
 			groups = append(groups, group{App: r.App, Environment: r.Environment})
 		}
 		same := byTarget[targetKey(r)]
-		groups[i].Rows = append(groups[i].Rows, buildRow(r, same, now))
+		groups[i].Rows = append(groups[i].Rows, buildRow(r, same, window(r.Repository), now))
 		if !hinted[targetKey(r)] {
 			hinted[targetKey(r)] = true
-			if tg, ok := buildTargetOf(same, now); ok {
+			if tg, ok := buildTargetOf(same, window(r.Repository), now); ok {
 				groups[i].Targets = append(groups[i].Targets, tg)
 			}
 		}
@@ -127,8 +128,8 @@ func targetKey(r records.Record) [3]string { return [3]string{r.App, r.Environme
 
 // buildTargetOf is the rollback hint of a target whose records (newest
 // first) are same, when a release runs there: HasEligible when one of
-// them before the current one is eligible.
-func buildTargetOf(same []records.Record, now time.Time) (target, bool) {
+// them before the current one is eligible within window.
+func buildTargetOf(same []records.Record, window int, now time.Time) (target, bool) {
 	cur := running(same)
 	if cur == "" {
 		return target{}, false
@@ -136,7 +137,7 @@ func buildTargetOf(same []records.Record, now time.Time) (target, bool) {
 	i := slices.IndexFunc(same, func(r records.Record) bool { return r.ReleaseID == cur })
 	tg := buildTarget(same[i])
 	for _, r := range same {
-		if r.ReleaseID != cur && buildRow(r, same, now).Eligible {
+		if r.ReleaseID != cur && buildRow(r, same, window, now).Eligible {
 			tg.HasEligible = true
 			break
 		}
@@ -162,8 +163,9 @@ func running(same []records.Record) string {
 }
 
 // buildRow describes r; same are the records of r's app, environment and
-// cluster, newest first, which eligibility counts.
-func buildRow(r records.Record, same []records.Record, now time.Time) row {
+// cluster, newest first, which eligibility counts, the newest window of
+// those that ran.
+func buildRow(r records.Record, same []records.Record, window int, now time.Time) row {
 	out := row{ReleaseID: r.ReleaseID, Cluster: r.Cluster, Kind: r.Kind, RollbackOf: r.RollbackOf,
 		State: r.State, StateClass: stateClass(r.State), Image: r.Image, Digest: shortDigest(r.ResolvedDigest()),
 		PRURL: r.PRURL, PRNumber: r.PRNumber, CreatedAt: r.CreatedAt, When: ago(r.CreatedAt, now)}
@@ -178,7 +180,7 @@ func buildRow(r records.Record, same []records.Record, now time.Time) row {
 		return out
 	}
 	ans := eligibility.Check(same, eligibility.Query{App: r.App, Environment: r.Environment, Cluster: r.Cluster,
-		Image: imageQuery(r)}, eligibility.DefaultWindow)
+		Image: imageQuery(r)}, window)
 	out.Eligible, out.Eligibility = ans.Eligible, ans.Reason
 	if ans.Eligible {
 		out.RollbackCLI = rollbackCLI(r, r.ReleaseID)

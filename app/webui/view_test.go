@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -30,7 +31,7 @@ func TestBuildGroups(t *testing.T) {
 		rec("s-1", "vault", "prod", "eu", "acme/secret", "vault:v1", records.StateHealthy, t0, true),
 		rec("n-1", "orphan", "prod", "eu", "", "orphan:v1", records.StateHealthy, t0, true),
 	}
-	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true, "acme/api": true}, t0.Add(3*time.Hour))
+	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true, "acme/api": true}, defaultWindow, t0.Add(3*time.Hour))
 
 	var names []string
 	for _, g := range groups {
@@ -123,7 +124,7 @@ func TestBuildReleaseTimeline(t *testing.T) {
 		{Type: records.AuditCommandReceived, At: t0.Add(10 * time.Minute), Data: map[string]any{"user": "octocat", "command": "retry"}},
 		{Type: records.AuditCommandReceived, At: t0.Add(15 * time.Minute), Data: map[string]any{"user": "octocat"}},
 	}
-	v := buildRelease(r, nil, events, Rollout{}, false, t0.Add(time.Hour))
+	v := buildRelease(r, nil, eligibility.DefaultWindow, events, Rollout{}, false, t0.Add(time.Hour))
 	var types []records.AuditType
 	for _, e := range v.Events {
 		types = append(types, e.Type)
@@ -158,7 +159,7 @@ func TestBuildGroupsCurrentIsTheNewestReleaseThatRan(t *testing.T) {
 		// there yet, so there is no current release and no rollback hint.
 		rec("n-1", "shop", "prod", "us", "acme/shop", "shop:v3", records.StateOpened, t0.Add(time.Hour), false),
 	}
-	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true}, t0.Add(4*time.Hour))
+	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true}, defaultWindow, t0.Add(4*time.Hour))
 	if len(groups) != 1 {
 		t.Fatalf("groups %+v, want shop/prod only", groups)
 	}
@@ -183,3 +184,6 @@ func TestBuildGroupsCurrentIsTheNewestReleaseThatRan(t *testing.T) {
 		t.Errorf("targets %+v, want eu only, current a-3 (what runs), with an eligible target", tg)
 	}
 }
+
+// defaultWindow is every repository's window when none has a config kept.
+func defaultWindow(string) int { return eligibility.DefaultWindow }
