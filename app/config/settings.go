@@ -65,7 +65,7 @@ var settings = []Setting{
 	{Key: "oidc.audience", Env: "RIPCORD_OIDC_AUDIENCE", Default: "",
 		Help: "audience those tokens must carry (the action's audience input); empty: public_url", set: func(c *Config, v string) error { c.OIDC.Audience = v; return nil }},
 	{Key: "stall_after", Env: "RIPCORD_STALL_AFTER", Default: "15m",
-		Help: "a release that gets no fact this long after it opened raises a stall alert; a repository's own stall_after in .github/ripcord.yml wins for its releases", set: duration(func(c *Config) *time.Duration { return &c.StallAfter })},
+		Help: "a release that gets no fact this long after it opened (one opened for a pull request: after the merge) raises a stall alert; a repository's own stall_after in .github/ripcord.yml wins for its releases", set: duration(func(c *Config) *time.Duration { return &c.StallAfter })},
 	{Key: "retention", Env: "RIPCORD_RETENTION", Default: "336h",
 		Help: "finished releases older than this are deleted, except the newest 100 per app, environment and cluster (the widest eligibility window reads them)", set: duration(func(c *Config) *time.Duration { return &c.Retention })},
 	{Key: "deliveries.retention", Env: "RIPCORD_DELIVERIES_RETENTION", Default: "336h",
