@@ -200,6 +200,44 @@ func TestMergedReleasePullRequestStartsTheRollout(t *testing.T) {
 	}
 }
 
+// An app's environment belongs to the repository of its first release
+// (README, POST /api/v1/facts): a merged pull request of another
+// repository whose own config declares that app opens no release of it and
+// starts no rollout.
+func TestMergeInAnotherRepositoryOpensNoReleaseOfAnOwnedApp(t *testing.T) {
+	cfg := strings.Replace(e2eConfig, "        targets:", `        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image}
+        targets:`, 1)
+	s := newScene(t, cfg)
+	code, b := s.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "owned-1", "app": "checkout",
+		"environment": "prod", "cluster": "prod-eu", "repository": "acme/owner", "image": "ghcr.io/acme/checkout:v0"}`))
+	if code != 201 {
+		t.Fatalf("opening acme/owner's release: %d %s", code, b)
+	}
+	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")
+	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
+	s.Deliver("pull_request", e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "closed.payload.json"), func(m map[string]any) {
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		m["number"] = 7
+		pr := m["pull_request"].(map[string]any)
+		pr["number"], pr["merged"], pr["merge_commit_sha"] = 7, true, merge
+		pr["base"].(map[string]any)["sha"] = base
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = repo, "checkout"
+	}))
+	s.WaitFor("the merge job", wait, func() bool {
+		return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = $1 AND state = 'completed'`, rolloutflow.MergeArgs{}.Kind()) == 1
+	})
+	if n := s.Int(`SELECT COUNT(*) FROM records WHERE app = 'checkout' AND repository = $1`, repo); n != 0 {
+		t.Errorf("%d releases of checkout opened for %s, which does not own it; want none", n, repo)
+	}
+	if n := s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollout_start' AND json_extract(args, '$.release_id') <> 'owned-1'`); n != 0 {
+		t.Errorf("%d rollout starts queued beside acme/owner's release, want none", n)
+	}
+}
+
 // The rollouts API names what is wrong.
 func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
 	s := newScene(t, e2eConfig)

@@ -135,6 +135,18 @@ func (w *mergeWorker) Work(ctx context.Context, job *river.Job[MergeArgs]) error
 				}
 				continue
 			}
+			// An app's environment belongs to the repository of its first
+			// release (README, POST /api/v1/facts): another repository's
+			// config declaring the same app does not make its merges releases.
+			owner, err := x.deps.Records.Owner(ctx, app, name)
+			if err != nil {
+				return err
+			}
+			if owner != "" && !strings.EqualFold(owner, a.Repository) {
+				x.deps.Log.Warn("merged pull request changes the release file of an app another repository owns: no release opened",
+					"repository", a.Repository, "pull_request", a.PullRequest, "app", app, "environment", name, "owner", owner)
+				continue
+			}
 			rel, err := gates.ReadRelease(head, rb.Fields)
 			if err != nil {
 				x.deps.Log.Warn("release file of a merged pull request does not read", "repository", a.Repository,
