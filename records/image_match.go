@@ -5,15 +5,22 @@ import "strings"
 // RunsImage reports whether observed, the images a workload runs, contain
 // the record's image: by digest when both have one, otherwise by reference
 // (repository and tag, Docker Hub's short names expanded; a bare version,
-// as workflow deploys record, is compared with the tag). It is true when
-// either side says nothing to compare: a record with no image, or a fact
-// that reports no images, cannot contradict the other.
+// as workflow deploys record, is compared with the tag). It is false only
+// when every observed image decidedly differs. Nothing decides, and so
+// nothing contradicts the record, when either side says nothing to compare
+// (a record with no image, a fact that reports no images), or when one side
+// has only a digest and the other only a tag or version: a workload pinned
+// by digest (GitOps writes those) cannot be told apart from the release a
+// workflow recorded by its version, and a false drift would keep a
+// healthy release from ever turning healthy.
 func (r Record) RunsImage(observed []string) bool {
 	want := ParseImage(r.Image)
 	wantDigest := r.ResolvedDigest()
 	if len(observed) == 0 || (strings.TrimSpace(r.Image) == "" && wantDigest == "") {
 		return true
 	}
+	wantTagged := want.Tag != "" || bareVersion(want)
+	undecided := false
 	for _, img := range observed {
 		got := ParseImage(img)
 		if wantDigest != "" && got.Digest != "" {
@@ -22,11 +29,21 @@ func (r Record) RunsImage(observed []string) bool {
 			}
 			continue
 		}
+		if !wantTagged || got.Tag == "" {
+			undecided = true // a digest on one side, only a tag on the other
+			continue
+		}
 		if sameReference(want, got) {
 			return true
 		}
 	}
-	return false
+	return undecided
+}
+
+// bareVersion reports whether ref is a version alone ("v1a2b3c4-1760000000"),
+// as seed 000's workflow deploys record it: the image's tag.
+func bareVersion(ref ImageRef) bool {
+	return ref.Tag == "" && ref.Repository != "" && !strings.ContainsAny(ref.Repository, "/.:")
 }
 
 // sameReference compares two references without their digests.
@@ -34,12 +51,8 @@ func sameReference(want, got ImageRef) bool {
 	if want.Repository == "" || got.Repository == "" {
 		return false // a bare digest on one side, and no digest on the other
 	}
-	if want.Tag == "" && !strings.ContainsAny(want.Repository, "/.:") {
-		// A bare version ("v1a2b3c4-1760000000"): seed 000's version is
-		// the image tag.
-		if got.Tag == want.Repository {
-			return true
-		}
+	if bareVersion(want) && got.Tag == want.Repository {
+		return true // seed 000's version is the image tag
 	}
 	return canonicalRepository(want.Repository) == canonicalRepository(got.Repository) && tagOrLatest(want.Tag) == tagOrLatest(got.Tag)
 }
