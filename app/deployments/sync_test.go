@@ -245,6 +245,7 @@ func TestWithdrawnReleaseEndsInactive(t *testing.T) {
 		}
 		e.open(a)
 		e.observe(a, records.PhaseProgressing, 1)
+		e.settle() // a sync reads the record as it is: let it see progressing first
 		e.observe(a, records.PhaseDegraded, 2)
 		e.settle()
 		if got := e.statuses(a.ReleaseID); got != "in_progress failure" {
