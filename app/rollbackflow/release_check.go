@@ -168,17 +168,38 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 }
 
 // target is the rollback the records offer for r: the newest eligible
-// release before it.
+// release before it, within the repository's eligibility window.
 func (w *releaseCheckWorker) target(ctx context.Context, r records.Record) (*records.Record, eligibility.Answer, error) {
-	newest, err := w.deps.Records.Newest(ctx, r.App, r.Environment, r.Cluster, eligibility.DefaultWindow+eligibility.ReadAhead)
+	window := windowOf(w.deps.Configs, r.Repository)
+	// The target's newest releases that ran: opened ones take no place in
+	// the window, so however many there are they must not crowd it out.
+	// ReadAhead more let the reason say why an older one does not count.
+	newest, err := w.deps.Records.NewestRan(ctx, window+eligibility.ReadAhead,
+		[]records.Target{{App: r.App, Environment: r.Environment, Cluster: r.Cluster}})
 	if err != nil {
 		return nil, eligibility.Answer{}, err
 	}
-	t, ans := eligibility.SelectTarget(newest, r.ReleaseID, eligibility.DefaultWindow)
+	if r.State == records.StateOpened {
+		// Not among the releases that ran, but SelectTarget starts from it.
+		newest = append(newest, r)
+	}
+	t, ans := eligibility.SelectTarget(newest, r.ReleaseID, window)
 	if !ans.Eligible || t.ReleaseID == "" || !revisionOK(t.GitRevision) {
 		return nil, ans, nil
 	}
 	return &t, ans, nil
+}
+
+// windowOf is repository's eligibility window: its eligibility.window as
+// ripcord last read its .github/ripcord.yml from the default branch (see
+// pipeline.RepoConfigs; a check run is written without reading GitHub for
+// it), or eligibility.DefaultWindow while none is kept (not read since the
+// server started, missing, or not loading), as on the releases pages.
+func windowOf(configs *pipeline.RepoConfigs, repository string) int {
+	if cfg, ok := configs.Get(repository); ok && cfg.Eligibility.Window > 0 {
+		return cfg.Eligibility.Window
+	}
+	return eligibility.DefaultWindow
 }
 
 // writeReleaseCheck updates the release's check run, found by its external
