@@ -1,10 +1,12 @@
 package gatesflow
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -12,6 +14,7 @@ import (
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
@@ -29,12 +32,11 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if rel, err := gates.ReadRelease(t.head, t.e.Rollback.Fields); err == nil {
 		s.Image, s.Digest = rel.Image, rel.Digest
 	}
-	window := cfg.Eligibility.Window
-	rs, err := w.deps.Records.Newest(ctx, t.app, t.env, t.e.Cluster, window+eligibility.ReadAhead)
+	rs, err := w.subjectRecords(ctx, t, cfg.Eligibility.Window)
 	if err != nil {
-		return fmt.Errorf("release records of %s/%s: %w", t.app, t.env, err)
+		return err
 	}
-	s = gates.Assess(rs, s, window)
+	s = gates.Assess(rs, s, cfg.Eligibility.Window)
 
 	g, _ := cfg.GatesFor(t.app, t.env)
 	var schema schemaFile
@@ -66,6 +68,38 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 			"environment", t.env, "gate", r.Gate, "outcome", r.Verdict.Outcome, "conclusion", r.Output.Conclusion)
 	}
 	return w.queueReports(ctx, reports)
+}
+
+// subjectRecords are the records Assess judges the subject by, newest
+// first: the target's newest releases that ran, window of them and
+// ReadAhead more to say why an older one does not count, so that however
+// many opened releases (pull requests not merged) are newer they cannot
+// crowd the window out; and, as before, the target's newest records
+// whatever their state, among which an opened one — the pull request's own
+// release, registered before it ran — may name the commit of a new digest.
+func (w *evaluateWorker) subjectRecords(ctx context.Context, t target, window int) ([]records.Record, error) {
+	ran, err := w.deps.Records.NewestRan(ctx, window+eligibility.ReadAhead,
+		[]records.Target{{App: t.app, Environment: t.env, Cluster: t.e.Cluster}})
+	if err != nil {
+		return nil, fmt.Errorf("release records of %s/%s: %w", t.app, t.env, err)
+	}
+	newest, err := w.deps.Records.Newest(ctx, t.app, t.env, t.e.Cluster, window+eligibility.ReadAhead)
+	if err != nil {
+		return nil, fmt.Errorf("release records of %s/%s: %w", t.app, t.env, err)
+	}
+	out := slices.Clone(newest)
+	for _, r := range ran {
+		if !slices.ContainsFunc(newest, func(n records.Record) bool { return n.ReleaseID == r.ReleaseID }) {
+			out = append(out, r)
+		}
+	}
+	// Both lists are newest first by created_at, then release_id: so is
+	// their union (the releases that ran past the newest records are older
+	// than all of them).
+	slices.SortStableFunc(out, func(a, b records.Record) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
+	})
+	return out, nil
 }
 
 // externalID ties the runs of one evaluation together, so the verdict of a
