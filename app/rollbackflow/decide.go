@@ -43,8 +43,10 @@ type Input struct {
 	// Cluster is Start.Cluster or, when empty, the environment's.
 	Cluster string
 	Window  int
-	// Newest are the newest records of the app, environment and cluster,
-	// newest first (more than Window, so an opened one can be skipped).
+	// Newest are the newest records of the app, environment and cluster
+	// that ran (records.Store.NewestRan: opened ones left out), newest
+	// first, more than Window so that the answer can say why an older one
+	// does not count.
 	Newest []records.Record
 	// Named is the record Start.To names; nil when To is empty or names none.
 	Named *records.Record

@@ -54,7 +54,13 @@ func (st *starter) decide(ctx context.Context, in Input) (Plan, Input, error) {
 	if window <= 0 {
 		window = repoconfig.DefaultEligibilityWindow
 	}
-	newest, err := st.deps.Records.Newest(ctx, s.App, s.Environment, in.Cluster, window+eligibility.ReadAhead)
+	// The target's newest releases that ran: opened ones (pull requests
+	// not merged, earlier rollbacks among them) are neither the current
+	// release nor a target and take no place in the window, so however many
+	// there are they must not crowd it out. ReadAhead more let the answer
+	// say why an older one does not count.
+	newest, err := st.deps.Records.NewestRan(ctx, window+eligibility.ReadAhead,
+		[]records.Target{{App: s.App, Environment: s.Environment, Cluster: in.Cluster}})
 	if err != nil {
 		return Plan{}, in, err
 	}

@@ -141,3 +141,25 @@ func TestReleaseCheckTargetUsesTheRepositorysWindow(t *testing.T) {
 		}
 	})
 }
+
+// `/ripcord rollback`, the API and the CLI choose the newest eligible
+// release before the current one among the releases that ran: more
+// opened ones than eligibility.ReadAhead used to crowd r1, the fifth
+// newest release that ran, out of the records read, and the rollback was
+// refused for want of an eligible target.
+func TestRollbackTargetIgnoresManyOpenedReleases(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		_, st := history(t, dbURL, 5, eligibility.ReadAhead+1)
+		s := &starter{deps: pipeline.Deps{Records: st}}
+		in := input()
+		in.Window = 0 // the shell's default: repoconfig.DefaultEligibilityWindow
+		plan, _, err := s.decide(context.Background(), in)
+		if err != nil {
+			t.Fatalf("decide with %d opened releases newer: %v, want r1 as the target", eligibility.ReadAhead+1, err)
+		}
+		if plan.Target != "r1" || plan.Record.RollbackOf != "r5" || !plan.Request.Rollback.Eligibility.Eligible {
+			t.Errorf("plan: target %s rolling back %s, eligible %v; want r1 rolling back r5, eligible",
+				plan.Target, plan.Record.RollbackOf, plan.Request.Rollback.Eligibility.Eligible)
+		}
+	})
+}
