@@ -1,10 +1,12 @@
 package recoveryflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,11 +49,24 @@ func (f *flow) gather(ctx context.Context, gh *github.Client, repository string,
 	if deploy.Environment == "" {
 		return nil
 	}
-	// Past the window too: opened records (pull requests not merged) take
-	// no place in it, as in every other eligibility check.
-	g.Newest, err = f.deps.Records.Newest(ctx, deploy.App, deploy.Environment, cluster, cfg.Eligibility.Window+eligibility.ReadAhead)
+	// The newest releases that ran, past the window by ReadAhead to say
+	// why an older one does not count: opened records (pull requests not
+	// merged) take no place in it, as in every other eligibility check, so
+	// however many there are they must not crowd it out.
+	g.Newest, err = f.deps.Records.NewestRan(ctx, cfg.Eligibility.Window+eligibility.ReadAhead,
+		[]records.Target{{App: deploy.App, Environment: deploy.Environment, Cluster: cluster}})
 	if err != nil {
 		return err
+	}
+	if g.Failed != nil && g.Failed.State == records.StateOpened && g.Failed.SameTarget(records.Record{
+		App: deploy.App, Environment: deploy.Environment, Cluster: cluster}) {
+		// Not among the releases that ran, but the previous target is
+		// chosen from it, as when the newest records were read whatever
+		// their state.
+		g.Newest = append(g.Newest, *g.Failed)
+		slices.SortStableFunc(g.Newest, func(a, b records.Record) int {
+			return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
+		})
 	}
 	g.Running, err = f.running(ctx, g.Newest)
 	return err
