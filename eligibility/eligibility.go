@@ -190,10 +190,11 @@ func newestFirst(rs []records.Record, app, env, cluster string) []records.Record
 	return out
 }
 
-// ran drops the opened records, which never ran, except keep.
+// ran drops the records that never ran, except keep: opened ones (their
+// pull request not merged yet) and withdrawn ones (closed without merging).
 func ran(rs []records.Record, keep string) []records.Record {
 	return slices.DeleteFunc(rs, func(r records.Record) bool {
-		return r.State == records.StateOpened && r.ReleaseID != keep
+		return !r.Ran() && r.ReleaseID != keep
 	})
 }
 

@@ -33,10 +33,17 @@ func rec(id string, h int, img string, opts ...func(*records.Record)) records.Re
 	}
 	healthy := at(h).Add(10 * time.Minute)
 	r.HealthyAt = &healthy
+	r.LastFactAt = &r.UpdatedAt // a release that ran was reported on
 	for _, o := range opts {
 		o(&r)
 	}
 	return r
+}
+
+// withdrawn is a release called off before it ran (records.Withdraw): its
+// pull request was closed without merging, so it is aborted with no fact.
+func withdrawn(r *records.Record) {
+	r.HealthyAt, r.State, r.LastFactAt = nil, records.StateAborted, nil
 }
 
 func state(s records.State) func(*records.Record) { return func(r *records.Record) { r.State = s } }
@@ -110,6 +117,9 @@ func TestCheck(t *testing.T) {
 			append([]records.Record{
 				rec("RB", 70, "v2", neverHealthy(records.StateOpened)), rec("P8", 80, "v8", neverHealthy(records.StateOpened)),
 			}, six()...),
+			query(digest("v2")), 0, true, "R2", 5, "the fifth-newest"},
+		{"a withdrawn record (its pull request closed unmerged) takes no place in the window",
+			append([]records.Record{rec("RB", 70, "v2", withdrawn), rec("P8", 80, "v8", withdrawn)}, six()...),
 			query(digest("v2")), 0, true, "R2", 5, "the fifth-newest"},
 		{"an opened record alone is not a release that ran",
 			[]records.Record{rec("R7", 70, "v7", neverHealthy(records.StateOpened)), rec("R6", 60, "v6", state(records.StateHealthy))},

@@ -92,7 +92,8 @@ type Target struct{ App, Environment, Cluster string }
 const newestRanChunk = 200
 
 // NewestRan returns, for each of targets, its n newest records that ran
-// (every state but opened, which takes no place in an eligibility window),
+// (every state but opened, and not withdrawn: those never ran and take no place
+// in an eligibility window),
 // newest first. Unlike the newest records of the whole store, which one
 // busy target can fill, this holds each target's window whatever the
 // number of records.
@@ -112,7 +113,7 @@ func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Recor
 		rows, err := s.db.Read.QueryContext(ctx, `SELECT `+recordColumns+` FROM (
 			SELECT `+recordColumns+`, ROW_NUMBER() OVER (
 				PARTITION BY app, environment, cluster ORDER BY created_at DESC, release_id DESC) AS position
-			FROM records WHERE state <> 'opened'
+			FROM records WHERE `+ranCondition+`
 				AND (app, environment, cluster) IN (VALUES `+strings.Join(rowsSQL, ", ")+`)) ranked
 			WHERE position <= $1`+newestFirst, args...)
 		if err != nil {
