@@ -34,6 +34,19 @@ func (s *suspendedOnGitHub) set(v bool) {
 	s.suspended = v
 }
 
+// startWithSuspension starts the server as a configured App against a fake
+// GitHub whose GET /app/installations/{installation_id} answers from gh.
+func startWithSuspension(t *testing.T, dbURL string) (*testServer, *githubtest.Server, *suspendedOnGitHub) {
+	t.Helper()
+	fake := githubtest.NewServer(t)
+	gh := &suspendedOnGitHub{}
+	fake.Handle("GET /app/installations/{installation_id}", gh.serve)
+	ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) {
+		c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), fake.URL()
+	})
+	return ts, fake, gh
+}
+
 // serve answers GET /app/installations/{installation_id} as GitHub does,
 // with suspended_at set while the installation is suspended.
 func (s *suspendedOnGitHub) serve(w http.ResponseWriter, _ *http.Request, p map[string]string) {
@@ -89,12 +102,7 @@ func TestSuspensionIsWhatGitHubSaysNotTheLateEvent(t *testing.T) {
 	unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
 	const id = 16598467 // both payloads'
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		gh := &suspendedOnGitHub{}
-		fake.Handle("GET /app/installations/{installation_id}", gh.serve)
-		ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) {
-			c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), fake.URL()
-		})
+		ts, fake, gh := startWithSuspension(t, dbURL)
 
 		gh.set(true)
 		ts.deliverSettled(t, "installation", "suspend-1", suspend)
@@ -242,12 +250,7 @@ func TestALateEventDoesNotUndoASuspension(t *testing.T) {
 	created := withInstallation(t, githubtest.LoadPayload(t, "installation", "created.payload.json"), suspend)
 	const id = 16598467
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		gh := &suspendedOnGitHub{}
-		fake.Handle("GET /app/installations/{installation_id}", gh.serve)
-		ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) {
-			c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), fake.URL()
-		})
+		ts, fake, gh := startWithSuspension(t, dbURL)
 		gh.set(true)
 		ts.deliverSettled(t, "installation", "suspend-1", suspend)
 		ts.deliverSettled(t, "installation_repositories", "added-old", added)

@@ -124,18 +124,7 @@ func TestFailedRollbackRunAlertsInsteadOfStartingOver(t *testing.T) {
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5006
-		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
-		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
-		d := s.GitHub.Dispatches(repo)[0]
-		s.WaitFor("the rollback run to be recorded", wait, func() bool {
-			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
-		})
-
-		s.GitHub.CompleteRun(repo, d.RunID, "failure")
-		s.deliverRun(d.RunID, 1, "failure")
-		s.waitState(run, recoveryflow.StateAlerted)
+		d := s.rollbackRunFails(run)
 		s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
 		cr := s.waitCheck("Manual intervention required")
 		s.Settle(jobKinds...)
@@ -212,17 +201,7 @@ func TestNewFailureAfterAFailedRollbackDispatchesItsOwnRollback(t *testing.T) {
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5010
-		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
-		s.WaitFor("the first rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
-		first := s.GitHub.Dispatches(repo)[0]
-		s.WaitFor("the first rollback run to be recorded", wait, func() bool {
-			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(first.RunID)
-		})
-		s.GitHub.CompleteRun(repo, first.RunID, "failure")
-		s.deliverRun(first.RunID, 1, "failure")
-		s.waitState(run, recoveryflow.StateAlerted)
+		s.rollbackRunFails(run)
 		s.Settle(jobKinds...)
 
 		// A person re-runs the deploy run; attempt 2 fails the same way.
@@ -249,4 +228,23 @@ func TestNewFailureAfterAFailedRollbackDispatchesItsOwnRollback(t *testing.T) {
 		s.Settle(jobKinds...)
 		s.logCalls(t)
 	})
+}
+
+// rollbackRunFails fails the first attempt of run with retries exhausted,
+// so recovery dispatches a workflow rollback, then fails that rollback run:
+// the episode ends alerted. It returns the rollback's dispatch.
+func (s *scene) rollbackRunFails(run int64) githubtest.Dispatch {
+	s.T.Helper()
+	s.failedRun(run)
+	s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+	s.deliverRun(run, 1, "failure")
+	s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
+	d := s.GitHub.Dispatches(repo)[0]
+	s.WaitFor("the rollback run to be recorded", wait, func() bool {
+		return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
+	})
+	s.GitHub.CompleteRun(repo, d.RunID, "failure")
+	s.deliverRun(d.RunID, 1, "failure")
+	s.waitState(run, recoveryflow.StateAlerted)
+	return d
 }
