@@ -96,6 +96,35 @@ func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
 	})
 }
 
+// A withdrawn release (its pull request closed unmerged: aborted with no
+// fact) never ran either: it takes no place among the newest that are kept,
+// and, having nothing to keep it for, goes once it is past retention.
+func TestSweepTakesWithdrawnReleasesOutOfTheWindowAndDeletesThem(t *testing.T) {
+	const day = 24 * time.Hour
+	now := at(0).Add(200 * day)
+	withdrawn := func(r *Record) { r.LastFactAt = nil }
+	history := []Record{
+		record("W10", StateAborted, 10, withdrawn),
+		record("A9", StateHealthy, 9, healthyAt(9), lastFact(9)),
+		record("A8", StateSuperseded, 8, lastFact(8)),
+		record("A7", StateSuperseded, 7, lastFact(7)),
+		record("A6", StateFailed, 6, lastFact(6)),
+		record("A5", StateSuperseded, 5, healthyAt(5), lastFact(5)), // fifth-newest that ran: kept
+		record("A4", StateAborted, 4, lastFact(4)),                  // an abort the cluster reported, past the window
+		record("W3", StateAborted, 3, withdrawn),
+	}
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		for _, r := range history {
+			putRecord(t, s, r)
+		}
+		n, left := sweep(t, s, now, 90*day)
+		if want := []string{"A5", "A6", "A7", "A8", "A9"}; n != 3 || !slices.Equal(left, want) {
+			t.Fatalf("swept %d, left %v; want 3 swept (W10, A4, W3), left %v", n, left, want)
+		}
+	})
+}
+
 func TestSweepDeletesInBatchesAndCountsAll(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)

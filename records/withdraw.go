@@ -17,8 +17,12 @@ func (r Record) Withdrawn() bool { return r.State == StateAborted && r.LastFactA
 // workflow reported on it: it is, or was, the release running there.
 func (r Record) Ran() bool { return r.State != StateOpened && !r.Withdrawn() }
 
-// ranCondition is Ran in SQL, for queries over the records table.
-const ranCondition = `state <> 'opened' AND NOT (state = 'aborted' AND last_fact_at IS NULL)`
+// withdrawnCondition and ranCondition are Withdrawn and Ran in SQL, for
+// queries over the records table.
+const (
+	withdrawnCondition = `(state = 'aborted' AND last_fact_at IS NULL)`
+	ranCondition       = `state <> 'opened' AND NOT ` + withdrawnCondition
+)
 
 // Withdraw ends a release that will never run: its pull request was closed
 // without merging. The state machine has no state for "never ran", so the
