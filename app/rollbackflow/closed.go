@@ -39,7 +39,7 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	if pr.GetMerged() {
 		return h.merged(ev), nil
 	}
-	id, err := openRollbackOf(ctx, h.deps.DB.Read, pr.GetHTMLURL(), pr.GetNumber())
+	id, err := openRollbackOf(ctx, h.deps.DB.Read, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber())
 	if err != nil || id == "" {
 		return nil, err
 	}
@@ -70,13 +70,20 @@ func (h closedHandler) merged(ev github.PullRequestEvent) pipeline.Commit {
 	}
 }
 
-// openRollbackOf is the opened rollback release whose pull request is the
-// one at htmlURL, "" when there is none.
-func openRollbackOf(ctx context.Context, db *sql.DB, htmlURL string, number int) (string, error) {
+// openRollbackOf is the opened rollback release whose pull request is
+// number of repository, whose page is htmlURL; "" when there is none. A
+// release is the pull request's as records.MarkMerged counts it: its
+// pr_url is htmlURL, or it has no pr_url and its repository is the pull
+// request's.
+func openRollbackOf(ctx context.Context, db *sql.DB, repository, htmlURL string, number int) (string, error) {
+	if number <= 0 {
+		return "", nil
+	}
 	var id string
 	err := db.QueryRowContext(ctx, `SELECT release_id FROM records WHERE state = $1 AND kind = $2
-		AND pr_number = $3 AND pr_url = $4 ORDER BY created_at DESC LIMIT 1`,
-		string(records.StateOpened), string(records.KindRollback), number, htmlURL).Scan(&id)
+		AND pr_number = $3 AND (pr_url = $4 OR (pr_url = '' AND lower(repository) = lower($5)))
+		ORDER BY created_at DESC LIMIT 1`,
+		string(records.StateOpened), string(records.KindRollback), number, htmlURL, repository).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

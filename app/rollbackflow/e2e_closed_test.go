@@ -144,3 +144,38 @@ func TestRollbackThroughTheAPIAfterItsPullRequestWasClosed(t *testing.T) {
 		}
 	})
 }
+
+// A rollback release that knows its pull request by repository and number
+// only (no pr_url) is withdrawn too when that pull request is closed
+// without merging: it is the pull request's as records.MarkMerged counts
+// it (pr_url, or no pr_url and the same repository and number).
+func TestClosedRollbackPullRequestWithdrawsAReleaseWithoutItsURL(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+
+		first := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+		s.WaitFor("the pull request link", wait, func() bool { return len(s.replies(first)) == 2 })
+		s.Settle(jobKinds...)
+		old := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+		if old.PRURL == "" || old.PRNumber == 0 {
+			t.Fatalf("rollback release = %+v, want one with a pull request", old)
+		}
+		// The release names the pull request's repository, as MarkMerged
+		// matches a release without pr_url.
+		db := testdb.Open(t, dbURL)
+		if _, err := db.Write.Exec(`UPDATE records SET pr_url = '', repository = $2 WHERE release_id = $1`,
+			old.ReleaseID, gitops); err != nil {
+			t.Fatal(err)
+		}
+
+		s.closePullRequest(old.PRNumber)
+		s.Deliver("pull_request", s.closedEvent(old))
+		s.Settle(jobKinds...)
+		if r, _ := s.release(old.ReleaseID); r.State != records.StateAborted {
+			t.Errorf("rollback %s of the closed pull request is %s, want %s", old.ReleaseID, r.State, records.StateAborted)
+		}
+	})
+}
