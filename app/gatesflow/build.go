@@ -59,3 +59,14 @@ func build(cfg repoconfig.Gates, fields repoconfig.Fields, sv services) []gates.
 	}
 	return gs
 }
+
+// CheckNames are the check run names (ripcord/<gate>) of the gates cfg
+// turns on, in the order build returns them: the runs one evaluation under
+// cfg reports.
+func CheckNames(cfg repoconfig.Gates) []string {
+	var out []string
+	for _, g := range build(cfg, repoconfig.Fields{}, services{}) {
+		out = append(out, gates.CheckName(g.Name()))
+	}
+	return out
+}

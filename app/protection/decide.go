@@ -22,8 +22,11 @@ type Rule struct {
 	App, Environment string
 	Enabled          bool
 	Gates            bool
-	Regions          []string
-	Freezes          []rollout.Freeze
+	// Required are the check runs (ripcord/<gate>) of the gates the
+	// config turns on for the environment: only these are judged.
+	Required []string
+	Regions  []string
+	Freezes  []rollout.Freeze
 }
 
 // CheckRun is a gate's check run as GitHub lists it.
@@ -34,6 +37,9 @@ type CheckRun struct {
 	// Scope is the "app/environment" whose gate evaluation made the run:
 	// with two apps on one environment, each one's verdict of a gate counts.
 	Scope string
+	// Evaluation is the run's external id: every run of one gate
+	// evaluation has the same.
+	Evaluation string
 }
 
 // Decision is the answer: State is Approved, Rejected, or empty to ask
@@ -68,17 +74,20 @@ func Decide(rules []Rule, runs []CheckRun, sha string, now time.Time) Decision {
 	if !slices.ContainsFunc(enabled, func(r Rule) bool { return r.Gates }) {
 		return Decision{State: Approved, Comment: "ripcord: no freeze window is active for " + names(enabled)}
 	}
-	return decideGates(runs, sha)
+	return decideGates(enabled, runs, sha)
 }
 
-// decideGates reads the gate check runs: every one completed and none
-// failing passes; a running one waits; none at all fails closed.
-func decideGates(runs []CheckRun, sha string) Decision {
-	gateRuns := latestGateRuns(runs)
-	if len(gateRuns) == 0 {
+// decideGates reads the gate check runs of the newest evaluation of each
+// rule that requires gates: every required gate completed and none failing
+// passes; a running one, or one the evaluation has not reported yet,
+// waits; no evaluation at all fails closed.
+func decideGates(rules []Rule, runs []CheckRun, sha string) Decision {
+	gateRuns, missing := evaluatedGateRuns(rules, runs)
+	if len(gateRuns) == 0 && len(missing) == 0 {
 		return Decision{State: Rejected, Comment: fmt.Sprintf("ripcord: no gate verdict (ripcord/* check run) found for %s or the pull request that brought it; gates are required (protection_rule.gates)", short(sha))}
 	}
-	var running, failing, passing []string
+	running := missing
+	var failing, passing []string
 	for _, r := range gateRuns {
 		switch {
 		case r.Status != "completed":
@@ -98,22 +107,51 @@ func decideGates(runs []CheckRun, sha string) Decision {
 	return Decision{State: Approved, Comment: "ripcord: no freeze window is active and the gates passed: " + strings.Join(passing, ", ")}
 }
 
-// latestGateRuns keeps the newest run of each ripcord gate of each scope
-// (runs come newest first), in name order.
-func latestGateRuns(runs []CheckRun) []CheckRun {
-	seen := map[[2]string]bool{}
-	var out []CheckRun
-	for _, r := range runs {
-		gate, ok := strings.CutPrefix(r.Name, gates.CheckPrefix)
-		key := [2]string{r.Scope, r.Name}
-		if !ok || !isGate(gate) || seen[key] {
+// evaluatedGateRuns judges one evaluation per rule that requires gates:
+// the newest one of its scope (the one with the newest run; runs come
+// newest first), all of that evaluation's runs and none of an older one's,
+// so a re-evaluation still reporting is not mixed with the verdicts it
+// replaces. Only the gates the rule's config requires count: a run of a
+// gate removed from the config is no verdict. missing names the required
+// gates that the newest evaluation has not reported yet (still running).
+// A rule with no evaluation adds neither. Runs come out in name order.
+func evaluatedGateRuns(rules []Rule, runs []CheckRun) (out []CheckRun, missing []string) {
+	for _, rule := range rules {
+		if !rule.Enabled || !rule.Gates {
 			continue
 		}
-		seen[key] = true
-		out = append(out, r)
+		scope := rule.App + "/" + rule.Environment
+		newest := ""
+		for _, r := range runs {
+			if r.Scope == scope && isGateRun(r.Name) {
+				newest = r.Evaluation
+				break
+			}
+		}
+		if newest == "" {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, r := range runs {
+			if r.Scope != scope || r.Evaluation != newest || seen[r.Name] || !slices.Contains(rule.Required, r.Name) {
+				continue
+			}
+			seen[r.Name] = true // a gate's newest run within the evaluation
+			out = append(out, r)
+		}
+		for _, name := range rule.Required {
+			if !seen[name] {
+				missing = append(missing, name+" (not reported yet)")
+			}
+		}
 	}
 	slices.SortStableFunc(out, func(a, b CheckRun) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return out, missing
+}
+
+func isGateRun(name string) bool {
+	gate, ok := strings.CutPrefix(name, gates.CheckPrefix)
+	return ok && isGate(gate)
 }
 
 func isGate(name string) bool {

@@ -15,10 +15,17 @@ func holidays(regions ...string) rollout.Freeze {
 }
 
 func TestDecide(t *testing.T) {
+	const ev1, ev2 = "acme/shop#7@s shop/prod pull_request opened", "acme/shop#7@s shop/prod pull_request synchronize"
+	run := func(name, status, conclusion, ev string) CheckRun {
+		return CheckRun{Name: name, Status: status, Conclusion: conclusion, Scope: "shop/prod", Evaluation: ev}
+	}
 	passed := []CheckRun{
-		{Name: "ripcord/provenance", Status: "completed", Conclusion: "success"},
-		{Name: "ripcord/sast", Status: "completed", Conclusion: "neutral"}, // advisory pass
-		{Name: "ci/build", Status: "completed", Conclusion: "failure"},     // not a gate
+		run("ripcord/provenance", "completed", "success", ev1),
+		run("ripcord/sast", "completed", "neutral", ev1), // advisory pass
+		run("ci/build", "completed", "failure", ev1),     // not a gate
+	}
+	gated := func(required ...string) []Rule {
+		return []Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true, Required: required}}
 	}
 	tests := []struct {
 		name        string
@@ -44,30 +51,47 @@ func TestDecide(t *testing.T) {
 			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Freezes: []rollout.Freeze{{Start: now.Add(-48 * time.Hour), End: now.Add(-time.Hour)}}}}, nil,
 			Approved, "no freeze window is active"},
 		{"gates required and passed (neutral is an advisory pass; non-gate runs ignored)",
-			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true}}, passed, Approved, "ripcord/provenance, ripcord/sast"},
+			gated("ripcord/provenance", "ripcord/sast"), passed, Approved, "ripcord/provenance, ripcord/sast"},
 		{"a failed gate rejects, naming it",
-			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true}},
-			append([]CheckRun{{Name: "ripcord/image-scan", Status: "completed", Conclusion: "failure"}}, passed...),
+			gated("ripcord/image-scan", "ripcord/provenance", "ripcord/sast"),
+			append([]CheckRun{run("ripcord/image-scan", "completed", "failure", ev1)}, passed...),
 			Rejected, "gates failed: ripcord/image-scan (failure)"},
 		{"the newest run of a gate counts (a re-run that passed)",
-			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true}},
-			[]CheckRun{{Name: "ripcord/qa", Status: "completed", Conclusion: "success"}, {Name: "ripcord/qa", Status: "completed", Conclusion: "failure"}},
+			gated("ripcord/qa"),
+			[]CheckRun{run("ripcord/qa", "completed", "success", ev1), run("ripcord/qa", "completed", "failure", ev1)},
 			Approved, "ripcord/qa"},
 		{"a running gate waits",
-			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true}},
-			append([]CheckRun{{Name: "ripcord/provenance", Status: "in_progress"}}, passed[1:]...), "", "waiting for gates: ripcord/provenance"},
+			gated("ripcord/provenance", "ripcord/sast"),
+			append([]CheckRun{run("ripcord/provenance", "in_progress", "", ev1)}, passed[1:]...), "", "waiting for gates: ripcord/provenance"},
 		{"no gate runs at all fails closed",
-			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true}}, passed[2:], Rejected, "no gate verdict"},
+			gated("ripcord/provenance"), passed[2:], Rejected, "no gate verdict"},
 		{"a freeze wins over passing gates",
-			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true, Freezes: []rollout.Freeze{holidays()}}}, passed, Rejected, "frozen"},
+			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true, Required: []string{"ripcord/provenance"},
+				Freezes: []rollout.Freeze{holidays()}}}, passed, Rejected, "frozen"},
 		{"two apps share the environment: each one's verdict of a gate counts",
-			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true}, {App: "cart", Environment: "prod", Enabled: true, Gates: true}},
-			[]CheckRun{{Name: "ripcord/qa", Status: "completed", Conclusion: "success", Scope: "shop/prod"},
-				{Name: "ripcord/qa", Status: "completed", Conclusion: "failure", Scope: "cart/prod"}},
+			[]Rule{{App: "shop", Environment: "prod", Enabled: true, Gates: true, Required: []string{"ripcord/qa"}},
+				{App: "cart", Environment: "prod", Enabled: true, Gates: true, Required: []string{"ripcord/qa"}}},
+			[]CheckRun{run("ripcord/qa", "completed", "success", ev1),
+				{Name: "ripcord/qa", Status: "completed", Conclusion: "failure", Scope: "cart/prod", Evaluation: "acme/shop#7@s cart/prod pull_request opened"}},
 			Rejected, "gates failed: ripcord/qa (failure)"},
 		{"two apps share the environment: either one's freeze rejects",
 			[]Rule{{App: "shop", Environment: "prod", Enabled: true}, {App: "cart", Environment: "prod", Enabled: true, Freezes: []rollout.Freeze{holidays()}}}, nil,
 			Rejected, "cart prod is frozen"},
+		{"the newest evaluation is judged whole: a gate it has not reported yet waits, an older verdict does not stand in",
+			gated("ripcord/provenance", "ripcord/qa"),
+			[]CheckRun{run("ripcord/qa", "completed", "success", ev2),
+				run("ripcord/provenance", "completed", "success", ev1), run("ripcord/qa", "completed", "failure", ev1)},
+			"", "waiting for gates: ripcord/provenance (not reported yet)"},
+		{"the newest evaluation's failure rejects though an older one passed the gate",
+			gated("ripcord/provenance"),
+			[]CheckRun{run("ripcord/provenance", "completed", "failure", ev2), run("ripcord/provenance", "completed", "success", ev1)},
+			Rejected, "gates failed: ripcord/provenance (failure)"},
+		{"a gate the config no longer requires is not judged",
+			gated("ripcord/provenance"),
+			[]CheckRun{run("ripcord/qa", "completed", "failure", ev1), run("ripcord/provenance", "completed", "success", ev1)},
+			Approved, "gates passed: ripcord/provenance"},
+		{"an evaluation of gates all removed from the config is no verdict",
+			gated(), passed, Rejected, "no gate verdict"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package protection_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,8 @@ apps:
         targets:
           - {host: eu1-01, labels: {region: eu-1}}
         protection_rule: {enabled: true, gates: ` + g + `}
+        gates:
+          provenance: {keys: [.github/cosign.pub]}
         freezes:
           - {start: "` + freezeStart.Format(time.RFC3339) + `", end: "` + freezeEnd.Format(time.RFC3339) + `", regions: [eu-1], reason: year-end freeze}
 `
@@ -147,9 +151,13 @@ apps:
       staging:
         cluster: stage-eu
         protection_rule: {enabled: true, gates: true}
+        gates:
+          provenance: {keys: [.github/cosign.pub]}
       production:
         cluster: prod-eu
         protection_rule: {enabled: true, gates: true}
+        gates:
+          provenance: {keys: [.github/cosign.pub]}
 `
 	type run struct{ env, trigger, conclusion string }
 	tests := []struct {
@@ -216,6 +224,127 @@ apps:
 				t.Errorf("review = %+v, want run %d %s with %q", r, runID, tt.wantState, tt.wantComment)
 			}
 		})
+	}
+}
+
+// deploy delivers a deployment_protection_rule request for sha to
+// production and returns ripcord's only review of it.
+func deploy(t *testing.T, e *e2etest.Env, sha string, runID int64) githubtest.GateReview {
+	t.Helper()
+	e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+		Repo: repo, Environment: "production", RunID: runID, APIURL: e.GitHub.URL(), SHA: sha,
+		InstallationID: githubtest.InstallationID}))
+	e.WaitFor("the review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+	e.Settle()
+	reviews := e.GitHub.GateReviews(repo)
+	if len(reviews) != 1 {
+		t.Fatalf("%d reviews, want exactly one: %+v", len(reviews), reviews)
+	}
+	return reviews[0]
+}
+
+func startShop(t *testing.T, cfg string) *e2etest.Env {
+	t.Helper()
+	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", cfg)
+	return e
+}
+
+// A merge commit carries no gate runs: its pull request's head does. Many
+// pull requests can contain the commit (a long-lived branch merged into
+// many); the one that brought it is found however far down GitHub lists
+// it, not only among the first ten.
+func TestProtectionRuleFindsThePullRequestPastTheFirstTen(t *testing.T) {
+	now := time.Now().UTC()
+	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	head := strings.Repeat("ab", 20)
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: head, Conclusion: "success",
+		ExternalID: gateExternalID(head, "shop", "production", "pull_request opened")})
+	const total = 120 // the one with the gate runs is the last
+	e.GitHub.Handle("GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		per, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+		if per <= 0 || per > 100 {
+			per = 30
+		}
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		page = max(page, 1)
+		var list []map[string]any
+		for n := (page-1)*per + 1; n <= min(page*per, total); n++ {
+			h := strings.Repeat(fmt.Sprintf("%02x", n), 20)
+			if n == total {
+				h = head
+			}
+			list = append(list, map[string]any{"number": n, "state": "closed", "head": map[string]any{"sha": h, "ref": fmt.Sprint("b", n)}})
+		}
+		if page*per < total {
+			u := *r.URL
+			q := u.Query()
+			q.Set("page", strconv.Itoa(page+1))
+			u.RawQuery = q.Encode()
+			w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, e.GitHub.URL(), strings.TrimPrefix(u.RequestURI(), "/")))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if list == nil {
+			list = []map[string]any{}
+		}
+		_ = json.NewEncoder(w).Encode(list)
+	})
+	e.Install(repo)
+	if r := deploy(t, e, sha, 700); r.State != "approved" || !strings.Contains(r.Comment, "ripcord/provenance") {
+		t.Errorf("review = %+v, want approved by the gates of pull request #%d", r, total)
+	}
+}
+
+// A gate removed from the config is not judged any more: its old run on
+// the commit (here a failed ripcord/qa) neither refuses nor approves.
+func TestProtectionRuleJudgesOnlyTheGatesTheConfigRequires(t *testing.T) {
+	now := time.Now().UTC()
+	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/qa", HeadSHA: sha, Conclusion: "failure",
+		ExternalID: gateExternalID(sha, "shop", "production", "pull_request opened")})
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: "success",
+		ExternalID: gateExternalID(sha, "shop", "production", "pull_request synchronize")})
+	e.Install(repo)
+	if r := deploy(t, e, sha, 701); r.State != "approved" || strings.Contains(r.Comment, "ripcord/qa") {
+		t.Errorf("review = %+v, want approved by ripcord/provenance alone", r)
+	}
+}
+
+// A newer evaluation replaces an older one whole: while it has reported
+// only some of its gates, the review waits for the rest, rather than
+// approving with the older evaluation's verdict of the gates not reported
+// yet (here a failed commit signing fixed by the newer push, and a
+// provenance that passed on the older one).
+func TestProtectionRuleDoesNotMixAnOlderEvaluationIn(t *testing.T) {
+	now := time.Now().UTC()
+	e := startShop(t, strings.Replace(config(now.Add(24*time.Hour), now.Add(48*time.Hour), true),
+		"provenance: {keys: [.github/cosign.pub]}", "provenance: {keys: [.github/cosign.pub]}\n          commit_signing: true", 1))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	for _, r := range []struct{ name, conclusion, trigger string }{
+		{"ripcord/commit-signing", "failure", "pull_request opened"},
+		{"ripcord/provenance", "success", "pull_request opened"},
+		{"ripcord/commit-signing", "success", "pull_request synchronize"}, // the newer one, still reporting
+	} {
+		e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: r.name, HeadSHA: sha, Conclusion: r.conclusion,
+			ExternalID: gateExternalID(sha, "shop", "production", r.trigger)})
+	}
+	e.Install(repo)
+	e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+		Repo: repo, Environment: "production", RunID: 702, APIURL: e.GitHub.URL(), SHA: sha,
+		InstallationID: githubtest.InstallationID}))
+	e.WaitFor("the review to be answered or to wait", 20*time.Second, func() bool {
+		return len(e.GitHub.GateReviews(repo)) > 0 ||
+			e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state = 'scheduled'`) > 0
+	})
+	if r := e.GitHub.GateReviews(repo); len(r) > 0 {
+		t.Fatalf("reviews = %+v, want none while the newest evaluation has not reported ripcord/provenance", r)
 	}
 }
 

@@ -102,8 +102,10 @@ func (w *reviewWorker) rules(ctx context.Context, gh *github.Client, a ReviewArg
 		if !ok {
 			continue
 		}
+		g, _ := res.Config.GatesFor(app, a.Environment)
 		rules = append(rules, Rule{App: app, Environment: a.Environment, Enabled: e.ProtectionRule.Enabled,
-			Gates: e.ProtectionRule.Gates, Regions: e.Regions, Freezes: freezesOf(e.Freezes, e.Plan)})
+			Gates: e.ProtectionRule.Gates, Required: gatesflow.CheckNames(g), Regions: e.Regions,
+			Freezes: freezesOf(e.Freezes, e.Plan)})
 	}
 	return rules, "", nil
 }
@@ -154,14 +156,13 @@ func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, s
 	if sha == "" {
 		return nil, nil
 	}
-	owner, name, _ := strings.Cut(repository, "/")
 	runs, err := checkRuns(ctx, gh, appID, repository, sha, rules)
-	if err != nil || len(latestGateRuns(runs)) > 0 {
+	if err != nil || len(runs) > 0 {
 		return runs, err
 	}
-	prs, _, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, sha, &github.ListOptions{PerPage: 10})
+	prs, err := pullRequestsWith(ctx, gh, repository, sha)
 	if err != nil {
-		return nil, fmt.Errorf("list pull requests of %s in %s: %w", sha, repository, err)
+		return nil, err
 	}
 	for _, pr := range prs {
 		head := pr.GetHead().GetSHA()
@@ -175,6 +176,25 @@ func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, s
 		runs = append(runs, more...)
 	}
 	return runs, nil
+}
+
+// pullRequestsWith lists every pull request that contains sha, following
+// the pages (GitHub lists 30 a page unless asked for up to 100).
+func pullRequestsWith(ctx context.Context, gh *github.Client, repository, sha string) ([]*github.PullRequest, error) {
+	owner, name, _ := strings.Cut(repository, "/")
+	opts := &github.ListOptions{PerPage: 100}
+	var out []*github.PullRequest
+	for {
+		prs, resp, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, name, sha, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list pull requests of %s in %s: %w", sha, repository, err)
+		}
+		out = append(out, prs...)
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
 }
 
 // checkRuns lists every check run of sha with filter=all, following the
@@ -201,7 +221,7 @@ func checkRuns(ctx context.Context, gh *github.Client, appID int64, repository, 
 				continue
 			}
 			out = append(out, CheckRun{ID: cr.GetID(), Name: cr.GetName(), Status: cr.GetStatus(), Conclusion: cr.GetConclusion(),
-				URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA(), Scope: scope})
+				URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA(), Scope: scope, Evaluation: cr.GetExternalID()})
 		}
 		if resp.NextPage == 0 {
 			break
