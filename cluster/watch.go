@@ -102,9 +102,36 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read fa
 				w.mu.Lock()
 				delete(w.last, m.GetUID())
 				w.mu.Unlock()
+				w.deleted(resource, m)
 			}
 		},
 	})
+}
+
+// deleted reports a tracked workload that is gone (phase Deleted), so the
+// server stops counting its last report as what runs. The deleted object
+// is read from its metadata only: its status may be mid-update, which
+// says nothing about a workload that no longer exists. A workload without
+// a release id was never reported, and its deletion is not either. A
+// deletion that cannot be spooled is lost: the server then keeps the last
+// report, as before (there is no resync of a deleted object).
+func (w *watcher) deleted(resource string, m metav1.Object) {
+	source := records.SourceDeployment
+	if resource == "rollouts" {
+		source = records.SourceRollout
+	}
+	release := m.GetAnnotations()[ReleaseIDAnnotation]
+	if release == "" {
+		return
+	}
+	f := records.Fact{Source: source, Cluster: w.cluster, Namespace: m.GetNamespace(), Name: m.GetName(),
+		UID: string(m.GetUID()), Generation: max(m.GetGeneration(), 1), Phase: records.PhaseDeleted,
+		ReleaseID: release, ObservedAt: w.now().UTC()}
+	f.ObservedGeneration = f.Generation
+	f.FactID = f.ID()
+	if err := w.send(f); err != nil {
+		w.log.Error("cannot spool a fact", "workload", m.GetNamespace()+"/"+m.GetName(), "phase", f.Phase, "err", err)
+	}
 }
 
 func resourceVersion(obj any) string {

@@ -1,12 +1,17 @@
 package cluster
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ripcord/ripcord/records"
 )
@@ -42,4 +47,48 @@ func phases(fs []records.Fact) []records.Phase {
 		out[i] = f.Phase
 	}
 	return out
+}
+
+// A tracked Deployment that is deleted is reported as such (phase
+// Deleted), so the server stops counting its last report as running.
+func TestWatcherReportsADeletedWorkload(t *testing.T) {
+	var mu sync.Mutex
+	var sent []records.Fact
+	got := func() []records.Fact {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(sent)
+	}
+	w := newWatcher("prod-eu", func() time.Time { return t0 }, func(f records.Fact) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, f)
+		return nil
+	}, newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cs := fake.NewSimpleClientset(deployment())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	synced := w.deployments(ctx, cs, "shop", time.Hour)
+	waitFor := func(what string, cond func([]records.Fact) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(got()); {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; sent %v", what, phases(got()))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("the first sight", func(fs []records.Fact) bool { return synced() && len(fs) == 1 })
+	if err := cs.AppsV1().Deployments("shop").Delete(ctx, "checkout", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the deletion", func(fs []records.Fact) bool { return len(fs) == 2 })
+	d := got()[1]
+	if d.Phase != records.PhaseDeleted || d.Source != records.SourceDeployment || d.UID != "uid-1" ||
+		d.Namespace != "shop" || d.Name != "checkout" || d.ReleaseID != "c1:prod-eu/prod" || d.FactID != d.ID() {
+		t.Errorf("deletion fact = %+v, want phase Deleted of shop/checkout uid-1", d)
+	}
+	if err := d.Validate(); err != nil {
+		t.Errorf("the server would refuse the deletion fact: %v", err)
+	}
 }

@@ -21,7 +21,8 @@ const (
 )
 
 // Phase is a workload's phase as a cluster source reports it (Argo Rollouts'
-// status.phase spelling, plus SyncFailed from Argo CD).
+// status.phase spelling, plus SyncFailed from Argo CD, and Deleted: the
+// source saw the workload deleted, so it runs nothing any more).
 type Phase string
 
 const (
@@ -30,6 +31,7 @@ const (
 	PhaseHealthy     Phase = "Healthy"
 	PhaseDegraded    Phase = "Degraded"
 	PhaseSyncFailed  Phase = "SyncFailed"
+	PhaseDeleted     Phase = "Deleted"
 )
 
 // TaskStatus is a deploy workflow's status, as in MANA's webhook contract.
@@ -179,11 +181,11 @@ func (f *Fact) validateCluster(v *problems) {
 		v.add("observed_generation", "must not be negative, got %d", f.ObservedGeneration)
 	}
 	switch f.Phase {
-	case PhaseProgressing, PhasePaused, PhaseHealthy, PhaseDegraded, PhaseSyncFailed:
+	case PhaseProgressing, PhasePaused, PhaseHealthy, PhaseDegraded, PhaseSyncFailed, PhaseDeleted:
 	case "":
-		v.add("phase", "is required (Progressing, Paused, Healthy, Degraded or SyncFailed)")
+		v.add("phase", "is required (Progressing, Paused, Healthy, Degraded, SyncFailed or Deleted)")
 	default:
-		v.add("phase", "must be Progressing, Paused, Healthy, Degraded or SyncFailed, got %q", f.Phase)
+		v.add("phase", "must be Progressing, Paused, Healthy, Degraded, SyncFailed or Deleted, got %q", f.Phase)
 	}
 	if f.Step < 0 {
 		v.add("step", "must not be negative, got %d", f.Step)

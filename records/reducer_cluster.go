@@ -10,6 +10,10 @@ import (
 // argocd).
 func (r *reduction) cluster() {
 	f, prev := r.f, r.in.Previous
+	if f.Phase == PhaseDeleted {
+		r.deleted()
+		return
+	}
 	// Without this the source reports the new release id with the old
 	// pods' phase: Healthy before the controller even saw the update
 	// (seed 003, Phase 0 findings).
@@ -62,6 +66,29 @@ func (r *reduction) cluster() {
 	}
 	r.res.Observation = &obs
 	r.apply(next, clusterTarget(f))
+}
+
+// deleted marks the fact's workload gone (its observation takes phase
+// Deleted, which Observed leaves out), so its last report no longer claims
+// that its release runs. It moves no record: a deletion says nothing of
+// whether the release was healthy. A deletion of another workload of the
+// same name (an older uid), or one observed before the workload's last
+// report, is late and changes nothing. The observation keeps what the
+// workload ran last, so a workload recreated with that release is not a
+// new release event.
+func (r *reduction) deleted() {
+	f, prev := r.f, r.in.Previous
+	if prev != nil && (prev.UID != f.UID || f.ObservedAt.Before(prev.ObservedAt)) {
+		r.ignore(fmt.Sprintf("late deletion of %s (uid %s): the workload reported since", f.WorkloadKey(), f.UID))
+		return
+	}
+	obs := observe(f)
+	if prev != nil {
+		obs.ReleaseID, obs.Images, obs.PodHash = prev.ReleaseID, slices.Clone(prev.Images), prev.PodHash
+	}
+	obs.Phase = PhaseDeleted
+	r.ignore(fmt.Sprintf("workload %s was deleted: it runs no release any more", f.WorkloadKey()))
+	r.res.Observation = &obs
 }
 
 // clusterTarget maps a cluster fact to the state it puts the record in.

@@ -312,3 +312,17 @@ func TestEveryAuditEventCarriesDeliveryAndFact(t *testing.T) {
 		}
 	}
 }
+
+// A deletion marks the workload's observation gone and moves no record; a
+// deletion of an older workload of the same name (another uid) is late.
+func TestReduceDeletedWorkload(t *testing.T) {
+	prev := seen("R1", PhaseHealthy, 5)
+	res := Reduce(Input{Fact: fact("R1", PhaseDeleted, 20), Previous: prev, Now: at(20)})
+	if res.Observation == nil || res.Observation.Phase != PhaseDeleted || res.Observation.ReleaseID != "R1" || len(res.Records) != 0 {
+		t.Fatalf("result = %+v, want the observation marked Deleted and no record moved", res)
+	}
+	res = Reduce(Input{Fact: fact("R1", PhaseDeleted, 20, func(f *Fact) { f.UID = "older-uid" }), Previous: prev, Now: at(20)})
+	if res.Observation != nil || res.Outcome != OutcomeIgnored {
+		t.Errorf("result = %+v, want a deletion of another uid ignored", res)
+	}
+}

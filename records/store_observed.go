@@ -8,7 +8,8 @@ import (
 
 // Observed returns what the cluster sources report now on the workloads
 // whose last fact named one of releaseIDs: one observation per workload. It
-// answers "which of these releases runs?" as the cluster sees it.
+// answers "which of these releases runs?" as the cluster sees it. A
+// workload the source reported deleted runs nothing: it is left out.
 func (s *Store) Observed(ctx context.Context, releaseIDs []string) ([]Observation, error) {
 	if len(releaseIDs) == 0 {
 		return nil, nil
@@ -31,6 +32,9 @@ func (s *Store) Observed(ctx context.Context, releaseIDs []string) ([]Observatio
 		var o Observation
 		if err := json.Unmarshal(body, &o); err != nil {
 			return nil, fmt.Errorf("read observation: %w", err)
+		}
+		if o.Phase == PhaseDeleted {
+			continue
 		}
 		out = append(out, o)
 	}
