@@ -180,6 +180,8 @@ func newHarnessOn(t *testing.T, dbURL, onFailure, approvals string, bake time.Du
 		t.Fatal(err)
 	}
 	h.open("r1:prod-eu/prod", "v1")
+	// r1 is the release the hosts run: it ran, and was healthy.
+	h.ran("r1:prod-eu/prod", "v1", 9000, records.TaskSuccess)
 	h.clock.set(t0.Add(time.Second))
 	h.open("r2:prod-eu/prod", "v2")
 	t.Cleanup(func() {

@@ -2,6 +2,8 @@ package rolloutflow
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
 )
 
 // markHealthy sets the release's healthy_at, as the first healthy fact of
@@ -58,6 +61,82 @@ func TestAQueuedRolloutRollsBackToTheReleaseBeforeItWhenItStarts(t *testing.T) {
 		}
 		if slices.Contains(got, "rollback@eu-1/eu-1/eu-1a#0 v1") {
 			t.Errorf("v3's rollback went back to v1, undoing v2 on part of the hosts")
+		}
+	})
+}
+
+// ran applies a task fact of status to release id (image version): the
+// release ran, and reached healthy when status is success.
+func (h *harness) ran(id, version string, runID int64, status records.TaskStatus) {
+	h.t.Helper()
+	ctx := context.Background()
+	f := records.Fact{Source: records.SourceTask, Repository: testRepo, WorkflowRunID: runID, RunAttempt: 1,
+		Status: status, App: "checkout", Environment: "prod", Cluster: "prod-eu", ReleaseID: id,
+		Images: []string{version}, ObservedAt: h.clock.Now()}
+	if status == records.TaskFailed {
+		f.FailureType = "deployment_failure"
+	}
+	err := h.x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := h.x.deps.Records.ApplyFact(ctx, tx, f, fmt.Sprintf("delivery-%d", runID), h.clock.Now())
+		return err
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if rec, err := h.x.deps.Records.Get(ctx, id); err != nil || !rec.Ran() || (rec.HealthyAt != nil) != (status == records.TaskSuccess) {
+		h.t.Fatalf("release %s after its %s fact: %+v, %v", id, status, rec, err)
+	}
+}
+
+// openMany opens n releases that never run, each a second newer.
+func (h *harness) openMany(n int) {
+	h.t.Helper()
+	for i := range n {
+		h.clock.set(h.clock.Now().Add(time.Second))
+		h.open(fmt.Sprintf("pending-%02d:prod-eu/prod", i), fmt.Sprintf("never-ran-%02d", i))
+	}
+}
+
+// previousOf is the version the rollout of release id would go back to.
+func (h *harness) previousOf(id string) string {
+	h.t.Helper()
+	ctx := context.Background()
+	rec, err := h.x.deps.Records.Get(ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	got, err := h.x.previous(ctx, rec)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return got
+}
+
+// The version a failed rollout goes back to is one that ran: releases
+// whose pull request is not merged (opened) never did, so any number of
+// them newer than the healthy release do not hide it.
+func TestPreviousIsTheHealthyReleaseThatRanPastOpenedOnes(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
+		// r1 ran and was healthy (newHarnessOn).
+		h.openMany(21)
+		if got := h.previousOf("r2:prod-eu/prod"); got != "v1" {
+			t.Errorf("previous of r2 with 21 opened releases newer than r1: %q, want v1 (r1 ran and was healthy)", got)
+		}
+	})
+}
+
+// With no release that was healthy, the fallback is the newest other
+// release that ran, never an opened (or withdrawn) one: that image was
+// never deployed.
+func TestPreviousFallbackIsAReleaseThatRan(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
+		// r1 (healthy) is the release itself here; r2 ran and failed.
+		h.ran("r2:prod-eu/prod", "v2", 9002, records.TaskFailed)
+		h.openMany(1)
+		if got := h.previousOf("r1:prod-eu/prod"); got != "v2" {
+			t.Errorf("previous of r1 with an opened release newer than r2: %q, want v2 (the newest other release that ran)", got)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/riverqueue/river"
@@ -223,16 +224,30 @@ func (x *executor) create(ctx context.Context, rec records.Record, inst int64, s
 }
 
 // previous is the version rollbacks go back to: the newest other release
-// of the environment that was healthy once, else the newest other one. It
-// is chosen when the rollout leaves the queue (inputs), from the records as
+// of the environment that was healthy once, else the newest other one,
+// among the releases that ran: those records.Record.Ran says ran (facts
+// came), and those a rollout of theirs deployed to hosts (a deploy batch
+// succeeded), whose deploy workflow may send no facts. One whose pull
+// request is not merged, or was closed unmerged, was never deployed, and
+// however many of them there are they must not crowd the healthy one out. It is
+// chosen when the rollout leaves the queue (inputs), from the records as
 // they are then: a rollout ahead of it may have made a newer release healthy
 // meanwhile, and going back past that one would undo it on part of the
 // hosts.
 func (x *executor) previous(ctx context.Context, rec records.Record) (string, error) {
-	rs, err := x.deps.Records.Newest(ctx, rec.App, rec.Environment, rec.Cluster, 20)
+	rs, err := x.deps.Records.NewestRan(ctx, previousRead,
+		[]records.Target{{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster}})
 	if err != nil {
 		return "", fmt.Errorf("releases before %s: %w", rec.ReleaseID, err)
 	}
+	deployed, err := x.deployedByRollout(ctx, rec)
+	if err != nil {
+		return "", err
+	}
+	rs = append(rs, deployed...)
+	slices.SortStableFunc(rs, func(a, b records.Record) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
+	})
 	fallback := ""
 	for _, o := range rs {
 		if o.ReleaseID == rec.ReleaseID || o.Kind == records.KindRollback && o.RollbackOf == rec.ReleaseID {
@@ -246,6 +261,51 @@ func (x *executor) previous(ctx context.Context, rec records.Record) (string, er
 		}
 	}
 	return fallback, nil
+}
+
+// previousRead bounds the releases previous reads of each kind.
+const previousRead = 20
+
+// deployedByRollout is the newest releases of rec's target that records
+// do not say ran (their state is opened: no fact came) but that a rollout
+// of theirs deployed to hosts.
+func (x *executor) deployedByRollout(ctx context.Context, rec records.Record) ([]records.Record, error) {
+	rows, err := x.deps.DB.Read.QueryContext(ctx, `SELECT r.release_id FROM rollouts r
+		WHERE r.app = $1 AND r.environment = $2 AND r.release_id <> $3
+		AND EXISTS (SELECT 1 FROM rollout_batches b WHERE b.rollout_id = r.id AND b.kind = $4 AND b.state = $5)
+		ORDER BY r.created_at DESC, r.id DESC LIMIT $6`, rec.App, rec.Environment, rec.ReleaseID, KindDeploy, RunSuccess, previousRead)
+	if err != nil {
+		return nil, fmt.Errorf("releases of %s/%s deployed by a rollout: %w", rec.App, rec.Environment, err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("releases of %s/%s deployed by a rollout: %w", rec.App, rec.Environment, err)
+	}
+	var out []records.Record
+	for _, id := range ids {
+		o, err := x.deps.Records.Get(ctx, id)
+		if errors.Is(err, records.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("release %s: %w", id, err)
+		}
+		// The ones that ran are read already (NewestRan).
+		if o.Ran() || o.Withdrawn() || !o.SameTarget(rec) {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 func newID() string {
