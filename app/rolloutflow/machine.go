@@ -168,6 +168,9 @@ type Inputs struct {
 	Freeze               FreezeCheck
 	// HasPrevious: there is a version to roll back to.
 	HasPrevious bool
+	// NoPrevious, without HasPrevious, says why there is none ("": the
+	// environment has no earlier release).
+	NoPrevious string
 	// Ahead names the oldest rollout of the same app and environment that
 	// started before this one and has not ended ("" when none). It is read
 	// only while the machine is queued.

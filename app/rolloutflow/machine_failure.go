@@ -74,7 +74,7 @@ func (m *Machine) fail(in Inputs, stage int, why string, evs *[]Event) {
 	m.Status, m.Failure = Failed, failure
 	*evs = append(*evs, Event{Type: "failed", Message: "rollout failed: " + failure + "; on_failure " + string(in.Plan.OnFailure)})
 	if !in.HasPrevious {
-		m.Rollback = &Rollback{Outcome: "failed", Reason: "no earlier release of the environment to roll back to"}
+		m.Rollback = &Rollback{Outcome: "failed", Reason: cmp.Or(in.NoPrevious, "no earlier release of the environment to roll back to")}
 		m.Phase = PhaseDone
 		*evs = append(*evs, Event{Type: "rollback-failed", Message: "rollback failed: " + m.Rollback.Reason})
 		m.awaitInFlight(in, evs)

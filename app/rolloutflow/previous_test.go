@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 // markHealthy sets the release's healthy_at, as the first healthy fact of
@@ -137,6 +139,60 @@ func TestPreviousFallbackIsAReleaseThatRan(t *testing.T) {
 		h.openMany(1)
 		if got := h.previousOf("r1:prod-eu/prod"); got != "v2" {
 			t.Errorf("previous of r1 with an opened release newer than r2: %q, want v2 (the newest other release that ran)", got)
+		}
+	})
+}
+
+// The rollout of a rollback release that fails never goes back to the
+// release it rolls back: the rule "newest other release healthy once"
+// would pick r2, the very release rb takes back, and dispatch it again on
+// the failed wave. With nothing else the fleet is known to have run in
+// its place (r1's image is the rollback's own, which just failed), the
+// rollout stops where it is, failed, and says why.
+func TestAFailedRollbackRolloutDoesNotRedeployTheReleaseItRollsBack(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
+		ctx := context.Background()
+		h.clock.set(h.clock.Now().Add(time.Minute))
+		h.ran("r2:prod-eu/prod", "v2", 9002, records.TaskSuccess) // r2 was healthy once, then went bad
+		h.clock.set(h.clock.Now().Add(time.Minute))
+		rb := records.Record{ReleaseID: "rb:prod-eu/prod", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+			Repository: testRepo, Image: "v1", Kind: records.KindRollback, RollbackOf: "r2:prod-eu/prod", RollbackReason: "error rate",
+			GitRevision: strings.Repeat("c", 40)}
+		if err := h.x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+			_, _, err := h.x.deps.Records.OpenRelease(ctx, tx, rb, h.clock.Now())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, problems := repoconfig.Load([]byte(mustFile(h)))
+		if len(problems) > 0 {
+			t.Fatalf("config: %v", problems)
+		}
+		env, _ := cfg.Environment("checkout", "prod")
+		rec, err := h.x.deps.Records.Get(ctx, rb.ReleaseID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := h.x.create(ctx, rec, githubtest.InstallationID, Snapshot{Plan: env.Plan, Settings: SettingsFor(env.Plan, "main")}, "bob")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.id = r.ID
+		h.failAt["deploy@eu-1/eu-1/eu-1a#0"] = true // the rollback fails in its second wave
+		r = h.run(nil)
+		if r.Previous == "v2" {
+			t.Errorf("the rollback's rollout goes back to v2, the release it rolls back")
+		}
+		for _, d := range h.dispatches() {
+			if strings.HasSuffix(d, " v2") {
+				t.Errorf("dispatched %q: the release being rolled back deployed again\n%s", d, strings.Join(h.dispatches(), "\n"))
+			}
+		}
+		if r.Machine.Status != Failed || r.Machine.Rollback == nil || r.Machine.Rollback.Outcome != "failed" ||
+			!strings.Contains(r.Machine.Rollback.Reason, "r2:prod-eu/prod") {
+			t.Errorf("rollout %s, rollback %+v; want failed, its rollback failed naming r2, the release it rolls back",
+				r.Machine.Status, r.Machine.Rollback)
 		}
 	})
 }

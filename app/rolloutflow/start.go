@@ -234,7 +234,13 @@ func (x *executor) create(ctx context.Context, rec records.Record, inst int64, s
 // they are then: a rollout ahead of it may have made a newer release healthy
 // meanwhile, and going back past that one would undo it on part of the
 // hosts.
+//
+// A rollback release's rollout has none (rollbackNoPrevious): the rule
+// would pick the release it rolls back, healthy once before it went bad.
 func (x *executor) previous(ctx context.Context, rec records.Record) (string, error) {
+	if rec.Kind == records.KindRollback {
+		return "", nil
+	}
 	rs, err := x.deps.Records.NewestRan(ctx, previousRead,
 		[]records.Target{{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster}})
 	if err != nil {
@@ -261,6 +267,18 @@ func (x *executor) previous(ctx context.Context, rec records.Record) (string, er
 		}
 	}
 	return fallback, nil
+}
+
+// rollbackNoPrevious says why a failed rollout of rollback release rec
+// rolls nothing back. The versions the failed stage's hosts ran before it
+// are the rollback's own (which just failed) and the release it rolls back
+// (the one found bad): going back to that one would deploy it again, and
+// any other release is one nobody chose for these hosts. So the hosts stay
+// as they are, the rollout fails (its check run and the release say so),
+// and a person decides, as after on_failure stop.
+func rollbackNoPrevious(rec records.Record) string {
+	return fmt.Sprintf("%s is a rollback of %s: its rollout never goes back to the release it rolls back, "+
+		"nor to a release nobody chose; the hosts stay as they are", rec.ReleaseID, rec.RollbackOf)
 }
 
 // previousRead bounds the releases previous reads of each kind.

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/rollout"
 	"github.com/ripcord/ripcord/rollout/health"
 )
@@ -122,6 +123,15 @@ func (x *executor) inputs(ctx context.Context, r *Rollout) (Inputs, error) {
 				return Inputs{}, err
 			}
 			in.HasPrevious = r.Previous != ""
+		}
+	}
+	if !in.HasPrevious && r.Machine.Phase != PhaseQueue && r.Machine.Phase != PhaseDone {
+		rec, err := x.deps.Records.Get(ctx, r.ReleaseID)
+		if err != nil {
+			return Inputs{}, fmt.Errorf("release %s of rollout %s: %w", r.ReleaseID, r.ID, err)
+		}
+		if rec.Kind == records.KindRollback {
+			in.NoPrevious = rollbackNoPrevious(rec)
 		}
 	}
 	if r.Machine.Phase == PhaseApproval {
