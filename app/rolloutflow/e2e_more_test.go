@@ -342,5 +342,13 @@ func TestMergedRollbackPullRequestRollsOutTheRollbackRelease(t *testing.T) {
 	if k := s.String(`SELECT kind || ' of ' || rollback_of FROM records WHERE release_id = $1`, rollback); k != "rollback of r2:prod-eu/prod" {
 		t.Errorf("rollback release is %q, want still a rollback of r2", k)
 	}
+	// The ripcord/rollout check run goes on the rollback pull request's
+	// merge commit, the change its reviewers merged, not on the rollback's
+	// git_revision (the old commit it returns to).
+	if sha, from := s.String(`SELECT head_sha FROM rollouts WHERE release_id = $1`, rollback),
+		s.String(`SELECT snapshot FROM rollouts WHERE release_id = $1`, rollback); sha != merge || !strings.Contains(from, "merge commit") {
+		t.Errorf("the rollback's rollout check run goes on %s (the rollback's git_revision is %s), want the merge commit %s; snapshot %s",
+			sha, headSHA, merge, from)
+	}
 	s.settle()
 }

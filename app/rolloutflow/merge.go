@@ -227,7 +227,7 @@ func (x *executor) startMergedRollback(ctx context.Context, loader *configload.L
 	if err != nil {
 		return err
 	}
-	_, err = x.startMerged(ctx, loader, StartArgs{ReleaseID: releaseID, Author: a.Authors})
+	_, err = x.startMerged(ctx, loader, StartArgs{ReleaseID: releaseID, Author: a.Authors}, a.MergeSHA)
 	if errors.Is(err, errNoRollout) {
 		return nil
 	}

@@ -65,18 +65,22 @@ var errNoRollout = errors.New("the environment has no rollout")
 // start loads the release's config and stores its rollout with the first
 // tick; it returns the rollout (the one stored before, if any).
 func (x *executor) start(ctx context.Context, loader *configload.Loader, a StartArgs) (Rollout, error) {
-	return x.startRelease(ctx, loader, a, false)
+	return x.startRelease(ctx, loader, a, false, "")
 }
 
 // startMerged is start for a release whose pull request was just merged
 // (mergeWorker): a rollback release too is rolled out then, as any release
 // of the environment is deployed (seed 003: a rollback goes through the
 // same pull request, merge and facts as any other release).
-func (x *executor) startMerged(ctx context.Context, loader *configload.Loader, a StartArgs) (Rollout, error) {
-	return x.startRelease(ctx, loader, a, true)
+// mergeSHA is the pull request's merge commit: the ripcord/rollout check
+// run of a rollback release goes there, on the change its reviewers
+// merged, not on the rollback's git_revision (the old commit it returns
+// to, which no reviewer of the rollback looks at).
+func (x *executor) startMerged(ctx context.Context, loader *configload.Loader, a StartArgs, mergeSHA string) (Rollout, error) {
+	return x.startRelease(ctx, loader, a, true, mergeSHA)
 }
 
-func (x *executor) startRelease(ctx context.Context, loader *configload.Loader, a StartArgs, merged bool) (Rollout, error) {
+func (x *executor) startRelease(ctx context.Context, loader *configload.Loader, a StartArgs, merged bool, mergeSHA string) (Rollout, error) {
 	if r, err := rolloutOfRelease(ctx, x.deps.DB.Read, a.ReleaseID); err == nil {
 		return r, nil
 	}
@@ -123,6 +127,11 @@ func (x *executor) startRelease(ctx context.Context, loader *configload.Loader, 
 	}
 	snap := SnapshotFor(env.Plan, repo.GetDefaultBranch(), x.server)
 	snap.Settings.FreezeOverride = a.FreezeOverride
+	if rec.Kind == records.KindRollback && mergeSHA != "" {
+		snap.HeadFrom = fmt.Sprintf("the merge commit of the rollback pull request #%d (the rollback's git_revision %s is the commit it returns to)",
+			rec.PRNumber, cmp.Or(rec.GitRevision, "(none)"))
+		rec.GitRevision = mergeSHA
+	}
 	if rec.GitRevision == "" {
 		// A release started from the CLI names no commit: the check run
 		// goes on the default branch's head as it was at the start, and
