@@ -147,24 +147,12 @@ func TestApproveCommand(t *testing.T) {
 // Merging a pull request that changes an environment's release file opens
 // the release and starts its rollout, once; the PR's author cannot approve.
 func TestMergedReleasePullRequestStartsTheRollout(t *testing.T) {
-	cfg := strings.Replace(e2eConfig, "        targets:", `        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image}
-        targets:`, 1)
-	s := newScene(t, cfg)
+	s := newScene(t, releaseFileConfig)
 	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")
 	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
-	body := e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "closed.payload.json"), func(m map[string]any) {
-		m["installation"] = map[string]any{"id": githubtest.InstallationID}
-		m["number"] = 7
-		pr := m["pull_request"].(map[string]any)
-		pr["number"], pr["merged"], pr["merge_commit_sha"] = 7, true, merge
+	body := mergedPullRequest(t, base, merge, func(pr map[string]any) {
 		pr["user"].(map[string]any)["login"] = "alice"
 		pr["merged_by"] = map[string]any{"login": "carol"}
-		pr["base"].(map[string]any)["sha"] = base
-		r := m["repository"].(map[string]any)
-		r["full_name"], r["name"] = repo, "checkout"
 	})
 	s.Deliver("pull_request", body)
 	s.Deliver("pull_request", body) // a second delivery starts nothing more
@@ -205,12 +193,7 @@ func TestMergedReleasePullRequestStartsTheRollout(t *testing.T) {
 // repository whose own config declares that app opens no release of it and
 // starts no rollout.
 func TestMergeInAnotherRepositoryOpensNoReleaseOfAnOwnedApp(t *testing.T) {
-	cfg := strings.Replace(e2eConfig, "        targets:", `        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image}
-        targets:`, 1)
-	s := newScene(t, cfg)
+	s := newScene(t, releaseFileConfig)
 	code, b := s.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "owned-1", "app": "checkout",
 		"environment": "prod", "cluster": "prod-eu", "repository": "acme/owner", "image": "ghcr.io/acme/checkout:v0"}`))
 	if code != 201 {
@@ -218,15 +201,7 @@ func TestMergeInAnotherRepositoryOpensNoReleaseOfAnOwnedApp(t *testing.T) {
 	}
 	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")
 	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
-	s.Deliver("pull_request", e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "closed.payload.json"), func(m map[string]any) {
-		m["installation"] = map[string]any{"id": githubtest.InstallationID}
-		m["number"] = 7
-		pr := m["pull_request"].(map[string]any)
-		pr["number"], pr["merged"], pr["merge_commit_sha"] = 7, true, merge
-		pr["base"].(map[string]any)["sha"] = base
-		r := m["repository"].(map[string]any)
-		r["full_name"], r["name"] = repo, "checkout"
-	}))
+	s.Deliver("pull_request", mergedPullRequest(t, base, merge, nil))
 	s.WaitFor("the merge job", wait, func() bool {
 		return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = $1 AND state = 'completed'`, rolloutflow.MergeArgs{}.Kind()) == 1
 	})
@@ -291,12 +266,7 @@ func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
 // rollback_of, so that its facts complete the rollback. No promote release
 // is opened beside it.
 func TestMergedRollbackPullRequestRollsOutTheRollbackRelease(t *testing.T) {
-	cfg := strings.Replace(e2eConfig, "        targets:", `        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image}
-        targets:`, 1)
-	s := newScene(t, cfg)
+	s := newScene(t, releaseFileConfig)
 	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
 	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")
 	const rollback = "rb1:prod-eu/prod"
@@ -309,17 +279,10 @@ func TestMergedRollbackPullRequestRollsOutTheRollbackRelease(t *testing.T) {
 		t.Fatalf("POST rollback release answered %d: %s", code, b)
 	}
 	s.settle()
-	body := e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "closed.payload.json"), func(m map[string]any) {
-		m["installation"] = map[string]any{"id": githubtest.InstallationID}
-		m["number"] = 7
-		pr := m["pull_request"].(map[string]any)
-		pr["number"], pr["merged"], pr["merge_commit_sha"] = 7, true, merge
+	body := mergedPullRequest(t, base, merge, func(pr map[string]any) {
 		pr["html_url"] = "https://github.com/acme/checkout/pull/7"
 		pr["user"].(map[string]any)["login"] = "alice"
 		pr["merged_by"] = map[string]any{"login": "carol"}
-		pr["base"].(map[string]any)["sha"] = base
-		r := m["repository"].(map[string]any)
-		r["full_name"], r["name"] = repo, "checkout"
 	})
 	s.Deliver("pull_request", body)
 	s.settle()
@@ -351,4 +314,31 @@ func TestMergedRollbackPullRequestRollsOutTheRollbackRelease(t *testing.T) {
 			sha, headSHA, merge, from)
 	}
 	s.settle()
+}
+
+// releaseFileConfig is e2eConfig with prod's release file: rollback pull
+// requests edit deploy/prod.yaml, and a merge that changes it is a release.
+var releaseFileConfig = strings.Replace(e2eConfig, "        targets:", `        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image}
+        targets:`, 1)
+
+// mergedPullRequest is GitHub's pull_request closed event for pull request
+// 7 of repo, merged as merge on top of base; edit, if any, changes the
+// pull request further.
+func mergedPullRequest(t *testing.T, base, merge string, edit func(pr map[string]any)) []byte {
+	t.Helper()
+	return e2etest.Edit(t, githubtest.LoadPayload(t, "pull_request", "closed.payload.json"), func(m map[string]any) {
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		m["number"] = 7
+		pr := m["pull_request"].(map[string]any)
+		pr["number"], pr["merged"], pr["merge_commit_sha"] = 7, true, merge
+		pr["base"].(map[string]any)["sha"] = base
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = repo, "checkout"
+		if edit != nil {
+			edit(pr)
+		}
+	})
 }
