@@ -79,16 +79,7 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 			}
 			e.Install(repo)
 			runID := int64(100 + i)
-			e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
-				Repo: repo, Environment: "production", RunID: runID, APIURL: e.GitHub.URL(), SHA: sha,
-				InstallationID: githubtest.InstallationID}))
-			e.WaitFor("the review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
-			e.Settle()
-			reviews := e.GitHub.GateReviews(repo)
-			if len(reviews) != 1 {
-				t.Fatalf("%d reviews, want exactly one: %+v", len(reviews), reviews)
-			}
-			r := reviews[0]
+			r := deploy(t, e, sha, runID)
 			if r.RunID != runID || r.Environment != "production" || r.State != tt.wantState || !strings.Contains(r.Comment, tt.wantComment) {
 				t.Errorf("review = %+v, want run %d production %s with %q", r, runID, tt.wantState, tt.wantComment)
 			}
@@ -211,16 +202,7 @@ apps:
 			}
 			e.Install(repo)
 			runID := int64(500 + i)
-			e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
-				Repo: repo, Environment: "production", RunID: runID, APIURL: e.GitHub.URL(), SHA: sha,
-				InstallationID: githubtest.InstallationID}))
-			e.WaitFor("the review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
-			e.Settle()
-			reviews := e.GitHub.GateReviews(repo)
-			if len(reviews) != 1 {
-				t.Fatalf("%d reviews, want exactly one: %+v", len(reviews), reviews)
-			}
-			if r := reviews[0]; r.RunID != runID || r.State != tt.wantState || !strings.Contains(r.Comment, tt.wantComment) {
+			if r := deploy(t, e, sha, runID); r.RunID != runID || r.State != tt.wantState || !strings.Contains(r.Comment, tt.wantComment) {
 				t.Errorf("review = %+v, want run %d %s with %q", r, runID, tt.wantState, tt.wantComment)
 			}
 		})

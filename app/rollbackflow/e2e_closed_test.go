@@ -61,14 +61,7 @@ func TestClosedRollbackPullRequestLetsANewRollbackOpen(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
-				s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
-				pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
-				s.GitHub.SetPermission(appRepo, "octocat", "write")
-
-				first := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
-				s.WaitFor("the pull request link", wait, func() bool { return len(s.replies(first)) == 2 })
-				s.Settle(jobKinds...)
-				old := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+				pr, old := s.rollbackByComment()
 
 				s.closePullRequest(old.PRNumber)
 				if heard {
@@ -152,14 +145,7 @@ func TestRollbackThroughTheAPIAfterItsPullRequestWasClosed(t *testing.T) {
 func TestClosedRollbackPullRequestWithdrawsAReleaseWithoutItsURL(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
-		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-
-		first := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
-		s.WaitFor("the pull request link", wait, func() bool { return len(s.replies(first)) == 2 })
-		s.Settle(jobKinds...)
-		old := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+		_, old := s.rollbackByComment()
 		if old.PRURL == "" || old.PRNumber == 0 {
 			t.Fatalf("rollback release = %+v, want one with a pull request", old)
 		}
@@ -178,4 +164,18 @@ func TestClosedRollbackPullRequestWithdrawsAReleaseWithoutItsURL(t *testing.T) {
 			t.Errorf("rollback %s of the closed pull request is %s, want %s", old.ReleaseID, r.State, records.StateAborted)
 		}
 	})
+}
+
+// rollbackByComment has octocat, who may write, ask for a rollback with
+// /ripcord rollback on a pull request of the app, and returns that pull
+// request and the rollback release once its pull request is open.
+func (s *scene) rollbackByComment() (pr int, rollback records.Record) {
+	s.T.Helper()
+	s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+	pr = s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+	s.GitHub.SetPermission(appRepo, "octocat", "write")
+	first := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+	s.WaitFor("the pull request link", wait, func() bool { return len(s.replies(first)) == 2 })
+	s.Settle(jobKinds...)
+	return pr, s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
 }
