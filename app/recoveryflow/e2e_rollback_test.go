@@ -1,6 +1,7 @@
 package recoveryflow_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -215,13 +216,7 @@ func TestNewFailureAfterAFailedRollbackDispatchesItsOwnRollback(t *testing.T) {
 			t.Fatalf("re-run by hand: %d", resp.StatusCode)
 		}
 		s.GitHub.CompleteRun(repo, run, "failure")
-		s.fact(run, 2, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 2, "failure")
-		s.WaitFor("the second rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 2 })
-		second := s.GitHub.Dispatches(repo)[1]
-		s.WaitFor("the second rollback run to be recorded", wait, func() bool {
-			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(second.RunID)
-		})
+		second := s.failureRollsBack(run, 2)
 		s.GitHub.CompleteRun(repo, second.RunID, "success")
 		s.deliverRun(second.RunID, 1, "success")
 		s.waitState(run, recoveryflow.StateRolledBack)
@@ -236,15 +231,24 @@ func TestNewFailureAfterAFailedRollbackDispatchesItsOwnRollback(t *testing.T) {
 func (s *scene) rollbackRunFails(run int64) githubtest.Dispatch {
 	s.T.Helper()
 	s.failedRun(run)
-	s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-	s.deliverRun(run, 1, "failure")
-	s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
-	d := s.GitHub.Dispatches(repo)[0]
-	s.WaitFor("the rollback run to be recorded", wait, func() bool {
-		return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
-	})
+	d := s.failureRollsBack(run, 1)
 	s.GitHub.CompleteRun(repo, d.RunID, "failure")
 	s.deliverRun(d.RunID, 1, "failure")
 	s.waitState(run, recoveryflow.StateAlerted)
+	return d
+}
+
+// failureRollsBack reports attempt of run failed (no retries are left) and
+// waits for the workflow rollback it dispatches, the attempt-th of the
+// scene, to be recorded on the episode; it returns that dispatch.
+func (s *scene) failureRollsBack(run int64, attempt int) githubtest.Dispatch {
+	s.T.Helper()
+	s.fact(run, attempt, "failed", "health_check_failure", "checkout-v2", "v2")
+	s.deliverRun(run, attempt, "failure")
+	s.WaitFor(fmt.Sprintf("rollback dispatch %d", attempt), wait, func() bool { return len(s.GitHub.Dispatches(repo)) == attempt })
+	d := s.GitHub.Dispatches(repo)[attempt-1]
+	s.WaitFor("the rollback run to be recorded", wait, func() bool {
+		return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
+	})
 	return d
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/configload"
-	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
@@ -23,9 +22,7 @@ import (
 // eligible release to roll back to.
 func TestPreviousTargetIgnoresManyOpenedReleases(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		db := testdb.OpenMigrated(t, dbURL)
-		store := records.NewStore(db)
-		f := &flow{deps: pipeline.Deps{DB: db, Records: store}}
+		f, db, store := storeFlow(t, dbURL)
 		ctx := context.Background()
 		start := time.Now().UTC().Add(-24 * time.Hour)
 		at := func(i int) time.Time { return start.Add(time.Duration(i) * time.Minute) }

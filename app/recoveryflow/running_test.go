@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -17,9 +18,7 @@ import (
 // id, the workload runs r1's image: r2 is not what runs.
 func TestRunningIsWhatTheClusterReportsWithTheRecordsImage(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		db := testdb.OpenMigrated(t, dbURL)
-		store := records.NewStore(db)
-		f := &flow{deps: pipeline.Deps{DB: db, Records: store}}
+		f, db, store := storeFlow(t, dbURL)
 		ctx := context.Background()
 		now := time.Now().UTC().Add(-time.Hour)
 		image := func(id string) string {
@@ -60,4 +59,13 @@ func TestRunningIsWhatTheClusterReportsWithTheRecordsImage(t *testing.T) {
 			t.Errorf("running %v, want %v (r3 never reached a workload; the worker keeps r2's id but runs r1's image)", got, want)
 		}
 	})
+}
+
+// storeFlow is a flow over a migrated database at dbURL, with its records
+// store: enough for what recovery reads from the records.
+func storeFlow(t *testing.T, dbURL string) (*flow, *store.DB, *records.Store) {
+	t.Helper()
+	db := testdb.OpenMigrated(t, dbURL)
+	rs := records.NewStore(db)
+	return &flow{deps: pipeline.Deps{DB: db, Records: rs}}, db, rs
 }

@@ -319,14 +319,23 @@ func TestQueueTransitions(t *testing.T) {
 	})
 }
 
-func TestARollbackWaitsForTheSiblingPassStillDeploying(t *testing.T) {
-	p := twoStages(rollout.RollbackWave)
+// deployingStage is a machine deploying the first stage of two, which has
+// two passes side by side: deployA (pass 0) and sibling (pass 1).
+func deployingStage(onFailure rollout.OnFailure) (*rollout.Plan, Machine) {
+	p := twoStages(onFailure)
 	p.Stages[0].Passes = append(p.Stages[0].Passes, p.Stages[1].Passes[0])
 	m := NewMachine(p)
 	m.Phase = PhaseDeploy
 	m.Stages[0].State = StageRunning
 	m.Passes = make([]PassCursor, 2)
-	sibling := Ref{Kind: KindDeploy, Stage: 0, Pass: 1}
+	return p, m
+}
+
+// sibling is the deploy batch of deployingStage's second pass.
+var sibling = Ref{Kind: KindDeploy, Stage: 0, Pass: 1}
+
+func TestARollbackWaitsForTheSiblingPassStillDeploying(t *testing.T) {
+	p, m := deployingStage(rollout.RollbackWave)
 	runs := map[Ref]Run{deployA: {State: RunFailure, RunID: 1, DispatchedAt: t0},
 		sibling: {State: RunInProgress, RunID: 2, DispatchedAt: t0}}
 	act, _ := m.Next(inputs(p, t0, runs))
@@ -352,16 +361,6 @@ func TestARollbackWaitsForTheSiblingPassStillDeploying(t *testing.T) {
 // once a sibling pass's batch still deploying has ended: until then the
 // rollouts queued behind it wait, as they would for its rollback.
 func TestAStoppedRolloutEndsOnlyOnceTheSiblingPassStopsDeploying(t *testing.T) {
-	sibling := Ref{Kind: KindDeploy, Stage: 0, Pass: 1}
-	deployingStage := func(onFailure rollout.OnFailure) (*rollout.Plan, Machine) {
-		p := twoStages(onFailure)
-		p.Stages[0].Passes = append(p.Stages[0].Passes, p.Stages[1].Passes[0])
-		m := NewMachine(p)
-		m.Phase = PhaseDeploy
-		m.Stages[0].State = StageRunning
-		m.Passes = make([]PassCursor, 2)
-		return p, m
-	}
 	for _, c := range []struct {
 		name      string
 		onFailure rollout.OnFailure
