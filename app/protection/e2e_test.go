@@ -335,3 +335,70 @@ func TestProtectionRuleDoesNotMixAnOlderEvaluationIn(t *testing.T) {
 func gateExternalID(sha, app, env, trigger string) string {
 	return fmt.Sprintf("%s#7@%s %s/%s %s", repo, sha, app, env, trigger)
 }
+
+// Each app's environment is judged by the evaluation of its own on the
+// deployed commit, and, when the commit has none of its own (a merge
+// commit), by the one on the heads of the pull requests that contain it.
+// The merge commit carrying another app's evaluation (here cart's, of the
+// same environment) must not stop the rule from looking at the pull
+// request's head, where shop's evaluation (failed) lives.
+func TestProtectionRuleFallsBackToThePullRequestPerApp(t *testing.T) {
+	const cfg = `version: 1
+apps:
+  shop:
+    environments:
+      production:
+        cluster: prod-eu
+        protection_rule: {enabled: true, gates: true}
+        gates:
+          provenance: {keys: [.github/cosign.pub]}
+  cart:
+    environments:
+      production:
+        cluster: prod-eu
+        protection_rule: {enabled: true, gates: true}
+        gates:
+          provenance: {keys: [.github/cosign.pub]}
+`
+	tests := []struct {
+		name                    string
+		shopOnHead, cartOnMerge string // conclusions; "" for no evaluation
+		cartOnHead              string
+		wantState, wantComment  string
+	}{
+		{"shop failed on the head, cart passed on the merge commit", "failure", "success", "", "rejected", "gates failed: ripcord/provenance (failure)"},
+		{"shop passed on the head, cart passed on the merge commit", "success", "success", "", "approved", "gates passed"},
+		{"the merge commit's own evaluation of cart wins over the head's", "success", "success", "failure", "approved", "gates passed"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startShop(t, cfg)
+			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+			head := strings.Repeat("cd", 20)
+			add := func(app, on, conclusion string) {
+				if conclusion != "" {
+					e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: on, Conclusion: conclusion,
+						ExternalID: gateExternalID(on, app, "production", "pull_request opened")})
+				}
+			}
+			add("shop", head, tt.shopOnHead)
+			add("cart", head, tt.cartOnHead)
+			add("cart", sha, tt.cartOnMerge)
+			servePullRequestWithHead(e, head)
+			e.Install(repo)
+			runID := int64(800 + i)
+			if r := deploy(t, e, sha, runID); r.State != tt.wantState || !strings.Contains(r.Comment, tt.wantComment) {
+				t.Errorf("review = %+v, want %s with %q", r, tt.wantState, tt.wantComment)
+			}
+		})
+	}
+}
+
+// servePullRequestWithHead answers GitHub's "pull requests with a commit"
+// with one merged pull request (#7) whose head is head.
+func servePullRequestWithHead(e *e2etest.Env, head string) {
+	e.GitHub.Handle("GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode([]map[string]any{{"number": 7, "state": "closed", "head": map[string]any{"sha": head, "ref": "release-7"}}})
+	})
+}

@@ -143,22 +143,35 @@ func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs
 	return nil
 }
 
-// gateRuns lists the gate check runs of sha and, when none is a verdict
-// for this deployment, those of the head of each pull request that
-// contains sha (a merge commit carries no gate runs; its pull request's
-// head does). Only runs this App (appID) made count: a workflow's token or
-// another App can make a check run named ripcord/provenance too. And only
-// the runs of an evaluation of an environment the review is for (one of
-// rules that requires gates) count: every app and environment names its
-// runs ripcord/<gate>, so another environment's verdict on the same commit
-// must not approve or refuse this one. Newest first.
+// gateRuns lists the gate check runs of sha and, for each app/environment
+// of rules that has no evaluation of its own on sha, those of the head of
+// each pull request that contains sha (a merge commit carries no gate runs;
+// its pull request's head does). The fallback is per app/environment: the
+// merge commit carrying another app's evaluation, or another environment's,
+// says nothing about this one's, which may live on the head. Only runs this
+// App (appID) made count: a workflow's token or another App can make a
+// check run named ripcord/provenance too. And only the runs of an
+// evaluation of an environment the review is for (one of rules that
+// requires gates) count: every app and environment names its runs
+// ripcord/<gate>, so another environment's verdict on the same commit must
+// not approve or refuse this one. Newest first.
 func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, sha string, rules []Rule) ([]CheckRun, error) {
 	if sha == "" {
 		return nil, nil
 	}
 	runs, err := checkRuns(ctx, gh, appID, repository, sha, rules)
-	if err != nil || len(runs) > 0 {
-		return runs, err
+	if err != nil {
+		return nil, err
+	}
+	var elsewhere []Rule // rules with no evaluation on sha itself
+	for _, r := range rules {
+		scope := r.App + "/" + r.Environment
+		if r.Enabled && r.Gates && !slices.ContainsFunc(runs, func(c CheckRun) bool { return c.Scope == scope }) {
+			elsewhere = append(elsewhere, r)
+		}
+	}
+	if len(elsewhere) == 0 {
+		return runs, nil
 	}
 	prs, err := pullRequestsWith(ctx, gh, repository, sha)
 	if err != nil {
@@ -169,12 +182,15 @@ func gateRuns(ctx context.Context, gh *github.Client, appID int64, repository, s
 		if head == "" || head == sha {
 			continue
 		}
-		more, err := checkRuns(ctx, gh, appID, repository, head, rules)
+		more, err := checkRuns(ctx, gh, appID, repository, head, elsewhere)
 		if err != nil {
 			return nil, err
 		}
 		runs = append(runs, more...)
 	}
+	// Newest first across the commits too: the newest evaluation of a
+	// scope is the one of its first run.
+	slices.SortStableFunc(runs, func(a, b CheckRun) int { return cmp.Compare(b.ID, a.ID) })
 	return runs, nil
 }
 
