@@ -82,9 +82,14 @@ func Decide(rules []Rule, runs []CheckRun, sha string, now time.Time) Decision {
 // passes; a running one, or one the evaluation has not reported yet,
 // waits; no evaluation at all fails closed.
 func decideGates(rules []Rule, runs []CheckRun, sha string) Decision {
-	gateRuns, missing := evaluatedGateRuns(rules, runs)
+	gateRuns, missing, unevaluated := evaluatedGateRuns(rules, runs)
 	if len(gateRuns) == 0 && len(missing) == 0 {
 		return Decision{State: Rejected, Comment: fmt.Sprintf("ripcord: no gate verdict (ripcord/* check run) found for %s or the pull request that brought it; gates are required (protection_rule.gates)", short(sha))}
+	}
+	if len(unevaluated) > 0 {
+		// Each app's gates are its own: another app's verdict on the
+		// same environment says nothing about this one's release.
+		return Decision{State: Rejected, Comment: fmt.Sprintf("ripcord: no gate verdict of %s (ripcord/* check run) found for %s or the pull request that brought it; gates are required (protection_rule.gates)", strings.Join(unevaluated, ", "), short(sha))}
 	}
 	running := missing
 	var failing, passing []string
@@ -114,8 +119,9 @@ func decideGates(rules []Rule, runs []CheckRun, sha string) Decision {
 // replaces. Only the gates the rule's config requires count: a run of a
 // gate removed from the config is no verdict. missing names the required
 // gates that the newest evaluation has not reported yet (still running).
-// A rule with no evaluation adds neither. Runs come out in name order.
-func evaluatedGateRuns(rules []Rule, runs []CheckRun) (out []CheckRun, missing []string) {
+// A rule with no evaluation adds neither: unevaluated names it ("app
+// environment"). Runs come out in name order.
+func evaluatedGateRuns(rules []Rule, runs []CheckRun) (out []CheckRun, missing, unevaluated []string) {
 	for _, rule := range rules {
 		if !rule.Enabled || !rule.Gates {
 			continue
@@ -129,6 +135,7 @@ func evaluatedGateRuns(rules []Rule, runs []CheckRun) (out []CheckRun, missing [
 			}
 		}
 		if newest == "" {
+			unevaluated = append(unevaluated, rule.App+" "+rule.Environment)
 			continue
 		}
 		seen := map[string]bool{}
@@ -146,7 +153,7 @@ func evaluatedGateRuns(rules []Rule, runs []CheckRun) (out []CheckRun, missing [
 		}
 	}
 	slices.SortStableFunc(out, func(a, b CheckRun) int { return strings.Compare(a.Name, b.Name) })
-	return out, missing
+	return out, missing, unevaluated
 }
 
 func isGateRun(name string) bool {
