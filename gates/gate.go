@@ -70,6 +70,12 @@ type Subject struct {
 	// repository of the release record that ran the digest, which need not
 	// be the GitOps repository the PR changes. Empty: unknown.
 	SourceRepository string `json:"source_repository,omitempty"`
+	// Owner is the repository App's Environment belongs to (the one of
+	// its first release, records.Store.Owner): only its release records,
+	// and those registered without a repository (the api token, a
+	// cluster), say which commit a digest was built from. Empty: no
+	// record names a repository yet.
+	Owner string `json:"owner,omitempty"`
 
 	HeadSHA     string   `json:"head_sha"`
 	PullRequest int      `json:"pull_request"`

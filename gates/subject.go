@@ -1,6 +1,8 @@
 package gates
 
 import (
+	"strings"
+
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/records"
 )
@@ -11,6 +13,14 @@ import (
 // and, when the release file does not say, the
 // git revision the digest was built from. Nothing here reads the PR's
 // title, branch or trailers.
+//
+// The revision is taken only from a record of s.Owner's, or one with no
+// repository (the api token, a cluster): any record with the digest may
+// have been registered, never run, with whatever revision its caller
+// chose, and another repository's record (two repositories racing for the
+// first release, a record from before ownership, a rollback another
+// repository's config started) would make commit-signing and sast judge a
+// commit of that repository's choosing.
 func Assess(rs []records.Record, s Subject, window int) Subject {
 	q := eligibility.Query{App: s.App, Environment: s.Environment, Cluster: s.Cluster, Image: s.ImageRef()}
 	s.Eligibility = eligibility.Check(rs, q, window)
@@ -23,7 +33,7 @@ func Assess(rs []records.Record, s Subject, window int) Subject {
 	}
 	if s.GitRevision == "" && s.Digest != "" {
 		for _, r := range rs {
-			if r.ResolvedDigest() == s.Digest && r.GitRevision != "" {
+			if r.ResolvedDigest() == s.Digest && r.GitRevision != "" && (r.Repository == "" || strings.EqualFold(r.Repository, s.Owner)) {
 				s.GitRevision = r.GitRevision
 				s.GitRevisionSource = "from release " + r.ReleaseID + ", which ran this digest"
 				s.SourceRepository = r.Repository

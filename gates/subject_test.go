@@ -22,7 +22,7 @@ func TestAssessFindsTheRevisionAndItsRepository(t *testing.T) {
 	rs := history()
 	rs[1].Repository = "acme/checkout-src"
 	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
-		Image: "reg/checkout", Digest: oldDigest}, 5)
+		Image: "reg/checkout", Digest: oldDigest, Owner: "acme/checkout-src"}, 5)
 	if s.GitRevision != "abcdef0123456789" || s.SourceRepository != "acme/checkout-src" {
 		t.Fatalf("assessed revision %q in %q, want abcdef0123456789 in acme/checkout-src", s.GitRevision, s.SourceRepository)
 	}
@@ -74,5 +74,35 @@ func TestAssessGrantsNoAdvisoryToATag(t *testing.T) {
 	c, _ := Conclude(Content, Errored("the release file pins no image digest, so there is nothing to verify"), s.EligibleRollback())
 	if c != Failure {
 		t.Errorf("image-scan that could not look at the image concluded %s, want failure", c)
+	}
+}
+
+// An app's environment belongs to the repository of its first release
+// (records.Store.Owner). A record another repository registered (two
+// repositories racing for the first release, a record from before the
+// rule, a rollback started from another repository's config) may name the
+// digest too, newer, with a commit of its own choosing: commit-signing and
+// sast must ask about the owner's commit, never about that one.
+func TestAssessTakesTheRevisionFromTheOwnersRecordsOnly(t *testing.T) {
+	rs := history()
+	rs[1].Repository = "acme/checkout-src"
+	foreign := records.Record{ReleaseID: "evil-1", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Repository: "mallory/fork", Image: "reg/checkout@" + oldDigest, Digest: oldDigest, GitRevision: "ee11ee11ee11ee11",
+		State: records.StateOpened, CreatedAt: rs[0].CreatedAt.Add(time.Hour)}
+	rs = append([]records.Record{foreign}, rs...)
+	subject := Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout", Digest: oldDigest, Owner: "Acme/Checkout-Src"}
+	s := Assess(rs, subject, 5)
+	if s.GitRevision != "abcdef0123456789" || s.SourceRepository != "acme/checkout-src" {
+		t.Fatalf("assessed revision %q in %q (%s), want the owner's abcdef0123456789 in acme/checkout-src", s.GitRevision, s.SourceRepository, s.GitRevisionSource)
+	}
+	// Only the other repository's record names the digest: unknown, so
+	// the gates that need the revision fail closed.
+	s = Assess(rs[:2], subject, 5) // evil-1 and r3
+	if s.GitRevision != "" {
+		t.Errorf("assessed revision %q in %q from another repository's record, want none", s.GitRevision, s.SourceRepository)
+	}
+	if got := (CommitSigning{GitHub: &verifier{}}).Evaluate(context.Background(), s); got.Outcome != Error {
+		t.Errorf("commit-signing without the owner's revision: %s %q, want error", got.Outcome, got.Summary)
 	}
 }

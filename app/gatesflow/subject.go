@@ -36,6 +36,9 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if err != nil {
 		return err
 	}
+	if s.Owner, err = w.deps.Records.Owner(ctx, t.app, t.env); err != nil {
+		return err
+	}
 	s = gates.Assess(rs, s, cfg.Eligibility.Window)
 
 	g, _ := cfg.GatesFor(t.app, t.env)
