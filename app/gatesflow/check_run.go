@@ -33,11 +33,20 @@ func (h checkRunHandler) Handle(_ context.Context, d pipeline.Delivery) (pipelin
 		return nil, pipeline.Permanent(fmt.Errorf("decode check_run event: %w", err))
 	}
 	cr := ev.GetCheckRun()
-	if len(cr.PullRequests) == 0 {
+	number := 0
+	if len(cr.PullRequests) > 0 {
+		number = cr.PullRequests[0].GetNumber()
+	} else if n, ok := pullRequestOf(cr.GetExternalID(), ev.GetRepo().GetFullName(), cr.GetHeadSHA()); ok && cr.GetApp().GetID() == h.deps.App().ID {
+		// GitHub lists no pull request for a run whose head branch is in
+		// a fork; the pull request is the one our run's external id names
+		// (the job still checks that its head is the run's commit).
+		number = n
+	}
+	if number == 0 {
 		return nil, nil // a gate run outside a PR: nothing to re-evaluate against
 	}
 	args := EvaluateArgs{
-		Repository: ev.GetRepo().GetFullName(), PullRequest: cr.PullRequests[0].GetNumber(), HeadSHA: cr.GetHeadSHA(),
+		Repository: ev.GetRepo().GetFullName(), PullRequest: number, HeadSHA: cr.GetHeadSHA(),
 		InstallationID: d.InstallationID,
 		// The delivery id makes each click its own job; a redelivery of the
 		// same click stays one.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -116,15 +117,35 @@ func externalID(a EvaluateArgs, t target) string {
 // deployment protection rule reads only the evaluation of the environment
 // it reviews, as every app and environment names its runs ripcord/<gate>.
 func EvaluationOf(externalID, repository, headSHA, app, env string) bool {
+	_, rest, ok := splitExternalID(externalID, repository)
+	return ok && strings.HasPrefix(rest, headSHA+" "+app+"/"+env+" ")
+}
+
+// pullRequestOf is the pull request whose evaluation on headSHA in
+// repository made the run with externalID.
+func pullRequestOf(externalID, repository, headSHA string) (int, bool) {
+	n, rest, ok := splitExternalID(externalID, repository)
+	if !ok || !strings.HasPrefix(rest, headSHA+" ") {
+		return 0, false
+	}
+	return n, true
+}
+
+// splitExternalID reads "<repository>#<pull request>@<rest>".
+func splitExternalID(externalID, repository string) (int, string, bool) {
 	rest, ok := strings.CutPrefix(externalID, repository+"#")
 	if !ok {
-		return false
+		return 0, "", false
 	}
 	pr, rest, ok := strings.Cut(rest, "@")
 	if !ok || pr == "" || strings.Trim(pr, "0123456789") != "" {
-		return false
+		return 0, "", false
 	}
-	return strings.HasPrefix(rest, headSHA+" "+app+"/"+env+" ")
+	n, err := strconv.Atoi(pr)
+	if err != nil || n <= 0 {
+		return 0, "", false
+	}
+	return n, rest, true
 }
 
 func (w *evaluateWorker) queueReports(ctx context.Context, rs []ReportArgs) error {

@@ -1,0 +1,85 @@
+package gatesflow_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// "Re-run" on a gate's check run evaluates the gates again, also on a pull
+// request from a fork: GitHub sends such a run's check_run with an empty
+// pull_requests (the head branch is in another repository), and the pull
+// request is then the one the run's external id names.
+func TestRerunOfAGateReevaluatesAlsoForAForkPullRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		fork bool
+	}{{"a branch of the repository", false}, {"a fork", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+			t.Cleanup(func() {
+				if bad := e.Invalid(); len(bad) > 0 {
+					t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+				}
+			})
+			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      process:
+        qa: {labels: [qa-approved]}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image.repository, digest: image.digest}
+`)
+			base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
+			head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 3))
+			number := e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "main", "bump checkout")
+			e.Install(repo)
+			e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+			e.WaitFor("the qa gate", 20*time.Second, func() bool { return len(completedRuns(e, head)) == 1 })
+			first := completedRuns(e, head)["ripcord/qa"]
+
+			e.Deliver("check_run", e2etest.Edit(t, githubtest.LoadPayload(t, "check_run", "rerequested.payload.json"), func(m map[string]any) {
+				m["installation"] = map[string]any{"id": githubtest.InstallationID}
+				cr := m["check_run"].(map[string]any)
+				cr["id"], cr["name"], cr["head_sha"], cr["external_id"] = first.ID, first.Name, head, first.ExternalID
+				cr["app"].(map[string]any)["id"] = githubtest.AppID
+				// GitHub's example writes these as "2018-04-25 20:42:10";
+				// its schema (and GitHub) say date-time.
+				for _, a := range []map[string]any{cr["app"].(map[string]any), cr["check_suite"].(map[string]any)["app"].(map[string]any)} {
+					a["created_at"], a["updated_at"] = "2018-04-25T20:42:10Z", "2018-04-25T20:42:10Z"
+				}
+				cr["pull_requests"] = []any{}
+				if !tt.fork {
+					cr["pull_requests"] = []any{map[string]any{"id": 1, "number": number, "url": "https://api.github.com/repos/" + repo + "/pulls/1",
+						"head": map[string]any{"ref": "bump-checkout", "sha": head, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}},
+						"base": map[string]any{"ref": "main", "sha": base, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}}}}
+				}
+				r := m["repository"].(map[string]any)
+				r["full_name"], r["name"] = repo, "checkout"
+				r["owner"].(map[string]any)["login"] = "acme"
+			}))
+			e.Settle()
+			var runs []githubtest.CheckRun
+			for _, cr := range e.GitHub.CheckRuns(repo) {
+				if cr.HeadSHA == head && cr.Name == "ripcord/qa" {
+					runs = append(runs, cr)
+				}
+			}
+			if len(runs) != 2 || runs[1].ExternalID == first.ExternalID || !strings.Contains(runs[1].ExternalID, "check_run rerequested") {
+				t.Fatalf("ripcord/qa runs after the re-run: %+v, want a second one of a new evaluation", runs)
+			}
+		})
+	}
+}
