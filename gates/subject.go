@@ -36,6 +36,9 @@ func Assess(rs []records.Record, s Subject, window int) Subject {
 			if r.ResolvedDigest() == s.Digest && r.GitRevision != "" && (r.Repository == "" || strings.EqualFold(r.Repository, s.Owner)) {
 				s.GitRevision = r.GitRevision
 				s.GitRevisionSource = "from release " + r.ReleaseID + ", which ran this digest"
+				if !r.Ran() {
+					s.GitRevisionSource = "from release " + r.ReleaseID + ", registered with this digest; it has not run"
+				}
 				s.SourceRepository = r.Repository
 				break
 			}

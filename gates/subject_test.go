@@ -106,3 +106,21 @@ func TestAssessTakesTheRevisionFromTheOwnersRecordsOnly(t *testing.T) {
 		t.Errorf("commit-signing without the owner's revision: %s %q, want error", got.Outcome, got.Summary)
 	}
 }
+
+// The check run says where the git revision came from: a release that
+// was only registered (its pull request not merged) did not run the digest,
+// and the summary must not say it did.
+func TestAssessSaysWhetherTheRevisionsReleaseRan(t *testing.T) {
+	rs := []records.Record{{ReleaseID: "pending-1", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout@" + newDigest, Digest: newDigest, GitRevision: "0123456789abcdef", State: records.StateOpened}}
+	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout", Digest: newDigest}, 5)
+	if s.GitRevision != "0123456789abcdef" || strings.Contains(s.GitRevisionSource, "ran") || !strings.Contains(s.GitRevisionSource, "not run") {
+		t.Errorf("revision %q %q, want 0123456789abcdef from pending-1, saying it has not run", s.GitRevision, s.GitRevisionSource)
+	}
+	s = Assess(history(), Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout", Digest: oldDigest}, 5)
+	if !strings.Contains(s.GitRevisionSource, "from release r2, which ran this digest") {
+		t.Errorf("revision source %q, want r2, which ran this digest", s.GitRevisionSource)
+	}
+}
