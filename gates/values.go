@@ -18,7 +18,8 @@ import (
 )
 
 // Values checks the release file against a JSON Schema: the one the
-// configuration names (values.schema, read by the caller at the PR's head)
+// configuration names (values.schema, read by the caller from the default
+// branch, so that a pull request cannot loosen the schema it is judged by)
 // or, when none is configured, a built-in one requiring the configured
 // fields with a well-formed digest. Each violation is a finding on the
 // file's line.

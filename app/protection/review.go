@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/prometheus/client_golang/prometheus"
@@ -128,10 +129,7 @@ func needsGates(rules []Rule) bool {
 
 func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs, dec Decision) error {
 	owner, name, _ := strings.Cut(a.Repository, "/")
-	comment := dec.Comment
-	if len(comment) > maxComment {
-		comment = comment[:maxComment-1] + "…"
-	}
+	comment := shorten(dec.Comment, maxComment)
 	_, err := gh.Actions.ReviewCustomDeploymentProtectionRule(ctx, owner, name, a.RunID, &github.ReviewCustomDeploymentProtectionRuleRequest{
 		EnvironmentName: a.Environment, State: dec.State, Comment: comment})
 	if err != nil {
@@ -257,4 +255,19 @@ func scopeOf(externalID, repository, headSHA string, rules []Rule) (string, bool
 		}
 	}
 	return "", false
+}
+
+// shorten cuts s to at most max bytes, ending in "…" when it was cut, and
+// never inside a UTF-8 sequence: app and environment names in a comment may
+// be any text.
+func shorten(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	cut := max - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
