@@ -155,6 +155,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/deliveries/{id}", s.requireAPIToken(s.getDelivery))
 	mux.HandleFunc("POST /api/v1/facts", s.postTaskFacts)
 	mux.HandleFunc("POST /api/v1/facts/{cluster}", s.postClusterFacts)
+	mux.HandleFunc("POST /api/v1/facts/{cluster}/inventory", s.postClusterInventory)
 	mux.HandleFunc("POST /api/v1/releases", s.postRelease)
 	mux.HandleFunc("GET /api/v1/releases", s.requireAPIToken(s.listReleases))
 	mux.HandleFunc("GET /api/v1/releases/{id}", s.requireAPIToken(s.getRelease))

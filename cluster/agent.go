@@ -173,6 +173,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.mu.Lock()
 		a.ready = true
 		a.mu.Unlock()
+		wg.Add(1)
+		go func() { defer wg.Done(); a.sendInventories(ctx) }()
 	}
 	<-ctx.Done()
 	wg.Wait()

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,14 @@ type watcher struct {
 
 	mu   sync.Mutex
 	last map[types.UID]string // what was last sent per workload
+	// held are the informers' caches, per source, for the inventory.
+	held []heldStore
+}
+
+// heldStore is one informer's cache of the workloads of a source.
+type heldStore struct {
+	source records.Source
+	store  cache.Store
 }
 
 func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
@@ -60,6 +69,7 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 		fact, skip := DeploymentFact(w.cluster, d, w.now())
 		return fact, skip, d.Namespace + "/" + d.Name
 	})
+	w.hold(records.SourceDeployment, inf.GetStore())
 	f.Start(ctx.Done())
 	return inf.HasSynced
 }
@@ -76,8 +86,33 @@ func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace
 		fact, skip := RolloutFact(w.cluster, u, w.now())
 		return fact, skip, u.GetNamespace() + "/" + u.GetName()
 	})
+	w.hold(records.SourceRollout, inf.GetStore())
 	f.Start(ctx.Done())
 	return inf.HasSynced
+}
+
+func (w *watcher) hold(source records.Source, store cache.Store) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.held = append(w.held, heldStore{source: source, store: store})
+}
+
+// inventory lists the uids of every workload the watches hold now, and the
+// sources they cover. It is meant for once the informers have synced.
+func (w *watcher) inventory() (sources []records.Source, uids []string) {
+	w.mu.Lock()
+	held := slices.Clone(w.held)
+	w.mu.Unlock()
+	uids = []string{}
+	for _, h := range held {
+		sources = append(sources, h.source)
+		for _, obj := range h.store.List() {
+			if m, ok := obj.(metav1.Object); ok {
+				uids = append(uids, string(m.GetUID()))
+			}
+		}
+	}
+	return sources, uids
 }
 
 // factOf reads one object: the fact, or why there is none, and its name.
@@ -113,8 +148,9 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read fa
 // is read from its metadata only: its status may be mid-update, which
 // says nothing about a workload that no longer exists. A workload without
 // a release id was never reported, and its deletion is not either. A
-// deletion that cannot be spooled is lost: the server then keeps the last
-// report, as before (there is no resync of a deleted object).
+// deletion that cannot be spooled or delivered is not lost: the next
+// inventory (sendInventories) leaves the workload out, and the server
+// reports it deleted then.
 func (w *watcher) deleted(resource string, m metav1.Object) {
 	source := records.SourceDeployment
 	if resource == "rollouts" {

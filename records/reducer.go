@@ -28,6 +28,9 @@ const (
 // Observation is the last thing seen on one workload, kept by the store per
 // WorkloadKey so the reducer can tell a release from a scale or a restart.
 type Observation struct {
+	// Source is the kind of workload (deployment, rollout, argocd) that
+	// reported; empty in observations stored before it was kept.
+	Source     Source    `json:"source,omitempty"`
 	Cluster    string    `json:"cluster"`
 	Namespace  string    `json:"namespace"`
 	Name       string    `json:"name"`

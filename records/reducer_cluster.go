@@ -138,6 +138,7 @@ func sameImages(a, b []string) bool {
 
 func observe(f Fact) Observation {
 	return Observation{
+		Source:     f.Source,
 		Cluster:    f.Cluster,
 		Namespace:  f.Namespace,
 		Name:       f.Name,

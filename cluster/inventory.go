@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// sendInventories sends the inventory of the watches (every tracked
+// workload's uid) once they have synced, then at every resync, so the server
+// learns of deletions the agent could not report: a deletion fact dropped
+// from a full spool, or one that happened while no agent ran (an agent that
+// starts after a deletion never sees the object, and a deleted object is
+// never resynced). While the server cannot take it, it is sent again with
+// backoff, taken afresh each time.
+func (a *Agent) sendInventories(ctx context.Context) {
+	backoff := time.Duration(0)
+	for {
+		wait := a.cfg.Resync
+		err := a.sendInventory(ctx)
+		switch {
+		case err == nil:
+			backoff = 0
+		case ctx.Err() != nil:
+			return
+		case isRejection(err) || isNotFound(err):
+			// A server that refuses it (or predates it) will until it changes.
+			a.cfg.Log.Error("the server refused the inventory; sending it again at the next resync", "err", err)
+		default:
+			backoff = min(max(backoff*2, deliverMinBackoff), a.cfg.MaxBackoff)
+			wait = backoff
+			a.cfg.Log.Warn("cannot send the inventory", "err", err, "retry_in", wait)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func isNotFound(err error) bool {
+	se, ok := err.(*statusError)
+	return ok && se.Status == http.StatusNotFound
+}
+
+// sendInventory posts what the watches hold now. Its time is taken before
+// the caches are read: a workload whose fact was observed before it and
+// that is missing from the list was deleted (an informer updates its cache
+// before it hands the event to the handler that stamps the fact).
+func (a *Agent) sendInventory(ctx context.Context) error {
+	at := a.cfg.Now().UTC()
+	sources, uids := a.watch.inventory()
+	body, err := json.Marshal(map[string]any{"observed_at": at, "namespace": a.cfg.Namespace,
+		"sources": sources, "uids": uids})
+	if err != nil {
+		return fmt.Errorf("encode the inventory: %w", err)
+	}
+	var out struct {
+		Deleted []struct {
+			Workload string `json:"workload"`
+			Outcome  string `json:"outcome"`
+		} `json:"deleted"`
+	}
+	u := strings.TrimSuffix(a.cfg.Server, "/") + "/api/v1/facts/" + url.PathEscape(a.cfg.Cluster) + "/inventory"
+	if err := doJSON(ctx, a.cfg.HTTP, a.cfg.Token, http.MethodPost, u, body, &out); err != nil {
+		return err
+	}
+	for _, d := range out.Deleted {
+		a.cfg.Log.Info("the server still counted a workload the cluster no longer holds; reported deleted",
+			"workload", d.Workload, "outcome", d.Outcome)
+	}
+	return nil
+}
