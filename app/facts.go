@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -46,7 +47,48 @@ func (s *Server) postClusterFacts(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !s.requireClusterTasks(w, r, cluster, facts, batch) {
+		return
+	}
 	s.applyFacts(w, r, facts, batch)
+}
+
+// requireClusterTasks refuses with 403 a task fact posted with a cluster's
+// token that names a release of another cluster, or of none (a workflow
+// deploy), or that releases an app's environment under another repository
+// than the one it belongs to (requireOwner). A cluster token vouches for
+// that cluster only, and a task fact's repository is whatever its sender
+// wrote: without this, any cluster's token could fail (and so start the
+// recovery of) a workflow deploy, or open releases of any app under any
+// repository, which then count for eligibility.
+func (s *Server) requireClusterTasks(w http.ResponseWriter, r *http.Request, cluster string, facts []records.Fact, batch bool) bool {
+	owners := map[[3]string]bool{}
+	for i, f := range facts {
+		if !f.IsTask() {
+			continue
+		}
+		rec, err := s.records.Get(r.Context(), f.ReleaseKey())
+		switch {
+		case errors.Is(err, records.ErrNotFound):
+		case err != nil:
+			s.internalError(w, r, err)
+			return false
+		case rec.Cluster != cluster:
+			writeError(w, http.StatusForbidden, factField(batch, i, "release_id"), fmt.Sprintf(
+				"release %s is not of cluster %s (it is of %s): a cluster's token may post task facts of that cluster's releases only",
+				rec.ReleaseID, cluster, cmp.Or(rec.Cluster, "no cluster")))
+			return false
+		}
+		key := [3]string{f.Repository, f.App, f.Environment}
+		if owners[key] {
+			continue
+		}
+		if !s.requireOwner(w, r, f.Repository, f.App, f.Environment, factField(batch, i, "app")) {
+			return false
+		}
+		owners[key] = true
+	}
+	return true
 }
 
 // checkClusterToken returns 0 when the bearer is the named cluster's token,
