@@ -27,6 +27,11 @@ const (
 // with it its identity) leaves one behind.
 const ClaimTimeout = time.Hour
 
+// claimGrace is how long after a server starts it expires no claim: an
+// agent that finished an action while the server was down reports it
+// within its backoff (30 s at most by default) once the server is back.
+const claimGrace = 5 * time.Minute
+
 // claimBatch bounds the actions handed out by one poll.
 const claimBatch = 20
 
@@ -87,6 +92,8 @@ func scanStored(row scanner) (Stored, error) {
 type actionStore struct {
 	db      *store.DB
 	records *records.Store
+	// started is when this server started: see claimGrace.
+	started time.Time
 }
 
 // hasWork is a read-only look (no write transaction) at whether a poll
@@ -97,10 +104,14 @@ func (s *actionStore) hasWork(ctx context.Context, cluster, agent string, resume
 	if resume {
 		mine = "agent = $3 OR "
 	}
+	cutoff, expiring := s.expireBefore(now)
+	if !expiring {
+		cutoff = time.Time{} // no claim is older than that
+	}
 	var n int
 	err := s.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cluster_actions
 		WHERE cluster = $1 AND (state = 'pending' OR (state = 'claimed' AND (`+mine+`claimed_at < $2)))`,
-		append([]any{cluster, store.Micros(now.Add(-ClaimTimeout))}, argsIf(resume, agent)...)...).Scan(&n)
+		append([]any{cluster, store.Micros(cutoff)}, argsIf(resume, agent)...)...).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("look for actions of %s: %w", cluster, err)
 	}
@@ -174,10 +185,22 @@ func selectSpecs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]
 	return out, rows.Err()
 }
 
+// expireBefore is the claim time before which a claim without a result
+// has expired, and false while none may expire: during claimGrace after
+// the server started, since time the server was down is time no agent
+// could report in.
+func (s *actionStore) expireBefore(now time.Time) (time.Time, bool) {
+	return now.Add(-ClaimTimeout), !now.Before(s.started.Add(claimGrace))
+}
+
 // expire fails the claims that got no result within ClaimTimeout.
 func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, now time.Time) error {
+	cutoff, expiring := s.expireBefore(now)
+	if !expiring {
+		return nil
+	}
 	rows, err := tx.QueryContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions
-		WHERE cluster = $1 AND state = 'claimed' AND claimed_at < $2`, cluster, store.Micros(now.Add(-ClaimTimeout)))
+		WHERE cluster = $1 AND state = 'claimed' AND claimed_at < $2`, cluster, store.Micros(cutoff))
 	if err != nil {
 		return fmt.Errorf("expire claims of %s: %w", cluster, err)
 	}
