@@ -196,3 +196,107 @@ func TestAFailedRollbackRolloutDoesNotRedeployTheReleaseItRollsBack(t *testing.T
 		}
 	})
 }
+
+// openRollback opens rollback release id of rollbackOf, going back to
+// version.
+func (h *harness) openRollback(id, rollbackOf, version string) records.Record {
+	h.t.Helper()
+	ctx := context.Background()
+	rb := records.Record{ReleaseID: id, App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Repository: testRepo, Image: version, Kind: records.KindRollback, RollbackOf: rollbackOf, RollbackReason: "error rate",
+		GitRevision: strings.Repeat("c", 40)}
+	if err := h.x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		_, _, err := h.x.deps.Records.OpenRelease(ctx, tx, rb, h.clock.Now())
+		return err
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	rec, err := h.x.deps.Records.Get(ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rec
+}
+
+// A release that was rolled back is never the version a failed rollout
+// goes back to, though it was healthy once: whoever rolled it back found
+// it bad. That holds whether records say so (rolled-back) or only a
+// rollback release that ran names it (its rollout deployed it and no fact
+// came, or it ran and failed, so the release it takes back stays healthy).
+// The newest release that ran and was not rolled back is chosen instead.
+func TestPreviousIsNeverARolledBackRelease(t *testing.T) {
+	cases := []struct {
+		name string
+		// rollBack rolls r3 (v3, healthy) back to v1.
+		rollBack func(h *harness)
+	}{
+		{"rollback deployed by its own rollout, no fact", func(h *harness) {
+			ctx := context.Background()
+			rb := h.openRollback("rb:prod-eu/prod", "r3:prod-eu/prod", "v1")
+			cfg, problems := repoconfig.Load([]byte(mustFile(h)))
+			if len(problems) > 0 {
+				h.t.Fatalf("config: %v", problems)
+			}
+			env, _ := cfg.Environment("checkout", "prod")
+			r, err := h.x.create(ctx, rb, githubtest.InstallationID, Snapshot{Plan: env.Plan, Settings: SettingsFor(env.Plan, "main")}, "bob")
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			h.id = r.ID
+			if r := h.run(nil); r.Machine.Status != Succeeded {
+				h.t.Fatalf("the rollback's rollout %s: %s", r.Machine.Status, r.Machine.Failure)
+			}
+		}},
+		{"rollback that ran and failed", func(h *harness) {
+			h.openRollback("rb:prod-eu/prod", "r3:prod-eu/prod", "v1")
+			h.ran("rb:prod-eu/prod", "v1", 9004, records.TaskFailed)
+		}},
+		{"records say rolled-back, the rollback is not read", func(h *harness) {
+			if _, err := h.x.deps.DB.Write.ExecContext(context.Background(),
+				`UPDATE records SET state = $1, rolled_back_by = $2 WHERE release_id = $3`,
+				string(records.StateRolledBack), "rb:prod-eu/elsewhere", "r3:prod-eu/prod"); err != nil {
+				h.t.Fatal(err)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
+				// r1 (v1) ran and was healthy (newHarnessOn); r3 after it too.
+				h.clock.set(h.clock.Now().Add(time.Minute))
+				h.open("r3:prod-eu/prod", "v3")
+				h.ran("r3:prod-eu/prod", "v3", 9003, records.TaskSuccess)
+				h.clock.set(h.clock.Now().Add(time.Minute))
+				c.rollBack(h)
+				if got := h.previousOf("r2:prod-eu/prod"); got != "v1" {
+					t.Errorf("previous of r2 after r3 was rolled back: %q, want v1 (r1, the newest healthy release not rolled back)", got)
+				}
+			})
+		})
+	}
+}
+
+// With no healthy release left but one that was rolled back, the fallback
+// (the newest other release that ran) is not the rolled-back one either.
+func TestPreviousFallbackIsNeverARolledBackRelease(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
+		// r1 (healthy) is the release itself here; r3 and then r4 ran and
+		// failed, and r4 was rolled back (its rollback is not read).
+		h.clock.set(h.clock.Now().Add(time.Minute))
+		h.open("r3:prod-eu/prod", "v3")
+		h.ran("r3:prod-eu/prod", "v3", 9003, records.TaskFailed)
+		h.clock.set(h.clock.Now().Add(time.Minute))
+		h.open("r4:prod-eu/prod", "v4")
+		h.ran("r4:prod-eu/prod", "v4", 9004, records.TaskFailed)
+		if _, err := h.x.deps.DB.Write.ExecContext(context.Background(),
+			`UPDATE records SET state = $1, rolled_back_by = $2 WHERE release_id = $3`,
+			string(records.StateRolledBack), "rb:prod-eu/elsewhere", "r4:prod-eu/prod"); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.previousOf("r1:prod-eu/prod"); got != "v3" {
+			t.Errorf("previous of r1: %q, want v3 (r3: the newest other release that ran and was not rolled back)", got)
+		}
+	})
+}

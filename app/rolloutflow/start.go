@@ -234,7 +234,7 @@ func (x *executor) create(ctx context.Context, rec records.Record, inst int64, s
 
 // previous is the version rollbacks go back to: the newest other release
 // of the environment that was healthy once, else the newest other one,
-// among the releases that ran: those records.Record.Ran says ran (facts
+// among the releases that ran and were not rolled back: those records.Record.Ran says ran (facts
 // came), and those a rollout of theirs deployed to hosts (a deploy batch
 // succeeded), whose deploy workflow may send no facts. One whose pull
 // request is not merged, or was closed unmerged, was never deployed, and
@@ -263,9 +263,22 @@ func (x *executor) previous(ctx context.Context, rec records.Record) (string, er
 	slices.SortStableFunc(rs, func(a, b records.Record) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
 	})
+	// A release rolled back was found bad by whoever rolled it back, healthy
+	// once or not: records say so (rolled-back), or a rollback release that
+	// ran names it, though it never became healthy (it failed, or only its
+	// rollout deployed it and no fact came), so the release stays as it was.
+	rolledBack := map[string]bool{}
+	for _, o := range rs {
+		if o.Kind == records.KindRollback && o.RollbackOf != "" {
+			rolledBack[o.RollbackOf] = true
+		}
+	}
 	fallback := ""
 	for _, o := range rs {
 		if o.ReleaseID == rec.ReleaseID || o.Kind == records.KindRollback && o.RollbackOf == rec.ReleaseID {
+			continue
+		}
+		if o.State == records.StateRolledBack || o.RolledBackBy != "" || rolledBack[o.ReleaseID] {
 			continue
 		}
 		if o.HealthyAt != nil {
