@@ -1,6 +1,7 @@
 package webui
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -65,7 +66,12 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss.Login, "list releases", err)
 		return
 	}
-	groups := buildGroups(rs, ran, repos, h.window, h.now())
+	deployed, err := h.deployed(r.Context(), rs, repos)
+	if err != nil {
+		h.internal(w, ss.Login, "read the releases' rollouts", err)
+		return
+	}
+	groups := buildGroups(rs, ran, repos, deployed, h.window, h.now())
 	for i := range groups {
 		for j, tg := range groups[i].Targets {
 			if tg.HasEligible {
@@ -181,4 +187,23 @@ func (h *handler) internal(w http.ResponseWriter, login, what string, err error)
 	h.log.Error("web page: "+what, "err", err)
 	h.say(w, http.StatusInternalServerError, login, message{Heading: "Something went wrong",
 		Text: "The server could not " + what + "; the details are in its log."})
+}
+
+// deployed is, of the opened releases in rs the person can read, those a
+// rollout of theirs deployed to hosts, with the rollout's status.
+func (h *handler) deployed(ctx context.Context, rs []records.Record, repos map[string]bool) (map[string]string, error) {
+	l, ok := h.rollouts.(DeployedLister)
+	if !ok {
+		return nil, nil
+	}
+	var ids []string
+	for _, r := range rs {
+		if r.State == records.StateOpened && canRead(repos, r.Repository) {
+			ids = append(ids, r.ReleaseID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return l.Deployed(ctx, ids)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/rollout/status"
 )
 
@@ -112,5 +113,66 @@ func TestFromWavesKeepsWhatThePageShows(t *testing.T) {
 	}
 	if want := "eu-1b (3 hosts, 0/2 batches), eu-1c (2 hosts, 0/1 batches)"; rest.Passes != want || rest.Gate != "probe http: 503" {
 		t.Errorf("rest passes %q gate %q, want %q", rest.Passes, rest.Gate, want)
+	}
+}
+
+// deployedRollouts is fakeRollouts that also says which releases a
+// rollout of theirs deployed (DeployedLister).
+type deployedRollouts struct {
+	fakeRollouts
+	deployed map[string]string
+}
+
+func (f deployedRollouts) Deployed(_ context.Context, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, id := range ids {
+		if st, ok := f.deployed[id]; ok {
+			out[id] = st
+		}
+	}
+	return out, f.err
+}
+
+// A release whose rollout deployed it, with a deploy workflow that sends
+// no facts, stays opened in its record. The releases page must not call it
+// pending (a pull request not merged, never run): it says the rollout
+// deployed it and that no fact came, so it is not counted. An opened
+// release no rollout deployed is still pending.
+func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	f.seedShop(t)
+	for _, id := range []string{"shop-4", "shop-5"} {
+		f.open(t, records.Record{ReleaseID: id, App: "shop", Environment: "production", Cluster: "eu-1", Repository: "acme/shop",
+			Image: "ghcr.io/acme/shop:" + id, Kind: records.KindPromote, CreatedAt: t0.Add(3 * time.Hour)})
+	}
+	app := appWith("https://github.example/")
+	d := pipeline.Deps{Config: newTestConfig(), Records: f.st, App: func() pipeline.AppIdentity { return app },
+		Now: func() time.Time { return now }, Configs: pipeline.NewRepoConfigs()}
+	mux := http.NewServeMux()
+	newHandler(d, newFakeGitHub(), deployedRollouts{deployed: map[string]string{"shop-4": "succeeded"}}).routes(mux)
+	alice := sessionCookieFor(t, app, "alice", "tok-alice")
+
+	b := body(get(t, mux, "/", alice))
+	rowOf := func(id string) string {
+		i := strings.Index(b, `data-release-id="`+id+`"`)
+		if i < 0 {
+			t.Fatalf("no row for %s:\n%s", id, b)
+		}
+		end := strings.Index(b[i:], "</tr>")
+		return b[i : i+end]
+	}
+	four := rowOf("shop-4")
+	if !strings.Contains(four, "rolled out (succeeded), no fact") || strings.Contains(four, ">pending<") ||
+		strings.Contains(four, "pull request is not merged") {
+		t.Errorf("the row of shop-4, deployed by its rollout, does not say so:\n%s", four)
+	}
+	if five := rowOf("shop-5"); !strings.Contains(five, ">pending<") || strings.Contains(five, "rolled out") {
+		t.Errorf("the row of shop-5, deployed by nothing, is not pending:\n%s", five)
+	}
+
+	broken := http.NewServeMux()
+	newHandler(d, newFakeGitHub(), deployedRollouts{fakeRollouts: fakeRollouts{err: errors.New("db down")}}).routes(broken)
+	if w := get(t, broken, "/", alice); w.Code != http.StatusInternalServerError || strings.Contains(body(w), "db down") {
+		t.Errorf("a failing rollout source = %d; want 500 without the internal error", w.Code)
 	}
 }

@@ -30,6 +30,18 @@ func (w waveRollouts) Rollout(ctx context.Context, releaseID string) (Rollout, b
 	return fromWaves(v), true, nil
 }
 
+func (w waveRollouts) Deployed(ctx context.Context, releaseIDs []string) (map[string]string, error) {
+	d, err := rolloutflow.Deployed(ctx, w.db, releaseIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(d))
+	for id, st := range d {
+		out[id] = string(st)
+	}
+	return out, nil
+}
+
 // fromWaves is the executor's view of a rollout as the page shows it.
 func fromWaves(v rolloutflow.RolloutView) Rollout {
 	out := Rollout{ID: v.ID, Status: string(v.Status), Progress: v.Progress, Stage: v.Stage, Paused: v.Paused,

@@ -47,6 +47,14 @@ type Rollouts interface {
 	Rollout(ctx context.Context, releaseID string) (r Rollout, ok bool, err error)
 }
 
+// DeployedLister is what a Rollouts may also tell the releases list:
+// which of releaseIDs a rollout of theirs deployed to hosts, with the
+// rollout's status. Their records may still be opened (no fact came), and
+// the list must not call them pull requests that never ran.
+type DeployedLister interface {
+	Deployed(ctx context.Context, releaseIDs []string) (map[string]string, error)
+}
+
 // noRollouts is used until a rollout executor is wired in: every release
 // shows "no rollout".
 type noRollouts struct{}

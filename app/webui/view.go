@@ -54,6 +54,11 @@ type row struct {
 	// Pending is an opened release: its pull request is not merged, so it
 	// never ran; it is neither current nor a rollback target.
 	Pending bool
+	// RolledOut is the status of the rollout that deployed an opened
+	// release to hosts although no fact about it came: records still say
+	// opened, so, like a pending one, it is neither current nor a rollback
+	// target, but it did run, and the page says so.
+	RolledOut string
 	// Eligible and Eligibility are the rollback-target verdict and its reason.
 	Eligible    bool
 	Eligibility string
@@ -67,9 +72,10 @@ type row struct {
 // in rs (records.Store.NewestRan, at least the eligibility window of
 // each): rs, the newest records of the whole store, may stop short of a
 // target's window, and what a row says (current, eligible) and each
-// cluster's rollback hint rest on that window. window is the eligibility
-// window of a repository's releases.
-func buildGroups(rs, ran []records.Record, repos map[string]bool, window func(repository string) int, now time.Time) []group {
+// cluster's rollback hint rest on that window. deployed are the opened
+// releases a rollout of theirs deployed, with the rollout's status. window
+// is the eligibility window of a repository's releases.
+func buildGroups(rs, ran []records.Record, repos map[string]bool, deployed map[string]string, window func(repository string) int, now time.Time) []group {
 	visible := readableOf(rs, repos)
 	slices.SortStableFunc(visible, newestFirst)
 	// The records of a target in rs are its newest ones, down to the
@@ -100,7 +106,13 @@ func buildGroups(rs, ran []records.Record, repos map[string]bool, window func(re
 			groups = append(groups, group{App: r.App, Environment: r.Environment})
 		}
 		same := byTarget[targetKey(r)]
-		groups[i].Rows = append(groups[i].Rows, buildRow(r, same, window(r.Repository), now))
+		row := buildRow(r, same, window(r.Repository), now)
+		if st, ok := deployed[r.ReleaseID]; ok && row.Pending {
+			row.RolledOut = st
+			row.Eligibility = fmt.Sprintf("its rollout deployed it to hosts (rollout %s), but no fact about it came: "+
+				"its record stays opened, so ripcord counts it neither as the current release nor as a rollback target", st)
+		}
+		groups[i].Rows = append(groups[i].Rows, row)
 		if !hinted[targetKey(r)] {
 			hinted[targetKey(r)] = true
 			if tg, ok := buildTargetOf(same, window(r.Repository), now); ok {

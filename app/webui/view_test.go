@@ -31,7 +31,7 @@ func TestBuildGroups(t *testing.T) {
 		rec("s-1", "vault", "prod", "eu", "acme/secret", "vault:v1", records.StateHealthy, t0, true),
 		rec("n-1", "orphan", "prod", "eu", "", "orphan:v1", records.StateHealthy, t0, true),
 	}
-	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true, "acme/api": true}, defaultWindow, t0.Add(3*time.Hour))
+	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true, "acme/api": true}, nil, defaultWindow, t0.Add(3*time.Hour))
 
 	var names []string
 	for _, g := range groups {
@@ -159,7 +159,7 @@ func TestBuildGroupsCurrentIsTheNewestReleaseThatRan(t *testing.T) {
 		// there yet, so there is no current release and no rollback hint.
 		rec("n-1", "shop", "prod", "us", "acme/shop", "shop:v3", records.StateOpened, t0.Add(time.Hour), false),
 	}
-	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true}, defaultWindow, t0.Add(4*time.Hour))
+	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true}, nil, defaultWindow, t0.Add(4*time.Hour))
 	if len(groups) != 1 {
 		t.Fatalf("groups %+v, want shop/prod only", groups)
 	}

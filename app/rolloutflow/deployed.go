@@ -1,0 +1,46 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// Deployed is, of releaseIDs, those whose rollout deployed a batch to
+// hosts (a deploy run succeeded), with the rollout's status. A release
+// rolled out by a deploy workflow that sends no facts stays opened in its
+// record; this is what says it ran on hosts nonetheless (previous counts
+// such releases too, deployedByRollout). db is only read.
+func Deployed(ctx context.Context, db *sql.DB, releaseIDs []string) (map[string]Status, error) {
+	out := map[string]Status{}
+	const chunk = 500
+	for start := 0; start < len(releaseIDs); start += chunk {
+		ids := releaseIDs[start:min(start+chunk, len(releaseIDs))]
+		args := []any{KindDeploy, RunSuccess}
+		marks := make([]string, len(ids))
+		for i, id := range ids {
+			args = append(args, id)
+			marks[i] = fmt.Sprintf("$%d", len(args))
+		}
+		rows, err := db.QueryContext(ctx, `SELECT r.release_id, r.status FROM rollouts r
+			WHERE r.release_id IN (`+strings.Join(marks, ", ")+`)
+			AND EXISTS (SELECT 1 FROM rollout_batches b WHERE b.rollout_id = r.id AND b.kind = $1 AND b.state = $2)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("releases deployed by their rollout: %w", err)
+		}
+		for rows.Next() {
+			var id, st string
+			if err := rows.Scan(&id, &st); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("releases deployed by their rollout: %w", err)
+			}
+			out[id] = Status(st)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("releases deployed by their rollout: %w", err)
+		}
+	}
+	return out, nil
+}
