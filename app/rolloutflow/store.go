@@ -166,15 +166,23 @@ func listRollouts(ctx context.Context, q querier, app, environment string, unfin
 	return out, rows.Err()
 }
 
-// ahead names the oldest rollout of r's app and environment that started
-// before r and has not ended, or "" when there is none.
+// ahead names the rollout of r's app and environment that r waits for, or
+// "" when there is none: one that has left the queue and not ended (it
+// deploys, bakes, waits for an approval or a freeze, or rolls back),
+// whatever its age, else the oldest that started before r and has not
+// ended. A rollout's created_at is taken before its row is committed (by
+// a start job that commits late, or on a replica whose clock is behind),
+// so one older by created_at can appear after a newer one left the queue:
+// it must wait for that one, or two versions would be deployed to the same
+// hosts at once.
 func ahead(ctx context.Context, q querier, r Rollout) (string, error) {
 	var id, release string
 	// The phases are literals, so that the index of the rollouts not done
 	// (migration 00010) matches.
 	err := q.QueryRowContext(ctx, `SELECT id, release_id FROM rollouts
-		WHERE app = $1 AND environment = $2 AND phase <> 'done' AND (created_at < $3 OR created_at = $3 AND id < $4)
-		ORDER BY created_at, id LIMIT 1`,
+		WHERE app = $1 AND environment = $2 AND phase <> 'done' AND id <> $4
+		AND (phase <> 'queue' OR created_at < $3 OR created_at = $3 AND id < $4)
+		ORDER BY CASE WHEN phase = 'queue' THEN 1 ELSE 0 END, created_at, id LIMIT 1`,
 		r.App, r.Environment, store.Micros(r.CreatedAt), r.ID).Scan(&id, &release)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil

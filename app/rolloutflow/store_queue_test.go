@@ -166,3 +166,58 @@ func TestAHoldSetDuringATickOfTheRolloutBehindIsNotBypassed(t *testing.T) {
 		}
 	})
 }
+
+// A rollout that has left the queue holds every other rollout of its app
+// and environment, even one whose created_at is older: a rollout's
+// created_at is taken before its row is committed (on another replica,
+// with another clock, or by a start job that committed late), so a
+// rollout older by created_at may appear after a newer one has started
+// deploying. Starting it then would deploy two versions to the same
+// hosts, each wave undoing the other's.
+func TestAheadIsARolloutAlreadyDeployingWhateverItsAge(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, add := rolloutsIn(t, dbURL)
+		late := add("ro-late", "checkout", t0, PhaseQueue) // committed after ro-b started
+		add("ro-b", "checkout", t0.Add(time.Second), PhaseDeploy)
+		add("ro-c", "checkout", t0.Add(2*time.Second), PhaseQueue)
+		got, err := ahead(ctx, db.Read, late)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "rollout ro-b of release rel-ro-b"; got != want {
+			t.Errorf("ahead of ro-late = %q, want %q (it deploys already)", got, want)
+		}
+	})
+}
+
+// End to end: r3's rollout starts deploying, then r2's rollout appears
+// with an older created_at (its start committed late). r2's must wait in
+// the queue behind r3's, not deploy v2 over the hosts r3's is on.
+func TestALateOlderRolloutWaitsForTheOneDeploying(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.hold = true // r3's canary batch stays in flight
+		h.clock.set(h.clock.Now().Add(time.Minute))
+		r3 := h.startRelease("r3:prod-eu/prod", strings.Repeat("b", 40))
+		h.tick()
+		if r := h.rollout(); r.Machine.Phase != PhaseDeploy {
+			t.Fatalf("r3's rollout is in %s, want deploy", r.Machine.Phase)
+		}
+		h.start(nil) // r2's rollout, queued behind r3's as things stand
+		if _, err := h.x.deps.DB.Write.ExecContext(context.Background(), `UPDATE rollouts SET created_at = $1 WHERE id = $2`,
+			store.Micros(r3.CreatedAt.Add(-time.Second)), h.id); err != nil {
+			t.Fatal(err)
+		}
+		h.tick()
+		r2 := h.rollout()
+		if r2.Machine.Status != PausedQueue || !strings.Contains(r2.Machine.Paused, r3.ID) {
+			t.Errorf("r2's rollout is %s (%s), want paused-queue behind %s", r2.Machine.Status, r2.Machine.Paused, r3.ID)
+		}
+		for _, d := range h.dispatches() {
+			if strings.HasSuffix(d, " v2") {
+				t.Errorf("r2's rollout dispatched %q while r3's deploys:\n%s", d, strings.Join(h.dispatches(), "\n"))
+			}
+		}
+	})
+}
