@@ -2,11 +2,17 @@ package rolloutflow
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -92,5 +98,77 @@ func TestARunDispatchedWithoutItsDetailsIsAdopted(t *testing.T) {
 	}
 	if adopted != len(deployAll) {
 		t.Errorf("%d runs adopted, want each of the %d batches'", adopted, len(deployAll))
+	}
+}
+
+// GitHub may answer a dispatch with a 5xx after it accepted it and started
+// the run (ghclient does not repeat a dispatch for that reason). The batch
+// is then not known to have failed: it stays dispatching, its run is
+// adopted by its run-name, and the rollout goes on with each batch
+// dispatched once, instead of failing the stage (and, with rollback-wave,
+// dispatching a rollback beside a deploy still running). A 4xx is a
+// refusal, no run was started: the batch fails at once, as before.
+func TestADispatchAnsweredWithA5xxIsAdoptedNotFailed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
+		batches := answerFirstDispatchWith(h, http.StatusBadGateway, true)
+		h.start(nil)
+		r := h.run(nil)
+		if got := batches(); r.Machine.Status != Succeeded || !slices.Equal(got, deployAll) {
+			t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once, the canary's run adopted",
+				r.Machine.Status, r.Machine.Failure, got)
+		}
+	})
+}
+
+func TestADispatchRefusedWithA4xxFailsTheBatch(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	batches := answerFirstDispatchWith(h, http.StatusUnprocessableEntity, false)
+	h.start(nil)
+	h.tick()
+	r := h.rollout()
+	if r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, "422") || len(batches()) != 1 {
+		t.Errorf("status %s (%s), dispatches %v; want failed at once on the 422", r.Machine.Status, r.Machine.Failure, batches())
+	}
+}
+
+// answerFirstDispatchWith makes the fake GitHub answer the first dispatch
+// with status (starting its run first when started), and the others as
+// GitHub does; it returns the dispatches so far as "batch version".
+func answerFirstDispatchWith(h *harness, status int, started bool) func() []string {
+	var mu sync.Mutex
+	var batches []string
+	h.gh.Handle("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+		func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			var in struct {
+				Inputs map[string]any `json:"inputs"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			batch := fmt.Sprint(in.Inputs["batch"])
+			mu.Lock()
+			first := len(batches) == 0
+			batches = append(batches, batch+" "+fmt.Sprint(in.Inputs["version"]))
+			mu.Unlock()
+			var run githubtest.WorkflowRun
+			if !first || started {
+				run = h.gh.AddWorkflowRun(testRepo, githubtest.WorkflowRun{Name: "deploy", Path: ".github/workflows/" + p["workflow_id"],
+					Event: "workflow_dispatch", HeadBranch: "main", Status: "queued", Inputs: in.Inputs, CreatedAt: h.clock.Now(),
+					DisplayTitle: RunName(batch, fmt.Sprint(in.Inputs["release_id"]))})
+			}
+			w.Header().Set("Content-Type", "application/json")
+			if first {
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, `{"message":"refused or failed"}`)
+				return
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"workflow_run_id": run.ID})
+		})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(batches)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -36,11 +37,21 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		workflow = r.Snapshot.Settings.Prepare
 	}
 	state, detail, runID := RunQueued, "", int64(0)
+	sent := false
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
 	if err == nil {
-		runID, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, inputs)
+		runID, sent, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, inputs)
 	}
 	switch {
+	case err != nil && sent && !refused(err):
+		// No answer, or a 5xx: GitHub may have accepted the dispatch and
+		// started the run all the same (ghclient does not repeat a
+		// dispatch for that reason). Failing the batch would fail a stage
+		// whose deploy may be running, and rollback-wave would dispatch
+		// its rollback beside it. So it stays dispatching, as after a
+		// crash: its run is adopted by its name, or queue_timeout fails
+		// the pass (adopt.go).
+		state, detail = RunDispatching, "dispatch: "+err.Error()
 	case err != nil:
 		// GitHub said no (or could not be asked): the batch fails, it is
 		// not sent again.
@@ -58,6 +69,9 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		}
 		msg := fmt.Sprintf("%s dispatched: %s run %d", name, workflow, runID)
 		switch {
+		case state == RunDispatching && detail != "":
+			msg = fmt.Sprintf("%s: GitHub's answer to the dispatch of %s was an error (%s); the run it may have started is looked up by its name",
+				name, workflow, strings.TrimPrefix(detail, "dispatch: "))
 		case detail != "":
 			msg = name + " not dispatched: " + detail
 		case runID == 0:
@@ -102,24 +116,39 @@ type dispatchResponse struct {
 }
 
 // dispatchWorkflow starts workflow on ref of repository and returns the run
-// GitHub created (0 when it answered without details).
-func dispatchWorkflow(ctx context.Context, gh *github.Client, repository, workflow, ref string, inputs map[string]any) (int64, error) {
+// GitHub created (0 when it answered without details). sent reports
+// whether the dispatch itself was sent: an error before it (the default
+// branch could not be read) started no run.
+func dispatchWorkflow(ctx context.Context, gh *github.Client, repository, workflow, ref string, inputs map[string]any) (runID int64, sent bool, err error) {
 	owner, repo, _ := strings.Cut(repository, "/")
 	if ref == "" {
 		r, _, err := gh.Repositories.Get(ctx, owner, repo)
 		if err != nil {
-			return 0, fmt.Errorf("default branch of %s: %w", repository, err)
+			return 0, false, fmt.Errorf("default branch of %s: %w", repository, err)
 		}
 		ref = r.GetDefaultBranch()
 	}
 	u := fmt.Sprintf("repos/%s/%s/actions/workflows/%s/dispatches", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(workflow))
 	req, err := gh.NewRequest("POST", u, dispatchRequest{Ref: ref, Inputs: inputs, ReturnRunDetails: true})
 	if err != nil {
-		return 0, fmt.Errorf("dispatch %s on %s: %w", workflow, repository, err)
+		return 0, false, fmt.Errorf("dispatch %s on %s: %w", workflow, repository, err)
 	}
 	var out dispatchResponse
 	if _, err := gh.Do(ctx, req, &out); err != nil {
-		return 0, fmt.Errorf("dispatch %s on %s@%s: %w", workflow, repository, ref, err)
+		return 0, true, fmt.Errorf("dispatch %s on %s@%s: %w", workflow, repository, ref, err)
 	}
-	return out.WorkflowRunID, nil
+	return out.WorkflowRunID, true, nil
+}
+
+// refused reports whether GitHub answered a dispatch with a refusal, a
+// 4xx (the workflow or an input is unknown, no permission, a rate limit):
+// no run was started. A 5xx or no answer at all says nothing either way.
+func refused(err error) bool {
+	var rl *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &rl) || errors.As(err, &abuse) {
+		return true
+	}
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 400 && er.Response.StatusCode < 500
 }

@@ -178,7 +178,7 @@ func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs [
 		reading := readingID(ref, n)
 		state, detail, runID, err := RunQueued, "", int64(0), ghErr
 		if err == nil {
-			runID, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, probeInputs(r, ref, reading))
+			runID, _, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, probeInputs(r, ref, reading))
 		}
 		if err != nil {
 			state, detail = RunFailure, err.Error()
