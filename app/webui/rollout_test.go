@@ -114,6 +114,13 @@ func TestFromWavesKeepsWhatThePageShows(t *testing.T) {
 	if want := "eu-1b (3 hosts, 0/2 batches), eu-1c (2 hosts, 0/1 batches)"; rest.Passes != want || rest.Gate != "probe http: 503" {
 		t.Errorf("rest passes %q gate %q, want %q", rest.Passes, rest.Gate, want)
 	}
+	if !got.Deployed {
+		t.Errorf("a rollout whose canary batch succeeded is not marked deployed")
+	}
+	v.Stages[0].Passes[0].BatchesSucceeded = 0
+	if fromWaves(v).Deployed {
+		t.Errorf("a rollout with no batch succeeded is marked deployed")
+	}
 }
 
 // deployedRollouts is fakeRollouts that also says which releases a
@@ -174,5 +181,44 @@ func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 	newHandler(d, newFakeGitHub(), deployedRollouts{fakeRollouts: fakeRollouts{err: errors.New("db down")}}).routes(broken)
 	if w := get(t, broken, "/", alice); w.Code != http.StatusInternalServerError || strings.Contains(body(w), "db down") {
 		t.Errorf("a failing rollout source = %d; want 500 without the internal error", w.Code)
+	}
+}
+
+// The release page of an opened release its rollout deployed says so in
+// its "Rollback target" line, as the list does, instead of calling it a
+// pull request that never ran beside the rollout's own succeeded stages.
+func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	f.seedShop(t)
+	for _, id := range []string{"shop-4", "shop-5"} {
+		f.open(t, records.Record{ReleaseID: id, App: "shop", Environment: "production", Cluster: "eu-1", Repository: "acme/shop",
+			Image: "ghcr.io/acme/shop:" + id, Kind: records.KindPromote, CreatedAt: t0.Add(3 * time.Hour)})
+	}
+	app := appWith("https://github.example/")
+	d := pipeline.Deps{Config: newTestConfig(), Records: f.st, App: func() pipeline.AppIdentity { return app },
+		Now: func() time.Time { return now }, Configs: pipeline.NewRepoConfigs()}
+	mux := http.NewServeMux()
+	newHandler(d, newFakeGitHub(), fakeRollouts{rollouts: map[string]Rollout{
+		"shop-4": {ID: "ro-4", Status: "succeeded", Progress: "1/1", Deployed: true,
+			Stages: []Stage{{Name: "all", Wave: "all", State: "succeeded"}}},
+		"shop-5": {ID: "ro-5", Status: "paused-queue", Progress: "0/1",
+			Stages: []Stage{{Name: "all", Wave: "all", State: "pending"}}},
+	}}).routes(mux)
+	alice := sessionCookieFor(t, app, "alice", "tok-alice")
+
+	eligibility := func(id string) string {
+		b := body(get(t, mux, "/releases/"+id, alice))
+		i := strings.Index(b, `<dd id="eligibility">`)
+		if i < 0 {
+			t.Fatalf("no eligibility line on the page of %s:\n%s", id, b)
+		}
+		return b[i : i+strings.Index(b[i:], "</dd>")]
+	}
+	if got := eligibility("shop-4"); !strings.Contains(got, "its rollout deployed it to hosts (rollout succeeded)") ||
+		strings.Contains(got, "pull request is not merged") {
+		t.Errorf("shop-4, deployed by its rollout: %s", got)
+	}
+	if got := eligibility("shop-5"); !strings.Contains(got, "pull request is not merged") {
+		t.Errorf("shop-5, whose rollout deployed nothing: %s", got)
 	}
 }

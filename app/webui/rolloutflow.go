@@ -56,6 +56,9 @@ func fromWaves(v rolloutflow.RolloutView) Rollout {
 		}
 	}
 	for _, s := range v.Stages {
+		for _, p := range s.Passes {
+			out.Deployed = out.Deployed || p.BatchesSucceeded > 0
+		}
 		out.Stages = append(out.Stages, Stage{Name: s.Name, Wave: s.Wave, State: string(s.State),
 			StartedAt: timeOrNil(s.StartedAt), FinishedAt: timeOrNil(s.FinishedAt), Gate: s.Gate,
 			Approval: s.Approval, Passes: passes(s.Passes)})

@@ -26,6 +26,9 @@ type Rollout struct {
 	// Drift lists the stages a failed rollout left on the new version.
 	Drift  []string
 	Stages []Stage
+	// Deployed: a batch of the release was deployed to hosts (a deploy
+	// run succeeded), whatever its record says.
+	Deployed bool
 }
 
 // Stage is one step of a release's rollout (a wave: canary, a region, an
@@ -123,6 +126,9 @@ func buildRelease(rec records.Record, same []records.Record, window int, events 
 	}
 	if rolledOut {
 		v.Rollout = buildRollout(ro)
+		if ro.Deployed {
+			v.Release.rolledOut(ro.Status)
+		}
 	}
 	return v
 }

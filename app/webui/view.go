@@ -107,10 +107,8 @@ func buildGroups(rs, ran []records.Record, repos map[string]bool, deployed map[s
 		}
 		same := byTarget[targetKey(r)]
 		row := buildRow(r, same, window(r.Repository), now)
-		if st, ok := deployed[r.ReleaseID]; ok && row.Pending {
-			row.RolledOut = st
-			row.Eligibility = fmt.Sprintf("its rollout deployed it to hosts (rollout %s), but no fact about it came: "+
-				"its record stays opened, so ripcord counts it neither as the current release nor as a rollback target", st)
+		if st, ok := deployed[r.ReleaseID]; ok {
+			row.rolledOut(st)
 		}
 		groups[i].Rows = append(groups[i].Rows, row)
 		if !hinted[targetKey(r)] {
@@ -280,4 +278,15 @@ func plural(n int, unit string) string {
 		return "1 " + unit
 	}
 	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// rolledOut marks an opened (pending) row whose rollout, of status st,
+// deployed it to hosts: it ran, though no fact about it came.
+func (r *row) rolledOut(st string) {
+	if !r.Pending {
+		return
+	}
+	r.RolledOut = st
+	r.Eligibility = fmt.Sprintf("its rollout deployed it to hosts (rollout %s), but no fact about it came: "+
+		"its record stays opened, so ripcord counts it neither as the current release nor as a rollback target", st)
 }
