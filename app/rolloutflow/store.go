@@ -49,6 +49,9 @@ type Rollout struct {
 	Seq            int64
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// leavesQueue: the move being stored takes the rollout out of the
+	// queue (Tick sets it); commit checks the queue again (stillFirst).
+	leavesQueue bool
 }
 
 const rolloutColumns = `id, release_id, repository, installation_id, app, environment, version, previous, author,

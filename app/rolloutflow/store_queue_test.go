@@ -221,3 +221,61 @@ func TestALateOlderRolloutWaitsForTheOneDeploying(t *testing.T) {
 		}
 	})
 }
+
+// Two ticks that read the queue before either stores its move out of it
+// must not both start: r3's tick reads the queue while r2's rollout is not
+// stored yet (its start commits late, with an older created_at); r2's
+// rollout is then stored, leaves the queue and deploys; r3's tick must not
+// store its own start on top of that. It loses its save and, ticked again,
+// waits behind r2's.
+func TestTwoRolloutsNeverLeaveTheQueueTogether(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.hold = true
+		h.clock.set(h.clock.Now().Add(time.Minute))
+		r3 := h.startRelease("r3:prod-eu/prod", strings.Repeat("b", 40))
+		var r2 string
+		h.x.afterInputs = func(id string) {
+			if id != r3.ID || r2 != "" {
+				return
+			}
+			h.start(nil) // r2's rollout, stored late with an older created_at
+			r2 = h.id
+			if _, err := h.x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET created_at = $1 WHERE id = $2`,
+				store.Micros(r3.CreatedAt.Add(-time.Second)), r2); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.x.Tick(ctx, r2, false); err != nil {
+				t.Fatalf("tick of r2's rollout: %v", err)
+			}
+		}
+		if err := h.x.Tick(ctx, r3.ID, false); err != nil && !errors.Is(err, errMoved) {
+			t.Fatalf("tick of r3's rollout: %v", err)
+		}
+		if r2 == "" {
+			t.Fatal("the hook did not run")
+		}
+		h.x.afterInputs = nil
+		h.id = r3.ID
+		h.tick() // as the job is retried
+		if r := h.rollout(); r.Machine.Status != PausedQueue || !strings.Contains(r.Machine.Paused, r2) {
+			t.Errorf("r3's rollout is %s (%s), want paused-queue behind %s", r.Machine.Status, r.Machine.Paused, r2)
+		}
+		var v2, v3 int
+		for _, d := range h.dispatches() {
+			v2 += boolInt(strings.HasSuffix(d, " v2"))
+			v3 += boolInt(strings.HasSuffix(d, " v3"))
+		}
+		if v2 != 1 || v3 != 0 {
+			t.Errorf("dispatches:\n%s\nwant r2's canary only: r3's rollout deployed beside it", strings.Join(h.dispatches(), "\n"))
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/rollout"
 	"github.com/ripcord/ripcord/rollout/health"
@@ -46,6 +47,9 @@ type executor struct {
 	health  gateReader
 	metrics *metrics
 	server  Server // rollout.* of the server config
+	// afterInputs, when set (by tests), runs between a tick's read of the
+	// rollout's inputs and its first save.
+	afterInputs func(id string)
 }
 
 type tickWorker struct {
@@ -78,7 +82,12 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 		if err != nil {
 			return err
 		}
+		if x.afterInputs != nil {
+			x.afterInputs(id)
+		}
+		queued := r.Machine.Phase == PhaseQueue
 		act, evs := r.Machine.Next(in)
+		r.leavesQueue = queued && r.Machine.Phase != PhaseQueue && r.Machine.Phase != PhaseDone
 		switch act.Kind {
 		case ActDispatch:
 			err = x.dispatch(ctx, &r, act.Ref, evs)
@@ -146,6 +155,11 @@ func (x *executor) inputs(ctx context.Context, r *Rollout) (Inputs, error) {
 func (x *executor) commit(ctx context.Context, r *Rollout, evs []Event, more func(tx *sql.Tx) error) error {
 	now := x.deps.Now()
 	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if r.leavesQueue {
+			if err := x.stillFirst(ctx, tx, r); err != nil {
+				return err
+			}
+		}
 		if err := saveMachine(ctx, tx, r, now); err != nil {
 			return err
 		}
@@ -171,6 +185,31 @@ func (x *executor) commit(ctx context.Context, r *Rollout, evs []Event, more fun
 		return err
 	}
 	x.metrics.count(r, evs)
+	return nil
+}
+
+// stillFirst checks again, in the transaction that stores r's move out of
+// the queue, that nothing is ahead of it: the tick read the queue before,
+// outside any transaction, and another rollout of the app and environment
+// may have left it since (one stored late with an older created_at, whose
+// tick ran meanwhile). On PostgreSQL the moves out of the queue of one app
+// and environment are serialised by a transaction-scoped advisory lock; on
+// SQLite, by its single writer. Losing is errMoved: the job is retried and
+// finds the rollout ahead.
+func (x *executor) stillFirst(ctx context.Context, tx *sql.Tx, r *Rollout) error {
+	if x.deps.DB.Dialect == store.Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`,
+			"ripcord-rollout-queue/"+r.App+"/"+r.Environment); err != nil {
+			return fmt.Errorf("lock the rollout queue of %s/%s: %w", r.App, r.Environment, err)
+		}
+	}
+	a, err := ahead(ctx, tx, *r)
+	if err != nil {
+		return err
+	}
+	if a != "" {
+		return fmt.Errorf("rollout %s leaves the queue but %s is ahead of it now: %w", r.ID, a, errMoved)
+	}
 	return nil
 }
 
