@@ -82,6 +82,12 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	if s.health.failed(err) {
+		// The outage is logged once (dbhealth.go), not once per request.
+		s.log.Debug("request failed: the database is unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "", "the database is unavailable; nothing was stored, retry later")
+		return
+	}
 	s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeError(w, http.StatusInternalServerError, "", "internal error; the server log has the details")
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 // The deliveries table is the intake's durable queue: a delivery is stored
@@ -32,6 +34,7 @@ const (
 // drainer runs the drain loop of one server.
 type drainer struct {
 	runner *deliveryRunner
+	health *dbHealth
 	log    *slog.Logger
 	wake   chan struct{}
 	stop   chan struct{}
@@ -39,8 +42,8 @@ type drainer struct {
 	once   sync.Once
 }
 
-func newDrainer(r *deliveryRunner, log *slog.Logger) *drainer {
-	return &drainer{runner: r, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+func newDrainer(r *deliveryRunner, health *dbHealth, log *slog.Logger) *drainer {
+	return &drainer{runner: r, health: health, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Wake asks for a round soon; it never blocks. A wake while a round runs
@@ -108,8 +111,16 @@ func (d *drainer) round() (n int) {
 		}
 	}()
 	n, err := d.runner.drainOnce(ctx)
-	if err != nil {
+	switch {
+	case err != nil && d.health.failed(err):
+		// The outage is logged once (dbhealth.go), not once a second.
+		d.log.Debug("drain of queued deliveries failed: the database is unavailable", "err", err)
+	case err != nil:
 		d.log.Warn("drain of queued deliveries failed; the next round tries again", "err", err)
+	case n > 0 || d.runner.db.Dialect == store.Postgres:
+		// The round wrote (on PostgreSQL every round runs a transaction;
+		// on SQLite one that found nothing only read).
+		d.health.ok()
 	}
 	return n
 }

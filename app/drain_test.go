@@ -26,7 +26,7 @@ func TestDrainTakesMoreThanOneRoundOfDeliveries(t *testing.T) {
 		if q := ts.countQueued(t); q != n {
 			t.Fatalf("%d deliveries queued with the drain stopped, want %d", q, n)
 		}
-		d := newDrainer(ts.drain.runner, discardLogger())
+		d := newDrainer(ts.drain.runner, nil, discardLogger())
 		d.Start()
 		defer d.Stop()
 		waitFor(t, "every delivery to be drained", 30*time.Second, func() bool { return ts.countQueued(t) == 0 })

@@ -65,7 +65,11 @@ func (s *Server) commitFactBatch(b *factBatch) {
 		})
 		switch {
 		case err == nil:
+			s.health.ok()
 			return
+		case s.health.failed(err):
+			// The database is unavailable: running the batch again, fact
+			// by fact, would only fail again. Its requests answer 503.
 		case isDeadlock(err) && deadlocks < deadlockRetries:
 			deadlocks++
 			s.log.Warn("fact batch deadlocked with another writer; running it again", "attempt", deadlocks)

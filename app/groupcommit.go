@@ -49,6 +49,8 @@ type groupWriter struct {
 	acts func(event string) bool
 	// wakeDrain asks the drain (drain.go) for a round; it never blocks.
 	wakeDrain func()
+	// health, when set, hears whether each batch could be written.
+	health *dbHealth
 
 	in       chan *pendingWrite
 	coming   atomic.Int64  // deliveries on their way to Write (expect)
@@ -187,6 +189,13 @@ func (w *groupWriter) run() {
 		b.err = w.commit(b.writes)
 		if b.err == nil && w.db.CanSyncWAL() {
 			b.err = w.db.SyncWAL()
+		}
+		if w.health != nil {
+			if b.err != nil {
+				w.health.failed(b.err)
+			} else {
+				w.health.ok()
+			}
 		}
 		w.answer(b)
 	}

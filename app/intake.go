@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/ripcord/ripcord/internal/jsonvalid"
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 // maxPayloadBytes is GitHub's own cap on a webhook payload.
@@ -112,6 +113,12 @@ func (in *intake) onError(w http.ResponseWriter, r *http.Request, err error) {
 	var ve githubapp.ValidationError
 	if errors.As(err, &ve) {
 		in.refuse(w, event, "bad_payload", http.StatusBadRequest, ve.Cause.Error())
+		return
+	}
+	if store.Unavailable(err) {
+		// The outage is logged once (dbhealth.go), not once per delivery.
+		in.log.Debug("store webhook delivery: the database is unavailable", "delivery", r.Header.Get("X-GitHub-Delivery"), "event", event, "err", err)
+		in.refuse(w, event, "error", http.StatusServiceUnavailable, "the database is unavailable: the delivery was not stored; ask GitHub to redeliver it")
 		return
 	}
 	in.log.Error("store webhook delivery", "delivery", r.Header.Get("X-GitHub-Delivery"), "event", event, "err", err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -20,8 +22,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {
+		s.health.failed(err)
 		http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
 		return
+	}
+	if s.db.Dialect == store.Postgres {
+		s.health.ok() // on SQLite a ping says nothing about writes
 	}
 	pending, err := s.db.Pending(ctx)
 	if err != nil {

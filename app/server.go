@@ -48,12 +48,14 @@ type Server struct {
 	factQueues factQueues
 	metrics    *metrics
 	log        *slog.Logger
-	handler    http.Handler
-	mux        *http.ServeMux
-	handlers   map[string][]EventHandler
-	github     githubapp.ClientCreator
-	ghCalls    *ghclient.Counter
-	records    *records.Store
+	// health logs database outages once each (dbhealth.go).
+	health   *dbHealth
+	handler  http.Handler
+	mux      *http.ServeMux
+	handlers map[string][]EventHandler
+	github   githubapp.ClientCreator
+	ghCalls  *ghclient.Counter
+	records  *records.Store
 	// configs reads repositories' .github/ripcord.yml for the stall checks.
 	configs *configload.Loader
 	oidc    *oidcauth.Verifier
@@ -103,7 +105,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		"applied", len(res.Applied), "queue_migrations_applied", res.River)
 
 	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{},
-		records: records.NewStore(db), ghCalls: &ghclient.Counter{}}
+		records: records.NewStore(db), ghCalls: &ghclient.Counter{}, health: newDBHealth(log)}
 	if err := s.connectGitHub(ctx, opts); err != nil {
 		db.Close()
 		return nil, err
@@ -129,15 +131,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	policy := retryPolicy{base: cmp.Or(opts.RetryBase, retryBase)}
 	runner := &deliveryRunner{db: db, river: func() *river.Client[*sql.Tx] { return s.river }, handlers: s.handlers,
 		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy}
-	s.drain = newDrainer(runner, log)
+	s.drain = newDrainer(runner, s.health, log)
 	river.AddWorker(workers, &drainWakeWorker{drain: s.drain})
 	river.AddWorker(workers, &retryWorker{deliveryRunner: runner})
 	s.addRecordWorkers(workers)
-	if s.river, err = newRiver(db, workers, s.periodicJobs(), policy, log); err != nil {
+	riverLog := slog.New(&outageQuietHandler{Handler: log.Handler(), h: s.health})
+	if s.river, err = newRiver(db, workers, s.periodicJobs(), policy, riverLog); err != nil {
 		db.Close()
 		return nil, err
 	}
 	s.writer = newGroupWriter(db, s.metrics, func(event string) bool { return len(s.handlers[event]) > 0 }, s.drain.Wake)
+	s.writer.health = s.health
 	s.handler = s.routes()
 	if !s.appIdentity().Configured {
 		log.Warn("the GitHub App is not configured: webhooks are stored, but ripcord cannot act on GitHub; " +

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func TestDBHealthLogsAnOutageOnceAndItsEnd(t *testing.T) {
+	logs := &syncBuffer{}
+	h := newDBHealth(slog.New(slog.NewTextHandler(logs, nil)))
+	if h.failed(errors.New("duplicate key value violates unique constraint")) || h.Down() {
+		t.Fatal("an error of one statement was taken for an outage")
+	}
+	h.ok()
+	down := fmt.Errorf("begin transaction: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"})
+	for range 50 {
+		if !h.failed(down) {
+			t.Fatal("a shutdown of PostgreSQL was not taken for an outage")
+		}
+	}
+	if !h.Down() {
+		t.Error("Down is false during an outage")
+	}
+	h.ok()
+	h.ok()
+	if h.Down() {
+		t.Error("Down is true after a write succeeded")
+	}
+	out := logs.String()
+	if n := strings.Count(out, "the database is unavailable"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "the database is back"); n != 1 {
+		t.Errorf("its end was logged %d times, want once:\n%s", n, out)
+	}
+}
+
+func TestJobQueueErrorsAreQuietDuringAnOutage(t *testing.T) {
+	logs := &syncBuffer{}
+	base := slog.New(slog.NewTextHandler(logs, nil))
+	h := newDBHealth(base)
+	river := slog.New(&outageQuietHandler{Handler: base.Handler(), h: h}).With("component", "jobs")
+	river.Error("producer: Error fetching jobs", slog.String("err", "job failed: boom"))
+	for range 20 {
+		river.Error("producer: Error fetching jobs", slog.String("err", "failed to connect to `user=postgres database=postgres`: dial error: connect: connection refused"))
+	}
+	out := logs.String()
+	if n := strings.Count(out, "Error fetching jobs"); n != 1 {
+		t.Errorf("%d of the job queue's errors logged, want only the one that is not an outage:\n%s", n, out)
+	}
+	if !h.Down() || strings.Count(out, "the database is unavailable") != 1 {
+		t.Errorf("the job queue's connection errors did not note one outage:\n%s", out)
+	}
+}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"database/sql/driver"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Unavailable reports whether err says the database cannot be used at all
+// for now, rather than that one statement was wrong: PostgreSQL cannot be
+// reached, closed the connection, is shutting down or starting, or is out
+// of disk; SQLite's file cannot be written (disk full, I/O error, read-only,
+// cannot be opened). The server answers such failures 503 and logs the
+// outage once (app/dbhealth.go) instead of once per request or poll.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, starting
+			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources: disk full, too many connections
+			strings.HasPrefix(pgErr.Code, "58"): // system error: I/O
+			return true
+		}
+		return false
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		switch sqErr.Code() & 0xff {
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var opErr *net.OpError
+	switch {
+	case errors.As(err, &connectErr), errors.As(err, &opErr), errors.Is(err, driver.ErrBadConn),
+		errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EFBIG), errors.Is(err, syscall.EIO),
+		errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EDQUOT):
+		return true
+	}
+	return UnavailableMessage(err.Error())
+}
+
+// unavailableTexts are what the drivers' errors say when the database is
+// unavailable, for errors that reach us only as text (the job queue logs
+// its errors as strings) or that pgx does not type ("conn closed").
+var unavailableTexts = []string{
+	"failed to connect to", "connection refused", "conn closed", "connection reset by peer", "broken pipe",
+	"terminating connection due to administrator command", "the database system is shutting down",
+	"the database system is starting up", "the database system is in recovery mode",
+	"database or disk is full", "disk I/O error", "attempt to write a readonly database",
+	"unable to open database file", "no space left on device", "file too large",
+}
+
+// UnavailableMessage is Unavailable for an error's text.
+func UnavailableMessage(msg string) bool {
+	for _, s := range unavailableTexts {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
