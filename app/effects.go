@@ -110,11 +110,6 @@ func (s *Server) queueEffects(ctx context.Context, tx *sql.Tx, effects []records
 					InsertOpts: &river.InsertOpts{MaxAttempts: cdeventAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}},
 				})
 			}
-		case records.EffectAlert:
-			// The reducer wrote the audit event; the alert is counted and logged
-			// here, and opened as a GitHub issue by the recovery capability.
-			s.metrics.alerts.WithLabelValues(e.Type).Inc()
-			s.log.Warn("alert", "type", e.Type, "release_id", e.ReleaseID, "message", e.Message)
 		}
 	}
 	if len(jobs) == 0 {
@@ -124,6 +119,21 @@ func (s *Server) queueEffects(ctx context.Context, tx *sql.Tx, effects []records
 		return fmt.Errorf("queue %d effects: %w", len(jobs), err)
 	}
 	return nil
+}
+
+// raiseAlerts counts and logs the alerts among effects (the reducer wrote
+// their audit events; the recovery capability opens GitHub issues for
+// them). Call it once the transaction that queued effects committed: an
+// alert raised inside it would be logged and counted for a fact that was
+// never stored (the database was unavailable, the batch was rolled back),
+// and again when the batch ran once more or the fact was sent again.
+func (s *Server) raiseAlerts(effects []records.Effect) {
+	for _, e := range effects {
+		if e.Kind == records.EffectAlert {
+			s.metrics.alerts.WithLabelValues(e.Type).Inc()
+			s.log.Warn("alert", "type", e.Type, "release_id", e.ReleaseID, "message", e.Message)
+		}
+	}
 }
 
 // scheduleStallCheck queues the stall timer of a newly opened release.
@@ -190,7 +200,9 @@ func (w *stallWorker) Work(ctx context.Context, job *river.Job[StallCheckArgs]) 
 // checkStall alerts, once, when the release has waited stallAfter (its
 // repository's) for a first fact.
 func (s *Server) checkStall(ctx context.Context, releaseID string, stallAfter time.Duration) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	var alerts []records.Effect
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+		alerts = nil
 		_, effect, stalled, err := s.records.MarkStalled(ctx, tx, releaseID, time.Now().UTC(), stallAfter)
 		if errors.Is(err, records.ErrNotFound) {
 			return nil // swept or never stored: nothing to watch
@@ -202,8 +214,13 @@ func (s *Server) checkStall(ctx context.Context, releaseID string, stallAfter ti
 		if err := recoveryflow.QueueRollbackFailed(ctx, tx, s.river, releaseID, effect.Message); err != nil {
 			return err
 		}
-		return s.queueEffects(ctx, tx, []records.Effect{effect})
+		alerts = []records.Effect{effect}
+		return s.queueEffects(ctx, tx, alerts)
 	})
+	if err == nil {
+		s.raiseAlerts(alerts)
+	}
+	return err
 }
 
 type stallScanWorker struct {

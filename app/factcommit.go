@@ -66,6 +66,11 @@ func (s *Server) commitFactBatch(b *factBatch) {
 		switch {
 		case err == nil:
 			s.health.ok()
+			for _, r := range b.reqs {
+				if r.err == nil {
+					s.raiseAlerts(r.effects)
+				}
+			}
 			return
 		case s.health.failed(err):
 			// The database is unavailable: running the batch again, fact
@@ -119,7 +124,7 @@ func (s *Server) applyFactBatch(ctx context.Context, tx *sql.Tx, b *factBatch, m
 	}
 	savepoints := mode == requestSavepoints
 	for _, r := range b.reqs {
-		r.results, r.err = nil, nil // a batch run again starts over
+		r.results, r.err, r.effects = nil, nil, nil // a batch run again starts over
 		if savepoints {
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT fact_request`); err != nil {
 				return fmt.Errorf("savepoint before a request's facts: %w", err)
@@ -135,7 +140,7 @@ func (s *Server) applyFactBatch(ctx context.Context, tx *sql.Tx, b *factBatch, m
 			if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT fact_request`); rbErr != nil {
 				return errors.Join(err, fmt.Errorf("roll back a request's facts: %w", rbErr))
 			}
-			r.err = err
+			r.err, r.effects = err, nil
 		}
 	}
 	return nil
@@ -165,6 +170,7 @@ func (s *Server) applyRequestFacts(ctx context.Context, tx *sql.Tx, r *factReque
 	if err := s.queueFactJobs(ctx, tx, jobs, deployments.Queue); err != nil {
 		return nil, err
 	}
+	r.effects = jobs.effects
 	return results, nil
 }
 
@@ -194,9 +200,10 @@ func (s *Server) applyAsOneBatch(ctx context.Context, tx *sql.Tx, b *factBatch) 
 	}
 	var jobs factJobs
 	for _, r := range b.reqs {
-		r.results, r.err = make([]factResult, len(r.facts)), nil
+		r.results, r.err, r.effects = make([]factResult, len(r.facts)), nil, nil
 		for i := range r.results {
 			jobs.add(results[0])
+			r.effects = append(r.effects, results[0].Effects...)
 			r.results[i] = resultOf(results[0])
 			results = results[1:]
 		}

@@ -61,6 +61,9 @@ type factRequest struct {
 	now     time.Time
 	results []factResult
 	err     error
+	// effects are those of the request's facts, whose alerts are raised
+	// once the batch committed (raiseAlerts).
+	effects []records.Effect
 	// turn says, once the request was queued, either that its batch is
 	// done (false) or that it commits the next batch (true).
 	turn  chan bool
