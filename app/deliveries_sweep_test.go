@@ -122,7 +122,7 @@ func TestSweepFailsADeliveryWhoseRetriesEndedUnrecorded(t *testing.T) {
 		}
 		// waiting: stored a month ago and never attempted (the drain was
 		// stopped, as when the server was down).
-		ts.drain.Stop()
+		ts.drain.Stop(context.Background())
 		if code, resp := ts.deliver(t, "ping", "waiting", body, githubtest.Sign(testSecret, body)); code != 202 {
 			t.Fatalf("waiting: %d %s", code, resp)
 		}

@@ -154,7 +154,10 @@ func (r *deliveryRunner) failed(ctx context.Context, tx *sql.Tx, d Delivery, att
 // goes and with it the locks: the next round, of any replica, takes those
 // deliveries at once. The transaction stays open while the round's
 // deliveries are decided, which is bounded by the round's timeout.
-func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
+//
+// abort, when it ends, ends the round without storing anything: its
+// transaction is rolled back, or (SQLite) never written (drainer.Stop).
+func (w *deliveryRunner) drainOnce(ctx, abort context.Context) (n int, err error) {
 	var results []decided
 	var outcomes []string
 	defer func(began time.Time) {
@@ -169,6 +172,7 @@ func (w *deliveryRunner) drainOnce(ctx context.Context) (n int, err error) {
 	// time out again, for ever.
 	txCtx, cancel := outlive(ctx, drainStoreGrace)
 	defer cancel()
+	defer context.AfterFunc(abort, cancel)()
 	if w.db.Dialect == store.Postgres {
 		err = w.db.InTx(txCtx, func(tx *sql.Tx) error {
 			// The transaction idles while handlers ask GitHub: a server-wide

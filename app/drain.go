@@ -40,10 +40,15 @@ type drainer struct {
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
+	// abort ends the round in flight when Stop's deadline passes.
+	abort       context.Context
+	abortRounds context.CancelFunc
 }
 
 func newDrainer(r *deliveryRunner, health *dbHealth, log *slog.Logger) *drainer {
-	return &drainer{runner: r, health: health, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	abort, cancel := context.WithCancel(context.Background())
+	return &drainer{runner: r, health: health, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		done: make(chan struct{}), abort: abort, abortRounds: cancel}
 }
 
 // Wake asks for a round soon; it never blocks. A wake while a round runs
@@ -64,9 +69,21 @@ func (d *drainer) Start() {
 }
 
 // Stop lets the round in flight finish and ends the loop; deliveries still
-// queued wait for the next start.
-func (d *drainer) Stop() {
+// queued wait for the next start. A round still running when ctx ends is
+// abandoned: its handlers' context is cancelled and nothing of it is
+// stored, so its deliveries stay queued, never attempted, and the next
+// start takes them (exactly once: the round did not commit). Without the
+// bound a handler waiting on GitHub would hold the stop for the round's
+// timeout (2 min), past the grace period an orchestrator gives.
+func (d *drainer) Stop(ctx context.Context) {
 	d.once.Do(func() { close(d.stop) })
+	select {
+	case <-d.done:
+		return
+	case <-ctx.Done():
+	}
+	d.log.Warn("the drain round in flight did not finish in time; abandoning it: its deliveries stay queued for the next start")
+	d.abortRounds()
 	<-d.done
 }
 
@@ -99,7 +116,7 @@ func (d *drainer) run() {
 // round runs one drain with a timeout, as a job would. It does not use a
 // context the stop cancels: a round in flight finishes.
 func (d *drainer) round() (n int) {
-	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
+	ctx, cancel := context.WithTimeout(d.abort, jobTimeout)
 	defer cancel()
 	// A panic is a bug; it must not stop the server's only drain. The
 	// round's transaction is rolled back (store.InTx) and the next tries
@@ -110,7 +127,7 @@ func (d *drainer) round() (n int) {
 			n = 0
 		}
 	}()
-	n, err := d.runner.drainOnce(ctx)
+	n, err := d.runner.drainOnce(ctx, d.abort)
 	switch {
 	case err != nil && d.health.failed(err):
 		// The outage is logged once (dbhealth.go), not once a second.

@@ -28,7 +28,7 @@ func TestDrainTakesMoreThanOneRoundOfDeliveries(t *testing.T) {
 		}
 		d := newDrainer(ts.drain.runner, nil, discardLogger())
 		d.Start()
-		defer d.Stop()
+		defer d.Stop(context.Background())
 		waitFor(t, "every delivery to be drained", 30*time.Second, func() bool { return ts.countQueued(t) == 0 })
 		ts.checkCompletedOnce(t)
 	})
@@ -65,7 +65,7 @@ func (ts *testServer) countQueued(t *testing.T) int {
 // takes (the others are stored finished).
 func (ts *testServer) holdDeliveries(t *testing.T, prefix string, n int) {
 	t.Helper()
-	ts.drain.Stop()
+	ts.drain.Stop(context.Background())
 	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
 	for i := range n {
 		if code, resp := ts.deliver(t, "installation", fmt.Sprintf("%s-%d", prefix, i), body, githubtest.Sign(testSecret, body)); code != 202 {
@@ -160,7 +160,7 @@ func TestReplicasDrainDifferentDeliveries(t *testing.T) {
 					}
 					return
 				}
-				if _, err := r.drainOnce(context.Background()); err != nil {
+				if _, err := r.drainOnce(context.Background(), context.Background()); err != nil {
 					t.Errorf("replica %d: %v", replica, err)
 					return
 				}
@@ -227,7 +227,7 @@ func TestDrainRoundOutlivesAShortIdleTimeout(t *testing.T) {
 		t.Fatalf("the round's connections have idle_in_transaction_session_timeout %q, want 100ms", timeout)
 	}
 	r.handlers = map[string][]EventHandler{"installation": {slowHandler{300 * time.Millisecond}}}
-	n, err := r.drainOnce(context.Background())
+	n, err := r.drainOnce(context.Background(), context.Background())
 	if err != nil {
 		t.Fatalf("drain round: %v", err)
 	}
@@ -269,14 +269,14 @@ func TestDrainRoundOfADeadReplicaIsTakenOver(t *testing.T) {
 	a.handlers = map[string][]EventHandler{"installation": {stuck}}
 	aDone := make(chan error, 1)
 	go func() {
-		_, err := a.drainOnce(context.Background())
+		_, err := a.drainOnce(context.Background(), context.Background())
 		aDone <- err
 	}()
 	<-stuck.entered
 	// Replica B finds nothing to take while A holds them.
 	b := *ts.drain.runner
 	b.handlers = map[string][]EventHandler{"installation": {&countingHandler{decided: map[string]int{}}}}
-	if got, err := b.drainOnce(context.Background()); err != nil || got != 0 {
+	if got, err := b.drainOnce(context.Background(), context.Background()); err != nil || got != 0 {
 		t.Fatalf("while another round holds them, a round took %d deliveries (err %v), want 0", got, err)
 	}
 	// A dies: its server ends the connection that holds the locks (and,
@@ -291,7 +291,7 @@ func TestDrainRoundOfADeadReplicaIsTakenOver(t *testing.T) {
 	}
 	counter := &countingHandler{decided: map[string]int{}}
 	b.handlers = map[string][]EventHandler{"installation": {counter}}
-	got, err := b.drainOnce(context.Background())
+	got, err := b.drainOnce(context.Background(), context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestDrainRoundThatRunsOutOfTimeStillCompletes(t *testing.T) {
 		r.handlers = map[string][]EventHandler{"installation": {hangingHandler{hang: "late-0"}}}
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		n, err := r.drainOnce(ctx)
+		n, err := r.drainOnce(ctx, context.Background())
 		if err != nil || n != 2 {
 			t.Fatalf("a round whose handler ran out of time: took %d, err %v; want 2 and no error", n, err)
 		}

@@ -141,7 +141,7 @@ func TestIntakeStoresAnEventNoOneActsOnIgnored(t *testing.T) {
 	installation := githubtest.LoadPayload(t, "installation", "created.payload.json")
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
-		ts.drain.Stop() // what is queued stays queued
+		ts.drain.Stop(context.Background()) // what is queued stays queued
 		for _, c := range []struct {
 			event, id string
 			body      []byte
@@ -244,7 +244,7 @@ func TestIntakeStoresAnUnlistedEventIgnored(t *testing.T) {
 	const event = "an_event_github_adds_later"
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
-		ts.drain.Stop() // anything queued would stay queued
+		ts.drain.Stop(context.Background()) // anything queued would stay queued
 		for _, c := range []struct {
 			id, sig string
 			body    []byte

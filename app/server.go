@@ -35,6 +35,8 @@ const (
 	shutdownTimeout   = 30 * time.Second
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 2 * time.Minute
+	// stopCancelWait is how long a stop waits for jobs it cancelled.
+	stopCancelWait = 2 * time.Second
 )
 
 // Server is `ripcord serve`: the HTTP server, the job queue and the store.
@@ -64,6 +66,11 @@ type Server struct {
 	apps    *setup.Store
 	ghClock ghclient.Clock
 
+	// shutdownTimeout bounds Run's graceful stop; stopping is closed when
+	// it begins (pipeline.Deps.Stopping).
+	shutdownTimeout time.Duration
+	stopping        chan struct{}
+
 	mu   sync.Mutex
 	addr string
 }
@@ -78,6 +85,8 @@ type Options struct {
 	RetryBase           time.Duration
 	// GitHubClock paces GitHub writes (tests use a fake one).
 	GitHubClock ghclient.Clock
+	// ShutdownTimeout bounds a graceful stop (default 30 s; tests shorten it).
+	ShutdownTimeout time.Duration
 }
 
 // New opens the database, applies migrations and wires the server. Run starts it.
@@ -105,7 +114,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		"applied", len(res.Applied), "queue_migrations_applied", res.River)
 
 	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{},
-		records: records.NewStore(db), ghCalls: &ghclient.Counter{}, health: newDBHealth(log)}
+		records: records.NewStore(db), ghCalls: &ghclient.Counter{}, health: newDBHealth(log),
+		shutdownTimeout: cmp.Or(opts.ShutdownTimeout, shutdownTimeout), stopping: make(chan struct{})}
 	if err := s.connectGitHub(ctx, opts); err != nil {
 		db.Close()
 		return nil, err
@@ -119,7 +129,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	deps := pipeline.Deps{Config: cfg, DB: db, Records: s.records, River: func() *river.Client[*sql.Tx] { return s.river },
 		GitHub: s.github, Workers: workers, Mux: s.mux, Registerer: s.metrics.registry, Log: log,
 		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity,
-		Configs: pipeline.NewRepoConfigs()}
+		Configs: pipeline.NewRepoConfigs(), Stopping: s.stopping}
 	s.configs = configload.NewLoaderFor(deps)
 	handlers := append([]EventHandler{installations{github: s.github, log: log}}, capabilities(deps)...)
 	for _, h := range append(handlers, opts.Handlers...) {
@@ -223,17 +233,26 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	s.log.Info("stopping: finishing requests and jobs in flight")
-	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	s.log.Info("stopping: finishing requests and jobs in flight", "timeout", s.shutdownTimeout)
+	stopCtx, cancel := context.WithTimeout(context.Background(), s.shutdownTimeout)
 	defer cancel()
+	close(s.stopping) // long polls answer now, not when their wait ends
 	if err := srv.Shutdown(stopCtx); err != nil {
 		s.log.Warn("http shutdown", "err", err)
 	}
 	s.writer.Close()
-	s.drain.Stop()
+	// Whatever the stop's budget leaves: a round that does not finish in
+	// it is abandoned, its deliveries left queued for the next start.
+	s.drain.Stop(stopCtx)
 	if err := s.river.Stop(stopCtx); err != nil {
 		s.log.Warn("jobs did not finish in time; cancelling them (they run again at next start)", "err", err)
-		_ = s.river.StopAndCancel(context.Background())
+		// A job that ignores its cancelled context must not keep the
+		// process past its grace period either.
+		cancelCtx, cancelWait := context.WithTimeout(context.Background(), stopCancelWait)
+		if err := s.river.StopAndCancel(cancelCtx); err != nil {
+			s.log.Warn("jobs did not end when cancelled; stopping without them (they run again at next start)", "err", err)
+		}
+		cancelWait()
 	}
 	s.close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

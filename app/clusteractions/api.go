@@ -36,6 +36,10 @@ type api struct {
 	now     func() time.Time
 	log     *slog.Logger
 	results *prometheus.CounterVec
+	// stopping is closed when the server stops: a poll waiting answers
+	// no actions at once, and the agent polls again (another replica, or
+	// this one restarted), rather than hold the stop for its wait.
+	stopping <-chan struct{}
 }
 
 var agentPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
@@ -90,6 +94,9 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case <-r.Context().Done():
+			return
+		case <-a.stopping:
+			pipeline.WriteJSON(w, http.StatusOK, actionapi.Actions{Actions: []actionapi.Action{}})
 			return
 		case <-time.After(min(pollInterval, time.Until(deadline))):
 		}

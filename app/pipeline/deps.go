@@ -41,4 +41,8 @@ type Deps struct {
 	// Configs are the repositories' configs as last read from their default
 	// branches (configload fills it); nil keeps none.
 	Configs *RepoConfigs
+	// Stopping is closed when the server begins a graceful stop: a
+	// request that waits (a long poll) answers then rather than hold the
+	// stop.
+	Stopping <-chan struct{}
 }
