@@ -54,7 +54,9 @@ const (
 // whatever failed, so the batch path can never fail what ApplyFact
 // would apply.
 func (s *Server) commitFactBatch(b *factBatch) {
-	ctx := context.Background()
+	// Bounded as the intake's group commit is (commitTimeout).
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
 	mode, deadlocks := factByFact, 0
 	if s.db.Dialect == store.Postgres {
 		mode = oneBatch

@@ -26,6 +26,14 @@ const maxBatch = 256
 // deliveries/s, p99 lower (PERFORMANCE.md, session 4).
 const commitDelay = 300 * time.Microsecond
 
+// commitTimeout bounds one group commit of deliveries or of facts. A
+// database that stops answering (a partition, a hung server) rather than
+// refusing would otherwise hold every request until TCP gave up, minutes
+// later; GitHub gives up on a delivery after 10 s, so past that nobody
+// waits for the answer. A commit cut short answers 503: should it have
+// committed after all, the redelivery is a duplicate, stored once.
+const commitTimeout = 8 * time.Second
+
 // groupWriter writes deliveries in group commits: a delivery that arrives
 // while a commit is in flight waits for the next one, which takes every
 // delivery that arrived meanwhile. One disk flush then covers many
@@ -228,8 +236,9 @@ func (w *groupWriter) answer(b *writeBatch) {
 // durable.
 func (w *groupWriter) commit(batch []*pendingWrite) error {
 	// The commit must finish even if a client hangs up: the caller's context
-	// is not used here.
-	ctx := context.Background()
+	// is not used here. It is bounded all the same (commitTimeout).
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
 	// The same delivery twice in one batch is stored once; the second is
 	// answered as a redelivery.
 	unique := make([]*pendingWrite, 0, len(batch))

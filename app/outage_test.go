@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,4 +256,128 @@ func TestPostgresOutageAcknowledgesNothingAndLosesNothing(t *testing.T) {
 	if !strings.Contains(logs.String()[logsBefore:], "database is back") {
 		t.Errorf("the log does not say the database is back:\n%s", logs.String()[logsBefore:])
 	}
+}
+
+// freezingProxy forwards TCP connections to a backend until frozen; then it
+// forwards nothing more and answers no new connection, as a database host
+// that stops answering (a network partition, a hung server) rather than
+// refusing.
+type freezingProxy struct {
+	ln      net.Listener
+	backend string
+	frozen  atomic.Bool
+	mu      sync.Mutex
+	held    []net.Conn // accepted while frozen
+}
+
+// thaw forwards again; the connections accepted meanwhile are reset, as
+// a healed network resets those its far end never heard of.
+func (p *freezingProxy) thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frozen.Store(false)
+	for _, c := range p.held {
+		c.Close()
+	}
+	p.held = nil
+}
+
+func newFreezingProxy(t *testing.T, backend string) *freezingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezingProxy{ln: ln, backend: backend}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if p.frozen.Load() {
+				p.held = append(p.held, c) // accepted, not answered
+				p.mu.Unlock()
+				continue
+			}
+			p.mu.Unlock()
+			b, err := net.Dial("tcp", backend)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns.Add(2)
+			pipe := func(dst, src net.Conn) {
+				defer conns.Done()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if err != nil {
+						dst.Close()
+						return
+					}
+					for p.frozen.Load() {
+						time.Sleep(10 * time.Millisecond) // hold the bytes, as a partition does
+					}
+					if _, err := dst.Write(buf[:n]); err != nil {
+						src.Close()
+						return
+					}
+				}
+			}
+			go pipe(b, c)
+			go pipe(c, b)
+		}
+	}()
+	return p
+}
+
+// A database that stops answering (rather than refusing) must not hold
+// deliveries without an answer: GitHub gives up on a delivery after 10 s,
+// and a request that hangs is no answer at all. The intake answers 503
+// within its commit timeout, and once the database answers again,
+// deliveries are acknowledged and processed.
+func TestPostgresThatStopsAnsweringIsRefusedInTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server of its own")
+	}
+	pg := testdb.StartPostgres(t)
+	u, _ := url.Parse(pg.URL())
+	proxy := newFreezingProxy(t, u.Host)
+	u.Host = proxy.ln.Addr().String()
+	ts := startServerWith(t, u.String(), Options{}, func(c *configT) { c.Clusters = map[string]string{"prod-eu": "tok-eu"} })
+	body := githubtest.LoadPayload(t, "ping", "payload.json")
+	hook := func(id string) (int, string) {
+		return outagePost(ts.URL+"/api/github/hook", "", map[string]string{"X-GitHub-Event": "ping",
+			"X-GitHub-Delivery": id, "X-Hub-Signature-256": githubtest.Sign(testSecret, body)}, body)
+	}
+	if code, resp := hook("before"); code != http.StatusAccepted {
+		t.Fatalf("before: %d %s", code, resp)
+	}
+	proxy.frozen.Store(true)
+	began := time.Now()
+	code, resp := hook("frozen")
+	took := time.Since(began)
+	if code < 500 || took > commitTimeout+2*time.Second {
+		t.Errorf("a delivery while the database does not answer: %d %q after %v, want 5xx within %v", code, resp, took.Round(time.Millisecond), commitTimeout)
+	}
+	began = time.Now()
+	code, resp = outagePost(ts.URL+"/api/v1/facts/prod-eu", "tok-eu", nil, fmt.Appendf(nil, `{"source": "rollout",
+		"namespace": "shop", "name": "checkout", "uid": "u-1", "generation": 1, "observed_generation": 1, "phase": "Progressing",
+		"images": ["registry.example/shop/checkout:v1"], "release_id": "r-1", "observed_at": %q}`, time.Now().UTC().Format(time.RFC3339)))
+	took = time.Since(began)
+	if code < 500 || took > commitTimeout+2*time.Second {
+		t.Errorf("a fact while the database does not answer: %d %q after %v, want 5xx within %v", code, resp, took.Round(time.Millisecond), commitTimeout)
+	}
+	proxy.thaw()
+	began = time.Now()
+	waitFor(t, "a delivery to be acknowledged once the database answers", 30*time.Second, func() bool {
+		code, _ := hook("after")
+		return code == http.StatusAccepted
+	})
+	t.Logf("acknowledged again %v after the database answered", time.Since(began).Round(time.Millisecond))
+	t.Cleanup(func() { t.Logf("stopping the server") })
 }
