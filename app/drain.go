@@ -113,8 +113,9 @@ func (d *drainer) run() {
 	}
 }
 
-// round runs one drain with a timeout, as a job would. It does not use a
-// context the stop cancels: a round in flight finishes.
+// round runs one drain with a timeout, as a job would. Stopping does not
+// cancel it: a round in flight finishes, unless it outlasts the stop's
+// deadline (Stop aborts it then).
 func (d *drainer) round() (n int) {
 	ctx, cancel := context.WithTimeout(d.abort, jobTimeout)
 	defer cancel()
