@@ -118,7 +118,12 @@ func TestCommitThatPanicsFailsItsDeliveryOnly(t *testing.T) {
 		if d := ts.delivery(t, "bad"); !strings.Contains(d.LastError, "commit panicked: a bug in a commit") {
 			t.Errorf("failed delivery's last_error = %q, want the panic", d.LastError)
 		}
+		// good-2 may go in a round after the one that failed "bad" for
+		// good: wait for both, however the rounds fell.
 		for _, id := range []string{"good-1", "good-2"} {
+			waitFor(t, "delivery "+id+" beside the panicking one to be processed", 30*time.Second, func() bool {
+				return ts.delivery(t, id).State != DeliveryQueued
+			})
 			if d := ts.delivery(t, id); d.State != DeliveryProcessed {
 				t.Errorf("delivery %s beside the panicking one ended %q (%s), want processed", id, d.State, d.LastError)
 			}
