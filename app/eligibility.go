@@ -14,6 +14,10 @@ const maxEligibilityWindow = 100
 // getEligibility is GET /api/v1/eligibility?app=&environment=&cluster=&image=
 // [&window=N]: is this image (by digest, or a full reference) a safe rollback
 // target there? Computed from the records every time, with the evidence.
+// Without ?window= the window is the one every other place uses: the
+// eligibility.window of the app's repository (the owner of the app and
+// environment, records.Store.Owner) as last read (pipeline.RepoConfigs), or
+// eligibility.DefaultWindow while none is kept.
 func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	query := eligibility.Query{App: q.Get("app"), Environment: q.Get("environment"), Cluster: q.Get("cluster"), Image: q.Get("image")}
@@ -31,6 +35,15 @@ func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		window = n
+	} else {
+		owner, err := s.records.Owner(r.Context(), query.App, query.Environment)
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		if cfg, ok := s.repoConfigs.Get(owner); owner != "" && ok && cfg.Eligibility.Window > 0 {
+			window = cfg.Eligibility.Window
+		}
 	}
 	// The newest releases that ran: opened ones take no place in the
 	// window, so however many there are they must not crowd it out.

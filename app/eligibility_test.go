@@ -7,6 +7,7 @@ import (
 
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 func TestEligibilityAPI(t *testing.T) {
@@ -89,6 +90,56 @@ func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
 		if a := ask(); !a.Eligible {
 			t.Errorf("after %d opened releases: %+v, want still eligible: opened releases take no place in the window",
 				eligibility.ReadAhead+1, a)
+		}
+	})
+}
+
+// Without ?window= the API answers with the window of the app's repository
+// (its eligibility.window as last read, like the pages, the Roll back
+// button and the gates), not the default 5: an image only the default
+// window reaches was called eligible though the repository's window of 2
+// no longer holds it. ?window= still overrides.
+func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = map[string]string{"prod-eu": "tok-eu"} })
+		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
+		openRelease(t, ts, "r1", image(1))
+		for _, phase := range []string{"Progressing", "Healthy"} {
+			ts.post(t, "/api/v1/facts/prod-eu", "tok-eu", clusterFact(phase, 1, "r1", image(1)), nil)
+		}
+		for i := 2; i <= 3; i++ {
+			id := fmt.Sprintf("r%d", i)
+			openRelease(t, ts, id, image(i))
+			ts.post(t, "/api/v1/facts/prod-eu", "tok-eu", clusterFact("Progressing", i, id, image(i)), nil)
+		}
+		ask := func(window string) (a struct {
+			Eligible bool
+			Reason   string
+		}) {
+			q := url.Values{"app": {"checkout"}, "environment": {"prod"}, "cluster": {"prod-eu"}, "image": {image(1)}}
+			if window != "" {
+				q.Set("window", window)
+			}
+			if code := ts.api(t, "/api/v1/eligibility?"+q.Encode(), &a); code != 200 {
+				t.Fatalf("eligibility: status %d", code)
+			}
+			return a
+		}
+		if a := ask(""); !a.Eligible {
+			t.Fatalf("no config kept: %+v, want eligible in the default window of 5", a)
+		}
+		cfg := &repoconfig.Config{}
+		cfg.Eligibility.Window = 2
+		ts.repoConfigs.Put("acme/checkout", cfg)
+		if a := ask(""); a.Eligible || a.Reason == "" {
+			t.Errorf("acme/checkout's window is 2: %+v, want r1 (third newest that ran) not eligible", a)
+		}
+		if a := ask("5"); !a.Eligible {
+			t.Errorf("?window=5: %+v, want eligible: the query overrides the repository's window", a)
+		}
+		ts.repoConfigs.Put("acme/other", &repoconfig.Config{Eligibility: repoconfig.Eligibility{Window: 100}})
+		if a := ask(""); a.Eligible {
+			t.Errorf("another repository's window: %+v, want acme/checkout's window of 2 still", a)
 		}
 	})
 }

@@ -60,7 +60,10 @@ type Server struct {
 	records  *records.Store
 	// configs reads repositories' .github/ripcord.yml for the stall checks.
 	configs *configload.Loader
-	oidc    *oidcauth.Verifier
+	// repoConfigs are the repositories' configs as last read
+	// (pipeline.RepoConfigs): GET /api/v1/eligibility takes the window there.
+	repoConfigs *pipeline.RepoConfigs
+	oidc        *oidcauth.Verifier
 	// live is the App in use (appcreds.go); apps stores Apps registered by /setup.
 	live    atomic.Pointer[liveApp]
 	apps    *setup.Store
@@ -131,6 +134,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity,
 		Configs: pipeline.NewRepoConfigs(), Stopping: s.stopping}
 	s.configs = configload.NewLoaderFor(deps)
+	s.repoConfigs = deps.Configs
 	handlers := append([]EventHandler{installations{github: s.github, log: log}}, capabilities(deps)...)
 	for _, h := range append(handlers, opts.Handlers...) {
 		for _, e := range h.Handles() {
