@@ -73,6 +73,28 @@ func (s *Store) MarkMerged(ctx context.Context, tx *sql.Tx, repository, htmlURL 
 	return ids, nil
 }
 
+// MarkReleasesMerged records, in the caller's transaction, that the pull
+// request of each release of ids was merged at at, for a caller that
+// matched them itself (a rollback without pr_url whose pull request lives
+// in a GitOps repository, not its own). A release marked already keeps its
+// time. It returns the releases it marked.
+func (s *Store) MarkReleasesMerged(ctx context.Context, tx *sql.Tx, ids []string, at time.Time) ([]string, error) {
+	var marked []string
+	for _, id := range ids {
+		res, err := s.db.Exec(ctx, tx, `UPDATE records SET merged_at = $1 WHERE release_id = $2 AND merged_at IS NULL`,
+			store.Micros(storedTime(at)), id)
+		if err != nil {
+			return marked, fmt.Errorf("mark release %s merged: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return marked, fmt.Errorf("mark release %s merged: %w", id, err)
+		} else if n > 0 {
+			marked = append(marked, id)
+		}
+	}
+	return marked, nil
+}
+
 // loadMergedAt reads rec's merged_at in tx.
 func (s *Store) loadMergedAt(ctx context.Context, tx *sql.Tx, rec *Record) error {
 	var merged *int64

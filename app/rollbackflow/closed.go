@@ -12,10 +12,12 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 // closedHandler ends the release of a rollback pull request that a person
@@ -23,7 +25,12 @@ import (
 // (records.Withdraw) and a new rollback may be opened in its place. For a
 // merged pull request it records the merge on the releases opened for it,
 // which starts their stall clock.
-type closedHandler struct{ deps pipeline.Deps }
+type closedHandler struct {
+	deps pipeline.Deps
+	// loader reads the config of a rollback release's app repository, which
+	// names the repository of its pull request (rollbackRepository).
+	loader *configload.Loader
+}
 
 func (closedHandler) Handles() []string { return []string{"pull_request"} }
 
@@ -37,12 +44,21 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		return nil, nil
 	}
 	if pr.GetMerged() {
-		return h.merged(ev), nil
+		// Rollbacks without pr_url whose pull request is this one in the
+		// GitOps repository are recorded with the app's repository, which
+		// MarkMerged cannot match.
+		ids, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(), "merged_at IS NULL")
+		if err != nil {
+			return nil, err
+		}
+		return h.merged(ev, ids), nil
 	}
-	id, err := openRollbackOf(ctx, h.deps.DB.Read, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber())
-	if err != nil || id == "" {
+	ids, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(),
+		"state = '"+string(records.StateOpened)+"'")
+	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
+	id := ids[0]
 	why := closedWhy(pr.GetHTMLURL(), ev.GetSender().GetLogin())
 	return func(ctx context.Context, tx *sql.Tx) error {
 		_, err := withdraw(ctx, tx, h.deps, id, why, map[string]any{"pull_request": pr.GetHTMLURL(),
@@ -54,7 +70,7 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 // merged starts the stall clock of the releases opened for a merged pull
 // request (records.MarkMerged): they can run only now, so only now may
 // the lack of a fact mean that one was lost (seed 003, decision 6).
-func (h closedHandler) merged(ev github.PullRequestEvent) pipeline.Commit {
+func (h closedHandler) merged(ev github.PullRequestEvent, rollbacks []string) pipeline.Commit {
 	pr := ev.GetPullRequest()
 	at := pr.GetMergedAt().Time
 	if at.IsZero() {
@@ -62,6 +78,11 @@ func (h closedHandler) merged(ev github.PullRequestEvent) pipeline.Commit {
 	}
 	return func(ctx context.Context, tx *sql.Tx) error {
 		ids, err := h.deps.Records.MarkMerged(ctx, tx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(), at)
+		if err != nil {
+			return err
+		}
+		more, err := h.deps.Records.MarkReleasesMerged(ctx, tx, rollbacks, at)
+		ids = append(ids, more...)
 		if err == nil && len(ids) > 0 {
 			h.deps.Log.Info("pull request merged: releases wait for facts from now", "pull_request", pr.GetHTMLURL(),
 				"release_ids", ids)
@@ -70,27 +91,85 @@ func (h closedHandler) merged(ev github.PullRequestEvent) pipeline.Commit {
 	}
 }
 
-// openRollbackOf is the opened rollback release whose pull request is
-// number of repository, whose page is htmlURL; "" when there is none. A
-// release is the pull request's as records.MarkMerged counts it: its
-// pr_url is htmlURL, or it has no pr_url and its repository is the pull
-// request's.
-func openRollbackOf(ctx context.Context, db *sql.DB, repository, htmlURL string, number int) (string, error) {
+// rollbacksOf are the rollback releases, newest first, whose pull request
+// is number of repository, whose page is htmlURL, among those where
+// selects. A release is that pull request's when its pr_url is htmlURL, or
+// when it has no pr_url (opened by POST /api/v1/releases with the number
+// only) and its pull request's repository (rollbackRepository) is
+// repository: a rollback release is recorded with its app's repository
+// however its config names a GitOps repository for the pull request.
+func (h closedHandler) rollbacksOf(ctx context.Context, repository, htmlURL string, number int, where string) ([]string, error) {
 	if number <= 0 {
-		return "", nil
+		return nil, nil
 	}
-	var id string
-	err := db.QueryRowContext(ctx, `SELECT release_id FROM records WHERE state = $1 AND kind = $2
-		AND pr_number = $3 AND (pr_url = $4 OR (pr_url = '' AND lower(repository) = lower($5)))
-		ORDER BY created_at DESC LIMIT 1`,
-		string(records.StateOpened), string(records.KindRollback), number, htmlURL, repository).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+	fail := func(err error) ([]string, error) {
+		return nil, fmt.Errorf("rollback releases of %s: %w", htmlURL, err)
+	}
+	rows, err := h.deps.DB.Read.QueryContext(ctx, `SELECT release_id, repository, app, environment, pr_url FROM records
+		WHERE kind = $1 AND pr_number = $2 AND (pr_url = $3 OR pr_url = '') AND `+where+`
+		ORDER BY created_at DESC, release_id DESC`, string(records.KindRollback), number, htmlURL)
+	if err != nil {
+		return fail(err)
+	}
+	type candidate struct{ id, repository, app, environment, prURL string }
+	var cs []candidate
+	for rows.Next() {
+		var c candidate
+		if err := rows.Scan(&c.id, &c.repository, &c.app, &c.environment, &c.prURL); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		cs = append(cs, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	var ids []string
+	for _, c := range cs {
+		if c.prURL == "" {
+			prRepo, err := h.rollbackRepository(ctx, c.repository, c.app, c.environment)
+			if err != nil {
+				return fail(err)
+			}
+			if !strings.EqualFold(prRepo, repository) {
+				continue
+			}
+		}
+		ids = append(ids, c.id)
+	}
+	return ids, nil
+}
+
+// rollbackRepository is the repository where the rollback pull requests of
+// app in environment live: the rollback.repository that the config of
+// repository (the app's) names for it, or repository itself when it names
+// none, or has no config that loads, or ripcord is not installed there.
+func (h closedHandler) rollbackRepository(ctx context.Context, repository, app, environment string) (string, error) {
+	inst, err := installationOf(ctx, h.deps.DB.Read, repository)
+	var refused *Refused
+	if errors.As(err, &refused) {
+		return repository, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("rollback release of %s: %w", htmlURL, err)
+		return "", err
 	}
-	return id, nil
+	gh, err := h.deps.GitHub.NewInstallationClient(inst)
+	if err != nil {
+		return "", fmt.Errorf("github client for installation %d: %w", inst, err)
+	}
+	res, err := h.loader.Load(ctx, gh.Repositories, repository, "")
+	if err != nil {
+		return "", err
+	}
+	if !res.Valid() {
+		return repository, nil
+	}
+	env, ok := res.Config.Environment(app, environment)
+	if !ok || env.Rollback.Mode != repoconfig.ModePullRequest {
+		return repository, nil
+	}
+	return or(env.Rollback.Repository, repository), nil
 }
 
 func closedWhy(htmlURL, by string) string {

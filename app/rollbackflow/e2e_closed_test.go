@@ -2,6 +2,7 @@ package rollbackflow_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -178,4 +179,51 @@ func (s *scene) rollbackByComment() (pr int, rollback records.Record) {
 	s.WaitFor("the pull request link", wait, func() bool { return len(s.replies(first)) == 2 })
 	s.Settle(jobKinds...)
 	return pr, s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+}
+
+// rollbackWithoutURL is a rollback release as POST /api/v1/releases opens
+// one with its pull request's number only: its repository is the app's
+// (a workflow's token vouches for that one only), and its pull request
+// lives in the GitOps repository the config names.
+func (s *scene) rollbackWithoutURL(dbURL string) records.Record {
+	s.T.Helper()
+	_, rec := s.rollbackByComment()
+	if rec.PRURL == "" || rec.PRNumber == 0 || rec.Repository != appRepo {
+		s.T.Fatalf("rollback release = %+v, want one of %s with a pull request", rec, appRepo)
+	}
+	db := testdb.Open(s.T, dbURL)
+	if _, err := db.Write.Exec(`UPDATE records SET pr_url = '' WHERE release_id = $1`, rec.ReleaseID); err != nil {
+		s.T.Fatal(err)
+	}
+	return rec // with its pr_url, for the events GitHub sends
+}
+
+// A rollback release recorded with the app's repository and no pr_url is
+// the pull request of that number in the GitOps repository its config
+// names: closing that pull request withdraws it, and closing the app
+// repository's pull request of the same number does not.
+func TestClosedGitOpsPullRequestWithdrawsItsRollbackWithoutURL(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		rec := s.rollbackWithoutURL(dbURL)
+
+		other := e2etest.Edit(t, s.closedEvent(rec), func(m map[string]any) {
+			m["pull_request"].(map[string]any)["html_url"] = fmt.Sprintf("https://github.com/%s/pull/%d", appRepo, rec.PRNumber)
+			r := m["repository"].(map[string]any)
+			r["full_name"], r["name"] = appRepo, "checkout"
+		})
+		s.Deliver("pull_request", other)
+		s.Settle(jobKinds...)
+		if r, _ := s.release(rec.ReleaseID); r.State != records.StateOpened {
+			t.Fatalf("closing %s#%d made rollback %s %s, want it still %s: its pull request is in %s",
+				appRepo, rec.PRNumber, rec.ReleaseID, r.State, records.StateOpened, gitops)
+		}
+
+		s.closePullRequest(rec.PRNumber)
+		s.Deliver("pull_request", s.closedEvent(rec))
+		s.Settle(jobKinds...)
+		if r, _ := s.release(rec.ReleaseID); r.State != records.StateAborted {
+			t.Errorf("rollback %s of the closed %s#%d is %s, want %s", rec.ReleaseID, gitops, rec.PRNumber, r.State, records.StateAborted)
+		}
+	})
 }

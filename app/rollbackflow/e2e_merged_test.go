@@ -59,3 +59,19 @@ func TestMergedRollbackPullRequestStartsItsReleaseStallClock(t *testing.T) {
 		}
 	})
 }
+
+// A rollback release recorded with the app's repository and no pr_url is
+// the pull request of that number in the GitOps repository its config
+// names: that pull request's merge starts its stall clock.
+func TestMergedGitOpsPullRequestMarksItsRollbackWithoutURL(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		rec := s.rollbackWithoutURL(dbURL)
+		mergedAt := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+		s.Deliver("pull_request", s.mergedEvent(rec, mergedAt))
+		s.Settle(jobKinds...)
+		if got := s.Int(`SELECT COALESCE(merged_at, 0) FROM records WHERE release_id = $1`, rec.ReleaseID); got != int(store.Micros(mergedAt)) {
+			t.Errorf("merged_at = %d, want %d: the merged pull request is %s#%d, the rollback's", got, store.Micros(mergedAt), gitops, rec.PRNumber)
+		}
+	})
+}

@@ -34,5 +34,5 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &pullRequestWorker{deps: d, cache: cache})
 	river.AddWorker(d.Workers, &releaseCheckWorker{deps: d})
 	d.Mux.Handle("POST /api/v1/rollbacks", d.APIAuth(apiHandler{st: st}.ServeHTTP))
-	return []pipeline.EventHandler{buttonHandler{st: st}, pushHandler{cache: cache}, closedHandler{deps: d}}
+	return []pipeline.EventHandler{buttonHandler{st: st}, pushHandler{cache: cache}, closedHandler{deps: d, loader: st.loader}}
 }
