@@ -12,10 +12,12 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -40,6 +42,9 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		return nil, pipeline.Permanent(fmt.Errorf("decode pull_request event: %w", err))
 	}
 	pr := ev.GetPullRequest()
+	if ev.GetAction() == "reopened" && pr.GetHTMLURL() != "" {
+		return h.reopened(ctx, d, ev)
+	}
 	if ev.GetAction() != "closed" || pr.GetHTMLURL() == "" {
 		return nil, nil
 	}
@@ -89,6 +94,66 @@ func (h closedHandler) merged(ev github.PullRequestEvent, rollbacks []string) pi
 		}
 		return err
 	}
+}
+
+// reopened answers the reopening of a rollback pull request whose release
+// ripcord withdrew when it was closed, when a newer rollback of the same
+// release was opened since: merging both would put two rollbacks of one
+// release in flight. Reopening revives nothing (a withdrawn release moves
+// on only when the cluster reports it running), so ripcord says on the
+// reopened pull request which rollback supersedes it, and writes that to
+// the withdrawn release's audit trail. With no newer rollback the reopened
+// pull request is the only one, and nothing is said.
+func (h closedHandler) reopened(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (pipeline.Commit, error) {
+	pr, repo := ev.GetPullRequest(), ev.GetRepo().GetFullName()
+	ids, err := h.rollbacksOf(ctx, repo, pr.GetHTMLURL(), pr.GetNumber(),
+		"state = '"+string(records.StateAborted)+"' AND last_fact_at IS NULL")
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	old, err := h.deps.Records.Get(ctx, ids[0])
+	if err != nil {
+		return nil, fmt.Errorf("withdrawn rollback %s: %w", ids[0], err)
+	}
+	var newer records.Record
+	err = h.deps.DB.Read.QueryRowContext(ctx, `SELECT release_id, pr_url, pr_number, state FROM records
+		WHERE kind = $1 AND rollback_of = $2 AND release_id <> $3 AND created_at >= $4
+		AND NOT (state = 'aborted' AND last_fact_at IS NULL)
+		ORDER BY created_at DESC, release_id DESC LIMIT 1`,
+		string(records.KindRollback), old.RollbackOf, old.ReleaseID, store.Micros(old.CreatedAt)).
+		Scan(&newer.ReleaseID, &newer.PRURL, &newer.PRNumber, &newer.State)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("newer rollback of %s: %w", old.RollbackOf, err)
+	}
+	where := "release `" + newer.ReleaseID + "`"
+	if newer.PRURL != "" {
+		where = newer.PRURL + " (" + where + ")"
+	}
+	msg := fmt.Sprintf("pull request %s of withdrawn rollback %s was reopened by @%s while rollback %s of %s is %s "+
+		"(pull request %s): it stays withdrawn; merging both deploys two rollbacks of %s, so one must be closed",
+		pr.GetHTMLURL(), old.ReleaseID, ev.GetSender().GetLogin(), newer.ReleaseID, old.RollbackOf, newer.State,
+		or(newer.PRURL, "unknown"), old.RollbackOf)
+	body := fmt.Sprintf("ripcord withdrew this rollback (release `%s`) when this pull request was closed, and has "+
+		"since opened %s to roll back `%s` (it is %s). Reopening does not bring `%s` back: merge the newer one and "+
+		"close this pull request. Merging both deploys two rollbacks of `%s`; if this one is merged anyway, "+
+		"ripcord records `%s` as what runs once the cluster reports it.",
+		old.ReleaseID, where, old.RollbackOf, newer.State, old.ReleaseID, old.RollbackOf, old.ReleaseID)
+	return func(ctx context.Context, tx *sql.Tx) error {
+		err := h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
+			ReleaseID: old.ReleaseID, At: h.deps.Now(), Message: msg,
+			Data: map[string]any{"pull_request": pr.GetHTMLURL(), "reopened_by": ev.GetSender().GetLogin(),
+				"superseded_by": newer.ReleaseID, "superseded_by_pull_request": newer.PRURL, "delivery_id": d.ID}})
+		if err != nil {
+			return err
+		}
+		h.deps.Log.Warn("withdrawn rollback's pull request reopened while a newer rollback exists",
+			"release_id", old.ReleaseID, "pull_request", pr.GetHTMLURL(), "newer", newer.ReleaseID)
+		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: repo, Number: pr.GetNumber(),
+			InstallationID: ev.GetInstallation().GetID(), Key: "reopened-" + d.ID, Body: body})
+	}, nil
 }
 
 // rollbacksOf are the rollback releases, newest first, whose pull request
