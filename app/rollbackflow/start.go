@@ -35,6 +35,18 @@ func (st *starter) prepare(ctx context.Context, gh *github.Client, cfg *repoconf
 	if !ok {
 		return Plan{}, Input{}, refuse("%s has no app %q with environment %q in .github/ripcord.yml", repository, s.App, s.Environment)
 	}
+	// An app's environment belongs to the repository of its first release
+	// (README, POST /api/v1/facts): another repository declaring the same
+	// app and environment in its config does not make it theirs to roll
+	// back, and its writers' permission there says nothing about the app.
+	owner, err := st.deps.Records.Owner(ctx, s.App, s.Environment)
+	if err != nil {
+		return Plan{}, Input{}, err
+	}
+	if owner != "" && !strings.EqualFold(owner, repository) {
+		return Plan{}, Input{}, refuse("%s in %s belongs to %s (the repository of its first release), not %s; roll it back from %s",
+			s.App, s.Environment, owner, repository, owner)
+	}
 	rev, err := defaultHead(ctx, gh, repository)
 	if err != nil {
 		return Plan{}, Input{}, err
