@@ -61,7 +61,7 @@ func (c rollbackCommand) which(ctx context.Context, inv commands.Invocation, to 
 		}
 		return Start{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster, To: to}, nil
 	}
-	rec, err := releaseOfPullRequest(ctx, d.DB.Read, inv.Repository, inv.PullRequest)
+	rec, err := releaseOfPullRequest(ctx, d.DB.Read, inv.Config.Config, inv.Repository, inv.PullRequest)
 	if err != nil {
 		return Start{}, err
 	}
@@ -89,16 +89,46 @@ func (c rollbackCommand) which(ctx context.Context, inv commands.Invocation, to 
 }
 
 // releaseOfPullRequest is the newest release whose pull request is number
-// in repository, nil when there is none.
-func releaseOfPullRequest(ctx context.Context, db *sql.DB, repository string, number int) (*string, error) {
-	var id string
-	err := db.QueryRowContext(ctx, `SELECT release_id FROM records WHERE repository = $1 AND pr_number = $2
-		ORDER BY created_at DESC LIMIT 1`, repository, number).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
+// in repository, nil when there is none; cfg is repository's config. A
+// release's pull request is the one its pr_url names; without one, a
+// rollback's lives in the rollback.repository cfg names for its
+// environment, any other release's in its own repository. A rollback is
+// recorded with the app's repository and the number of its pull request in
+// the GitOps repository, so the repository alone would take that pull
+// request for the app repository's one of the same number.
+func releaseOfPullRequest(ctx context.Context, db *sql.DB, cfg *repoconfig.Config, repository string, number int) (*string, error) {
+	fail := func(err error) (*string, error) {
 		return nil, fmt.Errorf("release of %s#%d: %w", repository, number, err)
 	}
-	return &id, nil
+	rows, err := db.QueryContext(ctx, `SELECT release_id, repository, kind, app, environment, pr_url FROM records
+		WHERE pr_number = $2 AND (lower(repository) = lower($1) OR pr_url <> '')
+		ORDER BY created_at DESC, release_id DESC`, repository, number)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r records.Record
+		var kind string
+		if err := rows.Scan(&r.ReleaseID, &r.Repository, &kind, &r.App, &r.Environment, &r.PRURL); err != nil {
+			return fail(err)
+		}
+		prRepo := r.Repository
+		switch {
+		case r.PRURL != "":
+			prRepo, _ = pullRequestOf(r, r.Repository)
+		case records.Kind(kind) == records.KindRollback && cfg != nil:
+			if env, ok := cfg.Environment(r.App, r.Environment); ok && env.Rollback.Mode == repoconfig.ModePullRequest {
+				prRepo = or(env.Rollback.Repository, r.Repository)
+			}
+		}
+		if strings.EqualFold(prRepo, repository) {
+			id := r.ReleaseID
+			return &id, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	return nil, nil
 }
