@@ -56,7 +56,20 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		if err != nil {
 			return nil, err
 		}
-		return h.merged(ev, ids), nil
+		warn, err := h.mergedWithdrawn(ctx, d, ev)
+		if err != nil {
+			return nil, err
+		}
+		mark := h.merged(ev, ids)
+		if warn == nil {
+			return mark, nil
+		}
+		return func(ctx context.Context, tx *sql.Tx) error {
+			if err := mark(ctx, tx); err != nil {
+				return err
+			}
+			return warn(ctx, tx)
+		}, nil
 	}
 	ids, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(),
 		"state = '"+string(records.StateOpened)+"'")
@@ -111,22 +124,9 @@ func (h closedHandler) reopened(ctx context.Context, d pipeline.Delivery, ev git
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	old, err := h.deps.Records.Get(ctx, ids[0])
-	if err != nil {
-		return nil, fmt.Errorf("withdrawn rollback %s: %w", ids[0], err)
-	}
-	var newer records.Record
-	err = h.deps.DB.Read.QueryRowContext(ctx, `SELECT release_id, pr_url, pr_number, state FROM records
-		WHERE kind = $1 AND rollback_of = $2 AND release_id <> $3 AND created_at >= $4
-		AND NOT (state = 'aborted' AND last_fact_at IS NULL)
-		ORDER BY created_at DESC, release_id DESC LIMIT 1`,
-		string(records.KindRollback), old.RollbackOf, old.ReleaseID, store.Micros(old.CreatedAt)).
-		Scan(&newer.ReleaseID, &newer.PRURL, &newer.PRNumber, &newer.State)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("newer rollback of %s: %w", old.RollbackOf, err)
+	old, newer, err := h.supersededBy(ctx, ids[0])
+	if err != nil || newer == nil {
+		return nil, err
 	}
 	where := "release `" + newer.ReleaseID + "`"
 	if newer.PRURL != "" {
@@ -153,6 +153,87 @@ func (h closedHandler) reopened(ctx context.Context, d pipeline.Delivery, ev git
 			"release_id", old.ReleaseID, "pull_request", pr.GetHTMLURL(), "newer", newer.ReleaseID)
 		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: repo, Number: pr.GetNumber(),
 			InstallationID: ev.GetInstallation().GetID(), Key: "reopened-" + d.ID, Body: body})
+	}, nil
+}
+
+// supersededBy reads the withdrawn rollback id and the newest rollback of
+// the same release opened after it that is not withdrawn (with its
+// MergedAt); newer is nil when there is none.
+func (h closedHandler) supersededBy(ctx context.Context, id string) (old records.Record, newer *records.Record, err error) {
+	old, err = h.deps.Records.Get(ctx, id)
+	if err != nil {
+		return old, nil, fmt.Errorf("withdrawn rollback %s: %w", id, err)
+	}
+	var n records.Record
+	var merged *int64
+	err = h.deps.DB.Read.QueryRowContext(ctx, `SELECT release_id, pr_url, pr_number, state, merged_at FROM records
+		WHERE kind = $1 AND rollback_of = $2 AND release_id <> $3 AND created_at >= $4
+		AND NOT (state = 'aborted' AND last_fact_at IS NULL)
+		ORDER BY created_at DESC, release_id DESC LIMIT 1`,
+		string(records.KindRollback), old.RollbackOf, old.ReleaseID, store.Micros(old.CreatedAt)).
+		Scan(&n.ReleaseID, &n.PRURL, &n.PRNumber, &n.State, &merged)
+	if errors.Is(err, sql.ErrNoRows) {
+		return old, nil, nil
+	}
+	if err != nil {
+		return old, nil, fmt.Errorf("newer rollback of %s: %w", old.RollbackOf, err)
+	}
+	n.MergedAt = store.TimePtr(merged)
+	return old, &n, nil
+}
+
+// mergedWithdrawn answers the merge of the pull request of a withdrawn
+// rollback (reopened and merged) while a newer rollback of the same
+// release exists. The release file now names the withdrawn release, so it
+// is what will run: the facts naming it move it on as for any withdrawn
+// release. ripcord writes that to its audit trail and warns on the newer
+// rollback's pull request, whose merge would deploy a second rollback of
+// the same release; which one to keep is the people's choice.
+func (h closedHandler) mergedWithdrawn(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (pipeline.Commit, error) {
+	pr := ev.GetPullRequest()
+	ids, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(),
+		"state = '"+string(records.StateAborted)+"' AND last_fact_at IS NULL")
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	old, newer, err := h.supersededBy(ctx, ids[0])
+	if err != nil || newer == nil {
+		return nil, err
+	}
+	repo, number := pullRequestOf(*newer, ev.GetRepo().GetFullName())
+	inst := ev.GetInstallation().GetID()
+	if !strings.EqualFold(repo, ev.GetRepo().GetFullName()) {
+		if inst, err = pipeline.InstallationOf(ctx, h.deps.DB.Read, repo); err != nil {
+			return nil, err
+		}
+	}
+	by := ev.GetPullRequest().GetMergedBy().GetLogin()
+	if by == "" {
+		by = ev.GetSender().GetLogin()
+	}
+	msg := fmt.Sprintf("pull request %s of withdrawn rollback %s was merged by @%s while rollback %s of %s is %s "+
+		"(pull request %s): the release file names %s now, so it is what will run, and ripcord records it as the cluster "+
+		"reports it; merging %s as well would deploy a second rollback of %s",
+		pr.GetHTMLURL(), old.ReleaseID, by, newer.ReleaseID, old.RollbackOf, newer.State, or(newer.PRURL, "unknown"),
+		old.ReleaseID, or(newer.PRURL, newer.ReleaseID), old.RollbackOf)
+	body := fmt.Sprintf("%s, the rollback of `%s` that ripcord had withdrawn (release `%s`), was reopened and merged by @%s: "+
+		"it is what will run. Merging this pull request as well would deploy a second rollback of `%s`; close it unless "+
+		"you want this one to replace it.", pr.GetHTMLURL(), old.RollbackOf, old.ReleaseID, by, old.RollbackOf)
+	return func(ctx context.Context, tx *sql.Tx) error {
+		err := h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
+			ReleaseID: old.ReleaseID, At: h.deps.Now(), Message: msg,
+			Data: map[string]any{"pull_request": pr.GetHTMLURL(), "merged_by": by, "superseded_by": newer.ReleaseID,
+				"superseded_by_pull_request": newer.PRURL, "delivery_id": d.ID}})
+		if err != nil {
+			return err
+		}
+		h.deps.Log.Warn("withdrawn rollback's pull request merged while a newer rollback exists",
+			"release_id", old.ReleaseID, "pull_request", pr.GetHTMLURL(), "newer", newer.ReleaseID)
+		if number <= 0 || inst == 0 || newer.State != records.StateOpened || newer.MergedAt != nil {
+			return nil // no pull request to warn on, or it is merged already
+		}
+		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: repo, Number: number,
+			InstallationID: inst, Key: "superseded-" + d.ID, Body: body})
 	}, nil
 }
 

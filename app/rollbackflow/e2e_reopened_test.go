@@ -3,6 +3,7 @@ package rollbackflow_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/internal/githubtest"
@@ -64,6 +65,45 @@ func TestReopenedWithdrawnRollbackNamesTheNewerOne(t *testing.T) {
 		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND message LIKE '%reopened%'
 			AND message LIKE '%'||$2||'%'`, old.ReleaseID, newer.ReleaseID); n != 1 {
 			t.Errorf("audit events of %s saying it was reopened with %s open = %d, want 1", old.ReleaseID, newer.ReleaseID, n)
+		}
+	})
+}
+
+// The reopened pull request of a withdrawn rollback is merged anyway while
+// a newer rollback of the same release is still open: ripcord says so in
+// the withdrawn release's audit trail (its release file is merged, so it is
+// what will run) and on the newer pull request, whose merge would deploy a
+// second rollback of the same release.
+func TestMergedWithdrawnRollbackWarnsOnTheNewerOne(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		pr, old := s.rollbackByComment()
+		s.closePullRequest(old.PRNumber)
+		s.Deliver("pull_request", s.closedEvent(old))
+		s.WaitFor("the closed rollback's release to end", wait, func() bool {
+			r, _ := s.release(old.ReleaseID)
+			return r.State == records.StateAborted
+		})
+		again := s.comment(pr, "octocat", "/ripcord rollback still failing", false)
+		s.WaitFor("the newer rollback's pull request", wait, func() bool { return len(s.replies(again)) == 2 })
+		s.Settle(jobKinds...)
+		newer := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback' AND state = 'opened'`))
+
+		s.Deliver("pull_request", s.mergedEvent(old, time.Now().UTC().Truncate(time.Second)))
+		s.Settle(jobKinds...)
+		var got []string
+		for _, c := range s.GitHub.Comments(gitops) {
+			if c.User == githubtest.BotLogin && c.Issue == newer.PRNumber {
+				got = append(got, c.Body)
+			}
+		}
+		if len(got) != 1 || !strings.Contains(got[0], old.PRURL) || !strings.Contains(got[0], old.ReleaseID) {
+			t.Errorf("ripcord's comments on the newer #%d = %q, want one naming the merged %s (release %s)", newer.PRNumber, got,
+				old.PRURL, old.ReleaseID)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND message LIKE '%merged%'
+			AND message LIKE '%'||$2||'%'`, old.ReleaseID, newer.ReleaseID); n != 1 {
+			t.Errorf("audit events of %s saying it was merged with %s open = %d, want 1", old.ReleaseID, newer.ReleaseID, n)
 		}
 	})
 }
