@@ -62,6 +62,18 @@ func (w *pullRequestWorker) Timeout(*river.Job[PullRequestArgs]) time.Duration {
 func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequestArgs]) error {
 	a, d := job.Args, w.deps
 	req := a.Plan.Request
+	// opened stores the release with its audit and reply in one
+	// transaction: when the release is stored, an earlier run of this job
+	// did all of it and only its completion was lost (the process died).
+	// Opening again would find its pull request merged or closed since and
+	// open a second one, or report the rollback failed.
+	if rec, err := d.Records.Get(ctx, a.ReleaseID); err == nil {
+		d.Log.Info("rollback release stored already: its pull request job has nothing left to do",
+			"release_id", a.ReleaseID, "pull_request", rec.PRURL, "state", rec.State)
+		return nil
+	} else if !errors.Is(err, records.ErrNotFound) {
+		return err
+	}
 	inst, err := installationOf(ctx, d.DB.Read, req.Repository)
 	var refused *Refused
 	if errors.As(err, &refused) {
