@@ -32,8 +32,15 @@ func (st *starter) start(ctx context.Context, gh *github.Client, cfg *repoconfig
 	return commands.Outcome{
 		Reply: startedText(plan),
 		Commit: func(ctx context.Context, tx *sql.Tx) error {
-			_, err := st.queue(ctx, tx, argsFor(plan, reply))
-			return err
+			q, err := st.queue(ctx, tx, argsFor(plan, reply))
+			if err != nil || !q.Duplicate || reply == nil {
+				return err
+			}
+			// The job of an earlier request (another comment, the button,
+			// the API) opens this rollback and answers only that request:
+			// the link promised here would never come.
+			return st.queueReply(ctx, tx, reply, fmt.Sprintf("This rollback is being opened already, for an earlier request: "+
+				"release `%s` will link its pull request once it is open%s.", plan.Record.ReleaseID, releaseLink(plan)))
 		},
 	}, nil
 }
@@ -103,4 +110,22 @@ func startedText(p Plan) string {
 	return fmt.Sprintf("Rolling %s back in %s: release `%s` replaces `%s` with `%s` (%s), %s. Opening the pull request on `%s` in %s; I will post the link here.",
 		p.Record.App, p.Record.Environment, p.Record.ReleaseID, p.Record.RollbackOf, p.Target,
 		rollbackpr.ShortSHA(p.Record.GitRevision), verdict, branchOf(p), p.Request.Repository)
+}
+
+// queueReply answers reply's request in its conversation, after its
+// acknowledgement, with the key the pull-request job would have used.
+func (st *starter) queueReply(ctx context.Context, tx *sql.Tx, reply *ReplyTo, body string) error {
+	return commands.QueueReply(ctx, tx, st.deps.River(), commands.ReplyArgs{Repository: reply.Repository, Number: reply.Number,
+		InstallationID: reply.InstallationID, Key: reply.Key + "-done", Body: "@" + reply.User + " " + body, After: reply.Key})
+}
+
+// releaseLink is " (<url>)", the API address of p's release, when the
+// server knows its public URL; "" otherwise.
+func releaseLink(p Plan) string {
+	for _, l := range p.Request.Rollback.Links {
+		if l.Text == "rollback release "+p.Record.ReleaseID {
+			return " (" + l.URL + ")"
+		}
+	}
+	return ""
 }
