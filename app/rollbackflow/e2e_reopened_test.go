@@ -24,6 +24,28 @@ func (s *scene) reopenedEvent(rec records.Record) []byte {
 	})
 }
 
+// withdrawnAndRetried asks for a rollback, closes its pull request without
+// merging (which withdraws it) and asks again: old is the withdrawn
+// rollback, newer the rollback of the same release opened after it.
+func (s *scene) withdrawnAndRetried() (old, newer records.Record) {
+	s.T.Helper()
+	pr, old := s.rollbackByComment()
+	s.closePullRequest(old.PRNumber)
+	s.Deliver("pull_request", s.closedEvent(old))
+	s.WaitFor("the closed rollback's release to end", wait, func() bool {
+		r, _ := s.release(old.ReleaseID)
+		return r.State == records.StateAborted
+	})
+	again := s.comment(pr, "octocat", "/ripcord rollback still failing", false)
+	s.WaitFor("the newer rollback's pull request", wait, func() bool { return len(s.replies(again)) == 2 })
+	s.Settle(jobKinds...)
+	newer = s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback' AND state = 'opened'`))
+	if newer.ReleaseID == old.ReleaseID || newer.PRNumber == old.PRNumber {
+		s.T.Fatalf("newer rollback = %+v, want another release and pull request than %s", newer, old.ReleaseID)
+	}
+	return old, newer
+}
+
 // A rollback pull request closed without merging, after which ripcord
 // opened a newer rollback of the same release, is reopened: merging both
 // would put two rollbacks of one release in flight. The withdrawn release
@@ -32,20 +54,7 @@ func (s *scene) reopenedEvent(rec records.Record) []byte {
 func TestReopenedWithdrawnRollbackNamesTheNewerOne(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		pr, old := s.rollbackByComment()
-		s.closePullRequest(old.PRNumber)
-		s.Deliver("pull_request", s.closedEvent(old))
-		s.WaitFor("the closed rollback's release to end", wait, func() bool {
-			r, _ := s.release(old.ReleaseID)
-			return r.State == records.StateAborted
-		})
-		again := s.comment(pr, "octocat", "/ripcord rollback still failing", false)
-		s.WaitFor("the newer rollback's pull request", wait, func() bool { return len(s.replies(again)) == 2 })
-		s.Settle(jobKinds...)
-		newer := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback' AND state = 'opened'`))
-		if newer.ReleaseID == old.ReleaseID || newer.PRNumber == old.PRNumber {
-			t.Fatalf("newer rollback = %+v, want another release and pull request than %s", newer, old.ReleaseID)
-		}
+		old, newer := s.withdrawnAndRetried()
 
 		s.Deliver("pull_request", s.reopenedEvent(old))
 		s.Settle(jobKinds...)
@@ -77,17 +86,7 @@ func TestReopenedWithdrawnRollbackNamesTheNewerOne(t *testing.T) {
 func TestMergedWithdrawnRollbackWarnsOnTheNewerOne(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		pr, old := s.rollbackByComment()
-		s.closePullRequest(old.PRNumber)
-		s.Deliver("pull_request", s.closedEvent(old))
-		s.WaitFor("the closed rollback's release to end", wait, func() bool {
-			r, _ := s.release(old.ReleaseID)
-			return r.State == records.StateAborted
-		})
-		again := s.comment(pr, "octocat", "/ripcord rollback still failing", false)
-		s.WaitFor("the newer rollback's pull request", wait, func() bool { return len(s.replies(again)) == 2 })
-		s.Settle(jobKinds...)
-		newer := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback' AND state = 'opened'`))
+		old, newer := s.withdrawnAndRetried()
 
 		s.Deliver("pull_request", s.mergedEvent(old, time.Now().UTC().Truncate(time.Second)))
 		s.Settle(jobKinds...)
