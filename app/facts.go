@@ -290,6 +290,25 @@ func (s *Server) applyFacts(w http.ResponseWriter, r *http.Request, facts []reco
 	writeJSON(w, http.StatusOK, results[0])
 }
 
+// applyOwnFacts applies facts that ripcord reports itself (pipeline.Deps'
+// ApplyFacts) through the group commit POST /api/v1/facts uses, so their
+// effects follow as a workflow's facts' do. The caller built them: they
+// pass no token or owner check.
+func (s *Server) applyOwnFacts(facts []records.Fact) error {
+	results, err := s.commitFacts(facts, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	for i, res := range results {
+		s.metrics.facts.WithLabelValues(res.Outcome).Inc()
+		if res.Outcome != string(records.OutcomeApplied) {
+			s.log.Info("a fact ripcord reported itself changed nothing", "release_id", facts[i].ReleaseKey(),
+				"fact_id", res.ID, "outcome", res.Outcome, "reason", res.Reason)
+		}
+	}
+	return nil
+}
+
 func resultOf(res records.Result) factResult {
 	out := factResult{ID: res.FactID, Outcome: string(res.Outcome), Reason: res.Reason}
 	if len(res.Records) > 0 {

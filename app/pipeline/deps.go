@@ -45,4 +45,9 @@ type Deps struct {
 	// request that waits (a long poll) answers then rather than hold the
 	// stop.
 	Stopping <-chan struct{}
+	// ApplyFacts applies facts ripcord itself reports (a rollout in waves
+	// that succeeded, rolloutflow) as POST /api/v1/facts applies them: in
+	// the server's group commit, with the jobs of their effects. An error
+	// means none was applied; a fact the reducer ignores is no error.
+	ApplyFacts func(facts []records.Fact) error
 }

@@ -10,8 +10,10 @@ import (
 // Deployed is, of releaseIDs, those whose rollout deployed a batch to
 // hosts (a deploy run succeeded), with the rollout's status. A release
 // rolled out by a deploy workflow that sends no facts stays opened in its
-// record; this is what says it ran on hosts nonetheless (previous counts
-// such releases too, deployedByRollout). db is only read.
+// record until its rollout succeeds (and reports it healthy, healthy.go),
+// and for good when the rollout fails; this is what says it ran on hosts
+// nonetheless (previous counts such releases too, deployedByRollout). db
+// is only read.
 func Deployed(ctx context.Context, db *sql.DB, releaseIDs []string) (map[string]Status, error) {
 	out := map[string]Status{}
 	const chunk = 500

@@ -9,7 +9,8 @@ import (
 	"github.com/ripcord/ripcord/app/pipeline"
 )
 
-// Register adds the rollout workers (start, merge, tick, check run), the
+// Register adds the rollout workers (start, merge, tick, check run, the
+// healthy report of a rollout that succeeded), the
 // /api/v1/rollouts routes, and returns the handlers: workflow_run follows
 // dispatched batches, check_run takes the Approve button, pull_request
 // starts the rollouts of merged release pull requests.
@@ -21,6 +22,7 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &tickWorker{x: x})
 	river.AddWorker(d.Workers, &checkWorker{x: x})
 	river.AddWorker(d.Workers, &mergeWorker{x: x, loader: loader})
+	river.AddWorker(d.Workers, &healthyWorker{x: x})
 	api{x: x, loader: loader}.routes(d)
 	if err := registerUnfinished(d.Registerer, d.DB.Read); err != nil {
 		d.Log.Warn("ripcord_rollouts_unfinished is not on /metrics", "err", err)

@@ -217,7 +217,8 @@ func (x *executor) stillFirst(ctx context.Context, tx *sql.Tx, r *Rollout) error
 // until. A wait for an event needs no tick (the event queues one), but
 // with runs in flight a tick every runPoll asks GitHub in case the event
 // is lost. A rollout that ends wakes the rollouts queued behind it, and
-// holds them when it failed after deploying (holdBehind).
+// holds them when it failed after deploying (holdBehind); one that
+// succeeded reports its release healthy (queueHealthy).
 func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Event, runs map[Ref]Run) error {
 	wake := act.Until
 	if act.Kind == ActDone {
@@ -239,6 +240,12 @@ func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Eve
 	}
 	return x.commit(ctx, r, evs, func(tx *sql.Tx) error {
 		if act.Kind == ActDone {
+			// A rollout that succeeded saw its release healthy (healthy.go).
+			if r.Machine.Status == Succeeded {
+				if err := queueHealthy(ctx, tx, x.deps.River(), r.ID, ended(x.deps.Now())); err != nil {
+					return err
+				}
+			}
 			if r.Machine.Status == Failed && deployed(runs) {
 				if err := holdBehind(ctx, tx, *r); err != nil {
 					return err

@@ -39,12 +39,22 @@ type Env struct {
 
 	db   *store.DB
 	stop func()
+	// configure, if set (StartWith), changes the configuration of every start.
+	configure func(*config.Config)
 }
 
 // Start runs a server on a fresh database URL (testdb.URL) and a new fake GitHub.
 func Start(t testing.TB, dbURL string, opts app.Options) *Env {
 	t.Helper()
-	e := &Env{T: t, GitHub: githubtest.NewServer(t), Issuer: oidctest.NewIssuer(t), DBURL: dbURL, Options: opts}
+	return StartWith(t, dbURL, opts, nil)
+}
+
+// StartWith is Start with configure changing the server configuration
+// (CDEvent sinks, say) before every start.
+func StartWith(t testing.TB, dbURL string, opts app.Options, configure func(*config.Config)) *Env {
+	t.Helper()
+	e := &Env{T: t, GitHub: githubtest.NewServer(t), Issuer: oidctest.NewIssuer(t), DBURL: dbURL, Options: opts,
+		configure: configure}
 	e.start()
 	db, err := store.Open(context.Background(), dbURL)
 	if err != nil {
@@ -65,6 +75,9 @@ func (e *Env) Config() *config.Config {
 	cfg.GitHub = config.GitHub{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(e.T),
 		WebhookSecrets: []string{Secret}, APIURL: e.GitHub.URL()}
 	cfg.OIDC = config.OIDC{Issuer: e.Issuer.URL(), Audience: oidctest.Audience}
+	if e.configure != nil {
+		e.configure(cfg)
+	}
 	return cfg
 }
 
