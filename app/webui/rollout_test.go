@@ -140,15 +140,18 @@ func (f deployedRollouts) Deployed(_ context.Context, ids []string) (map[string]
 	return out, f.err
 }
 
-// A release whose rollout deployed it, with a deploy workflow that sends
-// no facts, stays opened in its record. The releases page must not call it
-// pending (a pull request not merged, never run): it says the rollout
-// deployed it and that no fact came, so it is not counted. An opened
-// release no rollout deployed is still pending.
+// A release whose rollout deployed it and then failed, with a deploy
+// workflow that sends no facts, stays opened in its record. The releases
+// page must not call it pending (a pull request not merged, never run): it
+// says the rollout deployed it and that no fact came, so it is not
+// counted. A rollout that succeeded reports its release healthy: while its
+// record is still opened (the report not applied yet) the page says it
+// rolled out, not that no fact will come. An opened release no rollout
+// deployed is still pending.
 func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	f.seedShop(t)
-	for _, id := range []string{"shop-4", "shop-5"} {
+	for _, id := range []string{"shop-4", "shop-5", "shop-6"} {
 		f.open(t, records.Record{ReleaseID: id, App: "shop", Environment: "production", Cluster: "eu-1", Repository: "acme/shop",
 			Image: "ghcr.io/acme/shop:" + id, Kind: records.KindPromote, CreatedAt: t0.Add(3 * time.Hour)})
 	}
@@ -156,7 +159,7 @@ func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 	d := pipeline.Deps{Config: newTestConfig(), Records: f.st, App: func() pipeline.AppIdentity { return app },
 		Now: func() time.Time { return now }, Configs: pipeline.NewRepoConfigs()}
 	mux := http.NewServeMux()
-	newHandler(d, newFakeGitHub(), deployedRollouts{deployed: map[string]string{"shop-4": "succeeded"}}).routes(mux)
+	newHandler(d, newFakeGitHub(), deployedRollouts{deployed: map[string]string{"shop-4": "failed", "shop-6": "succeeded"}}).routes(mux)
 	alice := sessionCookieFor(t, app, "alice", "tok-alice")
 
 	b := body(get(t, mux, "/", alice))
@@ -169,9 +172,14 @@ func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 		return b[i : i+end]
 	}
 	four := rowOf("shop-4")
-	if !strings.Contains(four, "rolled out (succeeded), no fact") || strings.Contains(four, ">pending<") ||
-		strings.Contains(four, "pull request is not merged") {
+	if !strings.Contains(four, "rolled out (failed), no fact") || !strings.Contains(four, "not counted: no fact") ||
+		strings.Contains(four, ">pending<") || strings.Contains(four, "pull request is not merged") {
 		t.Errorf("the row of shop-4, deployed by its rollout, does not say so:\n%s", four)
+	}
+	six := rowOf("shop-6")
+	if !strings.Contains(six, "rolled out (succeeded)") || strings.Contains(six, "no fact") ||
+		strings.Contains(six, ">pending<") || strings.Contains(six, "pull request is not merged") {
+		t.Errorf("the row of shop-6, whose rollout succeeded, says no fact came or that it is pending:\n%s", six)
 	}
 	if five := rowOf("shop-5"); !strings.Contains(five, ">pending<") || strings.Contains(five, "rolled out") {
 		t.Errorf("the row of shop-5, deployed by nothing, is not pending:\n%s", five)
@@ -186,11 +194,13 @@ func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 
 // The release page of an opened release its rollout deployed says so in
 // its "Rollback target" line, as the list does, instead of calling it a
-// pull request that never ran beside the rollout's own succeeded stages.
+// pull request that never ran beside the rollout's own succeeded stages;
+// "no fact about it came" only when the rollout did not succeed (one that
+// succeeded reports the release healthy).
 func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	f.seedShop(t)
-	for _, id := range []string{"shop-4", "shop-5"} {
+	for _, id := range []string{"shop-4", "shop-5", "shop-6"} {
 		f.open(t, records.Record{ReleaseID: id, App: "shop", Environment: "production", Cluster: "eu-1", Repository: "acme/shop",
 			Image: "ghcr.io/acme/shop:" + id, Kind: records.KindPromote, CreatedAt: t0.Add(3 * time.Hour)})
 	}
@@ -199,7 +209,9 @@ func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 		Now: func() time.Time { return now }, Configs: pipeline.NewRepoConfigs()}
 	mux := http.NewServeMux()
 	newHandler(d, newFakeGitHub(), fakeRollouts{rollouts: map[string]Rollout{
-		"shop-4": {ID: "ro-4", Status: "succeeded", Progress: "1/1", Deployed: true,
+		"shop-4": {ID: "ro-4", Status: "failed", Progress: "1/2", Deployed: true,
+			Stages: []Stage{{Name: "canary", Wave: "canary", State: "succeeded"}, {Name: "rest", Wave: "rest", State: "failed"}}},
+		"shop-6": {ID: "ro-6", Status: "succeeded", Progress: "1/1", Deployed: true,
 			Stages: []Stage{{Name: "all", Wave: "all", State: "succeeded"}}},
 		"shop-5": {ID: "ro-5", Status: "paused-queue", Progress: "0/1",
 			Stages: []Stage{{Name: "all", Wave: "all", State: "pending"}}},
@@ -214,9 +226,13 @@ func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 		}
 		return b[i : i+strings.Index(b[i:], "</dd>")]
 	}
-	if got := eligibility("shop-4"); !strings.Contains(got, "its rollout deployed it to hosts (rollout succeeded)") ||
+	if got := eligibility("shop-4"); !strings.Contains(got, "its rollout deployed it to hosts (rollout failed), but no fact about it came") ||
 		strings.Contains(got, "pull request is not merged") {
 		t.Errorf("shop-4, deployed by its rollout: %s", got)
+	}
+	if got := eligibility("shop-6"); !strings.Contains(got, "its rollout succeeded") || strings.Contains(got, "no fact") ||
+		strings.Contains(got, "pull request is not merged") {
+		t.Errorf("shop-6, whose rollout succeeded: %s", got)
 	}
 	if got := eligibility("shop-5"); !strings.Contains(got, "pull request is not merged") {
 		t.Errorf("shop-5, whose rollout deployed nothing: %s", got)

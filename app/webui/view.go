@@ -9,6 +9,7 @@ import (
 
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/rollout/status"
 )
 
 // group is one app in one environment on the releases page.
@@ -59,6 +60,9 @@ type row struct {
 	// opened, so, like a pending one, it is neither current nor a rollback
 	// target, but it did run, and the page says so.
 	RolledOut string
+	// RolloutSucceeded: that rollout succeeded, so it reports the release
+	// healthy, and the record is opened only until the report is applied.
+	RolloutSucceeded bool
 	// Eligible and Eligibility are the rollback-target verdict and its reason.
 	Eligible    bool
 	Eligibility string
@@ -281,12 +285,21 @@ func plural(n int, unit string) string {
 }
 
 // rolledOut marks an opened (pending) row whose rollout, of status st,
-// deployed it to hosts: it ran, though no fact about it came.
+// deployed it to hosts: it ran, though no fact about it came. A rollout
+// that succeeded reports its release healthy itself (rolloutflow's
+// healthy report), so its record is opened only until that report is
+// applied: the row says so rather than that no fact came.
 func (r *row) rolledOut(st string) {
 	if !r.Pending {
 		return
 	}
 	r.RolledOut = st
+	r.RolloutSucceeded = st == string(status.Succeeded)
+	if r.RolloutSucceeded {
+		r.Eligibility = "its rollout succeeded, which reports it healthy; until that report is applied " +
+			"its record stays opened, so ripcord counts it neither as the current release nor as a rollback target"
+		return
+	}
 	r.Eligibility = fmt.Sprintf("its rollout deployed it to hosts (rollout %s), but no fact about it came: "+
 		"its record stays opened, so ripcord counts it neither as the current release nor as a rollback target", st)
 }
