@@ -10,7 +10,9 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/cdevents"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -200,10 +202,20 @@ func (w *stallWorker) Work(ctx context.Context, job *river.Job[StallCheckArgs]) 
 // checkStall alerts, once, when the release has waited stallAfter (its
 // repository's) for a first fact.
 func (s *Server) checkStall(ctx context.Context, releaseID string, stallAfter time.Duration) error {
+	// A release rolled out in waves waits for its rollout: its first fact
+	// may be the rollout's own report of success. The scan looks again.
+	now := time.Now().UTC()
+	if stallAfter <= 0 {
+		stallAfter = records.DefaultStallAfter
+	}
+	rolling, err := rolloutflow.Rolling(ctx, s.db.Read, releaseID, store.Micros(now.Add(-stallAfter)))
+	if err != nil || rolling {
+		return err
+	}
 	var alerts []records.Effect
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
 		alerts = nil
-		_, effect, stalled, err := s.records.MarkStalled(ctx, tx, releaseID, time.Now().UTC(), stallAfter)
+		_, effect, stalled, err := s.records.MarkStalled(ctx, tx, releaseID, now, stallAfter)
 		if errors.Is(err, records.ErrNotFound) {
 			return nil // swept or never stored: nothing to watch
 		}

@@ -46,3 +46,19 @@ func Deployed(ctx context.Context, db *sql.DB, releaseIDs []string) (map[string]
 	}
 	return out, nil
 }
+
+// Rolling reports whether releaseID has a rollout that has not ended, or
+// that ended after since. A release rolled out in waves gets its first
+// fact, at the latest, when its rollout succeeds (healthy.go), which can be
+// hours after it opened: the stall check waits for the rollout, and gives
+// a rollout that ended with no fact stall_after from its end. db is only
+// read.
+func Rolling(ctx context.Context, db *sql.DB, releaseID string, since int64) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM rollouts WHERE release_id = $1
+		AND (status NOT IN ($2, $3) OR updated_at > $4)`, releaseID, Succeeded, Failed, since).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("rollout of release %s: %w", releaseID, err)
+	}
+	return n > 0, nil
+}
