@@ -107,7 +107,7 @@ func (inv *inventory) problem() (field, msg string) {
 // the inventory's scope that it does not hold. A workload observed at or
 // after the inventory may have appeared since, so it is left alone; an
 // observation without a source (stored before sources were kept, with no
-// fact left for migration 18 to take it from) cannot be placed in a scope
+// fact left for migration 15 to take it from) cannot be placed in a scope
 // and is left alone too.
 func (inv *inventory) deletions(cluster string, running []records.Observation) []records.Fact {
 	sources := map[records.Source]bool{}

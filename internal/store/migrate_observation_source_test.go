@@ -9,7 +9,7 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
-// Migration 18 gives the observations stored before it the source of a
+// Migration 15 gives the observations stored before it the source of a
 // kept fact of the same workload, so an agent's inventory can judge them;
 // one with no such fact keeps none. It goes down and up again.
 func TestObservationSourceMigrationFillsInTheSource(t *testing.T) {
@@ -76,17 +76,17 @@ func TestObservationSourceMigrationFillsInTheSource(t *testing.T) {
 			}
 		}
 		filled := map[string]string{"prod-eu/shop/a": "deployment", "prod-eu/shop/b": "rollout"}
-		if err := db.UpTo(ctx, 18); err != nil {
-			t.Fatalf("migrate to 18: %v", err)
+		if err := db.UpTo(ctx, 15); err != nil {
+			t.Fatalf("migrate to 15: %v", err)
 		}
-		check("after migration 18", filled)
+		check("after migration 15", filled)
 		if err := db.DownTo(ctx, 14); err != nil {
 			t.Fatalf("migrate down to 14: %v", err)
 		}
-		check("after migration 18 down", map[string]string{})
-		if err := db.UpTo(ctx, 18); err != nil {
-			t.Fatalf("migrate to 18 again: %v", err)
+		check("after migration 15 down", map[string]string{})
+		if err := db.UpTo(ctx, 15); err != nil {
+			t.Fatalf("migrate to 15 again: %v", err)
 		}
-		check("after migration 18 down and up", filled)
+		check("after migration 15 down and up", filled)
 	})
 }
