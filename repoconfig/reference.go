@@ -71,7 +71,7 @@ var Reference = []KeyDoc{
 		scalar("approve", "string", string(DefaultCommandPermission), one(permissionNames()...), "Who may run /ripcord approve.")),
 	mapping("eligibility", "Which earlier releases are rollback targets.",
 		scalar("window", "integer", fmt.Sprint(DefaultEligibilityWindow), fmt.Sprintf("1 to %d", maxEligibilityWindow),
-			"How many of an environment's newest releases are considered.")),
+			"How many of an environment's newest releases are considered (by the gates, the Roll back button and rollback target, the pages, and `GET /api/v1/eligibility` when it has no `window=`).")),
 	scalar("stall_after", "duration", "the server's stall_after ("+formatDuration(DefaultStallAfter)+")", "more than 0s",
 		"How long this repository's releases may wait for their first fact before ripcord alerts (stall_detected)."),
 }
