@@ -97,7 +97,7 @@ func (q Query) problem() string {
 		}
 	}
 	if d := records.ParseImage(q.Image).Digest; d != "" && !records.ValidDigest(d) {
-		return fmt.Sprintf(`image: digest %q is not "sha256:<64 hex>"`, d)
+		return fmt.Sprintf(`image: digest %q is not "sha256:<64 hex>" or "sha512:<128 hex>"`, d)
 	}
 	return ""
 }

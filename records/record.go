@@ -106,7 +106,7 @@ func (r Record) Validate() error {
 		v.add("kind", `must be "promote" or "rollback", got %q`, r.Kind)
 	}
 	if r.Digest != "" && !ValidDigest(r.Digest) {
-		v.add("digest", `must look like "sha256:<64 hex>", got %q`, r.Digest)
+		v.add("digest", `must look like "sha256:<64 hex>" or "sha512:<128 hex>", got %q`, r.Digest)
 	}
 	if d := ParseImage(r.Image).Digest; d != "" && r.Digest != "" && d != r.Digest {
 		v.add("digest", "%s differs from the digest pinned in image (%s)", r.Digest, d)

@@ -43,8 +43,12 @@ func (c rollbackCommand) Run(ctx context.Context, inv commands.Invocation) (comm
 }
 
 // namesDigest reports whether a target names an image digest rather than
-// a release id; a release id may well start with "sha" ("shadow-…").
-func namesDigest(to string) bool { return strings.HasPrefix(to, "sha256:") }
+// a release id; a release id may well start with "sha" ("shadow-…"). The
+// command and the start (named) must agree, or a digest is looked up as a
+// release id and refused as "no release … is recorded".
+func namesDigest(to string) bool {
+	return strings.HasPrefix(to, "sha256:") || strings.HasPrefix(to, "sha512:")
+}
 
 // which names the app, environment and cluster to roll back: the named
 // release's; else the release this pull request opened; else the only

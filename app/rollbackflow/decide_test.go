@@ -128,10 +128,11 @@ func TestParseArgs(t *testing.T) {
 // release id that starts with "sha" is a release id.
 func TestNamesDigest(t *testing.T) {
 	for to, want := range map[string]bool{
-		"sha256:" + strings.Repeat("a", 64): true,
-		"shadow-7:prod-eu/prod":             false,
-		"sha-1f2e3d:prod-eu/prod":           false,
-		"r2:prod-eu/prod":                   false,
+		"sha256:" + strings.Repeat("a", 64):  true,
+		"sha512:" + strings.Repeat("b", 128): true,
+		"shadow-7:prod-eu/prod":              false,
+		"sha-1f2e3d:prod-eu/prod":            false,
+		"r2:prod-eu/prod":                    false,
 	} {
 		if got := namesDigest(to); got != want {
 			t.Errorf("namesDigest(%q) = %v, want %v", to, got, want)

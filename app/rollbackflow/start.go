@@ -89,7 +89,7 @@ func (st *starter) decide(ctx context.Context, in Input) (Plan, Input, error) {
 // named finds the release To names: by digest among the newest records, or
 // by release id anywhere (an old release may be named on purpose).
 func (st *starter) named(ctx context.Context, to string, newest []records.Record) (*records.Record, error) {
-	if strings.HasPrefix(to, "sha256:") || strings.HasPrefix(to, "sha512:") {
+	if namesDigest(to) {
 		for i, r := range newest {
 			if r.ResolvedDigest() == to && r.Ran() {
 				return &newest[i], nil
