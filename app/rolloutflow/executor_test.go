@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -298,5 +300,46 @@ func TestASecondAbortIsRefused(t *testing.T) {
 	var refused *Refused
 	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "aborted already") {
 		t.Fatalf("second abort: %v, want a refusal saying it was aborted already", err)
+	}
+}
+
+// A run deleted on GitHub (404 on its run) counts as a failed run of its
+// batch, so a scheduled tick moves the rollout on instead of failing for
+// ever; a GitHub outage (5xx) fails the tick and leaves the batch as it was.
+func TestADeletedRunFailsItsBatchAndAnOutageFailsOnlyTheTick(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	h.hold = true
+	h.start(nil)
+	h.tick()
+	run := h.gh.Dispatches(testRepo)[0].RunID
+	status := http.StatusBadGateway
+	h.gh.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprint(w, `{"message":"Not Found"}`)
+	})
+
+	h.clock.set(h.rollout().WakeAt)
+	if err := h.x.Tick(context.Background(), h.id, true); err == nil {
+		t.Fatal("a scheduled tick while GitHub answers 502 succeeded, want it to fail and be retried")
+	}
+	runs, err := loadRuns(context.Background(), h.x.deps.DB.Read, h.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, r := range runs {
+		if r.State != RunQueued {
+			t.Fatalf("batch %+v is %s after a 502, want it left queued", ref, r.State)
+		}
+	}
+
+	status = http.StatusNotFound
+	r := h.run(nil)
+	if r.Machine.Status != Failed {
+		t.Fatalf("status %s, want the rollout failed by its deleted run", r.Machine.Status)
+	}
+	want := fmt.Sprintf("workflow run %d failed", run)
+	if !strings.Contains(r.Machine.Failure, want) || !strings.Contains(r.Machine.Failure, "deleted") {
+		t.Errorf("failure %q, want %q and that the run was deleted", r.Machine.Failure, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -125,11 +126,22 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) error {
 		if run.RunID == 0 || (run.State != RunQueued && run.State != RunInProgress) {
 			continue
 		}
-		wr, _, err := gh.Actions.GetWorkflowRunByID(ctx, owner, name, run.RunID)
-		if err != nil {
+		wr, resp, err := gh.Actions.GetWorkflowRunByID(ctx, owner, name, run.RunID)
+		var next, detail string
+		switch {
+		case err != nil && resp != nil && resp.StatusCode == http.StatusNotFound:
+			// The run was deleted: it will never end, and its event
+			// never come. It counts as a failed run of its batch, so
+			// the rollout moves on (on_failure) rather than every
+			// tick failing for ever. Any other error (5xx, network)
+			// fails the tick, which is retried: an outage fails no
+			// batch.
+			next, detail = RunFailure, "deleted on GitHub (404 on its run)"
+		case err != nil:
 			return fmt.Errorf("workflow run %d of rollout %s: %w", run.RunID, id, err)
+		default:
+			next, detail = runState(wr)
 		}
-		next, detail := runState(wr)
 		if !moves(run.State, next) {
 			continue
 		}
