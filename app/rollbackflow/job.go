@@ -109,7 +109,17 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 	}
 	d.Log.Info("rollback pull request open", "release_id", a.ReleaseID, "pull_request", res.URL,
 		"branch", res.Branch, "outcome", res.PullRequestOutcome)
-	return d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res) })
+	err = d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res) })
+	if err != nil && job.Attempt >= job.MaxAttempts {
+		// The pull request is open but its release cannot be stored: on
+		// the last try, say so as for a pull request not opened, rather
+		// than let the job be dropped unheard.
+		why := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
+		return w.giveUp(ctx, a, "pull request "+res.URL+" opened, but its release could not be recorded: "+why,
+			"the rollback pull request "+res.URL+" was opened but could not be recorded: "+why,
+			"The rollback pull request "+res.URL+" was opened but could not be recorded: "+why+".")
+	}
+	return err
 }
 
 // opened stores the rollback release with its pull request, its audit
@@ -154,24 +164,32 @@ func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullReques
 // fail records why the pull request cannot be opened, answers, and stops
 // the job: trying again would not change the answer.
 func (w *pullRequestWorker) fail(ctx context.Context, a PullRequestArgs, why string) error {
+	return w.giveUp(ctx, a, why, "the rollback pull request was not opened: "+why,
+		"The rollback pull request was not opened: "+why+".")
+}
+
+// giveUp ends the job with the rollback failed: it records audit on the
+// release rolled back (rollback_failed), ends a recovery episode waiting
+// for this rollback with reason, and answers who asked with reply.
+func (w *pullRequestWorker) giveUp(ctx context.Context, a PullRequestArgs, audit, reason, reply string) error {
 	d := w.deps
 	err := d.DB.InTx(ctx, func(tx *sql.Tx) error {
 		err := d.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackFailed, ReleaseID: a.Plan.Record.RollbackOf,
-			At: d.Now(), Message: fmt.Sprintf("rollback %s: %s", a.ReleaseID, why),
+			At: d.Now(), Message: fmt.Sprintf("rollback %s: %s", a.ReleaseID, audit),
 			Data: map[string]any{"rollback_release_id": a.ReleaseID}})
 		if err != nil {
 			return err
 		}
 		// A recovery episode waiting for this rollback ends in rollback_failed.
-		if err := recoveryflow.QueueRollbackFailed(ctx, tx, d.River(), a.ReleaseID, "the rollback pull request was not opened: "+why); err != nil {
+		if err := recoveryflow.QueueRollbackFailed(ctx, tx, d.River(), a.ReleaseID, reason); err != nil {
 			return err
 		}
-		return w.reply(ctx, tx, a, "The rollback pull request was not opened: "+why+".")
+		return w.reply(ctx, tx, a, reply)
 	})
 	if err != nil {
 		return err
 	}
-	return river.JobCancel(errors.New(why))
+	return river.JobCancel(errors.New(audit))
 }
 
 func (w *pullRequestWorker) reply(ctx context.Context, tx *sql.Tx, a PullRequestArgs, body string) error {
