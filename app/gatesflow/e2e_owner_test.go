@@ -26,11 +26,7 @@ func TestGatesTrustOnlyTheOwnersRecordOfADigest(t *testing.T) {
 		ownCommit, evilSHA = "0123456789abcdef0123456789abcdef01234567", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 	)
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
 apps:
   checkout:

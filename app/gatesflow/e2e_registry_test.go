@@ -49,11 +49,7 @@ func TestPullRequestPinningASignedImageGetsProvenanceSuccess(t *testing.T) {
 		Attest(key, "vuln", attesttest.TrivyScan([2]string{"CVE-2024-3094", "CRITICAL"}), nil).Push()
 
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", signedConfig)
 	e.GitHub.PutFile(repo, "main", ".github/cosign.pub", string(key.PEM))
 	releaseOf := func(digest string) string {

@@ -23,11 +23,7 @@ func TestRerunOfAGateReevaluatesAlsoForAForkPullRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-			t.Cleanup(func() {
-				if bad := e.Invalid(); len(bad) > 0 {
-					t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-				}
-			})
+			e.CheckRequestsAtCleanup(t)
 			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
 apps:
   checkout:

@@ -44,11 +44,7 @@ func release(digest string, replicas int) string {
 
 func TestPullRequestThatChangesTheReleaseFileGetsOneCheckRunPerGate(t *testing.T) {
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", repoConfig)
 	e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
 	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))

@@ -62,11 +62,7 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-			t.Cleanup(func() {
-				if bad := e.Invalid(); len(bad) > 0 {
-					t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-				}
-			})
+			e.CheckRequestsAtCleanup(t)
 			start, end := now.Add(-time.Hour), now.Add(time.Hour)
 			if !tt.frozen {
 				start, end = now.Add(24*time.Hour), now.Add(48*time.Hour)
@@ -189,11 +185,7 @@ apps:
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-			t.Cleanup(func() {
-				if bad := e.Invalid(); len(bad) > 0 {
-					t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-				}
-			})
+			e.CheckRequestsAtCleanup(t)
 			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", cfg)
 			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
 			for _, r := range tt.runs {
@@ -228,11 +220,7 @@ func deploy(t *testing.T, e *e2etest.Env, sha string, runID int64) githubtest.Ga
 func startShop(t *testing.T, cfg string) *e2etest.Env {
 	t.Helper()
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", cfg)
 	return e
 }

@@ -56,11 +56,7 @@ func newScene(t *testing.T, dbURL, config string, opts app.Options) *scene {
 	e := e2etest.Start(t, dbURL, opts)
 	s := &scene{Env: e, sha: e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config)}
 	e.Install(repo)
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	return s
 }
 

@@ -61,11 +61,7 @@ func newScene(t *testing.T, dbURL string) *scene {
 	e.GitHub.PutFile(gitops, "main", releaseFile, releaseYAML)
 	e.Install(appRepo)
 	e.Install(gitops)
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	for i, status := range []string{"success", "success", "failed"} {
 		n := i + 1
 		s.fact(int64(7000+n), status, fmt.Sprintf("r%d:prod-eu/prod", n), image(n), sha(n))

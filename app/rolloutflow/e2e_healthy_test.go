@@ -66,11 +66,7 @@ func (k *cdeventSink) count(words ...string) int {
 func startWithSink(t *testing.T, dbURL, cfg string, sink *cdeventSink) *e2etest.Env {
 	t.Helper()
 	e := e2etest.StartWith(t, dbURL, app.Options{}, func(c *config.Config) { c.CDEventSinks = []string{sink.srv.URL} })
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", cfg)
 	e.GitHub.SetPermission(repo, "bob", "write")
 	e.Install(repo)

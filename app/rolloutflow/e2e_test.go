@@ -111,11 +111,7 @@ func itoa(n int) string { return string(rune('0' + n)) }
 func startOn(t *testing.T, dbURL, config, bobPermission string) *e2etest.Env {
 	t.Helper()
 	e := e2etest.Start(t, dbURL, app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config)
 	e.GitHub.SetPermission(repo, "bob", bobPermission)
 	e.GitHub.SetPermission(repo, "visitor", "read")
@@ -204,11 +200,7 @@ func approvalButton(t *testing.T, dbURL string) {
 // like POST /api/v1/releases does.
 func TestReleaseOpenedByTheBundledActionRollsOut(t *testing.T) {
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)
 	e.Install(repo)
 	e.Fact(map[string]any{"source": "task", "repository": repo, "workflow_run_id": 4242, "run_attempt": 1,

@@ -74,11 +74,7 @@ func newSite(t *testing.T) *site {
 	e.GitHub.PutFile(gitops, "main", "apps/checkout/prod/release.yaml", releaseYAML)
 	e.Install(appRepo)
 	e.Install(gitops)
-	t.Cleanup(func() {
-		if bad := e.Invalid(); len(bad) > 0 {
-			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
-		}
-	})
+	e.CheckRequestsAtCleanup(t)
 	for i, status := range []string{"success", "success", "failed"} {
 		n := i + 1
 		e.Fact(map[string]any{"source": "task", "repository": appRepo, "workflow_run_id": 7000 + n, "run_attempt": 1,

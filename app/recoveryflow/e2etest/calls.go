@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/ripcord/ripcord/internal/githubtest"
 )
@@ -57,6 +58,16 @@ func (e *Env) Writes() int {
 		}
 	}
 	return c
+}
+
+// CheckRequestsAtCleanup fails t, when it ends, with every request the
+// App made that GitHub's description rejects, listed together.
+func (e *Env) CheckRequestsAtCleanup(t testing.TB) {
+	t.Cleanup(func() {
+		if bad := e.Invalid(); len(bad) > 0 {
+			t.Errorf("requests GitHub would reject:\n%s", strings.Join(bad, "\n"))
+		}
+	})
 }
 
 // Invalid lists the requests GitHub's description rejects (githubtest also
