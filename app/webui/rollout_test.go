@@ -149,15 +149,7 @@ func (f deployedRollouts) Deployed(_ context.Context, ids []string) (map[string]
 // rolled out, not that no fact will come. An opened release no rollout
 // deployed is still pending.
 func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
-	f := newFixture(t, testdb.URL(t, "sqlite"))
-	f.seedShop(t)
-	for _, id := range []string{"shop-4", "shop-5", "shop-6"} {
-		f.open(t, records.Record{ReleaseID: id, App: "shop", Environment: "production", Cluster: "eu-1", Repository: "acme/shop",
-			Image: "ghcr.io/acme/shop:" + id, Kind: records.KindPromote, CreatedAt: t0.Add(3 * time.Hour)})
-	}
-	app := appWith("https://github.example/")
-	d := pipeline.Deps{Config: newTestConfig(), Records: f.st, App: func() pipeline.AppIdentity { return app },
-		Now: func() time.Time { return now }, Configs: pipeline.NewRepoConfigs()}
+	d, app := openedAfterShop(t)
 	mux := http.NewServeMux()
 	newHandler(d, newFakeGitHub(), deployedRollouts{deployed: map[string]string{"shop-4": "failed", "shop-6": "succeeded"}}).routes(mux)
 	alice := sessionCookieFor(t, app, "alice", "tok-alice")
@@ -192,12 +184,10 @@ func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 	}
 }
 
-// The release page of an opened release its rollout deployed says so in
-// its "Rollback target" line, as the list does, instead of calling it a
-// pull request that never ran beside the rollout's own succeeded stages;
-// "no fact about it came" only when the rollout did not succeed (one that
-// succeeded reports the release healthy).
-func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
+// openedAfterShop seeds the shop releases and opens shop-4, shop-5 and
+// shop-6 after them, with no fact, for the pages' "rolled out" tests.
+func openedAfterShop(t *testing.T) (pipeline.Deps, pipeline.AppIdentity) {
+	t.Helper()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	f.seedShop(t)
 	for _, id := range []string{"shop-4", "shop-5", "shop-6"} {
@@ -207,6 +197,16 @@ func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
 	app := appWith("https://github.example/")
 	d := pipeline.Deps{Config: newTestConfig(), Records: f.st, App: func() pipeline.AppIdentity { return app },
 		Now: func() time.Time { return now }, Configs: pipeline.NewRepoConfigs()}
+	return d, app
+}
+
+// The release page of an opened release its rollout deployed says so in
+// its "Rollback target" line, as the list does, instead of calling it a
+// pull request that never ran beside the rollout's own succeeded stages;
+// "no fact about it came" only when the rollout did not succeed (one that
+// succeeded reports the release healthy).
+func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
+	d, app := openedAfterShop(t)
 	mux := http.NewServeMux()
 	newHandler(d, newFakeGitHub(), fakeRollouts{rollouts: map[string]Rollout{
 		"shop-4": {ID: "ro-4", Status: "failed", Progress: "1/2", Deployed: true,
