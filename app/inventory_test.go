@@ -51,8 +51,8 @@ func TestAnInventoryDeletesOnlyTheMissingWorkloadsOfItsScope(t *testing.T) {
 		if code := ts.post(t, "/api/v1/facts/prod-eu/inventory", "tok-eu", inv, &out); code != http.StatusOK {
 			t.Fatalf("inventory: %d", code)
 		}
-		if len(out.Deleted) != 1 || out.Deleted[0].Workload != "prod-eu/shop/gone" || out.Deleted[0].UID != "uid-gone" {
-			t.Errorf("deleted %+v, want prod-eu/shop/gone only", out.Deleted)
+		if len(out.Deleted) != 1 || out.Deleted[0].Workload != "prod-eu/shop/deployment/gone" || out.Deleted[0].UID != "uid-gone" {
+			t.Errorf("deleted %+v, want prod-eu/shop/deployment/gone only", out.Deleted)
 		}
 		obs, err := ts.records.Observed(context.Background(), []string{"r1"})
 		if err != nil {

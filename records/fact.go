@@ -98,13 +98,43 @@ func (f Fact) ReleaseKey() string {
 }
 
 // WorkloadKey identifies the workload a cluster fact is about
-// ("cluster/namespace/name"); the store keeps one Observation per key.
-// Task facts have none.
+// ("cluster/namespace/source/name", the source being the kind of workload,
+// as kubectl writes deployment/NAME): the store keeps one Observation per
+// key. A Deployment and an Argo Rollout may share a name in a namespace
+// (a Rollout that took over a Deployment scaled to 0), and they are two
+// workloads. Task facts have none.
 func (f Fact) WorkloadKey() string {
 	if f.IsTask() {
 		return ""
 	}
-	return f.Cluster + "/" + f.Namespace + "/" + f.Name
+	return workloadKey(f.Cluster, f.Namespace, f.Source, f.Name)
+}
+
+// workloadKey is the key of an observation; one without a source (stored
+// before sources were kept, and none could be found for it since) keeps
+// the key of that time, legacyWorkloadKey.
+func workloadKey(cluster, namespace string, source Source, name string) string {
+	if source == "" {
+		return legacyWorkloadKey(cluster, namespace, name)
+	}
+	return cluster + "/" + namespace + "/" + string(source) + "/" + name
+}
+
+// legacyWorkloadKey is the key observations had before migration 18 put
+// the source in it: "cluster/namespace/name". Migration 18 moved every
+// observation that knows its source; one that does not is found under
+// this key by the next fact of a workload of that name, whose observation
+// then replaces it.
+func legacyWorkloadKey(cluster, namespace, name string) string {
+	return cluster + "/" + namespace + "/" + name
+}
+
+// legacyKey is f's legacyWorkloadKey, "" for a task fact.
+func (f Fact) legacyKey() string {
+	if f.IsTask() {
+		return ""
+	}
+	return legacyWorkloadKey(f.Cluster, f.Namespace, f.Name)
 }
 
 // ID is the fact's deterministic id: the same observation sent twice (a

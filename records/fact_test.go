@@ -146,8 +146,8 @@ func namesField(err error, field string) bool {
 
 func TestWorkloadKeyAndObservationKeyAgree(t *testing.T) {
 	f := fact("R1", PhaseHealthy, 1)
-	if got, want := observe(f).Key(), f.WorkloadKey(); got != want || want != "prod-eu/checkout/checkout" {
-		t.Errorf("Observation.Key() = %q, WorkloadKey() = %q, want both prod-eu/checkout/checkout", got, want)
+	if got, want := observe(f).Key(), f.WorkloadKey(); got != want || want != "prod-eu/checkout/rollout/checkout" {
+		t.Errorf("Observation.Key() = %q, WorkloadKey() = %q, want both prod-eu/checkout/rollout/checkout", got, want)
 	}
 	if k := taskFact("R1", TaskSuccess, 1).WorkloadKey(); k != "" {
 		t.Errorf("task fact WorkloadKey() = %q, want empty", k)

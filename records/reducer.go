@@ -46,7 +46,11 @@ type Observation struct {
 }
 
 // Key is the same key as the fact's WorkloadKey.
-func (o Observation) Key() string { return o.Cluster + "/" + o.Namespace + "/" + o.Name }
+func (o Observation) Key() string { return workloadKey(o.Cluster, o.Namespace, o.Source, o.Name) }
+
+// legacyKey is where an observation of this workload stored before
+// migration 18 without a source may still be: saving this one removes it.
+func (o Observation) legacyKey() string { return legacyWorkloadKey(o.Cluster, o.Namespace, o.Name) }
 
 // Input is what the store loads for one fact.
 type Input struct {

@@ -268,7 +268,7 @@ func TestStaleFactForTheWorkloadIsIgnored(t *testing.T) {
 	// so only the workload's observation shows the fact is out of date.
 	r1 := record("R1", StateHealthy, 0, healthyAt(5), lastFact(5))
 	res := Reduce(Input{Fact: fact("R1", PhaseDegraded, 20), Record: &r1, Previous: seen("R2", PhaseProgressing, 31), Now: at(32)})
-	if res.Outcome != OutcomeIgnored || !strings.Contains(res.Reason, "stale") || !strings.Contains(res.Reason, "prod-eu/checkout/checkout") {
+	if res.Outcome != OutcomeIgnored || !strings.Contains(res.Reason, "stale") || !strings.Contains(res.Reason, "prod-eu/checkout/rollout/checkout") {
 		t.Fatalf("outcome = %s (%s), want ignored as stale for the workload", res.Outcome, res.Reason)
 	}
 }

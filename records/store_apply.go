@@ -95,12 +95,14 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 
 // loadFactAndWorkload reads whether the fact was seen and, for a cluster
 // fact, what its workload showed last (for a seen one too: Repeat needs
-// it).
+// it): its observation, or else one stored without a source under the
+// workload's legacy key.
 func (s *Store) loadFactAndWorkload(ctx context.Context, tx *sql.Tx, in *Input) error {
 	f := in.Fact
 	var prev []byte
 	err := s.db.QueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM facts WHERE id = $1),
-		(SELECT body FROM observations WHERE key = $2)`, f.ID(), f.WorkloadKey()).Scan(&in.Duplicate, &prev)
+		(SELECT body FROM observations WHERE key IN ($2, $3) ORDER BY key = $2 DESC LIMIT 1)`,
+		f.ID(), f.WorkloadKey(), f.legacyKey()).Scan(&in.Duplicate, &prev)
 	if err != nil {
 		return fmt.Errorf("look up fact id and workload: %w", err)
 	}
@@ -180,6 +182,11 @@ func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now ti
 			o.Key(), o.ReleaseID, store.Micros(o.ObservedAt), string(body))
 		if err != nil {
 			return fmt.Errorf("save observation of %s: %w", o.Key(), err)
+		}
+		if legacy := o.legacyKey(); legacy != o.Key() {
+			if _, err := s.db.Exec(ctx, tx, `DELETE FROM observations WHERE key = $1`, legacy); err != nil {
+				return fmt.Errorf("replace the observation of %s stored without a source: %w", legacy, err)
+			}
 		}
 	}
 	if res.KeepFact {

@@ -150,6 +150,10 @@ func (o *batchOverlay) input(bf BatchFact) (Input, error) {
 	in := Input{Fact: f, DeliveryID: bf.DeliveryID, Now: bf.Now, Duplicate: o.seen[f.ID()]}
 	if prev, ok := o.obs[f.WorkloadKey()]; ok && !f.IsTask() {
 		in.Previous = &prev
+	} else if _, ok := o.obs[f.legacyKey()]; ok && !f.IsTask() {
+		// Once per workload after migration 18: ApplyFact takes the
+		// observation stored without a source and removes it.
+		return in, fmt.Errorf("the observation of %s was stored without a source: %w", f.WorkloadKey(), ErrBatchUnsupported)
 	}
 	switch {
 	case Repeat(in):

@@ -12,8 +12,9 @@ import (
 // ApplyFact reads for each. The facts come as aligned arrays: fact id
 // ($1), workload key ($2, empty for a task fact), release key ($3), and
 // for task facts their app, environment and cluster ($4–$6, empty for
-// the others). The one row of part 3 holds, as JSON, the fact ids
-// already stored and the observations of the facts' workloads by key:
+// the others), and the workload's legacy key ($7, empty for a task fact).
+// The one row of part 3 holds, as JSON, the fact ids already stored and
+// the observations of the facts' workloads by key, under either key:
 // nothing else is read for a duplicate, as ApplyFact reads nothing else
 // for a repeat (a duplicate that is no repeat leaves the batch to
 // ApplyFact). For the other facts: the records of their release keys (part 0),
@@ -22,8 +23,8 @@ import (
 // where none of those is healthy (part 2, for EverHealthy). Rows are told
 // apart by the first column; the other columns pad. The text is constant,
 // so the driver's statement cache serves it.
-var batchReadQuery = `WITH f AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-	AS f(id, workload, release_id, app, environment, cluster)),
+var batchReadQuery = `WITH f AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+	AS f(id, workload, release_id, app, environment, cluster, legacy)),
 dup AS (SELECT id FROM facts WHERE id IN (SELECT id FROM f)),
 todo AS (SELECT * FROM f WHERE id NOT IN (SELECT id FROM dup)),
 rec AS (SELECT ` + recordColumns + ` FROM records WHERE release_id IN (SELECT release_id FROM todo WHERE release_id <> '')),
@@ -39,7 +40,8 @@ UNION ALL SELECT 2, '', NULL, h.* FROM (SELECT * FROM tgt EXCEPT SELECT * FROM k
 	CROSS JOIN LATERAL (SELECT ` + siblingColumns + ` FROM records r WHERE r.app = t.app AND r.environment = t.environment
 		AND r.cluster = t.cluster AND r.healthy_at IS NOT NULL LIMIT 1) h
 UNION ALL SELECT 3, (SELECT coalesce(json_agg(id), '[]') FROM dup)::text,
-	(SELECT coalesce(json_object_agg(key, body), '{}') FROM observations WHERE key IN (SELECT workload FROM f WHERE workload <> ''))::text,
+	(SELECT coalesce(json_object_agg(key, body), '{}') FROM observations WHERE key IN (SELECT workload FROM f WHERE workload <> ''
+		UNION SELECT legacy FROM f WHERE legacy <> ''))::text,
 	` + blankRecord
 
 // batchLockQuery takes the cluster locks of a batch ($2, sorted: see
@@ -79,19 +81,19 @@ func (s *Store) lockForBatch(ctx context.Context, tx *sql.Tx, clusters []string)
 // readBatch runs batchReadQuery for facts and returns the overlay it
 // starts from.
 func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, facts []BatchFact) (*batchOverlay, error) {
-	cols := make([][]string, 6)
+	cols := make([][]string, 7)
 	for i := range cols {
 		cols[i] = make([]string, len(facts))
 	}
-	ids, workloads, releases, apps, envs, clusters := cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]
+	ids, workloads, releases, apps, envs, clusters, legacy := cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6]
 	for i, bf := range facts {
 		f := bf.Fact
-		ids[i], workloads[i], releases[i] = f.ID(), f.WorkloadKey(), f.ReleaseKey()
+		ids[i], workloads[i], releases[i], legacy[i] = f.ID(), f.WorkloadKey(), f.ReleaseKey(), f.legacyKey()
 		if f.IsTask() {
 			apps[i], envs[i], clusters[i] = f.App, f.Environment, f.Cluster
 		}
 	}
-	rows, err := s.db.Query(ctx, tx, batchReadQuery, ids, workloads, releases, apps, envs, clusters)
+	rows, err := s.db.Query(ctx, tx, batchReadQuery, ids, workloads, releases, apps, envs, clusters, legacy)
 	if err != nil {
 		return nil, fmt.Errorf("read %d facts' releases, workloads and ids: %w", len(facts), err)
 	}

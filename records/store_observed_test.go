@@ -2,8 +2,10 @@ package records
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -53,6 +55,75 @@ func TestObservedForgetsADeletedWorkload(t *testing.T) {
 		applyFact(t, s, fact("R1", PhaseHealthy, 30, step(4), func(f *Fact) { f.UID = "recreated-uid" }), "", at(30))
 		if got, err := s.Observed(context.Background(), []string{"R1"}); err != nil || len(got) != 1 || got[0].UID != "recreated-uid" {
 			t.Errorf("observed %+v (%v), want the recreated workload running R1", got, err)
+		}
+	})
+}
+
+// A Deployment and an Argo Rollout may share a name in one namespace (a
+// Rollout that took over a Deployment scaled to 0, as Argo's migration
+// guide does it): they are two workloads, and each keeps its own
+// observation. Were they one, the scaled-down Deployment's resync of its
+// old release would overwrite what the Rollout reports, count as a new
+// release arriving rather than a repeat, and a deletion of either would be
+// taken for the other's late one.
+func TestObservedKeepsADeploymentAndARolloutOfOneNameApart(t *testing.T) {
+	deployment := func(f *Fact) { f.Source, f.UID, f.PodHash = SourceDeployment, "deployment-uid", "" }
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		openRelease(t, s, record("R1", "", 0))
+		applyFact(t, s, fact("R1", PhaseHealthy, 5, deployment), "", at(5))
+		openRelease(t, s, record("R2", "", 10))
+		applyFacts(t, s, []BatchFact{{Fact: fact("R2", PhaseProgressing, 11, step(1)), Now: at(11)}})
+		// The Deployment's resync: what it said at 5, again.
+		res := applyFacts(t, s, []BatchFact{{Fact: fact("R1", PhaseHealthy, 12, deployment), Now: at(12)}})
+		if res[0].Outcome != OutcomeDuplicate {
+			t.Errorf("the Deployment's resync: outcome %s (%s), want duplicate", res[0].Outcome, res[0].Reason)
+		}
+		got, err := s.Observed(context.Background(), []string{"R1", "R2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs := map[Source]string{}
+		for _, o := range got {
+			runs[o.Source] = o.ReleaseID
+		}
+		if len(got) != 2 || runs[SourceDeployment] != "R1" || runs[SourceRollout] != "R2" {
+			t.Fatalf("observed %+v, want the Deployment running R1 and the Rollout running R2", got)
+		}
+		// The Rollout is deleted: the Deployment still runs R1.
+		applyFacts(t, s, []BatchFact{{Fact: fact("R2", PhaseDeleted, 20, step(1)), Now: at(20)}})
+		running, err := s.Running(context.Background(), "prod-eu")
+		if err != nil || len(running) != 1 || running[0].Source != SourceDeployment || running[0].ReleaseID != "R1" {
+			t.Errorf("running %+v (%v) after the Rollout's deletion, want the Deployment running R1 only", running, err)
+		}
+	})
+}
+
+// An observation stored before migration 18 without a source stays under
+// its old key (cluster/namespace/name): the next fact of a workload of that
+// name still finds it, so a resync of a release closed long ago (superseded) is the
+// scale or restart it is rather than drift, and its observation replaces
+// the old one instead of standing beside it.
+func TestObservationStoredWithoutASourceIsFoundAndReplaced(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		putRecord(t, s, record("R1", StateSuperseded, 0, healthyAt(1)))
+		old := observe(fact("R1", PhaseHealthy, 5))
+		old.Source = ""
+		body, _ := json.Marshal(old)
+		if _, err := s.db.Write.Exec(`INSERT INTO observations (key, release_id, observed_at, body) VALUES ($1, $2, $3, $4)`,
+			"prod-eu/checkout/checkout", "R1", store.Micros(old.ObservedAt), string(body)); err != nil {
+			t.Fatal(err)
+		}
+		res := applyFacts(t, s, []BatchFact{{Fact: fact("R1", PhaseHealthy, 30), Now: at(30)}})
+		if res[0].Outcome != OutcomeIgnored {
+			t.Errorf("a resync of R1 after the upgrade: outcome %s (%s), want ignored as a scale or restart", res[0].Outcome, res[0].Reason)
+		}
+		openRelease(t, s, record("R2", "", 31))
+		res = applyFacts(t, s, []BatchFact{{Fact: fact("R2", PhaseProgressing, 32, gen(3)), Now: at(32)}})
+		running, err := s.Running(context.Background(), "prod-eu")
+		if err != nil || len(running) != 1 || running[0].Source != SourceRollout || running[0].ReleaseID != "R2" {
+			t.Errorf("running %+v (%v), want one observation, the Rollout running R2 (outcome %s: %s)", running, err, res[0].Outcome, res[0].Reason)
 		}
 	})
 }

@@ -145,6 +145,9 @@ func (s *Store) saveAtOnce(ctx context.Context, tx *sql.Tx, f Fact, res Result, 
 			return `INSERT INTO observations (key, release_id, observed_at, body) ` + v(first) +
 				` ON CONFLICT (key) DO UPDATE SET release_id = excluded.release_id, observed_at = excluded.observed_at, body = excluded.body`
 		}, o.Key(), o.ReleaseID, store.Micros(o.ObservedAt), string(body))
+		if legacy := o.legacyKey(); legacy != o.Key() {
+			add(func(first int) string { return fmt.Sprintf(`DELETE FROM observations WHERE key = $%d`, first) }, legacy)
+		}
 	}
 	if res.KeepFact {
 		f.FactID = res.FactID
