@@ -72,9 +72,8 @@ type Agent struct {
 	watch   *watcher
 	actions *actionRunner
 
-	mu     sync.Mutex
-	synced []cache.InformerSynced
-	ready  bool
+	mu    sync.Mutex
+	ready bool
 }
 
 // New checks the configuration and opens the state folder.
@@ -152,29 +151,37 @@ func (a *Agent) ID() string { return a.id }
 // and the journal keep what is unfinished for the next start.
 func (a *Agent) Run(ctx context.Context) error {
 	log := a.cfg.Log.With("cluster", a.cfg.Cluster)
-	watchRollouts, err := a.rolloutsServed()
-	if err != nil {
-		return err
+	watchRollouts, why := a.rolloutsServed()
+	if !watchRollouts && a.cfg.Rollouts == RolloutsAuto {
+		log.Info("Argo Rollouts are not served by this cluster; watching Deployments only, and looking again at every resync", "why", why)
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); a.deliver.run(ctx) }()
 	go func() { defer wg.Done(); a.actions.run(ctx) }()
-	synced := []cache.InformerSynced{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync)}
+	watches := []startedWatch{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync)}
 	if watchRollouts {
-		synced = append(synced, a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync))
+		watches = append(watches, a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync))
 	}
-	a.mu.Lock()
-	a.synced = synced
-	a.mu.Unlock()
+	synced := make([]cache.InformerSynced, len(watches))
+	for i, w := range watches {
+		synced[i] = w.synced
+	}
 	log.Info("ripcord agent started", "agent", a.id, "server", a.cfg.Server, "namespace", cmpOr(a.cfg.Namespace, "(all)"),
 		"rollouts", watchRollouts, "resync", a.cfg.Resync, "spooled", a.deliver.spool.Len())
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
+		for _, w := range watches {
+			a.watch.hold(w)
+		}
 		a.mu.Lock()
 		a.ready = true
 		a.mu.Unlock()
 		wg.Add(1)
 		go func() { defer wg.Done(); a.sendInventories(ctx) }()
+		if !watchRollouts && a.cfg.Rollouts == RolloutsAuto {
+			wg.Add(1)
+			go func() { defer wg.Done(); a.discoverRollouts(ctx, log) }()
+		}
 	}
 	<-ctx.Done()
 	wg.Wait()
@@ -182,25 +189,49 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// rolloutsServed decides whether to watch Argo Rollouts.
-func (a *Agent) rolloutsServed() (bool, error) {
+// discoverRollouts looks for Argo Rollouts at every resync, with
+// --rollouts=auto on a cluster that did not serve them at the start, and
+// starts their watch once it does: Argo Rollouts installed after the agent
+// need no restart. Their watch joins the inventory once it has listed them.
+func (a *Agent) discoverRollouts(ctx context.Context, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.cfg.Resync):
+		}
+		if served, why := a.rolloutsServed(); !served {
+			log.Debug("Argo Rollouts are still not served by this cluster", "why", why)
+			continue
+		}
+		log.Info("Argo Rollouts are served by this cluster now; watching them")
+		w := a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync)
+		if cache.WaitForCacheSync(ctx.Done(), w.synced) {
+			a.watch.hold(w)
+		}
+		return
+	}
+}
+
+// rolloutsServed decides whether to watch Argo Rollouts; why says why not
+// when auto finds them not served.
+func (a *Agent) rolloutsServed() (served bool, why string) {
 	switch a.cfg.Rollouts {
 	case RolloutsOff:
-		return false, nil
+		return false, "rollouts=off"
 	case RolloutsOn:
-		return true, nil
+		return true, ""
 	}
 	list, err := a.kube.Discovery().ServerResourcesForGroupVersion(RolloutResource.GroupVersion().String())
 	if err != nil {
-		a.cfg.Log.Info("Argo Rollouts are not served by this cluster; watching Deployments only", "err", err)
-		return false, nil
+		return false, err.Error()
 	}
 	for _, r := range list.APIResources {
 		if r.Name == RolloutResource.Resource {
-			return true, nil
+			return true, ""
 		}
 	}
-	return false, nil
+	return false, RolloutResource.GroupVersion().String() + " has no " + RolloutResource.Resource
 }
 
 func cmpOr(a, b string) string {

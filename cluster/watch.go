@@ -49,6 +49,13 @@ type heldStore struct {
 	store  cache.Store
 }
 
+// startedWatch is an informer started on the workloads of one source; its
+// cache joins the inventory (hold) only once it has synced.
+type startedWatch struct {
+	heldStore
+	synced cache.InformerSynced
+}
+
 func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
 	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}}
 }
@@ -57,7 +64,7 @@ func newWatcher(cluster string, now func() time.Time, send func(records.Fact) er
 func trackedOnly(o *metav1.ListOptions) { o.LabelSelector = TrackedLabel + "=true" }
 
 // deployments starts the Deployment informer; synced reports its first list.
-func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration) cache.InformerSynced {
+func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration) startedWatch {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
 		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
 	inf := f.Apps().V1().Deployments().Informer()
@@ -69,13 +76,12 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 		fact, skip := DeploymentFact(w.cluster, d, w.now())
 		return fact, skip, d.Namespace + "/" + d.Name
 	})
-	w.hold(records.SourceDeployment, inf.GetStore())
 	f.Start(ctx.Done())
-	return inf.HasSynced
+	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, inf.HasSynced}
 }
 
 // rollouts starts the Rollout informer (dynamic client).
-func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration) cache.InformerSynced {
+func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration) startedWatch {
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, trackedOnly)
 	inf := f.ForResource(RolloutResource).Informer()
 	w.handle(inf, "rollouts", func(obj any) (records.Fact, *Skip, string) {
@@ -86,19 +92,21 @@ func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace
 		fact, skip := RolloutFact(w.cluster, u, w.now())
 		return fact, skip, u.GetNamespace() + "/" + u.GetName()
 	})
-	w.hold(records.SourceRollout, inf.GetStore())
 	f.Start(ctx.Done())
-	return inf.HasSynced
+	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, inf.HasSynced}
 }
 
-func (w *watcher) hold(source records.Source, store cache.Store) {
+// hold adds a synced watch's cache to the inventory. Never before it
+// synced: an inventory naming a source whose cache is still listing would
+// have the server report that source's every workload deleted.
+func (w *watcher) hold(sw startedWatch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.held = append(w.held, heldStore{source: source, store: store})
+	w.held = append(w.held, sw.heldStore)
 }
 
-// inventory lists the uids of every workload the watches hold now, and the
-// sources they cover. It is meant for once the informers have synced.
+// inventory lists the uids of every workload the held watches hold now,
+// and the sources they cover.
 func (w *watcher) inventory() (sources []records.Source, uids []string) {
 	w.mu.Lock()
 	held := slices.Clone(w.held)
