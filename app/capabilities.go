@@ -22,7 +22,7 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d), clusteractions.KubernetesExecutor(d))...)
 	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d), rolloutflow.ApproveCommand(d))...)
 	hs = append(hs, rollbackflow.Register(d)...)
-	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config))...)
+	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config, d.Log))...)
 	hs = append(hs, gatesflow.Register(d)...)
 	hs = append(hs, protection.Register(d)...)
 	hs = append(hs, deployments.Register(d)...)

@@ -12,7 +12,7 @@ import (
 
 func TestEligibilityAPI(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = map[string]string{"prod-eu": "tok-eu"} })
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		openRelease(t, ts, "r1", imageV1)
 		for _, phase := range []string{"Progressing", "Healthy"} {
 			ts.post(t, "/api/v1/facts/prod-eu", "tok-eu", clusterFact(phase, 1, "r1", imageV1), nil)
@@ -58,7 +58,7 @@ func TestEligibilityAPI(t *testing.T) {
 // ran, and an image healthy there was called not eligible.
 func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = map[string]string{"prod-eu": "tok-eu"} })
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
 		// r01 healthy, then four more releases that ran: r01 is the fifth
 		// newest that ran, the last one the default window holds.
@@ -101,7 +101,7 @@ func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
 // no longer holds it. ?window= still overrides.
 func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = map[string]string{"prod-eu": "tok-eu"} })
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
 		openRelease(t, ts, "r1", image(1))
 		for _, phase := range []string{"Progressing", "Healthy"} {

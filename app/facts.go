@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/records"
 )
@@ -91,22 +92,41 @@ func (s *Server) requireClusterTasks(w http.ResponseWriter, r *http.Request, clu
 	return true
 }
 
-// checkClusterToken returns 0 when the bearer is the named cluster's token,
-// 401 when it is no cluster's, 403 when it is another cluster's.
+// checkClusterToken returns 0 when the bearer is one of the named
+// cluster's tokens, 401 when it is no cluster's, 403 when it is another
+// cluster's.
 func (s *Server) checkClusterToken(r *http.Request, cluster string) (int, string) {
 	got, ok := bearer(r)
 	if !ok {
 		return http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <the cluster's token>"
 	}
-	if want, known := s.cfg.Clusters[cluster]; known && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 {
+	if toks, known := s.cfg.Clusters[cluster]; known && s.isClusterToken(cluster, toks, got) {
 		return 0, ""
 	}
-	for name, tok := range s.cfg.Clusters {
-		if name != cluster && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1 {
+	for name, toks := range s.cfg.Clusters {
+		if name != cluster && s.isClusterToken(name, toks, got) {
 			return http.StatusForbidden, fmt.Sprintf("this token belongs to cluster %q, not %q", name, cluster)
 		}
 	}
 	return http.StatusUnauthorized, fmt.Sprintf("wrong token for cluster %q (clusters are configured in the server's clusters setting)", cluster)
+}
+
+// isClusterToken compares got with every token of the cluster in constant
+// time, without stopping at a match, so the time taken tells nothing of
+// which token (or how many) matched.
+func (s *Server) isClusterToken(cluster string, toks *config.Tokens, got string) bool {
+	if toks == nil {
+		return false
+	}
+	list, err := toks.List()
+	if err != nil {
+		s.log.Warn("a cluster's token file cannot be read again", "cluster", cluster, "err", err)
+	}
+	match := 0
+	for _, want := range list {
+		match |= subtle.ConstantTimeCompare([]byte(got), []byte(want))
+	}
+	return match == 1
 }
 
 // postTaskFacts is POST /api/v1/facts: workflows, through the bundled action,

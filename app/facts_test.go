@@ -23,7 +23,7 @@ func factServer(t *testing.T, dbURL string, tweak func(o *Options)) (*testServer
 		tweak(&opts)
 	}
 	ts := startServerWith(t, dbURL, opts, func(c *configT) {
-		c.Clusters = map[string]string{"prod-eu": "tok-eu", "prod-us": "tok-us"}
+		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu", "prod-us": "tok-us"})
 		c.OIDC.Issuer, c.OIDC.Audience = issuer.URL(), oidctest.Audience
 	})
 	ts.install(t, "acme/checkout")

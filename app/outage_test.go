@@ -117,7 +117,7 @@ func TestPostgresOutageAcknowledgesNothingAndLosesNothing(t *testing.T) {
 		Handlers:  []EventHandler{h},
 		RetryBase: 2 * time.Second,
 	}, func(c *configT) {
-		c.Clusters = map[string]string{"prod-eu": "tok-eu"}
+		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 		c.OIDC.Issuer, c.OIDC.Audience = issuer.URL(), oidctest.Audience
 	})
 	ts.install(t, "acme/checkout")
@@ -348,7 +348,7 @@ func TestPostgresThatStopsAnsweringIsRefusedInTime(t *testing.T) {
 	u, _ := url.Parse(pg.URL())
 	proxy := newFreezingProxy(t, u.Host)
 	u.Host = proxy.ln.Addr().String()
-	ts := startServerWith(t, u.String(), Options{}, func(c *configT) { c.Clusters = map[string]string{"prod-eu": "tok-eu"} })
+	ts := startServerWith(t, u.String(), Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 	body := githubtest.LoadPayload(t, "ping", "payload.json")
 	hook := func(id string) (int, string) {
 		return outagePost(ts.URL+"/api/github/hook", "", map[string]string{"X-GitHub-Event": "ping",

@@ -56,7 +56,7 @@ func TestReleaseStoryOverTheAPI(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		events, sinkURL := newSink(t)
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
-			c.Clusters = map[string]string{"prod-eu": "tok-eu"}
+			c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 			c.CDEventSinks = []string{sinkURL}
 		})
 		fact := func(phase string, gen int, release, image string) factAnswer {

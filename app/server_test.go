@@ -28,6 +28,9 @@ type testServer struct {
 
 type configT = config.Config
 
+// tokensOf is the clusters setting with one token per cluster.
+var tokensOf = config.TokensOf
+
 func startServer(t *testing.T, dbURL string, opts Options) *testServer {
 	t.Helper()
 	return startServerWith(t, dbURL, opts, nil)

@@ -47,7 +47,7 @@ func TestStopWithWorkInFlightEndsInTimeAndLosesNothing(t *testing.T) {
 		body := githubtest.LoadPayload(t, "installation", "created.payload.json")
 		sig := githubtest.Sign(testSecret, body)
 		cfg := testConfig(dbURL)
-		cfg.Clusters = map[string]string{"prod-eu": "tok-eu"}
+		cfg.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 
 		stuck := &stuckHandler{stuck: true, entered: make(chan struct{})}
 		srv, err := New(context.Background(), cfg, Options{Logger: discardLogger(), Handlers: []EventHandler{stuck},

@@ -20,7 +20,7 @@ import (
 // old its record is.
 func TestSweepKeepsWhatAWideEligibilityWindowReads(t *testing.T) {
 	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
-		c.Clusters = map[string]string{"prod-eu": "tok-eu"}
+		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 		c.Retention = time.Millisecond
 	})
 	image := func(n int) string {

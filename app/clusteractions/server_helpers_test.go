@@ -60,7 +60,7 @@ func (s *server) Start() {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.Listen, cfg.Database, cfg.PublicURL, cfg.APIToken = "127.0.0.1:0", s.dbURL, "http://127.0.0.1", apiToken
-	cfg.Clusters = map[string]string{"prod-eu": euToken, "prod-us": usToken}
+	cfg.Clusters = config.TokensOf(map[string]string{"prod-eu": euToken, "prod-us": usToken})
 	cfg.OIDC = config.OIDC{Audience: "ripcord-test"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("RIPCORD_E2E_LOG") != "" {

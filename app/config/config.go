@@ -26,8 +26,9 @@ type Config struct {
 	APIToken  string
 	LogLevel  string
 	GitHub    GitHub
-	// Clusters maps a cluster name to its bearer token (facts API, agent).
-	Clusters map[string]string
+	// Clusters maps a cluster name to the bearer tokens it may present
+	// (facts API, agent): several during a rotation.
+	Clusters map[string]*Tokens
 	OIDC     OIDC
 	// StallAfter and Retention govern release records.
 	StallAfter time.Duration
@@ -222,32 +223,51 @@ func scalarValue(key string, v *yaml.Node) (string, error) {
 		var parts []string
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			name, val := v.Content[i].Value, v.Content[i+1]
-			s, err := mappingEntry(val)
+			values, err := mappingEntry(val)
 			if err != nil {
 				return "", fmt.Errorf("%s: %w", name, err)
 			}
-			parts = append(parts, name+"="+s)
+			for _, s := range values {
+				parts = append(parts, name+"="+s)
+			}
 		}
 		return strings.Join(parts, ","), nil
 	}
 	return "", fmt.Errorf("unexpected YAML value for %s", key)
 }
 
-// mappingEntry reads {token: "..."} or {token_file: "/path"} (clusters).
-func mappingEntry(v *yaml.Node) (string, error) {
+// mappingEntry reads a cluster's {token: "..."}, {tokens: [...]} and
+// {token_file: "/path"} (any of them together) as shorthand values.
+func mappingEntry(v *yaml.Node) ([]string, error) {
 	if v.Kind == yaml.ScalarNode {
-		return v.Value, nil
+		return []string{v.Value}, nil
 	}
-	if v.Kind != yaml.MappingNode || len(v.Content) != 2 {
-		return "", errors.New("expected {token: ...} or {token_file: ...}")
+	const expected = "expected {token: ...}, {tokens: [...]} or {token_file: ...}"
+	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
+		return nil, errors.New(expected)
 	}
-	switch v.Content[0].Value {
-	case "token":
-		return v.Content[1].Value, nil
-	case "token_file":
-		return "@" + v.Content[1].Value, nil
+	var out []string
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		key, val := v.Content[i].Value, v.Content[i+1]
+		switch {
+		case key == "token" && val.Kind == yaml.ScalarNode:
+			out = append(out, val.Value)
+		case key == "token_file" && val.Kind == yaml.ScalarNode:
+			out = append(out, "@"+val.Value)
+		case key == "tokens" && val.Kind == yaml.SequenceNode && len(val.Content) > 0:
+			for _, t := range val.Content {
+				if t.Kind != yaml.ScalarNode || t.Value == "" {
+					return nil, errors.New("tokens: expected a list of tokens")
+				}
+				out = append(out, t.Value)
+			}
+		case key == "token" || key == "token_file" || key == "tokens":
+			return nil, fmt.Errorf("%s: %s", key, expected)
+		default:
+			return nil, fmt.Errorf("unknown key %q; %s", key, expected)
+		}
 	}
-	return "", fmt.Errorf("unknown key %q; expected token or token_file", v.Content[0].Value)
+	return out, nil
 }
 
 func isSection(key string) bool {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,9 +112,23 @@ clusters:
 	if c.GitHub.APIURL != "https://ghe.example/api/v3/" {
 		t.Errorf("api_url = %s, want a trailing slash added", c.GitHub.APIURL)
 	}
-	if c.Clusters["prod-eu"] != "tok1" || c.Clusters["prod-us"] != "secret-from-file" {
-		t.Errorf("clusters = %v", c.Clusters)
+	if got := clusterTokens(t, c); got["prod-eu"] != "tok1" || got["prod-us"] != "secret-from-file" {
+		t.Errorf("clusters = %v", got)
 	}
+}
+
+// clusterTokens are each cluster's tokens now, comma-separated.
+func clusterTokens(t *testing.T, c *Config) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for name, toks := range c.Clusters {
+		list, err := toks.List()
+		if err != nil {
+			t.Errorf("cluster %s: %v", name, err)
+		}
+		out[name] = strings.Join(list, ",")
+	}
+	return out
 }
 
 func TestEnvClusterShorthand(t *testing.T) {
@@ -121,8 +136,8 @@ func TestEnvClusterShorthand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Clusters) != 2 || c.Clusters["prod-us"] != "tok2" {
-		t.Errorf("clusters = %v", c.Clusters)
+	if got := clusterTokens(t, c); len(got) != 2 || got["prod-us"] != "tok2" {
+		t.Errorf("clusters = %v", got)
 	}
 }
 
@@ -270,5 +285,40 @@ func TestAnUnreadableFileNamesWhereItsPathCameFrom(t *testing.T) {
 				t.Errorf("error %q names %s, which did not name the file", err, c.notWant)
 			}
 		})
+	}
+}
+
+// A token file is read again when it changes; one caught empty or gone
+// keeps the tokens it held (an agent is not locked out by a file being
+// replaced), and says so once.
+func TestClusterTokenFileIsReadAgainWhenItChanges(t *testing.T) {
+	path := writeFile(t, "tokens", "old\nnew\n")
+	c, err := load(t, nil, map[string]string{"RIPCORD_CLUSTERS": "prod-eu=@" + path + ",prod-eu=static"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := c.Clusters["prod-eu"]
+	list := func() ([]string, error) {
+		l, err := toks.List()
+		slices.Sort(l)
+		return l, err
+	}
+	if got, err := list(); err != nil || !slices.Equal(got, []string{"new", "old", "static"}) {
+		t.Fatalf("tokens %v (%v), want new, old and static", got, err)
+	}
+	if err := os.WriteFile(path, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := list(); err == nil || !slices.Equal(got, []string{"new", "old", "static"}) {
+		t.Errorf("file emptied: tokens %v (%v), want the ones it held and an error", got, err)
+	}
+	if _, err := list(); err != nil {
+		t.Errorf("the same failure reported twice: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("newest\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := list(); err != nil || !slices.Equal(got, []string{"newest", "static"}) {
+		t.Errorf("file rewritten: tokens %v (%v), want newest and static", got, err)
 	}
 }

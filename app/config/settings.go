@@ -73,7 +73,7 @@ var settings = []Setting{
 	{Key: "cdevents.sinks", Env: "RIPCORD_CDEVENTS_SINKS", Default: "",
 		Help: "CloudEvents HTTP URLs that receive CDEvents (service deployed, upgraded, rolled back), comma-separated", set: setSinks},
 	{Key: "clusters", Env: "RIPCORD_CLUSTERS", Default: "",
-		Help: "cluster tokens for the facts API and the agent: NAME=TOKEN or NAME=@FILE, comma-separated (YAML: {NAME: {token: ...} | {token_file: ...}})", set: setClusters},
+		Help: "cluster tokens for the facts API and the agent: NAME=TOKEN or NAME=@FILE, comma-separated; a NAME listed again adds a token (YAML: {NAME: {token: ...} | {tokens: [...]} | {token_file: ...}}); a token file holds one token per line and is read again when it changes, so a token is rotated without a restart: add the new one, move the agent to it, remove the old one", set: setClusters},
 	{Key: "registries.insecure", Env: "RIPCORD_REGISTRIES_INSECURE", Default: "",
 		Help: "image registries the gates reach over plain HTTP: host or host:port, comma-separated (loopback and RFC 1918 addresses may use HTTP without being listed)", set: setInsecureRegistries},
 	{Key: "registries.auth", Env: "RIPCORD_REGISTRIES_AUTH", Default: "",
@@ -218,7 +218,7 @@ func setSecrets(c *Config, v string) error {
 }
 
 func setClusters(c *Config, v string) error {
-	c.Clusters = map[string]string{}
+	c.Clusters = map[string]*Tokens{}
 	if v == "" {
 		return nil
 	}
@@ -227,20 +227,22 @@ func setClusters(c *Config, v string) error {
 		if !ok || name == "" || token == "" {
 			return fmt.Errorf("%q is not NAME=TOKEN or NAME=@FILE", entry)
 		}
+		// A name listed again adds a token: during a rotation the old
+		// and the new one are both accepted.
+		toks := c.Clusters[name]
+		if toks == nil {
+			toks = &Tokens{}
+			c.Clusters[name] = toks
+		}
 		if file, isFile := strings.CutPrefix(token, "@"); isFile {
-			b, err := os.ReadFile(file)
+			f, err := openTokenFile(file)
 			if err != nil {
-				return fmt.Errorf("cluster %s: read token file: %w", name, err)
+				return fmt.Errorf("cluster %s: token file %s: %w", name, file, err)
 			}
-			token = strings.TrimSpace(string(b))
-			if token == "" {
-				return fmt.Errorf("cluster %s: token file %s is empty", name, file)
-			}
+			toks.files = append(toks.files, f)
+			continue
 		}
-		if _, dup := c.Clusters[name]; dup {
-			return fmt.Errorf("cluster %s is listed twice", name)
-		}
-		c.Clusters[name] = token
+		toks.static = append(toks.static, token)
 	}
 	return nil
 }

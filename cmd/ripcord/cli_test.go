@@ -27,7 +27,7 @@ func inProcessServer(t *testing.T) string {
 	cfg := config.Defaults()
 	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "cli.db")
 	cfg.APIToken = "cli-token"
-	cfg.Clusters = map[string]string{"prod-eu": "eu-token"}
+	cfg.Clusters = config.TokensOf(map[string]string{"prod-eu": "eu-token"})
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
