@@ -267,17 +267,22 @@ func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// TokenFile reads a bearer token from a file on every call.
+// TokenFile reads a bearer token from a file on every call, so the agent
+// moves to a rotated token without a restart. The agent presents one
+// token: a file of several (the server's, during a rotation) is an error.
 func TokenFile(path string) func() (string, error) {
 	return func() (string, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", fmt.Errorf("token-file: %w", err)
 		}
-		tok := strings.TrimSpace(string(b))
-		if tok == "" {
+		toks := strings.Fields(string(b))
+		switch len(toks) {
+		case 0:
 			return "", fmt.Errorf("token-file %s is empty", path)
+		case 1:
+			return toks[0], nil
 		}
-		return tok, nil
+		return "", fmt.Errorf("token-file %s holds %d tokens; the agent sends one: give it the new token alone", path, len(toks))
 	}
 }
