@@ -124,15 +124,19 @@ func Reduce(in Input) Result {
 // earlier phase within one generation — a healthy release that lost a pod
 // and is healthy again, a Retry of an aborted canary that starts again at
 // step 0 — sends a fact with an id already stored; it is a new
-// observation, not a repeat, and must move the record. A store loads no
-// more than the duplicate check and the workload for a repeat.
+// observation, not a repeat, and must move the record. So is one that
+// names another release: the release id rides on the workload's metadata,
+// so a release of the same image changes it without a new generation,
+// and the id, which leaves the release out, is the previous release's.
+// A store loads no more than the duplicate check and the workload for a
+// repeat.
 func Repeat(in Input) bool {
 	f, prev := in.Fact, in.Previous
 	if !in.Duplicate || f.IsTask() || prev == nil {
 		return in.Duplicate
 	}
 	same := prev.UID == f.UID && prev.Generation == f.Generation && prev.Phase == f.Phase &&
-		prev.Step == f.Step && prev.Abort == f.Abort
+		prev.Step == f.Step && prev.Abort == f.Abort && prev.ReleaseID == f.ReleaseID
 	return same || !f.ObservedAt.After(prev.ObservedAt)
 }
 

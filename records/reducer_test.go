@@ -36,6 +36,9 @@ func TestRepeatIsAStoredFactWhoseWorkloadShowedNothingElseSince(t *testing.T) {
 			Previous: observationOf(fact("R1", PhaseHealthy, 28, step(4), aborted()))}, false},
 		{"stored, something else since, but this copy is older than it (a late redelivery)", Input{Fact: healthy, Duplicate: true,
 			Previous: observationOf(fact("R1", PhaseProgressing, 31, step(4)))}, true},
+		{"stored, but the workload was annotated with another release since, its spec unchanged", Input{
+			Fact: fact("R2", PhaseHealthy, 30, step(4), image(imageOf("R1"))), Duplicate: true,
+			Previous: observationOf(fact("R1", PhaseHealthy, 25, step(4)))}, false},
 		{"stored, and the workload never seen", Input{Fact: healthy, Duplicate: true}, true},
 		{"a stored task fact", Input{Fact: taskFact("R1", TaskSuccess, 3), Duplicate: true}, true},
 	} {

@@ -127,3 +127,31 @@ func TestObservationStoredWithoutASourceIsFoundAndReplaced(t *testing.T) {
 		}
 	})
 }
+
+// A release that changes only the workload's release id annotation (the
+// same image released again: the pod template, and so the generation, stay
+// as they were) reaches its record. Its facts have the ids of the previous
+// release's, which a cluster fact's id leaves out, but they are no repeat.
+func TestAReleaseThatOnlyChangesTheAnnotationReachesItsRecord(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		openRelease(t, s, record("R1", "", 0))
+		applyFact(t, s, fact("R1", PhaseHealthy, 5, step(4)), "", at(5))
+		openRelease(t, s, record("R2", "", 10, func(r *Record) { r.Image = imageOf("R1") }))
+		res := applyFacts(t, s, []BatchFact{{Fact: fact("R2", PhaseHealthy, 11, step(4), image(imageOf("R1"))), Now: at(11)}})
+		if res[0].Outcome != OutcomeApplied {
+			t.Errorf("R2's first fact: outcome %s (%s), want applied", res[0].Outcome, res[0].Reason)
+		}
+		if got := mustGet(t, s, "R2"); got.State != StateHealthy {
+			t.Errorf("R2 is %s, want healthy", got.State)
+		}
+		if got, err := s.Observed(context.Background(), []string{"R2"}); err != nil || len(got) != 1 {
+			t.Errorf("observed %+v (%v), want the workload running R2", got, err)
+		}
+		// Its resync is a repeat.
+		res = applyFacts(t, s, []BatchFact{{Fact: fact("R2", PhaseHealthy, 12, step(4), image(imageOf("R1"))), Now: at(12)}})
+		if res[0].Outcome != OutcomeDuplicate {
+			t.Errorf("R2's resync: outcome %s (%s), want duplicate", res[0].Outcome, res[0].Reason)
+		}
+	})
+}
