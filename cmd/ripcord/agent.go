@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -102,7 +103,8 @@ func runAgent(args []string) int {
 }
 
 // agentToken reads the cluster token from --token-file on each request, or
-// takes RIPCORD_CLUSTER_TOKEN.
+// takes RIPCORD_CLUSTER_TOKEN, trimmed as the file is: a Secret made from
+// a file (kubectl create secret --from-file) ends in a newline.
 func agentToken(file string) (func() (string, error), error) {
 	if file != "" {
 		tok := cluster.TokenFile(file)
@@ -111,8 +113,12 @@ func agentToken(file string) (func() (string, error), error) {
 		}
 		return tok, nil
 	}
-	if t := os.Getenv("RIPCORD_CLUSTER_TOKEN"); t != "" {
-		return func() (string, error) { return t, nil }, nil
+	switch toks := strings.Fields(os.Getenv("RIPCORD_CLUSTER_TOKEN")); len(toks) {
+	case 0:
+	case 1:
+		return func() (string, error) { return toks[0], nil }, nil
+	default:
+		return nil, fmt.Errorf("RIPCORD_CLUSTER_TOKEN holds %d words; it must hold one token", len(toks))
 	}
 	return nil, errors.New("no token: pass --token-file or set RIPCORD_CLUSTER_TOKEN")
 }
