@@ -50,6 +50,12 @@ type actionRunner struct {
 	wg       sync.WaitGroup
 }
 
+// earlyPause is the pause after a long poll the server answered with no
+// action well before its wait (a server that is stopping answers at
+// once, and so may a proxy or a server that ignores wait): without it the
+// agent would poll in a tight loop.
+const earlyPause = time.Second
+
 // run polls until ctx ends, then waits for the actions in flight. After an
 // error the next poll asks for this agent's claimed actions too: the
 // answer that claimed them may be the one that was lost.
@@ -58,6 +64,7 @@ func (r *actionRunner) run(ctx context.Context) {
 	resume := true
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
+		started := time.Now()
 		actions, err := r.poll(ctx, resume)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -75,6 +82,12 @@ func (r *actionRunner) run(ctx context.Context) {
 		resume, backoff = false, 0
 		for _, a := range actions {
 			r.start(ctx, a)
+		}
+		if len(actions) == 0 && time.Since(started) < r.wait/2 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(min(earlyPause, r.wait)):
+			}
 		}
 	}
 }

@@ -154,3 +154,20 @@ func TestPollsAskForClaimedActionsAtStartAndAfterAnError(t *testing.T) {
 		t.Errorf("resume per poll %q; want true at start, true after the failed poll, then not", srv.polls)
 	}
 }
+
+// A server that answers a long poll at once with no action (one that is
+// stopping does, and so may a proxy or an older server) must not make the
+// agent poll in a tight loop: it waits a moment before it asks again.
+func TestAnEmptyAnswerSoonerThanTheWaitIsNotPolledAgainAtOnce(t *testing.T) {
+	srv := newActionServer(t)
+	r := newRunner(t, srv, fake.NewClientset(), t.TempDir(), 1)
+	r.wait = 20 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r.run(ctx)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if n := len(srv.polls); n > 3 {
+		t.Errorf("%d polls in one second against a server that answers at once; want a pause between them", n)
+	}
+}
