@@ -43,6 +43,10 @@ func (a *Agent) sendInventories(ctx context.Context) {
 	}
 }
 
+// inventorySpoolPoll is how often an inventory looks whether the facts
+// spooled before it are delivered.
+const inventorySpoolPoll = 100 * time.Millisecond
+
 func isNotFound(err error) bool {
 	se, ok := err.(*statusError)
 	return ok && se.Status == http.StatusNotFound
@@ -51,10 +55,22 @@ func isNotFound(err error) bool {
 // sendInventory posts what the watches hold now. Its time is taken before
 // the caches are read: a workload whose fact was observed before it and
 // that is missing from the list was deleted (an informer updates its cache
-// before it hands the event to the handler that stamps the fact).
+// before it hands the event to the handler that stamps the fact). It is
+// posted once the facts spooled before that time are delivered: the server
+// stamps the deletions it infers with the inventory's time, and would drop
+// an earlier fact still on its way (the new workload of a name deleted and
+// created again during an outage) as stale.
 func (a *Agent) sendInventory(ctx context.Context) error {
 	at := a.cfg.Now().UTC()
+	spooled := a.deliver.spool.Newest()
 	sources, uids := a.watch.inventory()
+	for a.deliver.spool.Holds(spooled) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(inventorySpoolPoll):
+		}
+	}
 	body, err := json.Marshal(map[string]any{"observed_at": at, "namespace": a.cfg.Namespace,
 		"sources": sources, "uids": uids})
 	if err != nil {

@@ -206,6 +206,21 @@ func (s *Spool) Remove(seqs ...uint64) error {
 	return nil
 }
 
+// Newest is the sequence number of the last fact appended, 0 when none
+// ever was.
+func (s *Spool) Newest() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next - 1
+}
+
+// Holds reports whether a fact appended at or before seq still waits.
+func (s *Spool) Holds(seq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.seqs) > 0 && s.seqs[0] <= seq
+}
+
 // Len is the number of facts waiting.
 func (s *Spool) Len() int {
 	s.mu.Lock()
