@@ -21,6 +21,9 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
+// builtDir is the folder buildBinary built into; TestMain removes it.
+var builtDir string
+
 // buildBinary builds ripcord once per test binary, with the same flags as
 // `make build` so the build cache is shared.
 var buildBinary = sync.OnceValues(func() (string, error) {
@@ -28,6 +31,7 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	builtDir = dir
 	bin := filepath.Join(dir, "ripcord")
 	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
 	if err != nil {
