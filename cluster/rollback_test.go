@@ -281,3 +281,19 @@ func TestAResumedRollbackOfADeploymentChangedSinceDoesNotClaimSuccess(t *testing
 		t.Errorf("result %+v after %d patches", res, patches(cs))
 	}
 }
+
+// A paused Deployment takes the patch but never rolls it out: the rollback
+// says so at once rather than wait out its rollout timeout and blame time.
+func TestRollbackOfAPausedDeploymentFailsAtOnceSayingSo(t *testing.T) {
+	cs := fake.NewClientset(servedDeployment(func(d *appsv1.Deployment) {
+		d.Spec.Paused = true
+		d.Status.UpdatedReplicas = 0
+	})...)
+	r := newRollbacker(cs, 1)
+	r.RolloutTimeout = 3 * time.Second
+	start := time.Now()
+	res := r.Rollback(context.Background(), rollbackAction())
+	if res.ErrorType != ErrTypeRolloutFailed || !strings.Contains(res.Reason, "paused") || time.Since(start) > time.Second {
+		t.Errorf("after %s: result %+v; want rollout_failed at once, naming the pause", time.Since(start).Round(time.Millisecond), res)
+	}
+}
