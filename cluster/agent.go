@@ -137,7 +137,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	a.deliver = newDeliverer(spool, cfg.HTTP, cfg.Server, cfg.Cluster, cfg.Token, a.metrics, log)
 	a.deliver.maxBackoff = cfg.MaxBackoff
 	a.watch = newWatcher(cfg.Cluster, cfg.Now, a.deliver.enqueue, a.metrics, log)
-	roll := &Rollbacker{Kube: kube, HTTP: &http.Client{}, Health: cfg.Health, RolloutTimeout: cfg.RolloutTimeout,
+	roll := &Rollbacker{Kube: kube, HTTP: PodClient(), Health: cfg.Health, RolloutTimeout: cfg.RolloutTimeout,
 		RolloutPoll: cfg.RolloutPoll, Now: cfg.Now}
 	a.actions = &actionRunner{base: actionsURL(cfg.Server, cfg.Cluster), agent: a.id, http: cfg.HTTP, token: cfg.Token,
 		journal: j, roll: roll, wait: cfg.PollWait, maxBackoff: cfg.MaxBackoff, metrics: a.metrics, log: log, now: cfg.Now, inflight: map[string]bool{}}

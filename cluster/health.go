@@ -72,6 +72,16 @@ func (c HealthConfig) withDefaults() HealthConfig {
 	return c
 }
 
+// PodClient is the health check's HTTP client: it asks pods by their IP,
+// inside the cluster, so it never goes through the HTTP proxy the agent's
+// environment names (HTTP_PROXY is for the way out, to the ripcord
+// server; a proxy cannot reach pod IPs).
+func PodClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	return &http.Client{Transport: tr}
+}
+
 // HealthReport is the outcome of a health check.
 type HealthReport struct {
 	Passed bool

@@ -31,7 +31,8 @@ const (
 // the target image, wait for the rollout, then verify health.
 type Rollbacker struct {
 	Kube kubernetes.Interface
-	// HTTP is the client of the health check's requests to pods.
+	// HTTP is the client of the health check's requests to pods; nil:
+	// PodClient.
 	HTTP   *http.Client
 	Health HealthConfig
 	// RolloutTimeout bounds the wait for the new revision; RolloutPoll is
@@ -214,7 +215,7 @@ func (r *Rollbacker) httpClient() *http.Client {
 	if r.HTTP != nil {
 		return r.HTTP
 	}
-	return http.DefaultClient
+	return PodClient()
 }
 
 func (r *Rollbacker) now() time.Time {
