@@ -120,8 +120,8 @@ func workloadKey(cluster, namespace string, source Source, name string) string {
 	return cluster + "/" + namespace + "/" + string(source) + "/" + name
 }
 
-// legacyWorkloadKey is the key observations had before migration 18 put
-// the source in it: "cluster/namespace/name". Migration 18 moved every
+// legacyWorkloadKey is the key observations had before migration 16 put
+// the source in it: "cluster/namespace/name". Migration 16 moved every
 // observation that knows its source; one that does not is found under
 // this key by the next fact of a workload of that name, whose observation
 // then replaces it.

@@ -49,7 +49,7 @@ type Observation struct {
 func (o Observation) Key() string { return workloadKey(o.Cluster, o.Namespace, o.Source, o.Name) }
 
 // legacyKey is where an observation of this workload stored before
-// migration 18 without a source may still be: saving this one removes it.
+// migration 16 without a source may still be: saving this one removes it.
 func (o Observation) legacyKey() string { return legacyWorkloadKey(o.Cluster, o.Namespace, o.Name) }
 
 // Input is what the store loads for one fact.

@@ -151,7 +151,7 @@ func (o *batchOverlay) input(bf BatchFact) (Input, error) {
 	if prev, ok := o.obs[f.WorkloadKey()]; ok && !f.IsTask() {
 		in.Previous = &prev
 	} else if _, ok := o.obs[f.legacyKey()]; ok && !f.IsTask() {
-		// Once per workload after migration 18: ApplyFact takes the
+		// Once per workload after migration 16: ApplyFact takes the
 		// observation stored without a source and removes it.
 		return in, fmt.Errorf("the observation of %s was stored without a source: %w", f.WorkloadKey(), ErrBatchUnsupported)
 	}

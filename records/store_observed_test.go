@@ -99,7 +99,7 @@ func TestObservedKeepsADeploymentAndARolloutOfOneNameApart(t *testing.T) {
 	})
 }
 
-// An observation stored before migration 18 without a source stays under
+// An observation stored before migration 16 without a source stays under
 // its old key (cluster/namespace/name): the next fact of a workload of that
 // name still finds it, so a resync of a release closed long ago (superseded) is the
 // scale or restart it is rather than drift, and its observation replaces

@@ -10,7 +10,7 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
-// Migration 18 puts an observation's source in its key, so a Deployment
+// Migration 16 puts an observation's source in its key, so a Deployment
 // and a Rollout of one name are two workloads: every observation that
 // knows its source moves, one that does not keeps its key (the next fact
 // of that name replaces it), none is lost. Down, a Deployment and a
@@ -70,20 +70,20 @@ func TestObservationKeyMigrationPutsTheSourceInTheKey(t *testing.T) {
 				t.Errorf("%s: observations (key: uid) %v, want %v", step, got, want)
 			}
 		}
-		if err := db.UpTo(ctx, 18); err != nil {
-			t.Fatalf("migrate to 18: %v", err)
+		if err := db.UpTo(ctx, 16); err != nil {
+			t.Fatalf("migrate to 16: %v", err)
 		}
 		up := map[string]string{"prod-eu/shop/deployment/a": "uid-a", "prod-eu/shop/rollout/b": "uid-b", "prod-eu/shop/c": "uid-c"}
-		check("after migration 18", up)
+		check("after migration 16", up)
 		// A Rollout a, observed after the Deployment a.
 		insert("prod-eu/shop/rollout/a", "rollout", "a", "uid-ra", 2)
 		if err := db.DownTo(ctx, 15); err != nil {
 			t.Fatalf("migrate down to 15: %v", err)
 		}
-		check("after migration 18 down", map[string]string{"prod-eu/shop/a": "uid-ra", "prod-eu/shop/b": "uid-b", "prod-eu/shop/c": "uid-c"})
-		if err := db.UpTo(ctx, 18); err != nil {
-			t.Fatalf("migrate to 18 again: %v", err)
+		check("after migration 16 down", map[string]string{"prod-eu/shop/a": "uid-ra", "prod-eu/shop/b": "uid-b", "prod-eu/shop/c": "uid-c"})
+		if err := db.UpTo(ctx, 16); err != nil {
+			t.Fatalf("migrate to 16 again: %v", err)
 		}
-		check("after migration 18 down and up", map[string]string{"prod-eu/shop/rollout/a": "uid-ra", "prod-eu/shop/rollout/b": "uid-b", "prod-eu/shop/c": "uid-c"})
+		check("after migration 16 down and up", map[string]string{"prod-eu/shop/rollout/a": "uid-ra", "prod-eu/shop/rollout/b": "uid-b", "prod-eu/shop/c": "uid-c"})
 	})
 }
