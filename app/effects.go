@@ -67,8 +67,6 @@ type SweepArgs struct{}
 // Kind names the job in the queue.
 func (SweepArgs) Kind() string { return "records_sweep" }
 
-var uniqueByArgs = &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}
-
 func (s *Server) addRecordWorkers(w *river.Workers) {
 	river.AddWorker(w, &cdeventWorker{s: s})
 	river.AddWorker(w, &stallWorker{s: s})
