@@ -1,44 +1,20 @@
 package rollbackflow_test
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/testbin"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
-
-// ripcordBinary builds cmd/ripcord once per test binary (same -trimpath as
-// make build, so the build cache is shared).
-var ripcordBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ripcord-cli")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "ripcord")
-	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/ripcord").CombinedOutput()
-	if err != nil {
-		return "", &buildError{string(out), err}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 func TestRollbackCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin, err := ripcordBinary()
+	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,17 +3,15 @@ package rolloutflow_test
 import (
 	"encoding/json"
 	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testbin"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -22,33 +20,13 @@ func newScene(t *testing.T, config string) *scene {
 	return &scene{Env: startOn(t, testdb.URL(t, "sqlite"), config, "admin")}
 }
 
-// ripcordBinary builds cmd/ripcord once per test binary.
-var ripcordBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ripcord-cli")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "ripcord")
-	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/ripcord").CombinedOutput(); err != nil {
-		return "", &buildError{string(out), err}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
-
 // The CLI starts a rollout, shows it, is refused the author's approval,
 // approves as someone else, and aborts it; the abort applies on_failure.
 func TestRolloutCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin, err := ripcordBinary()
+	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/testbin"
 )
 
 // inProcessServer runs the server in this test process on loopback.
@@ -43,7 +44,7 @@ func inProcessServer(t *testing.T) string {
 // ripcord runs the built binary and returns its exit code and output.
 func ripcord(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	bin, err := buildBinary()
+	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,27 +17,9 @@ import (
 
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testbin"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
-
-// builtDir is the folder buildBinary built into; TestMain removes it.
-var builtDir string
-
-// buildBinary builds ripcord once per test binary, with the same flags as
-// `make build` so the build cache is shared.
-var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "ripcord-bin")
-	if err != nil {
-		return "", err
-	}
-	builtDir = dir
-	bin := filepath.Join(dir, "ripcord")
-	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 type child struct {
 	cmd  *exec.Cmd
@@ -90,7 +71,7 @@ func TestCrashLosesNoAcknowledgedDeliveryAndProcessesNoneTwice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
 	}
-	bin, err := buildBinary()
+	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
 	}

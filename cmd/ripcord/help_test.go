@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/ripcord/ripcord/internal/testbin"
 	"os"
 	"os/exec"
 	"slices"
@@ -65,7 +66,7 @@ var helpPages = [][]string{
 // and checks that asking for help succeeds: exit code 0, never a request to
 // a server or a complaint about a missing token.
 func TestCLIReference(t *testing.T) {
-	bin, err := buildBinary()
+	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
 	}

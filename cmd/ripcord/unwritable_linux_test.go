@@ -16,6 +16,7 @@ import (
 
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testbin"
 )
 
 // setFileSizeLimit sets the soft RLIMIT_FSIZE of process pid (prlimit(2)),
@@ -49,7 +50,7 @@ func TestSQLiteThatCannotBeWrittenAcknowledgesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
 	}
-	bin, err := buildBinary()
+	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
 	}
