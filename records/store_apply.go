@@ -28,10 +28,22 @@ func (s *Store) ApplyFact(ctx context.Context, tx *sql.Tx, f Fact, deliveryID st
 	}
 	in.DeliveryID, in.Now = deliveryID, now
 	res := Reduce(in)
-	if err := s.save(ctx, tx, f, res, now); err != nil {
+	if err := s.save(ctx, tx, f, res, now, replacedLegacy(in, res)); err != nil {
 		return Result{}, fmt.Errorf("apply fact %s: %w", res.FactID, err)
 	}
 	return res, nil
+}
+
+// replacedLegacy is the key of the observation stored without a source
+// (before migration 16) that the fact's own observation replaces, or ""
+// when the workload's observation was found under its own key: only then
+// does saving it delete one, so other facts pay no statement for it.
+func replacedLegacy(in Input, res Result) string {
+	o, prev := res.Observation, in.Previous
+	if o == nil || prev == nil || prev.Key() == o.Key() || prev.Key() != o.legacyKey() {
+		return ""
+	}
+	return prev.Key()
 }
 
 // load reads what Reduce needs for f, under the lock of every cluster whose
@@ -157,9 +169,9 @@ func (s *Store) loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 }
 
 // save writes a Result as Reduce's doc describes it.
-func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time) error {
+func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time, legacy string) error {
 	if s.db.Dialect == store.Postgres {
-		return s.saveAtOnce(ctx, tx, f, res, now)
+		return s.saveAtOnce(ctx, tx, f, res, now, legacy)
 	}
 	for i, r := range res.Records {
 		var err error
@@ -183,7 +195,7 @@ func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now ti
 		if err != nil {
 			return fmt.Errorf("save observation of %s: %w", o.Key(), err)
 		}
-		if legacy := o.legacyKey(); legacy != o.Key() {
+		if legacy != "" {
 			if _, err := s.db.Exec(ctx, tx, `DELETE FROM observations WHERE key = $1`, legacy); err != nil {
 				return fmt.Errorf("replace the observation of %s stored without a source: %w", legacy, err)
 			}

@@ -111,7 +111,7 @@ func updateArgs(r Record) []any {
 
 // saveAtOnce is save in one statement: a data-modifying CTE per write,
 // and a final SELECT of how many rows each record's write touched.
-func (s *Store) saveAtOnce(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time) error {
+func (s *Store) saveAtOnce(ctx context.Context, tx *sql.Tx, f Fact, res Result, now time.Time, legacy string) error {
 	var ctes, counts []string
 	var args []any
 	// add appends a write whose SQL write builds from the number of its
@@ -145,7 +145,7 @@ func (s *Store) saveAtOnce(ctx context.Context, tx *sql.Tx, f Fact, res Result, 
 			return `INSERT INTO observations (key, release_id, observed_at, body) ` + v(first) +
 				` ON CONFLICT (key) DO UPDATE SET release_id = excluded.release_id, observed_at = excluded.observed_at, body = excluded.body`
 		}, o.Key(), o.ReleaseID, store.Micros(o.ObservedAt), string(body))
-		if legacy := o.legacyKey(); legacy != o.Key() {
+		if legacy != "" {
 			add(func(first int) string { return fmt.Sprintf(`DELETE FROM observations WHERE key = $%d`, first) }, legacy)
 		}
 	}
