@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // UpTo applies ripcord's migrations up to version v only (not River's), for
 // tests of one migration against rows written before it.
@@ -21,4 +24,12 @@ func (db *DB) DownTo(ctx context.Context, v int64) error {
 	}
 	_, err = p.DownTo(ctx, v)
 	return err
+}
+
+// SetConnectTimeout sets the connect timeout Open gives a PostgreSQL URL
+// without connect_timeout, and returns what restores it.
+func SetConnectTimeout(d time.Duration) func() {
+	old := defaultConnectTimeout
+	defaultConnectTimeout = d
+	return func() { defaultConnectTimeout = old }
 }

@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -38,7 +40,17 @@ const (
 	sqliteReaders     = 4
 	postgresMaxConns  = 16
 	sqliteBusyTimeout = 10 * time.Second
+	// pingMargin is what Open's first ping may take beyond connecting.
+	pingMargin = 5 * time.Second
 )
+
+// defaultConnectTimeout bounds each new PostgreSQL connection (dial,
+// TLS, authentication) when the URL sets no connect_timeout (nor
+// PGCONNECT_TIMEOUT): without it, a connection opened for a caller with no
+// deadline of its own (the job queue's polls, the intake's commits,
+// migrate) waits for ever on a server that accepted it and never answers.
+// A variable for tests.
+var defaultConnectTimeout = 10 * time.Second
 
 // DB is an open database. Write serialises writers for SQLite (one connection,
 // as River requires) and is the shared pool for PostgreSQL; Read is for queries
@@ -144,17 +156,50 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !connectTimeoutSet(rawURL) {
+		cfg.ConnectTimeout = defaultConnectTimeout
+	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(postgresMaxConns)
 	db.SetMaxIdleConns(postgresMaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	pingTimeout := 2 * pingMargin // connect_timeout=0: no connect timeout
+	if cfg.ConnectTimeout > 0 {
+		pingTimeout = cfg.ConnectTimeout + pingMargin
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("database: connect to %s: %w", redact(rawURL), err)
+		var connectErr *pgconn.ConnectError
+		switch {
+		case !timedOut(err):
+			return nil, fmt.Errorf("database: connect to %s: %w", redact(rawURL), err)
+		case errors.As(err, &connectErr) && cfg.ConnectTimeout > 0:
+			return nil, fmt.Errorf("database: connect to %s: no answer within %s (connect_timeout; set connect_timeout=SECONDS in the URL to wait longer): %w",
+				redact(rawURL), cfg.ConnectTimeout, err)
+		default:
+			return nil, fmt.Errorf("database: connect to %s: no answer within %s: %w", redact(rawURL), pingTimeout, err)
+		}
 	}
 	return &DB{Dialect: Postgres, Write: db, Read: db, Source: redact(rawURL)}, nil
+}
+
+// connectTimeoutSet reports whether a PostgreSQL URL, or the environment
+// pgx reads beside it, sets connect_timeout (0 there means no limit, as in
+// libpq).
+func connectTimeoutSet(rawURL string) bool {
+	if _, ok := os.LookupEnv("PGCONNECT_TIMEOUT"); ok {
+		return true
+	}
+	u, err := url.Parse(rawURL)
+	return err == nil && u.Query().Has("connect_timeout")
+}
+
+// timedOut reports whether err is a deadline passing rather than an answer.
+func timedOut(err error) bool {
+	var netErr net.Error
+	return pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
 }
 
 // Ping checks that the database answers.
