@@ -22,9 +22,9 @@ const outageReminder = time.Minute
 // counted meanwhile. Failures during an outage are logged at debug level.
 //
 // What fails is what notes it (failed); what succeeds in writing notes the
-// end (ok): the intake's group commit, the drain, the fact commit, and on
-// PostgreSQL a ping (/readyz). On SQLite a read or a ping says nothing
-// about whether the file can be written, so only writes end an outage.
+// end (ok): the intake's group commit, the drain, the fact commit, and
+// /readyz (on PostgreSQL a ping; on SQLite a committed write, as a read or
+// a ping says nothing about whether the file can be written).
 type dbHealth struct {
 	log  *slog.Logger
 	down atomic.Bool

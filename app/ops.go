@@ -17,7 +17,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-// readyz is ready when the database answers and every migration is applied.
+// readyz is ready when the database answers (on SQLite: its file can be
+// written, see store.DB.CheckWrite) and every migration is applied.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -26,9 +27,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if s.db.Dialect == store.Postgres {
-		s.health.ok() // on SQLite a ping says nothing about writes
+	if s.db.Dialect == store.SQLite {
+		if err := s.db.CheckWrite(ctx); err != nil {
+			s.health.failed(err)
+			http.Error(w, "database cannot be written: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 	}
+	s.health.ok()
 	pending, err := s.db.Pending(ctx)
 	if err != nil {
 		http.Error(w, "cannot read migration state: "+err.Error(), http.StatusServiceUnavailable)

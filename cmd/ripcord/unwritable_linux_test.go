@@ -12,31 +12,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testbin"
+	"github.com/ripcord/ripcord/internal/testdb"
 )
-
-// setFileSizeLimit sets the soft RLIMIT_FSIZE of process pid (prlimit(2)),
-// keeping its hard limit: a write past the limit fails with EFBIG, as a
-// write to a full disk fails with ENOSPC. Unlike a read-only directory, it
-// refuses writes through files the server already has open, and it binds
-// root too (CI runs as root, for whom permissions do not).
-func setFileSizeLimit(t *testing.T, pid int, limit uint64) {
-	t.Helper()
-	var old syscall.Rlimit
-	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE,
-		0, uintptr(unsafe.Pointer(&old)), 0, 0); errno != 0 {
-		t.Fatalf("read the file size limit of %d: %v", pid, errno)
-	}
-	lim := syscall.Rlimit{Cur: min(limit, old.Max), Max: old.Max}
-	if _, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), syscall.RLIMIT_FSIZE,
-		uintptr(unsafe.Pointer(&lim)), 0, 0, 0); errno != 0 {
-		t.Fatalf("set the file size limit of %d: %v", pid, errno)
-	}
-}
 
 // TestSQLiteThatCannotBeWrittenAcknowledgesNothing runs `ripcord serve` on
 // SQLite as a child process and takes the writing of files away from it
@@ -107,7 +88,7 @@ func TestSQLiteThatCannotBeWrittenAcknowledgesNothing(t *testing.T) {
 		t.Fatalf("a fact before: %d %s", code, resp)
 	}
 
-	setFileSizeLimit(t, c.cmd.Process.Pid, 1)
+	testdb.SetFileSizeLimit(t, c.cmd.Process.Pid, 1)
 	refused := 0
 	for i := 0; i < 15; i++ {
 		id := fmt.Sprintf("during-%d", i)
@@ -125,7 +106,7 @@ func TestSQLiteThatCannotBeWrittenAcknowledgesNothing(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	setFileSizeLimit(t, c.cmd.Process.Pid, ^uint64(0))
+	testdb.SetFileSizeLimit(t, c.cmd.Process.Pid, ^uint64(0))
 
 	deadline := time.Now().Add(20 * time.Second)
 	for i := 0; ; i++ {

@@ -213,6 +213,28 @@ func (db *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// CheckWrite reports whether the database can be written now. On SQLite a
+// ping or a read says nothing about it (they work on a full disk or a file
+// that became read-only), and neither does a write that is rolled back or
+// BEGIN IMMEDIATE: SQLite keeps a transaction's pages in memory until its
+// commit, so those never touch the file. So it commits a write that changes
+// nothing: user_version set to itself, one page appended to the WAL, which
+// the checkpointer copies back and reuses (the database does not grow). On
+// PostgreSQL it is Ping: a full disk there fails the writes themselves.
+func (db *DB) CheckWrite(ctx context.Context) error {
+	if db.Dialect != SQLite {
+		return db.Ping(ctx)
+	}
+	return db.InTx(ctx, func(tx *sql.Tx) error {
+		var v int64
+		if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v))
+		return err
+	})
+}
+
 // Close closes the pools.
 func (db *DB) Close() error {
 	var err error
