@@ -46,26 +46,7 @@ apps:
 			e.WaitFor("the qa gate", 20*time.Second, func() bool { return len(completedRuns(e, head)) == 1 })
 			first := completedRuns(e, head)["ripcord/qa"]
 
-			e.Deliver("check_run", e2etest.Edit(t, githubtest.LoadPayload(t, "check_run", "rerequested.payload.json"), func(m map[string]any) {
-				m["installation"] = map[string]any{"id": githubtest.InstallationID}
-				cr := m["check_run"].(map[string]any)
-				cr["id"], cr["name"], cr["head_sha"], cr["external_id"] = first.ID, first.Name, head, first.ExternalID
-				cr["app"].(map[string]any)["id"] = githubtest.AppID
-				// GitHub's example writes these as "2018-04-25 20:42:10";
-				// its schema (and GitHub) say date-time.
-				for _, a := range []map[string]any{cr["app"].(map[string]any), cr["check_suite"].(map[string]any)["app"].(map[string]any)} {
-					a["created_at"], a["updated_at"] = "2018-04-25T20:42:10Z", "2018-04-25T20:42:10Z"
-				}
-				cr["pull_requests"] = []any{}
-				if !tt.fork {
-					cr["pull_requests"] = []any{map[string]any{"id": 1, "number": number, "url": "https://api.github.com/repos/" + repo + "/pulls/1",
-						"head": map[string]any{"ref": "bump-checkout", "sha": head, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}},
-						"base": map[string]any{"ref": "main", "sha": base, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}}}}
-				}
-				r := m["repository"].(map[string]any)
-				r["full_name"], r["name"] = repo, "checkout"
-				r["owner"].(map[string]any)["login"] = "acme"
-			}))
+			e.Deliver("check_run", rerequested(t, first, number, head, base, tt.fork))
 			e.Settle()
 			var runs []githubtest.CheckRun
 			for _, cr := range e.GitHub.CheckRuns(repo) {
@@ -78,4 +59,30 @@ apps:
 			}
 		})
 	}
+}
+
+// rerequested is the check_run event of a click on "Re-run" on run, a gate
+// run of pull request number (head, base); from a fork GitHub lists no
+// pull request in it.
+func rerequested(t *testing.T, run githubtest.CheckRun, number int, head, base string, fork bool) []byte {
+	return e2etest.Edit(t, githubtest.LoadPayload(t, "check_run", "rerequested.payload.json"), func(m map[string]any) {
+		m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		cr := m["check_run"].(map[string]any)
+		cr["id"], cr["name"], cr["head_sha"], cr["external_id"] = run.ID, run.Name, head, run.ExternalID
+		cr["app"].(map[string]any)["id"] = githubtest.AppID
+		// GitHub's example writes these as "2018-04-25 20:42:10";
+		// its schema (and GitHub) say date-time.
+		for _, a := range []map[string]any{cr["app"].(map[string]any), cr["check_suite"].(map[string]any)["app"].(map[string]any)} {
+			a["created_at"], a["updated_at"] = "2018-04-25T20:42:10Z", "2018-04-25T20:42:10Z"
+		}
+		cr["pull_requests"] = []any{}
+		if !fork {
+			cr["pull_requests"] = []any{map[string]any{"id": 1, "number": number, "url": "https://api.github.com/repos/" + repo + "/pulls/1",
+				"head": map[string]any{"ref": "bump-checkout", "sha": head, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}},
+				"base": map[string]any{"ref": "main", "sha": base, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}}}}
+		}
+		r := m["repository"].(map[string]any)
+		r["full_name"], r["name"] = repo, "checkout"
+		r["owner"].(map[string]any)["login"] = "acme"
+	})
 }

@@ -81,8 +81,11 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	if err != nil {
 		return err
 	}
+	// The job's id orders this evaluation among the commit's (see
+	// externalID): the queue numbers jobs in the order they were asked for,
+	// and a retry keeps its job's id.
 	for _, t := range targets {
-		if err := w.evaluate(ctx, gh, res.Config, t, pr, a); err != nil {
+		if err := w.evaluate(ctx, gh, res.Config, t, pr, a, job.ID); err != nil {
 			return err
 		}
 	}

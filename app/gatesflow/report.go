@@ -19,24 +19,31 @@ const reportAttempts = 8
 // ReportArgs writes one gate's check run. Unique by args: the same verdict
 // of the same evaluation is written once.
 type ReportArgs struct {
-	Repository     string             `json:"repository"`
-	HeadSHA        string             `json:"head_sha"`
-	InstallationID int64              `json:"installation_id"`
-	ExternalID     string             `json:"external_id"`
-	Name           string             `json:"name"`
-	Status         string             `json:"status"` // in_progress or completed
-	Conclusion     string             `json:"conclusion,omitempty"`
-	Title          string             `json:"title"`
-	Summary        string             `json:"summary,omitempty"`
-	Annotations    []gates.Annotation `json:"annotations,omitempty"`
+	Repository     string `json:"repository"`
+	HeadSHA        string `json:"head_sha"`
+	InstallationID int64  `json:"installation_id"`
+	ExternalID     string `json:"external_id"`
+	// App and Environment name the evaluation's scope, Seq its place
+	// among the scope's evaluations of the commit (EvaluationSeq): once a
+	// newer one has a run of the gate, this one's verdict is stale. Empty
+	// in jobs queued before they existed.
+	App         string             `json:"app,omitempty"`
+	Environment string             `json:"environment,omitempty"`
+	Seq         int64              `json:"seq,omitempty"`
+	Name        string             `json:"name"`
+	Status      string             `json:"status"` // in_progress or completed
+	Conclusion  string             `json:"conclusion,omitempty"`
+	Title       string             `json:"title"`
+	Summary     string             `json:"summary,omitempty"`
+	Annotations []gates.Annotation `json:"annotations,omitempty"`
 }
 
 // Kind names the job in the queue.
 func (ReportArgs) Kind() string { return "gates_report" }
 
-func completed(a EvaluateArgs, key string, o gates.Output) ReportArgs {
+func completed(a EvaluateArgs, t target, seq int64, key string, o gates.Output) ReportArgs {
 	return ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID, ExternalID: key,
-		Name: o.Name, Status: "completed", Conclusion: string(o.Conclusion), Title: o.Title, Summary: o.Summary, Annotations: o.Annotations}
+		App: t.app, Environment: t.env, Seq: seq, Name: o.Name, Status: "completed", Conclusion: string(o.Conclusion), Title: o.Title, Summary: o.Summary, Annotations: o.Annotations}
 }
 
 func queueReport(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r ReportArgs) error {
@@ -61,9 +68,12 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	owner, repo := splitRepo(a.Repository)
-	existing, err := findRun(ctx, gh, w.deps.App().ID, owner, repo, a)
+	existing, newer, err := findRun(ctx, gh, w.deps.App().ID, owner, repo, a)
 	if err != nil {
 		return err
+	}
+	if newer != nil {
+		return w.supersede(ctx, gh, a, existing, newer)
 	}
 	if a.Status == "in_progress" {
 		if existing != nil {
@@ -99,11 +109,35 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 	return nil
 }
 
+// supersede handles the verdict of an evaluation that a newer one of the
+// commit overtook (newer is that one's run of the gate): it writes none,
+// since a run made now would be the gate's newest on the commit, shown as
+// its result, with a stale verdict. A run this evaluation showed in
+// progress is completed neutral and points at the newer one, not left
+// spinning; the deployment protection rule reads the newer evaluation
+// (EvaluationSeq), whose run exists.
+func (w *reportWorker) supersede(ctx context.Context, gh *github.Client, a ReportArgs, existing, newer *github.CheckRun) error {
+	w.deps.Log.Info("gate verdict superseded by a newer evaluation", "repository", a.Repository, "head_sha", a.HeadSHA,
+		"gate", a.Name, "evaluation", a.ExternalID, "newer", newer.GetExternalID())
+	if existing == nil || existing.GetStatus() == "completed" {
+		return nil
+	}
+	owner, repo := splitRepo(a.Repository)
+	now := github.Timestamp{Time: w.deps.Now()}
+	summary := fmt.Sprintf("A newer evaluation of this commit reports %s: %s", a.Name, newer.GetHTMLURL())
+	_, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
+		Name: a.Name, Status: github.String("completed"), Conclusion: github.String("neutral"), CompletedAt: &now,
+		Output: &github.CheckRunOutput{Title: github.String("Superseded by a newer evaluation"), Summary: &summary},
+	})
+	return wrap(a, err)
+}
+
 // showInProgress creates the run of a gate still being evaluated, unless
-// this evaluation already has one (a retried job).
+// this evaluation already has one (a retried job) or a newer evaluation
+// has reported the gate.
 func showInProgress(ctx context.Context, gh *github.Client, appID int64, a ReportArgs) error {
 	owner, repo := splitRepo(a.Repository)
-	if existing, err := findRun(ctx, gh, appID, owner, repo, a); err != nil || existing != nil {
+	if existing, newer, err := findRun(ctx, gh, appID, owner, repo, a); err != nil || existing != nil || newer != nil {
 		return err
 	}
 	return createInProgress(ctx, gh, a)
@@ -139,21 +173,35 @@ func wrap(a ReportArgs, err error) error {
 // run, and its verdict would make a second run and leave the first in
 // progress. The external id, unique to an evaluation, picks ours among
 // them, on whatever page it is.
-func findRun(ctx context.Context, gh *github.Client, appID int64, owner, repo string, a ReportArgs) (*github.CheckRun, error) {
+//
+// newer is the run of the gate of the newest evaluation of the same app
+// and environment on the commit that is newer than this one (by
+// EvaluationSeq), if one has reported it.
+func findRun(ctx context.Context, gh *github.Client, appID int64, owner, repo string, a ReportArgs) (ours, newer *github.CheckRun, err error) {
 	opts := &github.ListCheckRunsOptions{CheckName: &a.Name, AppID: &appID, Filter: github.String("all"),
 		ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		list, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, opts)
 		if err != nil {
-			return nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
+			return nil, nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
 		}
 		for _, cr := range list.CheckRuns {
-			if cr.GetExternalID() == a.ExternalID && cr.GetApp().GetID() == appID {
-				return cr, nil
+			if cr.GetApp().GetID() != appID {
+				continue
+			}
+			id := cr.GetExternalID()
+			switch {
+			case id == a.ExternalID:
+				if ours == nil {
+					ours = cr
+				}
+			case a.App != "" && EvaluationOf(id, a.Repository, a.HeadSHA, a.App, a.Environment) &&
+				EvaluationSeq(id) > a.Seq && (newer == nil || EvaluationSeq(id) > EvaluationSeq(newer.GetExternalID())):
+				newer = cr
 			}
 		}
 		if resp.NextPage == 0 {
-			return nil, nil
+			return ours, newer, nil
 		}
 		opts.ListOptions.Page = resp.NextPage
 	}

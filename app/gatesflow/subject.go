@@ -21,7 +21,9 @@ import (
 
 // evaluate judges one environment's release and queues its check runs:
 // slow gates get an in_progress run first, then every gate its verdict.
-func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, t target, pr *github.PullRequest, a EvaluateArgs) error {
+// seq is the evaluation's place among the evaluations of the commit
+// (externalID).
+func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, t target, pr *github.PullRequest, a EvaluateArgs, seq int64) error {
 	s := gates.Subject{
 		Repository: a.Repository, App: t.app, Environment: t.env, Cluster: t.e.Cluster,
 		HeadSHA: a.HeadSHA, PullRequest: a.PullRequest, Title: pr.GetTitle(), HeadBranch: pr.GetHead().GetRef(),
@@ -60,14 +62,15 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if len(gs) == 0 {
 		return nil
 	}
-	key := externalID(a, t)
+	key := externalID(a, t, seq)
 	results := w.evaluateAll(ctx, gh, gs, s, func(g gates.Gate) ReportArgs {
 		return ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
-			ExternalID: key, Name: gates.CheckName(g.Name()), Status: "in_progress", Title: "evaluating"}
+			ExternalID: key, App: t.app, Environment: t.env, Seq: seq,
+			Name: gates.CheckName(g.Name()), Status: "in_progress", Title: "evaluating"}
 	})
 	reports := make([]ReportArgs, 0, len(results))
 	for _, r := range results {
-		reports = append(reports, completed(a, key, r.Output))
+		reports = append(reports, completed(a, t, seq, key, r.Output))
 		w.deps.Log.Info("gate evaluated", "repository", a.Repository, "pull_request", a.PullRequest, "app", t.app,
 			"environment", t.env, "gate", r.Gate, "outcome", r.Verdict.Outcome, "conclusion", r.Output.Conclusion)
 	}
@@ -107,9 +110,39 @@ func (w *evaluateWorker) subjectRecords(ctx context.Context, t target, window in
 }
 
 // externalID ties the runs of one evaluation together, so the verdict of a
-// slow gate updates the in_progress run it started.
-func externalID(a EvaluateArgs, t target) string {
-	return fmt.Sprintf("%s#%d@%s %s/%s %s", a.Repository, a.PullRequest, a.HeadSHA, t.app, t.env, a.Trigger)
+// slow gate updates the in_progress run it started:
+//
+//	<repository>#<pull request>@<head sha> <app>/<environment> <trigger> seq=<n>
+//
+// seq orders the evaluations of a commit (EvaluationSeq): the evaluation
+// job's id, given in the order evaluations are asked for (a push, a
+// re-run) and kept by the job's retries. Evaluations finish in any order;
+// the one asked for last is the newest, whenever it writes.
+func externalID(a EvaluateArgs, t target, seq int64) string {
+	return fmt.Sprintf("%s#%d@%s %s/%s %s%s%d", a.Repository, a.PullRequest, a.HeadSHA, t.app, t.env, a.Trigger, seqMark, seq)
+}
+
+// seqMark ends an external id before its evaluation's sequence.
+const seqMark = " seq="
+
+// EvaluationSeq is the sequence of the evaluation that made a gate run
+// with externalID: of two evaluations of a commit, the one with the higher
+// is the newer. A run made before external ids carried one has 0, older
+// than every run that has one.
+func EvaluationSeq(externalID string) int64 {
+	i := strings.LastIndex(externalID, seqMark)
+	if i < 0 {
+		return 0
+	}
+	digits := externalID[i+len(seqMark):]
+	if digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // EvaluationOf reports whether externalID, the external id of a gate check

@@ -40,6 +40,10 @@ type CheckRun struct {
 	// Evaluation is the run's external id: every run of one gate
 	// evaluation has the same.
 	Evaluation string
+	// Seq orders the evaluations of a scope (gatesflow.EvaluationSeq):
+	// the highest is the newest, whatever order their runs were made in;
+	// 0 for runs made before evaluations carried one.
+	Seq int64
 }
 
 // Decision is the answer: State is Approved, Rejected, or empty to ask
@@ -113,12 +117,13 @@ func decideGates(rules []Rule, runs []CheckRun, sha string) Decision {
 }
 
 // evaluatedGateRuns judges one evaluation per rule that requires gates:
-// the newest one of its scope (the one with the newest run; runs come
-// newest first), all of that evaluation's runs and none of an older one's,
-// so a re-evaluation still reporting is not mixed with the verdicts it
-// replaces. Only the gates the rule's config requires count: a run of a
-// gate removed from the config is no verdict. missing names the required
-// gates that the newest evaluation has not reported yet (still running).
+// the newest one of its scope (the highest Seq; among equal ones, the one
+// with the newest run: runs come newest first), all of that evaluation's
+// runs and none of an older one's, so a re-evaluation still reporting is
+// not mixed with the verdicts it replaces. Only the gates the rule's
+// config requires count: a run of a gate removed from the config is no
+// verdict. missing names the required gates that the newest evaluation
+// has not reported yet (still running).
 // A rule with no evaluation adds neither: unevaluated names it ("app
 // environment"). Runs come out in name order.
 func evaluatedGateRuns(rules []Rule, runs []CheckRun) (out []CheckRun, missing, unevaluated []string) {
@@ -127,11 +132,15 @@ func evaluatedGateRuns(rules []Rule, runs []CheckRun) (out []CheckRun, missing, 
 			continue
 		}
 		scope := rule.App + "/" + rule.Environment
-		newest := ""
+		// The newest evaluation is the one asked for last (its Seq), not
+		// the one whose run was made last: an older evaluation that
+		// finishes after a newer one must not win with its stale verdict.
+		// Among runs of equal Seq (made before evaluations carried one),
+		// the newest run's.
+		newest, best := "", int64(-1)
 		for _, r := range runs {
-			if r.Scope == scope && isGateRun(r.Name) {
-				newest = r.Evaluation
-				break
+			if r.Scope == scope && isGateRun(r.Name) && r.Seq > best {
+				newest, best = r.Evaluation, r.Seq
 			}
 		}
 		if newest == "" {

@@ -318,6 +318,41 @@ func TestProtectionRuleDoesNotMixAnOlderEvaluationIn(t *testing.T) {
 	}
 }
 
+// Evaluations of a commit can finish out of order: a re-run whose gate was
+// slow writes its verdict after a later re-run wrote its own. The newest
+// evaluation is the one asked for last (the seq gatesflow puts in the
+// external id), not the one that wrote last: the older one's pass must not
+// approve what the newer one refused.
+func TestProtectionRuleJudgesTheEvaluationAskedForLast(t *testing.T) {
+	now := time.Now().UTC()
+	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: "failure",
+		ExternalID: gateExternalID(sha, "shop", "production", "check_run rerequested d-2 seq=12")})
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: "success",
+		ExternalID: gateExternalID(sha, "shop", "production", "check_run rerequested d-1 seq=9")}) // written last
+	e.Install(repo)
+	if r := deploy(t, e, sha, 703); r.State != "rejected" || !strings.Contains(r.Comment, "ripcord/provenance (failure)") {
+		t.Errorf("review = %+v, want rejected by the newest evaluation's failed ripcord/provenance", r)
+	}
+}
+
+// Runs made before external ids carried a seq are older than any that
+// carries one, and among themselves the newest run's evaluation counts.
+func TestProtectionRuleOrdersRunsWithoutSeqBeforeThoseWithOne(t *testing.T) {
+	now := time.Now().UTC()
+	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: "failure",
+		ExternalID: gateExternalID(sha, "shop", "production", "pull_request opened seq=3")})
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: "success",
+		ExternalID: gateExternalID(sha, "shop", "production", "pull_request opened")}) // an old job's, written last
+	e.Install(repo)
+	if r := deploy(t, e, sha, 704); r.State != "rejected" {
+		t.Errorf("review = %+v, want rejected by the evaluation with a seq", r)
+	}
+}
+
 // gateExternalID is the external id gatesflow gives the runs of one
 // evaluation of an app's environment on pull request #7.
 func gateExternalID(sha, app, env, trigger string) string {

@@ -235,7 +235,8 @@ func checkRuns(ctx context.Context, gh *github.Client, appID int64, repository, 
 				continue
 			}
 			out = append(out, CheckRun{ID: cr.GetID(), Name: cr.GetName(), Status: cr.GetStatus(), Conclusion: cr.GetConclusion(),
-				URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA(), Scope: scope, Evaluation: cr.GetExternalID()})
+				URL: cr.GetHTMLURL(), HeadSHA: cr.GetHeadSHA(), Scope: scope, Evaluation: cr.GetExternalID(),
+				Seq: gatesflow.EvaluationSeq(cr.GetExternalID())})
 		}
 		if resp.NextPage == 0 {
 			break
