@@ -52,7 +52,10 @@ type evaluateWorker struct {
 	registry attest.Source
 }
 
-func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return 5 * time.Minute }
+// evaluateTimeout bounds an evaluation job; a variable for tests.
+var evaluateTimeout = 5 * time.Minute
+
+func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return evaluateTimeout }
 
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
 	a := job.Args

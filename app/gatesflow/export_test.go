@@ -8,3 +8,10 @@ func SetSlowAfter(d time.Duration) (restore func()) {
 	slowAfter = d
 	return func() { slowAfter = old }
 }
+
+// SetEvaluateTimeout shortens the evaluation job's timeout for a test.
+func SetEvaluateTimeout(d time.Duration) (restore func()) {
+	old := evaluateTimeout
+	evaluateTimeout = d
+	return func() { evaluateTimeout = old }
+}
