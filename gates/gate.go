@@ -64,8 +64,10 @@ type Subject struct {
 	Image       string `json:"image"`
 	Digest      string `json:"digest"`
 	GitRevision string `json:"git_revision"`
-	// GitRevisionSource says where GitRevision came from, for the summary.
-	GitRevisionSource string `json:"git_revision_source,omitempty"`
+	// GitRevisionSource says where GitRevision came from, for the summary;
+	// GitRevisionUnknown why it is empty, for the gates that need it.
+	GitRevisionSource  string `json:"git_revision_source,omitempty"`
+	GitRevisionUnknown string `json:"git_revision_unknown,omitempty"`
 	// SourceRepository is the repository GitRevision belongs to: the
 	// repository of the release record that ran the digest, which need not
 	// be the GitOps repository the PR changes. Empty: unknown.
@@ -100,6 +102,12 @@ func (s Subject) CodeRepository() string {
 		return s.SourceRepository
 	}
 	return s.Repository
+}
+
+// revisionUnknown is the verdict of a gate that needs GitRevision when it
+// is unknown, saying why.
+func (s Subject) revisionUnknown() Verdict {
+	return Errored("the release's git revision is unknown: " + orDefault(s.GitRevisionUnknown, "no release record names this digest"))
 }
 
 // EligibleRollback reports whether content gates are advisory for s.

@@ -76,7 +76,7 @@ func (g SAST) Evaluate(ctx context.Context, s Subject) Verdict {
 		return Errored(fmt.Sprintf("gates.sast.severity: %q is not error, high, medium, low or note", g.Severity))
 	}
 	if s.GitRevision == "" {
-		return Errored("the release's git revision is unknown: no release record names this digest")
+		return s.revisionUnknown()
 	}
 	alerts, err := g.GitHub.OpenAlerts(ctx, s.CodeRepository(), s.GitRevision)
 	if err != nil {

@@ -21,7 +21,7 @@ func (CommitSigning) Name() string { return NameCommitSigning }
 func (CommitSigning) Class() Class { return Integrity }
 func (g CommitSigning) Evaluate(ctx context.Context, s Subject) Verdict {
 	if s.GitRevision == "" {
-		return Errored("the release's git revision is unknown: no release record names this digest")
+		return s.revisionUnknown()
 	}
 	ok, reason, err := g.GitHub.CommitVerification(ctx, s.CodeRepository(), s.GitRevision)
 	if err != nil {

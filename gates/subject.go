@@ -1,6 +1,7 @@
 package gates
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/ripcord/ripcord/eligibility"
@@ -44,5 +45,52 @@ func Assess(rs []records.Record, s Subject, window int) Subject {
 			}
 		}
 	}
+	if s.GitRevision == "" {
+		s.GitRevisionUnknown = noRevision(rs, s)
+	}
 	return s
+}
+
+// noRevision says why no record Assess trusts gives the commit s's digest
+// was built from: the check runs of the gates that need it say so, and
+// must not blame a missing record for a tag-only release file or for a
+// record of another repository.
+func noRevision(rs []records.Record, s Subject) string {
+	if s.Digest == "" {
+		return "the release file pins no digest, so no release record can say which commit the image was built from"
+	}
+	var untrusted, bare *records.Record
+	for i, r := range rs {
+		switch {
+		case r.ResolvedDigest() != s.Digest:
+		case r.GitRevision == "":
+			if bare == nil {
+				bare = &rs[i]
+			}
+		case untrusted == nil:
+			untrusted = &rs[i] // Assess took none with a revision: another repository's
+		}
+	}
+	d := shortDigest(s.Digest)
+	switch {
+	case untrusted != nil:
+		owner := "no repository yet (no release record of it names one)"
+		if s.Owner != "" {
+			owner = s.Owner + " (the repository of its first release)"
+		}
+		return fmt.Sprintf("only release %s of %s names digest %s with a git revision, and %s in %s belongs to %s: "+
+			"another repository's record does not say which commit it was built from",
+			untrusted.ReleaseID, untrusted.Repository, d, s.App, s.Environment, owner)
+	case bare != nil:
+		return fmt.Sprintf("release %s names digest %s but no git revision", bare.ReleaseID, d)
+	}
+	return fmt.Sprintf("no release record of %s in %s names digest %s", s.App, s.Environment, d)
+}
+
+// shortDigest is "sha256:" and the first 12 hex digits of a digest.
+func shortDigest(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13] + "…"
+	}
+	return d
 }

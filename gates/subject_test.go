@@ -124,3 +124,57 @@ func TestAssessSaysWhetherTheRevisionsReleaseRan(t *testing.T) {
 		t.Errorf("revision source %q, want r2, which ran this digest", s.GitRevisionSource)
 	}
 }
+
+// When the git revision is unknown, commit-signing and sast say why as it
+// is: the check run must not claim "no release record names this digest"
+// when the release file pins no digest, nor when a record does name it but
+// is another repository's (and so not trusted for the commit).
+func TestGatesSayWhyTheRevisionIsUnknown(t *testing.T) {
+	base := Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout"}
+	foreign := records.Record{ReleaseID: "evil-1", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Repository: "mallory/fork", Image: "reg/checkout@" + newDigest, Digest: newDigest, GitRevision: "ee11ee11ee11ee11",
+		State: records.StateOpened}
+	noRevision := records.Record{ReleaseID: "r9", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout@" + newDigest, Digest: newDigest, State: records.StateOpened}
+	tag := base
+	tag.Image = "reg/checkout:v2"
+	pinned := base
+	pinned.Digest = newDigest
+	owned := pinned
+	owned.Owner = "acme/checkout-src"
+	tests := []struct {
+		name    string
+		rs      []records.Record
+		s       Subject
+		want    []string
+		notWant string
+	}{
+		{"a tag only", history(), tag, []string{"pins no digest"}, "no release record names"},
+		{"no record of the digest", history(), pinned, []string{"no release record", "names digest " + newDigest[:19]}, ""},
+		{"another repository's record", []records.Record{foreign}, owned,
+			[]string{"evil-1", "mallory/fork", "acme/checkout-src"}, "no release record names"},
+		{"a record without a revision", []records.Record{noRevision}, pinned, []string{"r9", "no git revision"}, "no release record names"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Assess(tt.rs, tt.s, 5)
+			if s.GitRevision != "" {
+				t.Fatalf("revision %q, want none", s.GitRevision)
+			}
+			for _, g := range []Gate{CommitSigning{GitHub: &verifier{}}, SAST{Severity: "high"}} {
+				v := g.Evaluate(context.Background(), s)
+				if v.Outcome != Error {
+					t.Errorf("%s: %s, want error", g.Name(), v.Outcome)
+				}
+				for _, w := range tt.want {
+					if !strings.Contains(v.Summary, w) {
+						t.Errorf("%s: %q does not say %q", g.Name(), v.Summary, w)
+					}
+				}
+				if tt.notWant != "" && strings.Contains(v.Summary, tt.notWant) {
+					t.Errorf("%s: %q says %q, which is not why", g.Name(), v.Summary, tt.notWant)
+				}
+			}
+		})
+	}
+}
