@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -32,7 +33,18 @@ type EvaluateArgs struct {
 	HeadSHA        string `json:"head_sha" river:"unique"`
 	Trigger        string `json:"trigger" river:"unique"`
 	InstallationID int64  `json:"installation_id"`
+	// Label is the label a labeled or unlabeled event added or removed,
+	// Edited what an edited event changed (editedBody, editedBase): the
+	// job evaluates only the environments whose gates that can change.
+	Label  string `json:"label,omitempty"`
+	Edited string `json:"edited,omitempty"`
 }
+
+// What an edited pull request changed, for EvaluateArgs.Edited.
+const (
+	editedBody = "body"
+	editedBase = "base"
+)
 
 // Kind names the job in the queue.
 func (EvaluateArgs) Kind() string { return "gates_evaluate" }
@@ -84,6 +96,7 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	if err != nil {
 		return err
 	}
+	targets = slices.DeleteFunc(targets, func(t target) bool { return !concerns(res.Config, t, a) })
 	// The job's id orders this evaluation among the commit's (see
 	// externalID): the queue numbers jobs in the order they were asked for,
 	// and a retry keeps its job's id.
@@ -135,6 +148,21 @@ func (w *evaluateWorker) releases(ctx context.Context, gh *github.Client, cfg *r
 		}
 	}
 	return out, nil
+}
+
+// concerns reports whether the change that triggered a is one t's gates
+// read: a label that qa names, or any label when policy-validation is on
+// (the policy service is sent the labels); the body when itsm is on. A
+// push, a re-run or a new base concerns every gate.
+func concerns(cfg *repoconfig.Config, t target, a EvaluateArgs) bool {
+	g, _ := cfg.GatesFor(t.app, t.env)
+	switch {
+	case a.Label != "":
+		return g.Process.PolicyValidation != nil || (g.Process.QA != nil && slices.Contains(g.Process.QA.Labels, a.Label))
+	case a.Edited == editedBody:
+		return g.Process.ITSM != nil
+	}
+	return true
 }
 
 func onReleaseBranch(globs []string, branch string) bool {

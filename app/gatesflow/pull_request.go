@@ -11,9 +11,12 @@ import (
 	"github.com/ripcord/ripcord/app/pipeline"
 )
 
-// pullRequestHandler queues the gates of a PR whose head moved. Whether the
-// PR is a release (it changes a release file, or comes from a release
-// branch) needs GitHub reads, so the job decides.
+// pullRequestHandler queues the gates of a PR whose head moved, or whose
+// labels or body changed (qa and policy-validation read the labels, itsm
+// the body: their runs must follow). Whether the PR is a release (it
+// changes a release file, or comes from a release branch), and whether a
+// label or body change concerns its gates, needs GitHub reads and the
+// config, so the job decides.
 type pullRequestHandler struct{ deps pipeline.Deps }
 
 func (pullRequestHandler) Handles() []string { return []string{"pull_request"} }
@@ -23,14 +26,33 @@ func (h pullRequestHandler) Handle(_ context.Context, d pipeline.Delivery) (pipe
 	if err := json.Unmarshal(d.Body, &ev); err != nil {
 		return nil, fmt.Errorf("decode pull_request event: %w", err)
 	}
-	switch ev.GetAction() {
-	case "opened", "synchronize", "reopened":
-	default:
-		return nil, nil
-	}
 	args := EvaluateArgs{
 		Repository: ev.GetRepo().GetFullName(), PullRequest: ev.GetNumber(), HeadSHA: ev.GetPullRequest().GetHead().GetSHA(),
 		InstallationID: d.InstallationID, Trigger: "pull_request " + ev.GetAction(),
+	}
+	switch ev.GetAction() {
+	case "opened", "synchronize", "reopened":
+	case "labeled", "unlabeled":
+		args.Label = ev.GetLabel().GetName()
+		if args.Label == "" {
+			return nil, nil
+		}
+	case "edited":
+		switch {
+		case ev.GetChanges().GetBase() != nil:
+			args.Edited = editedBase
+		case ev.GetChanges().GetBody() != nil:
+			args.Edited = editedBody
+		default:
+			return nil, nil // the title: no gate reads it
+		}
+	default:
+		return nil, nil
+	}
+	if args.Label != "" || args.Edited != "" {
+		// Each change is its own evaluation (a label added, removed and
+		// added again is three); a redelivery of one stays one.
+		args.Trigger += " " + d.ID
 	}
 	if args.Repository == "" || args.InstallationID == 0 || args.HeadSHA == "" {
 		return nil, nil // not an App delivery: nothing to act as
