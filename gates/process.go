@@ -36,12 +36,18 @@ func (g QA) Evaluate(_ context.Context, s Subject) Verdict {
 	if len(g.Labels) == 0 {
 		return Errored("process.qa.labels names no label")
 	}
-	for _, l := range g.Labels {
-		if slices.Contains(s.Labels, l) {
+	for _, l := range s.Labels {
+		if g.Names(l) {
 			return Passed(fmt.Sprintf("label %q is on the pull request", l))
 		}
 	}
 	return Failed(fmt.Sprintf("the pull request needs one of the labels %s", quoteAll(g.Labels)))
+}
+
+// Names reports whether label is one of g's Labels, compared as GitHub
+// compares label names: case-insensitively.
+func (g QA) Names(label string) bool {
+	return slices.ContainsFunc(g.Labels, func(l string) bool { return strings.EqualFold(l, label) })
 }
 
 func quoteAll(ss []string) string {

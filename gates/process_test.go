@@ -128,3 +128,16 @@ func TestCommitSigning(t *testing.T) {
 		})
 	}
 }
+
+// GitHub's label names are case-insensitive (a repository cannot have both
+// "QA-Approved" and "qa-approved"): the label the repository spells
+// QA-Approved is the one the config names qa-approved.
+func TestQALabelsAreCaseInsensitive(t *testing.T) {
+	g := QA{Labels: []string{"qa-approved"}}
+	if v := g.Evaluate(context.Background(), Subject{Labels: []string{"QA-Approved"}}); v.Outcome != Pass {
+		t.Fatalf("the label spelled QA-Approved: %s %q, want pass", v.Outcome, v.Summary)
+	}
+	if !g.Names("QA-APPROVED") || g.Names("qa") {
+		t.Error("Names does not match label names as GitHub does, case-insensitively and whole")
+	}
+}

@@ -158,7 +158,7 @@ func concerns(cfg *repoconfig.Config, t target, a EvaluateArgs) bool {
 	g, _ := cfg.GatesFor(t.app, t.env)
 	switch {
 	case a.Label != "":
-		return g.Process.PolicyValidation != nil || (g.Process.QA != nil && slices.Contains(g.Process.QA.Labels, a.Label))
+		return g.Process.PolicyValidation != nil || (g.Process.QA != nil && gates.QA{Labels: g.Process.QA.Labels}.Names(a.Label))
 	case a.Edited == editedBody:
 		return g.Process.ITSM != nil
 	}
