@@ -8,8 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/ripcord/ripcord/internal/store"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -17,8 +15,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok\n"))
 }
 
-// readyz is ready when the database answers (on SQLite: its file can be
-// written, see store.DB.CheckWrite) and every migration is applied.
+// readyz is ready when the database answers, takes writes (a SQLite file
+// that can be written, a PostgreSQL that is no standby nor read-only: see
+// store.DB.CheckWrite) and every migration is applied.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -27,12 +26,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	if s.db.Dialect == store.SQLite {
-		if err := s.db.CheckWrite(ctx); err != nil {
-			s.health.failed(err)
-			http.Error(w, "database cannot be written: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
+	if err := s.db.CheckWrite(ctx); err != nil {
+		s.health.failed(err)
+		http.Error(w, "database cannot be written: "+err.Error(), http.StatusServiceUnavailable)
+		return
 	}
 	s.health.ok()
 	pending, err := s.db.Pending(ctx)

@@ -219,11 +219,26 @@ func (db *DB) Ping(ctx context.Context) error {
 // BEGIN IMMEDIATE: SQLite keeps a transaction's pages in memory until its
 // commit, so those never touch the file. So it commits a write that changes
 // nothing: user_version set to itself, one page appended to the WAL, which
-// the checkpointer copies back and reuses (the database does not grow). On
-// PostgreSQL it is Ping: a full disk there fails the writes themselves.
+// the checkpointer copies back and reuses (the database does not grow).
+//
+// On PostgreSQL it asks whether a session takes writes: a standby (what a
+// failover leaves behind an address still pointing at the old primary)
+// or default_transaction_read_only answers pings and reads, and refuses
+// every write. The answer is ErrReadOnly.
 func (db *DB) CheckWrite(ctx context.Context) error {
 	if db.Dialect != SQLite {
-		return db.Ping(ctx)
+		var standby bool
+		var readOnly string
+		if err := db.Write.QueryRowContext(ctx, `SELECT pg_is_in_recovery(), current_setting('transaction_read_only')`).Scan(&standby, &readOnly); err != nil {
+			return err
+		}
+		switch {
+		case standby:
+			return fmt.Errorf("%w: PostgreSQL is a standby (in recovery)", ErrReadOnly)
+		case readOnly == "on":
+			return fmt.Errorf("%w: PostgreSQL sessions are read-only (default_transaction_read_only)", ErrReadOnly)
+		}
+		return nil
 	}
 	return db.InTx(ctx, func(tx *sql.Tx) error {
 		var v int64
@@ -234,6 +249,10 @@ func (db *DB) CheckWrite(ctx context.Context) error {
 		return err
 	})
 }
+
+// ErrReadOnly is CheckWrite's answer for a PostgreSQL that takes no
+// writes; Unavailable counts it.
+var ErrReadOnly = errors.New("the database is read-only: it takes no writes")
 
 // Close closes the pools.
 func (db *DB) Close() error {

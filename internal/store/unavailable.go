@@ -22,6 +22,9 @@ func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
+	if errors.Is(err, ErrReadOnly) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
