@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,8 +22,12 @@ import (
 // as before, while every delivery and fact fails. Here the database is made
 // read-only for new sessions and the server's sessions are ended, so its
 // pool reconnects read-only; then writes are given back.
-func TestPostgresReadyzSaysWhenTheDatabaseIsReadOnly(t *testing.T) {
-	dbURL := testdb.URL(t, "postgres")
+// readOnlyPostgres is a fresh PostgreSQL test database and what makes it
+// read-only or writable again: default_transaction_read_only for new
+// sessions, and the sessions open on it ended, so pools reconnect as such.
+func readOnlyPostgres(t *testing.T) (dbURL string, readOnly func(on bool)) {
+	t.Helper()
+	dbURL = testdb.URL(t, "postgres")
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -31,14 +37,14 @@ func TestPostgresReadyzSaysWhenTheDatabaseIsReadOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
-	ctx := context.Background()
-	readOnly := func(on bool) {
+	t.Cleanup(func() { admin.Close() })
+	return dbURL, func(on bool) {
 		t.Helper()
 		v := "off"
 		if on {
 			v = "on"
 		}
+		ctx := context.Background()
 		if _, err := admin.ExecContext(ctx, "ALTER DATABASE "+name+" SET default_transaction_read_only = "+v); err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +52,10 @@ func TestPostgresReadyzSaysWhenTheDatabaseIsReadOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
 
+func TestPostgresReadyzSaysWhenTheDatabaseIsReadOnly(t *testing.T) {
+	dbURL, readOnly := readOnlyPostgres(t)
 	ts := startServer(t, dbURL, Options{})
 	if code, body := outageGet(ts.URL + "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz before: %d %q", code, body)
@@ -73,4 +82,35 @@ func TestPostgresReadyzSaysWhenTheDatabaseIsReadOnly(t *testing.T) {
 		code, _ := outageGet(ts.URL + "/readyz")
 		return code == http.StatusOK
 	})
+}
+
+// Writes refused by a read-only PostgreSQL are the database being
+// unavailable, as when it is down: the deliveries are refused 503 and the
+// outage is logged as such, not as an error per delivery.
+func TestPostgresReadOnlyIsAnOutage(t *testing.T) {
+	dbURL, readOnly := readOnlyPostgres(t)
+	logs := &syncBuffer{}
+	ts := startServer(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	// An answer means Run has started the job queue: its sessions are not
+	// ended while it starts.
+	if code, body := outageGet(ts.URL + "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz before: %d %q", code, body)
+	}
+	readOnly(true)
+	defer readOnly(false)
+	ping := githubtest.LoadPayload(t, "ping", "payload.json")
+	for i := range 5 {
+		code, resp := outagePost(ts.URL+"/api/github/hook", "", map[string]string{"X-GitHub-Event": "ping",
+			"X-GitHub-Delivery": fmt.Sprintf("read-only-%d", i), "X-Hub-Signature-256": githubtest.Sign(testSecret, ping)}, ping)
+		if code != http.StatusServiceUnavailable {
+			t.Errorf("delivery %d while the database is read-only: %d %q, want 503", i, code, resp)
+		}
+	}
+	out := logs.String()
+	if !strings.Contains(out, "the database is unavailable") {
+		t.Errorf("no outage logged:\n%s", out)
+	}
+	if n := strings.Count(out, "store webhook delivery"); n > 0 {
+		t.Errorf("%d errors logged for deliveries refused by a read-only database, want none beside the outage:\n%s", n, out)
+	}
 }

@@ -14,10 +14,11 @@ import (
 
 // Unavailable reports whether err says the database cannot be used at all
 // for now, rather than that one statement was wrong: PostgreSQL cannot be
-// reached, closed the connection, is shutting down or starting, or is out
-// of disk; SQLite's file cannot be written (disk full, I/O error, read-only,
-// cannot be opened). The server answers such failures 503 and logs the
-// outage once (app/dbhealth.go) instead of once per request or poll.
+// reached, closed the connection, is shutting down or starting, is out of
+// disk or takes no writes (a standby, read-only sessions); SQLite's file
+// cannot be written (disk full, I/O error, read-only, cannot be opened).
+// The server answers such failures 503 and logs the outage once
+// (app/dbhealth.go) instead of once per request or poll.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
@@ -31,7 +32,8 @@ func Unavailable(err error) bool {
 		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, starting
 			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources: disk full, too many connections
-			strings.HasPrefix(pgErr.Code, "58"): // system error: I/O
+			strings.HasPrefix(pgErr.Code, "58"), // system error: I/O
+			pgErr.Code == "25006":               // read_only_sql_transaction: a standby, default_transaction_read_only
 			return true
 		}
 		return false
@@ -64,6 +66,7 @@ var unavailableTexts = []string{
 	"the database system is starting up", "the database system is in recovery mode",
 	"database or disk is full", "disk I/O error", "attempt to write a readonly database",
 	"unable to open database file", "no space left on device", "file too large",
+	"in a read-only transaction",
 }
 
 // UnavailableMessage is Unavailable for an error's text.
