@@ -41,9 +41,15 @@ type Accepted struct {
 	EligibilityReason string `json:"eligibility_reason"`
 	Repository        string `json:"repository"` // where the pull request is opened
 	Branch            string `json:"branch"`
-	JobID             int64  `json:"job_id"`
-	Duplicate         bool   `json:"duplicate"`
-	Release           string `json:"release"` // the API path of the release record
+	// JobID is the job that opens the pull request; 0 when the rollback is
+	// open already (PRURL names its pull request) and nothing was queued.
+	JobID int64 `json:"job_id"`
+	// Duplicate is true when the same rollback was asked for already: its
+	// job carries on, or its pull request is open (PRURL, PRNumber).
+	Duplicate bool   `json:"duplicate"`
+	Release   string `json:"release"` // the API path of the release record
+	PRURL     string `json:"pr_url,omitempty"`
+	PRNumber  int    `json:"pr_number,omitempty"`
 }
 
 type apiHandler struct{ st *starter }
@@ -89,12 +95,20 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		pipeline.WriteError(w, http.StatusUnprocessableEntity, "repository", cfg.Err().Error())
 		return
 	}
-	// An open rollback's job is a duplicate: the answer says so and names
-	// it. begin skips attempts whose pull requests were closed unmerged.
-	plan, _, err := h.st.begin(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
+	// An open rollback is a duplicate: the answer says so and names its
+	// pull request, and nothing is queued (its job may long be gone, and a
+	// new one would only find the record). begin skips attempts whose pull
+	// requests were closed unmerged.
+	plan, open, err := h.st.begin(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
 		To: b.To, Reason: b.Reason, RequestedBy: "the API"})
 	if err != nil {
 		h.answerError(w, r, "", err)
+		return
+	}
+	if open != nil {
+		acc := accepted(plan, Queued{Duplicate: true})
+		acc.PRURL, acc.PRNumber = open.PRURL, open.PRNumber
+		pipeline.WriteJSON(w, http.StatusAccepted, acc)
 		return
 	}
 	var q Queued
@@ -106,11 +120,15 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answerError(w, r, "", err)
 		return
 	}
+	pipeline.WriteJSON(w, http.StatusAccepted, accepted(plan, q))
+}
+
+func accepted(plan Plan, q Queued) Accepted {
 	rb := plan.Request.Rollback
-	pipeline.WriteJSON(w, http.StatusAccepted, Accepted{ReleaseID: plan.Record.ReleaseID, RollbackOf: plan.Record.RollbackOf,
+	return Accepted{ReleaseID: plan.Record.ReleaseID, RollbackOf: plan.Record.RollbackOf,
 		TargetReleaseID: plan.Target, Eligible: rb.Eligibility.Eligible, EligibilityReason: rb.Eligibility.Reason,
 		Repository: plan.Request.Repository, Branch: branchOf(plan), JobID: q.JobID, Duplicate: q.Duplicate,
-		Release: "/api/v1/releases/" + url.PathEscape(plan.Record.ReleaseID)})
+		Release: "/api/v1/releases/" + url.PathEscape(plan.Record.ReleaseID)}
 }
 
 // repository is the body's, or the one the newest release there names.

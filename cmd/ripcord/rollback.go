@@ -20,6 +20,7 @@ type rollbackAnswer struct {
 	JobID             int64  `json:"job_id"`
 	Duplicate         bool   `json:"duplicate"`
 	Release           string `json:"release"`
+	PRURL             string `json:"pr_url"`
 }
 
 // runRollback is `ripcord rollback`: POST /api/v1/rollbacks. The server
@@ -63,6 +64,10 @@ func runRollback(args []string) int {
 			fmt.Printf("eligible: %s\n", out.EligibilityReason)
 		} else {
 			fmt.Printf("NOT eligible (ordinary promotion, every gate applies): %s\n", out.EligibilityReason)
+		}
+		if out.PRURL != "" {
+			fmt.Printf("pull request open already: %s (branch %s in %s)\n", out.PRURL, out.Branch, out.Repository)
+			return
 		}
 		fmt.Printf("pull request: branch %s in %s (job %d); see `ripcord releases show %s`\n", out.Branch, out.Repository, out.JobID, out.ReleaseID)
 	})
