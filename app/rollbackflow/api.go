@@ -152,7 +152,13 @@ func (h apiHandler) repository(r *http.Request, b rollbackBody) (string, error) 
 func (h apiHandler) answerError(w http.ResponseWriter, r *http.Request, field string, err error) {
 	var refused *Refused
 	if errors.As(err, &refused) {
-		pipeline.WriteError(w, http.StatusUnprocessableEntity, field, refused.Reason)
+		status := http.StatusUnprocessableEntity
+		if refused.Open != nil {
+			// Another rollback's pull request is open: the request is
+			// fine, the environment is busy until it is merged or closed.
+			status = http.StatusConflict
+		}
+		pipeline.WriteError(w, status, field, refused.Reason)
 		return
 	}
 	h.st.deps.Log.Error("rollback request failed", "path", r.URL.Path, "err", err)

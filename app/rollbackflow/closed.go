@@ -351,16 +351,23 @@ func withdraw(ctx context.Context, tx *sql.Tx, d pipeline.Deps, releaseID, why s
 // now and returned as such. When GitHub cannot say, rec is returned as it
 // is: the answer is then the one ripcord would have given anyway.
 func (st *starter) closedMeanwhile(ctx context.Context, plan Plan, rec records.Record) (records.Record, error) {
+	rec, _, err := st.stillOpen(ctx, plan, rec)
+	return rec, err
+}
+
+// stillOpen is closedMeanwhile that also says whether GitHub has the pull
+// request merged. When GitHub cannot be asked, the record stands as it is.
+func (st *starter) stillOpen(ctx context.Context, plan Plan, rec records.Record) (records.Record, bool, error) {
 	d := st.deps
 	repo, number := pullRequestOf(rec, plan.Request.Repository)
 	pr, err := st.pullRequest(ctx, repo, number)
 	if err != nil {
 		d.Log.Warn("cannot tell whether a rollback pull request is still open", "release_id", rec.ReleaseID,
 			"pull_request", rec.PRURL, "err", err)
-		return rec, nil
+		return rec, false, nil
 	}
 	if pr.GetState() != "closed" || pr.GetMerged() {
-		return rec, nil
+		return rec, pr.GetMerged(), nil
 	}
 	why := closedWhy(or(pr.GetHTMLURL(), rec.PRURL), "") + " (found on GitHub: ripcord missed the close)"
 	var out records.Record
@@ -369,7 +376,7 @@ func (st *starter) closedMeanwhile(ctx context.Context, plan Plan, rec records.R
 		out, err = withdraw(ctx, tx, d, rec.ReleaseID, why, map[string]any{"pull_request": or(pr.GetHTMLURL(), rec.PRURL)})
 		return err
 	})
-	return out, err
+	return out, false, err
 }
 
 func (st *starter) pullRequest(ctx context.Context, repository string, number int) (*github.PullRequest, error) {

@@ -71,7 +71,13 @@ type Plan struct {
 }
 
 // Refused is a rollback ripcord will not start, with the reason for the user.
-type Refused struct{ Reason string }
+type Refused struct {
+	Reason string
+	// Open, when set, is the rollback release whose pull request is open
+	// in the same app, environment and cluster: the reason this one is not
+	// started (one rollback pull request at a time per environment).
+	Open *records.Record
+}
 
 func (r *Refused) Error() string { return r.Reason }
 

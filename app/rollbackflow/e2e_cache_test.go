@@ -72,9 +72,10 @@ func (s *scene) pushMain(files map[string]string) string {
 }
 
 // Two rollbacks of one environment: the first reads the GitOps base (eight
-// calls), an unrelated push to main moves the cached base on, and the second
-// is six calls — blob, tree, commit, ref, pull request, label — on the
-// pushed head.
+// calls), its pull request is closed (one rollback pull request may be open
+// per environment), an unrelated push to main moves the cached base on, and
+// the second is six calls — blob, tree, commit, ref, pull request, label —
+// on the pushed head.
 func TestRollbackOnAWarmBaseCache(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
@@ -83,6 +84,11 @@ func TestRollbackOnAWarmBaseCache(t *testing.T) {
 		if want := append(append([]string(nil), coldBaseCalls...), warmBaseCalls...); !reflect.DeepEqual(cold, want) {
 			t.Errorf("cold calls:\n  %s\nwant:\n  %s", strings.Join(cold, "\n  "), strings.Join(want, "\n  "))
 		}
+
+		first, _ := s.release(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+		s.closePullRequest(first.PRNumber)
+		s.Deliver("pull_request", s.closedEvent(first))
+		s.Settle(jobKinds...)
 
 		head := s.pushMain(map[string]string{"README.md": "gitops\n"})
 		warm := s.rollback(`{"app":"checkout","environment":"prod","reason":"r3 leaks memory"}`)

@@ -48,13 +48,77 @@ func (st *starter) start(ctx context.Context, gh *github.Client, cfg *repoconfig
 // begin decides s; open is the rollback's release record when the same
 // rollback is open already (nil otherwise), so nothing new is queued. An
 // earlier attempt whose pull request was closed without merging does not
-// count: the next attempt is decided instead (see attempt).
+// count: the next attempt is decided instead (see attempt). Another
+// rollback whose pull request is open in the same app, environment and
+// cluster (another target, or the same one over another release) refuses
+// s, naming it (inFlight).
 func (st *starter) begin(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start) (Plan, *records.Record, error) {
 	plan, in, err := st.prepare(ctx, gh, cfg, repository, s)
 	if err != nil {
 		return Plan{}, nil, err
 	}
-	return st.attempt(ctx, in, plan, true)
+	plan, open, err := st.attempt(ctx, in, plan, true)
+	if err != nil || open != nil {
+		return plan, open, err
+	}
+	if err := st.inFlight(ctx, plan); err != nil {
+		return Plan{}, nil, err
+	}
+	return plan, nil, nil
+}
+
+// inFlight refuses plan when another rollback of its app, environment and
+// cluster has its pull request open: its target is another branch, so a
+// second pull request would be open beside it, and merging both deploys
+// two rollbacks one after the other. A release whose pull request was
+// merged is not in the way (it is deploying); one whose close ripcord
+// missed is withdrawn now, as attempt does for the same rollback.
+func (st *starter) inFlight(ctx context.Context, plan Plan) error {
+	r := plan.Record
+	fail := func(err error) error {
+		return fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
+	}
+	rows, err := st.deps.DB.Read.QueryContext(ctx, `SELECT release_id FROM records
+		WHERE kind = $1 AND app = $2 AND environment = $3 AND cluster = $4 AND state = $5
+		AND merged_at IS NULL AND pr_number > 0 AND release_id <> $6
+		ORDER BY created_at DESC, release_id DESC`,
+		string(records.KindRollback), r.App, r.Environment, r.Cluster, string(records.StateOpened), r.ReleaseID)
+	if err != nil {
+		return fail(err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fail(err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	for _, id := range ids {
+		rec, err := st.deps.Records.Get(ctx, id)
+		if errors.Is(err, records.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fail(err)
+		}
+		rec, merged, err := st.stillOpen(ctx, plan, rec)
+		if err != nil {
+			return fail(err)
+		}
+		if merged || rec.State != records.StateOpened {
+			continue
+		}
+		return &Refused{Open: &rec, Reason: fmt.Sprintf("rollback pull request %s (release `%s`, back to %s) of %s in %s/%s is open already, "+
+			"and one rollback pull request at a time may be open per environment: merge it, or close it first and ask again",
+			or(rec.PRURL, fmt.Sprintf("#%d", rec.PRNumber)), rec.ReleaseID, rollbackpr.ShortSHA(rec.GitRevision), r.App, r.Environment, r.Cluster)}
+	}
+	return nil
 }
 
 // maxAttempts bounds how often the same rollback is opened again after its
