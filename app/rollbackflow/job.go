@@ -60,6 +60,44 @@ type pullRequestWorker struct {
 func (w *pullRequestWorker) Timeout(*river.Job[PullRequestArgs]) time.Duration { return jobTimeout }
 
 func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequestArgs]) error {
+	err := w.work(ctx, job)
+	var cancelled *river.JobCancelError
+	if err == nil || job.Attempt < job.MaxAttempts || errors.As(err, &cancelled) {
+		return err
+	}
+	// The last try failed, at whatever step (the release store, the
+	// installation, its client, the default branch, the pull request, the
+	// release record): say what failed, rather than let the job be dropped
+	// unheard. The job's own context may be what ran out (its timeout), so
+	// the answer gets one of its own.
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
+	defer stop()
+	a := job.Args
+	why := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
+	var nr *notRecorded
+	if errors.As(err, &nr) {
+		// The pull request is open but its release cannot be stored.
+		return w.giveUp(ctx, a, "pull request "+nr.url+" opened, but its release could not be recorded: "+why,
+			"the rollback pull request "+nr.url+" was opened but could not be recorded: "+why,
+			"The rollback pull request "+nr.url+" was opened but could not be recorded: "+why+".")
+	}
+	return w.fail(ctx, a, why)
+}
+
+// giveUpTimeout bounds the answer of a job that gave up.
+const giveUpTimeout = 30 * time.Second
+
+// notRecorded is a rollback pull request opened whose release could not
+// be stored.
+type notRecorded struct {
+	url string
+	err error
+}
+
+func (e *notRecorded) Error() string { return e.err.Error() }
+func (e *notRecorded) Unwrap() error { return e.err }
+
+func (w *pullRequestWorker) work(ctx context.Context, job *river.Job[PullRequestArgs]) error {
 	a, d := job.Args, w.deps
 	req := a.Plan.Request
 	// opened stores the release with its audit and reply in one
@@ -72,7 +110,7 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 			"release_id", a.ReleaseID, "pull_request", rec.PRURL, "state", rec.State)
 		return nil
 	} else if !errors.Is(err, records.ErrNotFound) {
-		return err
+		return fmt.Errorf("read release %s: %w", a.ReleaseID, err)
 	}
 	inst, err := installationOf(ctx, d.DB.Read, req.Repository)
 	var refused *Refused
@@ -80,7 +118,7 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 		return w.fail(ctx, a, refused.Reason)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("installation of %s: %w", req.Repository, err)
 	}
 	gh, err := d.GitHub.NewInstallationClient(inst)
 	if err != nil {
@@ -98,28 +136,18 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 	if errors.Is(err, rollbackpr.ErrNoChange) {
 		return w.fail(ctx, a, fmt.Sprintf("%s on %s already has the target's values: the rollback is merged already, or the target is what runs", req.File, req.Base))
 	}
-	switch {
-	case rollbackpr.Permanent(err):
+	if rollbackpr.Permanent(err) {
 		return w.fail(ctx, a, err.Error())
-	case err != nil && job.Attempt >= job.MaxAttempts:
-		// The last try: say so, rather than let the job be dropped unheard.
-		return w.fail(ctx, a, fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err))
-	case err != nil:
+	}
+	if err != nil {
 		return err
 	}
 	d.Log.Info("rollback pull request open", "release_id", a.ReleaseID, "pull_request", res.URL,
 		"branch", res.Branch, "outcome", res.PullRequestOutcome)
-	err = d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res) })
-	if err != nil && job.Attempt >= job.MaxAttempts {
-		// The pull request is open but its release cannot be stored: on
-		// the last try, say so as for a pull request not opened, rather
-		// than let the job be dropped unheard.
-		why := fmt.Sprintf("gave up after %d attempts: %v", job.Attempt, err)
-		return w.giveUp(ctx, a, "pull request "+res.URL+" opened, but its release could not be recorded: "+why,
-			"the rollback pull request "+res.URL+" was opened but could not be recorded: "+why,
-			"The rollback pull request "+res.URL+" was opened but could not be recorded: "+why+".")
+	if err := d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res) }); err != nil {
+		return &notRecorded{url: res.URL, err: err}
 	}
-	return err
+	return nil
 }
 
 // opened stores the rollback release with its pull request, its audit
