@@ -2,6 +2,7 @@ package rollbackflow_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -60,6 +61,43 @@ func TestRollbackAPIToAnotherTargetWhileOneIsOpenIsAConflict(t *testing.T) {
 		}
 		if n := s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request'`); n != jobs {
 			t.Errorf("rollback jobs = %d, want %d: nothing queued", n, jobs)
+		}
+	})
+}
+
+// POST /api/v1/rollbacks to another target while the first rollback's job
+// is still trying to open its pull request (GitHub is unwell): the second
+// would open its own pull request beside the first once GitHub is back.
+// It is refused naming the rollback being opened, and nothing is queued.
+func TestRollbackAPIToAnotherTargetWhileOneIsBeingOpenedIsAConflict(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"message":"try again"}`))
+		})
+		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
+			[]byte(`{"app":"checkout","environment":"prod","reason":"r3 leaks memory"}`))
+		var first struct {
+			ReleaseID string `json:"release_id"`
+		}
+		if err := json.Unmarshal(out, &first); status != 202 || err != nil {
+			t.Fatalf("POST /api/v1/rollbacks = %d %s (%v)", status, out, err)
+		}
+		s.WaitFor("the first job to wait for a retry", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'retryable'`) == 1
+		})
+
+		status, out = s.Do("POST", "/api/v1/rollbacks", "application/json",
+			[]byte(`{"app":"checkout","environment":"prod","to":"r1:prod-eu/prod","reason":"r2 is slow too"}`))
+		var e struct{ Error string }
+		_ = json.Unmarshal(out, &e)
+		if status != 409 || !strings.Contains(e.Error, first.ReleaseID) || !strings.Contains(e.Error, "being opened") {
+			t.Errorf("POST to r1 = %d %s, want 409 naming the rollback %s being opened", status, out, first.ReleaseID)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request'`); n != 1 {
+			t.Errorf("rollback jobs = %d, want the first one only", n)
 		}
 	})
 }

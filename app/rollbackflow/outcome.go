@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/app/commands"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 	"github.com/ripcord/ripcord/rollbackpr"
@@ -118,7 +120,38 @@ func (st *starter) inFlight(ctx context.Context, plan Plan) error {
 			"and one rollback pull request at a time may be open per environment: merge it, or close it first and ask again",
 			or(rec.PRURL, fmt.Sprintf("#%d", rec.PRNumber)), rec.ReleaseID, rollbackpr.ShortSHA(rec.GitRevision), r.App, r.Environment, r.Cluster)}
 	}
-	return nil
+	return st.beingOpened(ctx, plan)
+}
+
+// beingOpened refuses plan when the job of another rollback of its app,
+// environment and cluster has not opened its pull request yet (GitHub is
+// slow or down, and the job retries): once GitHub is back both would open
+// their pull requests. A job that gave up is cancelled or discarded, and
+// no longer in the way.
+func (st *starter) beingOpened(ctx context.Context, plan Plan) error {
+	r := plan.Record
+	arg := func(path ...string) string {
+		if st.deps.DB.Dialect == store.Postgres {
+			return "args #>> '{" + strings.Join(path, ",") + "}'"
+		}
+		return "json_extract(args, '$." + strings.Join(path, ".") + "')"
+	}
+	var id, rev string
+	err := st.deps.DB.Read.QueryRowContext(ctx, `SELECT `+arg("release_id")+`, COALESCE(`+arg("plan", "record", "git_revision")+`, '')
+		FROM river_job WHERE kind = $1 AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+		AND `+arg("plan", "record", "app")+` = $2 AND `+arg("plan", "record", "environment")+` = $3
+		AND `+arg("plan", "record", "cluster")+` = $4 AND `+arg("release_id")+` <> $5
+		ORDER BY id LIMIT 1`, PullRequestArgs{}.Kind(), r.App, r.Environment, r.Cluster, r.ReleaseID).Scan(&id, &rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rollbacks of %s in %s/%s being opened: %w", r.App, r.Environment, r.Cluster, err)
+	}
+	open := records.Record{ReleaseID: id, App: r.App, Environment: r.Environment, Cluster: r.Cluster, Kind: records.KindRollback, GitRevision: rev}
+	return &Refused{Open: &open, Reason: fmt.Sprintf("rollback `%s` (back to %s) of %s in %s/%s is being opened already (its pull request is not open yet), "+
+		"and one rollback pull request at a time may be open per environment: wait for its pull request and merge it, or close it, then ask again",
+		id, rollbackpr.ShortSHA(rev), r.App, r.Environment, r.Cluster)}
 }
 
 // maxAttempts bounds how often the same rollback is opened again after its
