@@ -53,7 +53,9 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	s := Start{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster, Of: rec.ReleaseID,
 		Reason:      fmt.Sprintf("Roll back button on release %s (%s)", rec.ReleaseID, rec.State),
 		RequestedBy: fmt.Sprintf("@%s with the Roll back button on %s", user, ReleaseCheckName)}
-	out, err := h.st.start(ctx, gh, cfg.Config, repository, s, nil)
+	// The job answers in this check run: the pull request's link, or why
+	// it was not opened.
+	out, err := h.st.start(ctx, gh, cfg.Config, repository, s, &ReplyTo{Check: rec.ReleaseID, User: user})
 	if err != nil {
 		return nil, err
 	}

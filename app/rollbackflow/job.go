@@ -42,6 +42,26 @@ type ReplyTo struct {
 	InstallationID int64  `json:"installation_id"`
 	Key            string `json:"key"`
 	User           string `json:"user"`
+	// Check, when set, is the release whose ripcord/release check run's
+	// Roll back button was clicked: the answer goes into that check run
+	// (its note) instead of a comment.
+	Check string `json:"check,omitempty"`
+}
+
+// answer gives body to who asked, in tx: a comment after the request's
+// acknowledgement (Key), or the note of the check run whose button was
+// clicked.
+func answer(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r *ReplyTo, body string) error {
+	switch {
+	case r == nil:
+		return nil
+	case r.Check != "":
+		_, err := rc.InsertTx(ctx, tx, ReleaseCheckArgs{ReleaseID: r.Check, Note: "@" + r.User + ": " + body},
+			&river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
+		return err
+	}
+	return commands.QueueReply(ctx, tx, rc, commands.ReplyArgs{Repository: r.Repository, Number: r.Number,
+		InstallationID: r.InstallationID, Key: r.Key + "-done", Body: "@" + r.User + " " + body, After: r.Key})
 }
 
 // Kind names the job in the queue.
@@ -221,10 +241,5 @@ func (w *pullRequestWorker) giveUp(ctx context.Context, a PullRequestArgs, audit
 }
 
 func (w *pullRequestWorker) reply(ctx context.Context, tx *sql.Tx, a PullRequestArgs, body string) error {
-	r := a.Reply
-	if r == nil {
-		return nil
-	}
-	return commands.QueueReply(ctx, tx, w.deps.River(), commands.ReplyArgs{Repository: r.Repository, Number: r.Number,
-		InstallationID: r.InstallationID, Key: r.Key + "-done", Body: "@" + r.User + " " + body, After: r.Key})
+	return answer(ctx, tx, w.deps.River(), a.Reply, body)
 }

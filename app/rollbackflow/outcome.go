@@ -209,11 +209,10 @@ func startedText(p Plan) string {
 		rollbackpr.ShortSHA(p.Record.GitRevision), verdict, branchOf(p), p.Request.Repository)
 }
 
-// queueReply answers reply's request in its conversation, after its
-// acknowledgement, with the key the pull-request job would have used.
+// queueReply answers reply's request where it was made, as the
+// pull-request job would have.
 func (st *starter) queueReply(ctx context.Context, tx *sql.Tx, reply *ReplyTo, body string) error {
-	return commands.QueueReply(ctx, tx, st.deps.River(), commands.ReplyArgs{Repository: reply.Repository, Number: reply.Number,
-		InstallationID: reply.InstallationID, Key: reply.Key + "-done", Body: "@" + reply.User + " " + body, After: reply.Key})
+	return answer(ctx, tx, st.deps.River(), reply, body)
 }
 
 // releaseLink is " (<url>)", the API address of p's release, when the
