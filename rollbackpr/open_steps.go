@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-github/v66/github"
 )
@@ -47,12 +48,39 @@ func (p plan) ensureCommit(ctx context.Context, gh GitHub, res *Result, base Sna
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, headSHA
 		return false, nil
 	}
+	if err := p.notAnotherAppsOpenRollback(ctx, gh, existing); err != nil {
+		return false, err
+	}
 	// Stale (older base, other reason or values) or touched by hand: replace it.
 	if _, err := gh.UpdateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &commit}}, true); err != nil {
 		return false, fmt.Errorf("move branch to %s: %w", commit, err)
 	}
 	res.BranchOutcome, res.CommitOutcome, res.Commit = Updated, Created, commit
 	return false, nil
+}
+
+// notAnotherAppsOpenRollback refuses a branch whose head is the rollback commit of
+// another app with its pull request open. The branch name holds the environment and the
+// revision but not the app, so two apps built from one commit (a monorepo) rolled back in
+// the same environment of one GitOps repository meet on one branch; replacing its head
+// would turn the other app's open rollback pull request into this one. A branch whose
+// pull request was merged or closed is stale and may be replaced.
+func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, head *github.RepositoryCommit) error {
+	subject, _, _ := strings.Cut(head.GetCommit().GetMessage(), "\n")
+	subject = strings.TrimSpace(subject)
+	if !strings.HasPrefix(subject, TitlePrefix) || subject == p.title {
+		return nil
+	}
+	pr, err := gh.FindPullRequest(ctx, p.owner, p.repo, p.branch, p.request.Base)
+	if err != nil {
+		return fmt.Errorf("find pull request: %w", err)
+	}
+	if pr == nil {
+		return nil
+	}
+	return permanent{fmt.Errorf("branch %s holds %s (%q), another app's rollback, whose pull request is open: "+
+		"the branch name does not name the app, so this rollback cannot be opened until that pull request is merged or closed",
+		p.branch, pr.GetHTMLURL(), subject)}
 }
 
 // writeCommit writes the edited release file as a blob, a tree that is base's tree with

@@ -1,0 +1,46 @@
+package rollbackpr_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/rollbackpr"
+)
+
+// Two apps of one monorepo, built from the same commit, rolled back in the
+// same environment of one GitOps repository: the branch name
+// (release-rollback-<env>-<sha8>) is the same. The second rollback must not
+// take the branch and the open pull request of the first (force-moving the
+// branch to its own commit and retitling the pull request, so the first
+// app's rollback is silently gone): it fails, naming the pull request in
+// the way, and touches nothing.
+func TestOpenDoesNotTakeOverAnotherAppsOpenRollback(t *testing.T) {
+	gh, _ := newRepo(t)
+	const paymentsFile = "apps/payments/prod/release.yaml"
+	gh.Push(gitops, "main", "payments", map[string]string{paymentsFile: strings.ReplaceAll(releaseYAML, "checkout", "payments")})
+	first, err := rollbackpr.Open(context.Background(), gh, nil, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := gh.Branch(gitops, first.Branch)
+
+	other := request()
+	other.File = paymentsFile
+	other.Rollback.App, other.Rollback.Image = "payments", "ghcr.io/acme/payments"
+	other.Rollback.ReleaseID, other.Rollback.RollbackOf = "rb-99:prod-eu/prod", "pay-42:prod-eu/prod"
+	res, err := rollbackpr.Open(context.Background(), gh, nil, other)
+	if err == nil || !strings.Contains(err.Error(), first.URL) {
+		t.Errorf("second Open = %+v, %v; want an error naming %s", res, err, first.URL)
+	}
+	if err != nil && !rollbackpr.Permanent(err) {
+		t.Errorf("Permanent(%v) = false: retrying would only take the branch over later", err)
+	}
+	if now, _ := gh.Branch(gitops, first.Branch); now != head {
+		t.Errorf("branch %s moved from %s to %s", first.Branch, head, now)
+	}
+	prs := gh.PullRequests(gitops)
+	if len(prs) != 1 || !strings.Contains(prs[0].Title, "checkout") {
+		t.Errorf("pull requests = %+v, want checkout's one untouched", prs)
+	}
+}
