@@ -142,6 +142,11 @@ type Run struct {
 	RunID        int64
 	Detail       string
 	DispatchedAt time.Time
+	// Unread is set (never stored) when this tick asked GitHub about the
+	// run and had no answer (5xx, network): its State is what was last
+	// known, not that it still waits, so queue_timeout does not judge it
+	// until it is read again (timedOut).
+	Unread bool
 }
 
 // Approval is one vote on the rollout's wait after Stage.
@@ -336,7 +341,7 @@ func (m *Machine) prepare(in Inputs, evs *[]Event) (Action, bool) {
 	case run.State == RunFailure:
 		m.end(Failed, "prepare workflow "+in.Settings.Prepare+" failed: "+run.Detail, evs)
 		return Action{}, true
-	case waiting(run) && !in.Now.Before(run.DispatchedAt.Add(in.Settings.QueueTimeout)):
+	case timedOut(run, in):
 		m.end(Failed, "prepare workflow "+in.Settings.Prepare+": no runner picked it up within queue_timeout", evs)
 		return Action{}, true
 	}
@@ -390,10 +395,18 @@ func suffix(s string) string {
 // waiting reports whether a run has not started on a runner yet.
 func waiting(r Run) bool { return r.State == RunDispatching || r.State == RunQueued }
 
+// timedOut reports whether a run has waited for a runner past its
+// queue_timeout. A run GitHub could not be asked about on this tick
+// (Unread) has not: it may have started, or ended, meanwhile.
+func timedOut(r Run, in Inputs) bool {
+	return waiting(r) && !r.Unread && !in.Now.Before(r.DispatchedAt.Add(in.Settings.QueueTimeout))
+}
+
 // waitFor waits for a run: until its queue timeout while it is queued,
-// for an event once it runs.
+// for an event once it runs. An unread run is waited for as one that
+// runs: the next poll asks about it again.
 func waitFor(r Run, in Inputs) Action {
-	if waiting(r) {
+	if waiting(r) && !r.Unread {
 		return Action{Kind: ActWait, Until: r.DispatchedAt.Add(in.Settings.QueueTimeout)}
 	}
 	return Action{Kind: ActWait}

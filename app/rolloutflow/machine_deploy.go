@@ -71,7 +71,7 @@ func (m *Machine) settlePass(in Inputs, st rollout.Stage, pi int) bool {
 		return false
 	case run.State == RunFailure:
 		c.Failed = fmt.Sprintf("%s: workflow run %d failed%s", b.Name, run.RunID, suffix(run.Detail))
-	case waiting(run) && !in.Now.Before(run.DispatchedAt.Add(in.Settings.QueueTimeout)):
+	case timedOut(run, in):
 		c.Failed = fmt.Sprintf("%s: no runner for region %s", b.Name, pass.Region)
 	case run.State != RunSuccess:
 		return false

@@ -139,7 +139,7 @@ func (m *Machine) rollback(in Inputs, evs *[]Event) (Action, bool) {
 		return Action{Kind: ActDispatch, Ref: ref}, false
 	case run.State == RunFailure:
 		r.Reason = fmt.Sprintf("%s: workflow run %d failed%s", name, run.RunID, suffix(run.Detail))
-	case waiting(run) && !in.Now.Before(run.DispatchedAt.Add(in.Settings.QueueTimeout)):
+	case timedOut(run, in):
 		r.Reason = fmt.Sprintf("%s: no runner for region %s", name, pass.Region)
 	case run.State == RunSuccess:
 		r.Next++
@@ -211,9 +211,13 @@ func deploysInFlight(in Inputs) []string {
 }
 
 // deploying reports whether a deploy run may still change its hosts: it
-// runs, or it waits for a runner within its queue_timeout.
+// runs, or it waits for a runner within its queue_timeout, or GitHub could
+// not say on this tick (Unread) what became of it.
 func deploying(r Run, in Inputs) bool {
-	if waiting(r) {
+	switch {
+	case r.Unread:
+		return true
+	case waiting(r):
 		return in.Now.Before(r.DispatchedAt.Add(in.Settings.QueueTimeout))
 	}
 	return r.State == RunInProgress

@@ -65,9 +65,12 @@ func (w *tickWorker) Work(ctx context.Context, job *river.Job[TickArgs]) error {
 
 // Tick runs the rollout until it waits or ends. It first adopts the runs
 // of batches whose dispatch was cut short (adopt.go); a scheduled tick
-// also asks GitHub about the runs in flight.
+// also asks GitHub about the runs in flight. The runs GitHub gave no
+// answer about are Unread on this tick: the machine moves on what the
+// others say and waits for them (the next poll asks again).
 func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
-	if err := x.pollRuns(ctx, id, scheduled); err != nil {
+	unread, err := x.pollRuns(ctx, id, scheduled)
+	if err != nil {
 		return err
 	}
 	for range maxSteps {
@@ -81,6 +84,12 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 		in, err := x.inputs(ctx, &r)
 		if err != nil {
 			return err
+		}
+		for ref := range unread {
+			if run, ok := in.Runs[ref]; ok && run.State != RunSuccess && run.State != RunFailure {
+				run.Unread = true
+				in.Runs[ref] = run
+			}
 		}
 		if x.afterInputs != nil {
 			x.afterInputs(id)

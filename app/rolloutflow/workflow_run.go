@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 
@@ -104,23 +105,31 @@ func moves(from, to string) bool { return to != "" && runRank[to] > runRank[from
 
 // pollRuns adopts the runs of batches left dispatching and, when asked
 // to poll, asks GitHub about the rollout's runs in flight and stores what
-// moved, as their events would.
-func (x *executor) pollRuns(ctx context.Context, id string, poll bool) error {
+// moved, as their events would. It returns the runs GitHub gave no answer
+// about.
+func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]bool, error) {
 	r, err := getRollout(ctx, x.deps.DB.Read, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	runs, err := loadRuns(ctx, x.deps.DB.Read, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := x.adoptRuns(ctx, r, runs); err != nil || !poll || !inFlight(runs) {
-		return err
+	if err := x.adoptRuns(ctx, r, runs); err != nil {
+		return nil, err
+	}
+	// A run still queued past its queue_timeout is asked about on any
+	// tick: it fails its pass only if GitHub says it still waits (or its
+	// event said so last); one GitHub gives no answer about is unread.
+	if !poll && !overdue(runs, r.Snapshot.Settings.QueueTimeout, x.deps.Now()) || !inFlight(runs) {
+		return nil, nil
 	}
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
 	if err != nil {
-		return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
+		return nil, fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
 	}
+	unread := map[Ref]bool{}
 	owner, name, _ := strings.Cut(r.Repository, "/")
 	for ref, run := range runs {
 		if run.RunID == 0 || (run.State != RunQueued && run.State != RunInProgress) {
@@ -133,12 +142,22 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) error {
 			// The run was deleted: it will never end, and its event
 			// never come. It counts as a failed run of its batch, so
 			// the rollout moves on (on_failure) rather than every
-			// tick failing for ever. Any other error (5xx, network)
-			// fails the tick, which is retried: an outage fails no
-			// batch.
+			// tick failing for ever.
 			next, detail = RunFailure, "deleted on GitHub (404 on its run)"
 		case err != nil:
-			return fmt.Errorf("workflow run %d of rollout %s: %w", run.RunID, id, err)
+			// Any other error (5xx, no answer) says nothing about the
+			// run: its batch is left as it was and asked about again
+			// on the next poll (the rollout has a run in flight, so
+			// the tick schedules one). The other runs are still read,
+			// and the machine still moves on what they say: an outage
+			// of one request fails no batch and holds none back.
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			x.deps.Log.Warn("rollout run not read: asked again on the next poll", "rollout", id,
+				"run_id", run.RunID, "error", err)
+			unread[ref] = true
+			continue
 		default:
 			next, detail = runState(wr)
 		}
@@ -149,10 +168,21 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) error {
 			return setBatch(ctx, tx, id, ref, run.RunID, next, detail, x.deps.Now())
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return unread, nil
+}
+
+// overdue reports whether a run the machine would fail for its
+// queue_timeout has an id GitHub can be asked about.
+func overdue(runs map[Ref]Run, queueTimeout time.Duration, now time.Time) bool {
+	for _, r := range runs {
+		if r.RunID != 0 && r.State == RunQueued && !now.Before(r.DispatchedAt.Add(queueTimeout)) {
+			return true
+		}
+	}
+	return false
 }
 
 // OwnsRun reports whether runID in repository is a batch a rollout

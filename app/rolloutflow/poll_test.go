@@ -1,0 +1,129 @@
+package rolloutflow
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// runAnswers is a GET .../actions/runs/{run_id} on the fake GitHub whose
+// answer per run the test sets: a status to fail with, or, with none, the
+// run completed with conclusion (default success); a status below 0
+// drops the connection without an answer.
+type runAnswers struct {
+	mu         sync.Mutex
+	status     map[int64]int
+	conclusion map[int64]string
+}
+
+func answerRuns(h *harness) *runAnswers {
+	a := &runAnswers{status: map[int64]int{}, conclusion: map[int64]string{}}
+	h.gh.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		id, _ := strconv.ParseInt(p["run_id"], 10, 64)
+		a.mu.Lock()
+		status, conclusion := a.status[id], a.conclusion[id]
+		a.mu.Unlock()
+		if status < 0 { // no answer: the connection is dropped
+			panic(http.ErrAbortHandler)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if status != 0 {
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"message":"%s"}`, http.StatusText(status))
+			return
+		}
+		if conclusion == "" {
+			conclusion = "success"
+		}
+		fmt.Fprintf(w, `{"id":%d,"status":"completed","conclusion":%q}`, id, conclusion)
+	})
+	return a
+}
+
+func (a *runAnswers) fail(run int64, status int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if status == 0 {
+		delete(a.status, run)
+	} else {
+		a.status[run] = status
+	}
+}
+
+// inResto runs the rollout until both batches of its last stage (two
+// regions in parallel) are dispatched, and holds their runs there: it
+// returns their run ids (eu-2a, us-1a).
+func inResto(t *testing.T, h *harness) (int64, int64) {
+	t.Helper()
+	h.start(nil)
+	h.run(func(Rollout) bool { return len(h.gh.Dispatches(testRepo)) == 5 })
+	h.hold = true
+	ds := h.gh.Dispatches(testRepo)
+	if ds[3].Inputs["region"] != "eu-2" || ds[4].Inputs["region"] != "us-1" {
+		t.Fatalf("dispatches 4 and 5 are %v and %v, want eu-2 and us-1", ds[3].Inputs, ds[4].Inputs)
+	}
+	return ds[3].RunID, ds[4].RunID
+}
+
+func (h *harness) batchState(runID int64) string {
+	h.t.Helper()
+	ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.RunID == runID {
+			return d.State
+		}
+	}
+	h.t.Fatalf("no batch has run %d", runID)
+	return ""
+}
+
+// A 5xx on one run's poll leaves that batch as it was, for the next poll,
+// but does not keep the rollout's other runs from being read and acted on.
+func TestOneRunsOutageDoesNotStopThePollOfTheOthers(t *testing.T) {
+	for _, status := range []int{http.StatusBadGateway, http.StatusServiceUnavailable, -1} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			h := newHarness(t, "stop", "", time.Minute)
+			eu2, us1 := inResto(t, h)
+			answers := answerRuns(h)
+			answers.fail(eu2, status) // both completed, but GitHub cannot say so for eu-2a
+
+			// Several polls: every one must read us-1a whatever the order
+			// the runs are asked in.
+			for range 3 {
+				h.clock.set(h.rollout().WakeAt)
+				if err := h.x.Tick(context.Background(), h.id, true); err != nil {
+					t.Fatalf("scheduled tick with one run's poll failing: %v", err)
+				}
+			}
+			if got := h.batchState(us1); got != RunSuccess {
+				t.Errorf("us-1a's completed run is %s after the polls, want %s", got, RunSuccess)
+			}
+			if got := h.batchState(eu2); got != RunQueued {
+				t.Errorf("eu-2a, whose poll failed, is %s, want left %s", got, RunQueued)
+			}
+			r := h.rollout()
+			if r.Machine.Phase == PhaseDone {
+				t.Fatalf("rollout %s (%s) while eu-2a's run is unknown", r.Machine.Status, r.Machine.Failure)
+			}
+			if !r.WakeAt.After(h.clock.Now()) || r.WakeAt.After(h.clock.Now().Add(runPoll)) {
+				t.Errorf("next tick at %s, want the next poll within %s of %s", r.WakeAt, runPoll, h.clock.Now())
+			}
+
+			answers.fail(eu2, 0) // GitHub is back: the next poll reads eu-2a
+			// The client's retries of the 5xx slept on the fake clock: back
+			// to a whole second, as the harness's wake-ups (µs) need.
+			h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
+			r = h.run(nil)
+			if r.Machine.Status != Succeeded {
+				t.Fatalf("status %s (%s), want succeeded once eu-2a's run is read", r.Machine.Status, r.Machine.Failure)
+			}
+		})
+	}
+}
