@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,5 +126,65 @@ func TestOneRunsOutageDoesNotStopThePollOfTheOthers(t *testing.T) {
 				t.Fatalf("status %s (%s), want succeeded once eu-2a's run is read", r.Machine.Status, r.Machine.Failure)
 			}
 		})
+	}
+}
+
+// GitHub answers 404 on a run also when the App lost access to its
+// repository (the installation was removed from it). That says nothing of
+// the run: the batch is not failed (no rollback waves are dispatched), the
+// rollout stays where it is, and its audit says why, once.
+func TestA404OnARunOfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
+	h := newHarness(t, "rollback-all", "", time.Minute)
+	h.hold = true
+	h.start(nil)
+	h.tick()
+	run := h.gh.Dispatches(testRepo)[0].RunID
+	answers := answerRuns(h)
+	answers.fail(run, http.StatusNotFound)
+	var repoStatus sync.Map
+	repoStatus.Store("status", http.StatusNotFound)
+	h.gh.Handle("GET /repos/{owner}/{repo}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		v, _ := repoStatus.Load("status")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(v.(int))
+		fmt.Fprintf(w, `{"id":1,"name":%q,"full_name":"%s/%s"}`, p["repo"], p["owner"], p["repo"])
+	})
+
+	// Polls for longer than queue_timeout: the run is never known to wait.
+	for range 4 {
+		h.clock.set(h.rollout().WakeAt)
+		h.tickAs(true)
+	}
+	if got := h.batchState(run); got != RunQueued {
+		t.Fatalf("canary batch %s with no access to the repository, want left %s", got, RunQueued)
+	}
+	r := h.rollout()
+	if r.Machine.Phase == PhaseDone || r.Machine.Stage != 0 {
+		t.Fatalf("rollout %s in stage %d (%s), want it left where it was", r.Machine.Status, r.Machine.Stage, r.Machine.Failure)
+	}
+	if n := len(h.gh.Dispatches(testRepo)); n != 1 {
+		t.Errorf("%d dispatches, want only the canary's", n)
+	}
+	audit, err := listAudit(context.Background(), h.x.deps.DB.Read, h.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for _, a := range audit {
+		if a.Type == "access-lost" {
+			lost = append(lost, a.Message)
+		}
+	}
+	if len(lost) != 1 || !strings.Contains(lost[0], testRepo) || !strings.Contains(lost[0], strconv.FormatInt(run, 10)) {
+		t.Errorf("access-lost audit lines %q, want one naming %s and run %d", lost, testRepo, run)
+	}
+
+	// Access is back and the run is still 404: it was deleted after all.
+	repoStatus.Store("status", http.StatusOK)
+	h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
+	h.clock.set(h.rollout().WakeAt)
+	h.tickAs(true)
+	if got := h.batchState(run); got != RunFailure {
+		t.Errorf("canary batch %s once the repository reads and its run is 404, want %s", got, RunFailure)
 	}
 }

@@ -139,6 +139,27 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]
 		var next, detail string
 		switch {
 		case err != nil && resp != nil && resp.StatusCode == http.StatusNotFound:
+			// GitHub answers 404 for a deleted run, and for every run
+			// of a repository the App can no longer read (removed
+			// from the installation). Only the repository's own
+			// answer tells them apart.
+			lost, rerr := x.accessLost(ctx, gh, owner, name)
+			switch {
+			case rerr != nil:
+				x.deps.Log.Warn("rollout run 404 and its repository not read: asked again on the next poll",
+					"rollout", id, "run_id", run.RunID, "error", rerr)
+				unread[ref] = true
+				continue
+			case lost:
+				// Nothing is known of the run: its batch is left as
+				// it was, the rollout where it is (no on_failure, no
+				// queue_timeout), until access is back.
+				if err := x.reportAccessLost(ctx, r, ref, run); err != nil {
+					return nil, err
+				}
+				unread[ref] = true
+				continue
+			}
 			// The run was deleted: it will never end, and its event
 			// never come. It counts as a failed run of its batch, so
 			// the rollout moves on (on_failure) rather than every
@@ -172,6 +193,40 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]
 		}
 	}
 	return unread, nil
+}
+
+// accessLost reports whether the App can no longer read the repository
+// owner/name: GitHub answers 404 for it. An answer that says neither (5xx,
+// none) is an error.
+func (x *executor) accessLost(ctx context.Context, gh *github.Client, owner, name string) (bool, error) {
+	_, resp, err := gh.Repositories.Get(ctx, owner, name)
+	switch {
+	case err == nil:
+		return false, nil
+	case resp != nil && resp.StatusCode == http.StatusNotFound:
+		return true, nil
+	}
+	return false, fmt.Errorf("repository %s/%s: %w", owner, name, err)
+}
+
+// reportAccessLost makes a run of a repository the App lost access to
+// visible: a log line on every poll, and, the first time, the batch's
+// detail and an access-lost line in the rollout's audit.
+func (x *executor) reportAccessLost(ctx context.Context, r Rollout, ref Ref, run Run) error {
+	msg := fmt.Sprintf("workflow run %d: GitHub answers 404 on it and on %s, which the App can no longer read "+
+		"(removed from the installation?): the batch is left as it was until access is back", run.RunID, r.Repository)
+	x.deps.Log.Warn("rollout run not read: no access to its repository", "rollout", r.ID, "repository", r.Repository,
+		"run_id", run.RunID)
+	if run.Detail == msg {
+		return nil
+	}
+	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if err := setBatch(ctx, tx, r.ID, ref, run.RunID, run.State, msg, x.deps.Now()); err != nil {
+			return err
+		}
+		// No check run update: the App cannot write to the repository.
+		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
+	})
 }
 
 // overdue reports whether a run the machine would fail for its
