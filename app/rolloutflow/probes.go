@@ -96,15 +96,24 @@ func runnersOf(p rollout.Pass) string { return cmp.Or(p.Region, p.Name) }
 // stored with the claims when there are rounds to dispatch, and cleared.
 func (x *executor) runnerRounds(ctx context.Context, r *Rollout, req ReadRequest, rounds map[Ref]probeRound, scopes int, evs *[]Event) (map[Ref]probeRound, time.Time, error) {
 	var err error
-	var todo []Ref
+	interval := rollout.DefaultHealthInterval
+	if h := r.Snapshot.Plan.Health; h != nil && h.Interval > 0 {
+		interval = h.Interval
+	}
+	var todo, again []Ref
 	for i := range scopes {
 		ref := probeRef(req, i)
-		if rounds[ref].Reading != readingID(ref, req.N) {
+		p := rounds[ref]
+		switch {
+		case p.Reading != readingID(ref, req.N):
 			todo = append(todo, ref)
+		case p.State == roundRetry && x.deps.Now().Before(p.DispatchedAt.Add(interval)):
+			// Never run: asked for again within its reading's interval.
+			again = append(again, ref)
 		}
 	}
-	if len(todo) > 0 {
-		if err := x.dispatchProbes(ctx, r, req.N, todo, *evs); err != nil {
+	if len(todo) > 0 || len(again) > 0 {
+		if err := x.dispatchProbes(ctx, r, req.N, todo, again, *evs); err != nil {
 			return nil, time.Time{}, err
 		}
 		*evs = nil
@@ -112,17 +121,20 @@ func (x *executor) runnerRounds(ctx context.Context, r *Rollout, req ReadRequest
 			return nil, time.Time{}, err
 		}
 	}
-	interval := rollout.DefaultHealthInterval
-	if h := r.Snapshot.Plan.Health; h != nil && h.Interval > 0 {
-		interval = h.Interval
-	}
 	now, wait := x.deps.Now(), time.Time{}
 	for i := range scopes {
 		p := rounds[probeRef(req, i)]
 		if p.State == RunSuccess || p.State == RunFailure {
 			continue
 		}
-		if due := p.DispatchedAt.Add(interval); now.Before(due) && (wait.IsZero() || due.Before(wait)) {
+		due := p.DispatchedAt.Add(interval)
+		if !now.Before(due) {
+			continue
+		}
+		if retry := now.Add(probeRetryDelay); p.State == roundRetry && retry.Before(due) {
+			due = retry
+		}
+		if wait.IsZero() || due.Before(wait) {
 			wait = due
 		}
 	}
@@ -151,12 +163,17 @@ func pendingReading(m Machine, rounds map[Ref]probeRound, req ReadRequest) ReadR
 	return req
 }
 
-// dispatchProbes claims the rounds with the machine and evs, then asks
-// GitHub for each claimed one, as dispatch does for a batch: a round is
-// never dispatched twice, and one lost in a crash is simply red.
-func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs []Ref, evs []Event) error {
+// dispatchProbes claims the rounds with the machine and evs (refs, new;
+// again, ones GitHub gave no answer for before), then asks GitHub for each
+// claimed one, as dispatch does for a batch: a round is never dispatched
+// twice at once, and one lost in a crash is simply red. A 4xx is a
+// refusal: the round is red (failure). A 5xx or no answer sent no probe:
+// the round is left to be asked for again (roundRetry), which is no
+// reading, until its interval is over.
+func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs, again []Ref, evs []Event) error {
 	now := x.deps.Now()
 	var claimed []Ref
+	retried := map[Ref]bool{}
 	err := x.commit(ctx, r, evs, func(tx *sql.Tx) error {
 		for _, ref := range refs {
 			ok, err := claimProbeRound(ctx, tx, r.ID, ref, readingID(ref, n), now)
@@ -165,6 +182,15 @@ func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs [
 			}
 			if ok {
 				claimed = append(claimed, ref)
+			}
+		}
+		for _, ref := range again {
+			ok, err := reclaimProbeRound(ctx, tx, r.ID, readingID(ref, n), now)
+			if err != nil {
+				return err
+			}
+			if ok {
+				claimed, retried[ref] = append(claimed, ref), true
 			}
 		}
 		return nil
@@ -180,18 +206,26 @@ func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs [
 		if err == nil {
 			runID, _, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, probeInputs(r, ref, reading))
 		}
-		if err != nil {
+		audit := ""
+		switch {
+		case err != nil && (err == ghErr || refused(err)):
 			state, detail = RunFailure, err.Error()
+			audit = "probe workflow of reading " + reading + " not dispatched: " + detail
+		case err != nil:
+			state, detail = roundRetry, err.Error()
+			if !retried[ref] {
+				audit = "probe workflow of reading " + reading + " not dispatched, asked for again: " + detail
+			}
 		}
 		x.deps.Log.Info("rollout probes dispatched", "rollout", r.ID, "reading", reading, "workflow", workflow, "run_id", runID, "error", detail)
 		err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 			if err := setProbeDispatched(ctx, tx, r.ID, reading, runID, state, detail, x.deps.Now()); err != nil {
 				return err
 			}
-			if detail == "" {
+			if audit == "" {
 				return nil
 			}
-			return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", "probe workflow of reading "+reading+" not dispatched: "+detail)
+			return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", audit)
 		})
 		if err != nil {
 			return err
@@ -233,7 +267,7 @@ func runnerReading(p *rollout.Plan, ref Ref, round probeRound, at time.Time) hea
 			break
 		}
 		return health.FromRunnerProbes(judgeRunnerProbes(runnerTargets(p.Health, hosts), posted, where), at)
-	case RunFailure:
+	case RunFailure, roundRetry:
 		reason = fmt.Sprintf("probes: probe workflow for the runners in %s not dispatched: %s", where, round.Detail)
 	default:
 		reason = "probes: no result from the runners in " + where

@@ -22,10 +22,18 @@ import (
 // are refused.
 const roundClosed = "closed"
 
+// roundRetry is a round whose dispatch GitHub answered with a 5xx, or not
+// at all: no probe was sent, so it is no reading yet; it is dispatched
+// again until its reading's interval is over (runnerRounds).
+const roundRetry = "retry"
+
+// probeRetryDelay is how soon a round in roundRetry is dispatched again.
+const probeRetryDelay = 10 * time.Second
+
 // probeRound is what is known of one round.
 type probeRound struct {
 	Reading      string
-	State        string // dispatching, queued, failure (not dispatched), success (results arrived) or closed
+	State        string // dispatching, retry, queued, failure (not dispatched), success (results arrived) or closed
 	RunID        int64
 	Detail       string // the posted results as JSON; why a dispatch failed
 	DispatchedAt time.Time
@@ -67,6 +75,19 @@ func claimProbeRound(ctx context.Context, tx *sql.Tx, id string, ref Ref, readin
 		id, ref.Stage, ref.Pass, ref.Batch, reading, RunDispatching, store.Micros(now))
 	if err != nil {
 		return false, fmt.Errorf("claim probe round %s of rollout %s: %w", reading, id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// reclaimProbeRound claims a round in roundRetry for its next dispatch;
+// false when another tick did.
+func reclaimProbeRound(ctx context.Context, tx *sql.Tx, id, reading string, now time.Time) (bool, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET state = $1, updated_at = $2
+		WHERE rollout_id = $3 AND kind = 'probe' AND name = $4 AND state = $5`,
+		RunDispatching, store.Micros(now), id, reading, roundRetry)
+	if err != nil {
+		return false, fmt.Errorf("claim probe round %s of rollout %s again: %w", reading, id, err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
