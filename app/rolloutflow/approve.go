@@ -128,10 +128,14 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 var errAbortedAlready = errors.New("the rollout was aborted before")
 
 // markAborted stores the abort of rollout id, with its audit line, and
-// queues the tick that carries it out.
+// queues the tick that carries it out. The abort counts as a move (seq),
+// as a hold does: a tick that read the rollout before it loses its save,
+// so a batch it was about to dispatch is not claimed, nor sent, after the
+// operator was told the rollout is aborted; retried, it sees the abort.
 func (x *executor) markAborted(ctx context.Context, id, login, reason, audit string) error {
 	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE rollouts SET abort_by = $1, abort_reason = $2 WHERE id = $3 AND abort_by = ''`,
+		res, err := tx.ExecContext(ctx, `UPDATE rollouts SET abort_by = $1, abort_reason = $2, seq = seq + 1
+			WHERE id = $3 AND abort_by = ''`,
 			login, reason, id)
 		if err != nil {
 			return fmt.Errorf("abort rollout %s: %w", id, err)
