@@ -3,6 +3,7 @@ package rolloutflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,7 +41,10 @@ const clockSkew = time.Minute
 func RunName(batch, releaseID string) string { return batch + " " + releaseID }
 
 // adoptRuns adopts the runs of the rollout's batches left dispatching.
-func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run) error {
+// A batch whose runs GitHub could not list (5xx, no answer) is added to
+// unread: it is looked up again on the next tick, holds neither the other
+// batches nor the machine, and is not failed at queue_timeout meanwhile.
+func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, unread map[Ref]bool) error {
 	now := x.deps.Now()
 	var gh *github.Client
 	for ref, run := range runs {
@@ -53,12 +57,26 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run) e
 				return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
 			}
 		}
-		if err := x.adoptRun(ctx, gh, r, ref, run); err != nil {
+		err := x.adoptRun(ctx, gh, r, ref, run)
+		var ghErr *adoptListError
+		switch {
+		case err == nil:
+		case errors.As(err, &ghErr) && ctx.Err() == nil:
+			x.deps.Log.Warn("rollout batch not adopted: its runs are looked up again on the next tick", "rollout", r.ID,
+				"error", err)
+			unread[ref] = true
+		default:
 			return err
 		}
 	}
 	return nil
 }
+
+// adoptListError is GitHub's failure to list a workflow's runs.
+type adoptListError struct{ err error }
+
+func (e *adoptListError) Error() string { return e.err.Error() }
+func (e *adoptListError) Unwrap() error { return e.err }
 
 func (x *executor) adoptRun(ctx context.Context, gh *github.Client, r Rollout, ref Ref, run Run) error {
 	name, _ := dispatchInputs(&r, ref)
@@ -70,7 +88,7 @@ func (x *executor) adoptRun(ctx context.Context, gh *github.Client, r Rollout, r
 	list, _, err := gh.Actions.ListWorkflowRunsByFileName(ctx, owner, repo, workflow, &github.ListWorkflowRunsOptions{
 		Event: "workflow_dispatch", Branch: r.Snapshot.Settings.Ref, ListOptions: github.ListOptions{PerPage: 100}})
 	if err != nil {
-		return fmt.Errorf("runs of %s for %s of rollout %s: %w", workflow, name, r.ID, err)
+		return &adoptListError{fmt.Errorf("runs of %s for %s of rollout %s: %w", workflow, name, r.ID, err)}
 	}
 	found, err := x.matchRun(ctx, r, list.WorkflowRuns, name, run.DispatchedAt.Add(-clockSkew))
 	if err != nil || found == nil {

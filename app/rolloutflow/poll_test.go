@@ -2,6 +2,7 @@ package rolloutflow
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -186,5 +187,46 @@ func TestA404OnARunOfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
 	h.tickAs(true)
 	if got := h.batchState(run); got != RunFailure {
 		t.Errorf("canary batch %s once the repository reads and its run is 404, want %s", got, RunFailure)
+	}
+}
+
+// A batch left dispatching whose run cannot be looked up (GitHub answers
+// the list of runs with a 5xx) holds neither the tick nor the other runs,
+// and is not failed past its queue_timeout on what was known before.
+func TestAnAdoptionInAnOutageDoesNotStopTheOtherRuns(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	eu2, us1 := inResto(t, h)
+	ctx := context.Background()
+	ref := Ref{Kind: KindDeploy, Stage: 3, Pass: 0, Batch: 0}
+	// eu-2a's dispatch was cut short: its run id was never stored.
+	if err := h.x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		return setBatch(ctx, tx, h.id, ref, 0, RunDispatching, "", h.clock.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.gh.CompleteRun(testRepo, us1, "success") // ripcord never hears
+	h.gh.Handle("GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, `{"message":"Server Error"}`)
+	})
+	for range 3 {
+		h.clock.set(h.rollout().WakeAt)
+		if err := h.x.Tick(ctx, h.id, true); err != nil {
+			t.Fatalf("scheduled tick with the adoption of eu-2a failing: %v", err)
+		}
+	}
+	if got := h.batchState(us1); got != RunSuccess {
+		t.Errorf("us-1a's completed run is %s, want %s", got, RunSuccess)
+	}
+	runs, err := loadRuns(ctx, h.x.deps.DB.Read, h.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runs[ref]; got.State != RunDispatching {
+		t.Errorf("eu-2a (run %d) is %s, want left %s", eu2, got.State, RunDispatching)
+	}
+	if r := h.rollout(); r.Machine.Phase == PhaseDone {
+		t.Errorf("rollout %s (%s) while eu-2a's run could not be looked up", r.Machine.Status, r.Machine.Failure)
 	}
 }

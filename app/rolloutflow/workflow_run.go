@@ -116,20 +116,20 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]
 	if err != nil {
 		return nil, err
 	}
-	if err := x.adoptRuns(ctx, r, runs); err != nil {
+	unread := map[Ref]bool{}
+	if err := x.adoptRuns(ctx, r, runs, unread); err != nil {
 		return nil, err
 	}
 	// A run still queued past its queue_timeout is asked about on any
 	// tick: it fails its pass only if GitHub says it still waits (or its
 	// event said so last); one GitHub gives no answer about is unread.
 	if !poll && !overdue(runs, r.Snapshot.Settings.QueueTimeout, x.deps.Now()) || !inFlight(runs) {
-		return nil, nil
+		return unread, nil
 	}
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
 	if err != nil {
 		return nil, fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
 	}
-	unread := map[Ref]bool{}
 	owner, name, _ := strings.Cut(r.Repository, "/")
 	for ref, run := range runs {
 		if run.RunID == 0 || (run.State != RunQueued && run.State != RunInProgress) {
