@@ -13,8 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/prometheus/common/expfmt"
@@ -241,36 +239,4 @@ func metric(t *testing.T, url, name, label, value string) float64 {
 		}
 	}
 	return total
-}
-
-var rolloutGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
-
-// installRolloutCRD installs a Rollout-shaped custom resource (open schema,
-// status subresource) and waits until discovery serves it.
-func installRolloutCRD(t *testing.T, k *k8stest.Cluster) {
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "rollouts.argoproj.io"},
-		"spec": map[string]any{"group": "argoproj.io", "scope": "Namespaced",
-			"names": map[string]any{"kind": "Rollout", "listKind": "RolloutList", "plural": "rollouts", "singular": "rollout"},
-			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
-				"subresources": map[string]any{"status": map[string]any{}},
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
-					"x-kubernetes-preserve-unknown-fields": true}}}}}}}
-	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	ctx := context.Background()
-	if _, err := k.Dynamic.Resource(gvr).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("install the Rollout CRD: %v", err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		list, err := k.Kube.Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1")
-		if err == nil && len(list.APIResources) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Rollout CRD is not served: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -25,7 +25,7 @@ import (
 // serve on SQLite. The steps build on each other as a release's life does.
 func TestAgentOnARealControlPlane(t *testing.T) {
 	k := k8stest.Start(t)
-	installRolloutCRD(t, k)
+	k.InstallRolloutCRD()
 	k.Namespace(ns)
 	healthPort := k8stest.ServePods(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"healthy"}`))
@@ -187,7 +187,7 @@ func rolloutPhases(agentURL string) func(*scene) {
 					map[string]any{"setWeight": int64(100)}}}},
 				"template": map[string]any{"spec": map[string]any{"containers": []any{
 					map[string]any{"name": "baggage", "image": "registry:5000/air/baggage:v9"}}}}}}}
-		rollouts := sc.k.Dynamic.Resource(rolloutGVR).Namespace(ns)
+		rollouts := sc.k.Dynamic.Resource(k8stest.RolloutResource).Namespace(ns)
 		created, err := rollouts.Create(sc.ctx, ro, metav1.CreateOptions{})
 		if err != nil {
 			sc.t.Fatal(err)
