@@ -75,9 +75,7 @@ apps:
           fields: {image: image.repository, digest: image.digest}
 `)
 	e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
-	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
-	head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 3))
-	number := e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "main", "bump checkout")
+	base, head, number := openBump(e, repo)
 	e.Install(repo)
 
 	runsOf := func(sha string) []githubtest.CheckRun {

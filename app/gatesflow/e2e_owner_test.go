@@ -74,9 +74,7 @@ apps:
 		_ = json.NewEncoder(w).Encode(map[string]any{"sha": p["ref"], "commit": map[string]any{
 			"message": "signed", "verification": map[string]any{"verified": true, "reason": "valid"}}})
 	})
-	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
-	head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 3))
-	number := e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "main", "bump checkout")
+	base, head, number := openBump(e, repo)
 	e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
 	e.WaitFor("the commit-signing gate", 20*time.Second, func() bool { return len(completedRuns(e, head)) == 1 })
 	cr := completedRuns(e, head)["ripcord/commit-signing"]

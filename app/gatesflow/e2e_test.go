@@ -42,6 +42,16 @@ func release(digest string, replicas int) string {
 	return "image:\n  repository: reg.example.com/checkout\n  digest: " + digest + "\nreplicas: " + strconv.Itoa(replicas) + "\n"
 }
 
+// openBump puts release(digestA, 3) on main and release(digestB, 3) on
+// branch bump-checkout, and opens the pull request of the one onto the
+// other: the release most tests here judge. It returns the two heads and
+// the pull request's number.
+func openBump(e *e2etest.Env, repo string) (base, head string, number int) {
+	base = e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
+	head = e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 3))
+	return base, head, e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "main", "bump checkout")
+}
+
 func TestPullRequestThatChangesTheReleaseFileGetsOneCheckRunPerGate(t *testing.T) {
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)

@@ -47,9 +47,7 @@ apps:
           file: deploy/prod.yaml
           fields: {image: image.repository, digest: image.digest}
 `)
-	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
-	head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 3))
-	number := e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "main", "bump checkout")
+	base, head, number := openBump(e, repo)
 	e.Install(repo)
 	e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
 
