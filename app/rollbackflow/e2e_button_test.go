@@ -80,6 +80,9 @@ func TestRollBackButton(t *testing.T) {
 		if rec.RollbackOf != failed || !strings.Contains(rec.RollbackReason, "Roll back button") {
 			t.Errorf("rollback release = %+v, want it to roll back r3 because of the button", rec)
 		}
+		// The first click's job writes the pull request's link into the
+		// check run when it is done; the second click's answer comes after.
+		s.Settle(append(jobKinds, "release_check")...)
 		s.click(failed, sha(3), "octocat")
 		s.WaitFor("the second click's answer", wait, func() bool {
 			cr, _ := s.releaseCheck(failed)
