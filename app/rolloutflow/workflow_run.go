@@ -131,6 +131,9 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]
 		return nil, fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
 	}
 	owner, name, _ := strings.Cut(r.Repository, "/")
+	// The repository's answer is asked once per poll, whatever the number
+	// of runs that got a 404.
+	var lost *bool
 	for ref, run := range runs {
 		if run.RunID == 0 || (run.State != RunQueued && run.State != RunInProgress) {
 			continue
@@ -143,14 +146,17 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]
 			// of a repository the App can no longer read (removed
 			// from the installation). Only the repository's own
 			// answer tells them apart.
-			lost, rerr := x.accessLost(ctx, gh, owner, name)
-			switch {
-			case rerr != nil:
-				x.deps.Log.Warn("rollout run 404 and its repository not read: asked again on the next poll",
-					"rollout", id, "run_id", run.RunID, "error", rerr)
-				unread[ref] = true
-				continue
-			case lost:
+			if lost == nil {
+				l, rerr := x.accessLost(ctx, gh, owner, name)
+				if rerr != nil {
+					x.deps.Log.Warn("rollout run 404 and its repository not read: asked again on the next poll",
+						"rollout", id, "run_id", run.RunID, "error", rerr)
+					unread[ref] = true
+					continue
+				}
+				lost = &l
+			}
+			if *lost {
 				// Nothing is known of the run: its batch is left as
 				// it was, the rollout where it is (no on_failure, no
 				// queue_timeout), until access is back.
