@@ -155,15 +155,12 @@ func EvaluationSeq(externalID string) int64 {
 	if i < 0 {
 		return 0
 	}
-	digits := externalID[i+len(seqMark):]
-	if digits == "" || strings.Trim(digits, "0123456789") != "" {
-		return 0
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
+	// Digits only: ParseUint takes no sign, no space, no empty string.
+	n, err := strconv.ParseUint(externalID[i+len(seqMark):], 10, 63)
 	if err != nil {
 		return 0
 	}
-	return n
+	return int64(n)
 }
 
 // EvaluationOf reports whether externalID, the external id of a gate check
