@@ -8,9 +8,9 @@ import (
 )
 
 // Register adds the evaluation and check-run workers and returns the
-// pull_request and check_run handlers.
+// pull_request, check_run and check_suite handlers.
 func Register(d pipeline.Deps) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &evaluateWorker{deps: d, loader: configload.NewLoaderFor(d), registry: newRegistry(d.Config)})
 	river.AddWorker(d.Workers, &reportWorker{deps: d})
-	return []pipeline.EventHandler{pullRequestHandler{deps: d}, checkRunHandler{deps: d}}
+	return []pipeline.EventHandler{pullRequestHandler{deps: d}, checkRunHandler{deps: d}, checkSuiteHandler{deps: d}}
 }
