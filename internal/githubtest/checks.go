@@ -15,6 +15,9 @@ type CheckRun struct {
 	DetailsURL, ExternalID string
 	Title, Summary, Text   string
 	Actions                []CheckRunAction
+	// Annotations are every annotation the App wrote: as on GitHub, those
+	// of each update are added to the run's, never replace them.
+	Annotations            []CheckRunAnnotation
 	StartedAt, CompletedAt time.Time
 	Updates                int // PATCHes after the create
 	// AppSlug is the App that made the run when it is not the App under
@@ -25,6 +28,16 @@ type CheckRun struct {
 // CheckRunAction is a button on a check run (requested_action).
 type CheckRunAction struct {
 	Label, Description, Identifier string
+}
+
+// CheckRunAnnotation is one annotation of a check run's output.
+type CheckRunAnnotation struct {
+	Path            string `json:"path"`
+	StartLine       int    `json:"start_line"`
+	EndLine         int    `json:"end_line"`
+	AnnotationLevel string `json:"annotation_level"`
+	Title           string `json:"title"`
+	Message         string `json:"message"`
 }
 
 // checkRunInput is the create and update body; pointers tell "absent" from "empty".
@@ -114,11 +127,15 @@ func (s *Server) applyCheckRunLocked(cr *CheckRun, in checkRunInput) {
 		cr.CompletedAt = s.nowLocked()
 	}
 	if in.Output != nil {
-		var out struct{ Title, Summary, Text *string }
+		var out struct {
+			Title, Summary, Text *string
+			Annotations          []CheckRunAnnotation
+		}
 		_ = json.Unmarshal(*in.Output, &out)
 		setIf(&cr.Title, out.Title)
 		setIf(&cr.Summary, out.Summary)
 		setIf(&cr.Text, out.Text)
+		cr.Annotations = append(cr.Annotations, out.Annotations...)
 	}
 	if in.Actions != nil {
 		cr.Actions = append([]CheckRunAction(nil), in.Actions...)
@@ -180,7 +197,7 @@ func (s *Server) checkRunJSON(repo *repoState, cr *CheckRun) map[string]any {
 		"status": cr.Status, "conclusion": conclusion, "details_url": cr.DetailsURL, "external_id": cr.ExternalID,
 		"started_at": timeJSON(cr.StartedAt), "completed_at": timeJSON(cr.CompletedAt),
 		"output": map[string]any{
-			"title": cr.Title, "summary": cr.Summary, "text": cr.Text, "annotations_count": 0,
+			"title": cr.Title, "summary": cr.Summary, "text": cr.Text, "annotations_count": len(cr.Annotations),
 			"annotations_url": s.apiURL("repos/%s/check-runs/%d/annotations", repo.fullName(), cr.ID),
 		},
 		"url":      s.apiURL("repos/%s/check-runs/%d", repo.fullName(), cr.ID),
@@ -217,6 +234,7 @@ func (s *Server) CheckRuns(repo string) []CheckRun {
 	for _, id := range rs.checkOrder {
 		c := *rs.checkRuns[id]
 		c.Actions = append([]CheckRunAction(nil), c.Actions...)
+		c.Annotations = append([]CheckRunAnnotation(nil), c.Annotations...)
 		out = append(out, c)
 	}
 	return out

@@ -107,6 +107,14 @@ func (s *Server) Handle(pattern string, h HandlerFunc) {
 	s.handlers[method+" "+template] = h
 }
 
+// Default is the built-in handler of one operation ("METHOD /template", as
+// for Handle), for a handler that fails some requests and passes the others
+// on; nil when there is none.
+func (s *Server) Default(pattern string) HandlerFunc {
+	method, template, _ := strings.Cut(strings.TrimSpace(pattern), " ")
+	return s.defaults[strings.ToUpper(method)+" "+template]
+}
+
 // Requests returns every request received so far, in order.
 func (s *Server) Requests() []Recorded {
 	s.mu.Lock()
