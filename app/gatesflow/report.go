@@ -81,25 +81,48 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		}
 		return createInProgress(ctx, gh, a)
 	}
-	batches := gates.Batches(a.Annotations)
-	now := github.Timestamp{Time: w.deps.Now()}
-	first := &github.CheckRunOutput{Title: &a.Title, Summary: &a.Summary, Annotations: toGitHub(batches[0])}
+	return w.complete(ctx, gh, a, existing)
+}
+
+// complete writes the verdict: the run (created, or this evaluation's in
+// progress run updated) with its conclusion and the first annotations, then
+// the others, 50 a request (GitHub's limit), by updates, whose annotations
+// GitHub adds to the run's. A retried job resumes after the annotations the
+// run already holds (its output.annotations_count): one that failed after
+// some requests, or whose request GitHub applied but whose answer was lost,
+// would otherwise add every annotation again. GitHub's count, not a note of
+// the job's, is what the run holds whatever the job saw.
+func (w *reportWorker) complete(ctx context.Context, gh *github.Client, a ReportArgs, existing *github.CheckRun) error {
+	owner, repo := splitRepo(a.Repository)
+	rest := a.Annotations
 	if existing != nil {
-		_, _, err = gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
-			Name: a.Name, Status: github.String("completed"), Conclusion: &a.Conclusion, CompletedAt: &now, Output: first,
-		})
-	} else {
-		existing, _, err = gh.Checks.CreateCheckRun(ctx, owner, repo, github.CreateCheckRunOptions{
-			Name: a.Name, HeadSHA: a.HeadSHA, ExternalID: &a.ExternalID, Status: github.String("completed"),
-			Conclusion: &a.Conclusion, CompletedAt: &now, Output: first,
-		})
+		rest = rest[min(existing.GetOutput().GetAnnotationsCount(), len(rest)):]
 	}
-	if err != nil {
-		return wrap(a, err)
+	if existing == nil || existing.GetStatus() != "completed" {
+		first := rest[:min(gates.MaxAnnotationsPerCall, len(rest))]
+		rest = rest[len(first):]
+		now := github.Timestamp{Time: w.deps.Now()}
+		out := &github.CheckRunOutput{Title: &a.Title, Summary: &a.Summary, Annotations: toGitHub(first)}
+		var err error
+		if existing != nil {
+			_, _, err = gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
+				Name: a.Name, Status: github.String("completed"), Conclusion: &a.Conclusion, CompletedAt: &now, Output: out,
+			})
+		} else {
+			existing, _, err = gh.Checks.CreateCheckRun(ctx, owner, repo, github.CreateCheckRunOptions{
+				Name: a.Name, HeadSHA: a.HeadSHA, ExternalID: &a.ExternalID, Status: github.String("completed"),
+				Conclusion: &a.Conclusion, CompletedAt: &now, Output: out,
+			})
+		}
+		if err != nil {
+			return wrap(a, err)
+		}
 	}
-	// GitHub takes 50 annotations a request and appends those of updates.
-	for _, b := range batches[1:] {
-		_, _, err = gh.Checks.UpdateCheckRun(ctx, owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
+	if len(rest) == 0 {
+		return nil
+	}
+	for _, b := range gates.Batches(rest) {
+		_, _, err := gh.Checks.UpdateCheckRun(ctx, owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
 			Name: a.Name, Output: &github.CheckRunOutput{Title: &a.Title, Summary: &a.Summary, Annotations: toGitHub(b)},
 		})
 		if err != nil {
