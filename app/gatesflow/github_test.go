@@ -113,7 +113,7 @@ func TestFindRunIgnoresAnotherAppsRun(t *testing.T) {
 		t.Fatalf("no in_progress run of ripcord's own: another App's run of the same name and external id was taken for it")
 	}
 	s.AddCheckRun(repo, githubtest.CheckRun{Name: a.Name, HeadSHA: sha, ExternalID: a.ExternalID, Conclusion: "success", AppSlug: "github-actions"})
-	got, _, err := findRun(ctx, gh, githubtest.AppID, "acme", "checkout", a)
+	got, _, _, err := findRun(ctx, gh, githubtest.AppID, "acme", "checkout", a)
 	if err != nil || got.GetID() != own {
 		t.Errorf("findRun = %d (%v), want ripcord's own run %d", got.GetID(), err, own)
 	}
@@ -151,7 +151,7 @@ func TestFindRunFindsEachEvaluationsOwnRun(t *testing.T) {
 	if n := len(s.CheckRuns(repo)); n != 121 {
 		t.Fatalf("%d runs after 121 evaluations, want one each", n)
 	}
-	got, _, err := findRun(ctx, gh, githubtest.AppID, "acme", "checkout", first)
+	got, _, _, err := findRun(ctx, gh, githubtest.AppID, "acme", "checkout", first)
 	if err != nil || got.GetID() != own {
 		t.Fatalf("findRun = %d (%v), want the first evaluation's run %d", got.GetID(), err, own)
 	}

@@ -68,11 +68,13 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	owner, repo := splitRepo(a.Repository)
-	existing, newer, err := findRun(ctx, gh, w.deps.App().ID, owner, repo, a)
+	existing, newer, stale, err := findRun(ctx, gh, w.deps.App().ID, owner, repo, a)
 	if err != nil {
 		return err
 	}
 	if newer != nil {
+		w.deps.Log.Info("gate verdict superseded by a newer evaluation", "repository", a.Repository, "head_sha", a.HeadSHA,
+			"gate", a.Name, "evaluation", a.ExternalID, "newer", newer.GetExternalID())
 		return w.supersede(ctx, gh, a, existing, newer)
 	}
 	if a.Status == "in_progress" {
@@ -81,7 +83,15 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		}
 		return createInProgress(ctx, gh, a)
 	}
-	return w.complete(ctx, gh, a, existing)
+	if existing, err = w.complete(ctx, gh, a, existing); err != nil {
+		return err
+	}
+	for _, cr := range stale {
+		if err := w.supersede(ctx, gh, a, cr, existing); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // complete writes the verdict: the run (created, or this evaluation's in
@@ -92,7 +102,7 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 // some requests, or whose request GitHub applied but whose answer was lost,
 // would otherwise add every annotation again. GitHub's count, not a note of
 // the job's, is what the run holds whatever the job saw.
-func (w *reportWorker) complete(ctx context.Context, gh *github.Client, a ReportArgs, existing *github.CheckRun) error {
+func (w *reportWorker) complete(ctx context.Context, gh *github.Client, a ReportArgs, existing *github.CheckRun) (*github.CheckRun, error) {
 	owner, repo := splitRepo(a.Repository)
 	rest := a.Annotations
 	if existing != nil {
@@ -115,36 +125,40 @@ func (w *reportWorker) complete(ctx context.Context, gh *github.Client, a Report
 			})
 		}
 		if err != nil {
-			return wrap(a, err)
+			return nil, wrap(a, err)
 		}
 	}
 	if len(rest) == 0 {
-		return nil
+		return existing, nil
 	}
 	for _, b := range gates.Batches(rest) {
 		_, _, err := gh.Checks.UpdateCheckRun(ctx, owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
 			Name: a.Name, Output: &github.CheckRunOutput{Title: &a.Title, Summary: &a.Summary, Annotations: toGitHub(b)},
 		})
 		if err != nil {
-			return wrap(a, err)
+			return nil, wrap(a, err)
 		}
 	}
-	return nil
+	return existing, nil
 }
 
-// supersede handles the verdict of an evaluation that a newer one of the
-// commit overtook (newer is that one's run of the gate): it writes none,
-// since a run made now would be the gate's newest on the commit, shown as
-// its result, with a stale verdict. A run this evaluation showed in
-// progress is completed neutral and points at the newer one, not left
-// spinning; the deployment protection rule reads the newer evaluation
-// (EvaluationSeq), whose run exists.
+// supersede completes existing, a run of the gate an older evaluation
+// shows in progress, neutral, pointing at newer, the run of a newer
+// evaluation of the commit: a reviewer must not see the gate spinning
+// beside its newer verdict. It is how the report of an evaluation a newer
+// one overtook ends (existing is then its own run, if it showed one, and it
+// writes no verdict: a run made now would be the gate's newest on the
+// commit, shown as its result, with a stale verdict), and how a verdict
+// ends the runs older evaluations left in progress (findRun's stale): one
+// from before external ids carried a sequence, or one whose job was lost,
+// which nothing else would ever complete. The deployment protection rule
+// reads the newest evaluation (EvaluationSeq), whose run exists.
 func (w *reportWorker) supersede(ctx context.Context, gh *github.Client, a ReportArgs, existing, newer *github.CheckRun) error {
-	w.deps.Log.Info("gate verdict superseded by a newer evaluation", "repository", a.Repository, "head_sha", a.HeadSHA,
-		"gate", a.Name, "evaluation", a.ExternalID, "newer", newer.GetExternalID())
 	if existing == nil || existing.GetStatus() == "completed" {
 		return nil
 	}
+	w.deps.Log.Info("gate run in progress completed as superseded", "repository", a.Repository, "head_sha", a.HeadSHA,
+		"gate", a.Name, "evaluation", existing.GetExternalID(), "newer", newer.GetExternalID())
 	owner, repo := splitRepo(a.Repository)
 	now := github.Timestamp{Time: w.deps.Now()}
 	summary := fmt.Sprintf("A newer evaluation of this commit reports %s: %s", a.Name, newer.GetHTMLURL())
@@ -160,7 +174,7 @@ func (w *reportWorker) supersede(ctx context.Context, gh *github.Client, a Repor
 // has reported the gate.
 func showInProgress(ctx context.Context, gh *github.Client, appID int64, a ReportArgs) error {
 	owner, repo := splitRepo(a.Repository)
-	if existing, newer, err := findRun(ctx, gh, appID, owner, repo, a); err != nil || existing != nil || newer != nil {
+	if existing, newer, _, err := findRun(ctx, gh, appID, owner, repo, a); err != nil || existing != nil || newer != nil {
 		return err
 	}
 	return createInProgress(ctx, gh, a)
@@ -199,14 +213,16 @@ func wrap(a ReportArgs, err error) error {
 //
 // newer is the run of the gate of the newest evaluation of the same app
 // and environment on the commit that is newer than this one (by
-// EvaluationSeq), if one has reported it.
-func findRun(ctx context.Context, gh *github.Client, appID int64, owner, repo string, a ReportArgs) (ours, newer *github.CheckRun, err error) {
+// EvaluationSeq), if one has reported it; stale are the runs of the gate
+// that older evaluations of them show in progress (those from before
+// external ids carried a sequence count as older).
+func findRun(ctx context.Context, gh *github.Client, appID int64, owner, repo string, a ReportArgs) (ours, newer *github.CheckRun, stale []*github.CheckRun, err error) {
 	opts := &github.ListCheckRunsOptions{CheckName: &a.Name, AppID: &appID, Filter: github.String("all"),
 		ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		list, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, opts)
 		if err != nil {
-			return nil, nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
+			return nil, nil, nil, fmt.Errorf("look for %s on %s/%s@%s: %w", a.Name, owner, repo, a.HeadSHA, err)
 		}
 		for _, cr := range list.CheckRuns {
 			if cr.GetApp().GetID() != appID {
@@ -218,13 +234,17 @@ func findRun(ctx context.Context, gh *github.Client, appID int64, owner, repo st
 				if ours == nil {
 					ours = cr
 				}
-			case a.App != "" && EvaluationOf(id, a.Repository, a.HeadSHA, a.App, a.Environment) &&
-				EvaluationSeq(id) > a.Seq && (newer == nil || EvaluationSeq(id) > EvaluationSeq(newer.GetExternalID())):
-				newer = cr
+			case a.App == "" || !EvaluationOf(id, a.Repository, a.HeadSHA, a.App, a.Environment):
+			case EvaluationSeq(id) > a.Seq:
+				if newer == nil || EvaluationSeq(id) > EvaluationSeq(newer.GetExternalID()) {
+					newer = cr
+				}
+			case EvaluationSeq(id) < a.Seq && cr.GetStatus() != "completed":
+				stale = append(stale, cr)
 			}
 		}
 		if resp.NextPage == 0 {
-			return ours, newer, nil
+			return ours, newer, stale, nil
 		}
 		opts.ListOptions.Page = resp.NextPage
 	}
