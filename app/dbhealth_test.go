@@ -57,3 +57,27 @@ func TestJobQueueErrorsAreQuietDuringAnOutage(t *testing.T) {
 		t.Errorf("the job queue's connection errors did not note one outage:\n%s", out)
 	}
 }
+
+// The job queue's errors reach dbHealth as text: PostgreSQL's refusal of a
+// write for lack of space says "No space left on device", capitalised, and
+// a server that speaks another language says only its SQLSTATE.
+func TestJobQueueDiskFullErrorsAreAnOutage(t *testing.T) {
+	for name, msg := range map[string]string{
+		"English": `ERROR: could not extend file "base/16384/16393": No space left on device (SQLSTATE 53100)`,
+		"Italian": `ERRORE: estensione del file "base/16384/16393" fallita: Spazio esaurito sul device (SQLSTATE 53100)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			base := slog.New(slog.NewTextHandler(logs, nil))
+			h := newDBHealth(base)
+			river := slog.New(&outageQuietHandler{Handler: base.Handler(), h: h}).With("component", "jobs")
+			for range 5 {
+				river.Error("jobcompleter: Error completing jobs", slog.String("err", msg))
+			}
+			out := logs.String()
+			if !h.Down() || strings.Count(out, "the database is unavailable") != 1 || strings.Contains(out, "Error completing jobs") {
+				t.Errorf("the job queue's errors on a full disk were not one outage:\n%s", out)
+			}
+		})
+	}
+}

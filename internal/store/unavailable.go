@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"net"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -28,15 +29,7 @@ func Unavailable(err error) bool {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch {
-		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, starting
-			strings.HasPrefix(pgErr.Code, "53"), // insufficient resources: disk full, too many connections
-			strings.HasPrefix(pgErr.Code, "58"), // system error: I/O
-			pgErr.Code == "25006":               // read_only_sql_transaction: a standby, default_transaction_read_only
-			return true
-		}
-		return false
+		return unavailableCode(pgErr.Code)
 	}
 	var sqErr *sqlite.Error
 	if errors.As(err, &sqErr) {
@@ -57,20 +50,47 @@ func Unavailable(err error) bool {
 	return UnavailableMessage(err.Error())
 }
 
+// unavailableCode reports whether a PostgreSQL SQLSTATE is the database
+// being unavailable.
+func unavailableCode(code string) bool {
+	switch {
+	case strings.HasPrefix(code, "08"), // connection exception
+		code == "57P01", code == "57P02", code == "57P03", // shutdown, crash, starting
+		strings.HasPrefix(code, "53"), // insufficient resources: disk full, too many connections
+		strings.HasPrefix(code, "58"), // system error: I/O
+		code == "25006":               // read_only_sql_transaction: a standby, default_transaction_read_only
+		return true
+	}
+	return false
+}
+
 // unavailableTexts are what the drivers' errors say when the database is
 // unavailable, for errors that reach us only as text (the job queue logs
-// its errors as strings) or that pgx does not type ("conn closed").
+// its errors as strings) or that pgx does not type ("conn closed"). They
+// are compared without case: PostgreSQL's "No space left on device" is
+// the system's text, capitalised.
 var unavailableTexts = []string{
 	"failed to connect to", "connection refused", "conn closed", "connection reset by peer", "broken pipe",
 	"terminating connection due to administrator command", "the database system is shutting down",
 	"the database system is starting up", "the database system is in recovery mode",
-	"database or disk is full", "disk I/O error", "attempt to write a readonly database",
+	"database or disk is full", "disk i/o error", "attempt to write a readonly database",
 	"unable to open database file", "no space left on device", "file too large",
 	"in a read-only transaction",
 }
 
+// sqlState finds the SQLSTATE in the text of a pgx error ("ERROR: ...
+// (SQLSTATE 53100)"): it says what the message, which the server may
+// write in another language, does not.
+var sqlState = regexp.MustCompile(`\(SQLSTATE ([0-9A-Z]{5})\)`)
+
 // UnavailableMessage is Unavailable for an error's text.
 func UnavailableMessage(msg string) bool {
+	for _, m := range sqlState.FindAllStringSubmatch(msg, -1) {
+		if unavailableCode(m[1]) {
+			return true
+		}
+	}
+	msg = strings.ToLower(msg)
 	for _, s := range unavailableTexts {
 		if strings.Contains(msg, s) {
 			return true
