@@ -23,8 +23,12 @@ const outageReminder = time.Minute
 //
 // What fails is what notes it (failed); what succeeds in writing notes the
 // end (ok): the intake's group commit, the drain, the fact commit, and
-// /readyz (on PostgreSQL a ping; on SQLite a committed write, as a read or
-// a ping says nothing about whether the file can be written).
+// /readyz (store.DB.CheckWrite: on SQLite a committed write, on
+// PostgreSQL a session that takes writes and a disk with room). A round
+// trip that wrote nothing (the drain's empty rounds on PostgreSQL) notes
+// answered: it ends an outage of a database that did not answer, not one
+// of a database that refuses writes (a full disk, read-only), which
+// answers reads all along.
 type dbHealth struct {
 	log  *slog.Logger
 	down atomic.Bool
@@ -32,7 +36,8 @@ type dbHealth struct {
 	mu       sync.Mutex
 	since    time.Time
 	lastLine time.Time
-	failures int // since lastLine
+	failures int  // since lastLine
+	refusing bool // the last failure was a write refused (store.RefusesWrites)
 }
 
 func newDBHealth(log *slog.Logger) *dbHealth { return &dbHealth{log: log} }
@@ -56,6 +61,7 @@ func (h *dbHealth) unavailable(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
+	h.refusing = store.RefusesWrites(err)
 	if !h.down.Load() {
 		h.since, h.lastLine, h.failures = now, now, 0
 		h.down.Store(true)
@@ -71,14 +77,20 @@ func (h *dbHealth) unavailable(err error) {
 	}
 }
 
-// ok notes that the database answered a write (or, on PostgreSQL, a ping).
-func (h *dbHealth) ok() {
+// ok notes that the database took a write.
+func (h *dbHealth) ok() { h.back(true) }
+
+// answered notes that the database answered a round trip that wrote
+// nothing.
+func (h *dbHealth) answered() { h.back(false) }
+
+func (h *dbHealth) back(wrote bool) {
 	if h == nil || !h.down.Load() {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.down.Load() {
+	if !h.down.Load() || (h.refusing && !wrote) {
 		return
 	}
 	h.down.Store(false)

@@ -135,10 +135,12 @@ func (d *drainer) round() (n int) {
 		d.log.Debug("drain of queued deliveries failed: the database is unavailable", "err", err)
 	case err != nil:
 		d.log.Warn("drain of queued deliveries failed; the next round tries again", "err", err)
-	case n > 0 || d.runner.db.Dialect == store.Postgres:
-		// The round wrote (on PostgreSQL every round runs a transaction;
-		// on SQLite one that found nothing only read).
+	case n > 0:
 		d.health.ok()
+	case d.runner.db.Dialect == store.Postgres:
+		// An empty round ran a transaction that only read (on SQLite it
+		// only read, outside one, which proves nothing of the writer).
+		d.health.answered()
 	}
 	return n
 }

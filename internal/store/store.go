@@ -224,7 +224,8 @@ func (db *DB) Ping(ctx context.Context) error {
 // On PostgreSQL it asks whether a session takes writes: a standby (what a
 // failover leaves behind an address still pointing at the old primary)
 // or default_transaction_read_only answers pings and reads, and refuses
-// every write. The answer is ErrReadOnly.
+// every write. The answer is ErrReadOnly. Then it checks that the
+// database's disk has room (checkPostgresSpace).
 func (db *DB) CheckWrite(ctx context.Context) error {
 	if db.Dialect != SQLite {
 		var standby bool
@@ -238,7 +239,7 @@ func (db *DB) CheckWrite(ctx context.Context) error {
 		case readOnly == "on":
 			return fmt.Errorf("%w: PostgreSQL sessions are read-only (default_transaction_read_only)", ErrReadOnly)
 		}
-		return nil
+		return db.checkPostgresSpace(ctx)
 	}
 	return db.InTx(ctx, func(tx *sql.Tx) error {
 		var v int64
@@ -253,6 +254,42 @@ func (db *DB) CheckWrite(ctx context.Context) error {
 // ErrReadOnly is CheckWrite's answer for a PostgreSQL that takes no
 // writes; Unavailable counts it.
 var ErrReadOnly = errors.New("the database is read-only: it takes no writes")
+
+// spaceProbe sorts more rows than work_mem (64 kB, set with it) holds, so
+// PostgreSQL writes them to a temporary file of about 70 kB, in the
+// database's own tablespace (temp_tablespaces emptied): where its tables
+// grow. It takes about 3 ms, and the file is removed at once.
+const spaceProbe = `SELECT count(*) FROM (SELECT g FROM generate_series(1, 5000) g ORDER BY g DESC OFFSET 0) s`
+
+// checkPostgresSpace reports whether PostgreSQL can write a new block of
+// the database. A full disk fails each write that needs one (SQLSTATE
+// 53100: every new delivery, fact and job) while pings, reads and even
+// updates that fit in their page go on; and no write can be committed
+// to find out without leaving something behind (an insert's page stays
+// and the next one fits in it). A temporary file needs new blocks each
+// time and leaves nothing: the answer is the disk-full error.
+func (db *DB) checkPostgresSpace(ctx context.Context) error {
+	tx, err := db.Write.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL work_mem = '64kB'`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `SET LOCAL temp_tablespaces = ''`); err != nil {
+		return err
+	}
+	var n int64
+	if err := tx.QueryRowContext(ctx, spaceProbe).Scan(&n); err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == diskFull {
+			return fmt.Errorf("PostgreSQL's disk is full: a temporary file of the database could not be written: %w", err)
+		}
+		return err
+	}
+	return nil
+}
 
 // Close closes the pools.
 func (db *DB) Close() error {

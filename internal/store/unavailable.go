@@ -50,6 +50,9 @@ func Unavailable(err error) bool {
 	return UnavailableMessage(err.Error())
 }
 
+// diskFull is PostgreSQL's SQLSTATE for a write refused for lack of space.
+const diskFull = "53100"
+
 // unavailableCode reports whether a PostgreSQL SQLSTATE is the database
 // being unavailable.
 func unavailableCode(code string) bool {
@@ -92,6 +95,38 @@ func UnavailableMessage(msg string) bool {
 	}
 	msg = strings.ToLower(msg)
 	for _, s := range unavailableTexts {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// RefusesWrites reports whether err is the database answering and
+// refusing a write (a full disk, read-only), rather than not answering:
+// then a read that works, or a ping, says nothing about its end.
+func RefusesWrites(err error) bool {
+	if errors.Is(err, ErrReadOnly) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == diskFull || pgErr.Code == "25006"
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		switch sqErr.Code() & 0xff {
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY:
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EROFS) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"(sqlstate 53100)", "(sqlstate 25006)", "no space left on device", "database or disk is full",
+		"in a read-only transaction", "attempt to write a readonly database", "file too large"} {
 		if strings.Contains(msg, s) {
 			return true
 		}

@@ -64,6 +64,13 @@ func URL(t testing.TB, engine string) string {
 	if engine == "sqlite" {
 		return "sqlite://" + filepath.Join(t.TempDir(), "ripcord.db")
 	}
+	return newPostgresDB(t, adminURL(t))
+}
+
+// adminURL is RIPCORD_TEST_POSTGRES; without it the test is skipped
+// locally and fails in CI.
+func adminURL(t testing.TB) string {
+	t.Helper()
 	admin := os.Getenv(PostgresEnv)
 	if admin == "" {
 		if os.Getenv("CI") != "" {
@@ -71,7 +78,7 @@ func URL(t testing.TB, engine string) string {
 		}
 		t.Skipf("needs PostgreSQL: set %s=postgres://postgres@127.0.0.1:PORT/postgres?sslmode=disable (.ci/run does)", PostgresEnv)
 	}
-	return newPostgresDB(t, admin)
+	return admin
 }
 
 func newPostgresDB(t testing.TB, admin string) string {
