@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -206,4 +208,82 @@ func silentListener(t *testing.T) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+// PGCONNECT_TIMEOUT set and empty (an env entry with no value) is no
+// setting, for pgx as for libpq: the default applies. It used to take
+// away every connect timeout.
+func TestPostgresEmptyPGCONNECT_TIMEOUTKeepsTheDefault(t *testing.T) {
+	addr := silentListener(t)
+	t.Setenv("PGCONNECT_TIMEOUT", "")
+	defer store.SetConnectTimeout(time.Second)()
+	start := time.Now()
+	_, err := store.Open(context.Background(), "postgres://ripcord@"+addr+"/ripcord?sslmode=disable")
+	if err == nil {
+		t.Fatal("open succeeded against a server that never answers")
+	}
+	if took := time.Since(start); took > 5*time.Second || !strings.Contains(err.Error(), "no answer within 1s") {
+		t.Errorf("open gave up after %v (%v), want the default connect timeout (1 s)", took, err)
+	}
+}
+
+// PGCONNECT_TIMEOUT wins over the default, and the URL over it.
+func TestPostgresConnectTimeoutFromTheEnvironment(t *testing.T) {
+	addr := silentListener(t)
+	defer store.SetConnectTimeout(time.Minute)()
+	for _, c := range []struct{ env, query, want string }{
+		{"1", "", "no answer within 1s"},
+		{"30", "&connect_timeout=2", "no answer within 2s"},
+	} {
+		t.Setenv("PGCONNECT_TIMEOUT", c.env)
+		start := time.Now()
+		_, err := store.Open(context.Background(), "postgres://ripcord@"+addr+"/ripcord?sslmode=disable"+c.query)
+		if err == nil {
+			t.Fatal("open succeeded against a server that never answers")
+		}
+		if took := time.Since(start); took > 6*time.Second || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("PGCONNECT_TIMEOUT=%s, URL %q: open gave up after %v (%v), want %q", c.env, c.query, took, err, c.want)
+		}
+	}
+}
+
+// A connect_timeout from a PostgreSQL service file (service= in the URL,
+// PGSERVICEFILE) is the user's own: the default no longer replaces it.
+func TestPostgresConnectTimeoutFromAServiceFile(t *testing.T) {
+	addr := silentListener(t)
+	services := filepath.Join(t.TempDir(), "pg_service.conf")
+	if err := os.WriteFile(services, []byte("[ripcord]\nconnect_timeout=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PGSERVICEFILE", services)
+	defer store.SetConnectTimeout(20 * time.Second)()
+	start := time.Now()
+	_, err := store.Open(context.Background(), "postgres://ripcord@"+addr+"/ripcord?sslmode=disable&service=ripcord")
+	if err == nil {
+		t.Fatal("open succeeded against a server that never answers")
+	}
+	if took := time.Since(start); took > 6*time.Second || !strings.Contains(err.Error(), "no answer within 1s") {
+		t.Errorf("open gave up after %v (%v), want the service file's connect_timeout (1 s)", took, err)
+	}
+}
+
+// connect_timeout=0, in the URL or PGCONNECT_TIMEOUT, waits without limit,
+// as README says, the start included: it used to give up after 10 s
+// regardless. Here the caller's context is what ends the wait.
+func TestPostgresConnectTimeoutZeroWaitsWithoutLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 11 s, past the 10 s the start used to give up after")
+	}
+	addr := silentListener(t)
+	defer store.SetConnectTimeout(time.Second)()
+	t.Setenv("PGCONNECT_TIMEOUT", "0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer time.AfterFunc(11*time.Second, cancel).Stop()
+	_, err := store.Open(ctx, "postgres://ripcord@"+addr+"/ripcord?sslmode=disable")
+	if err == nil {
+		t.Fatal("open succeeded against a server that never answers")
+	}
+	if ctx.Err() == nil || strings.Contains(err.Error(), "no answer within") {
+		t.Errorf("with connect_timeout 0 the start gave up on its own, before its caller did: %v", err)
+	}
 }

@@ -156,26 +156,28 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !connectTimeoutSet(rawURL) {
+	// pgx read connect_timeout from the URL, PGCONNECT_TIMEOUT or a
+	// service file; 0 there is no limit, as in libpq.
+	if cfg.ConnectTimeout == 0 && !connectTimeoutZero(rawURL) {
 		cfg.ConnectTimeout = defaultConnectTimeout
 	}
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(postgresMaxConns)
 	db.SetMaxIdleConns(postgresMaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	pingTimeout := 2 * pingMargin // connect_timeout=0: no connect timeout
-	if cfg.ConnectTimeout > 0 {
-		pingTimeout = cfg.ConnectTimeout + pingMargin
+	pingTimeout := cfg.ConnectTimeout + pingMargin
+	pingCtx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.ConnectTimeout > 0 { // 0: the start waits without limit too
+		pingCtx, cancel = context.WithTimeout(ctx, pingTimeout)
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
 		var connectErr *pgconn.ConnectError
 		switch {
-		case !timedOut(err):
+		case !timedOut(err) || cfg.ConnectTimeout == 0:
 			return nil, fmt.Errorf("database: connect to %s: %w", redact(rawURL), err)
-		case errors.As(err, &connectErr) && cfg.ConnectTimeout > 0:
+		case errors.As(err, &connectErr):
 			return nil, fmt.Errorf("database: connect to %s: no answer within %s (connect_timeout; set connect_timeout=SECONDS in the URL to wait longer): %w",
 				redact(rawURL), cfg.ConnectTimeout, err)
 		default:
@@ -185,11 +187,11 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	return &DB{Dialect: Postgres, Write: db, Read: db, Source: redact(rawURL)}, nil
 }
 
-// connectTimeoutSet reports whether a PostgreSQL URL, or the environment
-// pgx reads beside it, sets connect_timeout (0 there means no limit, as in
-// libpq).
-func connectTimeoutSet(rawURL string) bool {
-	if _, ok := os.LookupEnv("PGCONNECT_TIMEOUT"); ok {
+// connectTimeoutZero reports whether the connect_timeout of 0 pgx found
+// was set, by the URL or by PGCONNECT_TIMEOUT (pgx ignores it empty), rather
+// than none being set. A service file's 0 is not seen: it gets the default.
+func connectTimeoutZero(rawURL string) bool {
+	if os.Getenv("PGCONNECT_TIMEOUT") != "" {
 		return true
 	}
 	u, err := url.Parse(rawURL)
