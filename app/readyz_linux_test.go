@@ -1,6 +1,9 @@
 package app
 
 import (
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -100,4 +103,96 @@ func TestPostgresFullDiskIsAnOutage(t *testing.T) {
 	if !strings.Contains(logs.String(), "the database is back") {
 		t.Errorf("the end of the outage was not logged:\n%s", logs.String())
 	}
+}
+
+// SQLite on a full disk: a delivery the intake cannot store is refused
+// 503 (GitHub redelivers it), never answered 500, nor 202 and then lost;
+// every delivery acknowledged, before or during the outage (a commit can
+// still fit in blocks the log already has), is stored and worked once
+// there is room again, without a restart.
+func TestSQLiteFullDiskAcknowledgesOnlyWhatItStores(t *testing.T) {
+	dbURL, disk := testdb.SQLiteOnSmallDisk(t)
+	logs := &syncBuffer{}
+	ts := startServer(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	// GitHub's ping, and one padded to 64 kB that does not compress, so
+	// that the blocks the log already has are soon used up.
+	small := githubtest.LoadPayload(t, "ping", "payload.json")
+	var ev map[string]any
+	if err := json.Unmarshal(small, &ev); err != nil {
+		t.Fatal(err)
+	}
+	pad := make([]byte, 32<<10)
+	if _, err := crand.Read(pad); err != nil {
+		t.Fatal(err)
+	}
+	ev["zen"] = hex.EncodeToString(pad)
+	large, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliver := func(id string) (int, string) {
+		ping := small
+		if strings.HasPrefix(id, "full-large-") {
+			ping = large
+		}
+		return outagePost(ts.URL+"/api/github/hook", "", map[string]string{"X-GitHub-Event": "ping",
+			"X-GitHub-Delivery": id, "X-Hub-Signature-256": githubtest.Sign(testSecret, ping)}, ping)
+	}
+	var acked, refused []string
+	for i := range 5 {
+		id := fmt.Sprintf("before-%d", i)
+		if code, resp := deliver(id); code != http.StatusAccepted {
+			t.Fatalf("delivery %s before the disk is full: %d %q", id, code, resp)
+		}
+		acked = append(acked, id)
+	}
+	disk.Fill()
+	defer disk.Free()
+	for i := 0; len(refused) < 5 && i < 1000; i++ {
+		id := fmt.Sprintf("full-small-%d", i)
+		if i >= 20 {
+			id = fmt.Sprintf("full-large-%d", i)
+		}
+		switch code, resp := deliver(id); code {
+		case http.StatusAccepted:
+			acked = append(acked, id)
+		case http.StatusServiceUnavailable:
+			refused = append(refused, id)
+		default:
+			t.Errorf("delivery %s on a full disk: %d %q, want 503 (or 202 if it was stored)", id, code, resp)
+		}
+	}
+	if len(refused) == 0 {
+		t.Fatal("no delivery was refused on the full disk: the disk is not full for the intake")
+	}
+	if !strings.Contains(logs.String(), "the database is unavailable") {
+		t.Errorf("no outage logged:\n%s", logs.String())
+	}
+
+	disk.Free()
+	waitFor(t, "/readyz to answer 200 once the disk has room", 10*time.Second, func() bool {
+		code, _ := outageGet(ts.URL + "/readyz")
+		return code == http.StatusOK
+	})
+	for _, id := range refused { // GitHub's redelivery
+		if code, resp := deliver(id); code != http.StatusAccepted {
+			t.Errorf("redelivery of %s: %d %q, want 202", id, code, resp)
+		}
+	}
+	ts.waitSettled(t)
+	for _, id := range append(acked, refused...) {
+		var state string
+		var count int
+		if err := ts.db.Read.QueryRow(`SELECT state, processed_count FROM deliveries WHERE id = $1`, id).Scan(&state, &count); err != nil {
+			t.Errorf("delivery %s, acknowledged, is not stored: %v", id, err)
+			continue
+		}
+		if state == "failed" || count > 1 {
+			t.Errorf("delivery %s: state %s, worked %d times", id, state, count)
+		}
+	}
+	if n := ts.countDeliveries(t); n != len(acked)+len(refused) {
+		t.Errorf("%d deliveries stored, want %d", n, len(acked)+len(refused))
+	}
+	t.Logf("on the full disk: %d acknowledged, %d refused", len(acked)-5, len(refused))
 }

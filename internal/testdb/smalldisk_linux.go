@@ -19,10 +19,11 @@ import (
 // database (about 10 MiB) and its first writes.
 const smallDiskSize = "64m"
 
-// SmallDisk is the disk of a PostgreSQL test database: a tmpfs of its own,
-// mounted for the test, that holds the database's tablespace, and that the
-// test fills (Fill) to make PostgreSQL refuse every write that needs a new
-// block, with SQLSTATE 53100, as on a full disk, and frees again (Free).
+// SmallDisk is the disk of a test database: a tmpfs of its own, mounted
+// for the test, that holds the database's files (a PostgreSQL tablespace,
+// a SQLite file), and that the test fills (Fill), so that every write that
+// needs a new block fails as on a full disk (PostgreSQL: SQLSTATE 53100;
+// SQLite: SQLITE_FULL), and frees again (Free).
 type SmallDisk struct {
 	t      testing.TB
 	filler string
@@ -43,31 +44,11 @@ func PostgresOnSmallDisk(t testing.TB) (string, *SmallDisk) {
 	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		t.Skipf("needs the PostgreSQL of %s on this machine, to put a tablespace on a disk the test mounts; it is on %s", PostgresEnv, u.Hostname())
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root, to mount the small disk (a tmpfs) that a full disk is made of")
-	}
 	pgUser, err := user.Lookup("postgres")
 	if err != nil {
 		t.Skipf("needs the postgres user PostgreSQL runs as, to give it the small disk: %v", err)
 	}
-	dir, err := os.MkdirTemp("", "ripcord-small-disk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mnt := filepath.Join(dir, "disk")
-	if err := errors.Join(os.Chmod(dir, 0o755), os.Mkdir(mnt, 0o700)); err != nil {
-		os.RemoveAll(dir)
-		t.Fatal(err)
-	}
-	opts := fmt.Sprintf("size=%s,mode=0700,uid=%s,gid=%s", smallDiskSize, pgUser.Uid, pgUser.Gid)
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, opts); err != nil {
-		os.RemoveAll(dir)
-		t.Skipf("cannot mount a tmpfs for the small disk (a container without CAP_SYS_ADMIN?): %v", err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
-		os.RemoveAll(dir)
-	})
+	mnt := mountSmallDisk(t, pgUser.Uid, pgUser.Gid)
 
 	db, err := sql.Open("pgx", admin)
 	if err != nil {
@@ -86,6 +67,42 @@ func PostgresOnSmallDisk(t testing.TB) (string, *SmallDisk) {
 	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 	u.Path = "/" + name
 	return u.String(), &SmallDisk{t: t, filler: filepath.Join(mnt, "filler")}
+}
+
+// SQLiteOnSmallDisk returns the URL of a SQLite database file on a
+// SmallDisk; without root the test is skipped, saying why.
+func SQLiteOnSmallDisk(t testing.TB) (string, *SmallDisk) {
+	t.Helper()
+	mnt := mountSmallDisk(t, "0", "0")
+	return "sqlite://" + filepath.Join(mnt, "ripcord.db"), &SmallDisk{t: t, filler: filepath.Join(mnt, "filler")}
+}
+
+// mountSmallDisk mounts a tmpfs of smallDiskSize for the test, owned by
+// uid and gid, and returns its path.
+func mountSmallDisk(t testing.TB, uid, gid string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount the small disk (a tmpfs) that a full disk is made of")
+	}
+	dir, err := os.MkdirTemp("", "ripcord-small-disk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(dir, "disk")
+	if err := errors.Join(os.Chmod(dir, 0o755), os.Mkdir(mnt, 0o700)); err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	opts := fmt.Sprintf("size=%s,mode=0700,uid=%s,gid=%s", smallDiskSize, uid, gid)
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, opts); err != nil {
+		os.RemoveAll(dir)
+		t.Skipf("cannot mount a tmpfs for the small disk (a container without CAP_SYS_ADMIN?): %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
+		os.RemoveAll(dir)
+	})
+	return mnt
 }
 
 // Fill takes every free block of the disk.
