@@ -99,28 +99,31 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// pull request, and nothing is queued (its job may long be gone, and a
 	// new one would only find the record). begin skips attempts whose pull
 	// requests were closed unmerged.
-	plan, open, err := h.st.begin(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
+	started, err := h.st.begin(ctx, gh, cfg.Config, repo, Start{App: b.App, Environment: b.Environment, Cluster: b.Cluster,
 		To: b.To, Reason: b.Reason, RequestedBy: "the API"})
 	if err != nil {
 		h.answerError(w, r, "", err)
 		return
 	}
-	if open != nil {
-		acc := accepted(plan, Queued{Duplicate: true})
+	if open := started.open; open != nil {
+		acc := accepted(started.plan, Queued{Duplicate: true})
 		acc.PRURL, acc.PRNumber = open.PRURL, open.PRNumber
 		pipeline.WriteJSON(w, http.StatusAccepted, acc)
 		return
 	}
 	var q Queued
 	err = d.DB.InDurableTx(ctx, func(tx *sql.Tx) error {
-		q, err = h.st.queue(ctx, tx, argsFor(plan, nil))
+		if err := h.st.claim(ctx, tx, started.plan, started.merged); err != nil {
+			return err // another rollback of the environment came first: 409
+		}
+		q, err = h.st.queue(ctx, tx, argsFor(started.plan, nil))
 		return err
 	})
 	if err != nil {
 		h.answerError(w, r, "", err)
 		return
 	}
-	pipeline.WriteJSON(w, http.StatusAccepted, accepted(plan, q))
+	pipeline.WriteJSON(w, http.StatusAccepted, accepted(started.plan, q))
 }
 
 func accepted(plan Plan, q Queued) Accepted {

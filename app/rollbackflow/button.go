@@ -59,14 +59,21 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	if err != nil {
 		return nil, err
 	}
-	answer := h.answer(rec, d, user, records.AuditCommandReceived, out.Reply)
 	return func(ctx context.Context, tx *sql.Tx) error {
+		reply := out.Reply
 		if out.Commit != nil {
-			if err := out.Commit(ctx, tx); err != nil {
+			err := out.Commit(ctx, tx)
+			var refused *Refused
+			if errors.As(err, &refused) {
+				// Another rollback of the environment was queued since start
+				// looked: the check run says so instead of "Rolling back".
+				reply, err = "Not rolling back: "+refused.Reason+".", nil
+			}
+			if err != nil {
 				return err
 			}
 		}
-		return answer(ctx, tx)
+		return h.answer(rec, d, user, records.AuditCommandReceived, reply)(ctx, tx)
 	}, nil
 }
 

@@ -33,7 +33,20 @@ func (c rollbackCommand) Run(ctx context.Context, inv commands.Invocation) (comm
 		s.Reason, s.RequestedBy = reason, fmt.Sprintf("@%s with `%s` on %s#%d", inv.User, inv.Command.Line, inv.Repository, inv.PullRequest)
 		reply := &ReplyTo{Repository: inv.Repository, Number: inv.PullRequest, InstallationID: inv.InstallationID,
 			Key: fmt.Sprintf("comment-%d", inv.CommentID), User: inv.User}
-		return c.st.start(ctx, inv.GitHub, inv.Config.Config, inv.Repository, s, reply)
+		out, err := c.st.start(ctx, inv.GitHub, inv.Config.Config, inv.Repository, s, reply)
+		if commit := out.Commit; commit != nil {
+			out.Commit = func(ctx context.Context, tx *sql.Tx) error {
+				err := commit(ctx, tx)
+				var refused *Refused
+				if errors.As(err, &refused) {
+					// Another rollback of the environment was queued since
+					// start looked: the promise of a link is taken back.
+					return c.st.queueReply(ctx, tx, reply, "Not rolling back after all: "+refused.Reason+".")
+				}
+				return err
+			}
+		}
+		return out, err
 	}
 	var refused *Refused
 	if errors.As(err, &refused) {

@@ -56,7 +56,13 @@ type scene struct {
 
 func newScene(t *testing.T, dbURL string) *scene {
 	t.Helper()
-	e := e2etest.Start(t, dbURL, app.Options{})
+	return newSceneWith(t, dbURL, app.Options{})
+}
+
+// newSceneWith is newScene with the server's options opts.
+func newSceneWith(t *testing.T, dbURL string, opts app.Options) *scene {
+	t.Helper()
+	e := e2etest.Start(t, dbURL, opts)
 	s := &scene{Env: e, configHead: e.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", repoConfig)}
 	e.GitHub.PutFile(gitops, "main", releaseFile, releaseYAML)
 	e.Install(appRepo)
@@ -76,8 +82,14 @@ func sha(n int) string    { return strings.Repeat(fmt.Sprintf("%x", 10+n), 40) }
 // fact posts the task fact the bundled action posts at the end of a deploy.
 func (s *scene) fact(runID int64, status, release, img, commit string) {
 	s.T.Helper()
+	s.factIn("prod", runID, status, release, img, commit)
+}
+
+// factIn is fact for checkout in environment (cluster prod-eu).
+func (s *scene) factIn(environment string, runID int64, status, release, img, commit string) {
+	s.T.Helper()
 	f := map[string]any{"source": "task", "repository": appRepo, "workflow_run_id": runID, "run_attempt": 1,
-		"status": status, "app": "checkout", "environment": "prod", "cluster": "prod-eu", "release_id": release,
+		"status": status, "app": "checkout", "environment": environment, "cluster": "prod-eu", "release_id": release,
 		"observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
 	if img != "" {
 		f["images"], f["metadata"] = []string{img}, map[string]string{"commit": commit}

@@ -5,12 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/app/commands"
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 	"github.com/ripcord/ripcord/rollbackpr"
@@ -20,7 +18,7 @@ import (
 // returns the answer and the job to queue. A rollback that is open already
 // is answered with its pull request instead.
 func (st *starter) start(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start, reply *ReplyTo) (commands.Outcome, error) {
-	plan, open, err := st.begin(ctx, gh, cfg, repository, s)
+	b, err := st.begin(ctx, gh, cfg, repository, s)
 	var refused *Refused
 	if errors.As(err, &refused) {
 		return commands.Outcome{Reply: "Not rolling back: " + refused.Reason + "."}, nil
@@ -28,12 +26,19 @@ func (st *starter) start(ctx context.Context, gh *github.Client, cfg *repoconfig
 	if err != nil {
 		return commands.Outcome{}, err
 	}
-	if open != nil {
+	if open := b.open; open != nil {
 		return commands.Outcome{Reply: fmt.Sprintf("This rollback is open already: release `%s`, pull request %s.", open.ReleaseID, open.PRURL)}, nil
 	}
+	plan := b.plan
 	return commands.Outcome{
 		Reply: startedText(plan),
+		// A *Refused from Commit is another rollback of the environment
+		// queued since begin looked (claim): nothing is written, and the
+		// caller answers with it instead.
 		Commit: func(ctx context.Context, tx *sql.Tx) error {
+			if err := st.claim(ctx, tx, plan, b.merged); err != nil {
+				return err
+			}
 			q, err := st.queue(ctx, tx, argsFor(plan, reply))
 			if err != nil || !q.Duplicate || reply == nil {
 				return err
@@ -47,111 +52,37 @@ func (st *starter) start(ctx context.Context, gh *github.Client, cfg *repoconfig
 	}, nil
 }
 
-// begin decides s; open is the rollback's release record when the same
-// rollback is open already (nil otherwise), so nothing new is queued. An
-// earlier attempt whose pull request was closed without merging does not
-// count: the next attempt is decided instead (see attempt). Another
-// rollback whose pull request is open in the same app, environment and
-// cluster (another target, or the same one over another release) refuses
-// s, naming it (inFlight).
-func (st *starter) begin(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start) (Plan, *records.Record, error) {
+// begun is a rollback decided by begin.
+type begun struct {
+	plan Plan
+	// open is the rollback's release record when the same rollback is
+	// open already (nil otherwise): nothing new is queued.
+	open *records.Record
+	// merged are the rollbacks of the environment that GitHub says are
+	// merged though their records do not know it yet; claim lets them be.
+	merged []string
+}
+
+// begin decides s. An earlier attempt whose pull request was closed
+// without merging does not count: the next attempt is decided instead (see
+// attempt). Another rollback whose pull request is open in the same app,
+// environment and cluster (another target, or the same one over another
+// release), or is being opened, refuses s, naming it (inFlight); the
+// transaction that queues the job checks that again under a lock (claim).
+func (st *starter) begin(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, repository string, s Start) (begun, error) {
 	plan, in, err := st.prepare(ctx, gh, cfg, repository, s)
 	if err != nil {
-		return Plan{}, nil, err
+		return begun{}, err
 	}
 	plan, open, err := st.attempt(ctx, in, plan, true)
 	if err != nil || open != nil {
-		return plan, open, err
+		return begun{plan: plan, open: open}, err
 	}
-	if err := st.inFlight(ctx, plan); err != nil {
-		return Plan{}, nil, err
-	}
-	return plan, nil, nil
-}
-
-// inFlight refuses plan when another rollback of its app, environment and
-// cluster has its pull request open: its target is another branch, so a
-// second pull request would be open beside it, and merging both deploys
-// two rollbacks one after the other. A release whose pull request was
-// merged is not in the way (it is deploying); one whose close ripcord
-// missed is withdrawn now, as attempt does for the same rollback.
-func (st *starter) inFlight(ctx context.Context, plan Plan) error {
-	r := plan.Record
-	fail := func(err error) error {
-		return fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
-	}
-	rows, err := st.deps.DB.Read.QueryContext(ctx, `SELECT release_id FROM records
-		WHERE kind = $1 AND app = $2 AND environment = $3 AND cluster = $4 AND state = $5
-		AND merged_at IS NULL AND pr_number > 0 AND release_id <> $6
-		ORDER BY created_at DESC, release_id DESC`,
-		string(records.KindRollback), r.App, r.Environment, r.Cluster, string(records.StateOpened), r.ReleaseID)
+	merged, err := st.inFlight(ctx, plan)
 	if err != nil {
-		return fail(err)
+		return begun{}, err
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fail(err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fail(err)
-	}
-	for _, id := range ids {
-		rec, err := st.deps.Records.Get(ctx, id)
-		if errors.Is(err, records.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return fail(err)
-		}
-		rec, merged, err := st.stillOpen(ctx, plan, rec)
-		if err != nil {
-			return fail(err)
-		}
-		if merged || rec.State != records.StateOpened {
-			continue
-		}
-		return &Refused{Open: &rec, Reason: fmt.Sprintf("rollback pull request %s (release `%s`, back to %s) of %s in %s/%s is open already, "+
-			"and one rollback pull request at a time may be open per environment: merge it, or close it first and ask again",
-			or(rec.PRURL, fmt.Sprintf("#%d", rec.PRNumber)), rec.ReleaseID, rollbackpr.ShortSHA(rec.GitRevision), r.App, r.Environment, r.Cluster)}
-	}
-	return st.beingOpened(ctx, plan)
-}
-
-// beingOpened refuses plan when the job of another rollback of its app,
-// environment and cluster has not opened its pull request yet (GitHub is
-// slow or down, and the job retries): once GitHub is back both would open
-// their pull requests. A job that gave up is cancelled or discarded, and
-// no longer in the way.
-func (st *starter) beingOpened(ctx context.Context, plan Plan) error {
-	r := plan.Record
-	arg := func(path ...string) string {
-		if st.deps.DB.Dialect == store.Postgres {
-			return "args #>> '{" + strings.Join(path, ",") + "}'"
-		}
-		return "json_extract(args, '$." + strings.Join(path, ".") + "')"
-	}
-	var id, rev string
-	err := st.deps.DB.Read.QueryRowContext(ctx, `SELECT `+arg("release_id")+`, COALESCE(`+arg("plan", "record", "git_revision")+`, '')
-		FROM river_job WHERE kind = $1 AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
-		AND `+arg("plan", "record", "app")+` = $2 AND `+arg("plan", "record", "environment")+` = $3
-		AND `+arg("plan", "record", "cluster")+` = $4 AND `+arg("release_id")+` <> $5
-		ORDER BY id LIMIT 1`, PullRequestArgs{}.Kind(), r.App, r.Environment, r.Cluster, r.ReleaseID).Scan(&id, &rev)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("rollbacks of %s in %s/%s being opened: %w", r.App, r.Environment, r.Cluster, err)
-	}
-	open := records.Record{ReleaseID: id, App: r.App, Environment: r.Environment, Cluster: r.Cluster, Kind: records.KindRollback, GitRevision: rev}
-	return &Refused{Open: &open, Reason: fmt.Sprintf("rollback `%s` (back to %s) of %s in %s/%s is being opened already (its pull request is not open yet), "+
-		"and one rollback pull request at a time may be open per environment: wait for its pull request and merge it, or close it, then ask again",
-		id, rollbackpr.ShortSHA(rev), r.App, r.Environment, r.Cluster)}
+	return begun{plan: plan, merged: merged}, nil
 }
 
 // maxAttempts bounds how often the same rollback is opened again after its

@@ -109,14 +109,17 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (Outcome, error) 
 	if !v.Allowed {
 		return Outcome{}, refuse("%s", strings.TrimSuffix(v.Reason, "."))
 	}
-	plan, open, err := st.begin(ctx, gh, cfg.Config, req.Repository, Start{App: req.App, Environment: req.Environment,
+	b, err := st.begin(ctx, gh, cfg.Config, req.Repository, Start{App: req.App, Environment: req.Environment,
 		Cluster: req.Cluster, To: req.To, Reason: req.Reason, RequestedBy: fmt.Sprintf("@%s on %s", req.User, or(req.Via, "the web"))})
-	if err != nil || open != nil {
-		return Outcome{Plan: plan, Open: open}, err
+	if err != nil || b.open != nil {
+		return Outcome{Plan: b.plan, Open: b.open}, err
 	}
-	out := Outcome{Plan: plan}
+	out := Outcome{Plan: b.plan}
 	err = d.DB.InDurableTx(ctx, func(tx *sql.Tx) error {
-		out.Queued, err = st.queue(ctx, tx, argsFor(plan, nil))
+		if err := st.claim(ctx, tx, b.plan, b.merged); err != nil {
+			return err // another rollback of the environment came first
+		}
+		out.Queued, err = st.queue(ctx, tx, argsFor(b.plan, nil))
 		return err
 	})
 	return out, err

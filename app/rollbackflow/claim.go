@@ -1,0 +1,156 @@
+package rollbackflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/rollbackpr"
+)
+
+// One rollback pull request at a time per app, environment and cluster:
+// another target is another branch, so a second pull request would be open
+// beside the first, and merging both deploys two rollbacks one after the
+// other. A rollback is in the way from the moment its job is queued (being
+// opened) until its pull request is merged or closed (open).
+//
+// inFlight checks before anything is written, and may ask GitHub whether
+// an open rollback's pull request was closed or merged meanwhile. claim
+// checks again, from the database alone, in the transaction that queues the
+// job, serialised with every other claim of the environment (PostgreSQL:
+// a transaction-scoped advisory lock; SQLite: its single writer, which
+// BEGIN IMMEDIATE takes at once): two requests for different targets that
+// both passed inFlight cannot both queue their jobs.
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// inFlight refuses plan when another rollback of its app, environment and
+// cluster has its pull request open or is being opened. A release whose
+// pull request was merged is not in the way (it is deploying); one whose
+// close ripcord missed is withdrawn now, as attempt does for the same
+// rollback. merged are the rollbacks GitHub says are merged though their
+// records do not know it yet, for claim.
+func (st *starter) inFlight(ctx context.Context, plan Plan) (merged []string, err error) {
+	r := plan.Record
+	open, err := openRollbacks(ctx, st.deps.DB.Read, plan)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range open {
+		rec, isMerged, err := st.stillOpen(ctx, plan, rec)
+		if err != nil {
+			return nil, fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
+		}
+		if isMerged {
+			merged = append(merged, rec.ReleaseID)
+			continue
+		}
+		if rec.State == records.StateOpened {
+			return nil, openRefusal(plan, rec)
+		}
+	}
+	return merged, beingOpened(ctx, st.deps.DB.Read, st.deps.DB.Dialect, plan)
+}
+
+// claim checks, in tx, the transaction that queues plan's job, that no
+// other rollback of its environment has been queued or opened since
+// inFlight looked; merged are inFlight's. It takes the environment's lock
+// first, so of two claims the second sees the first's job. A refusal is a
+// *Refused naming the other rollback, as inFlight's; nothing is written.
+func (st *starter) claim(ctx context.Context, tx *sql.Tx, plan Plan, merged []string) error {
+	r := plan.Record
+	if st.deps.DB.Dialect == store.Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`,
+			"ripcord-rollback/"+r.App+"/"+r.Environment+"/"+r.Cluster); err != nil {
+			return fmt.Errorf("lock the rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
+		}
+	}
+	open, err := openRollbacks(ctx, tx, plan)
+	if err != nil {
+		return err
+	}
+	for _, rec := range open {
+		if !slices.Contains(merged, rec.ReleaseID) {
+			return openRefusal(plan, rec)
+		}
+	}
+	return beingOpened(ctx, tx, st.deps.DB.Dialect, plan)
+}
+
+// openRollbacks are the other rollbacks of plan's app, environment and
+// cluster whose records say their pull requests are open, newest first.
+func openRollbacks(ctx context.Context, q querier, plan Plan) ([]records.Record, error) {
+	r := plan.Record
+	fail := func(err error) ([]records.Record, error) {
+		return nil, fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT release_id, pr_url, pr_number, git_revision FROM records
+		WHERE kind = $1 AND app = $2 AND environment = $3 AND cluster = $4 AND state = $5
+		AND merged_at IS NULL AND pr_number > 0 AND release_id <> $6
+		ORDER BY created_at DESC, release_id DESC`,
+		string(records.KindRollback), r.App, r.Environment, r.Cluster, string(records.StateOpened), r.ReleaseID)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	var out []records.Record
+	for rows.Next() {
+		rec := records.Record{App: r.App, Environment: r.Environment, Cluster: r.Cluster,
+			Kind: records.KindRollback, State: records.StateOpened}
+		if err := rows.Scan(&rec.ReleaseID, &rec.PRURL, &rec.PRNumber, &rec.GitRevision); err != nil {
+			return fail(err)
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	return out, nil
+}
+
+func openRefusal(plan Plan, rec records.Record) *Refused {
+	r := plan.Record
+	return &Refused{Open: &rec, Reason: fmt.Sprintf("rollback pull request %s (release `%s`, back to %s) of %s in %s/%s is open already, "+
+		"and one rollback pull request at a time may be open per environment: merge it, or close it first and ask again",
+		or(rec.PRURL, fmt.Sprintf("#%d", rec.PRNumber)), rec.ReleaseID, rollbackpr.ShortSHA(rec.GitRevision), r.App, r.Environment, r.Cluster)}
+}
+
+// beingOpened refuses plan when the job of another rollback of its app,
+// environment and cluster has not opened its pull request yet (GitHub is
+// slow or down, and the job retries): once GitHub is back both would open
+// their pull requests. A job that gave up is cancelled or discarded, and
+// no longer in the way.
+func beingOpened(ctx context.Context, q querier, dialect store.Dialect, plan Plan) error {
+	r := plan.Record
+	arg := func(path ...string) string {
+		if dialect == store.Postgres {
+			return "args #>> '{" + strings.Join(path, ",") + "}'"
+		}
+		return "json_extract(args, '$." + strings.Join(path, ".") + "')"
+	}
+	var id, rev string
+	err := q.QueryRowContext(ctx, `SELECT `+arg("release_id")+`, COALESCE(`+arg("plan", "record", "git_revision")+`, '')
+		FROM river_job WHERE kind = $1 AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+		AND `+arg("plan", "record", "app")+` = $2 AND `+arg("plan", "record", "environment")+` = $3
+		AND `+arg("plan", "record", "cluster")+` = $4 AND `+arg("release_id")+` <> $5
+		ORDER BY id LIMIT 1`, PullRequestArgs{}.Kind(), r.App, r.Environment, r.Cluster, r.ReleaseID).Scan(&id, &rev)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("rollbacks of %s in %s/%s being opened: %w", r.App, r.Environment, r.Cluster, err)
+	}
+	open := records.Record{ReleaseID: id, App: r.App, Environment: r.Environment, Cluster: r.Cluster, Kind: records.KindRollback, GitRevision: rev}
+	return &Refused{Open: &open, Reason: fmt.Sprintf("rollback `%s` (back to %s) of %s in %s/%s is being opened already (its pull request is not open yet), "+
+		"and one rollback pull request at a time may be open per environment: wait for its pull request and merge it, or close it, then ask again",
+		id, rollbackpr.ShortSHA(rev), r.App, r.Environment, r.Cluster)}
+}

@@ -1,0 +1,146 @@
+package rollbackflow_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// raceEnvironments is how many environments the race is run in, one round
+// each: the check of one round loses the race most of the time, so this
+// many fail on a check that is not atomic.
+const raceEnvironments = 8
+
+// raceScene is newScene with raceEnvironments more environments of
+// checkout (race0, race1, …), each rolling back by pull request in its own
+// release file, with r1 and r2 healthy and r3 failed. GitHub writes are
+// paced on a clock that moves only when waited on: the scene makes more
+// than GitHub's 80 a minute.
+func raceScene(t *testing.T, dbURL string) (*scene, []string) {
+	s := newSceneWith(t, dbURL, app.Options{GitHubClock: ghclient.NewStepClock(time.Now().UTC())})
+	cfg := repoConfig
+	var envs []string
+	for i := range raceEnvironments {
+		env := fmt.Sprintf("race%d", i)
+		file := "apps/checkout/" + env + "/release.yaml"
+		cfg += fmt.Sprintf(`      %s:
+        cluster: prod-eu
+        workflows: [deploy.yml]
+        rollback:
+          mode: pull-request
+          repository: acme/gitops
+          base: main
+          file: %s
+          fields: {image: image.ref, digest: image.digest, release_id: release.id}
+`, env, file)
+		s.GitHub.PutFile(gitops, "main", file, strings.ReplaceAll(releaseYAML, "prod-eu/prod", "prod-eu/"+env))
+		envs = append(envs, env)
+	}
+	s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", cfg)
+	for i, env := range envs {
+		for n, status := range []string{"success", "success", "failed"} {
+			s.factIn(env, int64(8000+10*i+n+1), status, fmt.Sprintf("r%d:prod-eu/%s", n+1, env), image(n+1), sha(n+1))
+		}
+	}
+	return s, envs
+}
+
+// post is POST /api/v1/rollbacks from any goroutine (Env.Do may stop the
+// test, which only the test's goroutine may do).
+func post(s *scene, body string) (int, string, error) {
+	req, err := http.NewRequest("POST", s.URL+"/api/v1/rollbacks", bytes.NewReader([]byte(body)))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+e2etest.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out), err
+}
+
+// Two POST /api/v1/rollbacks of one environment to different targets (the
+// default, r2, and r1) that arrive together: both used to pass the check
+// before either had queued its job, and two rollback pull requests were
+// opened. One is accepted; the other is a 409 naming it, as when they come
+// one after the other.
+func TestRollbackAPIRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, envs := raceScene(t, dbURL)
+		for _, env := range envs {
+			bodies := []string{
+				fmt.Sprintf(`{"app":"checkout","environment":%q,"reason":"r3 leaks memory"}`, env),
+				fmt.Sprintf(`{"app":"checkout","environment":%q,"to":"r1:prod-eu/%s","reason":"r2 is slow too"}`, env, env),
+			}
+			status, out := make([]int, len(bodies)), make([]string, len(bodies))
+			errs := make([]error, len(bodies))
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i, b := range bodies {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					status[i], out[i], errs[i] = post(s, b)
+				}()
+			}
+			close(start)
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			won, lost := -1, -1
+			for i := range status {
+				switch status[i] {
+				case http.StatusAccepted:
+					won = i
+				case http.StatusConflict:
+					lost = i
+				}
+			}
+			if won < 0 || lost < 0 {
+				t.Errorf("%s: answers %d %s and %d %s, want one 202 and one 409", env, status[0], out[0], status[1], out[1])
+				continue
+			}
+			var acc struct {
+				ReleaseID string `json:"release_id"`
+			}
+			var e struct{ Error string }
+			if err := json.Unmarshal([]byte(out[won]), &acc); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(out[lost]), &e); err != nil || !strings.Contains(e.Error, acc.ReleaseID) {
+				t.Errorf("%s: the 409 is %s, want it to name the rollback accepted, %s", env, out[lost], acc.ReleaseID)
+			}
+		}
+		s.Settle(jobKinds...)
+		for _, env := range envs {
+			n := 0
+			for _, pr := range s.GitHub.PullRequests(gitops) {
+				if strings.Contains(pr.Head, "-"+env+"-") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
+			}
+		}
+	})
+}
