@@ -43,6 +43,13 @@ func (x executor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rollba
 		// is not asked inside the decision's transaction.
 		plan, _, err = x.st.attempt(ctx, in, plan, false)
 	}
+	if err == nil {
+		// One rollback pull request at a time per environment, as for a
+		// person: another rollback's open (or being opened) is named in the
+		// episode's alert, and no second one is opened beside it. The
+		// same rollback, open already, is followed instead.
+		err = x.st.claim(ctx, tx, plan, nil)
+	}
 	var refused *Refused
 	if errors.As(err, &refused) {
 		return "", &recoveryflow.NotStarted{Reason: "the rollback pull request was not opened: " + refused.Reason}
