@@ -14,6 +14,7 @@ import (
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -140,6 +141,82 @@ func TestRollbackAPIRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 			}
 			if n != 1 {
 				t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
+			}
+		}
+	})
+}
+
+// Two `/ripcord rollback` comments of one environment to different targets
+// that arrive together: their deliveries are decided side by side, and both
+// used to queue their jobs. One is opened; the other commenter is told,
+// naming the rollback that came first, and no second pull request is
+// opened.
+func TestRollbackCommandRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, envs := raceScene(t, dbURL)
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+		ids := map[string][]int64{}
+		for _, env := range envs {
+			var reqs []*http.Request
+			for _, to := range []string{"r2", "r1"} {
+				body := fmt.Sprintf("/ripcord rollback to %s:prod-eu/%s %s in %s is slow", to, env, "r3", env)
+				c := s.GitHub.AddComment(appRepo, pr, "octocat", body)
+				ids[env] = append(ids[env], c.ID)
+				reqs = append(reqs, githubtest.NewDelivery(t, s.URL+"/api/github/hook", e2etest.Secret, "issue_comment",
+					s.IssueComment(e2etest.Comment{Repository: appRepo, Number: pr, ID: c.ID, User: "octocat", Body: body})))
+			}
+			status := make([]int, len(reqs))
+			errs := make([]error, len(reqs))
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i, req := range reqs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						errs[i] = err
+						return
+					}
+					resp.Body.Close()
+					status[i] = resp.StatusCode
+				}()
+			}
+			close(start)
+			wg.Wait()
+			for i := range reqs {
+				if errs[i] != nil || status[i] != http.StatusAccepted {
+					t.Fatalf("%s: delivery %d = %d %v, want 202", env, i, status[i], errs[i])
+				}
+			}
+		}
+		s.Settle(jobKinds...)
+		for _, env := range envs {
+			n := 0
+			for _, p := range s.GitHub.PullRequests(gitops) {
+				if strings.Contains(p.Head, "-"+env+"-") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
+			}
+			var linked, refused int
+			for _, id := range ids[env] {
+				for _, r := range s.replies(id) {
+					switch {
+					case strings.Contains(r, "Rollback pull request: "):
+						linked++
+					case strings.Contains(r, "Not rolling back") && strings.Contains(r, "one rollback pull request at a time"):
+						refused++
+					}
+				}
+			}
+			if linked != 1 || refused != 1 {
+				t.Errorf("%s: %d replies with the pull request's link and %d refusals naming the other rollback, want 1 and 1", env, linked, refused)
 			}
 		}
 	})
