@@ -24,7 +24,13 @@ func (s *scene) releaseCheck(releaseID string) (githubtest.CheckRun, bool) {
 // Roll back button, as GitHub sends it.
 func (s *scene) click(releaseID, headSHA, user string) {
 	s.T.Helper()
-	body := e2etest.Edit(s.T, githubtest.LoadPayload(s.T, "check_run", "requested_action.payload.json"), func(m map[string]any) {
+	s.Deliver("check_run", s.clickBody(releaseID, headSHA, user))
+}
+
+// clickBody is the check_run requested_action payload of click.
+func (s *scene) clickBody(releaseID, headSHA, user string) []byte {
+	s.T.Helper()
+	return e2etest.Edit(s.T, githubtest.LoadPayload(s.T, "check_run", "requested_action.payload.json"), func(m map[string]any) {
 		cr := m["check_run"].(map[string]any)
 		cr["name"], cr["external_id"], cr["head_sha"] = rollbackflow.ReleaseCheckName, releaseID, headSHA
 		m["requested_action"] = map[string]any{"identifier": rollbackflow.RollbackAction}
@@ -33,7 +39,6 @@ func (s *scene) click(releaseID, headSHA, user string) {
 		m["sender"].(map[string]any)["login"] = user
 		m["installation"] = map[string]any{"id": githubtest.InstallationID}
 	})
-	s.Deliver("check_run", body)
 }
 
 func TestRollBackButton(t *testing.T) {

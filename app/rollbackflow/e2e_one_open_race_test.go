@@ -167,31 +167,7 @@ func TestRollbackCommandRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 				reqs = append(reqs, githubtest.NewDelivery(t, s.URL+"/api/github/hook", e2etest.Secret, "issue_comment",
 					s.IssueComment(e2etest.Comment{Repository: appRepo, Number: pr, ID: c.ID, User: "octocat", Body: body})))
 			}
-			status := make([]int, len(reqs))
-			errs := make([]error, len(reqs))
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i, req := range reqs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						errs[i] = err
-						return
-					}
-					resp.Body.Close()
-					status[i] = resp.StatusCode
-				}()
-			}
-			close(start)
-			wg.Wait()
-			for i := range reqs {
-				if errs[i] != nil || status[i] != http.StatusAccepted {
-					t.Fatalf("%s: delivery %d = %d %v, want 202", env, i, status[i], errs[i])
-				}
-			}
+			deliverTogether(t, reqs)
 		}
 		s.Settle(jobKinds...)
 		for _, env := range envs {
@@ -217,6 +193,85 @@ func TestRollbackCommandRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 			}
 			if linked != 1 || refused != 1 {
 				t.Errorf("%s: %d replies with the pull request's link and %d refusals naming the other rollback, want 1 and 1", env, linked, refused)
+			}
+		}
+	})
+}
+
+// deliverTogether posts the deliveries reqs at the same time, each from its
+// own goroutine, all released together.
+func deliverTogether(t *testing.T, reqs []*http.Request) {
+	t.Helper()
+	status := make([]int, len(reqs))
+	errs := make([]error, len(reqs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			resp.Body.Close()
+			status[i] = resp.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range reqs {
+		if errs[i] != nil || status[i] != http.StatusAccepted {
+			t.Fatalf("delivery %d = %d %v, want 202", i, status[i], errs[i])
+		}
+	}
+}
+
+// A click on a failed release's Roll back button (to r2) and a
+// `/ripcord rollback to r1` comment of the same environment that arrive
+// together: one rollback is opened, and the other is refused naming it. A
+// losing click says so in its audit event (and the check run's note), not
+// "Rolling back".
+func TestRollbackButtonRaceWithACommentOpensOnePullRequest(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, envs := raceScene(t, dbURL)
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+		comments := map[string]int64{}
+		for _, env := range envs {
+			body := fmt.Sprintf("/ripcord rollback to r1:prod-eu/%s r2 in %s is slow", env, env)
+			c := s.GitHub.AddComment(appRepo, pr, "octocat", body)
+			comments[env] = c.ID
+			deliverTogether(t, []*http.Request{
+				githubtest.NewDelivery(t, s.URL+"/api/github/hook", e2etest.Secret, "check_run",
+					s.clickBody("r3:prod-eu/"+env, sha(3), "octocat")),
+				githubtest.NewDelivery(t, s.URL+"/api/github/hook", e2etest.Secret, "issue_comment",
+					s.IssueComment(e2etest.Comment{Repository: appRepo, Number: pr, ID: c.ID, User: "octocat", Body: body})),
+			})
+		}
+		s.Settle(append(jobKinds, "release_check")...)
+		for _, env := range envs {
+			n := 0
+			for _, p := range s.GitHub.PullRequests(gitops) {
+				if strings.Contains(p.Head, "-"+env+"-") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
+			}
+			refused := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND message LIKE '%clicked Roll back: Not rolling back%'
+				AND message LIKE '%one rollback pull request at a time%'`, "r3:prod-eu/"+env)
+			for _, r := range s.replies(comments[env]) {
+				if strings.Contains(r, "Not rolling back") && strings.Contains(r, "one rollback pull request at a time") {
+					refused++
+				}
+			}
+			if refused != 1 {
+				t.Errorf("%s: %d refusals naming the other rollback (the click's audit, the comment's replies), want 1", env, refused)
 			}
 		}
 	})
