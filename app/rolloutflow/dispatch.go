@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 
@@ -20,8 +22,10 @@ import (
 // again. A crash between the claim and GitHub's answer leaves the batch
 // "dispatching": its run, if GitHub made one, is found by its name and
 // adopted (adopt.go); otherwise queue_timeout fails the pass rather than
-// risk a second deploy of the same batch.
-func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) error {
+// risk a second deploy of the same batch. A batch GitHub answered 404 for
+// because the App can no longer read the repository is not dispatched
+// and not failed: dispatch returns when to try it again (withdraw).
+func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) (time.Time, error) {
 	name, inputs := dispatchInputs(r, ref)
 	var claimed bool
 	err := x.commit(ctx, r, evs, func(tx *sql.Tx) error {
@@ -30,7 +34,7 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		return err
 	})
 	if err != nil || !claimed {
-		return err
+		return time.Time{}, err
 	}
 	workflow := r.Snapshot.Settings.Workflow
 	if ref.Kind == KindPrepare {
@@ -42,7 +46,26 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 	if err == nil {
 		runID, sent, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, inputs)
 	}
+	if err != nil && notFound(err) {
+		// A 404 on the dispatch is a workflow GitHub does not know, or a
+		// repository the App can no longer read (removed from the
+		// installation): only the repository's own answer tells them
+		// apart. A 404 before the dispatch was on the repository itself.
+		lost, rerr := true, error(nil)
+		if sent {
+			owner, repo, _ := strings.Cut(r.Repository, "/")
+			lost, rerr = x.accessLost(ctx, gh, owner, repo)
+		}
+		if lost || rerr != nil {
+			return x.withdraw(ctx, r, ref, name, workflow, lost, errors.Join(err, rerr))
+		}
+	}
 	switch {
+	case err != nil && notFound(err):
+		// The repository reads: GitHub has no such workflow. A refusal,
+		// the batch fails, saying what to look at.
+		state, detail = RunFailure, fmt.Sprintf("dispatch: workflow %s not found in %s: GitHub answers 404 on its dispatch, "+
+			"and the repository reads (is .github/workflows/%s on its default branch?)", workflow, r.Repository, workflow)
 	case err != nil && sent && !refused(err):
 		// No answer, or a 5xx: GitHub may have accepted the dispatch and
 		// started the run all the same (ghclient does not repeat a
@@ -63,7 +86,7 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		state = RunDispatching
 	}
 	x.deps.Log.Info("rollout batch dispatched", "rollout", r.ID, "batch", name, "workflow", workflow, "run_id", runID, "error", detail)
-	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+	return time.Time{}, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if err := setBatch(ctx, tx, r.ID, ref, runID, state, detail, x.deps.Now()); err != nil {
 			return err
 		}
@@ -138,6 +161,58 @@ func dispatchWorkflow(ctx context.Context, gh *github.Client, repository, workfl
 		return 0, true, fmt.Errorf("dispatch %s on %s@%s: %w", workflow, repository, ref, err)
 	}
 	return out.WorkflowRunID, true, nil
+}
+
+// withdraw takes back the claim of ref, whose dispatch GitHub answered 404
+// without the App being known to read the repository: GitHub started no
+// run, and nothing is known against the batch, so it is neither failed
+// (no on_failure, no rollback waves that could not be dispatched either)
+// nor left dispatching (to fail at queue_timeout). The machine dispatches
+// it again on the tick at the time returned, the next poll. lost: the
+// repository answered 404 too, which the rollout's audit says once
+// (access-lost) and the log on every try; otherwise the repository could
+// not be asked (5xx, no answer) and only the log says so.
+func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, workflow string, lost bool, cause error) (time.Time, error) {
+	msg := fmt.Sprintf("%s not dispatched: GitHub answers 404 on the dispatch of %s and on %s, which the App can no longer read "+
+		"(removed from the installation?): it is dispatched once access is back", name, workflow, r.Repository)
+	if lost {
+		x.deps.Log.Warn("rollout batch not dispatched: no access to its repository", "rollout", r.ID, "batch", name,
+			"repository", r.Repository, "error", cause)
+	} else {
+		x.deps.Log.Warn("rollout batch not dispatched: 404 on its dispatch and its repository not read; tried again on the next poll",
+			"rollout", r.ID, "batch", name, "error", cause)
+	}
+	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rollout_batches
+			WHERE rollout_id = $1 AND kind = $2 AND stage = $3 AND pass = $4 AND batch = $5 AND state = $6`,
+			r.ID, ref.Kind, ref.Stage, ref.Pass, ref.Batch, RunDispatching); err != nil {
+			return fmt.Errorf("withdraw the claim of %s of rollout %s: %w", name, r.ID, err)
+		}
+		if !lost {
+			return nil
+		}
+		var last string
+		err := tx.QueryRowContext(ctx, `SELECT message FROM rollout_audit WHERE rollout_id = $1 AND type = 'access-lost'
+			ORDER BY n DESC LIMIT 1`, r.ID).Scan(&last)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("audit of rollout %s: %w", r.ID, err)
+		}
+		if last == msg {
+			return nil // said on an earlier try
+		}
+		// No check run update: the App cannot write to the repository.
+		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return x.deps.Now().Add(runPoll), nil
+}
+
+// notFound reports whether GitHub answered err's request with a 404.
+func notFound(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusNotFound
 }
 
 // refused reports whether GitHub answered a dispatch with a refusal, a

@@ -99,7 +99,12 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 		r.leavesQueue = queued && r.Machine.Phase != PhaseQueue && r.Machine.Phase != PhaseDone
 		switch act.Kind {
 		case ActDispatch:
-			err = x.dispatch(ctx, &r, act.Ref, evs)
+			var retry time.Time
+			if retry, err = x.dispatch(ctx, &r, act.Ref, evs); err == nil && !retry.IsZero() {
+				// Not dispatched, nor failed (no access to the
+				// repository): the batch is dispatched on a later tick.
+				return x.settle(ctx, &r, Action{Kind: ActWait, Until: retry}, nil, in.Runs)
+			}
 		case ActRead:
 			var wait time.Time
 			if wait, evs, err = x.read(ctx, &r, act.Read, evs); err == nil && !wait.IsZero() {

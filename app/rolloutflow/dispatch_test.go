@@ -1,0 +1,157 @@
+package rolloutflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// access is a fake GitHub whose answers on the repository and on the
+// deploy workflow's dispatches the test sets: a status for each (0: as
+// GitHub answers when both exist and the App reads them).
+type access struct {
+	h        *harness
+	mu       sync.Mutex
+	repo     int
+	dispatch int
+	batches  []string // the dispatches that started a run, as "batch version"
+}
+
+func answerAccess(h *harness) *access {
+	a := &access{h: h}
+	h.gh.Handle("GET /repos/{owner}/{repo}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		a.mu.Lock()
+		status := a.repo
+		a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if status != 0 {
+			w.WriteHeader(status)
+			fmt.Fprintf(w, `{"message":%q}`, http.StatusText(status))
+			return
+		}
+		fmt.Fprintf(w, `{"id":1,"name":%q,"full_name":"%s/%s","default_branch":"main"}`, p["repo"], p["owner"], p["repo"])
+	})
+	h.gh.Handle("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
+		func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			var in struct {
+				Inputs map[string]any `json:"inputs"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			a.mu.Lock()
+			status := a.dispatch
+			if status == 0 {
+				a.batches = append(a.batches, fmt.Sprint(in.Inputs["batch"], " ", in.Inputs["version"]))
+			}
+			a.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			if status != 0 {
+				w.WriteHeader(status)
+				fmt.Fprintf(w, `{"message":%q}`, http.StatusText(status))
+				return
+			}
+			run := h.gh.AddWorkflowRun(testRepo, githubtest.WorkflowRun{Name: "deploy", Path: ".github/workflows/" + p["workflow_id"],
+				Event: "workflow_dispatch", HeadBranch: "main", Status: "queued", Inputs: in.Inputs, CreatedAt: h.clock.Now()})
+			_ = json.NewEncoder(w).Encode(map[string]any{"workflow_run_id": run.ID})
+		})
+	return a
+}
+
+func (a *access) set(repo, dispatch int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.repo, a.dispatch = repo, dispatch
+}
+
+func (a *access) started() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.batches)
+}
+
+func (h *harness) auditOf(typ string) []string {
+	h.t.Helper()
+	audit, err := listAudit(context.Background(), h.x.deps.DB.Read, h.id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, a := range audit {
+		if a.Type == typ {
+			out = append(out, a.Message)
+		}
+	}
+	return out
+}
+
+// GitHub answers 404 on a workflow dispatch also when the App lost access
+// to the repository (it was removed from the installation). No run was
+// started, and nothing is known against the batch: it is not failed (no
+// on_failure), the rollout waits where it is and its audit says why, once;
+// once access is back the batch is dispatched and the rollout goes on.
+func TestADispatch404OfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
+		a := answerAccess(h)
+		a.set(http.StatusNotFound, http.StatusNotFound)
+		h.start(nil)
+
+		// Tries for longer than queue_timeout.
+		h.tick()
+		for range 4 {
+			h.clock.set(h.rollout().WakeAt)
+			h.tickAs(true)
+		}
+		r := h.rollout()
+		if r.Machine.Phase != PhaseDeploy || r.Machine.Stage != 0 {
+			t.Fatalf("rollout %s in phase %s, stage %d (%s), want it deploying the canary still",
+				r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure)
+		}
+		if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
+			t.Fatalf("batches %+v (%v) while GitHub answers 404 on the repository, want none", ds, err)
+		}
+		if !r.WakeAt.After(h.clock.Now()) || r.WakeAt.After(h.clock.Now().Add(runPoll)) {
+			t.Errorf("next tick at %s, want one within %s of %s", r.WakeAt, runPoll, h.clock.Now())
+		}
+		lost := h.auditOf("access-lost")
+		if len(lost) != 1 || !strings.Contains(lost[0], testRepo) || !strings.Contains(lost[0], "deploy@canary#0") {
+			t.Errorf("access-lost audit lines %q, want one naming %s and the canary's batch", lost, testRepo)
+		}
+
+		// Access is back: the batch is dispatched, once, and so is every other.
+		a.set(0, 0)
+		h.clock.set(h.rollout().WakeAt)
+		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
+			t.Errorf("status %s (%s), dispatches %v once access is back; want succeeded with each batch once",
+				r.Machine.Status, r.Machine.Failure, a.started())
+		}
+	})
+}
+
+// A dispatch GitHub answers 404 for while the repository reads is a
+// workflow GitHub does not know: the batch fails at once, saying so.
+func TestADispatch404OfAMissingWorkflowFailsTheBatch(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	a := answerAccess(h)
+	a.set(0, http.StatusNotFound)
+	h.start(nil)
+	h.tick()
+	r := h.rollout()
+	if r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, "workflow deploy.yml not found in "+testRepo) {
+		t.Errorf("status %s (%s), want failed at once: the workflow is not found", r.Machine.Status, r.Machine.Failure)
+	}
+	if lost := h.auditOf("access-lost"); len(lost) != 0 {
+		t.Errorf("access-lost audit lines %q for a repository that reads", lost)
+	}
+}
