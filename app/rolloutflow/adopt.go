@@ -84,13 +84,12 @@ func (x *executor) adoptRun(ctx context.Context, gh *github.Client, r Rollout, r
 	if ref.Kind == KindPrepare {
 		workflow = r.Snapshot.Settings.Prepare
 	}
-	owner, repo, _ := strings.Cut(r.Repository, "/")
-	list, _, err := gh.Actions.ListWorkflowRunsByFileName(ctx, owner, repo, workflow, &github.ListWorkflowRunsOptions{
-		Event: "workflow_dispatch", Branch: r.Snapshot.Settings.Ref, ListOptions: github.ListOptions{PerPage: 100}})
+	since := run.DispatchedAt.Add(-clockSkew)
+	runs, err := listRunsSince(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, since)
 	if err != nil {
 		return &adoptListError{fmt.Errorf("runs of %s for %s of rollout %s: %w", workflow, name, r.ID, err)}
 	}
-	found, err := x.matchRun(ctx, r, list.WorkflowRuns, name, run.DispatchedAt.Add(-clockSkew))
+	found, err := x.matchRun(ctx, r, runs, name, since)
 	if err != nil || found == nil {
 		return err
 	}
@@ -111,6 +110,35 @@ func (x *executor) adoptRun(ctx context.Context, gh *github.Client, r Rollout, r
 		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", fmt.Sprintf(
 			"%s: run %d adopted: its dispatch was accepted but its run id was never stored (a restart, or GitHub did not return it)", name, found.GetID()))
 	})
+}
+
+// maxRunPages bounds the pages of runs listed for one adoption: GitHub
+// returns at most 1,000 runs (ten pages of 100) for a filtered list.
+const maxRunPages = 10
+
+// listRunsSince lists the runs of workflow dispatched on branch ("" for
+// any), page after page until one reaches back before `since`: on a busy
+// repository the run of a batch can be far from the newest hundred, and a
+// run not found leaves its batch to fail at queue_timeout. GitHub lists
+// runs newest first. (Its created filter takes a range, ">=time", which
+// GitHub's published description does not allow: only a date-time.)
+func listRunsSince(ctx context.Context, gh *github.Client, repository, workflow, branch string, since time.Time) ([]*github.WorkflowRun, error) {
+	owner, repo, _ := strings.Cut(repository, "/")
+	opts := &github.ListWorkflowRunsOptions{Event: "workflow_dispatch", Branch: branch, ListOptions: github.ListOptions{PerPage: 100}}
+	var out []*github.WorkflowRun
+	for range maxRunPages {
+		list, resp, err := gh.Actions.ListWorkflowRunsByFileName(ctx, owner, repo, workflow, opts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list.WorkflowRuns...)
+		n := len(list.WorkflowRuns)
+		if resp.NextPage == 0 || n == 0 || list.WorkflowRuns[n-1].GetCreatedAt().Time.Before(since) {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return out, nil
 }
 
 // matchRun picks the run titled RunName(name, release), else the only run

@@ -172,3 +172,42 @@ func answerFirstDispatchWith(h *harness, status int, started bool) func() []stri
 		return slices.Clone(batches)
 	}
 }
+
+// On a busy repository the run of a batch whose dispatch was cut short is
+// not among the newest hundred runs of the workflow: it is found all the
+// same, on a later page, and adopted, instead of its pass failing at
+// queue_timeout.
+func TestRunOfACutShortDispatchIsAdoptedBeyondThe100NewestRuns(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	h.gh.SetClock(h.clock.Now)
+	h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
+	h.start(nil)
+	h.tick()
+	ds := h.gh.Dispatches(testRepo)
+	if len(ds) != 1 {
+		t.Fatalf("%d dispatches, want the canary's", len(ds))
+	}
+	if _, err := h.x.deps.DB.Write.ExecContext(context.Background(), `UPDATE rollout_batches
+		SET run_id = 0, state = 'dispatching' WHERE rollout_id = $1`, h.id); err != nil {
+		t.Fatal(err)
+	}
+	// Other apps of the repository deploy with the same workflow meanwhile.
+	for i := range 250 {
+		h.gh.AddWorkflowRun(testRepo, githubtest.WorkflowRun{Name: "deploy", Path: ".github/workflows/deploy.yml",
+			Event: "workflow_dispatch", HeadBranch: "main", Status: "queued", CreatedAt: h.clock.Now().Add(time.Second),
+			DisplayTitle: fmt.Sprintf("deploy@canary#0 r%d:other/prod", i)})
+	}
+	h.x = h.executor() // the restart
+	h.clock.set(h.clock.Now().Add(dispatchGrace))
+	h.tick()
+	runs, err := loadRuns(context.Background(), h.x.deps.DB.Read, h.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if canary := runs[Ref{Kind: KindDeploy, Stage: 0, Pass: 0, Batch: 0}]; canary.RunID != ds[0].RunID || canary.State != RunQueued {
+		t.Fatalf("canary batch %+v after the restart, want its run %d adopted", canary, ds[0].RunID)
+	}
+	if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
+		t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once", r.Machine.Status, r.Machine.Failure, h.dispatches())
+	}
+}
