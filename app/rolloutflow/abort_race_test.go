@@ -49,3 +49,55 @@ func TestAnAbortDuringADispatchStopsIt(t *testing.T) {
 		}
 	})
 }
+
+// An abort that read the rollout in the queue, while a tick took it out of
+// the queue and dispatched its first batch before the abort was stored,
+// must not answer "nothing was deployed": the canary's batch went out.
+func TestAnAbortAfterATickDispatchedDoesNotSayNothingWasDeployed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.hold = true
+		h.start(nil)
+		h.x.beforeAbortMark = func(string) {
+			h.x.beforeAbortMark = nil
+			h.tick()
+		}
+		reply, err := h.x.abort(ctx, h.id, "bob", "wrong version")
+		if err != nil {
+			t.Fatalf("abort: %v", err)
+		}
+		if n := len(h.gh.Dispatches(testRepo)); n != 1 {
+			t.Fatalf("%d batches dispatched by the tick before the abort was stored, want the canary's", n)
+		}
+		if strings.Contains(reply, "nothing was deployed") {
+			t.Errorf("abort answered %q while the canary's batch was dispatched", reply)
+		}
+		h.tick()
+		if r := h.rollout(); r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, "aborted by @bob") ||
+			strings.Contains(r.Machine.Failure, "before it started") {
+			t.Errorf("status %s (%s) after the abort, want failed by the abort, after it started", r.Machine.Status, r.Machine.Failure)
+		}
+	})
+}
+
+// An abort of a rollout that ended after the abort read it is refused:
+// the operator is not told on_failure applies to a rollout that succeeded.
+func TestAnAbortOfARolloutThatEndedMeanwhileIsRefused(t *testing.T) {
+	h := newHarness(t, "stop", "", time.Minute)
+	h.start(nil)
+	h.x.beforeAbortMark = func(string) {
+		h.x.beforeAbortMark = nil
+		if r := h.run(nil); r.Machine.Status != Succeeded {
+			t.Fatalf("status %s (%s), want the rollout to succeed before the abort is stored", r.Machine.Status, r.Machine.Failure)
+		}
+	}
+	reply, err := h.x.abort(context.Background(), h.id, "bob", "too late")
+	var refused *Refused
+	if !errors.As(err, &refused) || !strings.Contains(refused.Reason, "has ended") {
+		t.Errorf("abort of a rollout that succeeded meanwhile: %q, %v; want refused, it has ended", reply, err)
+	}
+	if r := h.rollout(); r.AbortBy != "" {
+		t.Errorf("abort_by %q stored on a rollout that had ended", r.AbortBy)
+	}
+}

@@ -95,7 +95,10 @@ func (x *executor) prepareLift(r Rollout, login string, approve bool, comment, v
 		commit, nil
 }
 
-// abort stops the rollout as a failure; on_failure applies.
+// abort stops the rollout as a failure; on_failure applies. The reply
+// says what the abort found when it was stored, not when the rollout was
+// read before: a tick may have taken the rollout out of the queue, and
+// dispatched its first batch, in between.
 func (x *executor) abort(ctx context.Context, id, login, reason string) (string, error) {
 	r, err := getRollout(ctx, x.deps.DB.Read, id)
 	if err != nil {
@@ -112,14 +115,20 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 	if reason == "" {
 		reason = "no reason given"
 	}
-	err = x.markAborted(ctx, r.ID, login, reason, fmt.Sprintf("@%s aborted the rollout: %s", login, reason))
-	if errors.Is(err, errAbortedAlready) {
-		return "", refuse("rollout %s was aborted already", r.ID)
+	if x.beforeAbortMark != nil {
+		x.beforeAbortMark(id)
 	}
-	if err != nil {
+	phase, err := x.markAborted(ctx, r.ID, login, reason, fmt.Sprintf("@%s aborted the rollout: %s", login, reason))
+	var ended *errEnded
+	switch {
+	case errors.Is(err, errAbortedAlready):
+		return "", refuse("rollout %s was aborted already", r.ID)
+	case errors.As(err, &ended):
+		return "", refuse("rollout %s has ended (%s)", r.ID, ended.status)
+	case err != nil:
 		return "", err
 	}
-	if r.Machine.Phase == PhaseQueue {
+	if phase == PhaseQueue {
 		return fmt.Sprintf("rollout %s aborted by @%s before it started: nothing was deployed", r.ID, login), nil
 	}
 	return fmt.Sprintf("rollout %s aborted by @%s; on_failure %s applies", r.ID, login, r.Snapshot.Plan.OnFailure), nil
@@ -127,25 +136,42 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 
 var errAbortedAlready = errors.New("the rollout was aborted before")
 
+// errEnded is an abort of a rollout that ended since it was read.
+type errEnded struct{ status Status }
+
+func (e *errEnded) Error() string { return "the rollout has ended (" + string(e.status) + ")" }
+
 // markAborted stores the abort of rollout id, with its audit line, and
-// queues the tick that carries it out. The abort counts as a move (seq),
-// as a hold does: a tick that read the rollout before it loses its save,
-// so a batch it was about to dispatch is not claimed, nor sent, after the
-// operator was told the rollout is aborted; retried, it sees the abort.
-func (x *executor) markAborted(ctx context.Context, id, login, reason, audit string) error {
-	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE rollouts SET abort_by = $1, abort_reason = $2, seq = seq + 1
-			WHERE id = $3 AND abort_by = ''`,
-			login, reason, id)
+// queues the tick that carries it out; it returns the rollout's phase as
+// the abort found it. The abort counts as a move (seq), as a hold does: a
+// tick that read the rollout before it loses its save, so a batch it was
+// about to dispatch is not claimed, nor sent, after the operator was told
+// the rollout is aborted; retried, it sees the abort. A tick that stored
+// its move first is seen in the phase returned (and a batch it claimed
+// and had not sent yet is not sent: dispatch looks again).
+func (x *executor) markAborted(ctx context.Context, id, login, reason, audit string) (Phase, error) {
+	var phase string
+	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE rollouts SET abort_by = $1, abort_reason = $2, seq = seq + 1
+			WHERE id = $3 AND abort_by = '' AND status NOT IN ($4, $5) RETURNING phase`,
+			login, reason, id, string(Succeeded), string(Failed)).Scan(&phase)
+		if errors.Is(err, sql.ErrNoRows) {
+			var by, st string
+			if err := tx.QueryRowContext(ctx, `SELECT abort_by, status FROM rollouts WHERE id = $1`, id).Scan(&by, &st); err != nil {
+				return fmt.Errorf("abort rollout %s: %w", id, err)
+			}
+			if by != "" {
+				return errAbortedAlready
+			}
+			return &errEnded{status: Status(st)}
+		}
 		if err != nil {
 			return fmt.Errorf("abort rollout %s: %w", id, err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return errAbortedAlready
 		}
 		if err := insertAudit(ctx, tx, id, x.deps.Now(), "abort", audit); err != nil {
 			return err
 		}
 		return queueTickTx(ctx, tx, x.deps.River(), id)
 	})
+	return Phase(phase), err
 }

@@ -167,8 +167,9 @@ func (x *executor) stopRolledBack(ctx context.Context, rb records.Record, reques
 	if rb.RollbackReason != "" {
 		reason += " (" + rb.RollbackReason + ")"
 	}
-	err = x.markAborted(ctx, r.ID, by, reason, "the rollout stops: "+reason)
-	if errors.Is(err, errAbortedAlready) {
+	_, err = x.markAborted(ctx, r.ID, by, reason, "the rollout stops: "+reason)
+	var ended *errEnded
+	if errors.Is(err, errAbortedAlready) || errors.As(err, &ended) {
 		return nil
 	}
 	return err

@@ -50,6 +50,9 @@ type executor struct {
 	// afterInputs, when set (by tests), runs between a tick's read of the
 	// rollout's inputs and its first save.
 	afterInputs func(id string)
+	// beforeAbortMark, when set (by tests), runs between an abort's read
+	// of the rollout and its store.
+	beforeAbortMark func(id string)
 }
 
 type tickWorker struct {
