@@ -101,3 +101,37 @@ func TestAnAbortOfARolloutThatEndedMeanwhileIsRefused(t *testing.T) {
 		t.Errorf("abort_by %q stored on a rollout that had ended", r.AbortBy)
 	}
 }
+
+// An abort stored after a tick committed a batch's claim, but before it
+// sent the dispatch, is accepted (the claim's save did not lose to it):
+// that batch must not go out after the operator was told the rollout is
+// aborted.
+func TestAnAbortBetweenAClaimAndItsDispatchStopsIt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
+		h.hold = true
+		h.start(nil)
+		h.x.afterClaim = func(id string) {
+			h.x.afterClaim = nil
+			if _, err := h.x.abort(ctx, id, "bob", "wrong version"); err != nil {
+				t.Fatalf("abort: %v", err)
+			}
+		}
+		h.tick()
+		if h.x.afterClaim != nil {
+			t.Fatal("no batch was claimed")
+		}
+		h.tick()
+		if n := len(h.gh.Dispatches(testRepo)); n != 0 {
+			t.Errorf("%d dispatches after the abort was accepted, want none", n)
+		}
+		r := h.rollout()
+		if r.Machine.Phase != PhaseDone || !strings.Contains(r.Machine.Failure, "aborted by @bob") {
+			t.Errorf("rollout %s in phase %s (%s), want ended by the abort", r.Machine.Status, r.Machine.Phase, r.Machine.Failure)
+		}
+		if ds, err := listDispatched(ctx, h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
+			t.Errorf("batches %+v (%v), want none: nothing went out, nothing to roll back", ds, err)
+		}
+	})
+}

@@ -36,6 +36,12 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 	if err != nil || !claimed {
 		return time.Time{}, err
 	}
+	if x.afterClaim != nil {
+		x.afterClaim(r.ID)
+	}
+	if aborted, err := x.abortedAfterClaim(ctx, r, ref, name); err != nil || aborted {
+		return time.Time{}, err
+	}
 	workflow := r.Snapshot.Settings.Workflow
 	if ref.Kind == KindPrepare {
 		workflow = r.Snapshot.Settings.Prepare
@@ -101,6 +107,30 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 			msg = fmt.Sprintf("%s dispatched: %s, GitHub did not say which run: it is looked up by its name", name, workflow)
 		}
 		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", msg)
+	})
+}
+
+// abortedAfterClaim looks, just before the dispatch, for an abort stored
+// after the claim's commit (one stored before made that commit lose): the
+// operator was told the rollout is aborted, so the batch is not sent. Its
+// claim is taken back, and the tick, going on, applies the abort with
+// nothing of the batch to drain or roll back. An abort stored while the
+// dispatch request is already on its way cannot stop it: that batch runs
+// and is drained, or rolled back, as any batch in flight at an abort.
+func (x *executor) abortedAfterClaim(ctx context.Context, r *Rollout, ref Ref, name string) (bool, error) {
+	var by string
+	if err := x.deps.DB.Write.QueryRowContext(ctx, `SELECT abort_by FROM rollouts WHERE id = $1`, r.ID).Scan(&by); err != nil {
+		return false, fmt.Errorf("abort of rollout %s: %w", r.ID, err)
+	}
+	if by == "" {
+		return false, nil
+	}
+	return true, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if err := unclaimBatch(ctx, tx, r.ID, ref); err != nil {
+			return err
+		}
+		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch",
+			fmt.Sprintf("%s not dispatched: @%s aborted the rollout as it was about to be", name, by))
 	})
 }
 
@@ -183,10 +213,8 @@ func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, work
 			"rollout", r.ID, "batch", name, "error", cause)
 	}
 	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM rollout_batches
-			WHERE rollout_id = $1 AND kind = $2 AND stage = $3 AND pass = $4 AND batch = $5 AND state = $6`,
-			r.ID, ref.Kind, ref.Stage, ref.Pass, ref.Batch, RunDispatching); err != nil {
-			return fmt.Errorf("withdraw the claim of %s of rollout %s: %w", name, r.ID, err)
+		if err := unclaimBatch(ctx, tx, r.ID, ref); err != nil {
+			return err
 		}
 		if !lost {
 			return nil

@@ -305,6 +305,18 @@ func claimBatch(ctx context.Context, tx *sql.Tx, id string, ref Ref, name string
 	return n == 1, err
 }
 
+// unclaimBatch takes back the claim of a batch that was not dispatched
+// after all, so that the machine may dispatch it later, or never.
+func unclaimBatch(ctx context.Context, tx *sql.Tx, id string, ref Ref) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM rollout_batches
+		WHERE rollout_id = $1 AND kind = $2 AND stage = $3 AND pass = $4 AND batch = $5 AND state = $6`,
+		id, ref.Kind, ref.Stage, ref.Pass, ref.Batch, RunDispatching)
+	if err != nil {
+		return fmt.Errorf("take back the claim of a batch of rollout %s: %w", id, err)
+	}
+	return nil
+}
+
 // setBatch records what became of a batch's run.
 func setBatch(ctx context.Context, tx *sql.Tx, id string, ref Ref, runID int64, state, detail string, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET run_id = $1, state = $2, detail = $3, updated_at = $4

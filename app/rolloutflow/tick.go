@@ -53,6 +53,9 @@ type executor struct {
 	// beforeAbortMark, when set (by tests), runs between an abort's read
 	// of the rollout and its store.
 	beforeAbortMark func(id string)
+	// afterClaim, when set (by tests), runs between the commit of a
+	// batch's claim and its dispatch.
+	afterClaim func(id string)
 }
 
 type tickWorker struct {
