@@ -155,3 +155,33 @@ func TestADispatch404OfAMissingWorkflowFailsTheBatch(t *testing.T) {
 		t.Errorf("access-lost audit lines %q for a repository that reads", lost)
 	}
 }
+
+// A dispatch 404 whose repository GitHub gives no answer about (5xx) says
+// nothing either way: the batch is neither failed nor dispatched, and is
+// tried again on the next poll.
+func TestADispatch404WithTheRepositoryUnansweredFailsNoBatch(t *testing.T) {
+	h := newHarness(t, "rollback-all", "", time.Minute)
+	a := answerAccess(h)
+	a.set(http.StatusServiceUnavailable, http.StatusNotFound)
+	h.start(nil)
+	h.tick()
+	r := h.rollout()
+	if r.Machine.Phase != PhaseDeploy || r.WakeAt.IsZero() {
+		t.Fatalf("rollout %s in phase %s (%s), next tick %s; want it deploying the canary, asked again later",
+			r.Machine.Status, r.Machine.Phase, r.Machine.Failure, r.WakeAt)
+	}
+	if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
+		t.Fatalf("batches %+v (%v), want none", ds, err)
+	}
+	if lost := h.auditOf("access-lost"); len(lost) != 0 {
+		t.Errorf("access-lost audit lines %q while the repository's answer is unknown", lost)
+	}
+	a.set(0, 0)
+	// The client's retries of the 5xx slept on the fake clock: back to a
+	// whole second, as the harness's wake-ups (µs) need.
+	h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
+	h.clock.set(h.rollout().WakeAt)
+	if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
+		t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once", r.Machine.Status, r.Machine.Failure, a.started())
+	}
+}
