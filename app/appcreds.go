@@ -125,3 +125,14 @@ func (s *Server) handledEvents() []string {
 	slices.Sort(events)
 	return events
 }
+
+// acts reports whether some handler of this server acts on a delivery of
+// event with action; one that none does is stored ignored, with no job.
+func (s *Server) acts(event, action string) bool {
+	for _, h := range s.handlers[event] {
+		if ah, ok := h.(pipeline.ActionHandler); !ok || ah.HandlesAction(event, action) {
+			return true
+		}
+	}
+	return false
+}

@@ -51,10 +51,10 @@ const commitTimeout = 8 * time.Second
 type groupWriter struct {
 	db      *store.DB
 	metrics *metrics
-	// acts reports whether some handler takes an event. A delivery of an
-	// event none takes is stored finished, ignored: the drain would only
+	// acts reports whether some handler takes an event's action. A delivery
+	// none takes is stored finished, ignored: the drain would only
 	// have marked it so, in another write. nil: every delivery is queued.
-	acts func(event string) bool
+	acts func(event, action string) bool
 	// wakeDrain asks the drain (drain.go) for a round; it never blocks.
 	wakeDrain func()
 	// health, when set, hears whether each batch could be written.
@@ -87,7 +87,7 @@ type writeBatch struct {
 
 var errStopping = errors.New("intake: the server is stopping")
 
-func newGroupWriter(db *store.DB, m *metrics, acts func(event string) bool, wakeDrain func()) *groupWriter {
+func newGroupWriter(db *store.DB, m *metrics, acts func(event, action string) bool, wakeDrain func()) *groupWriter {
 	w := &groupWriter{db: db, metrics: m, acts: acts, wakeDrain: wakeDrain, delay: commitDelay,
 		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -134,7 +134,7 @@ func (w *groupWriter) Write(ctx context.Context, d Delivery) (inserted bool, sta
 	// Packed here, on the request's goroutine: the writer's goroutine is
 	// the one every delivery waits for.
 	p := &pendingWrite{d: d, state: DeliveryQueued, done: make(chan struct{})}
-	if w.acts != nil && !w.acts(d.Event) {
+	if w.acts != nil && !w.acts(d.Event, d.Action) {
 		p.state = DeliveryIgnored
 	}
 	p.buf = packBuffers.Get().(*[]byte)

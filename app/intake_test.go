@@ -139,6 +139,11 @@ func TestRedeliveryIsAcknowledgedAndProcessedOnce(t *testing.T) {
 func TestIntakeStoresAnEventNoOneActsOnIgnored(t *testing.T) {
 	ping := githubtest.LoadPayload(t, "ping", "payload.json")
 	installation := githubtest.LoadPayload(t, "installation", "created.payload.json")
+	// The gates act on check_suite rerequested alone; the requested and
+	// completed suites GitHub sends for every push are no job's business.
+	requested := githubtest.LoadPayload(t, "check_suite", "requested.payload.json")
+	completed := githubtest.LoadPayload(t, "check_suite", "completed.payload.json")
+	rerequested := githubtest.LoadPayload(t, "check_suite", "rerequested.payload.json")
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		ts.drain.Stop(context.Background()) // what is queued stays queued
@@ -146,7 +151,9 @@ func TestIntakeStoresAnEventNoOneActsOnIgnored(t *testing.T) {
 			event, id string
 			body      []byte
 			status    string
-		}{{"ping", "p1", ping, "ignored"}, {"installation", "i1", installation, "queued"}, {"ping", "p1", ping, "duplicate"}} {
+		}{{"ping", "p1", ping, "ignored"}, {"installation", "i1", installation, "queued"}, {"ping", "p1", ping, "duplicate"},
+			{"check_suite", "s1", requested, "ignored"}, {"check_suite", "s2", completed, "ignored"},
+			{"check_suite", "s3", rerequested, "queued"}} {
 			code, resp := ts.deliver(t, c.event, c.id, c.body, githubtest.Sign(testSecret, c.body))
 			var ack struct{ Status string }
 			_ = json.Unmarshal([]byte(resp), &ack)
@@ -160,8 +167,8 @@ func TestIntakeStoresAnEventNoOneActsOnIgnored(t *testing.T) {
 		if d := ts.delivery(t, "i1"); d.State != DeliveryQueued {
 			t.Errorf("installation stored %s, want queued for the drain", d.State)
 		}
-		if q := ts.countQueued(t); q != 1 {
-			t.Errorf("%d deliveries queued, want the installation alone", q)
+		if q := ts.countQueued(t); q != 2 {
+			t.Errorf("%d deliveries queued, want the installation and the suite rerequested", q)
 		}
 		resp, err := http.Get(ts.URL + "/metrics")
 		if err != nil {

@@ -154,7 +154,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		db.Close()
 		return nil, err
 	}
-	s.writer = newGroupWriter(db, s.metrics, func(event string) bool { return len(s.handlers[event]) > 0 }, s.drain.Wake)
+	s.writer = newGroupWriter(db, s.metrics, s.acts, s.drain.Wake)
 	s.writer.health = s.health
 	s.handler = s.routes()
 	if !s.appIdentity().Configured {

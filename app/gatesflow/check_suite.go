@@ -20,6 +20,10 @@ type checkSuiteHandler struct{ deps pipeline.Deps }
 
 func (checkSuiteHandler) Handles() []string { return []string{"check_suite"} }
 
+// HandlesAction keeps the requested and completed suites GitHub sends for
+// every push out of the job queue: they are stored ignored at intake.
+func (checkSuiteHandler) HandlesAction(_, action string) bool { return action == "rerequested" }
+
 func (h checkSuiteHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Commit, error) {
 	if d.Action != "rerequested" {
 		return nil, nil

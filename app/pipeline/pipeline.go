@@ -44,6 +44,15 @@ type EventHandler interface {
 	Handle(ctx context.Context, d Delivery) (Commit, error)
 }
 
+// ActionHandler is an EventHandler that acts on some actions of its events
+// only. A delivery whose action none of its event's handlers takes is stored
+// ignored at intake, with no job: GitHub sends check_suite requested and
+// completed for every push, and only rerequested is anyone's business.
+type ActionHandler interface {
+	EventHandler
+	HandlesAction(event, action string) bool
+}
+
 // Commit writes a handler's results inside the delivery's transaction.
 type Commit func(ctx context.Context, tx *sql.Tx) error
 
