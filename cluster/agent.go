@@ -71,9 +71,15 @@ type Agent struct {
 	deliver *deliverer
 	watch   *watcher
 	actions *actionRunner
+	// watchJoined wakes sendInventories when a watch joins the inventory.
+	watchJoined chan struct{}
 
-	mu    sync.Mutex
-	ready bool
+	mu sync.Mutex
+	// listed is set once the watches started with the agent have listed
+	// their workloads; waitingFor says what else keeps it from being
+	// ready (the Rollout watch with --rollouts=on), "" when nothing.
+	listed     bool
+	waitingFor string
 }
 
 // New checks the configuration and opens the state folder.
@@ -119,7 +125,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, kube: kube, dyn: dyn, metrics: newMetrics()}
+	a := &Agent{cfg: cfg, kube: kube, dyn: dyn, metrics: newMetrics(), watchJoined: make(chan struct{}, 1)}
 	var err error
 	if a.id, err = agentID(cfg.StateDir); err != nil {
 		return nil, err
@@ -149,18 +155,25 @@ func (a *Agent) ID() string { return a.id }
 
 // Run watches, delivers and carries out actions until ctx ends; the spool
 // and the journal keep what is unfinished for the next start.
+//
+// The agent is ready (/healthz) once every watch it runs has listed its
+// workloads. A Rollout watch that cannot start yet (the cluster does not
+// serve Argo Rollouts, or discovery failed) never holds back the
+// Deployments: they are watched, delivered and inventoried meanwhile, and
+// discoverRollouts starts the Rollout watch once the cluster serves them.
+// With --rollouts=on the agent is not ready until then, and says why.
 func (a *Agent) Run(ctx context.Context) error {
 	log := a.cfg.Log.With("cluster", a.cfg.Cluster)
-	watchRollouts, why := a.rolloutsServed()
-	if !watchRollouts && a.cfg.Rollouts == RolloutsAuto {
-		log.Info("Argo Rollouts are not served by this cluster; watching Deployments only, and looking again at every resync", "why", why)
+	d := a.rolloutsServed()
+	if !d.served {
+		a.waitingForRollouts(log, d, true)
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); a.deliver.run(ctx) }()
 	go func() { defer wg.Done(); a.actions.run(ctx) }()
 	watches := []startedWatch{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync)}
-	if watchRollouts {
+	if d.served {
 		watches = append(watches, a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync))
 	}
 	synced := make([]cache.InformerSynced, len(watches))
@@ -168,70 +181,25 @@ func (a *Agent) Run(ctx context.Context) error {
 		synced[i] = w.synced
 	}
 	log.Info("ripcord agent started", "agent", a.id, "server", a.cfg.Server, "namespace", cmpOr(a.cfg.Namespace, "(all)"),
-		"rollouts", watchRollouts, "resync", a.cfg.Resync, "spooled", a.deliver.spool.Len())
+		"rollouts", d.served, "resync", a.cfg.Resync, "spooled", a.deliver.spool.Len())
 	if cache.WaitForCacheSync(ctx.Done(), synced...) {
 		for _, w := range watches {
 			a.watch.hold(w)
 		}
 		a.mu.Lock()
-		a.ready = true
+		a.listed = true
 		a.mu.Unlock()
 		wg.Add(1)
 		go func() { defer wg.Done(); a.sendInventories(ctx) }()
-		if !watchRollouts && a.cfg.Rollouts == RolloutsAuto {
+		if !d.served && a.cfg.Rollouts != RolloutsOff {
 			wg.Add(1)
-			go func() { defer wg.Done(); a.discoverRollouts(ctx, log) }()
+			go func() { defer wg.Done(); a.discoverRollouts(ctx, log, d) }()
 		}
 	}
 	<-ctx.Done()
 	wg.Wait()
 	log.Info("ripcord agent stopped", "spooled", a.deliver.spool.Len())
 	return nil
-}
-
-// discoverRollouts looks for Argo Rollouts at every resync, with
-// --rollouts=auto on a cluster that did not serve them at the start, and
-// starts their watch once it does: Argo Rollouts installed after the agent
-// need no restart. Their watch joins the inventory once it has listed them.
-func (a *Agent) discoverRollouts(ctx context.Context, log *slog.Logger) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(a.cfg.Resync):
-		}
-		if served, why := a.rolloutsServed(); !served {
-			log.Debug("Argo Rollouts are still not served by this cluster", "why", why)
-			continue
-		}
-		log.Info("Argo Rollouts are served by this cluster now; watching them")
-		w := a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync)
-		if cache.WaitForCacheSync(ctx.Done(), w.synced) {
-			a.watch.hold(w)
-		}
-		return
-	}
-}
-
-// rolloutsServed decides whether to watch Argo Rollouts; why says why not
-// when auto finds them not served.
-func (a *Agent) rolloutsServed() (served bool, why string) {
-	switch a.cfg.Rollouts {
-	case RolloutsOff:
-		return false, "rollouts=off"
-	case RolloutsOn:
-		return true, ""
-	}
-	list, err := a.kube.Discovery().ServerResourcesForGroupVersion(RolloutResource.GroupVersion().String())
-	if err != nil {
-		return false, err.Error()
-	}
-	for _, r := range list.APIResources {
-		if r.Name == RolloutResource.Resource {
-			return true, ""
-		}
-	}
-	return false, RolloutResource.GroupVersion().String() + " has no " + RolloutResource.Resource
 }
 
 func cmpOr(a, b string) string {
@@ -249,18 +217,22 @@ func (a *Agent) Handler() http.Handler {
 	return mux
 }
 
-// healthz is 200 once the watches have listed every tracked workload. A
+// healthz is 200 once the watches have listed every tracked workload, and,
+// with --rollouts=on, once the Rollout watch runs. A
 // server outage does not make the agent unhealthy: restarting it would not
 // help, and the spool is there for that.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	a.mu.Lock()
-	ready := a.ready
+	listed, waitingFor := a.listed, a.waitingFor
 	a.mu.Unlock()
 	body := map[string]any{"status": "ok", "agent": a.id, "cluster": a.cfg.Cluster,
 		"spooled": a.deliver.spool.Len(), "last_delivery_error": a.deliver.lastError()}
 	status := http.StatusOK
-	if !ready {
+	switch {
+	case !listed:
 		body["status"], status = "starting: the watches have not listed the tracked workloads yet", http.StatusServiceUnavailable
+	case waitingFor != "":
+		body["status"], status = waitingFor, http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -16,7 +16,9 @@ import (
 // from a full spool, or one that happened while no agent ran (an agent that
 // starts after a deletion never sees the object, and a deleted object is
 // never resynced). While the server cannot take it, it is sent again with
-// backoff, taken afresh each time.
+// backoff, taken afresh each time. A watch that joins later (Argo Rollouts
+// found after the start) sends one at once, so the server need not wait a
+// resync to learn of its workloads' deletions.
 func (a *Agent) sendInventories(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
@@ -39,6 +41,7 @@ func (a *Agent) sendInventories(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-a.watchJoined:
 		}
 	}
 }

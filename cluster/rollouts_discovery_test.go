@@ -61,12 +61,14 @@ func (s *factSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *factSink) rolloutFacts() []records.Fact {
+func (s *factSink) rolloutFacts() []records.Fact { return s.factsOf(records.SourceRollout) }
+
+func (s *factSink) factsOf(source records.Source) []records.Fact {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []records.Fact
 	for _, f := range s.facts {
-		if f.Source == records.SourceRollout {
+		if f.Source == source {
 			out = append(out, f)
 		}
 	}

@@ -36,7 +36,7 @@ func runAgent(args []string) int {
 	resync := fs.Duration("resync", cluster.DefaultResync, "re-send every tracked workload's current state this often")
 	spoolMax := fs.Int("spool-max", cluster.DefaultSpoolMax, "facts kept on disk while the server is unreachable; past it the oldest are dropped")
 	pollWait := fs.Duration("poll-wait", 20*time.Second, "how long one long poll for actions waits on the server")
-	rollouts := fs.String("rollouts", cluster.RolloutsAuto, "watch Argo Rollouts: auto (when the cluster serves them, looked for again at every resync: Rollouts installed later need no restart), on or off")
+	rollouts := fs.String("rollouts", cluster.RolloutsAuto, "watch Argo Rollouts: auto (when the cluster serves them, looked for again at every resync, or within seconds after a failed discovery: Rollouts installed later need no restart), on (not ready until the cluster serves them; Deployments are watched meanwhile) or off")
 	h := cluster.DefaultHealth()
 	fs.IntVar(&h.Port, "health-port", h.Port, "port of the pods' health endpoint")
 	fs.StringVar(&h.Path, "health-path", h.Path, "path of the pods' health endpoint")

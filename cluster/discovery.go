@@ -1,0 +1,139 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Looking for Argo Rollouts again.
+const (
+	// discoveryMinBackoff is the first pause after a discovery that failed
+	// (doubled at each failure, up to the resync): an API server that
+	// answered with an error said nothing about Argo Rollouts, so waiting a
+	// whole resync would blind the agent to them for nothing.
+	discoveryMinBackoff = time.Second
+	// rolloutsOnMaxWait caps the pause between two looks with
+	// --rollouts=on, where the agent is not ready until it watches them.
+	rolloutsOnMaxWait = time.Minute
+)
+
+// rolloutsDiscovery is what discovery said of Argo Rollouts: served, not
+// served (notServed says why), or nothing (err, a discovery that failed).
+type rolloutsDiscovery struct {
+	served    bool
+	notServed string
+	err       error
+}
+
+// rolloutsServed asks the API server whether it serves Argo Rollouts.
+func (a *Agent) rolloutsServed() rolloutsDiscovery {
+	if a.cfg.Rollouts == RolloutsOff {
+		return rolloutsDiscovery{notServed: "rollouts=off"}
+	}
+	gv := RolloutResource.GroupVersion().String()
+	list, err := a.kube.Discovery().ServerResourcesForGroupVersion(gv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return rolloutsDiscovery{notServed: gv + " is not served"}
+	case err != nil:
+		return rolloutsDiscovery{err: fmt.Errorf("discovery of %s: %w", gv, err)}
+	}
+	for _, r := range list.APIResources {
+		if r.Name == RolloutResource.Resource {
+			return rolloutsDiscovery{served: true}
+		}
+	}
+	return rolloutsDiscovery{notServed: gv + " has no " + RolloutResource.Resource}
+}
+
+// rolloutsNotServedHelp is what an operator who asked for --rollouts=on can
+// do about a cluster that does not serve them.
+const rolloutsNotServedHelp = "install Argo Rollouts (the agent starts watching them without a restart), " +
+	"or run the agent with --rollouts=auto to watch Deployments alone until they are served"
+
+// waitingForRollouts says why the Rollout watch has not started: in the
+// log (at debug level unless loud) and, with --rollouts=on, on /healthz,
+// which it keeps from being ready.
+func (a *Agent) waitingForRollouts(log *slog.Logger, d rolloutsDiscovery, loud bool) {
+	gvr := RolloutResource.Resource + "." + RolloutResource.GroupVersion().String()
+	var level slog.Level
+	var msg string
+	switch {
+	case a.cfg.Rollouts == RolloutsOff:
+		return
+	case a.cfg.Rollouts == RolloutsOn && d.err != nil:
+		level, msg = slog.LevelWarn, fmt.Sprintf("waiting for Argo Rollouts (--rollouts=on): cannot tell whether this cluster serves %s (%v); "+
+			"asking again with backoff, and watching Deployments meanwhile", gvr, d.err)
+	case a.cfg.Rollouts == RolloutsOn:
+		level, msg = slog.LevelError, fmt.Sprintf("waiting for Argo Rollouts (--rollouts=on): this cluster does not serve %s (%s): %s; "+
+			"Deployments are watched meanwhile", gvr, d.notServed, rolloutsNotServedHelp)
+	case d.err != nil:
+		level, msg = slog.LevelWarn, fmt.Sprintf("cannot tell whether this cluster serves Argo Rollouts (%v); watching Deployments, "+
+			"and asking again with backoff", d.err)
+	default:
+		level, msg = slog.LevelInfo, fmt.Sprintf("Argo Rollouts are not served by this cluster (%s); watching Deployments only, "+
+			"and looking again at every resync", d.notServed)
+	}
+	if a.cfg.Rollouts == RolloutsOn {
+		a.mu.Lock()
+		a.waitingFor = msg
+		a.mu.Unlock()
+	}
+	if !loud {
+		level = slog.LevelDebug
+	}
+	log.Log(context.Background(), level, msg)
+}
+
+// discoverRollouts looks for Argo Rollouts again when the agent started
+// without their watch, and starts it once the cluster serves them: Argo
+// Rollouts installed after the agent need no restart. It looks again at
+// every resync while the cluster answers that it does not serve them
+// (sooner with --rollouts=on), and after a failed discovery with backoff,
+// from seconds up to the resync. Their watch joins the inventory once it
+// has listed them; with --rollouts=on the agent is ready from then on.
+func (a *Agent) discoverRollouts(ctx context.Context, log *slog.Logger, d rolloutsDiscovery) {
+	backoff := time.Duration(0)
+	for {
+		wait := a.cfg.Resync
+		if d.err != nil || a.cfg.Rollouts == RolloutsOn {
+			limit := a.cfg.Resync
+			if a.cfg.Rollouts == RolloutsOn {
+				limit = min(limit, rolloutsOnMaxWait)
+			}
+			backoff = min(max(backoff*2, discoveryMinBackoff), limit)
+			wait = backoff
+		} else {
+			backoff = 0
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		prev := d
+		if d = a.rolloutsServed(); !d.served {
+			// Said out loud when the answer changes kind, not at every look.
+			a.waitingForRollouts(log, d, (d.err == nil) != (prev.err == nil))
+			continue
+		}
+		log.Info("Argo Rollouts are served by this cluster now; watching them")
+		w := a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync)
+		if cache.WaitForCacheSync(ctx.Done(), w.synced) {
+			a.watch.hold(w)
+			select {
+			case a.watchJoined <- struct{}{}:
+			default:
+			}
+			a.mu.Lock()
+			a.waitingFor = ""
+			a.mu.Unlock()
+		}
+		return
+	}
+}
