@@ -18,6 +18,9 @@ const (
 	SkipNotObserved  = "not_observed"
 	SkipNoReleaseID  = "no_release_id"
 	SkipUnknownPhase = "unknown_phase"
+	// SkipWorkloadRef: a Rollout's spec.workloadRef names a Deployment
+	// that could not be read, so its images are not known.
+	SkipWorkloadRef = "workload_ref"
 )
 
 // Skip says why a workload's status makes no fact.
@@ -152,6 +155,27 @@ func observedGeneration(obj map[string]any) (int64, error) {
 		return 0, fmt.Errorf("status.observedGeneration has type %T, want a string or a number", v)
 	}
 }
+
+// WorkloadRef is the Deployment a Rollout takes its pod template from
+// (spec.workloadRef; Argo scales that Deployment to 0 and runs its
+// template itself). ok is false for a Rollout with its own
+// spec.template; err says why a reference cannot be followed.
+func WorkloadRef(u *unstructured.Unstructured) (name string, ok bool, err error) {
+	ref, found, _ := unstructured.NestedMap(u.Object, "spec", "workloadRef")
+	if !found {
+		return "", false, nil
+	}
+	kind, _, _ := unstructured.NestedString(ref, "kind")
+	apiVersion, _, _ := unstructured.NestedString(ref, "apiVersion")
+	name, _, _ = unstructured.NestedString(ref, "name")
+	if kind != "Deployment" || (apiVersion != "" && apiVersion != "apps/v1") || name == "" {
+		return "", true, fmt.Errorf("spec.workloadRef %s %s %q is not a Deployment (apps/v1) by name", apiVersion, kind, name)
+	}
+	return name, true, nil
+}
+
+// DeploymentImages are the images of a Deployment's pod template.
+func DeploymentImages(d *appsv1.Deployment) []string { return images(d.Spec.Template.Spec.Containers) }
 
 func rolloutImages(obj map[string]any) []string {
 	cs, _, _ := unstructured.NestedSlice(obj, "spec", "template", "spec", "containers")

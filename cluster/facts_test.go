@@ -195,3 +195,30 @@ func TestRolloutFactReadsANumericObservedGeneration(t *testing.T) {
 		t.Errorf("fact %+v, skip %v", f, skip)
 	}
 }
+
+func TestWorkloadRefNamesADeploymentOrSaysWhyNot(t *testing.T) {
+	for name, tc := range map[string]struct {
+		ref     any
+		want    string
+		isRef   bool
+		wantErr bool
+	}{
+		"own template":           {ref: nil},
+		"a Deployment":           {ref: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "checkout"}, want: "checkout", isRef: true},
+		"a ReplicaSet":           {ref: map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "checkout"}, isRef: true, wantErr: true},
+		"a Deployment unnamed":   {ref: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment"}, isRef: true, wantErr: true},
+		"another apps group API": {ref: map[string]any{"apiVersion": "apps/v1beta1", "kind": "Deployment", "name": "checkout"}, isRef: true, wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := rollout(func(o map[string]any) {
+				if tc.ref != nil {
+					o["spec"].(map[string]any)["workloadRef"] = tc.ref
+				}
+			})
+			got, isRef, err := WorkloadRef(u)
+			if got != tc.want || isRef != tc.isRef || (err != nil) != tc.wantErr {
+				t.Errorf("WorkloadRef = %q, %v, %v; want %q, %v, error %v", got, isRef, err, tc.want, tc.isRef, tc.wantErr)
+			}
+		})
+	}
+}

@@ -250,3 +250,27 @@ func TestRolloutsAutoAsksAgainSoonAfterAFailedDiscovery(t *testing.T) {
 	}
 	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
 }
+
+// An Argo Rollout with spec.workloadRef has no pod template of its own:
+// Argo runs the referenced Deployment's. Its facts carry that template's
+// images, read from the Deployment even when it is not tracked, so the
+// server can tell which release the Rollout runs.
+func TestARolloutWithAWorkloadRefCarriesTheReferencedDeploymentsImages(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
+	d.Labels, d.Annotations = nil, nil // Argo's own Deployment: not tracked
+	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRollout(t, k, "checkout", map[string]any{
+		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "checkout"}})
+	sink := &factSink{}
+	startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+
+	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
+	if f := sink.rolloutFacts()[0]; !slices.Equal(f.Images, []string{"ghcr.io/acme/checkout:v3"}) || f.ReleaseID != "c2:prod-eu/prod" {
+		t.Errorf("Rollout fact images %v of %s; want the referenced Deployment's [ghcr.io/acme/checkout:v3]", f.Images, f.ReleaseID)
+	}
+}

@@ -60,6 +60,9 @@ func newWatcher(cluster string, now func() time.Time, send func(records.Fact) er
 	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}}
 }
 
+// refTimeout bounds the read of a Rollout's referenced Deployment.
+const refTimeout = 10 * time.Second
+
 // trackedOnly restricts list and watch to the tracked label.
 func trackedOnly(o *metav1.ListOptions) { o.LabelSelector = TrackedLabel + "=true" }
 
@@ -80,8 +83,16 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, inf.HasSynced}
 }
 
-// rollouts starts the Rollout informer (dynamic client).
-func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration) startedWatch {
+// refImages reads the images of the Deployment a Rollout's
+// spec.workloadRef names, in the Rollout's namespace.
+type refImages func(ctx context.Context, namespace, name string) ([]string, error)
+
+// rollouts starts the Rollout informer (dynamic client). A Rollout whose
+// pod template lives in a referenced Deployment (spec.workloadRef) takes
+// that Deployment's images, read when its fact is made: Argo updates the
+// Rollout's status when the Deployment's template changes, so the fact of
+// every new phase carries the template's images then.
+func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration, ref refImages) startedWatch {
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, trackedOnly)
 	inf := f.ForResource(RolloutResource).Informer()
 	w.handle(inf, "rollouts", func(obj any) (records.Fact, *Skip, string) {
@@ -89,8 +100,23 @@ func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace
 		if !ok {
 			return records.Fact{}, skipf(SkipUnknownPhase, "not a Rollout: %T", obj), ""
 		}
+		name := u.GetNamespace() + "/" + u.GetName()
 		fact, skip := RolloutFact(w.cluster, u, w.now())
-		return fact, skip, u.GetNamespace() + "/" + u.GetName()
+		if skip != nil {
+			return fact, skip, name
+		}
+		deployment, isRef, err := WorkloadRef(u)
+		switch {
+		case err != nil:
+			return records.Fact{}, skipf(SkipWorkloadRef, "%v", err), name
+		case isRef:
+			ctx, cancel := context.WithTimeout(ctx, refTimeout)
+			defer cancel()
+			if fact.Images, err = ref(ctx, u.GetNamespace(), deployment); err != nil {
+				return records.Fact{}, skipf(SkipWorkloadRef, "read the images of spec.workloadRef Deployment %s/%s: %v", u.GetNamespace(), deployment, err), name
+			}
+		}
+		return fact, nil, name
 	})
 	f.Start(ctx.Done())
 	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, inf.HasSynced}
