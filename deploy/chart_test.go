@@ -195,3 +195,72 @@ func TestAgentTalksToTheReleaseServer(t *testing.T) {
 		t.Errorf("token volume secret = %v", got)
 	}
 }
+
+// mountOf returns a container's volume mount by name.
+func mountOf(c any, name string) any {
+	for _, m := range get(c, "volumeMounts").([]any) {
+		if get(m, "name") == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// The cluster tokens reach the server as files it reads again when they
+// change (token_file, README "Rotating a cluster's token"), mounted from a
+// Secret of their own without subPath, so the kubelet updates them in
+// place; not as RIPCORD_CLUSTERS from the Secret, which only a restart
+// reads again.
+func TestClusterTokensAreFilesTheServerReadsAgain(t *testing.T) {
+	objs := mustRender(t, "agent-enabled.yaml")
+	d := serverDeployment(t, objs)
+	c := get(d, "spec", "template", "spec", "containers", 0)
+	if got := envOf(c)["RIPCORD_CLUSTERS"]; got != "prod-eu=@/etc/ripcord/clusters/prod-eu" {
+		t.Errorf("RIPCORD_CLUSTERS = %q; want prod-eu's token file", got)
+	}
+	if got := mountOf(c, "cluster-tokens"); !reflect.DeepEqual(got, fromYAML(t, "{name: cluster-tokens, mountPath: /etc/ripcord/clusters, readOnly: true}")) {
+		t.Errorf("cluster-tokens mount = %v; want /etc/ripcord/clusters, read-only, without subPath", got)
+	}
+	want := fromYAML(t, "{secretName: ripcord-clusters, defaultMode: 0440, items: [{key: prod-eu, path: prod-eu}]}")
+	if got := get(volumesOf(d)["cluster-tokens"], "secret"); !reflect.DeepEqual(got, want) {
+		t.Errorf("cluster-tokens volume = %v; want %v", got, want)
+	}
+	if got := get(find(objs, "Secret")["ripcord-clusters"], "stringData"); !reflect.DeepEqual(got, fromYAML(t, `{prod-eu: "cluster-token\n"}`)) {
+		t.Errorf("Secret ripcord-clusters = %v; want prod-eu's token as a file", got)
+	}
+	if got := get(find(objs, "Secret")["ripcord"], "stringData", "clusters"); got != nil {
+		t.Errorf("the server's Secret still holds clusters = %v, in its checksum", got)
+	}
+}
+
+// A token rotation (secrets.clusters lists prod-eu twice) changes the
+// token file's Secret and nothing of the server's pods: no rollout, the
+// running server reads the new file.
+func TestATokenRotationRollsNoServerPod(t *testing.T) {
+	before, during := mustRender(t, "agent-enabled.yaml"), mustRender(t, "agent-token-rotation.yaml")
+	if a, b := serverDeployment(t, before), serverDeployment(t, during); !reflect.DeepEqual(a, b) {
+		t.Errorf("the server Deployment changed with the tokens, which rolls its pods:\nbefore %v\nduring %v",
+			get(a, "spec", "template"), get(b, "spec", "template"))
+	}
+	got := get(find(during, "Secret")["ripcord-clusters"], "stringData")
+	if !reflect.DeepEqual(got, fromYAML(t, `{prod-eu: "cluster-token\nnew-token\n"}`)) {
+		t.Errorf("Secret ripcord-clusters during the rotation = %v; want both tokens, one per line", got)
+	}
+}
+
+// Tokens in a Secret the operator manages (one key per cluster) are
+// mounted the same way; the chart makes no Secret of its own for them.
+func TestClusterTokensFromASecretYouManage(t *testing.T) {
+	objs := mustRender(t, "cluster-tokens-secret.yaml")
+	d := serverDeployment(t, objs)
+	if got := envOf(get(d, "spec", "template", "spec", "containers", 0))["RIPCORD_CLUSTERS"]; got != "prod-eu=@/etc/ripcord/clusters/prod-eu,prod-us=@/etc/ripcord/clusters/prod-us" {
+		t.Errorf("RIPCORD_CLUSTERS = %q", got)
+	}
+	want := fromYAML(t, "{secretName: ripcord-cluster-tokens, defaultMode: 0440, items: [{key: prod-eu, path: prod-eu}, {key: prod-us, path: prod-us}]}")
+	if got := get(volumesOf(d)["cluster-tokens"], "secret"); !reflect.DeepEqual(got, want) {
+		t.Errorf("cluster-tokens volume = %v; want %v", got, want)
+	}
+	if _, ok := find(objs, "Secret")["ripcord-clusters"]; ok {
+		t.Error("the chart made a Secret ripcord-clusters beside the one you manage")
+	}
+}

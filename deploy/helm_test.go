@@ -150,7 +150,7 @@ func fromYAML(t *testing.T, s string) any {
 }
 
 func TestHelmLint(t *testing.T) {
-	for _, values := range []string{"", "sqlite-default.yaml", "postgres-replicas-3.yaml", "agent-enabled.yaml", "agent-namespaced.yaml"} {
+	for _, values := range []string{"", "sqlite-default.yaml", "postgres-replicas-3.yaml", "agent-enabled.yaml", "agent-namespaced.yaml", "cluster-tokens-secret.yaml"} {
 		args := []string{"lint", "--strict", chartDir}
 		if values != "" {
 			args = append(args, "--values", filepath.Join("testdata", values))
@@ -166,6 +166,7 @@ func TestChartRefusesValuesThatBreakTheRelease(t *testing.T) {
 		{"sqlite-replicas-3.yaml", "replicaCount: 3 replicas cannot share one SQLite file"},
 		{"postgres-without-url.yaml", "database.postgresURL: required"},
 		{"agent-without-cluster.yaml", "agent.cluster: required"},
+		{"cluster-tokens-secret-without-names.yaml", "secrets.clusterNames: required"},
 	} {
 		t.Run(tc.values, func(t *testing.T) {
 			objs, err := render(t, tc.values)

@@ -68,6 +68,51 @@ app.kubernetes.io/component: agent
 {{- end }}
 
 {{/*
+The cluster tokens of secrets.clusters (NAME=TOKEN, comma-separated; a NAME
+listed again adds a token, for a rotation) as YAML: NAME → its tokens, one
+per line, the content of its token file.
+*/}}
+{{- define "ripcord.clusterTokens" -}}
+{{- $out := dict }}
+{{- range splitList "," .Values.secrets.clusters }}
+{{- $entry := trim . }}
+{{- if $entry }}
+{{- $kv := splitn "=" 2 $entry }}
+{{- $name := trim $kv._0 }}
+{{- $token := trim (default "" $kv._1) }}
+{{- if or (not $name) (not $token) }}
+{{- fail (printf "secrets.clusters: %q is not NAME=TOKEN" $entry) }}
+{{- end }}
+{{- if hasPrefix "@" $token }}
+{{- fail (printf "secrets.clusters: %q names a file; give the token itself, or the tokens in secrets.clusterTokensSecret" $entry) }}
+{{- end }}
+{{- $_ := set $out $name (append (default (list) (get $out $name)) $token) }}
+{{- end }}
+{{- end }}
+{{- range $name, $tokens := $out }}
+{{- $_ := set $out $name (printf "%s\n" (join "\n" $tokens)) }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/*
+The clusters whose tokens the server reads from files (JSON list): the keys
+of secrets.clusterTokensSecret, or the names in secrets.clusters.
+*/}}
+{{- define "ripcord.clusterNames" -}}
+{{- if .Values.secrets.clusterTokensSecret }}
+{{- toJson .Values.secrets.clusterNames }}
+{{- else }}
+{{- keys (include "ripcord.clusterTokens" . | fromYaml) | sortAlpha | toJson }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding one token file per cluster. */}}
+{{- define "ripcord.clusterTokensSecretName" -}}
+{{- default (printf "%s-clusters" (include "ripcord.fullname" .) | trunc 63 | trimSuffix "-") .Values.secrets.clusterTokensSecret }}
+{{- end }}
+
+{{/*
 Checks the values that would make a broken release, so rendering fails with
 a message naming the value instead of a pod that crash-loops.
 */}}
@@ -84,6 +129,14 @@ a message naming the value instead of a pod that crash-loops.
 {{- end }}
 {{- if and .Values.database.postgresURL (not (regexMatch "^postgres(ql)?://" .Values.database.postgresURL)) }}
 {{- fail "database.postgresURL: expected postgres://USER:PASS@HOST:PORT/DB" }}
+{{- end }}
+{{- if and .Values.secrets.clusterTokensSecret (not .Values.secrets.clusterNames) }}
+{{- fail "secrets.clusterNames: required with secrets.clusterTokensSecret (the cluster names, its keys)" }}
+{{- end }}
+{{- range include "ripcord.clusterNames" . | fromJsonArray }}
+{{- if not (regexMatch "^[-._a-zA-Z0-9]+$" .) }}
+{{- fail (printf "secrets.clusters: cluster name %q must be letters, digits, '-', '_' or '.' (it names a Secret key and a file)" .) }}
+{{- end }}
 {{- end }}
 {{- if .Values.agent.enabled }}
 {{- if not .Values.agent.cluster }}
