@@ -185,8 +185,14 @@ func TestAgentTalksToTheReleaseServer(t *testing.T) {
 	if got := get(pod, "serviceAccountName"); got != "ripcord-agent" {
 		t.Errorf("serviceAccountName = %v", got)
 	}
-	if got := get(pod, "containers", 0, "livenessProbe", "httpGet"); !reflect.DeepEqual(got, fromYAML(t, "{path: /healthz, port: http}")) {
-		t.Errorf("agent livenessProbe = %v", got)
+	// An agent that waits for Argo Rollouts (--rollouts=on) or lists a big
+	// cluster is not ready, and must not be restarted for it: readiness
+	// asks /healthz, liveness only that the process answers.
+	if got := get(pod, "containers", 0, "readinessProbe", "httpGet"); !reflect.DeepEqual(got, fromYAML(t, "{path: /healthz, port: http}")) {
+		t.Errorf("agent readinessProbe = %v", got)
+	}
+	if got := get(pod, "containers", 0, "livenessProbe"); get(got, "httpGet") != nil || !reflect.DeepEqual(get(got, "tcpSocket"), fromYAML(t, "{port: http}")) {
+		t.Errorf("agent livenessProbe = %v; want a TCP check of port http, not /healthz, which is not OK until the agent is ready", got)
 	}
 	if got := get(find(objs, "Secret")["ripcord-agent"], "stringData", "cluster-token"); got != "cluster-token" {
 		t.Errorf("agent Secret cluster-token = %v", got)
