@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -175,7 +176,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.actions.run(ctx) }()
 	watches := []startedWatch{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync)}
 	if d.served {
-		watches = append(watches, a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync, a.referencedImages))
+		watches = append(watches, a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync, a.referencedDeployment))
 	}
 	synced := make([]cache.InformerSynced, len(watches))
 	for i, w := range watches {
@@ -203,17 +204,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-// referencedImages reads the images of the Deployment a Rollout's
-// spec.workloadRef names. It is asked of the API server rather than the
-// Deployment watch's cache: the referenced Deployment need not be
-// tracked. It lives in the Rollout's namespace, which --namespace already
-// covers, so the agent's Role allows the read.
-func (a *Agent) referencedImages(ctx context.Context, namespace, name string) ([]string, error) {
-	d, err := a.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return DeploymentImages(d), nil
+// referencedDeployment reads the Deployment a Rollout's spec.workloadRef
+// names. It is asked of the API server rather than the Deployment watch's
+// cache: the referenced Deployment need not be tracked. It lives in the
+// Rollout's namespace, which --namespace already covers, so the agent's
+// Role allows the read.
+func (a *Agent) referencedDeployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
+	return a.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 func cmpOr(a, b string) string {

@@ -136,15 +136,21 @@ func RolloutFact(cluster string, u *unstructured.Unstructured, now time.Time) (r
 // observedGeneration reads status.observedGeneration, which Argo Rollouts
 // writes as a string ("5") and other controllers as a number.
 func observedGeneration(obj map[string]any) (int64, error) {
-	v, found, _ := unstructured.NestedFieldNoCopy(obj, "status", "observedGeneration")
+	return statusGeneration(obj, "observedGeneration")
+}
+
+// statusGeneration reads a generation number from status.field, written
+// as a string or a number.
+func statusGeneration(obj map[string]any, field string) (int64, error) {
+	v, found, _ := unstructured.NestedFieldNoCopy(obj, "status", field)
 	if !found {
-		return 0, fmt.Errorf("no status.observedGeneration yet")
+		return 0, fmt.Errorf("no status.%s yet", field)
 	}
 	switch g := v.(type) {
 	case string:
 		n, err := strconv.ParseInt(g, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("status.observedGeneration %q is not a generation number", g)
+			return 0, fmt.Errorf("status.%s %q is not a generation number", field, g)
 		}
 		return n, nil
 	case int64:
@@ -152,8 +158,27 @@ func observedGeneration(obj map[string]any) (int64, error) {
 	case float64:
 		return int64(g), nil
 	default:
-		return 0, fmt.Errorf("status.observedGeneration has type %T, want a string or a number", v)
+		return 0, fmt.Errorf("status.%s has type %T, want a string or a number", field, v)
 	}
+}
+
+// WithWorkloadRef completes the fact of a Rollout whose pod template is
+// the Deployment d (spec.workloadRef) with d's images, once the Rollout's
+// status.workloadObservedGeneration says Argo has seen d's current
+// template. Before that the phase describes the previous template, as
+// with observedGeneration, and the fact is skipped: sent with the new
+// images, the old template's Healthy would make the new release healthy.
+func WithWorkloadRef(f records.Fact, u *unstructured.Unstructured, d *appsv1.Deployment) (records.Fact, *Skip) {
+	observed, err := statusGeneration(u.Object, "workloadObservedGeneration")
+	if err != nil {
+		return records.Fact{}, skipf(SkipNotObserved, "%v: the Rollout has not observed Deployment %s's template", err, d.Name)
+	}
+	if observed != d.Generation {
+		return records.Fact{}, skipf(SkipNotObserved, "status.workloadObservedGeneration %d != generation %d of spec.workloadRef Deployment %s",
+			observed, d.Generation, d.Name)
+	}
+	f.Images = images(d.Spec.Template.Spec.Containers)
+	return f, nil
 }
 
 // WorkloadRef is the Deployment a Rollout takes its pod template from
@@ -173,9 +198,6 @@ func WorkloadRef(u *unstructured.Unstructured) (name string, ok bool, err error)
 	}
 	return name, true, nil
 }
-
-// DeploymentImages are the images of a Deployment's pod template.
-func DeploymentImages(d *appsv1.Deployment) []string { return images(d.Spec.Template.Spec.Containers) }
 
 func rolloutImages(obj map[string]any) []string {
 	cs, _, _ := unstructured.NestedSlice(obj, "spec", "template", "spec", "containers")

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -218,6 +219,46 @@ func TestWorkloadRefNamesADeploymentOrSaysWhyNot(t *testing.T) {
 			got, isRef, err := WorkloadRef(u)
 			if got != tc.want || isRef != tc.isRef || (err != nil) != tc.wantErr {
 				t.Errorf("WorkloadRef = %q, %v, %v; want %q, %v, error %v", got, isRef, err, tc.want, tc.isRef, tc.wantErr)
+			}
+		})
+	}
+}
+
+// A Rollout with spec.workloadRef takes the referenced Deployment's images
+// only once Argo has observed that Deployment's current template; before,
+// its phase describes the previous template.
+func TestWithWorkloadRefWaitsForArgoToObserveTheDeployment(t *testing.T) {
+	d := deployment(withImage("registry:5000/air/baggage:v10"))
+	d.Generation = 3
+	for name, tc := range map[string]struct {
+		observed any
+		want     []string
+		skip     string
+	}{
+		"observed":                {observed: "3", want: []string{"registry:5000/air/baggage:v10", "envoy:1.30"}},
+		"observed, as a number":   {observed: int64(3), want: []string{"registry:5000/air/baggage:v10", "envoy:1.30"}},
+		"the previous template":   {observed: "2", skip: SkipNotObserved},
+		"not observed at all yet": {skip: SkipNotObserved},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := rollout(func(o map[string]any) {
+				spec := o["spec"].(map[string]any)
+				delete(spec, "template")
+				spec["workloadRef"] = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": d.Name}
+				if tc.observed != nil {
+					o["status"].(map[string]any)["workloadObservedGeneration"] = tc.observed
+				}
+			})
+			f, skip := RolloutFact("prod-eu", u, t0)
+			if skip != nil {
+				t.Fatalf("RolloutFact skipped: %v", skip)
+			}
+			f, skip = WithWorkloadRef(f, u, d)
+			switch {
+			case tc.skip != "" && (skip == nil || skip.Code != tc.skip):
+				t.Errorf("WithWorkloadRef = %v, %v; want skipped %s", f.Images, skip, tc.skip)
+			case tc.skip == "" && (skip != nil || !slices.Equal(f.Images, tc.want)):
+				t.Errorf("WithWorkloadRef = %v, %v; want images %v", f.Images, skip, tc.want)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -71,8 +72,9 @@ func trackedDeployment(namespace, name, image, release string) *appsv1.Deploymen
 }
 
 // createRollout creates a tracked Rollout of release c2:prod-eu/prod in
-// shop and gives it a Progressing status, as Argo's controller would.
-func createRollout(t *testing.T, k *k8stest.Cluster, name string, spec map[string]any) {
+// shop and gives it a Progressing status, as Argo's controller would,
+// with the status fields of more.
+func createRollout(t *testing.T, k *k8stest.Cluster, name string, spec map[string]any, more map[string]any) {
 	t.Helper()
 	ro := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
@@ -86,7 +88,9 @@ func createRollout(t *testing.T, k *k8stest.Cluster, name string, spec map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	created.Object["status"] = map[string]any{"phase": "Progressing", "observedGeneration": "1", "currentPodHash": "abc"}
+	status := map[string]any{"phase": "Progressing", "observedGeneration": "1", "currentPodHash": "abc"}
+	maps.Copy(status, more)
+	created.Object["status"] = status
 	if _, err := rollouts.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func TestRolloutsOnWithoutArgoRolloutsWatchesDeploymentsAndSaysWhyItIsNotReady(t
 	}
 
 	k.InstallRolloutCRD()
-	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"))
+	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
 	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
 	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
 	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
@@ -239,7 +243,7 @@ func TestRolloutsAutoAsksAgainSoonAfterAFailedDiscovery(t *testing.T) {
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()
-	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"))
+	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
 	kube, flaky := flakyKube(t, k, 3)
 	sink := &factSink{}
 	startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour}, kube, k.Dynamic)
@@ -265,12 +269,74 @@ func TestARolloutWithAWorkloadRefCarriesTheReferencedDeploymentsImages(t *testin
 		t.Fatal(err)
 	}
 	createRollout(t, k, "checkout", map[string]any{
-		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "checkout"}})
+		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "checkout"}},
+		map[string]any{"workloadObservedGeneration": "1"}) // Argo has seen the Deployment's template
 	sink := &factSink{}
 	startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
 
 	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
 	if f := sink.rolloutFacts()[0]; !slices.Equal(f.Images, []string{"ghcr.io/acme/checkout:v3"}) || f.ReleaseID != "c2:prod-eu/prod" {
 		t.Errorf("Rollout fact images %v of %s; want the referenced Deployment's [ghcr.io/acme/checkout:v3]", f.Images, f.ReleaseID)
+	}
+}
+
+// setRolloutStatus changes status fields of Rollout shop/name, as Argo's
+// controller would.
+func setRolloutStatus(t *testing.T, k *k8stest.Cluster, name string, fields map[string]any) {
+	t.Helper()
+	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+	ro, err := rollouts.Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(ro.Object["status"].(map[string]any), fields)
+	if _, err := rollouts.UpdateStatus(t.Context(), ro, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A new image in a workloadRef Rollout's Deployment is not reported with
+// the phase of the previous template: until Argo has observed the
+// Deployment's new generation (status.workloadObservedGeneration), a
+// Healthy Rollout is the old image's, and the new release is not healthy.
+func TestAWorkloadRefRolloutDoesNotLendItsOldPhaseToTheNewImage(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	deployments := k.Kube.AppsV1().Deployments("shop")
+	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
+	d.Labels, d.Annotations = nil, nil
+	if _, err := deployments.Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRollout(t, k, "checkout", map[string]any{
+		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "checkout"}},
+		map[string]any{"phase": "Healthy", "workloadObservedGeneration": "1"})
+	sink := &factSink{}
+	startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour}, k.Kube, k.Dynamic)
+	waitUntil(t, "the Healthy fact of v3", func() bool { return len(sink.rolloutFacts()) > 0 })
+
+	d, err := deployments.Get(t.Context(), "checkout", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/acme/checkout:v4"
+	if _, err := deployments.Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The Rollout changes before Argo has seen the new template, then Argo
+	// sees it and starts rolling v4 out.
+	setRolloutStatus(t, k, "checkout", map[string]any{"message": "touched"})
+	setRolloutStatus(t, k, "checkout", map[string]any{"phase": "Progressing", "workloadObservedGeneration": "2"})
+	waitUntil(t, "the Progressing fact of v4", func() bool {
+		return slices.ContainsFunc(sink.rolloutFacts(), func(f records.Fact) bool { return f.Phase == records.PhaseProgressing })
+	})
+	for _, f := range sink.rolloutFacts() {
+		if f.Phase == records.PhaseHealthy && slices.Contains(f.Images, "ghcr.io/acme/checkout:v4") {
+			t.Errorf("fact %s: Healthy with v4, the previous template's phase", f.FactID)
+		}
+	}
+	if got := sink.rolloutFacts(); !slices.Equal(got[len(got)-1].Images, []string{"ghcr.io/acme/checkout:v4"}) {
+		t.Errorf("last fact images %v; want v4", got[len(got)-1].Images)
 	}
 }

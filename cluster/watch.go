@@ -83,16 +83,16 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, inf.HasSynced}
 }
 
-// refImages reads the images of the Deployment a Rollout's
-// spec.workloadRef names, in the Rollout's namespace.
-type refImages func(ctx context.Context, namespace, name string) ([]string, error)
+// readDeployment reads the Deployment a Rollout's spec.workloadRef names,
+// in the Rollout's namespace.
+type readDeployment func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
 
 // rollouts starts the Rollout informer (dynamic client). A Rollout whose
 // pod template lives in a referenced Deployment (spec.workloadRef) takes
 // that Deployment's images, read when its fact is made: Argo updates the
 // Rollout's status when the Deployment's template changes, so the fact of
-// every new phase carries the template's images then.
-func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration, ref refImages) startedWatch {
+// every new phase carries the template's images then (WithWorkloadRef).
+func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration, ref readDeployment) startedWatch {
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, trackedOnly)
 	inf := f.ForResource(RolloutResource).Informer()
 	w.handle(inf, "rollouts", func(obj any) (records.Fact, *Skip, string) {
@@ -112,11 +112,13 @@ func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace
 		case isRef:
 			ctx, cancel := context.WithTimeout(ctx, refTimeout)
 			defer cancel()
-			if fact.Images, err = ref(ctx, u.GetNamespace(), deployment); err != nil {
-				return records.Fact{}, skipf(SkipWorkloadRef, "read the images of spec.workloadRef Deployment %s/%s: %v", u.GetNamespace(), deployment, err), name
+			d, err := ref(ctx, u.GetNamespace(), deployment)
+			if err != nil {
+				return records.Fact{}, skipf(SkipWorkloadRef, "read spec.workloadRef Deployment %s/%s: %v", u.GetNamespace(), deployment, err), name
 			}
+			fact, skip = WithWorkloadRef(fact, u, d)
 		}
-		return fact, nil, name
+		return fact, skip, name
 	})
 	f.Start(ctx.Done())
 	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, inf.HasSynced}
