@@ -133,15 +133,7 @@ func TestRollbackAPIRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 		}
 		s.Settle(jobKinds...)
 		for _, env := range envs {
-			n := 0
-			for _, pr := range s.GitHub.PullRequests(gitops) {
-				if strings.Contains(pr.Head, "-"+env+"-") {
-					n++
-				}
-			}
-			if n != 1 {
-				t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
-			}
+			onePullRequest(t, s, env)
 		}
 	})
 }
@@ -171,15 +163,7 @@ func TestRollbackCommandRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 		}
 		s.Settle(jobKinds...)
 		for _, env := range envs {
-			n := 0
-			for _, p := range s.GitHub.PullRequests(gitops) {
-				if strings.Contains(p.Head, "-"+env+"-") {
-					n++
-				}
-			}
-			if n != 1 {
-				t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
-			}
+			onePullRequest(t, s, env)
 			var linked, refused int
 			for _, id := range ids[env] {
 				for _, r := range s.replies(id) {
@@ -254,15 +238,7 @@ func TestRollbackButtonRaceWithACommentOpensOnePullRequest(t *testing.T) {
 		}
 		s.Settle(append(jobKinds, "release_check")...)
 		for _, env := range envs {
-			n := 0
-			for _, p := range s.GitHub.PullRequests(gitops) {
-				if strings.Contains(p.Head, "-"+env+"-") {
-					n++
-				}
-			}
-			if n != 1 {
-				t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
-			}
+			onePullRequest(t, s, env)
 			refused := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND message LIKE '%clicked Roll back: Not rolling back%'
 				AND message LIKE '%one rollback pull request at a time%'`, "r3:prod-eu/"+env)
 			for _, r := range s.replies(comments[env]) {
@@ -275,4 +251,19 @@ func TestRollbackButtonRaceWithACommentOpensOnePullRequest(t *testing.T) {
 			}
 		}
 	})
+}
+
+// onePullRequest checks that exactly one rollback pull request of env was
+// opened in the GitOps repository (its branch names the environment).
+func onePullRequest(t *testing.T, s *scene, env string) {
+	t.Helper()
+	n := 0
+	for _, p := range s.GitHub.PullRequests(gitops) {
+		if strings.Contains(p.Head, "-"+env+"-") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("rollback pull requests of %s = %d, want 1", env, n)
+	}
 }
