@@ -23,8 +23,9 @@ import (
 // "dispatching": its run, if GitHub made one, is found by its name and
 // adopted (adopt.go); otherwise queue_timeout fails the pass rather than
 // risk a second deploy of the same batch. A batch GitHub answered 404 for
-// because the App can no longer read the repository is not dispatched
-// and not failed: dispatch returns when to try it again (withdraw).
+// because the App can no longer read the repository, or whose default
+// branch GitHub did not answer for, is not dispatched and not failed:
+// dispatch returns when to try it again (withdraw).
 func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) (time.Time, error) {
 	name, inputs := dispatchInputs(r, ref)
 	var claimed bool
@@ -63,8 +64,19 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 			lost, rerr = x.accessLost(ctx, gh, owner, repo)
 		}
 		if lost || rerr != nil {
-			return x.withdraw(ctx, r, ref, name, workflow, lost, errors.Join(err, rerr))
+			msg := ""
+			if lost {
+				msg = fmt.Sprintf("%s not dispatched: GitHub answers 404 on the dispatch of %s and on %s, which the App can no longer read "+
+					"(removed from the installation?): it is dispatched once access is back", name, workflow, r.Repository)
+			}
+			return x.withdraw(ctx, r, ref, name, msg, errors.Join(err, rerr))
 		}
+	}
+	var branch *branchError
+	if err != nil && errors.As(err, &branch) && !refused(err) {
+		// The default branch to dispatch on is unanswered (5xx, no
+		// answer): a GitHub outage, not a refusal, and no run was started.
+		return x.withdraw(ctx, r, ref, name, "", err)
 	}
 	switch {
 	case err != nil && notFound(err):
@@ -177,7 +189,7 @@ func dispatchWorkflow(ctx context.Context, gh *github.Client, repository, workfl
 	if ref == "" {
 		r, _, err := gh.Repositories.Get(ctx, owner, repo)
 		if err != nil {
-			return 0, false, fmt.Errorf("default branch of %s: %w", repository, err)
+			return 0, false, &branchError{repository: repository, err: err}
 		}
 		ref = r.GetDefaultBranch()
 	}
@@ -193,30 +205,43 @@ func dispatchWorkflow(ctx context.Context, gh *github.Client, repository, workfl
 	return out.WorkflowRunID, true, nil
 }
 
-// withdraw takes back the claim of ref, whose dispatch GitHub answered 404
-// without the App being known to read the repository: GitHub started no
-// run, and nothing is known against the batch, so it is neither failed
-// (no on_failure, no rollback waves that could not be dispatched either)
-// nor left dispatching (to fail at queue_timeout). The machine dispatches
-// it again on the tick at the time returned, the next poll. lost: the
-// repository answered 404 too, which the rollout's audit says once
-// (access-lost) and the log on every try; otherwise the repository could
-// not be asked (5xx, no answer) and only the log says so.
-func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, workflow string, lost bool, cause error) (time.Time, error) {
-	msg := fmt.Sprintf("%s not dispatched: GitHub answers 404 on the dispatch of %s and on %s, which the App can no longer read "+
-		"(removed from the installation?): it is dispatched once access is back", name, workflow, r.Repository)
-	if lost {
+// branchError is a default branch dispatchWorkflow could not read: no
+// dispatch was sent.
+type branchError struct {
+	repository string
+	err        error
+}
+
+func (e *branchError) Error() string {
+	return fmt.Sprintf("default branch of %s: %v", e.repository, e.err)
+}
+
+func (e *branchError) Unwrap() error { return e.err }
+
+// withdraw takes back the claim of ref, whose dispatch GitHub did not
+// start a run for, for a reason that is not a refusal of the batch: the
+// App lost access, or GitHub did not answer before the dispatch was sent.
+// Nothing is known against the batch, so it is neither failed (no
+// on_failure, no rollback waves that could not be dispatched either) nor
+// left dispatching (to fail at queue_timeout). The machine dispatches it
+// again on the tick at the time returned, the next poll. lost, when not
+// empty, says why the App has no access: the rollout's audit says it once
+// (access-lost) and the log on every try; otherwise GitHub could not be
+// asked (5xx, no answer) and only the log says so.
+func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, lost string, cause error) (time.Time, error) {
+	msg := lost
+	if lost != "" {
 		x.deps.Log.Warn("rollout batch not dispatched: no access to its repository", "rollout", r.ID, "batch", name,
 			"repository", r.Repository, "error", cause)
 	} else {
-		x.deps.Log.Warn("rollout batch not dispatched: 404 on its dispatch and its repository not read; tried again on the next poll",
+		x.deps.Log.Warn("rollout batch not dispatched: GitHub did not answer; tried again on the next poll",
 			"rollout", r.ID, "batch", name, "error", cause)
 	}
 	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if err := unclaimBatch(ctx, tx, r.ID, ref); err != nil {
 			return err
 		}
-		if !lost {
+		if lost == "" {
 			return nil
 		}
 		var last string

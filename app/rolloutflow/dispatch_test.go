@@ -17,7 +17,8 @@ import (
 
 // access is a fake GitHub whose answers on the repository and on the
 // deploy workflow's dispatches the test sets: a status for each (0: as
-// GitHub answers when both exist and the App reads them).
+// GitHub answers when both exist and the App reads them; below 0 on the
+// repository: the connection is dropped without an answer).
 type access struct {
 	h        *harness
 	mu       sync.Mutex
@@ -32,6 +33,9 @@ func answerAccess(h *harness) *access {
 		a.mu.Lock()
 		status := a.repo
 		a.mu.Unlock()
+		if status < 0 {
+			panic(http.ErrAbortHandler)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		if status != 0 {
 			w.WriteHeader(status)
@@ -183,5 +187,51 @@ func TestADispatch404WithTheRepositoryUnansweredFailsNoBatch(t *testing.T) {
 	h.clock.set(h.rollout().WakeAt)
 	if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
 		t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once", r.Machine.Status, r.Machine.Failure, a.started())
+	}
+}
+
+// A rollout with no ref of its own dispatches on the repository's default
+// branch, which it reads first. A 5xx or no answer there is a short GitHub
+// outage, not a refusal: no run was started and nothing is known against
+// the batch, so it is neither failed nor claimed, and the next poll
+// dispatches it.
+func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+	}{{"a 5xx", http.StatusServiceUnavailable}, {"no answer", -1}} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
+				a := answerAccess(h)
+				a.set(c.status, 0)
+				h.start(func(s *Snapshot) { s.Settings.Ref = "" })
+				h.tick()
+				r := h.rollout()
+				if r.Machine.Phase != PhaseDeploy || r.Machine.Status == Failed || r.WakeAt.IsZero() {
+					t.Fatalf("rollout %s in phase %s (%s), next tick %s; want it deploying the canary, asked again later",
+						r.Machine.Status, r.Machine.Phase, r.Machine.Failure, r.WakeAt)
+				}
+				if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
+					t.Fatalf("batches %+v (%v) while the default branch is unanswered, want none", ds, err)
+				}
+				if n := h.gh.Count("POST", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches"); n != 0 {
+					t.Fatalf("%d dispatches without a ref to dispatch on, want none", n)
+				}
+				if lost := h.auditOf("access-lost"); len(lost) != 0 {
+					t.Errorf("access-lost audit lines %q while the repository's answer is unknown", lost)
+				}
+
+				// GitHub answers again: the batch is dispatched, once, on
+				// the default branch, and so is every other.
+				a.set(0, 0)
+				h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
+				h.clock.set(h.rollout().WakeAt)
+				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
+					t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once",
+						r.Machine.Status, r.Machine.Failure, a.started())
+				}
+			})
+		})
 	}
 }
