@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/rollout"
@@ -23,8 +24,9 @@ import (
 // "dispatching": its run, if GitHub made one, is found by its name and
 // adopted (adopt.go); otherwise queue_timeout fails the pass rather than
 // risk a second deploy of the same batch. A batch GitHub answered 404 for
-// because the App can no longer read the repository, or whose default
-// branch GitHub did not answer for, is not dispatched and not failed:
+// because the App can no longer read the repository, one of an
+// installation GitHub refuses a token (deleted or suspended), or one whose
+// default branch GitHub did not answer for, is not dispatched and not failed:
 // dispatch returns when to try it again (withdraw).
 func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) (time.Time, error) {
 	name, inputs := dispatchInputs(r, ref)
@@ -52,6 +54,13 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
 	if err == nil {
 		runID, sent, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, inputs)
+	}
+	if status, ok := installationRefused(err); ok {
+		// The installation was deleted or suspended: no request of its
+		// went out, so no run was started. Access lost, as for a
+		// repository removed from the installation.
+		return x.withdraw(ctx, r, ref, name, fmt.Sprintf("%s not dispatched: GitHub refuses the App a token for installation %d (%d %s: "+
+			"deleted or suspended?): it is dispatched once access is back", name, r.InstallationID, status, http.StatusText(status)), err)
 	}
 	if err != nil && notFound(err) {
 		// A 404 on the dispatch is a workflow GitHub does not know, or a
@@ -225,14 +234,15 @@ func (e *branchError) Unwrap() error { return e.err }
 // on_failure, no rollback waves that could not be dispatched either) nor
 // left dispatching (to fail at queue_timeout). The machine dispatches it
 // again on the tick at the time returned, the next poll. lost, when not
-// empty, says why the App has no access: the rollout's audit says it once
+// empty, says why the App has no access (to the repository or to the
+// installation): the rollout's audit says it once
 // (access-lost) and the log on every try; otherwise GitHub could not be
 // asked (5xx, no answer) and only the log says so.
 func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, lost string, cause error) (time.Time, error) {
 	msg := lost
 	if lost != "" {
-		x.deps.Log.Warn("rollout batch not dispatched: no access to its repository", "rollout", r.ID, "batch", name,
-			"repository", r.Repository, "error", cause)
+		x.deps.Log.Warn("rollout batch not dispatched: the App lost access", "rollout", r.ID, "batch", name,
+			"repository", r.Repository, "installation", r.InstallationID, "error", cause)
 	} else {
 		x.deps.Log.Warn("rollout batch not dispatched: GitHub did not answer; tried again on the next poll",
 			"rollout", r.ID, "batch", name, "error", cause)
@@ -260,6 +270,18 @@ func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, lost
 		return time.Time{}, err
 	}
 	return x.deps.Now().Add(runPoll), nil
+}
+
+// installationRefused reports whether err is GitHub refusing the App a
+// token for the installation, and with which status: 404 (the installation
+// was deleted) or 403 (suspended). The request err is about was not sent.
+func installationRefused(err error) (int, bool) {
+	var he *ghinstallation.HTTPError
+	if !errors.As(err, &he) || he.Response == nil {
+		return 0, false
+	}
+	status := he.Response.StatusCode
+	return status, status == http.StatusNotFound || status == http.StatusForbidden
 }
 
 // notFound reports whether GitHub answered err's request with a 404.

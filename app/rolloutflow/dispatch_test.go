@@ -235,3 +235,94 @@ func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
 		})
 	}
 }
+
+// refuseTokens makes GitHub refuse the App a token for its installation
+// with status (deleted: 404, suspended: 403) while status is not 0; 0
+// gives tokens again.
+type refuseTokens struct {
+	mu     sync.Mutex
+	status int
+}
+
+func answerTokens(h *harness) *refuseTokens {
+	const route = "POST /app/installations/{installation_id}/access_tokens"
+	rt, give := &refuseTokens{}, h.gh.Default(route)
+	h.gh.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		rt.mu.Lock()
+		status := rt.status
+		rt.mu.Unlock()
+		if status == 0 {
+			give(w, r, p)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"message":%q}`, http.StatusText(status))
+	})
+	return rt
+}
+
+func (rt *refuseTokens) set(status int) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.status = status
+}
+
+// An installation that was deleted (GitHub answers 404 on its token) or
+// suspended (403) is access lost, as for a repository removed from it: no
+// run was started and nothing is known against the batch, so it is not
+// failed (neither at once nor at queue_timeout), the audit says why, once,
+// and the batch is dispatched once access is back.
+func TestAnInstallationRefusedItsTokenFailsNoBatch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		ref    string
+	}{
+		{"deleted", http.StatusNotFound, "main"},
+		{"suspended", http.StatusForbidden, "main"},
+		{"deleted, on the default branch", http.StatusNotFound, ""},
+		{"suspended, on the default branch", http.StatusForbidden, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
+				a := answerAccess(h)
+				tokens := answerTokens(h)
+				h.start(func(s *Snapshot) { s.Settings.Ref = c.ref })
+				tokens.set(c.status)
+				// A server started after the installation went: no token
+				// of the installation is cached.
+				h.x = h.executor()
+
+				// Tries for longer than queue_timeout.
+				h.tick()
+				for range 4 {
+					h.clock.set(h.rollout().WakeAt)
+					h.tickAs(true)
+				}
+				r := h.rollout()
+				if r.Machine.Phase != PhaseDeploy || r.Machine.Stage != 0 || r.WakeAt.IsZero() {
+					t.Fatalf("rollout %s in phase %s, stage %d (%s), next tick %s; want it deploying the canary still",
+						r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure, r.WakeAt)
+				}
+				if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
+					t.Fatalf("batches %+v (%v) while GitHub refuses the installation a token, want none", ds, err)
+				}
+				lost := h.auditOf("access-lost")
+				if len(lost) != 1 || !strings.Contains(lost[0], fmt.Sprintf("installation %d", githubtest.InstallationID)) ||
+					!strings.Contains(lost[0], "deploy@canary#0") {
+					t.Errorf("access-lost audit lines %q, want one naming installation %d and the canary's batch",
+						lost, githubtest.InstallationID)
+				}
+
+				tokens.set(0)
+				h.clock.set(h.rollout().WakeAt)
+				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
+					t.Errorf("status %s (%s), dispatches %v once access is back; want succeeded with each batch once",
+						r.Machine.Status, r.Machine.Failure, a.started())
+				}
+			})
+		})
+	}
+}
