@@ -26,8 +26,8 @@ import (
 // risk a second deploy of the same batch. A batch GitHub answered 404 for
 // because the App can no longer read the repository, one of an
 // installation GitHub refuses a token (deleted or suspended), or one whose
-// default branch GitHub did not answer for, is not dispatched and not failed:
-// dispatch returns when to try it again (withdraw).
+// token or default branch GitHub did not answer for, is not dispatched and
+// not failed: dispatch returns when to try it again (withdraw).
 func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) (time.Time, error) {
 	name, inputs := dispatchInputs(r, ref)
 	var claimed bool
@@ -61,6 +61,11 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		// repository removed from the installation.
 		return x.withdraw(ctx, r, ref, name, fmt.Sprintf("%s not dispatched: GitHub refuses the App a token for installation %d (%d %s: "+
 			"deleted or suspended?): it is dispatched once access is back", name, r.InstallationID, status, http.StatusText(status)), err)
+	}
+	if tokenUnanswered(err) {
+		// No token, so no request went out: an outage, as for an
+		// unanswered default branch.
+		return x.withdraw(ctx, r, ref, name, "", err)
 	}
 	if err != nil && notFound(err) {
 		// A 404 on the dispatch is a workflow GitHub does not know, or a
@@ -282,6 +287,14 @@ func installationRefused(err error) (int, bool) {
 	}
 	status := he.Response.StatusCode
 	return status, status == http.StatusNotFound || status == http.StatusForbidden
+}
+
+// tokenUnanswered reports whether err is GitHub giving no answer (none, or
+// a 5xx) on the App's request for an installation token: the request err
+// is about was not sent.
+func tokenUnanswered(err error) bool {
+	var he *ghinstallation.HTTPError
+	return errors.As(err, &he) && (he.Response == nil || he.Response.StatusCode >= 500)
 }
 
 // notFound reports whether GitHub answered err's request with a 404.

@@ -238,7 +238,7 @@ func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
 
 // refuseTokens makes GitHub refuse the App a token for its installation
 // with status (deleted: 404, suspended: 403) while status is not 0; 0
-// gives tokens again.
+// gives tokens again, below 0 drops the connection without an answer.
 type refuseTokens struct {
 	mu     sync.Mutex
 	status int
@@ -254,6 +254,9 @@ func answerTokens(h *harness) *refuseTokens {
 		if status == 0 {
 			give(w, r, p)
 			return
+		}
+		if status < 0 {
+			panic(http.ErrAbortHandler)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -320,6 +323,47 @@ func TestAnInstallationRefusedItsTokenFailsNoBatch(t *testing.T) {
 				h.clock.set(h.rollout().WakeAt)
 				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
 					t.Errorf("status %s (%s), dispatches %v once access is back; want succeeded with each batch once",
+						r.Machine.Status, r.Machine.Failure, a.started())
+				}
+			})
+		})
+	}
+}
+
+// A token GitHub does not answer for (5xx, no answer) is an outage: the
+// dispatch was not sent, so the batch is neither failed nor left
+// dispatching (to fail at queue_timeout), and is dispatched on the next
+// poll. Nothing is known about the installation: no access-lost line.
+func TestATokenUnansweredFailsNoBatch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+	}{{"a 5xx", http.StatusServiceUnavailable}, {"no answer", -1}} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
+				a := answerAccess(h)
+				tokens := answerTokens(h)
+				h.start(nil)
+				tokens.set(c.status)
+				h.x = h.executor() // no token of the installation cached
+				h.tick()
+				r := h.rollout()
+				if r.Machine.Phase != PhaseDeploy || r.Machine.Status == Failed || r.WakeAt.IsZero() {
+					t.Fatalf("rollout %s in phase %s (%s), next tick %s; want it deploying the canary, asked again later",
+						r.Machine.Status, r.Machine.Phase, r.Machine.Failure, r.WakeAt)
+				}
+				if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
+					t.Fatalf("batches %+v (%v) while GitHub gives no token, want none", ds, err)
+				}
+				if lost := h.auditOf("access-lost"); len(lost) != 0 {
+					t.Errorf("access-lost audit lines %q while the installation's answer is unknown", lost)
+				}
+				tokens.set(0)
+				h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
+				h.clock.set(h.rollout().WakeAt)
+				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
+					t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once",
 						r.Machine.Status, r.Machine.Failure, a.started())
 				}
 			})
