@@ -56,8 +56,9 @@ func auditEvent(ep Episode, typ records.AuditType, deliveryID string, at time.Ti
 }
 
 // effects stores an episode's decision's audit events and queues its
-// effects, in the transaction that saved the episode.
-func (f *flow) effects(ctx context.Context, tx *sql.Tx, ep Episode, events []records.AuditEvent) error {
+// effects, in the transaction that saved the episode; asked is f.ask's
+// answer for ep, asked before that transaction.
+func (f *flow) effects(ctx context.Context, tx *sql.Tx, ep Episode, events []records.AuditEvent, asked any) error {
 	if err := f.deps.Records.InsertAudit(ctx, tx, events...); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (f *flow) effects(ctx context.Context, tx *sql.Tx, ep Episode, events []rec
 		}
 		return f.insert(ctx, tx, key, opts)
 	case recovery.ActionRollback:
-		return f.rollback(ctx, tx, ep)
+		return f.rollback(ctx, tx, ep, asked)
 	case recovery.ActionAlert:
 		f.deps.Log.Warn("manual intervention required", "repository", ep.Repository, "run_id", ep.RunID, "rule", d.Rule, "reason", d.Reason)
 		return f.insert(ctx, tx, AlertArgs{Repository: key.Repository, RunID: key.RunID, Attempt: key.Attempt,
@@ -86,20 +87,44 @@ func (f *flow) effects(ctx context.Context, tx *sql.Tx, ep Episode, events []rec
 	return nil
 }
 
-// rollback hands a rollback decision to the environment's executor.
-func (f *flow) rollback(ctx context.Context, tx *sql.Tx, ep Episode) error {
-	mode := ep.Context.Config.RollbackMode
-	ex, ok := f.executors[mode]
-	if !ok || ep.Decision.Target == nil {
-		// Decide only rolls back with an available mode and a target.
-		return fmt.Errorf("episode %s#%d: rollback with mode %q has no executor or target", ep.Repository, ep.RunID, mode)
-	}
+// rollbackRequest is ep's rollback decision for the environment's
+// executor; ok is false when ep does not roll back with one.
+func (f *flow) rollbackRequest(ep Episode) (RollbackExecutor, RollbackRequest, bool) {
+	ex, ok := f.executors[ep.Context.Config.RollbackMode]
 	t := ep.Decision.Target
-	id, err := ex.Queue(ctx, tx, RollbackRequest{
+	if ep.Decision.Action != recovery.ActionRollback || !ok || t == nil {
+		return nil, RollbackRequest{}, false
+	}
+	return ex, RollbackRequest{
 		Key:     fmt.Sprintf("%s/%d", RunKey(ep.Repository, ep.RunID), ep.RunAttempt),
 		Episode: ep, Target: Target{ReleaseID: t.ReleaseID, Version: t.Version, Digest: t.Digest},
 		Reason: ep.Decision.Reason, InstallationID: ep.InstallationID,
-	})
+	}, true
+}
+
+// ask asks, before the transaction that stores ep's decision, what the
+// executor of ep's rollback needs to know (RollbackAsker); nil otherwise.
+func (f *flow) ask(ctx context.Context, ep Episode) (any, error) {
+	ex, req, ok := f.rollbackRequest(ep)
+	if !ok {
+		return nil, nil
+	}
+	asker, ok := ex.(RollbackAsker)
+	if !ok {
+		return nil, nil
+	}
+	return asker.Ask(ctx, req)
+}
+
+// rollback hands a rollback decision to the environment's executor.
+func (f *flow) rollback(ctx context.Context, tx *sql.Tx, ep Episode, asked any) error {
+	ex, req, ok := f.rollbackRequest(ep)
+	if !ok {
+		// Decide only rolls back with an available mode and a target.
+		return fmt.Errorf("episode %s#%d: rollback with mode %q has no executor or target", ep.Repository, ep.RunID, ep.Context.Config.RollbackMode)
+	}
+	req.Asked = asked
+	id, err := ex.Queue(ctx, tx, req)
 	var notStarted *NotStarted
 	if errors.As(err, &notStarted) {
 		return f.rollbackFailed(ctx, tx, ep, notStarted.Reason, "")

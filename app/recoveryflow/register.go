@@ -20,6 +20,18 @@ type RollbackRequest struct {
 	Target         Target
 	Reason         string
 	InstallationID int64
+	// Asked is the executor's RollbackAsker answer, asked before the
+	// decision's transaction; nil when it asks nothing.
+	Asked any
+}
+
+// RollbackAsker is a RollbackExecutor that needs answers from GitHub to
+// decide: Ask runs before the decision's transaction (nothing waits on the
+// network inside it), and its answer is handed to Queue as req.Asked. A
+// decision retried on fresh state asks again; an answer must stay true
+// when Queue runs later (a pull request merged stays merged).
+type RollbackAsker interface {
+	Ask(ctx context.Context, req RollbackRequest) (any, error)
 }
 
 // Target is the release to roll back to.

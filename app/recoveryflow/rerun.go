@@ -181,15 +181,19 @@ func githubMessage(err error) string {
 // redecide replaces the scheduled retry with d, decided from in at the time
 // the retry fired, and queues d's effects.
 func (f *flow) redecide(ctx context.Context, ep Episode, d recovery.Decision, in recovery.Input) error {
+	next, ok := ep.Redecide(ep.RunAttempt, d, f.deps.Now())
+	if !ok {
+		return nil
+	}
+	next.Context.Input = in
+	asked, err := f.ask(ctx, next)
+	if err != nil {
+		return err
+	}
 	return f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		next, ok := ep.Redecide(ep.RunAttempt, d, f.deps.Now())
-		if !ok {
-			return nil
-		}
-		next.Context.Input = in
 		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
 			return err // stale: River retries the job, which then finds the new state
 		}
-		return f.effects(ctx, tx, next, decisionEvents(next, "", false))
+		return f.effects(ctx, tx, next, decisionEvents(next, "", false), asked)
 	})
 }

@@ -181,5 +181,5 @@ func (f *flow) rollbackFailed(ctx context.Context, tx *sql.Tx, ep Episode, why, 
 	if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
 		return err // stale: retried on fresh state, which then has moved on
 	}
-	return f.effects(ctx, tx, next, decisionEvents(next, deliveryID, false))
+	return f.effects(ctx, tx, next, decisionEvents(next, deliveryID, false), nil)
 }

@@ -133,6 +133,10 @@ func (f *flow) onFailure(ctx context.Context, d pipeline.Delivery, repo string, 
 	if !ok {
 		return nil, nil
 	}
+	asked, err := f.ask(ctx, next)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, tx *sql.Tx) error {
 		err := saveEpisode(ctx, tx, next, prev.Seq)
 		if errors.Is(err, errStale) {
@@ -143,7 +147,7 @@ func (f *flow) onFailure(ctx context.Context, d pipeline.Delivery, repo string, 
 		if err != nil {
 			return err
 		}
-		return f.effects(ctx, tx, next, decisionEvents(next, d.ID, true))
+		return f.effects(ctx, tx, next, decisionEvents(next, d.ID, true), asked)
 	}, nil
 }
 

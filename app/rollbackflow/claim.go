@@ -40,25 +40,40 @@ type querier interface {
 // rollback. merged are the rollbacks GitHub says are merged though their
 // records do not know it yet, for claim.
 func (st *starter) inFlight(ctx context.Context, plan Plan) (merged []string, err error) {
-	r := plan.Record
-	open, err := openRollbacks(ctx, st.deps.DB.Read, plan)
+	open, merged, err := st.asked(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
 	for _, rec := range open {
-		rec, isMerged, err := st.stillOpen(ctx, plan, rec)
-		if err != nil {
-			return nil, fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
-		}
-		if isMerged {
-			merged = append(merged, rec.ReleaseID)
-			continue
-		}
 		if rec.State == records.StateOpened {
 			return nil, openRefusal(plan, rec)
 		}
 	}
 	return merged, beingOpened(ctx, st.deps.DB.Read, st.deps.DB.Dialect, plan)
+}
+
+// asked reads the other rollbacks of plan's app, environment and cluster
+// whose records say their pull requests are open, and asks GitHub about
+// each (stillOpen): merged are those GitHub says are merged, open the
+// others, as they are now (one closed meanwhile is withdrawn).
+func (st *starter) asked(ctx context.Context, plan Plan) (open []records.Record, merged []string, err error) {
+	r := plan.Record
+	recs, err := openRollbacks(ctx, st.deps.DB.Read, plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, rec := range recs {
+		rec, isMerged, err := st.stillOpen(ctx, plan, rec)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
+		}
+		if isMerged {
+			merged = append(merged, rec.ReleaseID)
+			continue
+		}
+		open = append(open, rec)
+	}
+	return open, merged, nil
 }
 
 // claim checks, in tx, the transaction that queues plan's job, that no
