@@ -22,13 +22,13 @@ const outageReminder = time.Minute
 // counted meanwhile. Failures during an outage are logged at debug level.
 //
 // What fails is what notes it (failed); what succeeds in writing notes the
-// end (ok): the intake's group commit, the drain, the fact commit, and
-// /readyz (store.DB.CheckWrite: on SQLite a committed write, on
-// PostgreSQL a session that takes writes and a disk with room). A round
-// trip that wrote nothing (the drain's empty rounds on PostgreSQL) notes
-// answered: it ends an outage of a database that did not answer, not one
-// of a database that refuses writes (a full disk, read-only), which
-// answers reads all along.
+// end (ok): the intake's group commit, the drain on SQLite, the fact
+// commit, and /readyz (store.DB.CheckWrite: on SQLite a committed write,
+// on PostgreSQL a session that takes writes and a disk with room). A round
+// trip that wrote nothing, or only updated rows in place (the drain's
+// rounds on PostgreSQL), notes answered: it ends an outage of a database
+// that did not answer, not one of a database that refuses writes (a full
+// disk, read-only), which answers reads, and updates in place, all along.
 type dbHealth struct {
 	log  *slog.Logger
 	down atomic.Bool

@@ -135,12 +135,17 @@ func (d *drainer) round() (n int) {
 		d.log.Debug("drain of queued deliveries failed: the database is unavailable", "err", err)
 	case err != nil:
 		d.log.Warn("drain of queued deliveries failed; the next round tries again", "err", err)
-	case n > 0:
-		d.health.ok()
 	case d.runner.db.Dialect == store.Postgres:
-		// An empty round ran a transaction that only read (on SQLite it
-		// only read, outside one, which proves nothing of the writer).
+		// A round that completed deliveries updated rows in place, which
+		// PostgreSQL lets through on a full disk while it refuses every
+		// write that needs a new block: like an empty round, which only
+		// read, it ends an outage of a database that did not answer, not
+		// one of a database that refuses writes.
 		d.health.answered()
+	case n > 0:
+		// SQLite: an empty round only read, outside a transaction, which
+		// proves nothing of the writer.
+		d.health.ok()
 	}
 	return n
 }
