@@ -125,3 +125,36 @@ func TestEveryCommandHasAHelpPage(t *testing.T) {
 		}
 	}
 }
+
+// `ripcord version -h` shows the command's page, as the README promises of
+// every command, instead of printing the version as if it had been asked
+// for; an argument it does not take is an error, not ignored.
+func TestVersionCommandLine(t *testing.T) {
+	cases := []struct {
+		name      string
+		args      []string
+		code      int
+		stdout    string
+		stderrHas string
+	}{
+		{"the version", []string{"version"}, 0, "ripcord ", ""},
+		{"help", []string{"version", "-h"}, 0, "", "usage: ripcord version"},
+		{"long help", []string{"version", "--help"}, 0, "", "usage: ripcord version"},
+		{"an argument it does not take", []string{"version", "extra"}, 2, "", `unexpected argument "extra"`},
+		{"a flag it does not have", []string{"version", "--json"}, 2, "", "flag provided but not defined"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := ripcord(t, nil, c.args...)
+			if code != c.code {
+				t.Errorf("ripcord %s: exit code %d, want %d\nstdout: %s\nstderr: %s", strings.Join(c.args, " "), code, c.code, stdout, stderr)
+			}
+			if c.stdout == "" && stdout != "" || !strings.HasPrefix(stdout, c.stdout) {
+				t.Errorf("ripcord %s: stdout %q, want it to start with %q (empty: nothing)", strings.Join(c.args, " "), stdout, c.stdout)
+			}
+			if !strings.Contains(stderr, c.stderrHas) {
+				t.Errorf("ripcord %s: stderr %q, want it to contain %q", strings.Join(c.args, " "), stderr, c.stderrHas)
+			}
+		})
+	}
+}

@@ -93,7 +93,21 @@ func runMigrate(args []string) int {
 	return 0
 }
 
-func runVersion([]string) int {
+// runVersion prints the version. It takes no arguments, so that -h shows
+// its page like every other command's and a mistyped command line is an
+// error rather than a version printed as if it had worked.
+func runVersion(args []string) int {
+	fs := newFlags("ripcord version", "")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: ripcord version\n\nPrints the version; it takes no flags or arguments.")
+	}
+	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(os.Stderr, "ripcord version: unexpected argument %q; it takes none\n", fs.Arg(0))
+		return 2
+	}
 	fmt.Println("ripcord", version.String())
 	return 0
 }
