@@ -157,10 +157,17 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	s.writer = newGroupWriter(db, s.metrics, s.acts, s.drain.Wake)
 	s.writer.health = s.health
 	s.handler = s.routes()
-	if !s.appIdentity().Configured {
+	switch {
+	case !s.appIdentity().Configured && len(s.webhookSecrets()) == 0:
+		// Without a secret no delivery can be checked, so none is stored:
+		// saying "stored" here sent people looking for deliveries that
+		// GitHub shows as refused.
+		log.Warn("the GitHub App is not configured and no webhook secret is: every delivery is refused with 401 and ripcord cannot act on GitHub; " +
+			"register it at " + cfg.PublicURL + setup.PagePath + " or set github.app_id, github.private_key and github.webhook_secrets (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY, RIPCORD_GITHUB_WEBHOOK_SECRET)")
+	case !s.appIdentity().Configured:
 		log.Warn("the GitHub App is not configured: webhooks are stored, but ripcord cannot act on GitHub; " +
 			"register it at " + cfg.PublicURL + setup.PagePath + " or set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY)")
-	} else if len(s.webhookSecrets()) == 0 {
+	case len(s.webhookSecrets()) == 0:
 		log.Warn("no webhook secret is configured: every delivery is refused with 401; set github.webhook_secrets (RIPCORD_GITHUB_WEBHOOK_SECRET)")
 	}
 	return s, nil
