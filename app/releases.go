@@ -164,7 +164,17 @@ func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"releases": rs})
+	writeJSON(w, http.StatusOK, map[string]any{"releases": orEmpty(rs)})
+}
+
+// orEmpty is s, or an empty slice for none: a list the API answers is a
+// JSON array even when nothing matches, as on /api/v1/deliveries and
+// /api/v1/rollouts, never null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func (s *Server) getRelease(w http.ResponseWriter, r *http.Request) {
@@ -196,7 +206,7 @@ func (s *Server) getReleaseAudit(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"release_id": id, "events": events})
+	writeJSON(w, http.StatusOK, map[string]any{"release_id": id, "events": orEmpty(events)})
 }
 
 // getAudit is GET /api/v1/audit: drift and stall events have no record of
@@ -218,5 +228,5 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events})
+	writeJSON(w, http.StatusOK, map[string]any{"events": orEmpty(events)})
 }
