@@ -19,9 +19,13 @@ func runFact(args []string) int {
 	file := fs.String("file", "", "JSON file with one fact or {\"facts\": [...]}; - reads stdin")
 	cluster := fs.String("cluster", "", "cluster the fact is from (required)")
 	f := map[string]*string{}
-	for _, name := range []string{"source", "namespace", "name", "uid", "phase", "release-id", "image", "pod-hash", "revision"} {
+	for _, name := range []string{"source", "namespace", "name", "uid", "phase", "release-id", "pod-hash", "revision"} {
 		f[name] = fs.String(name, "", "fact field "+strings.ReplaceAll(name, "-", "_"))
 	}
+	// The fact holds a list of images; the flag gives one, so its help
+	// names the field it fills rather than a field "image" that a --file
+	// fact would be refused for.
+	f["image"] = fs.String("image", "", "the workload's image: fact field images, a list of this one")
 	generation := fs.Int64("generation", 0, "metadata.generation")
 	observed := fs.Int64("observed-generation", 0, "status.observedGeneration (default: --generation)")
 	step := fs.Int("step", 0, "canary step")

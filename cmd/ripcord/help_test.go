@@ -3,12 +3,16 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/ripcord/ripcord/internal/testbin"
 	"os"
 	"os/exec"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ripcord/ripcord/internal/testbin"
+	"github.com/ripcord/ripcord/records"
 )
 
 var updateCLIDocs = flag.Bool("update-cli-docs", false, "rewrite docs/cli.md from the commands' -h output")
@@ -154,5 +158,31 @@ func TestVersionCommandLine(t *testing.T) {
 				t.Errorf("ripcord %s: stderr %q, want it to contain %q", strings.Join(c.args, " "), stderr, c.stderrHas)
 			}
 		})
+	}
+}
+
+// Every field `ripcord fact -h` names is a field of the fact's JSON, so a
+// fact written for --file after the help page is not refused as unknown
+// (the help said "fact field image"; the field is images).
+func TestFactHelpNamesTheFactsJSONFields(t *testing.T) {
+	fields := map[string]bool{}
+	ft := reflect.TypeOf(records.Fact{})
+	for i := range ft.NumField() {
+		if name, _, _ := strings.Cut(ft.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			fields[name] = true
+		}
+	}
+	code, _, help := ripcord(t, nil, "fact", "-h")
+	if code != 0 {
+		t.Fatalf("ripcord fact -h: exit code %d\n%s", code, help)
+	}
+	named := regexp.MustCompile(`fact field (\w+)`).FindAllStringSubmatch(help, -1)
+	if len(named) == 0 {
+		t.Fatalf("ripcord fact -h names no fact field:\n%s", help)
+	}
+	for _, m := range named {
+		if !fields[m[1]] {
+			t.Errorf("ripcord fact -h names fact field %q, which a fact does not have", m[1])
+		}
 	}
 }
