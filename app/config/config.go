@@ -216,6 +216,12 @@ func scalarValue(key string, v *yaml.Node) (string, error) {
 			if c.Kind != yaml.ScalarNode {
 				return "", errors.New("expected a list of strings")
 			}
+			// The list becomes the environment's comma-separated form, so
+			// an item with a comma would silently become two values (a
+			// webhook secret that then matches no delivery).
+			if strings.Contains(c.Value, ",") {
+				return "", fmt.Errorf("item %d holds a comma, which cannot be part of a value of %s: choose one without", len(parts)+1, key)
+			}
 			parts = append(parts, c.Value)
 		}
 		return strings.Join(parts, ","), nil

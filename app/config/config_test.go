@@ -171,6 +171,7 @@ func TestBadSettingsNameTheKeyAndWhatIsExpected(t *testing.T) {
 		{"unknown key in the file", nil, "listen: 127.0.0.1:1\nlisten_addr: x\n", []string{"listen_addr", "unknown key", ":2:1"}},
 		{"unknown key in a section", nil, "github:\n  app_idd: 3\n", []string{"github.app_idd", "app_id"}},
 		{"empty secret in the list", map[string]string{"RIPCORD_GITHUB_WEBHOOK_SECRET": "a,,b"}, "", []string{"github.webhook_secrets", "empty secret"}},
+		{"a comma inside one secret of the file's list", nil, "github:\n  webhook_secrets: [new-secret, \"old,secret\"]\n", []string{"github.webhook_secrets", ":2:", "item 2 holds a comma"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
