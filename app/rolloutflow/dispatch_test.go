@@ -122,9 +122,7 @@ func TestADispatch404OfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
 			t.Fatalf("rollout %s in phase %s, stage %d (%s), want it deploying the canary still",
 				r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure)
 		}
-		if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
-			t.Fatalf("batches %+v (%v) while GitHub answers 404 on the repository, want none", ds, err)
-		}
+		h.noBatch(t, "while GitHub answers 404 on the repository")
 		if !r.WakeAt.After(h.clock.Now()) || r.WakeAt.After(h.clock.Now().Add(runPoll)) {
 			t.Errorf("next tick at %s, want one within %s of %s", r.WakeAt, runPoll, h.clock.Now())
 		}
@@ -135,11 +133,7 @@ func TestADispatch404OfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
 
 		// Access is back: the batch is dispatched, once, and so is every other.
 		a.set(0, 0)
-		h.clock.set(h.rollout().WakeAt)
-		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
-			t.Errorf("status %s (%s), dispatches %v once access is back; want succeeded with each batch once",
-				r.Machine.Status, r.Machine.Failure, a.started())
-		}
+		h.eachBatchOnce(t, a, false)
 	})
 }
 
@@ -174,20 +168,14 @@ func TestADispatch404WithTheRepositoryUnansweredFailsNoBatch(t *testing.T) {
 		t.Fatalf("rollout %s in phase %s (%s), next tick %s; want it deploying the canary, asked again later",
 			r.Machine.Status, r.Machine.Phase, r.Machine.Failure, r.WakeAt)
 	}
-	if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
-		t.Fatalf("batches %+v (%v), want none", ds, err)
-	}
+	h.noBatch(t, "")
 	if lost := h.auditOf("access-lost"); len(lost) != 0 {
 		t.Errorf("access-lost audit lines %q while the repository's answer is unknown", lost)
 	}
 	a.set(0, 0)
 	// The client's retries of the 5xx slept on the fake clock: back to a
 	// whole second, as the harness's wake-ups (µs) need.
-	h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
-	h.clock.set(h.rollout().WakeAt)
-	if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
-		t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once", r.Machine.Status, r.Machine.Failure, a.started())
-	}
+	h.eachBatchOnce(t, a, true)
 }
 
 // A rollout with no ref of its own dispatches on the repository's default
@@ -212,9 +200,7 @@ func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
 					t.Fatalf("rollout %s in phase %s (%s), next tick %s; want it deploying the canary, asked again later",
 						r.Machine.Status, r.Machine.Phase, r.Machine.Failure, r.WakeAt)
 				}
-				if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
-					t.Fatalf("batches %+v (%v) while the default branch is unanswered, want none", ds, err)
-				}
+				h.noBatch(t, "while the default branch is unanswered")
 				if n := h.gh.Count("POST", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches"); n != 0 {
 					t.Fatalf("%d dispatches without a ref to dispatch on, want none", n)
 				}
@@ -225,12 +211,7 @@ func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
 				// GitHub answers again: the batch is dispatched, once, on
 				// the default branch, and so is every other.
 				a.set(0, 0)
-				h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
-				h.clock.set(h.rollout().WakeAt)
-				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
-					t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once",
-						r.Machine.Status, r.Machine.Failure, a.started())
-				}
+				h.eachBatchOnce(t, a, true)
 			})
 		})
 	}
@@ -309,9 +290,7 @@ func TestAnInstallationRefusedItsTokenFailsNoBatch(t *testing.T) {
 					t.Fatalf("rollout %s in phase %s, stage %d (%s), next tick %s; want it deploying the canary still",
 						r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure, r.WakeAt)
 				}
-				if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
-					t.Fatalf("batches %+v (%v) while GitHub refuses the installation a token, want none", ds, err)
-				}
+				h.noBatch(t, "while GitHub refuses the installation a token")
 				lost := h.auditOf("access-lost")
 				if len(lost) != 1 || !strings.Contains(lost[0], fmt.Sprintf("installation %d", githubtest.InstallationID)) ||
 					!strings.Contains(lost[0], "deploy@canary#0") {
@@ -320,11 +299,7 @@ func TestAnInstallationRefusedItsTokenFailsNoBatch(t *testing.T) {
 				}
 
 				tokens.set(0)
-				h.clock.set(h.rollout().WakeAt)
-				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
-					t.Errorf("status %s (%s), dispatches %v once access is back; want succeeded with each batch once",
-						r.Machine.Status, r.Machine.Failure, a.started())
-				}
+				h.eachBatchOnce(t, a, false)
 			})
 		})
 	}
@@ -353,20 +328,38 @@ func TestATokenUnansweredFailsNoBatch(t *testing.T) {
 					t.Fatalf("rollout %s in phase %s (%s), next tick %s; want it deploying the canary, asked again later",
 						r.Machine.Status, r.Machine.Phase, r.Machine.Failure, r.WakeAt)
 				}
-				if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
-					t.Fatalf("batches %+v (%v) while GitHub gives no token, want none", ds, err)
-				}
+				h.noBatch(t, "while GitHub gives no token")
 				if lost := h.auditOf("access-lost"); len(lost) != 0 {
 					t.Errorf("access-lost audit lines %q while the installation's answer is unknown", lost)
 				}
 				tokens.set(0)
-				h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
-				h.clock.set(h.rollout().WakeAt)
-				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
-					t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once",
-						r.Machine.Status, r.Machine.Failure, a.started())
-				}
+				h.eachBatchOnce(t, a, true)
 			})
 		})
+	}
+}
+
+// noBatch fails the test when the rollout holds a dispatched batch, while
+// (if given) says what GitHub is doing meanwhile.
+func (h *harness) noBatch(t *testing.T, while string) {
+	t.Helper()
+	if ds, err := listDispatched(context.Background(), h.x.deps.DB.Read, h.id); err != nil || len(ds) != 0 {
+		t.Fatalf("batches %+v (%v) %s, want none", ds, err, while)
+	}
+}
+
+// eachBatchOnce runs the rollout on from its next tick, once GitHub answers
+// again, and wants it to succeed with every batch dispatched once. After
+// client retries slept on the fake clock (wholeSecond), the clock goes back
+// to a whole second first, as the harness's wake-ups (µs) need.
+func (h *harness) eachBatchOnce(t *testing.T, a *access, wholeSecond bool) {
+	t.Helper()
+	if wholeSecond {
+		h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
+	}
+	h.clock.set(h.rollout().WakeAt)
+	if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(a.started(), deployAll) {
+		t.Errorf("status %s (%s), dispatches %v once GitHub answers again; want succeeded with each batch once",
+			r.Machine.Status, r.Machine.Failure, a.started())
 	}
 }
