@@ -57,15 +57,7 @@ func TestRecoveryRollbackAsksGitHubWhetherTheOpenOneWasMerged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
-				status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
-					[]byte(`{"app":"checkout","environment":"prod","to":"r1:prod-eu/prod","reason":"r2 is slow too"}`))
-				var first struct {
-					ReleaseID string `json:"release_id"`
-				}
-				if err := json.Unmarshal(out, &first); status != 202 || err != nil {
-					t.Fatalf("POST /api/v1/rollbacks = %d %s (%v)", status, out, err)
-				}
-				rec := s.waitRelease(first.ReleaseID)
+				rec := s.personRollsBackToR1(t)
 				s.Settle(jobKinds...)
 				if tc.merged {
 					s.mergeSilently(rec.PRNumber)
@@ -90,8 +82,8 @@ func TestRecoveryRollbackAsksGitHubWhetherTheOpenOneWasMerged(t *testing.T) {
 				if n := s.GitHub.Count("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"); n <= asked {
 					t.Errorf("recovery did not ask GitHub about pull request #%d", rec.PRNumber)
 				}
-				if n := s.Int(`SELECT COUNT(*) FROM records WHERE release_id = $1 AND state = 'opened'`, first.ReleaseID); n != 1 {
-					t.Errorf("rollback %s is no longer opened: a merged pull request's rollback is deploying", first.ReleaseID)
+				if n := s.Int(`SELECT COUNT(*) FROM records WHERE release_id = $1 AND state = 'opened'`, rec.ReleaseID); n != 1 {
+					t.Errorf("rollback %s is no longer opened: a merged pull request's rollback is deploying", rec.ReleaseID)
 				}
 			})
 		})

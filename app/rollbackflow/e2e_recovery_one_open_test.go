@@ -7,6 +7,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
 )
 
 // A failed deploy run's recovery decides to roll back to r2 while a person's
@@ -17,15 +18,7 @@ import (
 func TestRecoveryRollbackWhileAnotherIsOpenOpensNoSecondPullRequest(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
-			[]byte(`{"app":"checkout","environment":"prod","to":"r1:prod-eu/prod","reason":"r2 is slow too"}`))
-		var first struct {
-			ReleaseID string `json:"release_id"`
-		}
-		if err := json.Unmarshal(out, &first); status != 202 || err != nil {
-			t.Fatalf("POST /api/v1/rollbacks = %d %s (%v)", status, out, err)
-		}
-		prURL := s.waitRelease(first.ReleaseID).PRURL
+		prURL := s.personRollsBackToR1(t).PRURL
 		s.Settle(jobKinds...)
 		jobs := s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request'`)
 
@@ -66,4 +59,19 @@ func TestRecoveryRollbackWhileAnotherIsOpenOpensNoSecondPullRequest(t *testing.T
 			t.Errorf("ripcord/recovery check run %q, want it to name the open pull request %s", check, prURL)
 		}
 	})
+}
+
+// personRollsBackToR1 asks, through the API, for a rollback of checkout in
+// prod to r1 and waits for its release: the rollback a person has open.
+func (s *scene) personRollsBackToR1(t *testing.T) records.Record {
+	t.Helper()
+	status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
+		[]byte(`{"app":"checkout","environment":"prod","to":"r1:prod-eu/prod","reason":"r2 is slow too"}`))
+	var first struct {
+		ReleaseID string `json:"release_id"`
+	}
+	if err := json.Unmarshal(out, &first); status != 202 || err != nil {
+		t.Fatalf("POST /api/v1/rollbacks = %d %s (%v)", status, out, err)
+	}
+	return s.waitRelease(first.ReleaseID)
 }
