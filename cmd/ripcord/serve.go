@@ -17,22 +17,35 @@ import (
 
 // loadConfig parses a command's flags and loads the server configuration,
 // printing one line per bad setting. code is the exit code when ok is false.
-func loadConfig(name string, args []string) (cfg *config.Config, code int, ok bool) {
+// unknown are the RIPCORD_* variables of the environment that ripcord does
+// not read, for the command to warn about: an old variable left in a unit
+// file must not stop a start, but a typo must not pass unnoticed either.
+func loadConfig(name string, args []string) (cfg *config.Config, unknown []config.UnknownEnv, code int, ok bool) {
 	fs := newFlags("ripcord "+name, "[flags]")
 	config.Register(fs)
 	if code, stop := parse(fs, args); stop {
-		return nil, code, false
+		return nil, nil, code, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "ripcord %s: unexpected argument %q\n", name, fs.Arg(0))
-		return nil, 2, false
+		return nil, nil, 2, false
 	}
+	unknown = config.CheckEnv(os.Environ())
 	cfg, err := config.Load(fs, os.Getenv)
 	if err != nil {
+		// The typo may be why a setting is missing or wrong.
+		warnUnknownEnv(name, unknown)
 		fmt.Fprintln(os.Stderr, err)
-		return nil, 2, false
+		return nil, nil, 2, false
 	}
-	return cfg, 0, true
+	return cfg, unknown, 0, true
+}
+
+// warnUnknownEnv prints one warning line per unknown variable.
+func warnUnknownEnv(command string, unknown []config.UnknownEnv) {
+	for _, u := range unknown {
+		fmt.Fprintf(os.Stderr, "ripcord %s: warning: %s\n", command, u)
+	}
 }
 
 func newLogger(level string) *slog.Logger {
@@ -42,12 +55,15 @@ func newLogger(level string) *slog.Logger {
 }
 
 func runServe(args []string) int {
-	cfg, code, ok := loadConfig("serve", args)
+	cfg, unknown, code, ok := loadConfig("serve", args)
 	if !ok {
 		return code
 	}
 	log := newLogger(cfg.LogLevel)
 	log.Info("starting ripcord", "version", version.String())
+	for _, u := range unknown {
+		log.Warn(u.String(), "variable", u.Name)
+	}
 	if memtrim.TuneServerGC(os.Getenv) {
 		log.Debug("GC tuned for a server", "gc_percent", memtrim.ServerGCPercent, "memory_limit_bytes", memtrim.ServerMemoryLimit)
 	}
@@ -70,10 +86,11 @@ func runServe(args []string) int {
 }
 
 func runMigrate(args []string) int {
-	cfg, code, ok := loadConfig("migrate", args)
+	cfg, unknown, code, ok := loadConfig("migrate", args)
 	if !ok {
 		return code
 	}
+	warnUnknownEnv("migrate", unknown)
 	ctx := context.Background()
 	db, err := store.Open(ctx, cfg.Database)
 	if err != nil {
