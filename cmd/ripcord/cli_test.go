@@ -167,3 +167,68 @@ apps:
 		t.Errorf("parallel 8 under the default 16: exit %d (%s)", code, errOut)
 	}
 }
+
+// `ripcord validate` exits 1 when what it validated is invalid (a file, or
+// the environment's RIPCORD_* variables) and 2 when it was used wrongly, as
+// its -h page, docs/cli.md and the README say, so that CI can tell a broken
+// config from a broken job.
+func TestValidateExitCodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yml", "version: 1\n")
+	typo := write("typo.yml", "version: 1\nrecovery:\n  max_retry: 3\n")
+	notYAML := write("not-yaml.yml", "version: [1\n")
+	cases := []struct {
+		name   string
+		env    []string
+		args   []string
+		code   int
+		stdout string // a line of it, when the problem is printed there
+		stderr string
+	}{
+		{"a valid file", nil, []string{good}, 0, "", "valid"},
+		{"a file with a problem", nil, []string{typo}, 1, typo + ":3:3:", ""},
+		{"a file that is not YAML", nil, []string{notYAML}, 1, notYAML + ":1:", ""},
+		{"a valid file and one with a problem", nil, []string{good, typo}, 1, typo + ":3:3:", ""},
+		{"an unknown RIPCORD_ variable", []string{"RIPCORD_DATABSE=sqlite://x.db"}, []string{good}, 1,
+			"environment variable RIPCORD_DATABSE is not a ripcord setting and is ignored; did you mean RIPCORD_DATABASE?", ""},
+		{"an unknown flag", nil, []string{"--bogus", good}, 2, "", "flag provided but not defined: -bogus"},
+		{"a flag value that is not a number", nil, []string{"--max-parallel", "many", good}, 2, "", "invalid value"},
+		{"a flag value out of range", nil, []string{"--max-parallel", "0", good}, 2, "", "--max-parallel must be at least 1"},
+		{"a file that does not exist", nil, []string{filepath.Join(dir, "missing.yml")}, 2, "", "no such file"},
+		{"a folder", nil, []string{dir}, 2, "", "is a directory"},
+		{"help", nil, []string{"-h"}, 0, "", "usage: ripcord validate"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := ripcord(t, c.env, append([]string{"validate"}, c.args...)...)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, c.code, stdout, stderr)
+			}
+			if c.stdout != "" && !strings.Contains(stdout, c.stdout) {
+				t.Errorf("stdout %q does not say %q", stdout, c.stdout)
+			}
+			if !strings.Contains(stderr, c.stderr) {
+				t.Errorf("stderr %q does not say %q", stderr, c.stderr)
+			}
+		})
+	}
+	// The page says what each exit status means.
+	_, _, help := ripcord(t, nil, "validate", "-h")
+	help = strings.Join(strings.Fields(help), " ")
+	for _, want := range []string{"Exit status: 0 when everything is valid; 1 when a file or the environment has a problem;",
+		"2 when the command is used wrongly: an unknown flag, a bad flag value, or a FILE that cannot be read"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("ripcord validate -h does not say %q:\n%s", want, help)
+		}
+	}
+}

@@ -5,14 +5,38 @@ import (
 	"os"
 	"strings"
 
+	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/repoconfig"
 	"github.com/ripcord/ripcord/rollout"
 )
 
-// runValidate checks .github/ripcord.yml files: each problem is printed as
-// path:line:column: message; exit 1 on any problem.
+// validateUsage says what `ripcord validate` checks and what its exit
+// status means: 1 for what was validated being invalid, 2 for the command
+// being used wrongly, so that CI can tell a broken config from a broken
+// job.
+const validateUsage = `usage: ripcord validate [--max-parallel N] [FILE...]   (default .github/ripcord.yml)
+
+Checks each file and prints each problem as path:line:column: message, and
+names each RIPCORD_* environment variable that no setting or command reads
+(a typo, which serve would ignore with a warning).
+
+Exit status: 0 when everything is valid; 1 when a file or the environment
+has a problem; 2 when the command is used wrongly: an unknown flag, a bad
+flag value, or a FILE that cannot be read.
+
+flags:
+`
+
+// runValidate checks .github/ripcord.yml files and the environment's
+// RIPCORD_* variables: each problem is printed on stdout (a file's as
+// path:line:column: message); exit 1 on any problem, 2 on a bad flag or a
+// file that cannot be read.
 func runValidate(args []string) int {
-	fs := newFlags("ripcord validate", "[--max-parallel N] [FILE...]   (default .github/ripcord.yml)")
+	fs := newFlags("ripcord validate", "")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), validateUsage)
+		fs.PrintDefaults()
+	}
 	maxParallel := fs.Int("max-parallel", rollout.DefaultMaxParallel,
 		"the server's rollout.max_parallel: no wave's parallel may ask for more")
 	if code, stop := parse(fs, args); stop {
@@ -27,6 +51,10 @@ func runValidate(args []string) int {
 		args = []string{".github/ripcord.yml"}
 	}
 	bad := false
+	for _, u := range config.CheckEnv(os.Environ()) {
+		fmt.Println(u)
+		bad = true
+	}
 	for _, file := range args {
 		data, err := os.ReadFile(file)
 		if err != nil {
