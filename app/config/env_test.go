@@ -98,3 +98,23 @@ func TestEveryRIPCORDVariableOfTheRepositoryIsKnown(t *testing.T) {
 		}
 	}
 }
+
+// The README's configuration reference names every RIPCORD_* variable that
+// is known without being a setting, so that an operator who is warned
+// about one variable can look up which others are fine.
+func TestREADMENamesTheKnownVariablesThatAreNotSettings(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	begin, end := strings.Index(text, "\n## Configuration\n"), strings.Index(text, "<!-- config-reference:begin")
+	if begin < 0 || end < begin {
+		t.Fatal("README.md has no configuration section before its reference table")
+	}
+	for _, n := range slices.Concat(commandEnv, exemptEnv) {
+		if !strings.Contains(text[begin:end], "`"+n+"`") {
+			t.Errorf("README's configuration section does not name %s", n)
+		}
+	}
+}
