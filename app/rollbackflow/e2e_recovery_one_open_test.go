@@ -65,8 +65,18 @@ func TestRecoveryRollbackWhileAnotherIsOpenOpensNoSecondPullRequest(t *testing.T
 // prod to r1 and waits for its release: the rollback a person has open.
 func (s *scene) personRollsBackToR1(t *testing.T) records.Record {
 	t.Helper()
-	status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
-		[]byte(`{"app":"checkout","environment":"prod","to":"r1:prod-eu/prod","reason":"r2 is slow too"}`))
+	return s.personRollsBack(t, "r1:prod-eu/prod")
+}
+
+// personRollsBack asks, through the API, for a rollback of checkout in prod
+// to the release to and waits for its release.
+func (s *scene) personRollsBack(t *testing.T, to string) records.Record {
+	t.Helper()
+	body, err := json.Marshal(map[string]string{"app": "checkout", "environment": "prod", "to": to, "reason": "r2 is slow too"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, out := s.Do("POST", "/api/v1/rollbacks", "application/json", body)
 	var first struct {
 		ReleaseID string `json:"release_id"`
 	}

@@ -36,14 +36,20 @@ func (x executor) input(req recoveryflow.RollbackRequest) Input {
 	}
 }
 
-// Ask asks GitHub, before the decision's transaction, about the other
-// rollbacks of the environment whose records say their pull requests are
-// open, as a person's request does (inFlight): one merged though ripcord
-// missed the merge is not in the way, and one closed meanwhile is
-// withdrawn now. The answer is the merged ones, for Queue's claim; a merge
-// stays true however late Queue runs.
+// Ask asks GitHub, before the decision's transaction, about the rollbacks
+// of the environment whose records say their pull requests are open, as a
+// person's request does (begin): the same rollback's pull request closed
+// meanwhile is withdrawn now, so that Queue decides the next attempt
+// rather than follow a pull request that will never be merged (attempt);
+// another one merged though ripcord missed the merge is not in the way,
+// and one closed meanwhile is withdrawn now (inFlight). The answer is the
+// merged ones, for Queue's claim; a merge and a withdrawal stay true
+// however late Queue runs.
 func (x executor) Ask(ctx context.Context, req recoveryflow.RollbackRequest) (any, error) {
-	plan, _, err := x.st.decide(ctx, x.input(req))
+	plan, in, err := x.st.decide(ctx, x.input(req))
+	if err == nil {
+		plan, _, err = x.st.attempt(ctx, in, plan, true)
+	}
 	var refused *Refused
 	if errors.As(err, &refused) {
 		return nil, nil // Queue decides the same, and says why
@@ -63,7 +69,8 @@ func (x executor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rollba
 	plan, in, err := x.st.decide(ctx, x.input(req))
 	if err == nil {
 		// Past attempts whose pull requests were closed unmerged; GitHub
-		// is not asked inside the decision's transaction.
+		// is not asked inside the decision's transaction (Ask did, and
+		// withdrew one closed while ripcord missed the event).
 		plan, _, err = x.st.attempt(ctx, in, plan, false)
 	}
 	if err == nil {
