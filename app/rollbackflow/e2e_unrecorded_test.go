@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -74,6 +76,78 @@ func TestRollbackWhoseReleaseCannotBeStoredIsAnsweredWhenTheLastAttemptFails(t *
 		if n := s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'recovery_rollback_outcome'
 			AND CAST(args AS TEXT) LIKE '%was opened but could not be recorded%'`); n != 1 {
 			t.Errorf("recovery rollback outcomes saying the pull request was not recorded = %d, want 1", n)
+		}
+	})
+}
+
+// passRollbackInitiated drops failRollbackInitiated's trigger: the
+// release store works again.
+func passRollbackInitiated(t *testing.T, db *store.DB) {
+	t.Helper()
+	stmts := []string{`DROP TRIGGER fail_rollback_initiated`}
+	if db.Dialect == store.Postgres {
+		stmts = []string{`DROP TRIGGER fail_rollback_initiated ON audit_events`, `DROP FUNCTION fail_rollback_initiated()`}
+	}
+	for _, s := range stmts {
+		if _, err := db.Write.Exec(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A rollback's pull request is opened on GitHub but its release cannot be
+// stored (the store fails after the pull request exists). Until the job's
+// retry stores it, the job holds the environment's one rollback: another
+// target is refused as being opened. The retry finds the pull request by
+// its branch and adopts it: no second pull request, no push over its
+// branch, and the release stored points at it, which then holds the
+// environment (another target is refused naming that pull request).
+func TestRollbackWhoseReleaseWasNotStoredIsAdoptedByTheRetry(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		// Retries come soon (the tenth after about a minute, well after the
+		// store works again), so the test need not wait for the default's.
+		s := newSceneWith(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond})
+		db := testdb.Open(t, dbURL)
+		failRollbackInitiated(t, db)
+		post := func(to string) (int, string) {
+			status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
+				[]byte(`{"app":"checkout","environment":"prod","to":"`+to+`","reason":"r3 leaks memory"}`))
+			return status, string(out)
+		}
+		status, out := post("r2:prod-eu/prod")
+		if status != 202 {
+			t.Fatalf("POST /api/v1/rollbacks = %d %s", status, out)
+		}
+		s.WaitFor("the pull request opened and its job retrying", wait, func() bool {
+			return len(s.GitHub.PullRequests(gitops)) == 1 && s.Int(`SELECT COUNT(*) FROM river_job
+				WHERE kind = 'rollback_pull_request' AND attempt >= 2 AND state IN ('available', 'retryable', 'running')`) == 1
+		})
+		if n := s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`); n != 0 {
+			t.Fatalf("rollback releases stored = %d, want none yet", n)
+		}
+		if status, out := post("r1:prod-eu/prod"); status != 409 || !strings.Contains(out, "being opened") {
+			t.Errorf("another target while the first is not stored = %d %s, want 409: it is being opened", status, out)
+		}
+
+		passRollbackInitiated(t, db)
+		s.WaitFor("the rollback release stored", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback' AND pr_number > 0`) == 1
+		})
+		s.Settle(jobKinds...)
+		rec := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+		prs := s.GitHub.PullRequests(gitops)
+		if len(prs) != 1 || prs[0].State != "open" || rec.PRNumber != prs[0].Number ||
+			!strings.HasSuffix(rec.PRURL, fmt.Sprintf("%s/pull/%d", gitops, prs[0].Number)) {
+			t.Fatalf("pull requests = %+v and release %+v, want the one pull request, recorded", prs, rec)
+		}
+		if n := s.GitHub.Count("POST", "/repos/{owner}/{repo}/pulls"); n != 1 {
+			t.Errorf("pull requests created = %d, want 1", n)
+		}
+		if n := s.GitHub.Count("PATCH", "/repos/{owner}/{repo}/git/refs/{ref}"); n != 0 {
+			t.Errorf("branch moves = %d, want none: the retry adopts the branch as it is", n)
+		}
+		if status, out := post("r1:prod-eu/prod"); status != 409 || !strings.Contains(out, rec.PRURL) {
+			t.Errorf("another target after the retry = %d %s, want 409 naming %s", status, out, rec.PRURL)
 		}
 	})
 }
