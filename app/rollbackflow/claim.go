@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
@@ -17,7 +18,9 @@ import (
 // another target is another branch, so a second pull request would be open
 // beside the first, and merging both deploys two rollbacks one after the
 // other. A rollback is in the way from the moment its job is queued (being
-// opened) until its pull request is merged or closed (open).
+// opened) until its pull request is merged or closed (open), and again
+// when a person reopens its closed pull request and nothing else is in
+// the way then (reclaim), until that pull request is merged or closed.
 //
 // inFlight checks before anything is written, and may ask GitHub whether
 // an open rollback's pull request was closed or merged meanwhile. claim
@@ -82,8 +85,14 @@ func (st *starter) asked(ctx context.Context, plan Plan) (open []records.Record,
 // first, so of two claims the second sees the first's job. A refusal is a
 // *Refused naming the other rollback, as inFlight's; nothing is written.
 func (st *starter) claim(ctx context.Context, tx *sql.Tx, plan Plan, merged []string) error {
+	return claimIn(ctx, tx, st.deps.DB.Dialect, plan, merged)
+}
+
+// claimIn is claim for a caller without a starter (the pull_request
+// handler, for a reopened rollback pull request).
+func claimIn(ctx context.Context, tx *sql.Tx, dialect store.Dialect, plan Plan, merged []string) error {
 	r := plan.Record
-	if st.deps.DB.Dialect == store.Postgres {
+	if dialect == store.Postgres {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`,
 			"ripcord-rollback/"+r.App+"/"+r.Environment+"/"+r.Cluster); err != nil {
 			return fmt.Errorf("lock the rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
@@ -98,18 +107,23 @@ func (st *starter) claim(ctx context.Context, tx *sql.Tx, plan Plan, merged []st
 			return openRefusal(plan, rec)
 		}
 	}
-	return beingOpened(ctx, tx, st.deps.DB.Dialect, plan)
+	return beingOpened(ctx, tx, dialect, plan)
 }
 
 // openRollbacks are the other rollbacks of plan's app, environment and
-// cluster whose records say their pull requests are open, newest first.
+// cluster whose records say their pull requests are open, newest first:
+// opened ones whose pull requests are not merged, and withdrawn ones whose
+// pull requests a person reopened and that hold the environment again
+// (reclaim), until merged or closed again. Both are returned as opened.
 func openRollbacks(ctx context.Context, q querier, plan Plan) ([]records.Record, error) {
 	r := plan.Record
 	fail := func(err error) ([]records.Record, error) {
 		return nil, fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
 	}
 	rows, err := q.QueryContext(ctx, `SELECT release_id, pr_url, pr_number, git_revision FROM records
-		WHERE kind = $1 AND app = $2 AND environment = $3 AND cluster = $4 AND state = $5
+		WHERE kind = $1 AND app = $2 AND environment = $3 AND cluster = $4
+		AND (state = $5 OR (state = 'aborted' AND last_fact_at IS NULL
+			AND release_id IN (SELECT release_id FROM rollback_reopened)))
 		AND merged_at IS NULL AND pr_number > 0 AND release_id <> $6
 		ORDER BY created_at DESC, release_id DESC`,
 		string(records.KindRollback), r.App, r.Environment, r.Cluster, string(records.StateOpened), r.ReleaseID)
@@ -168,4 +182,33 @@ func beingOpened(ctx context.Context, q querier, dialect store.Dialect, plan Pla
 	return &Refused{Open: &open, Reason: fmt.Sprintf("rollback `%s` (back to %s) of %s in %s/%s is being opened already (its pull request is not open yet), "+
 		"and one rollback pull request at a time may be open per environment: wait for its pull request and merge it, or close it, then ask again",
 		id, rollbackpr.ShortSHA(rev), r.App, r.Environment, r.Cluster)}
+}
+
+// reclaim makes rec, a withdrawn rollback whose pull request a person
+// reopened, hold its environment's one rollback pull request again, in tx,
+// unless another rollback holds it already (claim): then that one's
+// *Refused is returned, naming it, and nothing is written. Reopening
+// revives no release (it stays withdrawn until a fact names it), but an
+// open rollback pull request is in the way of a second one all the same.
+func reclaim(ctx context.Context, tx *sql.Tx, dialect store.Dialect, rec records.Record, by string, now time.Time) error {
+	if err := claimIn(ctx, tx, dialect, Plan{Record: rec}, nil); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO rollback_reopened (release_id, reopened_at, reopened_by) VALUES ($1, $2, $3)
+		ON CONFLICT (release_id) DO NOTHING`, rec.ReleaseID, store.Micros(now), by)
+	if err != nil {
+		return fmt.Errorf("claim the reopened rollback %s: %w", rec.ReleaseID, err)
+	}
+	return nil
+}
+
+// unclaim ends the hold of withdrawn rollbacks ids whose reopened pull
+// request was closed again, in tx; nothing happens for the others.
+func unclaim(ctx context.Context, tx *sql.Tx, ids ...string) error {
+	for _, id := range ids {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rollback_reopened WHERE release_id = $1`, id); err != nil {
+			return fmt.Errorf("release the reopened rollback %s: %w", id, err)
+		}
+	}
+	return nil
 }

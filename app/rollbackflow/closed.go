@@ -20,6 +20,7 @@ import (
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
+	"github.com/ripcord/ripcord/rollbackpr"
 )
 
 // closedHandler ends the release of a rollback pull request that a person
@@ -73,17 +74,33 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	}
 	ids, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(),
 		"state = '"+string(records.StateOpened)+"'")
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	id := ids[0]
+	// A withdrawn rollback whose pull request was reopened holds its
+	// environment (reclaim) until the pull request is closed again.
+	held, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(), reclaimedCondition)
+	if err != nil || len(ids) == 0 && len(held) == 0 {
+		return nil, err
+	}
 	why := closedWhy(pr.GetHTMLURL(), ev.GetSender().GetLogin())
 	return func(ctx context.Context, tx *sql.Tx) error {
-		_, err := withdraw(ctx, tx, h.deps, id, why, map[string]any{"pull_request": pr.GetHTMLURL(),
+		if err := unclaim(ctx, tx, held...); err != nil || len(ids) == 0 {
+			return err
+		}
+		_, err := withdraw(ctx, tx, h.deps, ids[0], why, map[string]any{"pull_request": pr.GetHTMLURL(),
 			"closed_by": ev.GetSender().GetLogin(), "delivery_id": d.ID})
 		return err
 	}, nil
 }
+
+// withdrawnCondition selects withdrawn releases (records.Withdrawn) in
+// rollbacksOf; reclaimedCondition those of them that hold their
+// environment again since their pull request was reopened (reclaim).
+const (
+	withdrawnCondition = "state = '" + string(records.StateAborted) + "' AND last_fact_at IS NULL"
+	reclaimedCondition = withdrawnCondition + " AND release_id IN (SELECT release_id FROM rollback_reopened)"
+)
 
 // merged starts the stall clock of the releases opened for a merged pull
 // request (records.MarkMerged): they can run only now, so only now may
@@ -110,24 +127,95 @@ func (h closedHandler) merged(ev github.PullRequestEvent, rollbacks []string) pi
 }
 
 // reopened answers the reopening of a rollback pull request whose release
-// ripcord withdrew when it was closed, when a newer rollback of the same
-// release was opened since: merging both would put two rollbacks of one
-// release in flight. Reopening revives nothing (a withdrawn release moves
-// on only when the cluster reports it running), so ripcord says on the
-// reopened pull request which rollback supersedes it, and writes that to
-// the withdrawn release's audit trail. With no newer rollback the reopened
-// pull request is the only one, and nothing is said.
+// ripcord withdrew when it was closed. Reopening revives nothing (a
+// withdrawn release moves on only when the cluster reports it running),
+// but the pull request is open again, and merging it deploys its rollback:
+// it holds its environment's one rollback pull request again (reclaim), so
+// that no second rollback is opened beside it. When another rollback of
+// the environment holds it already (its pull request open, or being
+// opened), that one keeps it: ripcord says so on the reopened pull request,
+// naming the other one, and writes that to the withdrawn release's audit
+// trail. When a newer rollback of the same release was opened since,
+// merging both would put two rollbacks of one release in flight: ripcord
+// says which rollback supersedes it, whether or not that one still holds
+// the environment. It closes nothing a person reopened.
 func (h closedHandler) reopened(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (pipeline.Commit, error) {
 	pr, repo := ev.GetPullRequest(), ev.GetRepo().GetFullName()
-	ids, err := h.rollbacksOf(ctx, repo, pr.GetHTMLURL(), pr.GetNumber(),
-		"state = '"+string(records.StateAborted)+"' AND last_fact_at IS NULL")
+	ids, err := h.rollbacksOf(ctx, repo, pr.GetHTMLURL(), pr.GetNumber(), withdrawnCondition)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
 	old, newer, err := h.supersededBy(ctx, ids[0])
-	if err != nil || newer == nil {
+	if err != nil {
 		return nil, err
 	}
+	by := ev.GetSender().GetLogin()
+	reply := func(ctx context.Context, tx *sql.Tx, key, body string) error {
+		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: repo, Number: pr.GetNumber(),
+			InstallationID: ev.GetInstallation().GetID(), Key: key + "-" + d.ID, Body: body})
+	}
+	return func(ctx context.Context, tx *sql.Tx) error {
+		var held *Refused
+		err := reclaim(ctx, tx, h.deps.DB.Dialect, old, by, h.deps.Now())
+		if !errors.As(err, &held) && err != nil {
+			return err
+		}
+		if newer != nil {
+			if err := h.superseded(ctx, tx, d, ev, old, *newer, reply); err != nil {
+				return err
+			}
+		}
+		if held == nil {
+			h.deps.Log.Info("withdrawn rollback's pull request reopened: it holds its environment again",
+				"release_id", old.ReleaseID, "pull_request", pr.GetHTMLURL())
+			return nil
+		}
+		other := held.Open
+		if newer != nil && other.ReleaseID == newer.ReleaseID {
+			return nil // said already: the newer rollback is the one holding the environment
+		}
+		return h.heldByAnother(ctx, tx, d, ev, old, *other, reply)
+	}, nil
+}
+
+// heldByAnother answers the reopening of old's pull request while other,
+// another rollback of its environment, has its pull request open or is
+// being opened: other keeps the environment, and merging both deploys two
+// rollbacks one after the other.
+func (h closedHandler) heldByAnother(ctx context.Context, tx *sql.Tx, d pipeline.Delivery, ev github.PullRequestEvent,
+	old, other records.Record, reply func(context.Context, *sql.Tx, string, string) error) error {
+	pr := ev.GetPullRequest()
+	what := "rollback pull request " + other.PRURL + " (release `" + other.ReleaseID + "`) is open"
+	if other.PRURL == "" {
+		what = "rollback `" + other.ReleaseID + "` is being opened (its pull request is not open yet)"
+	}
+	msg := fmt.Sprintf("pull request %s of withdrawn rollback %s was reopened by @%s while rollback %s of %s in %s/%s "+
+		"holds the environment (pull request %s): it stays withdrawn and does not take the environment; "+
+		"merging both deploys two rollbacks, so one must be closed",
+		pr.GetHTMLURL(), old.ReleaseID, ev.GetSender().GetLogin(), other.ReleaseID, old.App, old.Environment, old.Cluster,
+		or(other.PRURL, "not open yet"))
+	body := fmt.Sprintf("ripcord withdrew this rollback (release `%s`) when this pull request was closed, and another "+
+		"rollback of %s in %s/%s has been started since: %s, back to %s. One rollback pull request at a time may be "+
+		"open per environment, and that one holds it. Merging both deploys two rollbacks one after the other: "+
+		"close one of them. ripcord closes neither.",
+		old.ReleaseID, old.App, old.Environment, old.Cluster, what, rollbackpr.ShortSHA(other.GitRevision))
+	err := h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
+		ReleaseID: old.ReleaseID, At: h.deps.Now(), Message: msg,
+		Data: map[string]any{"pull_request": pr.GetHTMLURL(), "reopened_by": ev.GetSender().GetLogin(),
+			"held_by": other.ReleaseID, "held_by_pull_request": other.PRURL, "delivery_id": d.ID}})
+	if err != nil {
+		return err
+	}
+	h.deps.Log.Warn("withdrawn rollback's pull request reopened while another rollback holds its environment",
+		"release_id", old.ReleaseID, "pull_request", pr.GetHTMLURL(), "held_by", other.ReleaseID)
+	return reply(ctx, tx, "reopened-held", body)
+}
+
+// superseded answers the reopening of old's pull request when newer, a
+// rollback of the same release, was opened after it.
+func (h closedHandler) superseded(ctx context.Context, tx *sql.Tx, d pipeline.Delivery, ev github.PullRequestEvent,
+	old, newer records.Record, reply func(context.Context, *sql.Tx, string, string) error) error {
+	pr := ev.GetPullRequest()
 	where := "release `" + newer.ReleaseID + "`"
 	if newer.PRURL != "" {
 		where = newer.PRURL + " (" + where + ")"
@@ -141,19 +229,16 @@ func (h closedHandler) reopened(ctx context.Context, d pipeline.Delivery, ev git
 		"close this pull request. Merging both deploys two rollbacks of `%s`; if this one is merged anyway, "+
 		"ripcord records `%s` as what runs once the cluster reports it.",
 		old.ReleaseID, where, old.RollbackOf, newer.State, old.ReleaseID, old.RollbackOf, old.ReleaseID)
-	return func(ctx context.Context, tx *sql.Tx) error {
-		err := h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
-			ReleaseID: old.ReleaseID, At: h.deps.Now(), Message: msg,
-			Data: map[string]any{"pull_request": pr.GetHTMLURL(), "reopened_by": ev.GetSender().GetLogin(),
-				"superseded_by": newer.ReleaseID, "superseded_by_pull_request": newer.PRURL, "delivery_id": d.ID}})
-		if err != nil {
-			return err
-		}
-		h.deps.Log.Warn("withdrawn rollback's pull request reopened while a newer rollback exists",
-			"release_id", old.ReleaseID, "pull_request", pr.GetHTMLURL(), "newer", newer.ReleaseID)
-		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: repo, Number: pr.GetNumber(),
-			InstallationID: ev.GetInstallation().GetID(), Key: "reopened-" + d.ID, Body: body})
-	}, nil
+	err := h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
+		ReleaseID: old.ReleaseID, At: h.deps.Now(), Message: msg,
+		Data: map[string]any{"pull_request": pr.GetHTMLURL(), "reopened_by": ev.GetSender().GetLogin(),
+			"superseded_by": newer.ReleaseID, "superseded_by_pull_request": newer.PRURL, "delivery_id": d.ID}})
+	if err != nil {
+		return err
+	}
+	h.deps.Log.Warn("withdrawn rollback's pull request reopened while a newer rollback exists",
+		"release_id", old.ReleaseID, "pull_request", pr.GetHTMLURL(), "newer", newer.ReleaseID)
+	return reply(ctx, tx, "reopened", body)
 }
 
 // supersededBy reads the withdrawn rollback id and the newest rollback of
@@ -192,7 +277,7 @@ func (h closedHandler) supersededBy(ctx context.Context, id string) (old records
 func (h closedHandler) mergedWithdrawn(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (pipeline.Commit, error) {
 	pr := ev.GetPullRequest()
 	ids, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(),
-		"state = '"+string(records.StateAborted)+"' AND last_fact_at IS NULL")
+		withdrawnCondition)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -372,6 +457,11 @@ func (st *starter) stillOpen(ctx context.Context, plan Plan, rec records.Record)
 	why := closedWhy(or(pr.GetHTMLURL(), rec.PRURL), "") + " (found on GitHub: ripcord missed the close)"
 	var out records.Record
 	err = d.DB.InDurableTx(ctx, func(tx *sql.Tx) error {
+		// A withdrawn rollback whose pull request was reopened and closed
+		// again no longer holds its environment.
+		if err := unclaim(ctx, tx, rec.ReleaseID); err != nil {
+			return err
+		}
 		var err error
 		out, err = withdraw(ctx, tx, d, rec.ReleaseID, why, map[string]any{"pull_request": or(pr.GetHTMLURL(), rec.PRURL)})
 		return err

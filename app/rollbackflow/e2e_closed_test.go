@@ -19,7 +19,20 @@ import (
 // without merging it, as a person does on GitHub.
 func (s *scene) closePullRequest(number int) {
 	s.T.Helper()
-	req, err := http.NewRequest("PATCH", s.GitHub.URL()+"repos/"+gitops+"/pulls/"+strconv.Itoa(number), strings.NewReader(`{"state":"closed"}`))
+	s.setPullRequestState(number, "closed")
+}
+
+// reopenPullRequest reopens pull request number of the GitOps repository,
+// as a person does on GitHub.
+func (s *scene) reopenPullRequest(number int) {
+	s.T.Helper()
+	s.setPullRequestState(number, "open")
+}
+
+func (s *scene) setPullRequestState(number int, state string) {
+	s.T.Helper()
+	req, err := http.NewRequest("PATCH", s.GitHub.URL()+"repos/"+gitops+"/pulls/"+strconv.Itoa(number),
+		strings.NewReader(`{"state":"`+state+`"}`))
 	if err != nil {
 		s.T.Fatal(err)
 	}
@@ -30,7 +43,7 @@ func (s *scene) closePullRequest(number int) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
-		s.T.Fatalf("close pull request #%d: %d", number, resp.StatusCode)
+		s.T.Fatalf("set pull request #%d %s: %d", number, state, resp.StatusCode)
 	}
 }
 
