@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -176,7 +174,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.actions.run(ctx) }()
 	watches := []startedWatch{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync)}
 	if d.served {
-		watches = append(watches, a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync, a.referencedDeployment))
+		watches = append(watches, a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync))
 	}
 	synced := make([]cache.InformerSynced, len(watches))
 	for i, w := range watches {
@@ -202,15 +200,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Wait()
 	log.Info("ripcord agent stopped", "spooled", a.deliver.spool.Len())
 	return nil
-}
-
-// referencedDeployment reads the Deployment a Rollout's spec.workloadRef
-// names. It is asked of the API server rather than the Deployment watch's
-// cache: the referenced Deployment need not be tracked. It lives in the
-// Rollout's namespace, which --namespace already covers, so the agent's
-// Role allows the read.
-func (a *Agent) referencedDeployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
-	return a.kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 func cmpOr(a, b string) string {

@@ -123,7 +123,7 @@ func (a *Agent) discoverRollouts(ctx context.Context, log *slog.Logger, d rollou
 			continue
 		}
 		log.Info("Argo Rollouts are served by this cluster now; watching them")
-		w := a.watch.rollouts(ctx, a.dyn, a.cfg.Namespace, a.cfg.Resync, a.referencedDeployment)
+		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
 		if cache.WaitForCacheSync(ctx.Done(), w.synced) {
 			a.watch.hold(w)
 			select {

@@ -25,7 +25,8 @@ func newMetrics() *metrics {
 			Help: "Facts given up: rejected (the server answered 4xx), overflow (dropped, oldest first, past the spool bound), corrupt (unreadable spool file)."},
 			[]string{"reason"}),
 		factsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ripcord_agent_facts_skipped_total",
-			Help: "Status changes not sent: not_observed (status.observedGeneration behind metadata.generation), no_release_id, unknown_phase."},
+			Help: "Status changes not sent: not_observed (status.observedGeneration behind metadata.generation), no_release_id, unknown_phase, " +
+				"workload_ref (a Rollout's spec.workloadRef Deployment cannot be read)."},
 			[]string{"reason"}),
 		sendErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ripcord_agent_send_errors_total",
 			Help: "Deliveries that failed (server unreachable, 5xx, 401/403, 429); their facts stay spooled."}),

@@ -41,6 +41,17 @@ type watcher struct {
 	last map[types.UID]string // what was last sent per workload
 	// held are the informers' caches, per source, for the inventory.
 	held []heldStore
+
+	// serial orders the handling of every informer event: a Rollout's
+	// fact depends on the Deployment it references and the other way
+	// round (workloadRefs), and one re-read on the other's event must
+	// never be overtaken by an older object of the same workload. It
+	// guards refs and refCache.
+	serial sync.Mutex
+	refs   workloadRefs
+	// refCache holds the Deployments Rollouts may reference; nil until
+	// the Rollout watch starts.
+	refCache cache.Store
 }
 
 // heldStore is one informer's cache of the workloads of a source.
@@ -57,71 +68,86 @@ type startedWatch struct {
 }
 
 func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
-	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}}
+	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}, refs: newWorkloadRefs()}
 }
-
-// refTimeout bounds the read of a Rollout's referenced Deployment.
-const refTimeout = 10 * time.Second
 
 // trackedOnly restricts list and watch to the tracked label.
 func trackedOnly(o *metav1.ListOptions) { o.LabelSelector = TrackedLabel + "=true" }
 
-// deployments starts the Deployment informer; synced reports its first list.
+// deployments starts the Deployment informer; synced reports that its
+// first list has been handled.
 func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration) startedWatch {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
 		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
 	inf := f.Apps().V1().Deployments().Informer()
-	w.handle(inf, "deployments", func(obj any) (records.Fact, *Skip, string) {
-		d, ok := obj.(*appsv1.Deployment)
-		if !ok {
-			return records.Fact{}, skipf(SkipUnknownPhase, "not a Deployment: %T", obj), ""
-		}
-		fact, skip := DeploymentFact(w.cluster, d, w.now())
-		return fact, skip, d.Namespace + "/" + d.Name
-	})
+	handled := w.handle(inf, "deployments", w.deploymentFact, func(any, bool) {})
 	f.Start(ctx.Done())
-	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, inf.HasSynced}
+	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, handled.HasSynced}
 }
 
-// readDeployment reads the Deployment a Rollout's spec.workloadRef names,
-// in the Rollout's namespace.
-type readDeployment func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
+// startAfter starts the informers of f once after reports true.
+func startAfter(ctx context.Context, f interface{ Start(<-chan struct{}) }, after cache.InformerSynced) {
+	if after == nil {
+		f.Start(ctx.Done())
+		return
+	}
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), after) {
+			f.Start(ctx.Done())
+		}
+	}()
+}
 
-// rollouts starts the Rollout informer (dynamic client). A Rollout whose
-// pod template lives in a referenced Deployment (spec.workloadRef) takes
-// that Deployment's images, read when its fact is made: Argo updates the
-// Rollout's status when the Deployment's template changes, so the fact of
-// every new phase carries the template's images then (WithWorkloadRef).
-func (w *watcher) rollouts(ctx context.Context, dyn dynamic.Interface, namespace string, resync time.Duration, ref readDeployment) startedWatch {
+// deploymentFact is a tracked Deployment's fact, or why there is none.
+func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return records.Fact{}, skipf(SkipUnknownPhase, "not a Deployment: %T", obj), ""
+	}
+	fact, skip := DeploymentFact(w.cluster, d, w.now())
+	return fact, skip, d.Namespace + "/" + d.Name
+}
+
+// rollouts starts the Rollout informer (dynamic client) once the cache of
+// the Deployments they may reference (refDeployments) has listed them. A
+// Rollout whose pod template lives in a referenced Deployment
+// (spec.workloadRef) takes that Deployment's images from that cache when
+// its fact is made: Argo updates the Rollout's status when the
+// Deployment's template changes, so the fact of every new phase carries
+// the template's images then (WithWorkloadRef), and a new template that
+// reaches the cache after that status sends the fact again.
+func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, namespace string, resync time.Duration) startedWatch {
+	refs := w.refDeployments(ctx, kube, namespace)
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, trackedOnly)
 	inf := f.ForResource(RolloutResource).Informer()
-	w.handle(inf, "rollouts", func(obj any) (records.Fact, *Skip, string) {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return records.Fact{}, skipf(SkipUnknownPhase, "not a Rollout: %T", obj), ""
-		}
-		name := u.GetNamespace() + "/" + u.GetName()
-		fact, skip := RolloutFact(w.cluster, u, w.now())
-		if skip != nil {
-			return fact, skip, name
-		}
-		deployment, isRef, err := WorkloadRef(u)
-		switch {
-		case err != nil:
-			return records.Fact{}, skipf(SkipWorkloadRef, "%v", err), name
-		case isRef:
-			ctx, cancel := context.WithTimeout(ctx, refTimeout)
-			defer cancel()
-			d, err := ref(ctx, u.GetNamespace(), deployment)
-			if err != nil {
-				return records.Fact{}, skipf(SkipWorkloadRef, "read spec.workloadRef Deployment %s/%s: %v", u.GetNamespace(), deployment, err), name
-			}
-			fact, skip = WithWorkloadRef(fact, u, d)
-		}
+	handled := w.handle(inf, "rollouts", w.rolloutFact, w.trackRollout)
+	startAfter(ctx, f, refs.HasSynced)
+	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, handled.HasSynced}
+}
+
+// rolloutFact is a tracked Rollout's fact, or why there is none.
+func (w *watcher) rolloutFact(obj any) (records.Fact, *Skip, string) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return records.Fact{}, skipf(SkipUnknownPhase, "not a Rollout: %T", obj), ""
+	}
+	name := u.GetNamespace() + "/" + u.GetName()
+	fact, skip := RolloutFact(w.cluster, u, w.now())
+	if skip != nil {
 		return fact, skip, name
-	})
-	f.Start(ctx.Done())
-	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, inf.HasSynced}
+	}
+	deployment, isRef, err := WorkloadRef(u)
+	switch {
+	case err != nil:
+		return records.Fact{}, skipf(SkipWorkloadRef, "%v", err), name
+	case isRef:
+		d, err := w.referenced(u.GetNamespace(), deployment)
+		if err != nil {
+			return records.Fact{}, skipf(SkipWorkloadRef, "%v", err), name
+		}
+		fact, skip = WithWorkloadRef(fact, u, d)
+	}
+	return fact, skip, name
 }
 
 // hold adds a synced watch's cache to the inventory. Never before it
@@ -154,15 +180,23 @@ func (w *watcher) inventory() (sources []records.Source, uids []string) {
 // factOf reads one object: the fact, or why there is none, and its name.
 type factOf func(obj any) (fact records.Fact, skip *Skip, name string)
 
-func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read factOf) {
-	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-		w.metrics.watchRestarts.WithLabelValues(resource).Inc()
-		cache.DefaultWatchErrorHandler(ctx, r, err)
-	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { w.observe(read, obj, true) },
+// handle turns inf's events into facts. track keeps the references
+// between Rollouts and Deployments up to date, before the fact is read;
+// gone is true when the object was deleted (or lost its tracked label).
+func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read factOf, track func(obj any, gone bool)) cache.ResourceEventHandlerRegistration {
+	w.countRestarts(inf, resource)
+	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			w.serial.Lock()
+			defer w.serial.Unlock()
+			track(obj, false)
+			w.observe(read, obj, true)
+		},
 		UpdateFunc: func(old, obj any) {
+			w.serial.Lock()
+			defer w.serial.Unlock()
 			resync := resourceVersion(old) == resourceVersion(obj)
+			track(obj, false)
 			w.observe(read, obj, resync)
 		},
 		DeleteFunc: func(obj any) {
@@ -170,12 +204,24 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read fa
 				obj = t.Obj
 			}
 			if m, ok := obj.(metav1.Object); ok {
+				w.serial.Lock()
+				defer w.serial.Unlock()
+				track(obj, true)
 				w.mu.Lock()
 				delete(w.last, m.GetUID())
 				w.mu.Unlock()
 				w.deleted(resource, m)
 			}
 		},
+	})
+	return reg
+}
+
+// countRestarts counts inf's watches that ended in an error.
+func (w *watcher) countRestarts(inf cache.SharedIndexInformer, resource string) {
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		w.metrics.watchRestarts.WithLabelValues(resource).Inc()
+		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 }
 

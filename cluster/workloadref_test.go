@@ -1,0 +1,148 @@
+package cluster_test
+
+import (
+	"bufio"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ripcord/ripcord/cluster"
+	"github.com/ripcord/ripcord/internal/k8stest"
+	"github.com/ripcord/ripcord/records"
+)
+
+// getCounter counts the GETs of one object (its path) that a client sends
+// to the API server.
+type getCounter struct {
+	next http.RoundTripper
+	path string
+	mu   sync.Mutex
+	n    int
+}
+
+func (c *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && r.URL.Path == c.path {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+	return c.next.RoundTrip(r)
+}
+
+func (c *getCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// countingKube is a client of k that counts the GETs of path.
+func countingKube(t *testing.T, k *k8stest.Cluster, path string) (kubernetes.Interface, *getCounter) {
+	t.Helper()
+	c := &getCounter{path: path}
+	cfg := rest.CopyConfig(k.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { c.next = rt; return c })
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, c
+}
+
+// skipped is the agent's ripcord_agent_facts_skipped_total for reason.
+func skipped(t *testing.T, metricsURL, reason string) int {
+	t.Helper()
+	resp, err := http.Get(metricsURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	prefix := `ripcord_agent_facts_skipped_total{reason="` + reason + `"} `
+	for s := bufio.NewScanner(resp.Body); s.Scan(); {
+		if v, ok := strings.CutPrefix(s.Text(), prefix); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s%s: %v", prefix, v, err)
+			}
+			return int(n)
+		}
+	}
+	return 0
+}
+
+func workloadRefSpec(deployment string) map[string]any {
+	return map[string]any{"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment}}
+}
+
+// A workloadRef Rollout's Deployment is read from the agent's cache, not
+// asked of the API server each time the Rollout is reported: with a few
+// hundred such Rollouts, every resync was as many GETs.
+func TestAWorkloadRefRolloutsDeploymentIsNotFetchedAtEachReport(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
+	d.Labels, d.Annotations = nil, nil // Argo's own Deployment: not tracked
+	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRollout(t, k, "checkout", workloadRefSpec("checkout"), map[string]any{"workloadObservedGeneration": "1"})
+	kube, gets := countingKube(t, k, "/apis/apps/v1/namespaces/shop/deployments/checkout")
+	sink := &factSink{}
+	startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Second, Namespace: "shop"}, kube, k.Dynamic)
+
+	waitUntil(t, "three reports of the Rollout (its first sight and two resyncs)", func() bool { return len(sink.rolloutFacts()) >= 3 })
+	facts := sink.rolloutFacts()
+	for _, f := range facts {
+		if !slices.Equal(f.Images, []string{"ghcr.io/acme/checkout:v3"}) {
+			t.Errorf("fact %s images %v; want the referenced Deployment's [ghcr.io/acme/checkout:v3]", f.FactID, f.Images)
+		}
+	}
+	if n := gets.count(); n != 0 {
+		t.Errorf("the agent sent GET Deployment shop/checkout %d times for %d reports of the Rollout; want none", n, len(facts))
+	}
+}
+
+// The agent's cache of Deployments may be behind a Rollout's status: the
+// Rollout says Argo has observed generation 2 of its Deployment while the
+// agent still holds generation 1, so its fact waits. It is sent when the
+// new template reaches the cache, without another change of the Rollout
+// and without waiting for the resync.
+func TestAWorkloadRefRolloutIsReportedWhenItsDeploymentsNewTemplateArrives(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	deployments := k.Kube.AppsV1().Deployments("shop")
+	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
+	d.Labels, d.Annotations = nil, nil
+	if _, err := deployments.Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRollout(t, k, "checkout", workloadRefSpec("checkout"), map[string]any{"workloadObservedGeneration": "2"})
+	sink := &factSink{}
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+	metrics := httptest.NewServer(a.Handler())
+	defer metrics.Close()
+	waitUntil(t, "the Rollout's fact to wait for generation 2", func() bool { return skipped(t, metrics.URL, cluster.SkipNotObserved) > 0 })
+
+	d, err := deployments.Get(t.Context(), "checkout", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "ghcr.io/acme/checkout:v4"
+	if _, err := deployments.Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
+	if f := sink.rolloutFacts()[0]; !slices.Equal(f.Images, []string{"ghcr.io/acme/checkout:v4"}) || f.Phase != records.PhaseProgressing {
+		t.Errorf("Rollout fact %s with %v; want Progressing with generation 2's [ghcr.io/acme/checkout:v4]", f.Phase, f.Images)
+	}
+}
