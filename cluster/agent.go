@@ -172,9 +172,18 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); a.deliver.run(ctx) }()
 	go func() { defer wg.Done(); a.actions.run(ctx) }()
-	watches := []startedWatch{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync)}
+	// The Rollouts are listed before the Deployments: a tracked Deployment
+	// a tracked Rollout references is not reported, not even once at the
+	// start.
+	var rollouts *startedWatch
+	var afterRollouts cache.InformerSynced
 	if d.served {
-		watches = append(watches, a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync))
+		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
+		rollouts, afterRollouts = &w, w.synced
+	}
+	watches := []startedWatch{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync, afterRollouts)}
+	if rollouts != nil {
+		watches = append(watches, *rollouts)
 	}
 	synced := make([]cache.InformerSynced, len(watches))
 	for i, w := range watches {

@@ -21,6 +21,10 @@ const (
 	// SkipWorkloadRef: a Rollout's spec.workloadRef names a Deployment
 	// that could not be read, so its images are not known.
 	SkipWorkloadRef = "workload_ref"
+	// SkipReferenced: a tracked Rollout's spec.workloadRef references the
+	// Deployment, which Argo keeps at 0 replicas; the Rollout is the
+	// workload.
+	SkipReferenced = "referenced_by_rollout"
 )
 
 // Skip says why a workload's status makes no fact.

@@ -26,7 +26,7 @@ func newMetrics() *metrics {
 			[]string{"reason"}),
 		factsSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ripcord_agent_facts_skipped_total",
 			Help: "Status changes not sent: not_observed (status.observedGeneration behind metadata.generation), no_release_id, unknown_phase, " +
-				"workload_ref (a Rollout's spec.workloadRef Deployment cannot be read)."},
+				"workload_ref (a Rollout's spec.workloadRef Deployment cannot be read), referenced_by_rollout (a Deployment a tracked Rollout runs the template of)."},
 			[]string{"reason"}),
 		sendErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ripcord_agent_send_errors_total",
 			Help: "Deliveries that failed (server unreachable, 5xx, 401/403, 429); their facts stay spooled."}),

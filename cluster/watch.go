@@ -74,14 +74,17 @@ func newWatcher(cluster string, now func() time.Time, send func(records.Fact) er
 // trackedOnly restricts list and watch to the tracked label.
 func trackedOnly(o *metav1.ListOptions) { o.LabelSelector = TrackedLabel + "=true" }
 
-// deployments starts the Deployment informer; synced reports that its
-// first list has been handled.
-func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration) startedWatch {
+// deployments starts the Deployment informer once after reports true (at
+// once when after is nil); synced reports that its first list has been
+// handled. The Rollout watch goes first when Rollouts are served: a
+// tracked Deployment a Rollout references is not reported
+// (deploymentFact), which only a listed Rollout watch can tell.
+func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration, after cache.InformerSynced) startedWatch {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
 		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
 	inf := f.Apps().V1().Deployments().Informer()
-	handled := w.handle(inf, "deployments", w.deploymentFact, func(any, bool) {})
-	f.Start(ctx.Done())
+	handled := w.handle(inf, "deployments", w.deploymentFact, w.trackDeployment)
+	startAfter(ctx, f, after)
 	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, handled.HasSynced}
 }
 
@@ -104,8 +107,12 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 	if !ok {
 		return records.Fact{}, skipf(SkipUnknownPhase, "not a Deployment: %T", obj), ""
 	}
+	name := d.Namespace + "/" + d.Name
+	if skip := w.withhold(d); skip != nil {
+		return records.Fact{}, skip, name
+	}
 	fact, skip := DeploymentFact(w.cluster, d, w.now())
-	return fact, skip, d.Namespace + "/" + d.Name
+	return fact, skip, name
 }
 
 // rollouts starts the Rollout informer (dynamic client) once the cache of

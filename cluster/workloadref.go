@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,12 +16,17 @@ import (
 )
 
 // An Argo Rollout with spec.workloadRef runs the pod template of a
-// Deployment in its namespace, which Argo keeps scaled to 0. The Rollout's
-// fact takes the Deployment's images, from a cache of the Deployments of
-// the watched namespaces (refDeployments); when a Deployment's template
-// changes there, the Rollouts that reference it are read again, so a fact
-// skipped because the cache was behind the Rollout's status is sent then,
-// not at the next resync.
+// Deployment in its namespace, which Argo keeps scaled to 0. The two ties
+// that follow:
+//   - the Rollout's fact takes the Deployment's images, from a cache of
+//     the Deployments of the watched namespaces (refDeployments); when a
+//     Deployment's template changes there, the Rollouts that reference it
+//     are read again, so a fact skipped because the cache was behind the
+//     Rollout's status is sent then, not at the next resync;
+//   - a tracked Deployment that a tracked Rollout references is not
+//     reported as a workload of its own (withhold): at 0 replicas it is
+//     Healthy, which says nothing of its release, which the Rollout runs.
+//     It is reported again once no tracked Rollout references it.
 //
 // The cache covers every Deployment of the watched namespaces, not only
 // the tracked ones, because Argo's Deployment usually is not labelled. It
@@ -30,8 +36,9 @@ import (
 // fields, which make most of a Deployment's size. The RBAC is unchanged:
 // the agent already lists and watches Deployments.
 
-// workloadRefs are the references of tracked Rollouts to Deployments, as
-// the informers' handlers last saw them; watcher.serial guards them.
+// workloadRefs are the references between tracked Rollouts and
+// Deployments, as the informers' handlers last saw them; watcher.serial
+// guards them.
 type workloadRefs struct {
 	// rollouts holds each tracked Rollout with a workloadRef: the key
 	// (namespace/name) of the Deployment it references and its object as
@@ -39,6 +46,10 @@ type workloadRefs struct {
 	rollouts map[types.UID]refRollout
 	// byDeployment lists the Rollouts that reference a Deployment (key).
 	byDeployment map[string]map[types.UID]bool
+	// withheld holds each tracked Deployment not reported because a
+	// Rollout references it, as last handled: it is reported when the
+	// last reference goes.
+	withheld map[string]*appsv1.Deployment
 }
 
 type refRollout struct {
@@ -47,7 +58,8 @@ type refRollout struct {
 }
 
 func newWorkloadRefs() workloadRefs {
-	return workloadRefs{rollouts: map[types.UID]refRollout{}, byDeployment: map[string]map[types.UID]bool{}}
+	return workloadRefs{rollouts: map[types.UID]refRollout{}, byDeployment: map[string]map[types.UID]bool{},
+		withheld: map[string]*appsv1.Deployment{}}
 }
 
 // refDeployments starts the cache of the Deployments that Rollouts may
@@ -125,7 +137,8 @@ func (w *watcher) templateChanged(obj any) {
 }
 
 // trackRollout records which Deployment a tracked Rollout references, if
-// any; watcher.serial is held.
+// any; watcher.serial is held. A Deployment no Rollout references any
+// longer is reported again (release).
 func (w *watcher) trackRollout(obj any, gone bool) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -153,6 +166,51 @@ func (w *watcher) trackRollout(obj any, gone bool) {
 		delete(w.refs.byDeployment[was], uid)
 		if len(w.refs.byDeployment[was]) == 0 {
 			delete(w.refs.byDeployment, was)
+			w.release(was)
 		}
 	}
+}
+
+// trackDeployment forgets a withheld Deployment that is gone; watcher.serial
+// is held.
+func (w *watcher) trackDeployment(obj any, gone bool) {
+	if d, ok := obj.(*appsv1.Deployment); ok && gone {
+		delete(w.refs.withheld, d.Namespace+"/"+d.Name)
+	}
+}
+
+// withhold says why tracked Deployment d is not reported while a tracked
+// Rollout references it, and says it in the log once; nil when none
+// does. watcher.serial is held.
+func (w *watcher) withhold(d *appsv1.Deployment) *Skip {
+	key := d.Namespace + "/" + d.Name
+	by := w.refs.byDeployment[key]
+	if len(by) == 0 {
+		return nil
+	}
+	var names []string
+	for uid := range by {
+		names = append(names, w.refs.rollouts[uid].obj.GetNamespace()+"/"+w.refs.rollouts[uid].obj.GetName())
+	}
+	slices.Sort(names)
+	why := fmt.Sprintf("Deployment %s is not reported as a workload of its own: tracked Rollout %s references it (spec.workloadRef) "+
+		"and runs its template, and Argo keeps it scaled to 0; it is reported again once no tracked Rollout references it",
+		key, names[0])
+	if _, said := w.refs.withheld[key]; !said {
+		w.log.Info(why, "workload", key, "rollout", names[0])
+	}
+	w.refs.withheld[key] = d
+	return skipf(SkipReferenced, "%s", why)
+}
+
+// release reports the withheld Deployment key, now that no tracked Rollout
+// references it; watcher.serial is held.
+func (w *watcher) release(key string) {
+	d, ok := w.refs.withheld[key]
+	if !ok {
+		return
+	}
+	delete(w.refs.withheld, key)
+	w.log.Info("Deployment "+key+" is reported again: no tracked Rollout references it any longer", "workload", key)
+	w.observe(w.deploymentFact, d, true)
 }

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bufio"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -144,5 +145,80 @@ func TestAWorkloadRefRolloutIsReportedWhenItsDeploymentsNewTemplateArrives(t *te
 	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
 	if f := sink.rolloutFacts()[0]; !slices.Equal(f.Images, []string{"ghcr.io/acme/checkout:v4"}) || f.Phase != records.PhaseProgressing {
 		t.Errorf("Rollout fact %s with %v; want Progressing with generation 2's [ghcr.io/acme/checkout:v4]", f.Phase, f.Images)
+	}
+}
+
+// Argo scales a workloadRef Rollout's Deployment to 0 and runs its template
+// itself. Labelled tracked, that Deployment is not reported as a workload
+// of its own while a tracked Rollout references it (it would be Healthy at
+// 0 replicas, as if its release ran there); the log says why once, at info
+// level. Once the reference goes, it is reported again.
+func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *testing.T) {
+	for name, unreference := range map[string]func(t *testing.T, k *k8stest.Cluster){
+		"the Rollout is deleted": func(t *testing.T, k *k8stest.Cluster) {
+			if err := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop").Delete(t.Context(), "checkout", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"the Rollout references another Deployment": func(t *testing.T, k *k8stest.Cluster) {
+			rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+			ro, err := rollouts.Get(t.Context(), "checkout", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ro.Object["spec"] = workloadRefSpec("checkout-v2")
+			if _, err := rollouts.Update(t.Context(), ro, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := k8stest.Start(t)
+			k.Namespace("shop")
+			k.InstallRolloutCRD()
+			d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
+			zero := int32(0)
+			d.Spec.Replicas = &zero // as Argo leaves it
+			if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			createRollout(t, k, "checkout", workloadRefSpec("checkout"), map[string]any{"workloadObservedGeneration": "1"})
+			sink := &factSink{}
+			logs := &syncBuffer{}
+			a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Second, Namespace: "shop",
+				Log: slog.New(slog.NewTextHandler(logs, nil))}, k.Kube, k.Dynamic)
+			metrics := httptest.NewServer(a.Handler())
+			defer metrics.Close()
+
+			reported := func() {
+				if fs := sink.factsOf(records.SourceDeployment); len(fs) > 0 {
+					t.Fatalf("the Deployment a tracked Rollout references was reported: %s with %v", fs[0].Phase, fs[0].Images)
+				}
+			}
+			waitUntil(t, "the Deployment withheld at its first sight and two resyncs", func() bool {
+				reported()
+				return skipped(t, metrics.URL, cluster.SkipReferenced) >= 3
+			})
+			waitUntil(t, "a report of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
+			reported()
+			const why = "Deployment shop/checkout is not reported as a workload of its own: tracked Rollout shop/checkout references it"
+			var lines []string
+			for l := range strings.Lines(logs.String()) {
+				if strings.Contains(l, why) {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 1 || !strings.Contains(lines[0], "level=INFO") {
+				t.Errorf("the log says %q in %d lines; want one, at info level:\n%s", why, len(lines), logs.String())
+			}
+
+			unreference(t, k)
+			waitUntil(t, "a report of the Deployment once no Rollout references it", func() bool {
+				return len(sink.factsOf(records.SourceDeployment)) > 0
+			})
+			if f := sink.factsOf(records.SourceDeployment)[0]; f.ReleaseID != "c2:prod-eu/prod" || !slices.Equal(f.Images, []string{"ghcr.io/acme/checkout:v3"}) {
+				t.Errorf("Deployment fact of %s with %v; want c2:prod-eu/prod with v3", f.ReleaseID, f.Images)
+			}
+		})
 	}
 }
