@@ -35,6 +35,15 @@ func TestAgentOnARealControlPlane(t *testing.T) {
 	sc.agent = startAgent(t, k, s, healthPort)
 	agentMetrics := httptest.NewServer(sc.agent.Handler())
 	defer agentMetrics.Close()
+	// The first step's Progressing is seen only by a watch already running.
+	sc.eventually("the agent to have listed the cluster (/healthz 200)", func() bool {
+		resp, err := http.Get(agentMetrics.URL + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 
 	steps := []struct {
 		name string
