@@ -47,8 +47,13 @@ func RunName(batch, releaseID string) string { return batch + " " + releaseID }
 func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, unread map[Ref]bool) error {
 	now := x.deps.Now()
 	var gh *github.Client
+	tokenless := false
 	for ref, run := range runs {
 		if run.State != RunDispatching || now.Before(run.DispatchedAt.Add(dispatchGrace)) {
+			continue
+		}
+		if tokenless {
+			unread[ref] = true
 			continue
 		}
 		if gh == nil {
@@ -59,6 +64,19 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, u
 		}
 		err := x.adoptRun(ctx, gh, r, ref, run)
 		var ghErr *adoptListError
+		if errors.As(err, &ghErr) && ctx.Err() == nil {
+			// No token (the installation was deleted or suspended, or
+			// GitHub did not answer for it): no batch can be looked up
+			// on this tick, and none is failed at queue_timeout for it.
+			var terr error
+			if tokenless, terr = x.noToken(ctx, r, err, runsNotRead(r)); terr != nil {
+				return terr
+			}
+			if tokenless {
+				unread[ref] = true
+				continue
+			}
+		}
 		switch {
 		case err == nil:
 		case errors.As(err, &ghErr) && ctx.Err() == nil:

@@ -59,8 +59,8 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		// The installation was deleted or suspended: no request of its
 		// went out, so no run was started. Access lost, as for a
 		// repository removed from the installation.
-		return x.withdraw(ctx, r, ref, name, fmt.Sprintf("%s not dispatched: GitHub refuses the App a token for installation %d (%d %s: "+
-			"deleted or suspended?): it is dispatched once access is back", name, r.InstallationID, status, http.StatusText(status)), err)
+		return x.withdraw(ctx, r, ref, name, fmt.Sprintf("%s not dispatched: %s: it is dispatched once access is back",
+			name, tokenRefusal(r.InstallationID, status)), err)
 	}
 	if tokenUnanswered(err) {
 		// No token, so no request went out: an outage, as for an
@@ -259,17 +259,8 @@ func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, lost
 		if lost == "" {
 			return nil
 		}
-		var last string
-		err := tx.QueryRowContext(ctx, `SELECT message FROM rollout_audit WHERE rollout_id = $1 AND type = 'access-lost'
-			ORDER BY n DESC LIMIT 1`, r.ID).Scan(&last)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("audit of rollout %s: %w", r.ID, err)
-		}
-		if last == msg {
-			return nil // said on an earlier try
-		}
 		// No check run update: the App cannot write to the repository.
-		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
+		return auditOnce(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
 	})
 	if err != nil {
 		return time.Time{}, err

@@ -5,11 +5,15 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
 )
 
 // runAnswers is a GET .../actions/runs/{run_id} on the fake GitHub whose
@@ -228,5 +232,95 @@ func TestAnAdoptionInAnOutageDoesNotStopTheOtherRuns(t *testing.T) {
 	}
 	if r := h.rollout(); r.Machine.Phase == PhaseDone {
 		t.Errorf("rollout %s (%s) while eu-2a's run could not be looked up", r.Machine.Status, r.Machine.Failure)
+	}
+}
+
+// An installation that was deleted (GitHub answers 404 on its token) or
+// suspended (403) while a batch's run is in flight, or while a batch whose
+// dispatch was cut short waits to be adopted: no run can be asked about.
+// That says nothing against the batch: it is left as it was (no on_failure,
+// not failed at queue_timeout), the audit says access is lost, once, naming
+// the installation, and once GitHub gives tokens again the run is read (or
+// adopted) and the rollout goes on. A token GitHub does not answer for is an
+// outage: the same, with no access-lost line.
+func TestAnInstallationRefusedItsTokenFailsNoRunInFlight(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		lost   bool
+	}{
+		{"deleted", http.StatusNotFound, true},
+		{"suspended", http.StatusForbidden, true},
+		{"token unanswered (5xx)", http.StatusServiceUnavailable, false},
+		{"token unanswered (no answer)", -1, false},
+	} {
+		for _, cutShort := range []bool{false, true} {
+			name := c.name + ", run polled"
+			if cutShort {
+				name = c.name + ", run to adopt"
+			}
+			t.Run(name, func(t *testing.T) {
+				testdb.Each(t, func(t *testing.T, dbURL string) {
+					h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
+					h.gh.SetClock(h.clock.Now) // runs are created on the rollout's clock
+					h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
+					tokens := answerTokens(h)
+					h.hold = true
+					h.start(nil)
+					h.tick()
+					ref := Ref{Kind: KindDeploy, Stage: 0, Pass: 0, Batch: 0}
+					want := RunQueued
+					if cutShort {
+						// The dispatch was accepted, its run id never stored.
+						if _, err := h.x.deps.DB.Write.ExecContext(context.Background(), `UPDATE rollout_batches
+							SET run_id = 0, state = 'dispatching' WHERE rollout_id = $1`, h.id); err != nil {
+							t.Fatal(err)
+						}
+						want = RunDispatching
+					}
+					tokens.set(c.status)
+					h.x = h.executor() // no token of the installation cached
+
+					// Polls for longer than queue_timeout.
+					for range 4 {
+						h.clock.set(h.rollout().WakeAt)
+						h.tickAs(true)
+					}
+					runs, err := loadRuns(context.Background(), h.x.deps.DB.Read, h.id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := runs[ref].State; got != want {
+						t.Errorf("canary batch %s without a token, want left %s", got, want)
+					}
+					r := h.rollout()
+					if r.Machine.Phase != PhaseDeploy || r.Machine.Stage != 0 || r.WakeAt.IsZero() {
+						t.Fatalf("rollout %s in phase %s, stage %d (%s), next tick %s; want it waiting for the canary still",
+							r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure, r.WakeAt)
+					}
+					lost := h.auditOf("access-lost")
+					switch {
+					case c.lost && (len(lost) != 1 || !strings.Contains(lost[0], fmt.Sprintf("installation %d", githubtest.InstallationID)) ||
+						!strings.Contains(lost[0], testRepo)):
+						t.Errorf("access-lost audit lines %q, want one naming installation %d and %s",
+							lost, githubtest.InstallationID, testRepo)
+					case !c.lost && len(lost) != 0:
+						t.Errorf("access-lost audit lines %q while the installation's answer is unknown", lost)
+					}
+
+					// The run ended meanwhile, unheard of. Tokens again: it is
+					// read (or adopted), and every batch is dispatched once.
+					h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
+					tokens.set(0)
+					h.hold = false
+					h.clock.set(h.clock.Now().Truncate(time.Second).Add(time.Second))
+					h.clock.set(h.rollout().WakeAt)
+					if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
+						t.Errorf("status %s (%s), dispatches %v once GitHub gives tokens again; want succeeded with each batch once",
+							r.Machine.Status, r.Machine.Failure, h.dispatches())
+					}
+				})
+			})
+		}
 	}
 }

@@ -134,11 +134,31 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]
 	// The repository's answer is asked once per poll, whatever the number
 	// of runs that got a 404.
 	var lost *bool
+	// Without a token no run can be asked about on this tick: the runs
+	// not asked yet are unread too.
+	tokenless := false
 	for ref, run := range runs {
 		if run.RunID == 0 || (run.State != RunQueued && run.State != RunInProgress) {
 			continue
 		}
+		if tokenless {
+			unread[ref] = true
+			continue
+		}
 		wr, resp, err := gh.Actions.GetWorkflowRunByID(ctx, owner, name, run.RunID)
+		if err != nil && ctx.Err() == nil {
+			// The installation was deleted or suspended, or GitHub did not
+			// answer for its token: nothing is known of the run, so its
+			// batch is left as it was (no on_failure, no queue_timeout).
+			var terr error
+			if tokenless, terr = x.noToken(ctx, r, err, runsNotRead(r)); terr != nil {
+				return nil, terr
+			}
+			if tokenless {
+				unread[ref] = true
+				continue
+			}
+		}
 		var next, detail string
 		switch {
 		case err != nil && resp != nil && resp.StatusCode == http.StatusNotFound:
@@ -199,6 +219,15 @@ func (x *executor) pollRuns(ctx context.Context, id string, poll bool) (map[Ref]
 		}
 	}
 	return unread, nil
+}
+
+// runsNotRead is a rollout's access-lost line while GitHub refuses the App
+// a token (why) and its runs cannot be asked about.
+func runsNotRead(r Rollout) func(why string) string {
+	return func(why string) string {
+		return fmt.Sprintf("runs of %s not read: %s: their batches are left as they were, the rollout where it is, "+
+			"until access is back", r.Repository, why)
+	}
 }
 
 // accessLost reports whether the App can no longer read the repository
