@@ -50,6 +50,29 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err != nil || r.HeadSHA == "" {
 		return err // no commit to show it on
 	}
+	err = x.writeCheck(ctx, r)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	// The installation was deleted or suspended, or GitHub did not answer
+	// for its token: nothing is wrong with the check run, and retried with
+	// backoff the job would run out of attempts and end failed, leaving
+	// the check run as it was. It waits for the next poll instead (a
+	// snooze costs no attempt), and writes the rollout as it stands then.
+	tokenless, terr := x.noToken(ctx, r, err, func(why string) string {
+		return fmt.Sprintf("%s check run not written: %s: it is written once access is back", CheckName, why)
+	})
+	if terr != nil {
+		return terr
+	}
+	if tokenless {
+		return river.JobSnooze(runPoll)
+	}
+	return err
+}
+
+// writeCheck creates or updates the rollout's check run.
+func (x *executor) writeCheck(ctx context.Context, r Rollout) error {
 	runs, err := listDispatched(ctx, x.deps.DB.Read, r.ID)
 	if err != nil {
 		return err

@@ -1,0 +1,79 @@
+package rolloutflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// The rollout's check run cannot be written while GitHub refuses the App a
+// token for its installation (deleted: 404, suspended: 403) or does not
+// answer for one. Nothing is wrong with the check run: the job is not
+// retried to the end of its attempts and failed, but waits for the next
+// poll (a snooze, which costs no attempt), the audit says access is lost
+// once (not for an unanswered token), and the check run is written once
+// GitHub gives tokens again.
+func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		lost   bool
+	}{
+		{"deleted", http.StatusNotFound, true},
+		{"suspended", http.StatusForbidden, true},
+		{"token unanswered (5xx)", http.StatusServiceUnavailable, false},
+		{"token unanswered (no answer)", -1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+				tokens := answerTokens(h)
+				h.hold = true
+				h.start(nil)
+				h.tick()
+				tokens.set(c.status)
+				h.x = h.executor() // no token of the installation cached
+				w := &checkWorker{x: h.x}
+				job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+				for range 3 {
+					err := w.Work(context.Background(), job)
+					var snooze *river.JobSnoozeError
+					if !errors.As(err, &snooze) || snooze.Duration != runPoll {
+						t.Fatalf("check run job without a token: %v; want it snoozed until the next poll (%s)", err, runPoll)
+					}
+				}
+				lost := h.auditOf("access-lost")
+				switch {
+				case c.lost && (len(lost) != 1 || !strings.Contains(lost[0], fmt.Sprintf("installation %d", githubtest.InstallationID)) ||
+					!strings.Contains(lost[0], CheckName)):
+					t.Errorf("access-lost audit lines %q, want one naming installation %d and %s",
+						lost, githubtest.InstallationID, CheckName)
+				case !c.lost && len(lost) != 0:
+					t.Errorf("access-lost audit lines %q while the installation's answer is unknown", lost)
+				}
+				if n := len(h.gh.CheckRuns(testRepo)); n != 0 {
+					t.Fatalf("%d check runs without a token", n)
+				}
+
+				tokens.set(0)
+				h.clock.set(h.clock.Now().Add(runPoll))
+				if err := w.Work(context.Background(), job); err != nil {
+					t.Fatalf("check run job once GitHub gives tokens again: %v", err)
+				}
+				crs := h.gh.CheckRuns(testRepo)
+				if len(crs) != 1 || crs[0].Name != CheckName || crs[0].Status != "in_progress" {
+					t.Errorf("check runs %+v once GitHub gives tokens again, want the rollout's, in progress", crs)
+				}
+			})
+		})
+	}
+}
