@@ -27,7 +27,9 @@ import (
 // because the App can no longer read the repository, one of an
 // installation GitHub refuses a token (deleted or suspended), or one whose
 // token or default branch GitHub did not answer for, is not dispatched and
-// not failed: dispatch returns when to try it again (withdraw).
+// not failed: dispatch returns when to try it again (withdraw). So is one
+// GitHub refused for its rate limit, dispatched again after the reset
+// (withdrawLimited).
 func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) (time.Time, error) {
 	name, inputs := dispatchInputs(r, ref)
 	var claimed bool
@@ -54,6 +56,11 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
 	if err == nil {
 		runID, sent, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, inputs)
+	}
+	if until, ok := rateLimited(err, x.deps.Now()); ok {
+		// GitHub said "later" (on the dispatch, the default branch or the
+		// installation's token), not "no": no run was started.
+		return x.withdrawLimited(ctx, r, ref, name, until, err)
 	}
 	if status, ok := installationRefused(err); ok {
 		// The installation was deleted or suspended: no request of its
@@ -270,10 +277,14 @@ func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, lost
 
 // installationRefused reports whether err is GitHub refusing the App a
 // token for the installation, and with which status: 404 (the installation
-// was deleted) or 403 (suspended). The request err is about was not sent.
+// was deleted) or 403 (suspended; a 403 that is a rate limit is not). The
+// request err is about was not sent.
 func installationRefused(err error) (int, bool) {
 	var he *ghinstallation.HTTPError
 	if !errors.As(err, &he) || he.Response == nil {
+		return 0, false
+	}
+	if _, limited := rateLimited(err, time.Now()); limited {
 		return 0, false
 	}
 	status := he.Response.StatusCode
@@ -297,6 +308,7 @@ func notFound(err error) bool {
 // refused reports whether GitHub answered a dispatch with a refusal, a
 // 4xx (the workflow or an input is unknown, no permission, a rate limit):
 // no run was started. A 5xx or no answer at all says nothing either way.
+// A batch's dispatch tells a rate limit (rateLimited) apart first.
 func refused(err error) bool {
 	var rl *github.RateLimitError
 	var abuse *github.AbuseRateLimitError

@@ -24,7 +24,8 @@ type access struct {
 	mu       sync.Mutex
 	repo     int
 	dispatch int
-	batches  []string // the dispatches that started a run, as "batch version"
+	header   http.Header // sent with a dispatch's status
+	batches  []string    // the dispatches that started a run, as "batch version"
 }
 
 func answerAccess(h *harness) *access {
@@ -58,9 +59,13 @@ func answerAccess(h *harness) *access {
 			if status == 0 {
 				a.batches = append(a.batches, fmt.Sprint(in.Inputs["batch"], " ", in.Inputs["version"]))
 			}
+			header := a.header
 			a.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			if status != 0 {
+				for k, v := range header {
+					w.Header()[k] = v
+				}
 				w.WriteHeader(status)
 				fmt.Fprintf(w, `{"message":%q}`, http.StatusText(status))
 				return
@@ -223,6 +228,7 @@ func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
 type refuseTokens struct {
 	mu     sync.Mutex
 	status int
+	header http.Header // sent with status
 }
 
 func answerTokens(h *harness) *refuseTokens {
@@ -230,7 +236,7 @@ func answerTokens(h *harness) *refuseTokens {
 	rt, give := &refuseTokens{}, h.gh.Default(route)
 	h.gh.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		rt.mu.Lock()
-		status := rt.status
+		status, header := rt.status, rt.header
 		rt.mu.Unlock()
 		if status == 0 {
 			give(w, r, p)
@@ -238,6 +244,9 @@ func answerTokens(h *harness) *refuseTokens {
 		}
 		if status < 0 {
 			panic(http.ErrAbortHandler)
+		}
+		for k, v := range header {
+			w.Header()[k] = v
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)

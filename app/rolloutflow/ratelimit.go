@@ -1,0 +1,97 @@
+package rolloutflow
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+)
+
+// limitWait is how long to wait on a rate limit that names no time: GitHub
+// documents at least a minute.
+const limitWait = time.Minute
+
+// rateLimited reports whether err is GitHub's rate limit that ghclient gave
+// back rather than wait out (its reset is past what one request may be held
+// for), and when the request may be sent again. GitHub said "later", not
+// "no": the request was not acted on. ghclient hands the 403 or 429 back as
+// GitHub sent it (or, for a request it held back, as GitHub would have), so
+// go-github's types say which: *github.RateLimitError for a spent primary
+// limit, *github.AbuseRateLimitError for a secondary one; a 429, or a 403
+// whose headers name a time, that go-github leaves an *ErrorResponse; and
+// the same answers on the App's request for an installation token.
+func rateLimited(err error, now time.Time) (time.Time, bool) {
+	var rl *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	var er *github.ErrorResponse
+	var he *ghinstallation.HTTPError
+	var resp *http.Response
+	switch {
+	case errors.As(err, &rl):
+		return later(rl.Rate.Reset.Time, now), true
+	case errors.As(err, &abuse):
+		if abuse.Response != nil {
+			if at, ok := ghclient.RetryAt(abuse.Response.Header, now); ok {
+				return later(at, now), true
+			}
+		}
+		if abuse.RetryAfter != nil {
+			return later(now.Add(*abuse.RetryAfter), now), true
+		}
+		return now.Add(limitWait), true
+	case errors.As(err, &er):
+		resp = er.Response
+	case errors.As(err, &he):
+		resp = he.Response
+	}
+	if resp == nil || (resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests) {
+		return time.Time{}, false
+	}
+	if at, ok := ghclient.RetryAt(resp.Header, now); ok {
+		return later(at, now), true
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return now.Add(limitWait), true
+	}
+	return time.Time{}, false // a 403 that is no rate limit: a refusal
+}
+
+// later is at, or, when that is not after now (GitHub's clock is behind,
+// or go-github's memory of a limit outlived it), limitWait from now.
+func later(at, now time.Time) time.Time {
+	if !at.After(now) {
+		return now.Add(limitWait)
+	}
+	return at
+}
+
+// withdrawLimited takes back the claim of ref, whose dispatch GitHub
+// refused for its rate limit (or ripcord held back, the installation's
+// limit being spent), and returns the time to dispatch it again: after the
+// reset. Nothing was started and nothing is known against the batch, so it
+// is not failed. The audit says it once per reset (rate-limited), with
+// until when; the log on every try.
+func (x *executor) withdrawLimited(ctx context.Context, r *Rollout, ref Ref, name string, until time.Time, cause error) (time.Time, error) {
+	at := until.UTC().Format(time.RFC3339)
+	x.deps.Log.Warn("rollout batch not dispatched: GitHub's rate limit; dispatched again after its reset", "rollout", r.ID,
+		"batch", name, "installation", r.InstallationID, "until", at, "error", cause)
+	msg := fmt.Sprintf("%s not dispatched: GitHub's rate limit for installation %d is spent until %s: it is dispatched then",
+		name, r.InstallationID, at)
+	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if err := unclaimBatch(ctx, tx, r.ID, ref); err != nil {
+			return err
+		}
+		return auditOnce(ctx, tx, r.ID, x.deps.Now(), "rate-limited", msg)
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return until, nil
+}

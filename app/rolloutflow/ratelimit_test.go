@@ -1,0 +1,99 @@
+package rolloutflow
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// A rate limit beyond what the GitHub client waits out is GitHub saying
+// "later", not "no": the dispatch (or the App's request for the
+// installation's token) was not acted on. The batch is not failed (no
+// on_failure) nor taken for one whose installation is gone, but withdrawn
+// and dispatched after the reset; the audit says it was rate limited, and
+// until when.
+func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		token  bool // the token request is limited, not the dispatch
+		status int
+		header func(now time.Time) (http.Header, time.Time) // and when the request may be sent again
+		// fresh: go-github's client keeps a spent primary limit until its
+		// reset by the wall clock, which the fake clock has left behind.
+		// A fresh executor (as after a restart) has no such memory.
+		fresh bool
+	}{
+		{"primary limit spent (403)", false, http.StatusForbidden, primaryLimit, true},
+		{"secondary limit (403, Retry-After)", false, http.StatusForbidden, retryAfter, false},
+		{"too many requests (429, Retry-After)", false, http.StatusTooManyRequests, retryAfter, false},
+		{"installation token, primary limit spent (403)", true, http.StatusForbidden, primaryLimit, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
+				a := answerAccess(h)
+				tokens := answerTokens(h)
+				h.start(nil)
+				header, until := c.header(h.clock.Now())
+				if c.token {
+					tokens.mu.Lock()
+					tokens.status, tokens.header = c.status, header
+					tokens.mu.Unlock()
+					h.x = h.executor() // no token of the installation cached
+				} else {
+					a.mu.Lock()
+					a.dispatch, a.header = c.status, header
+					a.mu.Unlock()
+				}
+				h.tick()
+				r := h.rollout()
+				if r.Machine.Phase != PhaseDeploy || r.Machine.Stage != 0 || r.Machine.Status == Failed {
+					t.Fatalf("rollout %s in phase %s, stage %d (%s); want it deploying the canary still",
+						r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure)
+				}
+				h.noBatch(t, "while GitHub's rate limit is spent")
+				if r.WakeAt.Before(until) || r.WakeAt.After(until.Add(time.Second)) {
+					t.Errorf("next tick at %s, want at the limit's end %s", r.WakeAt, until)
+				}
+				limited := h.auditOf("rate-limited")
+				if len(limited) != 1 || !strings.Contains(limited[0], "deploy@canary#0") ||
+					!strings.Contains(limited[0], r.WakeAt.UTC().Format(time.RFC3339)) {
+					t.Errorf("rate-limited audit lines %q, want one naming the canary's batch and %s", limited, r.WakeAt.UTC().Format(time.RFC3339))
+				}
+				if lost := h.auditOf("access-lost"); len(lost) != 0 {
+					t.Errorf("access-lost audit lines %q for a rate limit", lost)
+				}
+
+				// The limit is over: the batch is dispatched, once, and so is
+				// every other.
+				a.set(0, 0)
+				tokens.set(0)
+				if c.fresh {
+					h.x = h.executor()
+				}
+				h.eachBatchOnce(t, a, false)
+			})
+		})
+	}
+}
+
+// primaryLimit is a spent primary rate limit that resets in 30 minutes.
+func primaryLimit(now time.Time) (http.Header, time.Time) {
+	reset := now.Add(30 * time.Minute).Truncate(time.Second)
+	h := http.Header{}
+	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Remaining", "0")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+	return h, reset
+}
+
+// retryAfter asks for 10 minutes, past what the client waits.
+func retryAfter(now time.Time) (http.Header, time.Time) {
+	h := http.Header{}
+	h.Set("Retry-After", "600")
+	return h, now.Add(10 * time.Minute)
+}
