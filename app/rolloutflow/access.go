@@ -3,7 +3,6 @@ package rolloutflow
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -48,18 +47,24 @@ func (x *executor) noToken(ctx context.Context, r Rollout, err error, lost func(
 	return false, nil
 }
 
-// auditOnce adds msg to the rollout's audit as typ unless the last line of
-// that type says the same: a condition met on every try (access lost, a
-// rate limit) is said once, not on every poll.
+// auditOnce adds msg to the rollout's audit as typ unless it is said
+// already: as the last line of that type, or by a line of that type since
+// the last line of any other. A condition met on every try (access lost, a
+// rate limit) is so said once, though several paths meet it in turn (the
+// run polls and the check run, each with its own line, would otherwise
+// repeat both on every poll); it is said again when met anew after the
+// rollout moved on.
 func auditOnce(ctx context.Context, tx *sql.Tx, id string, at time.Time, typ, msg string) error {
-	var last string
-	err := tx.QueryRowContext(ctx, `SELECT message FROM rollout_audit WHERE rollout_id = $1 AND type = $2
-		ORDER BY n DESC LIMIT 1`, id, typ).Scan(&last)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	var said bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_audit a WHERE a.rollout_id = $1 AND a.type = $2
+		AND a.message = $3 AND (a.n = (SELECT MAX(n) FROM rollout_audit WHERE rollout_id = $1 AND type = $2)
+		OR a.n > (SELECT COALESCE(MAX(n), 0) FROM rollout_audit WHERE rollout_id = $1 AND type <> $2)))`,
+		id, typ, msg).Scan(&said)
+	if err != nil {
 		return fmt.Errorf("audit of rollout %s: %w", id, err)
 	}
-	if last == msg {
-		return nil // said on an earlier try
+	if said {
+		return nil
 	}
 	return insertAudit(ctx, tx, id, at, typ, msg)
 }

@@ -77,3 +77,32 @@ func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
 		})
 	}
 }
+
+// While the installation is gone, the run polls and the check run job
+// (snoozed until the next poll) both meet it, in turn, every 5 minutes:
+// each says so once, not once per poll.
+func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		tokens := answerTokens(h)
+		h.hold = true
+		h.start(nil)
+		h.tick()
+		tokens.set(http.StatusNotFound)
+		h.x = h.executor() // no token of the installation cached
+		w := &checkWorker{x: h.x}
+		job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+		for range 4 {
+			h.clock.set(h.rollout().WakeAt)
+			h.tickAs(true)
+			var snooze *river.JobSnoozeError
+			if err := w.Work(context.Background(), job); !errors.As(err, &snooze) {
+				t.Fatalf("check run job without a token: %v; want it snoozed", err)
+			}
+		}
+		lost := h.auditOf("access-lost")
+		if len(lost) != 2 || !strings.HasPrefix(lost[0], "runs of "+testRepo) || !strings.HasPrefix(lost[1], CheckName) {
+			t.Errorf("access-lost audit lines %q, want one for the runs and one for the check run", lost)
+		}
+	})
+}
