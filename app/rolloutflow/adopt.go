@@ -41,12 +41,15 @@ const clockSkew = time.Minute
 func RunName(batch, releaseID string) string { return batch + " " + releaseID }
 
 // adoptRuns adopts the runs of the rollout's batches left dispatching.
-// A batch whose runs GitHub could not list (5xx, no answer) is added to
-// unread: it is looked up again on the next tick, holds neither the other
-// batches nor the machine, and is not failed at queue_timeout meanwhile.
+// A batch whose runs GitHub could not list (5xx, no answer, a 404 of a
+// repository the App can no longer read, no installation token) is added
+// to unread: it is looked up again on the next tick, holds neither the
+// other batches nor the machine, and is not failed at queue_timeout
+// meanwhile.
 func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, unread map[Ref]bool) error {
 	now := x.deps.Now()
 	var gh *github.Client
+	var lost *bool // the App can no longer read the repository; nil: not asked
 	tokenless := false
 	for ref, run := range runs {
 		if run.State != RunDispatching || now.Before(run.DispatchedAt.Add(dispatchGrace)) {
@@ -80,13 +83,42 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, u
 		switch {
 		case err == nil:
 		case errors.As(err, &ghErr) && ctx.Err() == nil:
-			x.deps.Log.Warn("rollout batch not adopted: its runs are looked up again on the next tick", "rollout", r.ID,
-				"error", err)
+			if err := x.notAdopted(ctx, gh, r, err, &lost); err != nil {
+				return err
+			}
 			unread[ref] = true
 		default:
 			return err
 		}
 	}
+	return nil
+}
+
+// notAdopted reports a batch whose runs GitHub did not list. GitHub
+// answers 404 on the runs of a repository the App can no longer read
+// (removed from the installation), which only the repository's own answer
+// (asked once per tick, kept in lost) tells from a workflow it does not
+// know: access lost is said once in the audit (access-lost), and the log
+// says it on every tick, as for any other failure of the list.
+func (x *executor) notAdopted(ctx context.Context, gh *github.Client, r Rollout, err error, lost **bool) error {
+	if notFound(err) && *lost == nil {
+		owner, name, _ := strings.Cut(r.Repository, "/")
+		if l, rerr := x.accessLost(ctx, gh, owner, name); rerr == nil {
+			*lost = &l
+		}
+	}
+	if notFound(err) && *lost != nil && **lost {
+		x.deps.Log.Warn("rollout batch not adopted: no access to its repository", "rollout", r.ID, "repository", r.Repository,
+			"error", err)
+		msg := fmt.Sprintf("runs of %s not looked up: GitHub answers 404 on them and on %s, which the App can no longer read "+
+			"(removed from the installation?): their batches are left as they were until access is back", r.Repository, r.Repository)
+		return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+			// No check run update: the App cannot write to the repository.
+			return auditOnce(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
+		})
+	}
+	x.deps.Log.Warn("rollout batch not adopted: its runs are looked up again on the next tick", "rollout", r.ID,
+		"error", err)
 	return nil
 }
 

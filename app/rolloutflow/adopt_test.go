@@ -211,3 +211,59 @@ func TestRunOfACutShortDispatchIsAdoptedBeyondThe100NewestRuns(t *testing.T) {
 		t.Errorf("status %s (%s), dispatches %v; want succeeded with each batch once", r.Machine.Status, r.Machine.Failure, h.dispatches())
 	}
 }
+
+// GitHub answers 404 on the runs of a repository the App can no longer read
+// (removed from the installation). A batch whose dispatch was cut short is
+// then not failed at queue_timeout but left as it was, and the audit says
+// access is lost, once; once access is back its run is adopted by its name
+// and the rollout goes on.
+func TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
+		h.gh.SetClock(h.clock.Now)
+		h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
+		h.hold = true
+		h.start(nil)
+		h.tick()
+		if _, err := h.x.deps.DB.Write.ExecContext(context.Background(), `UPDATE rollout_batches
+			SET run_id = 0, state = 'dispatching' WHERE rollout_id = $1`, h.id); err != nil {
+			t.Fatal(err)
+		}
+		repo := answerRoute(h, "GET /repos/{owner}/{repo}")
+		list := answerRoute(h, "GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs")
+		repo.set(http.StatusNotFound)
+		list.set(http.StatusNotFound)
+
+		// Polls for longer than queue_timeout.
+		for range 4 {
+			h.clock.set(h.rollout().WakeAt)
+			h.tickAs(true)
+		}
+		runs, err := loadRuns(context.Background(), h.x.deps.DB.Read, h.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runs[Ref{Kind: KindDeploy}].State; got != RunDispatching {
+			t.Errorf("canary batch %s with no access to the repository, want left %s", got, RunDispatching)
+		}
+		if r := h.rollout(); r.Machine.Phase != PhaseDeploy || r.Machine.Stage != 0 {
+			t.Fatalf("rollout %s in phase %s, stage %d (%s); want it waiting for the canary still",
+				r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure)
+		}
+		if lost := h.auditOf("access-lost"); len(lost) != 1 || !strings.Contains(lost[0], testRepo) {
+			t.Errorf("access-lost audit lines %q, want one naming %s", lost, testRepo)
+		}
+
+		// The run ended meanwhile, unheard of. Access is back: it is
+		// adopted, and every batch is dispatched once.
+		h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
+		repo.set(0)
+		list.set(0)
+		h.hold = false
+		h.clock.set(h.rollout().WakeAt)
+		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
+			t.Errorf("status %s (%s), dispatches %v once access is back; want succeeded with each batch once",
+				r.Machine.Status, r.Machine.Failure, h.dispatches())
+		}
+	})
+}

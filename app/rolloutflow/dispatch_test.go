@@ -222,18 +222,24 @@ func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
 	}
 }
 
-// refuseTokens makes GitHub refuse the App a token for its installation
+// answerTokens makes GitHub refuse the App a token for its installation
 // with status (deleted: 404, suspended: 403) while status is not 0; 0
 // gives tokens again, below 0 drops the connection without an answer.
-type refuseTokens struct {
+func answerTokens(h *harness) *routeAnswers {
+	return answerRoute(h, "POST /app/installations/{installation_id}/access_tokens")
+}
+
+// routeAnswers answers a route of the fake GitHub with status (and header)
+// while status is not 0, as GitHub does when it is 0; below 0 it drops the
+// connection without an answer.
+type routeAnswers struct {
 	mu     sync.Mutex
 	status int
 	header http.Header // sent with status
 }
 
-func answerTokens(h *harness) *refuseTokens {
-	const route = "POST /app/installations/{installation_id}/access_tokens"
-	rt, give := &refuseTokens{}, h.gh.Default(route)
+func answerRoute(h *harness, route string) *routeAnswers {
+	rt, give := &routeAnswers{}, h.gh.Default(route)
 	h.gh.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		rt.mu.Lock()
 		status, header := rt.status, rt.header
@@ -255,7 +261,7 @@ func answerTokens(h *harness) *refuseTokens {
 	return rt
 }
 
-func (rt *refuseTokens) set(status int) {
+func (rt *routeAnswers) set(status int) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.status = status
