@@ -50,18 +50,26 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err != nil || r.HeadSHA == "" {
 		return err // no commit to show it on
 	}
-	err = x.writeCheck(ctx, r)
+	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
+	}
+	err = x.writeCheck(ctx, gh, r)
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	// The installation was deleted or suspended, or GitHub did not answer
-	// for its token: nothing is wrong with the check run, and retried with
-	// backoff the job would run out of attempts and end failed, leaving
-	// the check run as it was. It waits for the next poll instead (a
-	// snooze costs no attempt), and writes the rollout as it stands then.
+	// The App lost access (the installation was deleted or suspended, the
+	// repository removed from it), or GitHub did not answer for a token:
+	// nothing is wrong with the check run, and retried with backoff the
+	// job would run out of attempts and end failed, leaving the check run
+	// as it was. It waits for the next poll instead (a snooze costs no
+	// attempt), and writes the rollout as it stands then.
 	tokenless, terr := x.noToken(ctx, r, err, func(why string) string {
 		return fmt.Sprintf("%s check run not written: %s: it is written once access is back", CheckName, why)
 	})
+	if terr == nil && !tokenless && notFound(err) {
+		tokenless, terr = x.checkAccessLost(ctx, gh, r)
+	}
 	if terr != nil {
 		return terr
 	}
@@ -71,15 +79,27 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	return err
 }
 
+// checkAccessLost reports, after a 404 on the check run, whether the App
+// can no longer read the repository, and then says so once in the audit.
+func (x *executor) checkAccessLost(ctx context.Context, gh *github.Client, r Rollout) (bool, error) {
+	owner, repo, _ := strings.Cut(r.Repository, "/")
+	lost, err := x.accessLost(ctx, gh, owner, repo)
+	if err != nil || !lost {
+		return false, nil // the 404 stands as the job's error
+	}
+	x.deps.Log.Warn("rollout check run not written: no access to its repository", "rollout", r.ID, "repository", r.Repository)
+	msg := fmt.Sprintf("%s check run not written: GitHub answers 404 on it and on %s, which the App can no longer read "+
+		"(removed from the installation?): it is written once access is back", CheckName, r.Repository)
+	return true, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		return auditOnce(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
+	})
+}
+
 // writeCheck creates or updates the rollout's check run.
-func (x *executor) writeCheck(ctx context.Context, r Rollout) error {
+func (x *executor) writeCheck(ctx context.Context, gh *github.Client, r Rollout) error {
 	runs, err := listDispatched(ctx, x.deps.DB.Read, r.ID)
 	if err != nil {
 		return err
-	}
-	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
-	if err != nil {
-		return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
 	}
 	v := checkView(r, runs)
 	owner, repo, _ := strings.Cut(r.Repository, "/")

@@ -106,3 +106,46 @@ func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
 		}
 	})
 }
+
+// A repository removed from the installation: GitHub answers 404 on the
+// check run and on the repository. As for a token refused, the job waits
+// for the next poll instead of failing, the audit says access is lost,
+// once, and the check run is written once access is back. A 404 while the
+// repository reads stays the job's error.
+func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.hold = true
+		h.start(nil)
+		h.tick()
+		repo := answerRoute(h, "GET /repos/{owner}/{repo}")
+		create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
+		w := &checkWorker{x: h.x}
+		job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+		var snooze *river.JobSnoozeError
+
+		create.set(http.StatusNotFound)
+		if err := w.Work(context.Background(), job); err == nil || errors.As(err, &snooze) {
+			t.Fatalf("check run job with a 404 on the check run and the repository reading: %v; want its error", err)
+		}
+
+		repo.set(http.StatusNotFound)
+		for range 3 {
+			if err := w.Work(context.Background(), job); !errors.As(err, &snooze) || snooze.Duration != runPoll {
+				t.Fatalf("check run job with no access to the repository: %v; want it snoozed until the next poll (%s)", err, runPoll)
+			}
+		}
+		if lost := h.auditOf("access-lost"); len(lost) != 1 || !strings.Contains(lost[0], CheckName) || !strings.Contains(lost[0], testRepo) {
+			t.Errorf("access-lost audit lines %q, want one naming %s and %s", lost, CheckName, testRepo)
+		}
+
+		repo.set(0)
+		create.set(0)
+		if err := w.Work(context.Background(), job); err != nil {
+			t.Fatalf("check run job once access is back: %v", err)
+		}
+		if crs := h.gh.CheckRuns(testRepo); len(crs) != 1 || crs[0].Name != CheckName {
+			t.Errorf("check runs %+v once access is back, want the rollout's", crs)
+		}
+	})
+}
