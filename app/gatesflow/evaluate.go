@@ -3,6 +3,7 @@ package gatesflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -70,6 +71,30 @@ var evaluateTimeout = 5 * time.Minute
 func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return evaluateTimeout }
 
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
+	err := w.work(ctx, job)
+	var cancelled *river.JobCancelError
+	if err == nil || (job.Attempt < job.MaxAttempts && !errors.As(err, &cancelled)) || stopping(w.deps) {
+		// A job a server's stop interrupts runs again, the attempt not
+		// counted (River): it has not given up.
+		return err
+	}
+	// The last try failed (or the job was cancelled): River drops the job,
+	// and the runs it showed in progress would spin for ever. They are
+	// completed as failures that say why and how to evaluate again.
+	w.gaveUp(ctx, job, err)
+	return err
+}
+
+func stopping(d pipeline.Deps) bool {
+	select {
+	case <-d.Stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {

@@ -36,6 +36,10 @@ type ReportArgs struct {
 	Title       string             `json:"title"`
 	Summary     string             `json:"summary,omitempty"`
 	Annotations []gates.Annotation `json:"annotations,omitempty"`
+	// GaveUp marks the failure of an evaluation whose job failed for good
+	// (GaveUpArgs): it completes the evaluation's run in progress, never
+	// creates one, and a verdict of the same evaluation replaces it.
+	GaveUp bool `json:"gave_up,omitempty"`
 }
 
 // Kind names the job in the queue.
@@ -77,6 +81,9 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 			"gate", a.Name, "evaluation", a.ExternalID, "newer", newer.GetExternalID())
 		return w.supersede(ctx, gh, a, existing, newer)
 	}
+	if a.GaveUp && (existing == nil || existing.GetStatus() == "completed") {
+		return nil // a verdict got there: it is the gate's result
+	}
 	if a.Status == "in_progress" {
 		if existing != nil {
 			return nil // the verdict (or an earlier attempt) got there first
@@ -108,7 +115,11 @@ func (w *reportWorker) complete(ctx context.Context, gh *github.Client, a Report
 	if existing != nil {
 		rest = rest[min(existing.GetOutput().GetAnnotationsCount(), len(rest)):]
 	}
-	if existing == nil || existing.GetStatus() != "completed" {
+	// A give-up of this evaluation may have completed its run first (the
+	// verdict was queued by an attempt before the one that failed for good):
+	// the verdict is what the gate says, so it replaces the failure.
+	gaveUp := existing != nil && !a.GaveUp && existing.GetConclusion() == "failure" && existing.GetOutput().GetTitle() == GaveUpTitle
+	if existing == nil || existing.GetStatus() != "completed" || gaveUp {
 		first := rest[:min(gates.MaxAnnotationsPerCall, len(rest))]
 		rest = rest[len(first):]
 		now := github.Timestamp{Time: w.deps.Now()}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/gates"
 	"github.com/ripcord/ripcord/records"
@@ -77,7 +78,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		w.deps.Log.Info("gate evaluated", "repository", a.Repository, "pull_request", a.PullRequest, "app", t.app,
 			"environment", t.env, "gate", r.Gate, "outcome", r.Verdict.Outcome, "conclusion", r.Output.Conclusion)
 	}
-	return w.queueReports(ctx, reports)
+	return queueReports(ctx, w.deps, reports)
 }
 
 // gateContext is the context the gates are evaluated in: the job's, ending
@@ -199,17 +200,18 @@ func splitExternalID(externalID, repository string) (int, string, bool) {
 	return n, rest, true
 }
 
-func (w *evaluateWorker) queueReports(ctx context.Context, rs []ReportArgs) error {
+// queueReports queues the check-run writes rs in one transaction.
+func queueReports(ctx context.Context, d pipeline.Deps, rs []ReportArgs) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	tx, err := w.deps.DB.Write.BeginTx(ctx, nil)
+	tx, err := d.DB.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("queue gate check runs: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	for _, r := range rs {
-		if err := queueReport(ctx, tx, w.deps.River(), r); err != nil {
+		if err := queueReport(ctx, tx, d.River(), r); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,191 @@
+package gatesflow_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/gatesflow"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// An evaluation whose job fails for good must not leave its gate spinning:
+// here the server stops while the policy service has not answered (the
+// gate shows in progress), and every later attempt is refused by GitHub
+// (the App lost access to pull requests). The run it showed in progress
+// is completed as a failure that says ripcord could not evaluate the gate,
+// why, and how to evaluate it again; a gate that was not evaluated does
+// not pass. A Re-run of that run, and one of the check suite, evaluate the
+// gate again, in newer evaluations whose verdicts replace it.
+func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluation(t, dbURL, 10*time.Millisecond)
+		e := l.e
+		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'discarded'`) == 1
+		})
+		e.Settle()
+		cr := run(e, l.shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
+			!strings.Contains(cr.Summary, "after 5 attempts") || !strings.Contains(cr.Summary, "GitHub answered 403 Resource not accessible by integration") ||
+			!strings.Contains(cr.Summary, "Re-run") {
+			t.Fatalf("the run the lost evaluation showed in progress: %s %s %q\n%s\nwant a failure that says the gate could not be evaluated, why, and how to evaluate it again",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+		if n := len(e.GitHub.CheckRuns(repo)); n != 1 {
+			t.Errorf("%d check runs, want only the one the evaluation showed in progress", n)
+		}
+
+		// GitHub answers again, and so does the policy service: a Re-run of
+		// the failed run evaluates the gate again.
+		l.recover()
+		e.Deliver("check_run", rerequested(t, cr, l.number, l.head, l.base, false))
+		e.Settle()
+		again := verdict(t, e, l.head, "ripcord/policy-validation")
+		if again.ID == cr.ID || again.Conclusion != "success" || gatesflow.EvaluationSeq(again.ExternalID) <= gatesflow.EvaluationSeq(cr.ExternalID) {
+			t.Errorf("after the Re-run: %+v, want a success of a newer evaluation", again)
+		}
+
+		// So does a Re-run of the whole suite.
+		e.Deliver("check_suite", suiteRerequested(t, l.number, l.head, l.base, false, false))
+		e.Settle()
+		suite := verdict(t, e, l.head, "ripcord/policy-validation")
+		if suite.ID == again.ID || suite.Conclusion != "success" || !strings.Contains(suite.ExternalID, "check_suite rerequested") {
+			t.Errorf("after the suite's Re-run: %+v, want a success of a newer evaluation", suite)
+		}
+		allCompleted(t, e)
+	})
+}
+
+// A newer evaluation that reports the gate before the lost one gives up
+// keeps its verdict: the lost evaluation's run, which the newer verdict
+// completed superseded, is not turned into a failure, and no run is added.
+func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits: the newer evaluation comes first
+		e := l.e
+		e.WaitFor("the lost evaluation's failed attempt", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
+		})
+		l.recover()
+		e.Deliver("check_suite", suiteRerequested(t, l.number, l.head, l.base, false, false))
+		e.WaitFor("the newer verdict", 30*time.Second, func() bool { return len(completedRuns(e, l.head)) == 1 })
+		e.Settle("gates_report")
+		newer := verdict(t, e, l.head, "ripcord/policy-validation")
+		superseded(t, e, l.shown.ID, newer)
+
+		// The lost evaluation's last attempt, refused again.
+		l.refuse()
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1, scheduled_at = created_at
+			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitFor("the lost evaluation to give up", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'discarded'`) == 1
+		})
+		e.Settle()
+		superseded(t, e, l.shown.ID, newer)
+		if got := verdict(t, e, l.head, "ripcord/policy-validation"); got.ID != newer.ID || got.Conclusion != "success" {
+			t.Errorf("the gate's verdict after the give-up: %+v, want the newer evaluation's success", got)
+		}
+		if n := len(e.GitHub.CheckRuns(repo)); n != 2 {
+			t.Errorf("%d check runs, want the lost evaluation's and the newer one's", n)
+		}
+		allCompleted(t, e)
+	})
+}
+
+// lost is a pull request whose gate evaluation showed its policy gate in
+// progress when the server stopped, and that GitHub refuses to read after.
+type lost struct {
+	e               *e2etest.Env
+	base, head      string
+	number          int
+	shown           githubtest.CheckRun // the run in progress
+	refuse, recover func()              // GitHub refuses the pull request, then answers again with the policy service
+}
+
+func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
+	t.Helper()
+	t.Cleanup(gatesflow.SetSlowAfter(50 * time.Millisecond))
+	var answering atomic.Bool
+	held, stop := make(chan struct{}, 1), make(chan struct{})
+	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !answering.Load() {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+			select {
+			case <-stop:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		_, _ = w.Write([]byte(`{"result": "pass", "reason": "allowed"}`))
+	}))
+	t.Cleanup(policy.Close)
+	t.Cleanup(func() { close(stop) })
+
+	e := e2etest.Start(t, dbURL, app.Options{RetryBase: retryBase, ShutdownTimeout: 200 * time.Millisecond})
+	e.CheckRequestsAtCleanup(t)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      process:
+        policy_validation: {url: "`+policy.URL+`"}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image.repository, digest: image.digest}
+`)
+	l := lost{e: e}
+	l.base, l.head, l.number = openBump(e, repo)
+	e.Install(repo)
+	e.Deliver("pull_request", pullRequest(t, l.number, l.head, l.base, "bump-checkout"))
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the evaluation never asked the policy service")
+	}
+	e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
+		runs := e.GitHub.CheckRuns(repo)
+		return len(runs) == 1 && runs[0].Status == "in_progress"
+	})
+	l.shown = e.GitHub.CheckRuns(repo)[0]
+
+	readPull := "GET /repos/{owner}/{repo}/pulls/{pull_number}"
+	l.refuse = func() {
+		e.GitHub.Handle(readPull, func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
+		})
+	}
+	l.recover = func() {
+		e.GitHub.Handle(readPull, e.GitHub.Default(readPull))
+		answering.Store(true)
+	}
+	l.refuse()
+	e.Restart()
+	return l
+}
+
+func allCompleted(t *testing.T, e *e2etest.Env) {
+	t.Helper()
+	for _, r := range e.GitHub.CheckRuns(repo) {
+		if r.Status != "completed" {
+			t.Errorf("%s of %s left %s", r.Name, r.ExternalID, r.Status)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package gatesflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+)
+
+// GaveUpTitle is the title of a gate run whose evaluation's job failed for
+// good: the gate was not evaluated, so it does not pass.
+const GaveUpTitle = "ripcord could not evaluate this gate"
+
+// giveUpTimeout bounds the queueing of a give-up, which runs after the
+// evaluation's own context may have ended (its timeout).
+const giveUpTimeout = 30 * time.Second
+
+// GaveUpArgs completes the runs an evaluation showed in progress when its
+// job fails for good (its last attempt, or a cancel): nothing else would
+// ever complete them, and a required gate would block the merge with a
+// spinner that says nothing. Seq is the evaluation's job id (externalID),
+// Attempts how many it made, Error its last error in plain words.
+type GaveUpArgs struct {
+	Repository     string `json:"repository"`
+	PullRequest    int    `json:"pull_request"`
+	HeadSHA        string `json:"head_sha"`
+	Trigger        string `json:"trigger"`
+	InstallationID int64  `json:"installation_id"`
+	Seq            int64  `json:"seq"`
+	Attempts       int    `json:"attempts"`
+	Error          string `json:"error"`
+}
+
+// Kind names the job in the queue.
+func (GaveUpArgs) Kind() string { return "gates_gave_up" }
+
+// gaveUp queues the give-up of the evaluation job that just failed for
+// good with err. Its own context, as the job's may be what ran out.
+func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs], err error) {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
+	defer stop()
+	a := job.Args
+	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
+		InstallationID: a.InstallationID, Seq: job.ID, Attempts: job.Attempt, Error: plainError(err)}
+	if _, ierr := w.deps.River().Insert(ctx, g, &river.InsertOpts{MaxAttempts: reportAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
+		// The database is down too: the runs stay in progress until a
+		// newer evaluation of the commit (a push, a re-run) ends them.
+		w.deps.Log.Error("gate evaluation gave up, and its runs in progress could not be queued for completion",
+			"repository", a.Repository, "pull_request", a.PullRequest, "head_sha", a.HeadSHA, "error", err, "queue_error", ierr)
+		return
+	}
+	w.deps.Log.Warn("gate evaluation gave up: its runs in progress are completed as failures", "repository", a.Repository,
+		"pull_request", a.PullRequest, "head_sha", a.HeadSHA, "attempts", job.Attempt, "error", err)
+}
+
+// plainError says err in words a reviewer reads on a check run: GitHub's
+// answer as its status and message, not go-github's request dump.
+func plainError(err error) string {
+	s := err.Error()
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		said := fmt.Sprintf("GitHub answered %d %s", er.Response.StatusCode, strings.TrimSpace(er.Message))
+		s = strings.Replace(s, er.Error(), strings.TrimSpace(said), 1)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		s += fmt.Sprintf(" (the evaluation ran out of its %s)", evaluateTimeout)
+	}
+	return s
+}
+
+type gaveUpWorker struct {
+	river.WorkerDefaults[GaveUpArgs]
+	deps pipeline.Deps
+}
+
+func (w *gaveUpWorker) Timeout(*river.Job[GaveUpArgs]) time.Duration { return time.Minute }
+
+// Work queues a failure report for each run of the evaluation still in
+// progress: the report job completes it (or, if a newer evaluation has
+// reported the gate, completes it superseded), with the retries of any
+// gate report.
+func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) error {
+	a := job.Args
+	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	runs, err := evaluationRuns(ctx, gh, w.deps.App().ID, a)
+	if err != nil {
+		return err
+	}
+	reports := make([]ReportArgs, 0, len(runs))
+	for _, r := range runs {
+		reports = append(reports, ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
+			ExternalID: r.externalID, App: r.app, Environment: r.env, Seq: a.Seq, Name: r.name, GaveUp: true,
+			Status: "completed", Conclusion: "failure", Title: GaveUpTitle, Summary: gaveUpSummary(a)})
+	}
+	return queueReports(ctx, w.deps, reports)
+}
+
+func gaveUpSummary(a GaveUpArgs) string {
+	return fmt.Sprintf("ripcord stopped evaluating the gates of this commit after %d attempts. The last one failed: %s.\n\n"+
+		"A gate that was not evaluated does not pass. To evaluate it again, choose **Re-run** on this check run "+
+		"(or **Re-run all checks**); a push to the pull request evaluates its gates again too.", a.Attempts, a.Error)
+}
+
+// evaluationRun is a gate run of one evaluation still in progress.
+type evaluationRun struct {
+	externalID, name, app, env string
+}
+
+// evaluationRuns lists the gate runs of the evaluation a names (its pull
+// request, head, trigger and sequence, every app and environment) that
+// this App made and that are not completed.
+func evaluationRuns(ctx context.Context, gh *github.Client, appID int64, a GaveUpArgs) ([]evaluationRun, error) {
+	owner, repo := splitRepo(a.Repository)
+	prefix := fmt.Sprintf("%s#%d@%s ", a.Repository, a.PullRequest, a.HeadSHA)
+	suffix := fmt.Sprintf(" %s%s%d", a.Trigger, seqMark, a.Seq)
+	opts := &github.ListCheckRunsOptions{AppID: &appID, Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
+	var out []evaluationRun
+	for {
+		list, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list the gate runs of %s@%s: %w", a.Repository, a.HeadSHA, err)
+		}
+		for _, cr := range list.CheckRuns {
+			id := cr.GetExternalID()
+			scope, ours := strings.CutPrefix(id, prefix)
+			scope, this := strings.CutSuffix(scope, suffix)
+			if !ours || !this || cr.GetApp().GetID() != appID || !isGate(cr.GetName()) || cr.GetStatus() == "completed" {
+				continue
+			}
+			app, env, ok := strings.Cut(scope, "/")
+			if !ok {
+				continue
+			}
+			out = append(out, evaluationRun{externalID: id, name: cr.GetName(), app: app, env: env})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.ListOptions.Page = resp.NextPage
+	}
+}
