@@ -34,13 +34,15 @@ func (h checkRunHandler) Handle(_ context.Context, d pipeline.Delivery) (pipelin
 	}
 	cr := ev.GetCheckRun()
 	number := 0
-	if len(cr.PullRequests) > 0 {
-		number = cr.PullRequests[0].GetNumber()
-	} else if n, ok := pullRequestOf(cr.GetExternalID(), ev.GetRepo().GetFullName(), cr.GetHeadSHA()); ok && cr.GetApp().GetID() == h.deps.App().ID {
-		// GitHub lists no pull request for a run whose head branch is in
-		// a fork; the pull request is the one our run's external id names
-		// (the job still checks that its head is the run's commit).
+	if n, ok := pullRequestOf(cr.GetExternalID(), ev.GetRepo().GetFullName(), cr.GetHeadSHA()); ok && cr.GetApp().GetID() == h.deps.App().ID {
+		// The pull request is the one our run's external id names: GitHub
+		// lists every open pull request whose head is the run's commit or
+		// branch (another base, say), in no promised order, and none for a
+		// run whose head branch is in a fork. The job still checks that
+		// its head is the run's commit.
 		number = n
+	} else if len(cr.PullRequests) > 0 {
+		number = cr.PullRequests[0].GetNumber()
 	}
 	if number == 0 {
 		return nil, nil // a gate run outside a PR: nothing to re-evaluate against

@@ -1,6 +1,7 @@
 package gatesflow_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +83,46 @@ func rerequested(t *testing.T, run githubtest.CheckRun, number int, head, base s
 		r := m["repository"].(map[string]any)
 		r["full_name"], r["name"] = repo, "checkout"
 		r["owner"].(map[string]any)["login"] = "acme"
+	})
+}
+
+// GitHub lists in a check_run every open pull request whose head is the
+// run's commit or branch, in no promised order: here the release's branch
+// is also proposed to another base, where it changes no release. "Re-run"
+// on a gate run evaluates the pull request the run is of (its external id
+// names it), not whichever GitHub lists first.
+func TestRerunOfAGateReevaluatesItsOwnPullRequestWhenGitHubListsAnother(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := e2etest.Start(t, dbURL, app.Options{})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)
+		base, head, number := openBump(e, repo)
+		staging := e.GitHub.PutFile(repo, "staging", "deploy/prod.yaml", release(digestB, 3))
+		other := e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "staging", "bump checkout on staging")
+		e.Install(repo)
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e.WaitFor("the itsm and qa gates", 20*time.Second, func() bool { return len(completedRuns(e, head)) == 2 })
+		e.Settle()
+		first := completedRuns(e, head)["ripcord/qa"]
+		before := len(e.GitHub.CheckRuns(repo))
+
+		e.Deliver("check_run", e2etest.Edit(t, rerequested(t, first, number, head, base, false), func(m map[string]any) {
+			cr := m["check_run"].(map[string]any)
+			listed := cr["pull_requests"].([]any)
+			cr["pull_requests"] = []any{map[string]any{"id": 2, "number": other, "url": "https://api.github.com/repos/" + repo + "/pulls/2",
+				"head": map[string]any{"ref": "bump-checkout", "sha": head, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}},
+				"base": map[string]any{"ref": "staging", "sha": staging, "repo": map[string]any{"id": 1, "name": "checkout", "url": "https://api.github.com/repos/" + repo}}},
+				listed[0]}
+		}))
+		e.Settle()
+		again := e.GitHub.CheckRuns(repo)[before:]
+		if len(again) != 2 {
+			t.Fatalf("runs after the Re-run: %+v, want both gates of pull request #%d evaluated again", again, number)
+		}
+		for _, cr := range again {
+			if !strings.HasPrefix(cr.ExternalID, fmt.Sprintf("%s#%d@%s ", repo, number, head)) || !strings.Contains(cr.ExternalID, "check_run rerequested") {
+				t.Errorf("%s after the Re-run: %s, want an evaluation of pull request #%d", cr.Name, cr.ExternalID, number)
+			}
+		}
 	})
 }
