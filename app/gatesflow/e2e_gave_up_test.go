@@ -101,14 +101,56 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 	})
 }
 
+// A server that stops during an evaluation's last attempt interrupts it:
+// River runs the job again, the attempt not counted, so the evaluation has
+// not given up and its run is not failed; it gets its verdict when the
+// job runs again.
+func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
+		e := l.e
+		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
+		})
+		// Its last attempt reads the pull request, then waits for the
+		// policy service while the server stops.
+		l.readable()
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1, scheduled_at = created_at
+			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l.held:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the last attempt never asked the policy service")
+		}
+		l.answer()
+		e.Restart()
+		e.WaitFor("the evaluation to end", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('completed', 'discarded')`) == 1
+		})
+		e.Settle()
+		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up'`); n != 0 {
+			t.Errorf("%d give-ups queued for an evaluation the stop interrupted, want none", n)
+		}
+		if cr := run(e, l.shown.ID); cr.Status != "completed" || cr.Conclusion != "success" {
+			t.Errorf("the evaluation's run: %s %s %q, want the verdict of the attempt after the restart", cr.Status, cr.Conclusion, cr.Title)
+		}
+	})
+}
+
 // lost is a pull request whose gate evaluation showed its policy gate in
 // progress when the server stopped, and that GitHub refuses to read after.
 type lost struct {
-	e               *e2etest.Env
-	base, head      string
-	number          int
-	shown           githubtest.CheckRun // the run in progress
-	refuse, recover func()              // GitHub refuses the pull request, then answers again with the policy service
+	e          *e2etest.Env
+	base, head string
+	number     int
+	shown      githubtest.CheckRun // the run in progress
+	held       chan struct{}       // receives when the policy service holds a request
+	// refuse makes GitHub refuse the pull request, readable answers it
+	// again; answer makes the policy service answer (pass) from now on;
+	// recover is readable and answer.
+	refuse, readable, answer, recover func()
 }
 
 func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
@@ -172,10 +214,10 @@ apps:
 			_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
 		})
 	}
-	l.recover = func() {
-		e.GitHub.Handle(readPull, e.GitHub.Default(readPull))
-		answering.Store(true)
-	}
+	l.readable = func() { e.GitHub.Handle(readPull, e.GitHub.Default(readPull)) }
+	l.answer = func() { answering.Store(true) }
+	l.recover = func() { l.readable(); l.answer() }
+	l.held = held
 	l.refuse()
 	e.Restart()
 	return l

@@ -73,9 +73,7 @@ func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { retur
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
 	err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
-	if err == nil || (job.Attempt < job.MaxAttempts && !errors.As(err, &cancelled)) || stopping(w.deps) {
-		// A job a server's stop interrupts runs again, the attempt not
-		// counted (River): it has not given up.
+	if err == nil || (job.Attempt < job.MaxAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
 	}
 	// The last try failed (or the job was cancelled): River drops the job,
@@ -85,10 +83,13 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	return err
 }
 
-func stopping(d pipeline.Deps) bool {
+// interrupted reports whether err is the server's stop cancelling the job:
+// River runs such a job again, the attempt not counted, so it has not
+// given up.
+func interrupted(d pipeline.Deps, err error) bool {
 	select {
 	case <-d.Stopping:
-		return true
+		return errors.Is(err, context.Canceled)
 	default:
 		return false
 	}
