@@ -1,6 +1,8 @@
 package gatesflow_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -230,4 +232,117 @@ func allCompleted(t *testing.T, e *e2etest.Env) {
 			t.Errorf("%s of %s left %s", r.Name, r.ExternalID, r.Status)
 		}
 	}
+}
+
+// An evaluation of two environments gives up after it queued the verdict
+// of the first, which GitHub does not take yet (here it refuses check-run
+// updates while the evaluation's later attempts are refused too). The
+// give-up fails only the run with no verdict on its way: one written
+// beside the verdict could land after it and stand as the gate's result.
+func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
+		prodGo, stagingHeld, stop := make(chan struct{}), make(chan struct{}, 1), make(chan struct{})
+		policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct{ Environment string }
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			if req.Environment == "prod" {
+				<-prodGo
+				_, _ = w.Write([]byte(`{"result": "pass", "reason": "allowed"}`))
+				return
+			}
+			select {
+			case stagingHeld <- struct{}{}:
+			default:
+			}
+			select {
+			case <-stop:
+			case <-r.Context().Done():
+			}
+		}))
+		defer policy.Close()
+		defer close(stop)
+
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond, ShutdownTimeout: 200 * time.Millisecond})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      process:
+        policy_validation: {url: "`+policy.URL+`"}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
+      staging:
+        cluster: staging-eu
+        rollback: {mode: pull-request, file: deploy/staging.yaml, fields: {image: image.repository, digest: image.digest}}
+`)
+		e.GitHub.PutFile(repo, "main", "deploy/staging.yaml", release(digestA, 3))
+		base, _, number := openBump(e, repo)
+		head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/staging.yaml", release(digestB, 3))
+		e.Install(repo)
+		runOf := func(env string) (githubtest.CheckRun, bool) {
+			for _, cr := range e.GitHub.CheckRuns(repo) {
+				if strings.Contains(cr.ExternalID, " checkout/"+env+" ") {
+					return cr, true
+				}
+			}
+			return githubtest.CheckRun{}, false
+		}
+		var refusing atomic.Bool
+		update := "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
+		e.GitHub.Handle(update, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			if refusing.Load() {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusForbidden)
+				_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
+				return
+			}
+			e.GitHub.Default(update)(w, r, p)
+		})
+
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e.WaitFor("prod's run in progress", 20*time.Second, func() bool { _, ok := runOf("prod"); return ok })
+		refusing.Store(true)
+		close(prodGo)
+		select {
+		case <-stagingHeld:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the evaluation never asked the policy service about staging")
+		}
+		e.WaitFor("staging's run in progress, and prod's verdict refused", 20*time.Second, func() bool {
+			_, ok := runOf("staging")
+			return ok && e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'retryable'`) == 1
+		})
+
+		readPull := "GET /repos/{owner}/{repo}/pulls/{pull_number}"
+		e.GitHub.Handle(readPull, func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
+		})
+		e.Restart()
+		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up' AND state = 'completed'`) == 1
+		})
+		refusing.Store(false)
+		e.Settle()
+
+		prod, _ := runOf("prod")
+		staging, _ := runOf("staging")
+		if prod.Conclusion != "success" || staging.Conclusion != "failure" || staging.Title != gatesflow.GaveUpTitle {
+			t.Errorf("prod %s %q, staging %s %q: want prod's verdict and staging's give-up", prod.Conclusion, prod.Title, staging.Conclusion, staging.Title)
+		}
+		for _, r := range e.GitHub.Requests() {
+			if r.Method == http.MethodPatch && strings.HasSuffix(r.Path, fmt.Sprintf("/check-runs/%d", prod.ID)) && strings.Contains(string(r.Body), gatesflow.GaveUpTitle) {
+				t.Errorf("the give-up wrote prod's run, whose verdict was on its way: %s", r.Body)
+			}
+		}
+		allCompleted(t, e)
+	})
 }

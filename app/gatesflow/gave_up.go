@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 // GaveUpTitle is the title of a gate run whose evaluation's job failed for
@@ -97,11 +98,43 @@ func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) err
 	}
 	reports := make([]ReportArgs, 0, len(runs))
 	for _, r := range runs {
+		// A verdict of the evaluation queued by an attempt before the one
+		// that failed (of another environment, say), still being written
+		// (GitHub was down too), completes the run: a failure written
+		// beside it could land last. No verdict of the evaluation is
+		// queued after it gave up.
+		pending, err := verdictPending(ctx, w.deps, r)
+		if err != nil {
+			return err
+		}
+		if pending {
+			continue
+		}
 		reports = append(reports, ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
 			ExternalID: r.externalID, App: r.app, Environment: r.env, Seq: a.Seq, Name: r.name, GaveUp: true,
 			Status: "completed", Conclusion: "failure", Title: GaveUpTitle, Summary: gaveUpSummary(a)})
 	}
 	return queueReports(ctx, w.deps, reports)
+}
+
+// verdictPending reports whether a verdict of run's gate and evaluation
+// waits in the queue or is being written.
+func verdictPending(ctx context.Context, d pipeline.Deps, run evaluationRun) (bool, error) {
+	arg := func(name string) string {
+		if d.DB.Dialect == store.Postgres {
+			return "args->>'" + name + "'"
+		}
+		return "json_extract(args, '$." + name + "')"
+	}
+	var n int
+	err := d.DB.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = $1
+		AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+		AND `+arg("external_id")+` = $2 AND `+arg("name")+` = $3 AND `+arg("status")+` = 'completed' AND `+arg("gave_up")+` IS NULL`,
+		ReportArgs{}.Kind(), run.externalID, run.name).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("verdicts of %s being written: %w", run.externalID, err)
+	}
+	return n > 0, nil
 }
 
 func gaveUpSummary(a GaveUpArgs) string {
