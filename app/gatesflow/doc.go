@@ -4,7 +4,9 @@
 // ripcord/<gate> run queue an evaluation job; the job reads the release the
 // PR promotes at its head, computes eligibility from release records,
 // evaluates the configured gates in parallel (package gates) and queues one
-// check-run write job per gate on the head commit.
+// check-run write job per gate on the head commit. An evaluation whose job
+// fails for good queues a give-up job, which completes the runs it showed
+// in progress as failures (gave_up.go).
 //
 // The registry gates (provenance, sbom, image-scan) share one verifier per
 // server (package gates/attest), whose cache outlives a job; their trust
