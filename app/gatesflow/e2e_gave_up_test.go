@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 		e.Settle()
 		cr := run(e, l.shown.ID)
 		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
-			!strings.Contains(cr.Summary, "after 5 attempts") || !strings.Contains(cr.Summary, "GitHub answered 403 Resource not accessible by integration") ||
+			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "GitHub answered 403 Resource not accessible by integration") ||
 			!strings.Contains(cr.Summary, "Re-run") {
 			t.Fatalf("the run the lost evaluation showed in progress: %s %s %q\n%s\nwant a failure that says the gate could not be evaluated, why, and how to evaluate it again",
 				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
@@ -235,8 +236,8 @@ func allCompleted(t *testing.T, e *e2etest.Env) {
 }
 
 // An evaluation of two environments gives up after it queued the verdict
-// of the first, which GitHub does not take yet (here it refuses check-run
-// updates while the evaluation's later attempts are refused too). The
+// of the first, which GitHub has not taken yet (here the update of that run
+// hangs while the evaluation's later attempts are refused). The
 // give-up fails only the run with no verdict on its way: one written
 // beside the verdict could land after it and stand as the gate's result.
 func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
@@ -294,30 +295,36 @@ apps:
 			}
 			return githubtest.CheckRun{}, false
 		}
-		var refusing atomic.Bool
+		// The update of the held run hangs until released (or its request is
+		// given up), however often the verdict's job tries it: the verdict
+		// stays on its way, whatever the number of attempts of either job.
+		var held atomic.Int64
+		release := make(chan struct{})
 		update := "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
 		e.GitHub.Handle(update, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-			if refusing.Load() {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusForbidden)
-				_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
-				return
+			if id := held.Load(); id != 0 && p["check_run_id"] == strconv.FormatInt(id, 10) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
 			}
 			e.GitHub.Default(update)(w, r, p)
 		})
 
 		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
 		e.WaitFor("prod's run in progress", 20*time.Second, func() bool { _, ok := runOf("prod"); return ok })
-		refusing.Store(true)
+		prodRun, _ := runOf("prod")
+		held.Store(prodRun.ID)
 		close(prodGo)
 		select {
 		case <-stagingHeld:
 		case <-time.After(20 * time.Second):
 			t.Fatal("the evaluation never asked the policy service about staging")
 		}
-		e.WaitFor("staging's run in progress, and prod's verdict refused", 20*time.Second, func() bool {
+		e.WaitFor("staging's run in progress, and prod's verdict held", 20*time.Second, func() bool {
 			_, ok := runOf("staging")
-			return ok && e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'retryable'`) == 1
+			return ok && e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'running'`) == 1
 		})
 
 		readPull := "GET /repos/{owner}/{repo}/pulls/{pull_number}"
@@ -330,7 +337,7 @@ apps:
 		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
 			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up' AND state = 'completed'`) == 1
 		})
-		refusing.Store(false)
+		close(release)
 		e.Settle()
 
 		prod, _ := runOf("prod")

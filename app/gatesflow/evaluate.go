@@ -23,7 +23,10 @@ import (
 // DefaultBranches are the release branches gates run on when gates.branches is unset.
 var DefaultBranches = []string{"release-*"}
 
-const evaluateAttempts = 5
+// evaluateAttempts: with the 1 s base doubling, an evaluation gives up after
+// about 2 minutes of failures, as a delivery does, not after 15 s: a short
+// GitHub hiccup must not fail every gate it meets (a give-up fails closed).
+const evaluateAttempts = 8
 
 // EvaluateArgs evaluates the gates of one PR head. Unique by args, so a
 // redelivered webhook never evaluates twice; Trigger keeps a re-run click
