@@ -58,6 +58,16 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
+	if until, ok := rateLimited(err, x.deps.Now()); ok {
+		// GitHub said "later" (on the check run, or on the
+		// installation's token), not "no": retried with backoff the job
+		// would spend its attempts against the limit, and end discarded
+		// if it outlasts them. It waits for the reset instead (a snooze
+		// costs no attempt), and writes the rollout as it stands then.
+		x.deps.Log.Warn("rollout check run not written: GitHub's rate limit; written after its reset", "rollout", r.ID,
+			"installation", r.InstallationID, "until", until.UTC().Format(time.RFC3339), "error", err)
+		return river.JobSnooze(until.Sub(x.deps.Now()))
+	}
 	// The App lost access (the installation was deleted or suspended, the
 	// repository removed from it), or GitHub did not answer for a token:
 	// nothing is wrong with the check run, and retried with backoff the

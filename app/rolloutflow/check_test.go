@@ -149,3 +149,71 @@ func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
 		}
 	})
 }
+
+// GitHub's rate limit, past what the client waits out, on the check run or
+// on the installation's token, says "later", not "no": the job is not
+// retried with backoff (spending its attempts, and discarded once they run
+// out, the check run left stale) but waits for the reset (a snooze, which
+// costs no attempt), and writes the rollout as it stands then. A rate
+// limit is no access lost.
+func TestARateLimitedCheckRunWaitsForTheReset(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		token  bool // the token request is limited, not the check run
+		status int
+		header func(now time.Time) (http.Header, time.Time)
+		fresh  bool // go-github keeps a spent primary limit by the wall clock (see TestARateLimitedDispatchFailsNoBatch)
+	}{
+		{"primary limit spent (403)", false, http.StatusForbidden, primaryLimit, true},
+		{"secondary limit (403, Retry-After)", false, http.StatusForbidden, retryAfter, false},
+		{"too many requests (429, Retry-After)", false, http.StatusTooManyRequests, retryAfter, false},
+		{"installation token, primary limit spent (403)", true, http.StatusForbidden, primaryLimit, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+				tokens := answerTokens(h)
+				create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
+				h.hold = true
+				h.start(nil)
+				h.tick()
+				header, until := c.header(h.clock.Now())
+				limited := create
+				if c.token {
+					limited = tokens
+					h.x = h.executor() // no token of the installation cached
+				}
+				limited.mu.Lock()
+				limited.status, limited.header = c.status, header
+				limited.mu.Unlock()
+				w := &checkWorker{x: h.x}
+				job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+				want := until.Sub(h.clock.Now())
+				var snooze *river.JobSnoozeError
+				if err := w.Work(context.Background(), job); !errors.As(err, &snooze) ||
+					snooze.Duration < want || snooze.Duration > want+time.Second {
+					t.Fatalf("check run job on GitHub's rate limit: %v; want it snoozed until the reset (%s)", err, want)
+				}
+				if n := len(h.gh.CheckRuns(testRepo)); n != 0 {
+					t.Fatalf("%d check runs while the rate limit is spent", n)
+				}
+				if lost := h.auditOf("access-lost"); len(lost) != 0 {
+					t.Errorf("access-lost audit lines %q for a rate limit", lost)
+				}
+
+				limited.set(0)
+				h.clock.set(h.clock.Now().Add(snooze.Duration))
+				if c.fresh {
+					h.x = h.executor()
+					w = &checkWorker{x: h.x}
+				}
+				if err := w.Work(context.Background(), job); err != nil {
+					t.Fatalf("check run job after the reset: %v", err)
+				}
+				if crs := h.gh.CheckRuns(testRepo); len(crs) != 1 || crs[0].Name != CheckName || crs[0].Status != "in_progress" {
+					t.Errorf("check runs %+v after the reset, want the rollout's, in progress", crs)
+				}
+			})
+		})
+	}
+}
