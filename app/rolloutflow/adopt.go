@@ -83,10 +83,13 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, u
 		switch {
 		case err == nil:
 		case errors.As(err, &ghErr) && ctx.Err() == nil:
-			if err := x.notAdopted(ctx, gh, r, err, &lost); err != nil {
+			failed, err := x.notAdopted(ctx, gh, r, ref, ghErr, &lost)
+			if err != nil {
 				return err
 			}
-			unread[ref] = true
+			if !failed {
+				unread[ref] = true
+			}
 		default:
 			return err
 		}
@@ -99,31 +102,63 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, u
 // (removed from the installation), which only the repository's own answer
 // (asked once per tick, kept in lost) tells from a workflow it does not
 // know: access lost is said once in the audit (access-lost), and the log
-// says it on every tick, as for any other failure of the list.
-func (x *executor) notAdopted(ctx context.Context, gh *github.Client, r Rollout, err error, lost **bool) error {
+// says it on every tick, as for any other failure of the list. A 404
+// while the repository reads is a workflow removed or renamed since the
+// dispatch: its runs can never be listed, so the batch fails (failed),
+// as a dispatch of a missing workflow does, rather than wait for ever.
+func (x *executor) notAdopted(ctx context.Context, gh *github.Client, r Rollout, ref Ref, err *adoptListError, lost **bool) (bool, error) {
 	if notFound(err) && *lost == nil {
 		owner, name, _ := strings.Cut(r.Repository, "/")
 		if l, rerr := x.accessLost(ctx, gh, owner, name); rerr == nil {
 			*lost = &l
 		}
 	}
+	if notFound(err) && *lost != nil && !**lost {
+		return true, x.workflowGone(ctx, r, ref, err)
+	}
 	if notFound(err) && *lost != nil && **lost {
 		x.deps.Log.Warn("rollout batch not adopted: no access to its repository", "rollout", r.ID, "repository", r.Repository,
 			"error", err)
 		msg := fmt.Sprintf("runs of %s not looked up: GitHub answers 404 on them and on %s, which the App can no longer read "+
 			"(removed from the installation?): their batches are left as they were until access is back", r.Repository, r.Repository)
-		return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		return false, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 			// No check run update: the App cannot write to the repository.
 			return auditOnce(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
 		})
 	}
 	x.deps.Log.Warn("rollout batch not adopted: its runs are looked up again on the next tick", "rollout", r.ID,
 		"error", err)
-	return nil
+	return false, nil
 }
 
-// adoptListError is GitHub's failure to list a workflow's runs.
-type adoptListError struct{ err error }
+// workflowGone fails ref, left dispatching, whose workflow GitHub answers
+// 404 for while the repository reads; on_failure then applies as for any
+// failed batch.
+func (x *executor) workflowGone(ctx context.Context, r Rollout, ref Ref, le *adoptListError) error {
+	detail := fmt.Sprintf("adoption: workflow %s not found in %s: GitHub answers 404 on the list of its runs, "+
+		"and the repository reads (is .github/workflows/%s on its default branch?)", le.workflow, r.Repository, le.workflow)
+	x.deps.Log.Warn("rollout batch failed: its workflow is gone", "rollout", r.ID, "batch", le.name,
+		"workflow", le.workflow, "error", le)
+	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET state = $1, detail = $2, updated_at = $3
+			WHERE rollout_id = $4 AND kind = $5 AND stage = $6 AND pass = $7 AND batch = $8 AND state = $9`,
+			RunFailure, detail, store.Micros(x.deps.Now()), r.ID, ref.Kind, ref.Stage, ref.Pass, ref.Batch, RunDispatching)
+		if err != nil {
+			return fmt.Errorf("fail %s of rollout %s: %w", le.name, r.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return err
+		}
+		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", le.name+" not adopted: "+detail)
+	})
+}
+
+// adoptListError is GitHub's failure to list the runs of workflow, to
+// adopt the run of batch name.
+type adoptListError struct {
+	workflow, name string
+	err            error
+}
 
 func (e *adoptListError) Error() string { return e.err.Error() }
 func (e *adoptListError) Unwrap() error { return e.err }
@@ -137,7 +172,7 @@ func (x *executor) adoptRun(ctx context.Context, gh *github.Client, r Rollout, r
 	since := run.DispatchedAt.Add(-clockSkew)
 	runs, err := listRunsSince(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, since)
 	if err != nil {
-		return &adoptListError{fmt.Errorf("runs of %s for %s of rollout %s: %w", workflow, name, r.ID, err)}
+		return &adoptListError{workflow, name, fmt.Errorf("runs of %s for %s of rollout %s: %w", workflow, name, r.ID, err)}
 	}
 	found, err := x.matchRun(ctx, r, runs, name, since)
 	if err != nil || found == nil {

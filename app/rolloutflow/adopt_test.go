@@ -267,3 +267,48 @@ func TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost(t *testing.T) {
 		}
 	})
 }
+
+// The deploy workflow was removed (or renamed) after a batch's dispatch
+// was cut short: GitHub answers 404 on the list of its runs while the
+// repository reads. Its run can never be found, so the batch is not left
+// to be looked up on every tick for ever (it was not failed even at
+// queue_timeout, the rollout hung): it fails, saying which workflow file
+// is missing, as a dispatch of a missing workflow does, and on_failure
+// applies. (A repository that does not read either is access lost:
+// TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost.)
+func TestAnAdoptionWhoseWorkflowIsGoneFailsTheBatch(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.gh.SetClock(h.clock.Now)
+		h.hold = true
+		h.start(nil)
+		h.tick()
+		if _, err := h.x.deps.DB.Write.ExecContext(context.Background(), `UPDATE rollout_batches
+			SET run_id = 0, state = 'dispatching' WHERE rollout_id = $1`, h.id); err != nil {
+			t.Fatal(err)
+		}
+		list := answerRoute(h, "GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs")
+		list.set(http.StatusNotFound)
+
+		h.clock.set(h.clock.Now().Add(dispatchGrace))
+		h.tick()
+		r := h.rollout()
+		want := "workflow deploy.yml not found in " + testRepo
+		if r.Machine.Status != Failed || !strings.Contains(r.Machine.Failure, want) {
+			t.Errorf("status %s (%s), want failed at once: %s", r.Machine.Status, r.Machine.Failure, want)
+		}
+		runs, err := loadRuns(context.Background(), h.x.deps.DB.Read, h.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if canary := runs[Ref{Kind: KindDeploy}]; canary.State != RunFailure || !strings.Contains(canary.Detail, want) {
+			t.Errorf("canary batch %+v, want failed: %s", canary, want)
+		}
+		if lost := h.auditOf("access-lost"); len(lost) != 0 {
+			t.Errorf("access-lost audit lines %q for a repository that reads", lost)
+		}
+		if n := len(h.gh.Dispatches(testRepo)); n != 1 {
+			t.Errorf("%d dispatches, want the canary's only", n)
+		}
+	})
+}
