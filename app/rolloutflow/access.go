@@ -49,8 +49,8 @@ func (x *executor) noToken(ctx context.Context, r Rollout, err error, lost func(
 
 // auditOnce adds msg to the rollout's audit as typ unless it is said
 // already: as the last line of that type, or by a line of that type since
-// the last line of any other. A condition met on every try (access lost, a
-// rate limit) is so said once, though several paths meet it in turn (the
+// the last line of any other. A condition met on every try (access lost)
+// is so said once, though several paths meet it in turn (the
 // run polls and the check run, each with its own line, would otherwise
 // repeat both on every poll); it is said again when met anew after the
 // rollout moved on.

@@ -76,8 +76,12 @@ func later(at, now time.Time) time.Time {
 // refused for its rate limit (or ripcord held back, the installation's
 // limit being spent), and returns the time to dispatch it again: after the
 // reset. Nothing was started and nothing is known against the batch, so it
-// is not failed. The audit says it once per reset (rate-limited), with
-// until when; the log on every try.
+// is not failed. The audit says it once per rate-limit episode
+// (rate-limited, until a dispatch gets through), with until when; the log
+// on every try, with the latest time. A rollout woken before the reset
+// (another run's poll or event) tries again, and GitHub names a later
+// time each time (Retry-After counts from its answer): an audit line per
+// try would only repeat the first with another time.
 func (x *executor) withdrawLimited(ctx context.Context, r *Rollout, ref Ref, name string, until time.Time, cause error) (time.Time, error) {
 	at := until.UTC().Format(time.RFC3339)
 	x.deps.Log.Warn("rollout batch not dispatched: GitHub's rate limit; dispatched again after its reset", "rollout", r.ID,
@@ -88,10 +92,27 @@ func (x *executor) withdrawLimited(ctx context.Context, r *Rollout, ref Ref, nam
 		if err := unclaimBatch(ctx, tx, r.ID, ref); err != nil {
 			return err
 		}
-		return auditOnce(ctx, tx, r.ID, x.deps.Now(), "rate-limited", msg)
+		return auditLimited(ctx, tx, r.ID, x.deps.Now(), msg)
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
 	return until, nil
+}
+
+// auditLimited adds msg to the rollout's audit as rate-limited unless a
+// rate-limited line was said since the last dispatch line (a dispatch
+// GitHub answered otherwise, a run adopted, an abort): the rate limit
+// has not let a dispatch through since, it is the same episode.
+func auditLimited(ctx context.Context, tx *sql.Tx, id string, at time.Time, msg string) error {
+	var said bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_audit WHERE rollout_id = $1 AND type = 'rate-limited'
+		AND n > (SELECT COALESCE(MAX(n), 0) FROM rollout_audit WHERE rollout_id = $1 AND type = 'dispatch'))`, id).Scan(&said)
+	if err != nil {
+		return fmt.Errorf("audit of rollout %s: %w", id, err)
+	}
+	if said {
+		return nil
+	}
+	return insertAudit(ctx, tx, id, at, "rate-limited", msg)
 }

@@ -81,6 +81,58 @@ func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
 	}
 }
 
+// A rollout woken before the reset (another run's poll or event) tries
+// the dispatch again, and GitHub, still limiting it, names a later time
+// (Retry-After counts from its answer). The audit says the rate limit once
+// per episode, until a dispatch gets through, not once per try with
+// another time: the log has the latest. A rate limit met again after a
+// dispatch got through is a new episode, said again.
+func TestARateLimitIsSaidOncePerEpisode(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		a := answerAccess(h)
+		limit := func() {
+			header, _ := retryAfter(h.clock.Now())
+			a.mu.Lock()
+			a.dispatch, a.header = http.StatusTooManyRequests, header
+			a.mu.Unlock()
+		}
+		limit()
+		h.start(nil)
+		h.tick()
+		first := h.rollout().WakeAt
+		h.clock.set(h.clock.Now().Add(5 * time.Minute))
+		h.tick() // woken early, as by another run's event
+		if n := h.gh.Count("POST", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches"); n != 2 {
+			t.Fatalf("%d dispatches, want the canary's tried twice", n)
+		}
+		r := h.rollout()
+		if !r.WakeAt.After(first) {
+			t.Errorf("next tick at %s, want after the second try's reset, past %s", r.WakeAt, first)
+		}
+		limited := h.auditOf("rate-limited")
+		if len(limited) != 1 || !strings.Contains(limited[0], "deploy@canary#0") ||
+			!strings.Contains(limited[0], first.UTC().Format(time.RFC3339)) {
+			t.Errorf("rate-limited audit lines %q, want one, naming the canary's batch and %s", limited, first.UTC().Format(time.RFC3339))
+		}
+
+		// The canary is dispatched after the reset; the next batch meets
+		// the limit anew.
+		a.set(0, 0)
+		h.clock.set(r.WakeAt)
+		h.tick()
+		limit()
+		h.run(func(Rollout) bool { return len(h.auditOf("rate-limited")) > 1 })
+		limited = h.auditOf("rate-limited")
+		if len(limited) != 2 || !strings.Contains(limited[1], "deploy@eu-1/eu-1/eu-1a#0") {
+			t.Errorf("rate-limited audit lines %q, want a second one naming the next batch", limited)
+		}
+
+		a.set(0, 0)
+		h.eachBatchOnce(t, a, false)
+	})
+}
+
 // primaryLimit is a spent primary rate limit that resets in 30 minutes.
 func primaryLimit(now time.Time) (http.Header, time.Time) {
 	reset := now.Add(30 * time.Minute).Truncate(time.Second)
