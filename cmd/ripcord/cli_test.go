@@ -206,6 +206,10 @@ func TestValidateExitCodes(t *testing.T) {
 		{"a flag value out of range", nil, []string{"--max-parallel", "0", good}, 2, "", "--max-parallel must be at least 1"},
 		{"a file that does not exist", nil, []string{filepath.Join(dir, "missing.yml")}, 2, "", "no such file"},
 		{"a folder", nil, []string{dir}, 2, "", "is a directory"},
+		// Every file gets its report before the exit status is decided.
+		{"a missing file before a file with a problem", nil, []string{filepath.Join(dir, "missing.yml"), typo}, 2, typo + ":3:3:", "no such file"},
+		{"a missing file before a valid one", nil, []string{filepath.Join(dir, "missing.yml"), good}, 2, "", good + ": valid"},
+		{"a file with a problem, then a folder", nil, []string{typo, dir}, 2, typo + ":3:3:", "is a directory"},
 		{"help", nil, []string{"-h"}, 0, "", "usage: ripcord validate"},
 	}
 	for _, c := range cases {
@@ -226,7 +230,8 @@ func TestValidateExitCodes(t *testing.T) {
 	_, _, help := ripcord(t, nil, "validate", "-h")
 	help = strings.Join(strings.Fields(help), " ")
 	for _, want := range []string{"Exit status: 0 when everything is valid; 1 when a file or the environment has a problem;",
-		"2 when the command is used wrongly: an unknown flag, a bad flag value, or a FILE that cannot be read"} {
+		"2 when the command is used wrongly: an unknown flag, a bad flag value, or a FILE that cannot be read (2 wins over 1)",
+		"Every file is checked, even after one that cannot be read."} {
 		if !strings.Contains(help, want) {
 			t.Errorf("ripcord validate -h does not say %q:\n%s", want, help)
 		}

@@ -18,19 +18,21 @@ const validateUsage = `usage: ripcord validate [--max-parallel N] [FILE...]   (d
 
 Checks each file and prints each problem as path:line:column: message, and
 names each RIPCORD_* environment variable that no setting or command reads
-(a typo, which serve would ignore with a warning).
+(a typo, which serve would ignore with a warning). Every file is checked,
+even after one that cannot be read.
 
 Exit status: 0 when everything is valid; 1 when a file or the environment
 has a problem; 2 when the command is used wrongly: an unknown flag, a bad
-flag value, or a FILE that cannot be read.
+flag value, or a FILE that cannot be read (2 wins over 1).
 
 flags:
 `
 
 // runValidate checks .github/ripcord.yml files and the environment's
 // RIPCORD_* variables: each problem is printed on stdout (a file's as
-// path:line:column: message); exit 1 on any problem, 2 on a bad flag or a
-// file that cannot be read.
+// path:line:column: message). Every file is checked before the exit
+// status is decided: 2 on a bad flag or a file that cannot be read, else 1
+// on any problem.
 func runValidate(args []string) int {
 	fs := newFlags("ripcord validate", "")
 	fs.Usage = func() {
@@ -50,7 +52,7 @@ func runValidate(args []string) int {
 	if len(args) == 0 {
 		args = []string{".github/ripcord.yml"}
 	}
-	bad := false
+	bad, unreadable := false, false
 	for _, u := range config.CheckEnv(os.Environ()) {
 		fmt.Println(u)
 		bad = true
@@ -59,7 +61,8 @@ func runValidate(args []string) int {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ripcord validate:", err)
-			return 2
+			unreadable = true
+			continue
 		}
 		problems := repoconfig.ValidateWith(file, data, repoconfig.Options{MaxParallel: *maxParallel})
 		for _, p := range problems {
@@ -72,7 +75,10 @@ func runValidate(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: valid\n", file)
 		printStages(data)
 	}
-	if bad {
+	switch {
+	case unreadable:
+		return 2
+	case bad:
 		return 1
 	}
 	return 0
