@@ -90,18 +90,12 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 	for _, s := range settings {
 		values[s.Key] = sourced{s.Default, "default"}
 	}
-	file, origin := getenv("RIPCORD_CONFIG"), "environment variable RIPCORD_CONFIG"
-	if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
-		file, origin = f.Value.String(), "flag --config"
+	fromFile, err := configFile(fs, getenv)
+	if err != nil {
+		return nil, err
 	}
-	if file != "" {
-		fromFile, err := readFile(file, origin)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range fromFile {
-			values[k] = v
-		}
+	for k, v := range fromFile {
+		values[k] = v
 	}
 	for _, s := range settings {
 		if v := getenv(s.Env); v != "" {
@@ -129,6 +123,57 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 		c.OIDC.Audience = c.PublicURL
 	}
 	return c, errors.Join(errs...)
+}
+
+// configFile reads the YAML file named by --config (a flag of fs) or
+// RIPCORD_CONFIG; none named: no values.
+func configFile(fs *flag.FlagSet, getenv func(string) string) (map[string]sourced, error) {
+	file, origin := getenv("RIPCORD_CONFIG"), "environment variable RIPCORD_CONFIG"
+	if f := fs.Lookup("config"); f != nil && f.Value.String() != "" {
+		file, origin = f.Value.String(), "flag --config"
+	}
+	if file == "" {
+		return nil, nil
+	}
+	return readFile(file, origin)
+}
+
+// LoadSetting loads the one setting key as Load would for the server
+// (flag > environment > file > default), for a command that checks
+// something against the server's setting (validate: rollout.max_parallel).
+// flagName is the flag of fs that sets it, as that command names it; the
+// file is the one --config (a flag of fs, if it has one) or RIPCORD_CONFIG
+// names. Only that setting's value is checked: another setting's problem
+// is serve's to report. A file that cannot be read or has an unknown key
+// is an error, as it is for serve. c is the defaults with that setting
+// set; source says where its value came from ("default", "environment
+// variable ...", "flag --...", or the file's path:line:column).
+func LoadSetting(fs *flag.FlagSet, getenv func(string) string, key, flagName string) (c *Config, source string, err error) {
+	s, ok := byKey[key]
+	if !ok {
+		return nil, "", fmt.Errorf("config: no setting %q", key)
+	}
+	v := sourced{s.Default, "default"}
+	fromFile, err := configFile(fs, getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	if f, ok := fromFile[key]; ok {
+		v = f
+	}
+	if e := getenv(s.Env); e != "" {
+		v = sourced{e, "environment variable " + s.Env}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == flagName {
+			v = sourced{f.Value.String(), "flag --" + f.Name}
+		}
+	})
+	c = Defaults()
+	if err := s.set(c, v.value); err != nil {
+		return nil, v.source, &Error{Key: key, Source: v.source, Message: err.Error()}
+	}
+	return c, v.source, nil
 }
 
 // listenURL is the URL a server listening on addr is reached at from this

@@ -15,7 +15,7 @@ const EnvPrefix = "RIPCORD_"
 // (cmd/ripcord): an operator's shell or a unit file may hold them beside
 // the server's settings, so they are known, not typos.
 var commandEnv = []string{
-	"RIPCORD_CONFIG",             // serve, migrate: the settings file (--config)
+	"RIPCORD_CONFIG",             // serve, migrate, validate: the settings file (--config)
 	"RIPCORD_SERVER",             // releases, fact, rollback, rollout, agent: --server
 	"RIPCORD_CLUSTER_TOKEN",      // fact, agent: the cluster's token
 	"RIPCORD_CLUSTER",            // agent: --cluster

@@ -230,10 +230,80 @@ func TestValidateExitCodes(t *testing.T) {
 	_, _, help := ripcord(t, nil, "validate", "-h")
 	help = strings.Join(strings.Fields(help), " ")
 	for _, want := range []string{"Exit status: 0 when everything is valid; 1 when a file or the environment has a problem;",
-		"2 when the command is used wrongly: an unknown flag, a bad flag value, or a FILE that cannot be read (2 wins over 1)",
-		"Every file is checked, even after one that cannot be read."} {
+		"2 when the command is used wrongly: an unknown flag, a bad flag value,",
+		"or a FILE that cannot be read (2 wins over 1)", "Every file is checked, even after one that cannot be read."} {
 		if !strings.Contains(help, want) {
 			t.Errorf("ripcord validate -h does not say %q:\n%s", want, help)
 		}
+	}
+}
+
+// `ripcord validate` checks a wave's parallel against the max_parallel the
+// server would load (flag > environment > settings file > 16), so an
+// operator whose server runs with 4 is not told that 8 is fine.
+func TestValidateUsesTheServersMaxParallel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	wide := write("wide.yml", `version: 1
+apps:
+  shop:
+    environments:
+      prod:
+        cluster: prod-eu
+        targets:
+          - {host: a1, labels: {region: eu-1, az: eu-1a}}
+          - {host: a2, labels: {region: eu-1, az: eu-1a}}
+        rollout:
+          waves:
+            - {name: all, select: "region=eu-1", parallel: 8}
+`)
+	four := write("four.yml", "rollout:\n  max_parallel: 4\n")
+	twelve := write("twelve.yml", "rollout:\n  max_parallel: 12\n")
+	typo := write("typo.yml", "rollout:\n  max_paralel: 4\n")
+	cases := []struct {
+		name   string
+		env    []string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"the default 16", nil, nil, 0, "", "valid"},
+		{"the environment's 4", []string{"RIPCORD_ROLLOUT_MAX_PARALLEL=4"}, nil, 1, "max_parallel 4",
+			"rollout.max_parallel 4, from environment variable RIPCORD_ROLLOUT_MAX_PARALLEL"},
+		{"--config's file", nil, []string{"--config", four}, 1, "max_parallel 4", four + ":2:17"},
+		{"RIPCORD_CONFIG's file", []string{"RIPCORD_CONFIG=" + four}, nil, 1, "max_parallel 4", four + ":2:17"},
+		{"the environment over the file", []string{"RIPCORD_CONFIG=" + four, "RIPCORD_ROLLOUT_MAX_PARALLEL=10"}, nil, 0, "", "valid"},
+		{"the flag over the environment", []string{"RIPCORD_ROLLOUT_MAX_PARALLEL=4"}, []string{"--max-parallel", "8"}, 0, "", "from flag --max-parallel"},
+		{"the flag over the file", nil, []string{"--config", four, "--max-parallel", "9"}, 0, "", "valid"},
+		{"--config over RIPCORD_CONFIG", []string{"RIPCORD_CONFIG=" + four}, []string{"--config", twelve}, 0, "", "valid"},
+		{"a value serve would refuse", []string{"RIPCORD_ROLLOUT_MAX_PARALLEL=0"}, nil, 2, "", "rollout.max_parallel (from environment variable RIPCORD_ROLLOUT_MAX_PARALLEL)"},
+		{"a settings file that does not exist", nil, []string{"--config", filepath.Join(dir, "missing.yml")}, 2, "", "no such file"},
+		{"a settings file with a typo", nil, []string{"--config", typo}, 2, "", "rollout.max_paralel"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// The test's own environment must not choose for the case.
+			env := append([]string{"RIPCORD_CONFIG=", "RIPCORD_ROLLOUT_MAX_PARALLEL="}, c.env...)
+			code, stdout, stderr := ripcord(t, env, append(append([]string{"validate"}, c.args...), wide)...)
+			if code != c.code {
+				t.Errorf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, c.code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, c.stdout) {
+				t.Errorf("stdout %q does not say %q", stdout, c.stdout)
+			}
+			if !strings.Contains(stderr, c.stderr) {
+				t.Errorf("stderr %q does not say %q", stderr, c.stderr)
+			}
+		})
 	}
 }
