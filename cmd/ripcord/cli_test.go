@@ -307,3 +307,42 @@ apps:
 		})
 	}
 }
+
+// A command that takes no arguments refuses one instead of ignoring it: an
+// unquoted reason would otherwise open a rollback with its first word only,
+// and `releases list checkout` would list every app as if filtered.
+func TestCommandsRefuseArgumentsTheyWouldIgnore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	url := inProcessServer(t)
+	people := []string{"RIPCORD_SERVER=" + url, "RIPCORD_API_TOKEN=cli-token"}
+	cluster := []string{"RIPCORD_SERVER=" + url, "RIPCORD_CLUSTER_TOKEN=eu-token"}
+	fact := filepath.Join(t.TempDir(), "fact.json")
+	if err := os.WriteFile(fact, []byte(`{"source":"deployment","cluster":"prod-eu","namespace":"shop","name":"checkout",
+		"uid":"u-1","generation":1,"observed_generation":1,"phase":"Healthy","release_id":"r-1",
+		"observed_at":"`+time.Now().UTC().Format(time.RFC3339)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		arg  string
+	}{
+		{"a reason without quotes", people, []string{"rollback", "--app", "checkout", "--environment", "prod", "--reason", "bad", "deploy"}, "deploy"},
+		{"an app without --app", people, []string{"releases", "list", "checkout"}, "checkout"},
+		{"a rollout list with a stray word", people, []string{"rollout", "list", "--app", "checkout", "--environment", "prod", "eu"}, "eu"},
+		{"a rollout start with a stray word", people, []string{"rollout", "start", "--app", "checkout", "--environment", "prod", "--version", "v42", "now"}, "now"},
+		{"an id beside --release-id", people, []string{"rollout", "status", "7", "--release-id", "cli-1"}, "7"},
+		{"a fact file and a stray word", cluster, []string{"fact", "--cluster", "prod-eu", "--file", fact, "again"}, "again"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := ripcord(t, c.env, c.args...)
+			if want := `unexpected argument "` + c.arg + `"`; code != 2 || !strings.Contains(stderr, want) {
+				t.Errorf("ripcord %s: exit %d, stderr %q; want 2 and %s\nstdout: %s", strings.Join(c.args, " "), code, stderr, want, stdout)
+			}
+		})
+	}
+}

@@ -34,6 +34,9 @@ func runFact(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
+	if code, stop := noArgs(fs); stop {
+		return code
+	}
 	if *cluster == "" {
 		fmt.Fprintln(os.Stderr, "ripcord fact: --cluster is required")
 		return 2

@@ -91,6 +91,18 @@ func parse(fs *flag.FlagSet, args []string) (code int, stop bool) {
 	return 0, false
 }
 
+// noArgs ends a command that takes no arguments but was given one: ignored,
+// it is most often a value that lost its quotes (--reason bad deploy sends
+// the reason "bad") or a filter written without its flag (releases list
+// checkout lists every app), and the command would act on less than asked.
+func noArgs(fs *flag.FlagSet) (code int, stop bool) {
+	if fs.NArg() == 0 {
+		return 0, false
+	}
+	fmt.Fprintf(os.Stderr, "%s: unexpected argument %q; it takes none (a value with spaces needs quotes)\n", fs.Name(), fs.Arg(0))
+	return 2, true
+}
+
 // newFlags is a command's flag set; its -h page starts with the command's
 // synopsis (what it needs besides flags), then lists the flags.
 func newFlags(command, synopsis string) *flag.FlagSet {

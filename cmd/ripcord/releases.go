@@ -51,7 +51,11 @@ func runReleases(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if sub != "list" && fs.NArg() != 1 {
+	if sub == "list" {
+		if code, stop := noArgs(fs); stop {
+			return code
+		}
+	} else if fs.NArg() != 1 {
 		fmt.Fprintf(os.Stderr, "usage: ripcord releases %s RELEASE_ID [flags]\n", sub)
 		return 2
 	}

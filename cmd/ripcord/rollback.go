@@ -39,6 +39,9 @@ func runRollback(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
+	if code, stop := noArgs(fs); stop {
+		return code
+	}
 	for name, v := range map[string]string{"app": *app, "environment": *env, "reason": *reason} {
 		if strings.TrimSpace(v) == "" {
 			fmt.Fprintf(os.Stderr, "ripcord rollback: --%s is required\n", name)

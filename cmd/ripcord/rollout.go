@@ -55,6 +55,9 @@ func rolloutStart(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
+	if code, stop := noArgs(fs); stop {
+		return code
+	}
 	for name, v := range map[string]string{"app": *app, "environment": *env, "version": *version} {
 		if strings.TrimSpace(v) == "" {
 			fmt.Fprintf(os.Stderr, "ripcord rollout start: --%s is required\n", name)
@@ -88,6 +91,10 @@ func rolloutStatus(args []string) int {
 	}
 	ctx := context.Background()
 	if *release != "" {
+		// An id beside --release-id would be ignored: which did they mean?
+		if code, stop := noArgs(fs); stop {
+			return code
+		}
 		var out struct {
 			Rollouts []rolloutflow.StatusJSON `json:"rollouts"`
 		}
@@ -116,6 +123,9 @@ func rolloutList(args []string) int {
 	limit := fs.Int("limit", 20, "at most this many, newest first (1-100)")
 	asJSON := fs.Bool("json", false, "print the server's JSON")
 	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	if code, stop := noArgs(fs); stop {
 		return code
 	}
 	if *app == "" || *env == "" {
