@@ -27,7 +27,9 @@ type child struct {
 	logs bytes.Buffer
 }
 
-func startChild(t *testing.T, bin, dbURL string) *child {
+// startChild starts `ripcord serve` on dbURL and waits until it is ready;
+// extra are more RIPCORD_* settings for it.
+func startChild(t *testing.T, bin, dbURL string, extra ...string) *child {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,6 +42,7 @@ func startChild(t *testing.T, bin, dbURL string) *child {
 	c.cmd.Env = append(os.Environ(),
 		"RIPCORD_LISTEN="+addr, "RIPCORD_DATABASE="+dbURL, "RIPCORD_API_TOKEN=t",
 		"RIPCORD_GITHUB_WEBHOOK_SECRET=crash-secret", "RIPCORD_LOG_LEVEL=warn")
+	c.cmd.Env = append(c.cmd.Env, extra...)
 	c.cmd.Stdout, c.cmd.Stderr = &c.logs, &c.logs
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testbin"
+)
+
+// readme is the project's README, which a newcomer follows.
+func readme(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// readmeCommands are the ripcord command lines the README shows: its
+// `ripcord …` code spans and the lines of its code blocks that start with
+// ripcord (with the indented lines that continue them).
+func readmeCommands(text string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile("`(ripcord [^`]*)`").FindAllStringSubmatch(text, -1) {
+		out = append(out, m[1])
+	}
+	inBlock := false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inBlock = !inBlock
+		case inBlock && strings.HasPrefix(line, "ripcord "):
+			out = append(out, line)
+		case inBlock && strings.HasPrefix(line, "    [") && len(out) > 0 && strings.HasPrefix(out[len(out)-1], "ripcord "):
+			out[len(out)-1] += " " + strings.TrimSpace(line)
+		}
+	}
+	return out
+}
+
+// Every command and flag the README shows is one `ripcord … -h` lists, so
+// a newcomer who copies a line from the README is not told that the flag
+// is not defined.
+func TestREADMECommandsUseRealFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	lines := readmeCommands(readme(t))
+	if len(lines) < 10 {
+		t.Fatalf("found %d ripcord commands in the README; the extraction is broken: %q", len(lines), lines)
+	}
+	subcommands := map[string][]string{"releases": {"list", "show", "audit"}, "rollout": {"start", "status", "list", "approve", "abort"}}
+	help := map[string]string{}
+	flagRE := regexp.MustCompile(`(?:^|[\s\[(|])--([a-z][a-z-]*)`)
+	for _, line := range lines {
+		words := strings.Fields(line)
+		if len(words) < 2 || words[1] == "<command>" {
+			continue
+		}
+		cmd := []string{words[1]}
+		if !slices.ContainsFunc(commands, func(c command) bool { return c.name == words[1] }) {
+			t.Errorf("README: %q: ripcord has no command %q", line, words[1])
+			continue
+		}
+		if subs, ok := subcommands[words[1]]; ok && len(words) > 2 {
+			sub, _, _ := strings.Cut(words[2], "|")
+			if slices.Contains(subs, sub) {
+				cmd = append(cmd, sub)
+			}
+		}
+		key := strings.Join(cmd, " ")
+		if _, ok := help[key]; !ok {
+			code, _, page := ripcord(t, nil, append(cmd, "-h")...)
+			if code != 0 {
+				t.Fatalf("ripcord %s -h: exit %d\n%s", key, code, page)
+			}
+			help[key] = page
+		}
+		for _, m := range flagRE.FindAllStringSubmatch(line, -1) {
+			if m[1] == "help" {
+				continue
+			}
+			if !strings.Contains(help[key], "\n  -"+m[1]+" ") && !strings.Contains(help[key], "\n  -"+m[1]+"\n") {
+				t.Errorf("README: %q: ripcord %s -h lists no flag --%s", line, key, m[1])
+			}
+		}
+	}
+}
+
+// The README's commands that need no GitHub run as written against a real
+// `ripcord serve` on SQLite: a newcomer who follows it gets what it says.
+func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server as a child process")
+	}
+	text := readme(t)
+	bin, err := testbin.Ripcord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	dbURL := "sqlite://" + filepath.Join(dir, "ripcord.db")
+	// `ripcord migrate` first, as an operator would before a start.
+	code, out, errOut := ripcord(t, []string{"RIPCORD_DATABASE=" + dbURL}, "migrate")
+	if code != 0 || !strings.Contains(out+errOut, "schema version") {
+		t.Fatalf("ripcord migrate: exit %d\n%s%s", code, out, errOut)
+	}
+	srv := startChild(t, bin, dbURL, "RIPCORD_CLUSTERS=prod-eu=eu-token")
+	t.Cleanup(func() { srv.cmd.Process.Kill(); srv.cmd.Wait() })
+	server := "RIPCORD_SERVER=http://" + srv.addr
+	people := []string{server, "RIPCORD_API_TOKEN=t"}
+
+	// A release to look at: the bundled action's task fact, from stdin.
+	fact := fmt.Sprintf(`{"source":"task","cluster":"prod-eu","repository":"acme/checkout","workflow_run_id":9,
+		"run_attempt":1,"status":"in_progress","app":"checkout","environment":"prod","version":"v9",
+		"release_id":"readme-1","observed_at":%q}`, time.Now().UTC().Format(time.RFC3339))
+	post := exec.Command(bin, "fact", "--cluster", "prod-eu", "--file", "-")
+	post.Env = append(os.Environ(), server, "RIPCORD_CLUSTER_TOKEN=eu-token")
+	post.Stdin = strings.NewReader(fact)
+	if b, err := post.CombinedOutput(); err != nil || !strings.Contains(string(b), `"outcome": "opened"`) {
+		t.Fatalf("ripcord fact --file -: %v\n%s", err, b)
+	}
+
+	// The repository's example .github/ripcord.yml, as the README shows it.
+	block := regexp.MustCompile("(?s)```yaml\n(version: 1\n.*?)```").FindStringSubmatch(text)
+	if block == nil {
+		t.Fatal("the README shows no example .github/ripcord.yml (a yaml block starting with version: 1)")
+	}
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, ".github"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".github", "ripcord.yml"), []byte(block[1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		readme string   // as the README writes it
+		args   []string // with its placeholders filled in
+		dir    string
+		code   int
+		out    string
+	}{
+		{"ripcord version", []string{"version"}, "", 0, "ripcord "},
+		{"ripcord validate .github/ripcord.yml", []string{"validate", ".github/ripcord.yml"}, repo, 0, ".github/ripcord.yml: valid"},
+		{"ripcord releases show ID", []string{"releases", "show", "readme-1"}, "", 0, "readme-1"},
+		{"ripcord releases audit ID", []string{"releases", "audit", "readme-1"}, "", 0, "release_opened"},
+		{"ripcord releases list", []string{"releases", "list"}, "", 0, "readme-1"},
+		{"ripcord rollout list --app … --environment … --unfinished",
+			[]string{"rollout", "list", "--app", "checkout", "--environment", "prod", "--unfinished"}, "", 0, "ROLLOUT"},
+		{"ripcord rollout status ID | --release-id RELEASE [--json]",
+			[]string{"rollout", "status", "--release-id", "readme-1"}, "", 1, "release readme-1 has no rollout"},
+	}
+	for _, c := range cases {
+		t.Run(c.readme, func(t *testing.T) {
+			if !strings.Contains(text, c.readme) {
+				t.Fatalf("the README no longer shows %q: update this test with it", c.readme)
+			}
+			cmd := exec.Command(bin, c.args...)
+			cmd.Env = append(os.Environ(), people...)
+			cmd.Dir = c.dir
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != c.code || !strings.Contains(stdout.String()+stderr.String(), c.out) {
+				t.Errorf("ripcord %s: exit %d, want %d and %q\nstdout: %s\nstderr: %s", strings.Join(c.args, " "), code, c.code, c.out, stdout.String(), stderr.String())
+			}
+		})
+	}
+}
