@@ -19,8 +19,14 @@ func runFact(args []string) int {
 	file := fs.String("file", "", "JSON file with one fact or {\"facts\": [...]}; - reads stdin")
 	cluster := fs.String("cluster", "", "cluster the fact is from (required)")
 	f := map[string]*string{}
+	// What the server accepts, so that a fact typed from the flags is not
+	// refused for a value the page did not name.
+	values := map[string]string{
+		"source": ": deployment (the default), rollout or argocd; a task fact needs --file",
+		"phase":  ": Progressing, Paused, Healthy, Degraded, SyncFailed or Deleted",
+	}
 	for _, name := range []string{"source", "namespace", "name", "uid", "phase", "release-id", "pod-hash", "revision"} {
-		f[name] = fs.String(name, "", "fact field "+strings.ReplaceAll(name, "-", "_"))
+		f[name] = fs.String(name, "", "fact field "+strings.ReplaceAll(name, "-", "_")+values[name])
 	}
 	// The fact holds a list of images; the flag gives one, so its help
 	// names the field it fills rather than a field "image" that a --file

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/testbin"
 	"github.com/ripcord/ripcord/records"
@@ -183,6 +184,34 @@ func TestFactHelpNamesTheFactsJSONFields(t *testing.T) {
 	for _, m := range named {
 		if !fields[m[1]] {
 			t.Errorf("ripcord fact -h names fact field %q, which a fact does not have", m[1])
+		}
+	}
+}
+
+// `ripcord fact -h` names the values a fact typed from its flags may take,
+// and the source it defaults to: the server refuses any other, and a
+// newcomer had to learn them from that refusal.
+func TestFactHelpNamesTheSourcesAndPhases(t *testing.T) {
+	code, _, help := ripcord(t, nil, "fact", "-h")
+	if code != 0 {
+		t.Fatalf("ripcord fact -h: exit code %d\n%s", code, help)
+	}
+	for _, want := range []string{"deployment (the default)", string(records.SourceRollout), string(records.SourceArgoCD),
+		string(records.PhaseProgressing), string(records.PhasePaused), string(records.PhaseHealthy),
+		string(records.PhaseDegraded), string(records.PhaseSyncFailed), string(records.PhaseDeleted)} {
+		if !strings.Contains(help, want) {
+			t.Errorf("ripcord fact -h does not say %q:\n%s", want, help)
+		}
+	}
+	// Each value the page names is one the server accepts.
+	for _, source := range []records.Source{records.SourceDeployment, records.SourceRollout, records.SourceArgoCD} {
+		for _, phase := range []records.Phase{records.PhaseProgressing, records.PhasePaused, records.PhaseHealthy,
+			records.PhaseDegraded, records.PhaseSyncFailed, records.PhaseDeleted} {
+			f := records.Fact{Source: source, Cluster: "c", Namespace: "n", Name: "w", UID: "u", Generation: 1,
+				ObservedGeneration: 1, Phase: phase, ReleaseID: "r-1", ObservedAt: time.Now()}
+			if err := f.Validate(); err != nil {
+				t.Errorf("a %s fact in phase %s, as the page allows: %v", source, phase, err)
+			}
 		}
 	}
 }
