@@ -178,13 +178,7 @@ func TestValidateExitCodes(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, dir)
 	good := write("good.yml", "version: 1\n")
 	typo := write("typo.yml", "version: 1\nrecovery:\n  max_retry: 3\n")
 	notYAML := write("not-yaml.yml", "version: [1\n")
@@ -247,13 +241,7 @@ func TestValidateUsesTheServersMaxParallel(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := fileWriter(t, dir)
 	wide := write("wide.yml", `version: 1
 apps:
   shop:
@@ -345,5 +333,17 @@ func TestCommandsRefuseArgumentsTheyWouldIgnore(t *testing.T) {
 				t.Errorf("ripcord %s: exit %d, stderr %q; want 2 and %s\nstdout: %s", strings.Join(c.args, " "), code, stderr, want, stdout)
 			}
 		})
+	}
+}
+
+// fileWriter returns a function that writes content to a file of that name
+// in dir, and returns its path.
+func fileWriter(t *testing.T, dir string) func(name, content string) string {
+	return func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
