@@ -23,27 +23,14 @@ import (
 // once (not for an unanswered token), and the check run is written once
 // GitHub gives tokens again.
 func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		status int
-		lost   bool
-	}{
-		{"deleted", http.StatusNotFound, true},
-		{"suspended", http.StatusForbidden, true},
-		{"token unanswered (5xx)", http.StatusServiceUnavailable, false},
-		{"token unanswered (no answer)", -1, false},
-	} {
+	for _, c := range tokenFailures {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
-				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+				h := heldRollout(t, dbURL)
 				tokens := answerTokens(h)
-				h.hold = true
-				h.start(nil)
-				h.tick()
 				tokens.set(c.status)
 				h.x = h.executor() // no token of the installation cached
-				w := &checkWorker{x: h.x}
-				job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+				w, job := checkJob(h)
 				for range 3 {
 					err := w.Work(context.Background(), job)
 					var snooze *river.JobSnoozeError
@@ -83,15 +70,10 @@ func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
 // each says so once, not once per poll.
 func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
-		tokens := answerTokens(h)
-		h.hold = true
-		h.start(nil)
-		h.tick()
-		tokens.set(http.StatusNotFound)
+		h := heldRollout(t, dbURL)
+		answerTokens(h).set(http.StatusNotFound)
 		h.x = h.executor() // no token of the installation cached
-		w := &checkWorker{x: h.x}
-		job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+		w, job := checkJob(h)
 		for range 4 {
 			h.clock.set(h.rollout().WakeAt)
 			h.tickAs(true)
@@ -114,14 +96,10 @@ func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
 // repository reads stays the job's error.
 func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
-		h.hold = true
-		h.start(nil)
-		h.tick()
+		h := heldRollout(t, dbURL)
 		repo := answerRoute(h, "GET /repos/{owner}/{repo}")
 		create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
-		w := &checkWorker{x: h.x}
-		job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+		w, job := checkJob(h)
 		var snooze *river.JobSnoozeError
 
 		create.set(http.StatusNotFound)
@@ -171,12 +149,9 @@ func TestARateLimitedCheckRunWaitsForTheReset(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
-				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+				h := heldRollout(t, dbURL)
 				tokens := answerTokens(h)
 				create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
-				h.hold = true
-				h.start(nil)
-				h.tick()
 				header, until := c.header(h.clock.Now())
 				limited := create
 				if c.token {
@@ -186,8 +161,7 @@ func TestARateLimitedCheckRunWaitsForTheReset(t *testing.T) {
 				limited.mu.Lock()
 				limited.status, limited.header = c.status, header
 				limited.mu.Unlock()
-				w := &checkWorker{x: h.x}
-				job := &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+				w, job := checkJob(h)
 				want := until.Sub(h.clock.Now())
 				var snooze *river.JobSnoozeError
 				if err := w.Work(context.Background(), job); !errors.As(err, &snooze) ||
@@ -216,4 +190,34 @@ func TestARateLimitedCheckRunWaitsForTheReset(t *testing.T) {
 			})
 		})
 	}
+}
+
+// tokenFailures are GitHub's answers to the App's request for an
+// installation token that say nothing against a rollout: lost says whether
+// the App lost access (the installation deleted or suspended) or GitHub
+// did not answer (-1: no answer at all).
+var tokenFailures = []struct {
+	name   string
+	status int
+	lost   bool
+}{
+	{"deleted", http.StatusNotFound, true},
+	{"suspended", http.StatusForbidden, true},
+	{"token unanswered (5xx)", http.StatusServiceUnavailable, false},
+	{"token unanswered (no answer)", -1, false},
+}
+
+// heldRollout is a rollout started and held before its first batch, its
+// check run not written yet.
+func heldRollout(t *testing.T, dbURL string) *harness {
+	h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+	h.hold = true
+	h.start(nil)
+	h.tick()
+	return h
+}
+
+// checkJob is the check run job of h's rollout, on h's executor.
+func checkJob(h *harness) (*checkWorker, *river.Job[CheckArgs]) {
+	return &checkWorker{x: h.x}, &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
 }

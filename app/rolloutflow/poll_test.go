@@ -244,16 +244,7 @@ func TestAnAdoptionInAnOutageDoesNotStopTheOtherRuns(t *testing.T) {
 // adopted) and the rollout goes on. A token GitHub does not answer for is an
 // outage: the same, with no access-lost line.
 func TestAnInstallationRefusedItsTokenFailsNoRunInFlight(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		status int
-		lost   bool
-	}{
-		{"deleted", http.StatusNotFound, true},
-		{"suspended", http.StatusForbidden, true},
-		{"token unanswered (5xx)", http.StatusServiceUnavailable, false},
-		{"token unanswered (no answer)", -1, false},
-	} {
+	for _, c := range tokenFailures {
 		for _, cutShort := range []bool{false, true} {
 			name := c.name + ", run polled"
 			if cutShort {
