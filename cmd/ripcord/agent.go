@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/internal/version"
 )
@@ -53,6 +54,12 @@ func runAgent(args []string) int {
 		fmt.Fprintf(os.Stderr, "ripcord agent: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	// A misspelt variable (RIPCORD_CLUSTER_TOKN in a pod spec) is said
+	// first: it may be why what follows refuses to start.
+	log := newLogger(*logLevel)
+	for _, u := range config.CheckEnv(os.Environ()) {
+		log.Warn(u.String(), "variable", u.Name)
+	}
 	token, err := agentToken(*tokenFile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ripcord agent:", err)
@@ -73,7 +80,6 @@ func runAgent(args []string) int {
 		fmt.Fprintln(os.Stderr, "ripcord agent: dynamic client:", err)
 		return 2
 	}
-	log := newLogger(*logLevel)
 	agent, err := cluster.New(cluster.Config{Cluster: *name, Server: *server, Token: token, Namespace: *namespace,
 		Resync: *resync, StateDir: *stateDir, SpoolMax: *spoolMax, PollWait: *pollWait, Rollouts: *rollouts,
 		Health: h, RolloutTimeout: *rolloutTimeout, Log: log}, kube, dyn)
