@@ -77,7 +77,8 @@ type Agent struct {
 	mu sync.Mutex
 	// listed is set once the watches started with the agent have listed
 	// their workloads; waitingFor says what else keeps it from being
-	// ready (the Rollout watch with --rollouts=on), "" when nothing.
+	// ready (the Rollout watch with --rollouts=on, or Rollouts its RBAC
+	// may not list), "" when nothing.
 	listed     bool
 	waitingFor string
 }
@@ -162,6 +163,9 @@ func (a *Agent) ID() string { return a.id }
 // Deployments: they are watched, delivered and inventoried meanwhile, and
 // discoverRollouts starts the Rollout watch once the cluster serves them.
 // With --rollouts=on the agent is not ready until then, and says why.
+// Neither does a Rollout watch whose list the agent's RBAC forbids: the
+// agent is not ready and says which permission to grant, and the watch
+// joins once it is granted (joinRollouts).
 func (a *Agent) Run(ctx context.Context) error {
 	log := a.cfg.Log.With("cluster", a.cfg.Cluster)
 	d := a.rolloutsServed()
@@ -174,32 +178,38 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.actions.run(ctx) }()
 	// The Rollouts are listed before the Deployments: a tracked Deployment
 	// a tracked Rollout references is not reported, not even once at the
-	// start.
+	// start. Rollouts the RBAC forbids to list cannot tell which, and
+	// do not hold the Deployments back.
 	var rollouts *startedWatch
 	var afterRollouts cache.InformerSynced
 	if d.served {
 		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
-		rollouts, afterRollouts = &w, w.synced
+		rollouts, afterRollouts = &w, w.listedOrDenied
 	}
-	watches := []startedWatch{a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync, afterRollouts)}
-	if rollouts != nil {
-		watches = append(watches, *rollouts)
-	}
-	synced := make([]cache.InformerSynced, len(watches))
-	for i, w := range watches {
-		synced[i] = w.synced
-	}
+	deployments := a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync, afterRollouts)
 	log.Info("ripcord agent started", "agent", a.id, "server", a.cfg.Server, "namespace", cmpOr(a.cfg.Namespace, "(all)"),
 		"rollouts", d.served, "resync", a.cfg.Resync, "spooled", a.deliver.spool.Len())
-	if cache.WaitForCacheSync(ctx.Done(), synced...) {
-		for _, w := range watches {
-			a.watch.hold(w)
+	// The Deployment watch starts once the Rollouts are listed or denied.
+	if cache.WaitForCacheSync(ctx.Done(), deployments.synced) {
+		a.watch.hold(deployments)
+		rolloutsLater := rollouts != nil && !rollouts.synced()
+		switch {
+		case rolloutsLater:
+			// Said before the agent is listed, so /healthz is never OK
+			// in between.
+			a.rolloutsDenied(log, rollouts.denied())
+		case rollouts != nil:
+			a.watch.hold(*rollouts)
 		}
 		a.mu.Lock()
 		a.listed = true
 		a.mu.Unlock()
 		wg.Add(1)
 		go func() { defer wg.Done(); a.sendInventories(ctx) }()
+		if rolloutsLater {
+			wg.Add(1)
+			go func() { defer wg.Done(); a.joinRollouts(ctx, log, *rollouts) }()
+		}
 		if !d.served && a.cfg.Rollouts != RolloutsOff {
 			wg.Add(1)
 			go func() { defer wg.Done(); a.discoverRollouts(ctx, log, d) }()
@@ -227,7 +237,8 @@ func (a *Agent) Handler() http.Handler {
 }
 
 // healthz is 200 once the watches have listed every tracked workload, and,
-// with --rollouts=on, once the Rollout watch runs. A
+// with --rollouts=on, once the Rollout watch runs; not while the agent's
+// RBAC forbids listing the Rollouts of a cluster that serves them. A
 // server outage does not make the agent unhealthy: restarting it would not
 // help, and the spool is there for that.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -124,16 +124,59 @@ func (a *Agent) discoverRollouts(ctx context.Context, log *slog.Logger, d rollou
 		}
 		log.Info("Argo Rollouts are served by this cluster now; watching them")
 		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
-		if cache.WaitForCacheSync(ctx.Done(), w.synced) {
-			a.watch.hold(w)
-			select {
-			case a.watchJoined <- struct{}{}:
-			default:
-			}
-			a.mu.Lock()
-			a.waitingFor = ""
-			a.mu.Unlock()
+		if !cache.WaitForCacheSync(ctx.Done(), w.listedOrDenied) {
+			return
 		}
+		if !w.synced() {
+			a.rolloutsDenied(log, w.denied())
+		}
+		a.joinRollouts(ctx, log, w)
 		return
 	}
+}
+
+// listedOrDenied reports that the Rollout watch w has listed them, or that
+// the agent's RBAC forbade the list: either way, nothing need wait for it.
+func (w startedWatch) listedOrDenied() bool {
+	return w.synced() || (w.denied != nil && w.denied() != nil)
+}
+
+// joinRollouts adds the Rollout watch w to the inventory once it has
+// listed them (at once when it has): a list the RBAC forbade is asked
+// again by the informer, with client-go's backoff, so a permission granted
+// later needs no restart. The agent is ready from then on.
+func (a *Agent) joinRollouts(ctx context.Context, log *slog.Logger, w startedWatch) {
+	if !w.synced() {
+		if !cache.WaitForCacheSync(ctx.Done(), w.synced) {
+			return
+		}
+		log.Info("the agent may list Argo Rollouts now; watching them")
+	}
+	a.watch.hold(w)
+	select {
+	case a.watchJoined <- struct{}{}:
+	default:
+	}
+	a.mu.Lock()
+	a.waitingFor = ""
+	a.mu.Unlock()
+}
+
+// rolloutsDenied says, in the log and on /healthz (which it keeps from
+// being ready, whatever --rollouts), that the cluster serves Argo Rollouts
+// but the agent's RBAC forbids listing them, and what to grant.
+func (a *Agent) rolloutsDenied(log *slog.Logger, err error) {
+	scope := "in namespace " + a.cfg.Namespace + " (a Role there)"
+	if a.cfg.Namespace == "" {
+		scope = "in every namespace (a ClusterRole)"
+	}
+	msg := fmt.Sprintf("cannot watch Argo Rollouts: this cluster serves %s, but the agent may not list them (%v); "+
+		"grant the agent's service account get, list and watch on rollouts in API group argoproj.io %s, "+
+		"as the Helm chart's agent RBAC does, or run the agent with --rollouts=off to watch Deployments alone; "+
+		"Deployments are watched meanwhile, and the Rollouts within a minute of the permission being granted, without a restart",
+		RolloutResource.Resource+"."+RolloutResource.GroupVersion().String(), err, scope)
+	a.mu.Lock()
+	a.waitingFor = msg
+	a.mu.Unlock()
+	log.Error(msg)
 }

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,10 +63,14 @@ type heldStore struct {
 }
 
 // startedWatch is an informer started on the workloads of one source; its
-// cache joins the inventory (hold) only once it has synced.
+// cache joins the inventory (hold) only once it has synced. denied is the
+// error of a list the API server forbade before the first one succeeded
+// (the agent's RBAC lacks the resource), nil otherwise; nil func for the
+// Deployments, without which the agent has nothing to do.
 type startedWatch struct {
 	heldStore
 	synced cache.InformerSynced
+	denied func() error
 }
 
 func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
@@ -83,9 +89,10 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
 		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
 	inf := f.Apps().V1().Deployments().Informer()
+	w.countRestarts(inf, "deployments", nil)
 	handled := w.handle(inf, "deployments", w.deploymentFact, w.trackDeployment)
 	startAfter(ctx, f, after)
-	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, handled.HasSynced}
+	return startedWatch{heldStore: heldStore{records.SourceDeployment, inf.GetStore()}, synced: handled.HasSynced}
 }
 
 // startAfter starts the informers of f once after reports true.
@@ -117,6 +124,9 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 
 // rollouts starts the Rollout informer (dynamic client) once the cache of
 // the Deployments they may reference (refDeployments) has listed them. A
+// list the agent's RBAC forbids is reported by denied, for the agent to
+// go on without them; the informer lists again with client-go's backoff
+// (up to a minute), so a permission granted later needs no restart. A
 // Rollout whose pod template lives in a referenced Deployment
 // (spec.workloadRef) takes that Deployment's images from that cache when
 // its fact is made: Argo updates the Rollout's status when the
@@ -127,9 +137,20 @@ func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn d
 	refs := w.refDeployments(ctx, kube, namespace)
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, trackedOnly)
 	inf := f.ForResource(RolloutResource).Informer()
+	var denied atomic.Pointer[error]
+	w.countRestarts(inf, "rollouts", func(err error) {
+		if apierrors.IsForbidden(err) {
+			denied.Store(&err)
+		}
+	})
 	handled := w.handle(inf, "rollouts", w.rolloutFact, w.trackRollout)
 	startAfter(ctx, f, refs.HasSynced)
-	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, handled.HasSynced}
+	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, handled.HasSynced, func() error {
+		if err := denied.Load(); err != nil {
+			return *err
+		}
+		return nil
+	}}
 }
 
 // rolloutFact is a tracked Rollout's fact, or why there is none.
@@ -191,7 +212,6 @@ type factOf func(obj any) (fact records.Fact, skip *Skip, name string)
 // between Rollouts and Deployments up to date, before the fact is read;
 // gone is true when the object was deleted (or lost its tracked label).
 func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read factOf, track func(obj any, gone bool)) cache.ResourceEventHandlerRegistration {
-	w.countRestarts(inf, resource)
 	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			w.serial.Lock()
@@ -224,10 +244,15 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read fa
 	return reg
 }
 
-// countRestarts counts inf's watches that ended in an error.
-func (w *watcher) countRestarts(inf cache.SharedIndexInformer, resource string) {
+// countRestarts counts inf's watches (and lists) that ended in an error,
+// and hands each error to also, when not nil. It is called before inf
+// starts.
+func (w *watcher) countRestarts(inf cache.SharedIndexInformer, resource string, also func(error)) {
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.metrics.watchRestarts.WithLabelValues(resource).Inc()
+		if also != nil {
+			also(err)
+		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 }

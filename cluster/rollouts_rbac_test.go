@@ -1,0 +1,159 @@
+package cluster_test
+
+import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/ripcord/ripcord/cluster"
+	"github.com/ripcord/ripcord/internal/k8stest"
+	"github.com/ripcord/ripcord/records"
+)
+
+// agentRole is the agent's Role in shop as a hand-written RBAC may have
+// it: the chart's rules, without the Rollouts unless withRollouts.
+func agentRole(withRollouts bool) *rbacv1.Role {
+	read := []string{"get", "list", "watch"}
+	r := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: read},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}},
+		}}
+	if withRollouts {
+		r.Rules = append(r.Rules, rbacv1.PolicyRule{APIGroups: []string{"argoproj.io"}, Resources: []string{"rollouts"}, Verbs: read})
+	}
+	return r
+}
+
+// agentClients creates service account shop/ripcord-agent bound to role
+// and returns clients that authenticate as it, with a token from the
+// TokenRequest API: the API server's RBAC authorizer judges every request.
+func agentClients(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	ctx := t.Context()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"}}
+	if _, err := k.Kube.CoreV1().ServiceAccounts("shop").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Kube.RbacV1().Roles("shop").Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "ripcord-agent"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "ripcord-agent", Namespace: "shop"}}}
+	if _, err := k.Kube.RbacV1().RoleBindings("shop").Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hour := int64(3600)
+	tok, err := k.Kube.CoreV1().ServiceAccounts("shop").CreateToken(ctx, "ripcord-agent",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rest.AnonymousClientConfig(k.Config)
+	rc.BearerToken = tok.Status.Token
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, dyn
+}
+
+// A cluster that serves Argo Rollouts, and an agent whose RBAC does not
+// let it list them: the Deployments are still watched, reported and
+// inventoried; /healthz answers 503 and, like the log, names the missing
+// permission and what to do; once the permission is granted the Rollout
+// watch lists them, without a restart, and the agent becomes ready.
+func TestAForbiddenRolloutListDoesNotHoldBackTheDeployments(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
+	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
+	kube, dyn := agentClients(t, k, agentRole(false))
+	sink := &factSink{}
+	logs := &syncBuffer{}
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		Log: slog.New(slog.NewTextHandler(logs, nil))}, kube, dyn)
+	health := httptest.NewServer(a.Handler())
+	defer health.Close()
+
+	waitUntil(t, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
+	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
+	if inv := sink.lastInventory(); !slices.Equal(inv, []records.Source{records.SourceDeployment}) {
+		t.Errorf("inventory sources %v; want the Deployments alone while the Rollouts cannot be listed", inv)
+	}
+	wants := []string{"rollouts", "argoproj.io", "forbidden", "in namespace shop", "get, list and watch", "--rollouts=off"}
+	waitUntil(t, "/healthz to say the Rollouts are forbidden", func() bool {
+		code, body := healthz(t, health.URL)
+		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
+	})
+	if m := missing(logs.String(), "level=ERROR", "rollouts", "argoproj.io", "get, list and watch", "--rollouts=off"); len(m) > 0 {
+		t.Errorf("the log does not say %q:\n%s", m, logs.String())
+	}
+	if got := sink.rolloutFacts(); len(got) > 0 {
+		t.Fatalf("Rollout facts %v from an agent that may not list them", got)
+	}
+
+	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The informer lists again with client-go's backoff, up to a minute
+	// after several denials.
+	waitWithin(t, 90*time.Second, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
+}
+
+// Argo Rollouts installed after an agent started with --rollouts=on whose
+// RBAC does not let it list them: /healthz stops saying they are not
+// served and names the missing permission instead, and the agent becomes
+// ready once it is granted.
+func TestRolloutsInstalledLaterButForbiddenSayWhichPermissionIsMissing(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
+	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kube, dyn := agentClients(t, k, agentRole(false))
+	sink := &factSink{}
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsOn, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
+	health := httptest.NewServer(a.Handler())
+	defer health.Close()
+	waitUntil(t, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
+
+	k.InstallRolloutCRD()
+	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
+	wants := []string{"forbidden", "in namespace shop", "get, list and watch", "--rollouts=off"}
+	// --rollouts=on looks again with backoff up to a minute.
+	waitWithin(t, 90*time.Second, "/healthz to say the Rollouts are forbidden", func() bool {
+		code, body := healthz(t, health.URL)
+		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
+	})
+	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 90*time.Second, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
+}
