@@ -138,12 +138,17 @@ func (h closedHandler) merged(ev github.PullRequestEvent, rollbacks []string) pi
 // trail. When a newer rollback of the same release was opened since,
 // merging both would put two rollbacks of one release in flight: ripcord
 // says which rollback supersedes it, whether or not that one still holds
-// the environment. It closes nothing a person reopened.
+// the environment. It closes nothing a person reopened. A rollback pull
+// request that is not a withdrawn rollback's may be a stale one
+// (reopenedStale).
 func (h closedHandler) reopened(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (pipeline.Commit, error) {
 	pr, repo := ev.GetPullRequest(), ev.GetRepo().GetFullName()
 	ids, err := h.rollbacksOf(ctx, repo, pr.GetHTMLURL(), pr.GetNumber(), withdrawnCondition)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(ids) == 0 {
+		return h.reopenedStale(ctx, d, ev)
 	}
 	old, newer, err := h.supersededBy(ctx, ids[0])
 	if err != nil {

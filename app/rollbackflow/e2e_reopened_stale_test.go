@@ -1,0 +1,126 @@
+package rollbackflow_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/rollbackpr"
+)
+
+// wantStaleComment checks ripcord's one comment on the reopened pull
+// request number: stale, naming what merging deploys (deploys), what runs
+// now (running), and asking for a new rollback.
+func (s *scene) wantStaleComment(number int, deploys, running string) {
+	s.T.Helper()
+	s.WaitFor("ripcord's comment on the reopened pull request", wait, func() bool { return len(s.botComments(number)) > 0 })
+	s.Settle(jobKinds...)
+	got := s.botComments(number)
+	if len(got) != 1 || !strings.Contains(got[0], "stale") || !strings.Contains(got[0], deploys) ||
+		!strings.Contains(got[0], running) || !strings.Contains(got[0], "/ripcord rollback") {
+		s.T.Errorf("ripcord's comments on the reopened #%d = %q, want one saying it is stale, that merging deploys %s "+
+			"over %s, and to ask for a new rollback", number, got, deploys, running)
+	}
+	for _, pr := range s.GitHub.PullRequests(gitops) {
+		if pr.Number == number && pr.State != "open" {
+			s.T.Errorf("reopened #%d is %s, want it left open: a person reopened it", number, pr.State)
+		}
+	}
+}
+
+// A rollback pull request closed without merging (its release withdrawn)
+// is reopened after a newer release, r4, ran: its withdrawn release is
+// superseded, so merging it would deploy r2's image over r4. ripcord says
+// so on the reopened pull request, with what runs now, asks for a new
+// rollback instead, writes it to the release's audit trail, and closes
+// nothing. The stale pull request does not hold the environment: the new
+// rollback asked for is opened.
+func TestReopenedSupersededRollbackSaysItIsStale(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		old := s.withdrawn()
+		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
+		s.WaitFor("the withdrawn rollback superseded by r4", wait, func() bool {
+			r, _ := s.release(old.ReleaseID)
+			return r.State == records.StateSuperseded
+		})
+
+		s.reopenPullRequest(old.PRNumber)
+		s.Deliver("pull_request", s.reopenedEvent(old))
+		s.wantStaleComment(old.PRNumber, old.Image, "r4:prod-eu/prod")
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND type = 'manual_intervention_required'
+			AND message LIKE '%stale%' AND message LIKE '%r4:prod-eu/prod%'`, old.ReleaseID); n != 1 {
+			t.Errorf("audit events of %s saying it is stale over r4 = %d, want 1", old.ReleaseID, n)
+		}
+		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
+			t.Errorf("the new rollback asked for = %d %s, want 202: the stale pull request holds nothing", status, out)
+		}
+		s.Settle(jobKinds...)
+	})
+}
+
+// reopenedEventOf is GitHub's pull_request reopened delivery for pr of the
+// GitOps repository, as GitHub sends it: its branch, head commit and title.
+func (s *scene) reopenedEventOf(pr githubtest.PullRequest) []byte {
+	head, ok := s.GitHub.Ref(gitops, "heads/"+pr.Head)
+	if !ok {
+		s.T.Fatalf("branch %s of #%d not found", pr.Head, pr.Number)
+	}
+	return e2etest.Edit(s.T, s.reopenedEvent(records.Record{PRNumber: pr.Number,
+		PRURL: fmt.Sprintf("https://github.com/%s/pull/%d", gitops, pr.Number)}), func(m map[string]any) {
+		p := m["pull_request"].(map[string]any)
+		p["title"] = pr.Title
+		h := p["head"].(map[string]any)
+		h["ref"], h["sha"] = pr.Head, head
+		h["repo"].(map[string]any)["full_name"] = gitops
+	})
+}
+
+// A rollback pull request whose job gave up after opening it (its release
+// could never be stored) has no release: ripcord knows it only by what it
+// wrote into it. Closed, and reopened after a newer release, r4, ran, it
+// would deploy r2 over r4: ripcord says so on it as for a superseded
+// rollback, and writes it to the audit trail of r3, the release it rolled
+// back.
+func TestReopenedRollbackWithoutReleaseSaysItIsStale(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		db := testdb.Open(t, dbURL)
+		failRollbackInitiated(t, db)
+		if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
+			t.Fatalf("POST /api/v1/rollbacks = %d %s", status, out)
+		}
+		s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
+			res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1
+				WHERE kind = 'rollback_pull_request' AND state = 'retryable'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, _ := res.RowsAffected()
+			return n == 1
+		})
+		s.WaitFor("the job to give up", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
+		})
+		passRollbackInitiated(t, db)
+		prs := s.GitHub.PullRequests(gitops)
+		if len(prs) != 1 || s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) != 0 {
+			t.Fatalf("pull requests = %+v, want one opened whose release is not stored", prs)
+		}
+		pr := prs[0]
+		s.closePullRequest(pr.Number)
+		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
+
+		s.reopenPullRequest(pr.Number)
+		s.Deliver("pull_request", s.reopenedEventOf(pr))
+		s.wantStaleComment(pr.Number, rollbackpr.ShortSHA(sha(2)), "r4:prod-eu/prod")
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = 'r3:prod-eu/prod'
+			AND type = 'manual_intervention_required' AND message LIKE '%stale%' AND message LIKE '%r4:prod-eu/prod%'`); n != 1 {
+			t.Errorf("audit events of r3 saying its rollback's pull request is stale over r4 = %d, want 1", n)
+		}
+	})
+}
