@@ -114,17 +114,22 @@ func claimIn(ctx context.Context, tx *sql.Tx, dialect store.Dialect, plan Plan, 
 // cluster whose records say their pull requests are open, newest first:
 // opened ones whose pull requests are not merged, and withdrawn ones whose
 // pull requests a person reopened and that hold the environment again
-// (reclaim), until merged or closed again. Both are returned as opened.
+// (reclaim), until merged or closed again, and pull requests opened by a
+// job that gave up before their releases could be stored (holdUnrecorded),
+// until closed or merged. All are returned as opened.
 func openRollbacks(ctx context.Context, q querier, plan Plan) ([]records.Record, error) {
 	r := plan.Record
 	fail := func(err error) ([]records.Record, error) {
 		return nil, fmt.Errorf("open rollbacks of %s in %s/%s: %w", r.App, r.Environment, r.Cluster, err)
 	}
-	rows, err := q.QueryContext(ctx, `SELECT release_id, pr_url, pr_number, git_revision FROM records
+	rows, err := q.QueryContext(ctx, `SELECT release_id, pr_url, pr_number, git_revision, created_at FROM records
 		WHERE kind = $1 AND app = $2 AND environment = $3 AND cluster = $4
 		AND (state = $5 OR (state = 'aborted' AND last_fact_at IS NULL
 			AND release_id IN (SELECT release_id FROM rollback_reopened)))
 		AND merged_at IS NULL AND pr_number > 0 AND release_id <> $6
+		UNION ALL
+		SELECT release_id, pr_url, pr_number, git_revision, created_at FROM rollback_unrecorded
+		WHERE app = $2 AND environment = $3 AND cluster = $4 AND release_id <> $6
 		ORDER BY created_at DESC, release_id DESC`,
 		string(records.KindRollback), r.App, r.Environment, r.Cluster, string(records.StateOpened), r.ReleaseID)
 	if err != nil {
@@ -135,7 +140,8 @@ func openRollbacks(ctx context.Context, q querier, plan Plan) ([]records.Record,
 	for rows.Next() {
 		rec := records.Record{App: r.App, Environment: r.Environment, Cluster: r.Cluster,
 			Kind: records.KindRollback, State: records.StateOpened}
-		if err := rows.Scan(&rec.ReleaseID, &rec.PRURL, &rec.PRNumber, &rec.GitRevision); err != nil {
+		var created int64
+		if err := rows.Scan(&rec.ReleaseID, &rec.PRURL, &rec.PRNumber, &rec.GitRevision, &created); err != nil {
 			return fail(err)
 		}
 		out = append(out, rec)
@@ -211,4 +217,43 @@ func unclaim(ctx context.Context, tx *sql.Tx, ids ...string) error {
 		}
 	}
 	return nil
+}
+
+// holdUnrecorded makes the pull request a gave up on, opened at url
+// (number) but its release not stored, hold its environment's one
+// rollback pull request, in tx: no record says it is open, and another
+// target would be opened beside it. The job held the environment while it
+// ran (beingOpened); tx commits before the job ends, so no other rollback
+// is queued between the two.
+func holdUnrecorded(ctx context.Context, tx *sql.Tx, a PullRequestArgs, url string, number int, now time.Time) error {
+	r := a.Plan.Record
+	_, err := tx.ExecContext(ctx, `INSERT INTO rollback_unrecorded
+		(pr_url, release_id, app, environment, cluster, pr_number, git_revision, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (pr_url) DO NOTHING`,
+		url, a.ReleaseID, r.App, r.Environment, r.Cluster, number, r.GitRevision, store.Micros(now))
+	if err != nil {
+		return fmt.Errorf("hold the environment for the unrecorded rollback pull request %s: %w", url, err)
+	}
+	return nil
+}
+
+// releaseUnrecorded ends the hold of the unrecorded rollback pull request
+// at url (holdUnrecorded), closed or merged, in tx; nothing happens for
+// any other pull request.
+func releaseUnrecorded(ctx context.Context, tx *sql.Tx, url string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM rollback_unrecorded WHERE pr_url = $1`, url); err != nil {
+		return fmt.Errorf("release the unrecorded rollback pull request %s: %w", url, err)
+	}
+	return nil
+}
+
+// unrecordedHeld reports whether the pull request at url is one whose job
+// gave up before storing its release, and that holds its environment
+// (holdUnrecorded).
+func unrecordedHeld(ctx context.Context, q querier, url string) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM rollback_unrecorded WHERE pr_url = $1`, url).Scan(&n); err != nil {
+		return false, fmt.Errorf("unrecorded rollback pull request %s: %w", url, err)
+	}
+	return n > 0, nil
 }

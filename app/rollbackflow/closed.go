@@ -61,13 +61,22 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		if err != nil {
 			return nil, err
 		}
-		mark := h.merged(ev, ids)
-		if warn == nil {
-			return mark, nil
+		unrecorded, err := unrecordedHeld(ctx, h.deps.DB.Read, pr.GetHTMLURL())
+		if err != nil {
+			return nil, err
 		}
+		mark := h.merged(ev, ids)
 		return func(ctx context.Context, tx *sql.Tx) error {
 			if err := mark(ctx, tx); err != nil {
 				return err
+			}
+			if unrecorded {
+				if err := releaseUnrecorded(ctx, tx, pr.GetHTMLURL()); err != nil {
+					return err
+				}
+			}
+			if warn == nil {
+				return nil
 			}
 			return warn(ctx, tx)
 		}, nil
@@ -80,11 +89,20 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	// A withdrawn rollback whose pull request was reopened holds its
 	// environment (reclaim) until the pull request is closed again.
 	held, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(), reclaimedCondition)
-	if err != nil || len(ids) == 0 && len(held) == 0 {
+	if err != nil {
+		return nil, err
+	}
+	unrecorded, err := unrecordedHeld(ctx, h.deps.DB.Read, pr.GetHTMLURL())
+	if err != nil || len(ids) == 0 && len(held) == 0 && !unrecorded {
 		return nil, err
 	}
 	why := closedWhy(pr.GetHTMLURL(), ev.GetSender().GetLogin())
 	return func(ctx context.Context, tx *sql.Tx) error {
+		if unrecorded {
+			if err := releaseUnrecorded(ctx, tx, pr.GetHTMLURL()); err != nil {
+				return err
+			}
+		}
 		if err := unclaim(ctx, tx, held...); err != nil || len(ids) == 0 {
 			return err
 		}
@@ -456,8 +474,21 @@ func (st *starter) stillOpen(ctx context.Context, plan Plan, rec records.Record)
 			"pull_request", rec.PRURL, "err", err)
 		return rec, false, nil
 	}
-	if pr.GetState() != "closed" || pr.GetMerged() {
-		return rec, pr.GetMerged(), nil
+	if pr.GetState() != "closed" {
+		return rec, false, nil
+	}
+	if held, err := unrecordedHeld(ctx, d.DB.Read, rec.PRURL); err != nil || held {
+		// A pull request whose job gave up before storing its release
+		// (holdUnrecorded) has no release to withdraw: closed or merged,
+		// it holds nothing any more.
+		if err == nil {
+			err = d.DB.InDurableTx(ctx, func(tx *sql.Tx) error { return releaseUnrecorded(ctx, tx, rec.PRURL) })
+		}
+		rec.State = records.StateAborted
+		return rec, pr.GetMerged(), err
+	}
+	if pr.GetMerged() {
+		return rec, true, nil
 	}
 	why := closedWhy(or(pr.GetHTMLURL(), rec.PRURL), "") + " (found on GitHub: ripcord missed the close)"
 	var out records.Record

@@ -7,14 +7,16 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
 )
 
 // failRollbackInitiated makes every transaction that records a rollback
 // as initiated (the one that stores the rollback's release) fail, as a
 // conflict on every attempt would.
-func failRollbackInitiated(t *testing.T, db *store.DB) {
+func failRollbackInitiated(t testing.TB, db *store.DB) {
 	t.Helper()
 	stmts := []string{`CREATE TRIGGER fail_rollback_initiated BEFORE INSERT ON audit_events
 		WHEN NEW.type = 'rollback_initiated' BEGIN SELECT RAISE(ABORT, 'injected conflict'); END`}
@@ -82,7 +84,7 @@ func TestRollbackWhoseReleaseCannotBeStoredIsAnsweredWhenTheLastAttemptFails(t *
 
 // passRollbackInitiated drops failRollbackInitiated's trigger: the
 // release store works again.
-func passRollbackInitiated(t *testing.T, db *store.DB) {
+func passRollbackInitiated(t testing.TB, db *store.DB) {
 	t.Helper()
 	stmts := []string{`DROP TRIGGER fail_rollback_initiated`}
 	if db.Dialect == store.Postgres {
@@ -150,4 +152,77 @@ func TestRollbackWhoseReleaseWasNotStoredIsAdoptedByTheRetry(t *testing.T) {
 			t.Errorf("another target after the retry = %d %s, want 409 naming %s", status, out, rec.PRURL)
 		}
 	})
+}
+
+// giveUpUnrecorded asks for a rollback to r2 whose release can never be
+// stored, and lets its job give up at its last attempt with the pull
+// request open: it returns that pull request.
+func (s *scene) giveUpUnrecorded(db *store.DB) githubtest.PullRequest {
+	s.T.Helper()
+	failRollbackInitiated(s.T, db)
+	if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
+		s.T.Fatalf("POST /api/v1/rollbacks = %d %s", status, out)
+	}
+	// Make the next attempt the last one, so the test need not wait for ten.
+	s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
+		res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1
+			WHERE kind = 'rollback_pull_request' AND state = 'retryable'`)
+		if err != nil {
+			s.T.Fatal(err)
+		}
+		n, _ := res.RowsAffected()
+		return n == 1
+	})
+	s.WaitFor("the job to give up", wait, func() bool {
+		return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
+	})
+	passRollbackInitiated(s.T, db)
+	prs := s.GitHub.PullRequests(gitops)
+	if len(prs) != 1 || prs[0].State != "open" || s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) != 0 {
+		s.T.Fatalf("pull requests = %+v, want one open whose release is not stored", prs)
+	}
+	return prs[0]
+}
+
+// A rollback's job gives up at its last attempt with its pull request open
+// on GitHub but its release not stored. No record says that pull request
+// is open, yet merging it deploys its rollback: it holds the environment's
+// one rollback pull request, and a rollback to another target is refused
+// naming it rather than opened beside it. Once it is closed, whether
+// ripcord hears of it (the webhook) or not (GitHub is asked), the other
+// rollback is opened.
+func TestRollbackPullRequestWhoseJobGaveUpHoldsItsEnvironment(t *testing.T) {
+	for _, heard := range []bool{true, false} {
+		name := "close heard"
+		if !heard {
+			name = "close missed"
+		}
+		t.Run(name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				s := newScene(t, dbURL)
+				pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
+				link := fmt.Sprintf("https://github.com/%s/pull/%d", gitops, pr.Number)
+				if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 409 || !strings.Contains(out, link) {
+					t.Fatalf("rollback to r1 with %s open = %d %s, want 409 naming it", link, status, out)
+				}
+				s.Settle(jobKinds...)
+				if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
+					t.Errorf("pull requests in %s = %d, want the unrecorded one only", gitops, n)
+				}
+
+				s.closePullRequest(pr.Number)
+				if heard {
+					s.Deliver("pull_request", s.closedEvent(records.Record{PRNumber: pr.Number, PRURL: link}))
+					s.Settle(jobKinds...)
+				}
+				if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
+					t.Fatalf("rollback to r1 with %s closed = %d %s, want 202", link, status, out)
+				}
+				s.WaitFor("the rollback to r1 with its pull request", wait, func() bool {
+					return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback' AND state = 'opened' AND pr_number > 0`) == 1
+				})
+				s.Settle(jobKinds...)
+			})
+		})
+	}
 }

@@ -97,9 +97,11 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 	var nr *notRecorded
 	if errors.As(err, &nr) {
 		// The pull request is open but its release cannot be stored.
+		// It holds the environment, as its record would have, until it is
+		// closed or merged: another target is not opened beside it.
 		return w.giveUp(ctx, a, "pull request "+nr.url+" opened, but its release could not be recorded: "+why,
 			"the rollback pull request "+nr.url+" was opened but could not be recorded: "+why,
-			"The rollback pull request "+nr.url+" was opened but could not be recorded: "+why+".")
+			"The rollback pull request "+nr.url+" was opened but could not be recorded: "+why+".", nr)
 	}
 	return w.fail(ctx, a, why)
 }
@@ -110,8 +112,9 @@ const giveUpTimeout = 30 * time.Second
 // notRecorded is a rollback pull request opened whose release could not
 // be stored.
 type notRecorded struct {
-	url string
-	err error
+	url    string
+	number int
+	err    error
 }
 
 func (e *notRecorded) Error() string { return e.err.Error() }
@@ -165,7 +168,7 @@ func (w *pullRequestWorker) work(ctx context.Context, job *river.Job[PullRequest
 	d.Log.Info("rollback pull request open", "release_id", a.ReleaseID, "pull_request", res.URL,
 		"branch", res.Branch, "outcome", res.PullRequestOutcome)
 	if err := d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res) }); err != nil {
-		return &notRecorded{url: res.URL, err: err}
+		return &notRecorded{url: res.URL, number: res.PullRequest, err: err}
 	}
 	return nil
 }
@@ -182,6 +185,11 @@ func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullReques
 	}
 	if len(events) == 0 {
 		return nil // stored by an earlier attempt, with its audit and reply
+	}
+	// A job that gave up on this pull request left it holding the
+	// environment; its release, stored now, holds it from here on.
+	if err := releaseUnrecorded(ctx, tx, res.URL); err != nil {
+		return err
 	}
 	if err := QueueReleaseChecks(ctx, tx, d.River(), []records.Record{stored}); err != nil {
 		return err
@@ -213,15 +221,22 @@ func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullReques
 // the job: trying again would not change the answer.
 func (w *pullRequestWorker) fail(ctx context.Context, a PullRequestArgs, why string) error {
 	return w.giveUp(ctx, a, why, "the rollback pull request was not opened: "+why,
-		"The rollback pull request was not opened: "+why+".")
+		"The rollback pull request was not opened: "+why+".", nil)
 }
 
 // giveUp ends the job with the rollback failed: it records audit on the
 // release rolled back (rollback_failed), ends a recovery episode waiting
-// for this rollback with reason, and answers who asked with reply.
-func (w *pullRequestWorker) giveUp(ctx context.Context, a PullRequestArgs, audit, reason, reply string) error {
+// for this rollback with reason, and answers who asked with reply. open,
+// when set, is the pull request opened whose release was not stored: it
+// holds the environment from now on (holdUnrecorded).
+func (w *pullRequestWorker) giveUp(ctx context.Context, a PullRequestArgs, audit, reason, reply string, open *notRecorded) error {
 	d := w.deps
 	err := d.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if open != nil {
+			if err := holdUnrecorded(ctx, tx, a, open.url, open.number, d.Now()); err != nil {
+				return err
+			}
+		}
 		err := d.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackFailed, ReleaseID: a.Plan.Record.RollbackOf,
 			At: d.Now(), Message: fmt.Sprintf("rollback %s: %s", a.ReleaseID, audit),
 			Data: map[string]any{"rollback_release_id": a.ReleaseID}})

@@ -153,6 +153,13 @@ func (h closedHandler) staleComment(d pipeline.Delivery, ev github.PullRequestEv
 		if err != nil {
 			return err
 		}
+		// Its hold, if a missed close left it (holdUnrecorded), ends: the
+		// new rollback asked for must not be refused for it.
+		if stale.releaseID == "" {
+			if err := releaseUnrecorded(ctx, tx, pr.GetHTMLURL()); err != nil {
+				return err
+			}
+		}
 		h.deps.Log.Warn("stale rollback pull request reopened", "pull_request", pr.GetHTMLURL(),
 			"release_id", stale.releaseID, "rollback_of", stale.rollbackOf, "running", current.ReleaseID)
 		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: ev.GetRepo().GetFullName(),
