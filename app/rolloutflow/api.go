@@ -155,14 +155,26 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var bad *badRequest
-	if err := a.open(ctx, &q); errors.As(err, &bad) {
+	rec, err := a.open(ctx, &q)
+	if errors.As(err, &bad) {
 		pipeline.WriteError(w, bad.status, bad.field, bad.msg)
 		return
 	} else if err != nil {
 		a.internal(w, err)
 		return
 	}
-	ro, err := a.x.start(ctx, a.loader, StartArgs{ReleaseID: q.ReleaseID, Author: q.Author, FreezeOverride: q.FreezeOverride})
+	args := StartArgs{ReleaseID: q.ReleaseID, Author: q.Author, FreezeOverride: q.FreezeOverride}
+	var ro Rollout
+	if rec != nil {
+		ro, err = a.x.startNew(ctx, a.loader, *rec, args)
+	} else {
+		ro, err = a.x.start(ctx, a.loader, args)
+	}
+	var conflict *records.ConflictError
+	if errors.As(err, &conflict) { // opened meanwhile, with other content
+		pipeline.WriteError(w, http.StatusConflict, conflict.Field, conflict.Error())
+		return
+	}
 	if errors.Is(err, errNoRollout) {
 		pipeline.WriteError(w, http.StatusUnprocessableEntity, "environment", "environment: "+q.Environment+" of "+q.App+" has no rollout: in .github/ripcord.yml")
 		return
@@ -189,28 +201,30 @@ func (b *badRequest) Error() string { return b.msg }
 
 func bad(field, msg string) error { return &badRequest{http.StatusBadRequest, field, msg} }
 
-// open finds q's release, or opens it: repository and cluster default to
-// those of the newest release of the app and environment.
-func (a api) open(ctx context.Context, q *startRequest) error {
+// open finds q's release, stored already, or returns the one to open
+// (startNew opens it with its rollout, once nothing can refuse the start):
+// repository and cluster default to those of the newest release of the app
+// and environment.
+func (a api) open(ctx context.Context, q *startRequest) (*records.Record, error) {
 	if q.ReleaseID != "" {
 		rec, err := a.x.deps.Records.Get(ctx, q.ReleaseID)
 		if err == nil {
 			q.App, q.Environment = rec.App, rec.Environment
-			return nil
+			return nil, nil
 		}
 		if !errors.Is(err, records.ErrNotFound) {
-			return err
+			return nil, err
 		}
 	}
 	for field, v := range map[string]string{"app": q.App, "environment": q.Environment, "version": q.Version} {
 		if v == "" {
-			return bad(field, field+": required (or release_id of an open release)")
+			return nil, bad(field, field+": required (or release_id of an open release)")
 		}
 	}
 	if q.Repository == "" || q.Cluster == "" {
 		last, err := a.x.deps.Records.List(ctx, records.Filter{App: q.App, Environment: q.Environment, Limit: 1})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(last) == 1 {
 			q.Repository, q.Cluster = cmp.Or(q.Repository, last[0].Repository), cmp.Or(q.Cluster, last[0].Cluster)
@@ -218,9 +232,9 @@ func (a api) open(ctx context.Context, q *startRequest) error {
 	}
 	switch {
 	case q.Repository == "":
-		return bad("repository", "repository: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
+		return nil, bad("repository", "repository: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
 	case q.Cluster == "":
-		return bad("cluster", "cluster: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
+		return nil, bad("cluster", "cluster: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
 	}
 	if q.ReleaseID == "" {
 		q.ReleaseID = fmt.Sprintf("%s-%s:%s/%s", q.App, q.Version, q.Cluster, q.Environment)
@@ -228,17 +242,25 @@ func (a api) open(ctx context.Context, q *startRequest) error {
 	rec := records.Record{ReleaseID: q.ReleaseID, App: q.App, Environment: q.Environment, Cluster: q.Cluster,
 		Repository: q.Repository, Image: q.Version, Kind: records.KindPromote}
 	if err := rec.Validate(); err != nil {
-		return bad("", err.Error())
+		return nil, bad("", err.Error())
 	}
+	if _, err := a.x.deps.Records.Get(ctx, rec.ReleaseID); errors.Is(err, records.ErrNotFound) {
+		return &rec, nil
+	} else if err != nil {
+		return nil, err
+	}
+	// Stored already (the same request sent again, or a release a workflow
+	// opened): opening it again writes nothing, or is refused when it says
+	// something else.
 	err := a.x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		_, _, err := a.x.deps.Records.OpenRelease(ctx, tx, rec, a.x.deps.Now())
 		return err
 	})
 	var conflict *records.ConflictError
 	if errors.As(err, &conflict) {
-		return &badRequest{http.StatusConflict, conflict.Field, conflict.Error()}
+		return nil, &badRequest{http.StatusConflict, conflict.Field, conflict.Error()}
 	}
-	return err
+	return nil, err
 }
 
 type voteRequest struct {

@@ -101,29 +101,63 @@ func (x *executor) startRelease(ctx context.Context, loader *configload.Loader, 
 			return Rollout{}, errNoRollout
 		}
 	}
-	inst, err := installationOf(ctx, x.deps.DB.Read, rec.Repository)
+	rec, inst, snap, err := x.prepare(ctx, loader, rec, a, mergeSHA)
 	if err != nil {
 		return Rollout{}, err
+	}
+	return x.create(ctx, rec, inst, snap, a.Author)
+}
+
+// startNew opens rec, a release not stored yet, and starts its rollout
+// (POST /api/v1/rollouts, `ripcord rollout start`). Every check that can
+// refuse the start (the App not installed, the config, no rollout:, GitHub
+// errors) runs before anything is written, and the release is opened in
+// the transaction that stores its rollout: a refused start leaves no
+// release behind, opened with no deploy to report on, that would stall and
+// show in the releases list as if deploying; the same request sent again
+// starts afresh.
+func (x *executor) startNew(ctx context.Context, loader *configload.Loader, rec records.Record, a StartArgs) (Rollout, error) {
+	started, inst, snap, err := x.prepare(ctx, loader, rec, a, "")
+	if err != nil {
+		return Rollout{}, err
+	}
+	// The release is stored as sent: started may carry the default
+	// branch's head, which is the check run's commit, not the release's.
+	return x.createOpening(ctx, started, inst, snap, a.Author, func(tx *sql.Tx) error {
+		_, _, err := x.deps.Records.OpenRelease(ctx, tx, rec, x.deps.Now())
+		return err
+	})
+}
+
+// prepare reads what the rollout of rec needs, writing nothing: its
+// installation, its plan from the repository's config, the commit its
+// check run goes on (rec's git_revision as returned). Every refusal of a
+// start but the ones create meets comes from here.
+func (x *executor) prepare(ctx context.Context, loader *configload.Loader, rec records.Record, a StartArgs, mergeSHA string) (records.Record, int64, Snapshot, error) {
+	fail := func(err error) (records.Record, int64, Snapshot, error) { return records.Record{}, 0, Snapshot{}, err }
+	inst, err := installationOf(ctx, x.deps.DB.Read, rec.Repository)
+	if err != nil {
+		return fail(err)
 	}
 	gh, err := x.deps.GitHub.NewInstallationClient(inst)
 	if err != nil {
-		return Rollout{}, fmt.Errorf("github client for installation %d: %w", inst, err)
+		return fail(fmt.Errorf("github client for installation %d: %w", inst, err))
 	}
 	cfg, err := loader.Load(ctx, gh.Repositories, rec.Repository, "")
 	if err != nil {
-		return Rollout{}, err
+		return fail(err)
 	}
 	if !cfg.Valid() {
-		return Rollout{}, fmt.Errorf("rollout of %s: %w", rec.ReleaseID, cfg.Err())
+		return fail(fmt.Errorf("rollout of %s: %w", rec.ReleaseID, cfg.Err()))
 	}
 	env, ok := cfg.Config.Environment(rec.App, rec.Environment)
 	if !ok || env.Plan == nil {
-		return Rollout{}, errNoRollout
+		return fail(errNoRollout)
 	}
 	owner, name, _ := strings.Cut(rec.Repository, "/")
 	repo, _, err := gh.Repositories.Get(ctx, owner, name)
 	if err != nil {
-		return Rollout{}, fmt.Errorf("default branch of %s: %w", rec.Repository, err)
+		return fail(fmt.Errorf("default branch of %s: %w", rec.Repository, err))
 	}
 	snap := SnapshotFor(env.Plan, repo.GetDefaultBranch(), x.server)
 	snap.Settings.FreezeOverride = a.FreezeOverride
@@ -138,13 +172,13 @@ func (x *executor) startRelease(ctx context.Context, loader *configload.Loader, 
 		// the status says so.
 		b, _, err := gh.Repositories.GetBranch(ctx, owner, name, repo.GetDefaultBranch(), 1)
 		if err != nil {
-			return Rollout{}, fmt.Errorf("head of %s@%s for the rollout check run: %w", rec.Repository, repo.GetDefaultBranch(), err)
+			return fail(fmt.Errorf("head of %s@%s for the rollout check run: %w", rec.Repository, repo.GetDefaultBranch(), err))
 		}
 		rec.GitRevision = b.GetCommit().GetSHA()
 		snap.HeadFrom = fmt.Sprintf("the release has no git_revision: the head of the default branch %s when the rollout started",
 			repo.GetDefaultBranch())
 	}
-	return x.create(ctx, rec, inst, snap, a.Author)
+	return rec, inst, snap, nil
 }
 
 // stopRolledBack aborts the rollout of the release a rollback takes back,
@@ -181,6 +215,12 @@ const HeadFromRelease = "git_revision"
 
 // create stores the rollout of rec running snap, with its first tick.
 func (x *executor) create(ctx context.Context, rec records.Record, inst int64, snap Snapshot, author string) (Rollout, error) {
+	return x.createOpening(ctx, rec, inst, snap, author, nil)
+}
+
+// createOpening is create with open, if set, run first in the same
+// transaction: startNew opens the release there.
+func (x *executor) createOpening(ctx context.Context, rec records.Record, inst int64, snap Snapshot, author string, open func(*sql.Tx) error) (Rollout, error) {
 	if snap.HeadFrom == "" && rec.GitRevision != "" {
 		snap.HeadFrom = HeadFromRelease
 	}
@@ -199,6 +239,11 @@ func (x *executor) create(ctx context.Context, rec records.Record, inst int64, s
 	}
 	var created bool
 	err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if open != nil {
+			if err := open(tx); err != nil {
+				return err
+			}
+		}
 		if created, err = insertRollout(ctx, tx, r); err != nil || !created {
 			return err
 		}
