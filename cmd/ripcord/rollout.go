@@ -165,8 +165,13 @@ func rolloutVote(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if fs.NArg() != 1 || *user == "" {
+	if fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: ripcord rollout approve ROLLOUT_ID --user LOGIN [--reject]")
+		return 2
+	}
+	if strings.TrimSpace(*user) == "" {
+		fmt.Fprintln(os.Stderr, "ripcord rollout approve: --user is required: the GitHub login of who approves "+
+			"(the api token does not name one; their permission on the repository is checked, and the release's author cannot approve)")
 		return 2
 	}
 	body, _ := json.Marshal(map[string]any{"user": *user, "reject": *reject, "comment": *comment})
@@ -181,8 +186,13 @@ func rolloutAbort(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if fs.NArg() != 1 || *user == "" {
+	if fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: ripcord rollout abort ROLLOUT_ID --user LOGIN [--reason WHY]")
+		return 2
+	}
+	if strings.TrimSpace(*user) == "" {
+		fmt.Fprintln(os.Stderr, "ripcord rollout abort: --user is required: the GitHub login of who aborts "+
+			"(the api token does not name one; the rollout's audit trail says who stopped it)")
 		return 2
 	}
 	body, _ := json.Marshal(map[string]any{"user": *user, "reason": *reason})
