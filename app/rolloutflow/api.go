@@ -9,11 +9,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -180,7 +185,12 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		pipeline.WriteError(w, http.StatusUnprocessableEntity, "", err.Error())
+		status := startRefusal(err, a.x.deps.Now())
+		if status >= 500 {
+			a.x.deps.Log.Warn("rollout not started: retry later", "release", args.ReleaseID, "status", status, "error", err)
+			err = fmt.Errorf("%w; nothing was stored: send the same request again later", err)
+		}
+		pipeline.WriteError(w, status, "", err.Error())
 		return
 	}
 	st, err := a.x.Status(ctx, ro.ID)
@@ -189,6 +199,32 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pipeline.WriteJSON(w, http.StatusCreated, st)
+}
+
+// startRefusal is the status that answers a start refused with err: 503
+// when the database or GitHub's rate limit is the cause, 502 when GitHub
+// did not answer (a 5xx, or no answer at all), so that a caller knows the
+// same request may succeed later (nothing was stored); 422 otherwise, a
+// cause the caller must fix (the App not installed, the configuration).
+func startRefusal(err error, now time.Time) int {
+	var er *github.ErrorResponse
+	var ue *url.Error
+	switch {
+	case store.Unavailable(err):
+		return http.StatusServiceUnavailable
+	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 500, tokenUnanswered(err):
+		return http.StatusBadGateway
+	}
+	if _, limited := rateLimited(err, now); limited {
+		return http.StatusServiceUnavailable
+	}
+	if errors.As(err, &er) {
+		return http.StatusUnprocessableEntity // GitHub answered: a refusal
+	}
+	if errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusBadGateway
+	}
+	return http.StatusUnprocessableEntity
 }
 
 // badRequest is a 4xx naming the field that is wrong.

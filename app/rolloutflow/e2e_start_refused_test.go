@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
@@ -88,6 +90,14 @@ func refusedStartLeavesNothing(t *testing.T, dbURL string) {
 		_, _ = w.Write([]byte(`{"message":"Not Found"}`))
 	})
 	refused("GitHub refusing to read the repository", "v3", "prod", http.StatusUnprocessableEntity, "default branch of acme/checkout")
+	// GitHub not answering is no refusal of the start: the status says the
+	// same request may succeed later.
+	e.GitHub.Handle(getRepo, func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte(`{"message":"Server Error"}`))
+	})
+	refused("GitHub not answering (502)", "v3", "prod", http.StatusBadGateway, "send the same request again later")
 	e.GitHub.Handle(getRepo, e.GitHub.Default(getRepo))
 	if code, body := start("v3", "prod"); code != http.StatusCreated {
 		t.Errorf("the start sent again once GitHub answers: %d %s", code, body)
@@ -114,4 +124,32 @@ func refusedStartLeavesNothing(t *testing.T, dbURL string) {
 	if now := read(); now != was {
 		t.Errorf("the refused start changed %s:\nwas %s\nis  %s", before, was, now)
 	}
+}
+
+// A start GitHub's spent rate limit stops answers 503, not 422: the same
+// request may succeed after the reset, and nothing was stored meanwhile.
+func TestRolloutStartOnGitHubsRateLimitIsRetryable(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := e2etest.Start(t, dbURL, app.Options{})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)
+		e.Install(repo)
+		const getRepo = "GET /repos/{owner}/{repo}"
+		e.GitHub.Handle(getRepo, func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-RateLimit-Limit", "5000")
+			w.Header().Set("X-RateLimit-Remaining", "0")
+			w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message":"API rate limit exceeded for installation ID 1.","documentation_url":"https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"}`))
+		})
+		code, body := e.Do("POST", "/api/v1/rollouts", "application/json", []byte(`{"repository": "acme/checkout",
+			"app": "checkout", "environment": "prod", "cluster": "prod-eu", "version": "v3", "author": "alice"}`))
+		if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "send the same request again later") {
+			t.Errorf("a start on GitHub's rate limit: %d %s, want 503 saying to send it again later", code, body)
+		}
+		if n := e.Int(`SELECT COUNT(*) FROM records WHERE release_id = $1`, "checkout-v3:prod-eu/prod"); n != 0 {
+			t.Errorf("%d releases opened by a start on GitHub's rate limit, want none", n)
+		}
+	})
 }
