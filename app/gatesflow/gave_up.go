@@ -48,7 +48,7 @@ func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs
 	defer stop()
 	a := job.Args
 	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
-		InstallationID: a.InstallationID, Seq: job.ID, Attempts: job.Attempt, Error: plainError(err)}
+		InstallationID: a.InstallationID, Seq: job.ID, Attempts: job.Attempt, Error: plainError(err, "evaluation", evaluateTimeout)}
 	if _, ierr := w.deps.River().Insert(ctx, g, &river.InsertOpts{MaxAttempts: reportAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
 		// The database is down too: the runs stay in progress until a
 		// newer evaluation of the commit (a push, a re-run) ends them.
@@ -60,9 +60,10 @@ func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs
 		"pull_request", a.PullRequest, "head_sha", a.HeadSHA, "attempts", job.Attempt, "error", err)
 }
 
-// plainError says err in words a reviewer reads on a check run: GitHub's
-// answer as its status and message, not go-github's request dump.
-func plainError(err error) string {
+// plainError says err, the last error of a job (job names it: "evaluation",
+// "write") that had timeout, in words a reviewer reads on a check run:
+// GitHub's answer as its status and message, not go-github's request dump.
+func plainError(err error, job string, timeout time.Duration) string {
 	s := err.Error()
 	var er *github.ErrorResponse
 	if errors.As(err, &er) && er.Response != nil {
@@ -70,7 +71,7 @@ func plainError(err error) string {
 		s = strings.Replace(s, er.Error(), strings.TrimSpace(said), 1)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		s += fmt.Sprintf(" (the evaluation ran out of its %s)", evaluateTimeout)
+		s += fmt.Sprintf(" (the %s ran out of its %s)", job, timeout)
 	}
 	return s
 }
@@ -139,9 +140,13 @@ func verdictPending(ctx context.Context, d pipeline.Deps, run evaluationRun) (bo
 
 func gaveUpSummary(a GaveUpArgs) string {
 	return fmt.Sprintf("ripcord stopped evaluating the gates of this commit after %d attempts. The last one failed: %s.\n\n"+
-		"A gate that was not evaluated does not pass. To evaluate it again, choose **Re-run** on this check run "+
-		"(or **Re-run all checks**); a push to the pull request evaluates its gates again too.", a.Attempts, a.Error)
+		"A gate that was not evaluated does not pass. %s", a.Attempts, a.Error, howToEvaluateAgain)
 }
+
+// howToEvaluateAgain ends the summary of a gate run ripcord failed because
+// it could not evaluate the gate or write its verdict.
+const howToEvaluateAgain = "To evaluate it again, choose **Re-run** on this check run " +
+	"(or **Re-run all checks**); a push to the pull request evaluates its gates again too."
 
 // evaluationRun is a gate run of one evaluation still in progress.
 type evaluationRun struct {

@@ -48,11 +48,11 @@ func TestPlainErrorSaysWhatGitHubAnswered(t *testing.T) {
 	if !errors.As(err, &er) {
 		t.Fatalf("reading a pull request that does not exist: %v, want GitHub's error answer", err)
 	}
-	got := plainError(fmt.Errorf("read pull request acme/checkout#404: %w", err))
+	got := plainError(fmt.Errorf("read pull request acme/checkout#404: %w", err), "evaluation", time.Minute)
 	if !strings.HasPrefix(got, "read pull request acme/checkout#404: GitHub answered 404 ") || strings.Contains(got, "http") {
 		t.Errorf("plainError = %q, want what was being done and GitHub's status and message, without the request", got)
 	}
-	if got := plainError(fmt.Errorf("queue gate check runs: %w", context.DeadlineExceeded)); !strings.Contains(got, "ran out of its") {
+	if got := plainError(fmt.Errorf("queue gate check runs: %w", context.DeadlineExceeded), "evaluation", time.Minute); !strings.Contains(got, "ran out of its") {
 		t.Errorf("plainError = %q, want it to say the evaluation ran out of time", got)
 	}
 }

@@ -3,6 +3,7 @@ package gatesflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -63,9 +64,24 @@ type reportWorker struct {
 	deps pipeline.Deps
 }
 
-func (w *reportWorker) Timeout(*river.Job[ReportArgs]) time.Duration { return time.Minute }
+// reportTimeout bounds a check-run write job.
+const reportTimeout = time.Minute
+
+func (w *reportWorker) Timeout(*river.Job[ReportArgs]) time.Duration { return reportTimeout }
 
 func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) error {
+	err := w.work(ctx, job)
+	var cancelled *river.JobCancelError
+	if err == nil || (job.Attempt < job.MaxAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
+		return err
+	}
+	// The last try failed (or the job was cancelled): River drops the job,
+	// and the run it was to complete would spin for ever (notWritten).
+	w.notWritten(ctx, job, err)
+	return err
+}
+
+func (w *reportWorker) work(ctx context.Context, job *river.Job[ReportArgs]) error {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {

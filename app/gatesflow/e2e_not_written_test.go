@@ -1,0 +1,151 @@
+package gatesflow_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/gatesflow"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// refuseUpdates makes GitHub answer 422 to every check-run update refused
+// says to refuse (given its decoded body), and take the others.
+func refuseUpdates(e *e2etest.Env, refused func(body map[string]any) bool) {
+	const update = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
+	pass := e.GitHub.Default(update)
+	e.GitHub.Handle(update, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		if refused(body) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write([]byte(`{"message":"Validation Failed","errors":[{"resource":"CheckRun","code":"invalid","field":"output"}],"documentation_url":"https://docs.github.com/rest"}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		pass(w, r, p)
+	})
+}
+
+// A verdict GitHub refuses on every attempt of its job (here a 422 on the
+// update that completes the run the evaluation showed in progress) must
+// not leave the gate spinning for ever, a required check with it: the
+// job's last attempt completes the run as a failure that says the verdict
+// could not be written, why, and how to evaluate again.
+func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
+		answer := make(chan struct{})
+		policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-answer:
+			case <-r.Context().Done():
+				return
+			}
+			_, _ = w.Write([]byte(`{"result": "pass", "reason": "allowed"}`))
+		}))
+		defer policy.Close()
+
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      process:
+        policy_validation: {url: "`+policy.URL+`"}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
+`)
+		base, head, number := openBump(e, repo)
+		e.Install(repo)
+		// GitHub refuses the verdict (a success), whatever the attempt.
+		refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
+
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
+			runs := e.GitHub.CheckRuns(repo)
+			return len(runs) == 1 && runs[0].Status == "in_progress"
+		})
+		shown := e.GitHub.CheckRuns(repo)[0]
+		close(answer)
+		e.WaitFor("the verdict's job to fail for good", 60*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'discarded'`) == 1
+		})
+		e.Settle()
+
+		cr := run(e, shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.NotWrittenTitle ||
+			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "GitHub answered 422 Validation Failed") ||
+			!strings.Contains(cr.Summary, "Re-run") {
+			t.Fatalf("the run whose verdict GitHub refused: %s %s %q\n%s\nwant a failure that says the verdict could not be written, why, and how to evaluate again",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+		if n := len(e.GitHub.CheckRuns(repo)); n != 1 {
+			t.Errorf("%d check runs, want only the one the evaluation showed in progress", n)
+		}
+	})
+}
+
+// A verdict GitHub took is the gate's result, even when its job then fails
+// for good (here every update that adds the annotations past the first 50
+// is refused): the run is not replaced by a failure that says the verdict
+// could not be written.
+func TestAVerdictGitHubTookIsNotReplacedWhenItsJobFailsForGood(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      values: {schema: deploy/release.schema.json}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
+`)
+		e.GitHub.PutFile(repo, "main", "deploy/release.schema.json",
+			`{"type":"object","properties":{"ports":{"type":"array","items":{"type":"integer","maximum":10}}}}`)
+		var b strings.Builder
+		b.WriteString(release(digestB, 3) + "ports:\n")
+		for range 60 {
+			b.WriteString("  - 99\n")
+		}
+		base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
+		head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", b.String())
+		number := e.GitHub.OpenPullRequest(repo, "octocat", "bump-checkout", "main", "bump checkout")
+		e.Install(repo)
+		refuseUpdates(e, func(body map[string]any) bool {
+			out, _ := body["output"].(map[string]any)
+			as, _ := out["annotations"].([]any)
+			return len(as) > 0
+		})
+
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e.WaitFor("the verdict's job to fail for good", 60*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'discarded'`) == 1
+		})
+		e.Settle()
+		runs := e.GitHub.CheckRuns(repo)
+		if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Title == gatesflow.NotWrittenTitle || len(runs[0].Annotations) != 50 {
+			t.Fatalf("runs: %+v, want the verdict GitHub took, with its first 50 annotations", runs)
+		}
+		for _, r := range e.GitHub.Requests() {
+			if r.Method == http.MethodPatch && strings.Contains(string(r.Body), gatesflow.NotWrittenTitle) {
+				t.Errorf("the verdict GitHub took was written over: %s", r.Body)
+			}
+		}
+	})
+}
