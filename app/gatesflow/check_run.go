@@ -33,14 +33,14 @@ func (h checkRunHandler) Handle(_ context.Context, d pipeline.Delivery) (pipelin
 		return nil, pipeline.Permanent(fmt.Errorf("decode check_run event: %w", err))
 	}
 	cr := ev.GetCheckRun()
-	number := 0
+	number, ours := 0, int64(0)
 	if n, ok := pullRequestOf(cr.GetExternalID(), ev.GetRepo().GetFullName(), cr.GetHeadSHA()); ok && cr.GetApp().GetID() == h.deps.App().ID {
 		// The pull request is the one our run's external id names: GitHub
 		// lists every open pull request whose head is the run's commit or
 		// branch (another base, say), in no promised order, and none for a
 		// run whose head branch is in a fork. The job still checks that
 		// its head is the run's commit.
-		number = n
+		number, ours = n, cr.GetID()
 	} else if len(cr.PullRequests) > 0 {
 		number = cr.PullRequests[0].GetNumber()
 	}
@@ -52,7 +52,8 @@ func (h checkRunHandler) Handle(_ context.Context, d pipeline.Delivery) (pipelin
 		InstallationID: d.InstallationID,
 		// The delivery id makes each click its own job; a redelivery of the
 		// same click stays one.
-		Trigger: "check_run rerequested " + d.ID,
+		Trigger:    "check_run rerequested " + d.ID,
+		CheckRunID: ours,
 	}
 	if args.Repository == "" || args.InstallationID == 0 {
 		return nil, nil

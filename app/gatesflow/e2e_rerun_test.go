@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -123,6 +124,65 @@ func TestRerunOfAGateReevaluatesItsOwnPullRequestWhenGitHubListsAnother(t *testi
 			if !strings.HasPrefix(cr.ExternalID, fmt.Sprintf("%s#%d@%s ", repo, number, head)) || !strings.Contains(cr.ExternalID, "check_run rerequested") {
 				t.Errorf("%s after the Re-run: %s, want an evaluation of pull request #%d", cr.Name, cr.ExternalID, number)
 			}
+		}
+	})
+}
+
+// "Re-run" on a gate run of a head the pull request has moved past did
+// nothing, silently: the reviewer clicked and the run did not change. The
+// gates judge a pull request's head, so no run is made on the old commit;
+// the clicked run says why and where the current head's gates are. Its
+// verdict, what the gate said of that commit, stays; a run of the old head
+// still in progress (its evaluation lost) is completed as a failure, as a
+// gate that was not evaluated does not pass.
+func TestRerunOfAGateOnAnOldHeadIsAnsweredInItsRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := e2etest.Start(t, dbURL, app.Options{})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      process:
+        qa: {labels: [qa-approved]}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
+`)
+		base, first, number := openBump(e, repo)
+		e.Install(repo)
+		e.Deliver("pull_request", pullRequest(t, number, first, base, "bump-checkout"))
+		e.Settle()
+		old := completedRuns(e, first)["ripcord/qa"]
+		// A run of the old head its evaluation never completed.
+		lost := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/qa", HeadSHA: first, Status: "in_progress",
+			ExternalID: fmt.Sprintf("%s#%d@%s checkout/prod pull_request synchronize lost seq=1", repo, number, first), Title: "evaluating"})
+
+		second := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
+		e.Deliver("pull_request", e2etest.Edit(t, pullRequest(t, number, second, base, "bump-checkout"), func(m map[string]any) {
+			m["action"] = "synchronize"
+		}))
+		e.Settle()
+		before := len(e.GitHub.CheckRuns(repo))
+
+		e.Deliver("check_run", rerequested(t, old, number, first, base, false))
+		e.Deliver("check_run", rerequested(t, lost, number, first, base, false))
+		e.Settle()
+		if n := len(e.GitHub.CheckRuns(repo)); n != before {
+			t.Errorf("%d check runs made by the Re-runs on the old head, want none", n-before)
+		}
+		answered := run(e, old.ID)
+		if answered.Status != "completed" || answered.Conclusion != old.Conclusion || answered.Title != old.Title ||
+			!strings.Contains(answered.Text, "no longer the head") || !strings.Contains(answered.Text, second) {
+			t.Errorf("the re-run run of the old head: %s %s %q\n%s\nwant its verdict (%s %q) kept and an answer naming the current head %s",
+				answered.Status, answered.Conclusion, answered.Title, answered.Text, old.Conclusion, old.Title, second)
+		}
+		completed := run(e, lost.ID)
+		if completed.Status != "completed" || completed.Conclusion != "failure" || completed.Title != gatesflow.OldHeadTitle ||
+			!strings.Contains(completed.Summary, second) {
+			t.Errorf("the re-run run of the old head left in progress: %s %s %q\n%s\nwant it completed failure, naming the current head %s",
+				completed.Status, completed.Conclusion, completed.Title, completed.Summary, second)
 		}
 	})
 }

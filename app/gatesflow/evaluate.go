@@ -42,6 +42,10 @@ type EvaluateArgs struct {
 	// job evaluates only the environments whose gates that can change.
 	Label  string `json:"label,omitempty"`
 	Edited string `json:"edited,omitempty"`
+	// CheckRunID is the gate run a Re-run was clicked on (ripcord's own):
+	// when the pull request's head has moved past the run's commit, the
+	// run is answered rather than evaluated again (oldHead).
+	CheckRunID int64 `json:"check_run_id,omitempty"`
 }
 
 // What an edited pull request changed, for EvaluateArgs.Edited.
@@ -110,7 +114,9 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 		return fmt.Errorf("read pull request %s#%d: %w", a.Repository, a.PullRequest, err)
 	}
 	if pr.GetHead().GetSHA() != a.HeadSHA {
-		return nil // the head moved on: the newer push has its own job
+		// The head moved on: the newer push has its own job. A Re-run
+		// clicked on a run of the old head is answered in that run.
+		return w.oldHead(ctx, gh, a, pr)
 	}
 	// The default branch's config, never the PR's: a PR must not be able to
 	// weaken the gates that judge it.
