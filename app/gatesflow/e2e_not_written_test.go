@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,6 +146,105 @@ apps:
 		for _, r := range e.GitHub.Requests() {
 			if r.Method == http.MethodPatch && strings.Contains(string(r.Body), gatesflow.NotWrittenTitle) {
 				t.Errorf("the verdict GitHub took was written over: %s", r.Body)
+			}
+		}
+	})
+}
+
+// A server that stops while a verdict's job is at its last attempt
+// interrupts the job: River runs it again, the attempt not counted, so the
+// verdict has not failed for good and its run is not failed for it; the
+// verdict is written when the job runs again.
+func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
+		answer := make(chan struct{})
+		policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-answer:
+			case <-r.Context().Done():
+				return
+			}
+			_, _ = w.Write([]byte(`{"result": "pass", "reason": "allowed"}`))
+		}))
+		defer policy.Close()
+
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: time.Hour, ShutdownTimeout: 200 * time.Millisecond})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      process:
+        policy_validation: {url: "`+policy.URL+`"}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
+`)
+		base, head, number := openBump(e, repo)
+		e.Install(repo)
+		// The verdict's update is refused, then, once holding, hangs until
+		// its request is given up; then it is taken.
+		const update = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
+		var mode atomic.Int32 // 0 refuse, 1 hold, 2 take
+		holding := make(chan struct{}, 1)
+		pass := e.GitHub.Default(update)
+		e.GitHub.Handle(update, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			switch mode.Load() {
+			case 0:
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				_, _ = w.Write([]byte(`{"message":"Validation Failed","documentation_url":"https://docs.github.com/rest"}`))
+				return
+			case 1:
+				raw, _ := io.ReadAll(r.Body)
+				if !strings.Contains(string(raw), gatesflow.NotWrittenTitle) {
+					select {
+					case holding <- struct{}{}:
+					default:
+					}
+					<-r.Context().Done()
+					return
+				}
+				r.Body = io.NopCloser(bytes.NewReader(raw))
+			}
+			pass(w, r, p)
+		})
+
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
+			runs := e.GitHub.CheckRuns(repo)
+			return len(runs) == 1 && runs[0].Status == "in_progress"
+		})
+		shown := e.GitHub.CheckRuns(repo)[0]
+		close(answer)
+		e.WaitFor("the verdict's refused attempt", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'retryable'`) == 1
+		})
+		// Its last attempt hangs on the update while the server stops.
+		mode.Store(1)
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1, scheduled_at = created_at
+			WHERE kind = 'gates_report' AND state = 'retryable'`); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-holding:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the last attempt never updated the run")
+		}
+		mode.Store(2)
+		e.Restart()
+		e.WaitFor("the verdict's job to end", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state IN ('completed', 'discarded')`) == 1
+		})
+		e.Settle()
+		if cr := run(e, shown.ID); cr.Status != "completed" || cr.Conclusion != "success" {
+			t.Errorf("the gate's run: %s %s %q, want the verdict written after the restart", cr.Status, cr.Conclusion, cr.Title)
+		}
+		for _, r := range e.GitHub.Requests() {
+			if r.Method == http.MethodPatch && strings.Contains(string(r.Body), gatesflow.NotWrittenTitle) {
+				t.Errorf("the interrupted verdict's run was failed: %s", r.Body)
 			}
 		}
 	})
