@@ -180,20 +180,7 @@ func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
 
 	e := e2etest.Start(t, dbURL, app.Options{RetryBase: retryBase, ShutdownTimeout: 200 * time.Millisecond})
 	e.CheckRequestsAtCleanup(t)
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        policy_validation: {url: "`+policy.URL+`"}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
 	l := lost{e: e}
 	l.base, l.head, l.number = openBump(e, repo)
 	e.Install(repo)
@@ -269,20 +256,7 @@ func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
 
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond, ShutdownTimeout: 200 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        policy_validation: {url: "`+policy.URL+`"}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
-      staging:
-        cluster: staging-eu
-        rollback: {mode: pull-request, file: deploy/staging.yaml, fields: {image: image.repository, digest: image.digest}}
-`)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod", "staging"))
 		e.GitHub.PutFile(repo, "main", "deploy/staging.yaml", release(digestA, 3))
 		base, _, number := openBump(e, repo)
 		head := e.GitHub.PutFile(repo, "bump-checkout", "deploy/staging.yaml", release(digestB, 3))
@@ -352,4 +326,17 @@ apps:
 		}
 		allCompleted(t, e)
 	})
+}
+
+// policyGateConfig is a .github/ripcord.yml whose app checkout has one
+// gate, a policy validation service at url, and each of envs an
+// environment (on the cluster <env>-eu) that rolls back by pull request.
+func policyGateConfig(url string, envs ...string) string {
+	var b strings.Builder
+	b.WriteString("version: 1\napps:\n  checkout:\n    gates:\n      process:\n        policy_validation: {url: \"" + url + "\"}\n    environments:\n")
+	for _, env := range envs {
+		fmt.Fprintf(&b, "      %s:\n        cluster: %s-eu\n        rollback: {mode: pull-request, file: deploy/%s.yaml, fields: {image: image.repository, digest: image.digest}}\n",
+			env, env, env)
+	}
+	return b.String()
 }

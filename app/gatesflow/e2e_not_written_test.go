@@ -58,17 +58,7 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        policy_validation: {url: "`+policy.URL+`"}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
-`)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
 		base, head, number := openBump(e, repo)
 		e.Install(repo)
 		// GitHub refuses the verdict (a success), whatever the attempt.
@@ -171,17 +161,7 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: time.Hour, ShutdownTimeout: 200 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        policy_validation: {url: "`+policy.URL+`"}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
-`)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
 		base, head, number := openBump(e, repo)
 		e.Install(repo)
 		// The verdict's update is refused, then, once holding, hangs until
