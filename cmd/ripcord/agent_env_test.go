@@ -28,26 +28,7 @@ var agentMisspelt = map[string]string{
 // other: the agent's own variables are known.
 func agentWarnings(t *testing.T, output string) {
 	t.Helper()
-	var warnings []string
-	for _, l := range strings.Split(output, "\n") {
-		if strings.Contains(l, "is not a ripcord setting") {
-			warnings = append(warnings, l)
-		}
-	}
-	if len(warnings) != len(agentMisspelt) {
-		t.Errorf("%d warnings, want one per misspelt variable (%d):\n%s", len(warnings), len(agentMisspelt), output)
-	}
-	for name, meant := range agentMisspelt {
-		found := false
-		for _, l := range warnings {
-			if strings.Contains(l, "level=WARN") && strings.Contains(l, name+" ") && strings.Contains(l, "did you mean "+meant+"?") {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("no warning names %s and suggests %s:\n%s", name, meant, output)
-		}
-	}
+	checkWarnings(t, output, agentMisspelt, func(l string) bool { return strings.Contains(l, "level=WARN") })
 }
 
 // A misspelt RIPCORD_CLUSTER_TOKEN leaves the agent without a token: the

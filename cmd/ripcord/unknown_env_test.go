@@ -29,9 +29,11 @@ func knownAndExempt(t *testing.T) {
 	}
 }
 
-// checkWarnings checks that output has one warning line per misspelt
-// variable, naming it and the variable meant, and no other.
-func checkWarnings(t *testing.T, output, linePrefix string) {
+// checkWarnings checks that output has one warning line per variable of
+// want (misspelt name → the variable meant), each from the logger as from
+// says (a line from(l) holds), naming it and the variable meant, and no
+// other warning.
+func checkWarnings(t *testing.T, output string, want map[string]string, from func(line string) bool) {
 	t.Helper()
 	var warnings []string
 	for _, l := range strings.Split(output, "\n") {
@@ -39,20 +41,25 @@ func checkWarnings(t *testing.T, output, linePrefix string) {
 			warnings = append(warnings, l)
 		}
 	}
-	if len(warnings) != len(misspelt) {
-		t.Errorf("%d warnings, want one per misspelt variable (%d):\n%s", len(warnings), len(misspelt), output)
+	if len(warnings) != len(want) {
+		t.Errorf("%d warnings, want one per misspelt variable (%d):\n%s", len(warnings), len(want), output)
 	}
-	for name, meant := range misspelt {
+	for name, meant := range want {
 		found := false
 		for _, l := range warnings {
-			if strings.HasPrefix(l, linePrefix) && strings.Contains(l, name+" ") && strings.Contains(l, "did you mean "+meant+"?") {
+			if from(l) && strings.Contains(l, name+" ") && strings.Contains(l, "did you mean "+meant+"?") {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("no warning line starting %q names %s and suggests %s:\n%s", linePrefix, name, meant, output)
+			t.Errorf("no warning line names %s and suggests %s:\n%s", name, meant, output)
 		}
 	}
+}
+
+// prefixed is a line starting with prefix.
+func prefixed(prefix string) func(string) bool {
+	return func(l string) bool { return strings.HasPrefix(l, prefix) }
 }
 
 // A misspelt variable left in a unit file no longer passes unnoticed, and
@@ -77,7 +84,7 @@ func TestServeWarnsAboutUnknownVariablesAndStarts(t *testing.T) {
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("serve did not stop cleanly: %v\n%s", err, c.logs.String())
 	}
-	checkWarnings(t, c.logs.String(), "time=")
+	checkWarnings(t, c.logs.String(), misspelt, prefixed("time="))
 	for _, l := range strings.Split(c.logs.String(), "\n") {
 		if strings.Contains(l, "is not a ripcord setting") && !strings.Contains(l, "level=WARN") {
 			t.Errorf("not a warning: %s", l)
@@ -99,5 +106,5 @@ func TestMigrateWarnsAboutUnknownVariables(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "schema version") {
 		t.Fatalf("ripcord migrate: exit %d\n%s\n%s", code, out, errOut)
 	}
-	checkWarnings(t, errOut, "ripcord migrate: warning: ")
+	checkWarnings(t, errOut, misspelt, prefixed("ripcord migrate: warning: "))
 }
