@@ -46,15 +46,7 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
 		answer := make(chan struct{})
-		policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-answer:
-			case <-r.Context().Done():
-				return
-			}
-			_, _ = w.Write([]byte(`{"result": "pass", "reason": "allowed"}`))
-		}))
-		defer policy.Close()
+		policy := heldPolicy(t, answer)
 
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
@@ -149,15 +141,7 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
 		answer := make(chan struct{})
-		policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-answer:
-			case <-r.Context().Done():
-				return
-			}
-			_, _ = w.Write([]byte(`{"result": "pass", "reason": "allowed"}`))
-		}))
-		defer policy.Close()
+		policy := heldPolicy(t, answer)
 
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: time.Hour, ShutdownTimeout: 200 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
@@ -228,4 +212,20 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 			}
 		}
 	})
+}
+
+// heldPolicy is a policy validation service that passes every request once
+// answer is closed, holding each until then (so the gate's run is shown in
+// progress first).
+func heldPolicy(t *testing.T, answer <-chan struct{}) *httptest.Server {
+	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-answer:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = w.Write([]byte(`{"result": "pass", "reason": "allowed"}`))
+	}))
+	t.Cleanup(policy.Close)
+	return policy
 }
