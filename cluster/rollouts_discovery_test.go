@@ -26,6 +26,7 @@ type factSink struct {
 	mu          sync.Mutex
 	facts       []records.Fact
 	inventories [][]records.Source
+	uids        [][]string // of each inventory
 }
 
 func (s *factSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -41,13 +42,17 @@ func (s *factSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		_, _ = io.WriteString(w, `{"results":[]}`)
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/facts/prod-eu/inventory":
-		var inv struct{ Sources []records.Source }
+		var inv struct {
+			Sources []records.Source
+			UIDs    []string
+		}
 		if err := json.NewDecoder(r.Body).Decode(&inv); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		s.mu.Lock()
 		s.inventories = append(s.inventories, inv.Sources)
+		s.uids = append(s.uids, inv.UIDs)
 		s.mu.Unlock()
 		_, _ = io.WriteString(w, `{"deleted":[]}`)
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/clusters/prod-eu/actions":
@@ -82,6 +87,16 @@ func (s *factSink) lastInventory() []records.Source {
 		return nil
 	}
 	return s.inventories[len(s.inventories)-1]
+}
+
+// lastInventoryUIDs are the uids of the last inventory and its sources.
+func (s *factSink) lastInventoryUIDs() ([]records.Source, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.inventories) == 0 {
+		return nil, nil
+	}
+	return s.inventories[len(s.inventories)-1], s.uids[len(s.uids)-1]
 }
 
 // With --rollouts=auto, Argo Rollouts installed after the agent started

@@ -188,18 +188,31 @@ func (w *watcher) hold(sw startedWatch) {
 }
 
 // inventory lists the uids of every workload the held watches hold now,
-// and the sources they cover.
+// and the sources they cover. A tracked Deployment that a tracked Rollout
+// references is left out, as it is not reported (withhold): the server
+// then reports it deleted, so the last report it had of it, from before
+// the Rollout took it over (Healthy at 0 replicas, say), no longer counts
+// as running its release. Once no Rollout references it, it is reported
+// and listed again.
 func (w *watcher) inventory() (sources []records.Source, uids []string) {
 	w.mu.Lock()
 	held := slices.Clone(w.held)
 	w.mu.Unlock()
+	w.serial.Lock()
+	referenced := make(map[string]bool, len(w.refs.byDeployment))
+	for key := range w.refs.byDeployment {
+		referenced[key] = true
+	}
+	w.serial.Unlock()
 	uids = []string{}
 	for _, h := range held {
 		sources = append(sources, h.source)
 		for _, obj := range h.store.List() {
-			if m, ok := obj.(metav1.Object); ok {
-				uids = append(uids, string(m.GetUID()))
+			m, ok := obj.(metav1.Object)
+			if !ok || h.source == records.SourceDeployment && referenced[m.GetNamespace()+"/"+m.GetName()] {
+				continue
 			}
+			uids = append(uids, string(m.GetUID()))
 		}
 	}
 	return sources, uids

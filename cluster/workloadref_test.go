@@ -222,3 +222,43 @@ func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *te
 		})
 	}
 }
+
+// A tracked Deployment the agent reported before a tracked Rollout took it
+// over (spec.workloadRef) is left out of the inventory from then on, so the
+// server reports it deleted rather than go on counting its last report
+// (Healthy, of the release it ran then) as what runs. Once no Rollout
+// references it, it is in the inventory again.
+func TestADeploymentATrackedRolloutTookOverIsLeftOutOfTheInventory(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
+	created, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(created.UID)
+	sink := &factSink{}
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Second, Namespace: "shop"}, k.Kube, k.Dynamic)
+	metrics := httptest.NewServer(a.Handler())
+	defer metrics.Close()
+	inventoryHolds := func(uid string) bool {
+		sources, uids := sink.lastInventoryUIDs()
+		return slices.Contains(sources, records.SourceDeployment) && slices.Contains(uids, uid)
+	}
+	waitUntil(t, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
+	waitUntil(t, "an inventory holding the Deployment", func() bool { return inventoryHolds(uid) })
+
+	createRollout(t, k, "checkout", workloadRefSpec("checkout"), map[string]any{"workloadObservedGeneration": "1"})
+	waitUntil(t, "the Deployment withheld", func() bool { return skipped(t, metrics.URL, cluster.SkipReferenced) > 0 })
+	waitUntil(t, "an inventory of both sources that leaves the Deployment out", func() bool {
+		sources, uids := sink.lastInventoryUIDs()
+		return slices.Contains(sources, records.SourceRollout) && slices.Contains(sources, records.SourceDeployment) &&
+			len(uids) == 1 && !slices.Contains(uids, uid)
+	})
+
+	if err := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop").Delete(t.Context(), "checkout", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "an inventory holding the Deployment again", func() bool { return inventoryHolds(uid) })
+}
