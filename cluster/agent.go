@@ -77,10 +77,15 @@ type Agent struct {
 	mu sync.Mutex
 	// listed is set once the watches started with the agent have listed
 	// their workloads; waitingFor says what else keeps it from being
-	// ready (the Rollout watch with --rollouts=on, or Rollouts its RBAC
-	// may not list), "" when nothing.
+	// ready (the Rollout watch with --rollouts=on), "" when nothing.
 	listed     bool
 	waitingFor string
+	// rolloutWatch is the Rollout watch once started, whose failing
+	// requests keep the agent from being ready (rolloutsTrouble), and
+	// rolloutsPending is set while the Deployments are reported without
+	// it, its requests having failed, until it has listed the Rollouts.
+	rolloutWatch    *startedWatch
+	rolloutsPending bool
 }
 
 // New checks the configuration and opens the state folder.
@@ -163,9 +168,12 @@ func (a *Agent) ID() string { return a.id }
 // Deployments: they are watched, delivered and inventoried meanwhile, and
 // discoverRollouts starts the Rollout watch once the cluster serves them.
 // With --rollouts=on the agent is not ready until then, and says why.
-// Neither does a Rollout watch whose list the agent's RBAC forbids: the
-// agent is not ready and says which permission to grant, and the watch
-// joins once it is granted (joinRollouts).
+// Neither does a Rollout watch whose lists fail, at once when the agent's
+// RBAC forbids them, after rolloutsListPatience on any other error: the
+// agent is not ready and says which permission to grant, or the error,
+// and the watch joins once it lists them (joinRollouts). Requests of the
+// Rollout watch that fail later, once it listed them, make the agent not
+// ready again, saying so, until they succeed.
 func (a *Agent) Run(ctx context.Context) error {
 	log := a.cfg.Log.With("cluster", a.cfg.Cluster)
 	d := a.rolloutsServed()
@@ -178,37 +186,39 @@ func (a *Agent) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); a.actions.run(ctx) }()
 	// The Rollouts are listed before the Deployments: a tracked Deployment
 	// a tracked Rollout references is not reported, not even once at the
-	// start. Rollouts the RBAC forbids to list cannot tell which, and
-	// do not hold the Deployments back.
+	// start. Rollouts that cannot be listed cannot tell which, and do not
+	// hold the Deployments back for long (listedOrFailing).
 	var rollouts *startedWatch
 	var afterRollouts cache.InformerSynced
 	if d.served {
 		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
-		rollouts, afterRollouts = &w, w.listedOrDenied
+		rollouts, afterRollouts = &w, w.listedOrFailing
+		a.mu.Lock()
+		a.rolloutWatch = &w
+		a.mu.Unlock()
+		wg.Add(1)
+		go func() { defer wg.Done(); a.followRollouts(ctx, log, w) }()
 	}
 	deployments := a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync, afterRollouts)
 	log.Info("ripcord agent started", "agent", a.id, "server", a.cfg.Server, "namespace", cmpOr(a.cfg.Namespace, "(all)"),
 		"rollouts", d.served, "resync", a.cfg.Resync, "spooled", a.deliver.spool.Len())
-	// The Deployment watch starts once the Rollouts are listed or denied.
+	// The Deployment watch starts once the Rollouts are listed or failing.
 	if cache.WaitForCacheSync(ctx.Done(), deployments.synced) {
 		a.watch.hold(deployments)
 		rolloutsLater := rollouts != nil && !rollouts.synced()
-		switch {
-		case rolloutsLater:
-			// Said before the agent is listed, so /healthz is never OK
-			// in between.
-			a.rolloutsDenied(log, rollouts.denied())
-		case rollouts != nil:
+		if !rolloutsLater && rollouts != nil {
 			a.watch.hold(*rollouts)
 		}
 		a.mu.Lock()
+		// Set with listed, so /healthz is never OK in between.
+		a.rolloutsPending = rolloutsLater
 		a.listed = true
 		a.mu.Unlock()
 		wg.Add(1)
 		go func() { defer wg.Done(); a.sendInventories(ctx) }()
 		if rolloutsLater {
 			wg.Add(1)
-			go func() { defer wg.Done(); a.joinRollouts(ctx, log, *rollouts) }()
+			go func() { defer wg.Done(); a.joinRollouts(ctx, *rollouts) }()
 		}
 		if !d.served && a.cfg.Rollouts != RolloutsOff {
 			wg.Add(1)
@@ -237,11 +247,12 @@ func (a *Agent) Handler() http.Handler {
 }
 
 // healthz is 200 once the watches have listed every tracked workload, and,
-// with --rollouts=on, once the Rollout watch runs; not while the agent's
-// RBAC forbids listing the Rollouts of a cluster that serves them. A
+// with --rollouts=on, once the Rollout watch runs; not while the Rollout
+// watch cannot list them (rolloutsTrouble), at the start or later. A
 // server outage does not make the agent unhealthy: restarting it would not
 // help, and the spool is there for that.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
+	trouble := a.rolloutsTrouble()
 	a.mu.Lock()
 	listed, waitingFor := a.listed, a.waitingFor
 	a.mu.Unlock()
@@ -251,6 +262,8 @@ func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case !listed:
 		body["status"], status = "starting: the watches have not listed the tracked workloads yet", http.StatusServiceUnavailable
+	case trouble != "":
+		body["status"], status = trouble, http.StatusServiceUnavailable
 	case waitingFor != "":
 		body["status"], status = waitingFor, http.StatusServiceUnavailable
 	}

@@ -122,35 +122,46 @@ func (a *Agent) discoverRollouts(ctx context.Context, log *slog.Logger, d rollou
 			a.waitingForRollouts(log, d, (d.err == nil) != (prev.err == nil))
 			continue
 		}
-		log.Info("Argo Rollouts are served by this cluster now; watching them")
-		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
-		if !cache.WaitForCacheSync(ctx.Done(), w.listedOrDenied) {
-			return
-		}
-		if !w.synced() {
-			a.rolloutsDenied(log, w.denied())
-		}
-		a.joinRollouts(ctx, log, w)
+		break
+	}
+	log.Info("Argo Rollouts are served by this cluster now; watching them")
+	w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
+	a.mu.Lock()
+	a.rolloutWatch = &w
+	a.mu.Unlock()
+	followed := make(chan struct{})
+	go func() { defer close(followed); a.followRollouts(ctx, log, w) }()
+	defer func() { <-followed }()
+	if !cache.WaitForCacheSync(ctx.Done(), w.listedOrFailing) {
 		return
 	}
+	if !w.synced() {
+		a.mu.Lock()
+		a.rolloutsPending = true
+		a.mu.Unlock()
+	}
+	a.joinRollouts(ctx, w)
 }
 
-// listedOrDenied reports that the Rollout watch w has listed them, or that
-// the agent's RBAC forbade the list: either way, nothing need wait for it.
-func (w startedWatch) listedOrDenied() bool {
-	return w.synced() || (w.denied != nil && w.denied() != nil)
+// listedOrFailing reports that the Rollout watch w has listed them, or that
+// its requests fail (listState.failing): either way, nothing need wait for
+// it any longer.
+func (w startedWatch) listedOrFailing() bool {
+	if w.synced() {
+		return true
+	}
+	err, _ := w.list.failing()
+	return err != nil
 }
 
 // joinRollouts adds the Rollout watch w to the inventory once it has
-// listed them (at once when it has): a list the RBAC forbade is asked
-// again by the informer, with client-go's backoff, so a permission granted
-// later needs no restart. The agent is ready from then on.
-func (a *Agent) joinRollouts(ctx context.Context, log *slog.Logger, w startedWatch) {
-	if !w.synced() {
-		if !cache.WaitForCacheSync(ctx.Done(), w.synced) {
-			return
-		}
-		log.Info("the agent may list Argo Rollouts now; watching them")
+// listed them (at once when it has): a list that failed is asked again by
+// the informer, with client-go's backoff, so a permission granted or an
+// error fixed later needs no restart. The agent is ready from then on,
+// as long as the Rollouts list (rolloutsTrouble).
+func (a *Agent) joinRollouts(ctx context.Context, w startedWatch) {
+	if !cache.WaitForCacheSync(ctx.Done(), w.synced) {
+		return
 	}
 	a.watch.hold(w)
 	select {
@@ -159,24 +170,88 @@ func (a *Agent) joinRollouts(ctx context.Context, log *slog.Logger, w startedWat
 	}
 	a.mu.Lock()
 	a.waitingFor = ""
+	a.rolloutsPending = false
 	a.mu.Unlock()
 }
 
-// rolloutsDenied says, in the log and on /healthz (which it keeps from
-// being ready, whatever --rollouts), that the cluster serves Argo Rollouts
-// but the agent's RBAC forbids listing them, and what to grant.
-func (a *Agent) rolloutsDenied(log *slog.Logger, err error) {
+// followRollouts says in the log, until ctx ends, when the requests of the
+// Rollout watch w start to fail (listState.failing), at error level, and
+// when they succeed again: the same error is said once, not at every
+// retry, so a permission revoked after the Rollouts were listed is said
+// as at the start.
+func (a *Agent) followRollouts(ctx context.Context, log *slog.Logger, w startedWatch) {
+	var said error
+	for {
+		err, wait := w.list.failing()
+		switch {
+		case err != nil && (said == nil || apierrors.IsForbidden(err) != apierrors.IsForbidden(said)):
+			log.Error(a.rolloutsProblem(err))
+			said = err
+		case said != nil && w.list.last() == nil:
+			log.Info("the agent lists Argo Rollouts again; watching them")
+			said = nil
+		}
+		// A failure that is not one yet becomes one without a request:
+		// look again when it does.
+		timer := time.NewTimer(max(wait, 0))
+		if wait <= 0 {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-w.list.changed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// rolloutsTrouble is why the Rollout watch keeps the agent from being
+// ready, whatever --rollouts: its requests fail (listState.failing), or
+// the Deployments were released without it and it has not listed the
+// Rollouts since; "" when nothing is wrong with it (or it does not run).
+func (a *Agent) rolloutsTrouble() string {
+	a.mu.Lock()
+	w, pending := a.rolloutWatch, a.rolloutsPending
+	a.mu.Unlock()
+	if w == nil {
+		return ""
+	}
+	err, _ := w.list.failing()
+	if err == nil && pending {
+		err = w.list.last()
+	}
+	switch {
+	case err != nil:
+		return a.rolloutsProblem(err)
+	case pending:
+		return "waiting for the Rollout watch to list Argo Rollouts: its earlier lists failed, and it is listing them again"
+	}
+	return ""
+}
+
+// rolloutsProblem says what the failing requests of the Rollout watch
+// (err) mean and what to do: the permission to grant when the RBAC
+// forbids them, otherwise the error. The Deployments are watched
+// meanwhile.
+func (a *Agent) rolloutsProblem(err error) string {
+	gvr := RolloutResource.Resource + "." + RolloutResource.GroupVersion().String()
+	if !apierrors.IsForbidden(err) {
+		return fmt.Sprintf("cannot watch Argo Rollouts: listing %s has failed for more than %s (%v); "+
+			"fix what the error names (a conversion webhook of the Rollout CRD, the API server), "+
+			"or run the agent with --rollouts=off to watch Deployments alone; "+
+			"Deployments are watched meanwhile (one a tracked Rollout references is reported as a workload of its own), "+
+			"and the Rollouts within a minute of a list succeeding, without a restart", gvr, rolloutsListPatience, err)
+	}
 	scope := "in namespace " + a.cfg.Namespace + " (a Role there)"
 	if a.cfg.Namespace == "" {
 		scope = "in every namespace (a ClusterRole)"
 	}
-	msg := fmt.Sprintf("cannot watch Argo Rollouts: this cluster serves %s, but the agent may not list them (%v); "+
+	return fmt.Sprintf("cannot watch Argo Rollouts: this cluster serves %s, but the agent may not list them (%v); "+
 		"grant the agent's service account get, list and watch on rollouts in API group argoproj.io %s, "+
 		"as the Helm chart's agent RBAC does, or run the agent with --rollouts=off to watch Deployments alone; "+
 		"Deployments are watched meanwhile, and the Rollouts within a minute of the permission being granted, without a restart",
-		RolloutResource.Resource+"."+RolloutResource.GroupVersion().String(), err, scope)
-	a.mu.Lock()
-	a.waitingFor = msg
-	a.mu.Unlock()
-	log.Error(msg)
+		gvr, err, scope)
 }

@@ -1,14 +1,18 @@
 package cluster_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +46,21 @@ func agentRole(withRollouts bool) *rbacv1.Role {
 // TokenRequest API: the API server's RBAC authorizer judges every request.
 func agentClients(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
+	rc := agentConfig(t, k, role)
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, dyn
+}
+
+// agentConfig is agentClients' client configuration.
+func agentConfig(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) *rest.Config {
+	t.Helper()
 	ctx := t.Context()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"}}
 	if _, err := k.Kube.CoreV1().ServiceAccounts("shop").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
@@ -64,15 +83,7 @@ func agentClients(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) (kubernet
 	}
 	rc := rest.AnonymousClientConfig(k.Config)
 	rc.BearerToken = tok.Status.Token
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kube, dyn
+	return rc
 }
 
 // A cluster that serves Argo Rollouts, and an agent whose RBAC does not
@@ -156,4 +167,112 @@ func TestRolloutsInstalledLaterButForbiddenSayWhichPermissionIsMissing(t *testin
 	waitWithin(t, 90*time.Second, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
 	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
 	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
+}
+
+// watchCutter ends the watches a client has open when cut is called, as an
+// API server restart or a load balancer's idle timeout does: the informer
+// then lists and watches again, with the permissions of that moment (the
+// API server does not end a watch whose permission is revoked).
+type watchCutter struct {
+	next    http.RoundTripper
+	mu      sync.Mutex
+	cancels []context.CancelFunc
+}
+
+func (c *watchCutter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Query().Get("watch") != "true" {
+		return c.next.RoundTrip(r)
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	c.mu.Lock()
+	c.cancels = append(c.cancels, cancel)
+	c.mu.Unlock()
+	return c.next.RoundTrip(r.WithContext(ctx))
+}
+
+func (c *watchCutter) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.cancels {
+		cancel()
+	}
+	c.cancels = nil
+}
+
+// mayListRollouts asks the API server's authorizer whether the agent's
+// service account may list the Rollouts of shop.
+func mayListRollouts(t *testing.T, k *k8stest.Cluster) bool {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:shop:ripcord-agent", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: "list", Group: "argoproj.io", Resource: "rollouts"}}}
+	got, err := k.Kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.Allowed
+}
+
+// The agent's permission to list Rollouts revoked after it listed them:
+// once its watch ends and it lists them again, /healthz answers 503 and,
+// like the log (once, however many lists fail), names the permission, as
+// at the start; once it is granted again the agent lists them and is
+// ready, without a restart.
+func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
+	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
+	rc := agentConfig(t, k, agentRole(true))
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutter := &watchCutter{}
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { cutter.next = rt; return cutter })
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &factSink{}
+	logs := &syncBuffer{}
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		Log: slog.New(slog.NewTextHandler(logs, nil))}, kube, dyn)
+	health := httptest.NewServer(a.Handler())
+	defer health.Close()
+	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+
+	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(false), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the API server to forbid the agent's Rollout list", func() bool { return !mayListRollouts(t, k) })
+	cutter.cut()
+	wants := []string{"rollouts", "argoproj.io", "forbidden", "in namespace shop", "get, list and watch", "--rollouts=off"}
+	waitUntil(t, "/healthz to say the Rollouts are forbidden", func() bool {
+		code, body := healthz(t, health.URL)
+		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
+	})
+
+	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The informer lists again with client-go's backoff, up to a minute.
+	waitWithin(t, 90*time.Second, "/healthz to be OK again", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	var said []string
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, "cannot watch Argo Rollouts") {
+			said = append(said, l)
+		}
+	}
+	if len(said) != 1 || len(missing(said[0], append(wants, "level=ERROR")...)) > 0 {
+		t.Errorf("the log says the Rollouts cannot be watched in %d lines; want one error naming %q:\n%s", len(said), wants, logs.String())
+	}
+	if !strings.Contains(logs.String(), "lists Argo Rollouts again") {
+		t.Errorf("the log does not say the Rollouts are listed again:\n%s", logs.String())
+	}
 }

@@ -6,17 +6,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -63,14 +62,13 @@ type heldStore struct {
 }
 
 // startedWatch is an informer started on the workloads of one source; its
-// cache joins the inventory (hold) only once it has synced. denied is the
-// error of a list the API server forbade before the first one succeeded
-// (the agent's RBAC lacks the resource), nil otherwise; nil func for the
-// Deployments, without which the agent has nothing to do.
+// cache joins the inventory (hold) only once it has synced. list is what
+// its requests to the API server last said, for the Rollouts (nil for the
+// Deployments, without which the agent has nothing to do).
 type startedWatch struct {
 	heldStore
 	synced cache.InformerSynced
-	denied func() error
+	list   *listState
 }
 
 func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
@@ -89,7 +87,7 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
 		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
 	inf := f.Apps().V1().Deployments().Informer()
-	w.countRestarts(inf, "deployments", nil)
+	w.countRestarts(inf, "deployments")
 	handled := w.handle(inf, "deployments", w.deploymentFact, w.trackDeployment)
 	startAfter(ctx, f, after)
 	return startedWatch{heldStore: heldStore{records.SourceDeployment, inf.GetStore()}, synced: handled.HasSynced}
@@ -123,10 +121,12 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 }
 
 // rollouts starts the Rollout informer (dynamic client) once the cache of
-// the Deployments they may reference (refDeployments) has listed them. A
-// list the agent's RBAC forbids is reported by denied, for the agent to
-// go on without them; the informer lists again with client-go's backoff
-// (up to a minute), so a permission granted later needs no restart. A
+// the Deployments they may reference (refDeployments) has listed them.
+// Each of its requests to list or watch them is noted (startedWatch.list),
+// for the agent to go on without them when they fail (the RBAC forbids
+// them, or the API server cannot serve them) and to say so; the informer
+// lists again with client-go's backoff (up to a minute), so a permission
+// granted or an error fixed later needs no restart. A
 // Rollout whose pod template lives in a referenced Deployment
 // (spec.workloadRef) takes that Deployment's images from that cache when
 // its fact is made: Argo updates the Rollout's status when the
@@ -135,22 +135,36 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 // reaches the cache after that status sends the fact again.
 func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, namespace string, resync time.Duration) startedWatch {
 	refs := w.refDeployments(ctx, kube, namespace)
-	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, trackedOnly)
-	inf := f.ForResource(RolloutResource).Informer()
-	var denied atomic.Pointer[error]
-	w.countRestarts(inf, "rollouts", func(err error) {
-		if apierrors.IsForbidden(err) {
-			denied.Store(&err)
-		}
-	})
+	list := newListState()
+	res := dyn.Resource(RolloutResource).Namespace(namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			trackedOnly(&o)
+			l, err := res.List(ctx, o)
+			list.note(err)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			trackedOnly(&o)
+			wi, err := res.Watch(ctx, o)
+			list.note(err)
+			return wi, err
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
+		ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		ObjectDescription: RolloutResource.String()})
+	w.countRestarts(inf, "rollouts")
 	handled := w.handle(inf, "rollouts", w.rolloutFact, w.trackRollout)
-	startAfter(ctx, f, refs.HasSynced)
-	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, handled.HasSynced, func() error {
-		if err := denied.Load(); err != nil {
-			return *err
+	go func() {
+		if cache.WaitForCacheSync(ctx.Done(), refs.HasSynced) {
+			inf.RunWithContext(ctx)
 		}
-		return nil
-	}}
+	}()
+	return startedWatch{heldStore{records.SourceRollout, inf.GetStore()}, handled.HasSynced, list}
 }
 
 // rolloutFact is a tracked Rollout's fact, or why there is none.
@@ -257,15 +271,11 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read fa
 	return reg
 }
 
-// countRestarts counts inf's watches (and lists) that ended in an error,
-// and hands each error to also, when not nil. It is called before inf
-// starts.
-func (w *watcher) countRestarts(inf cache.SharedIndexInformer, resource string, also func(error)) {
+// countRestarts counts inf's watches (and lists) that ended in an error.
+// It is called before inf starts.
+func (w *watcher) countRestarts(inf cache.SharedIndexInformer, resource string) {
 	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		w.metrics.watchRestarts.WithLabelValues(resource).Inc()
-		if also != nil {
-			also(err)
-		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 }

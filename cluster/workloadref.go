@@ -72,7 +72,7 @@ func (w *watcher) refDeployments(ctx context.Context, cs kubernetes.Interface, n
 	w.serial.Lock()
 	w.refCache = inf.GetStore()
 	w.serial.Unlock()
-	w.countRestarts(inf, "workloadref-deployments", nil)
+	w.countRestarts(inf, "workloadref-deployments")
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: w.templateChanged,
 		UpdateFunc: func(old, obj any) {

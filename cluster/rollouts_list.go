@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// rolloutsListPatience is how long the Rollout watch's requests may fail
+// in a row, with an error other than forbidden, before the agent stops
+// waiting for them: the Deployments are reported without them (a
+// Deployment a Rollout references is then reported as its own workload),
+// and /healthz answers 503 naming the error until a list succeeds. Long
+// enough for an API server restart or an etcd leader change, which
+// client-go's first retries (within seconds) get past; short enough that
+// a broken conversion webhook of the Rollout CRD, or a failing API server
+// in front of it, does not keep every Deployment unreported. A list the
+// RBAC forbids needs no patience: asking again changes nothing until
+// someone grants the permission.
+const rolloutsListPatience = 30 * time.Second
+
+// listState is what the Rollout informer's requests to list and watch
+// them last said: nil after one that succeeded, else the error, and since
+// when they have failed in a row.
+type listState struct {
+	mu    sync.Mutex
+	err   error
+	since time.Time
+	// changed is signalled after every failed request, and after the
+	// first one that succeeds after them.
+	changed chan struct{}
+}
+
+func newListState() *listState { return &listState{changed: make(chan struct{}, 1)} }
+
+// note records the outcome of one request to list or watch.
+func (s *listState) note(err error) {
+	s.mu.Lock()
+	was := s.err
+	if err != nil && was == nil {
+		s.since = time.Now()
+	}
+	s.err = err
+	s.mu.Unlock()
+	if err != nil || was != nil {
+		select {
+		case s.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// failing is the error the agent no longer waits on: a request the RBAC
+// forbade, at once; any other once requests have failed in a row for
+// rolloutsListPatience. Otherwise it is nil, and wait is how long until
+// the errors so far would make it one (0 when none failed).
+func (s *listState) failing() (err error, wait time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		return nil, 0
+	}
+	if apierrors.IsForbidden(s.err) {
+		return s.err, 0
+	}
+	if left := rolloutsListPatience - time.Since(s.since); left > 0 {
+		return nil, left
+	}
+	return s.err, 0
+}
+
+// last is the error of the last request, nil when it succeeded.
+func (s *listState) last() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}

@@ -1,0 +1,121 @@
+package cluster_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/ripcord/ripcord/cluster"
+	"github.com/ripcord/ripcord/internal/k8stest"
+	"github.com/ripcord/ripcord/records"
+)
+
+// failingRollouts is a loopback proxy in front of the API server that
+// answers every request for the Rollouts of shop with a 500, as an API
+// server whose Rollout CRD's conversion webhook is down does, until fix
+// is called.
+type failingRollouts struct {
+	proxy *httputil.ReverseProxy
+	mu    sync.Mutex
+	fixed bool
+}
+
+func (f *failingRollouts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	fail := !f.fixed && r.URL.Path == "/apis/argoproj.io/v1alpha1/namespaces/shop/rollouts"
+	f.mu.Unlock()
+	if fail {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"conversion webhook for argoproj.io/v1beta1, Kind=Rollout failed: Post \"https://argo-rollouts-webhook.argo-rollouts.svc:443/convert?timeout=30s\": service \"argo-rollouts-webhook\" not found","reason":"InternalError","code":500}`)
+		return
+	}
+	f.proxy.ServeHTTP(w, r)
+}
+
+func (f *failingRollouts) fix() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fixed = true
+}
+
+// failingRolloutsClient is a client of k whose requests for the Rollouts
+// of shop fail until fix.
+func failingRolloutsClient(t *testing.T, k *k8stest.Cluster) (dynamic.Interface, *failingRollouts) {
+	t.Helper()
+	target, err := url.Parse(k.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := rest.TransportFor(k.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failingRollouts{proxy: &httputil.ReverseProxy{Transport: tr, Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	dyn, err := dynamic.NewForConfig(&rest.Config{Host: srv.URL, QPS: 200, Burst: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn, f
+}
+
+// A cluster that serves Argo Rollouts but cannot list them (an error other
+// than forbidden, here a 500) does not keep the Deployments from being
+// reported: after a bounded wait they are watched, reported and
+// inventoried; /healthz answers 503 and, like the log, names the error;
+// once the Rollouts list, their watch joins, without a restart, and the
+// agent is ready.
+func TestRolloutsThatFailToListDoNotHoldBackTheDeploymentsForever(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
+	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
+	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, rollouts := failingRolloutsClient(t, k)
+	sink := &factSink{}
+	logs := &syncBuffer{}
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		Log: slog.New(slog.NewTextHandler(logs, nil))}, k.Kube, dyn)
+	health := httptest.NewServer(a.Handler())
+	defer health.Close()
+
+	// The agent waits 30 s for a list to succeed.
+	waitWithin(t, 90*time.Second, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
+	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
+	if inv := sink.lastInventory(); !slices.Equal(inv, []records.Source{records.SourceDeployment}) {
+		t.Errorf("inventory sources %v; want the Deployments alone while the Rollouts cannot be listed", inv)
+	}
+	wants := []string{"cannot watch Argo Rollouts", "rollouts.argoproj.io/v1alpha1", "conversion webhook", "--rollouts=off"}
+	code, body := healthz(t, health.URL)
+	if code != http.StatusServiceUnavailable || len(missing(body, wants...)) > 0 {
+		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
+	}
+	if m := missing(logs.String(), append(wants, "level=ERROR")...); len(m) > 0 {
+		t.Errorf("the log does not say %q:\n%s", m, logs.String())
+	}
+	if got := sink.rolloutFacts(); len(got) > 0 {
+		t.Fatalf("Rollout facts %v from an agent that cannot list them", got)
+	}
+
+	rollouts.fix()
+	// The informer lists again with client-go's backoff, up to a minute.
+	waitWithin(t, 90*time.Second, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
+}
