@@ -57,6 +57,9 @@ func runAgent(args []string) int {
 	// A misspelt variable (RIPCORD_CLUSTER_TOKN in a pod spec) is said
 	// first: it may be why what follows refuses to start.
 	log := newLogger(*logLevel)
+	// client-go's own lines (a failing list retried) in the agent's log,
+	// repeats left out.
+	cluster.LogClientGoTo(log)
 	for _, u := range config.CheckEnv(os.Environ()) {
 		log.Warn(u.String(), "variable", u.Name)
 	}
