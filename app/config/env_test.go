@@ -13,7 +13,7 @@ import (
 // typos are the misspelt variables the tests set on purpose, so that the
 // repository scan below does not take them for variables of ripcord.
 var typos = []string{"RIPCORD_GITHUB_WEBHOOK_SECRETS", "RIPCORD_DATABSE", "RIPCORD_NOT_A_SETTING_AT_ALL",
-	"RIPCORD_CLUSTER_TOKN", "RIPCORD_AGENT_STAT"}
+	"RIPCORD_CLUSTER_TOKN", "RIPCORD_AGENT_STAT", "RIPCORD_API_TOKN", "RIPCORD_SERVR"}
 
 // An operator who writes RIPCORD_GITHUB_WEBHOOK_SECRETS (the key and the
 // flag are plural) or RIPCORD_DATABSE got the default and no word: each

@@ -12,24 +12,41 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/ripcord/ripcord/app/config"
 )
 
 // apiClient talks to a ripcord server's /api/v1 for the CLI commands.
 type apiClient struct {
 	server, token string
-	http          *http.Client
-	retries       int
-	backoff       time.Duration
+	// tokenHint says, after a 401, where the token came from and what it
+	// must be: the server cannot tell a stale variable from a typo.
+	tokenHint string
+	http      *http.Client
+	retries   int
+	backoff   time.Duration
 }
 
 // clientFlags adds --server and --token (env RIPCORD_SERVER, tokenEnv).
+// The function it returns builds the client once the flags are parsed,
+// first warning on stderr about each RIPCORD_* variable that ripcord does
+// not read: a misspelt RIPCORD_API_TOKN would otherwise leave the command
+// with no token, or an old one, and the server's bare 401.
 func clientFlags(fs *flag.FlagSet, tokenEnv, tokenHelp string) func() (*apiClient, error) {
 	server := fs.String("server", "", "ripcord server URL (env RIPCORD_SERVER, default http://127.0.0.1:8080)")
 	token := fs.String("token", "", tokenHelp+" (env "+tokenEnv+")")
 	return func() (*apiClient, error) {
+		for _, u := range config.CheckEnv(os.Environ()) {
+			fmt.Fprintf(os.Stderr, "%s: warning: %s\n", fs.Name(), u)
+		}
+		from := "was read from environment variable " + tokenEnv + " (--token overrides it)"
+		if *token != "" {
+			from = "was given by flag --token (it overrides " + tokenEnv + ")"
+		}
 		c := &apiClient{server: firstOf(*server, os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"),
-			token: firstOf(*token, os.Getenv(tokenEnv)), http: &http.Client{Timeout: 30 * time.Second},
-			retries: 4, backoff: time.Second}
+			token:     firstOf(*token, os.Getenv(tokenEnv)),
+			tokenHint: fmt.Sprintf("the token %s and must be %s", from, tokenHelp),
+			http:      &http.Client{Timeout: 30 * time.Second}, retries: 4, backoff: time.Second}
 		c.server = strings.TrimSuffix(c.server, "/")
 		if !strings.HasPrefix(c.server, "http://") && !strings.HasPrefix(c.server, "https://") {
 			return nil, fmt.Errorf("--server %q is not an http(s) URL", c.server)
@@ -55,13 +72,20 @@ type apiError struct {
 	Status  int
 	Message string
 	Field   string
+	// Hint is the CLI's own word on what to fix, when it knows more than
+	// the server: where a refused token came from.
+	Hint string
 }
 
 func (e *apiError) Error() string {
+	msg := fmt.Sprintf("server answered %d: %s", e.Status, e.Message)
 	if e.Field != "" {
-		return fmt.Sprintf("server answered %d: %s (field %s)", e.Status, e.Message, e.Field)
+		msg += fmt.Sprintf(" (field %s)", e.Field)
 	}
-	return fmt.Sprintf("server answered %d: %s", e.Status, e.Message)
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
 }
 
 // do sends a request and decodes the JSON answer into out. Connection errors
@@ -113,7 +137,11 @@ func (c *apiClient) once(ctx context.Context, method, path string, body []byte, 
 		if json.Unmarshal(data, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(data))
 		}
-		return &apiError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
+		ae := &apiError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
+		if resp.StatusCode == http.StatusUnauthorized {
+			ae.Hint = c.tokenHint
+		}
+		return ae
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {

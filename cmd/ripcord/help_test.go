@@ -84,6 +84,8 @@ func TestCLIReference(t *testing.T) {
 	doc.WriteString("environment variable or in the `--config` file. The commands that talk to a server read\n")
 	doc.WriteString("`--server` / `RIPCORD_SERVER` and `--token` / `RIPCORD_API_TOKEN`, except `fact`, whose token is\n")
 	doc.WriteString("the cluster's (`--token` / `RIPCORD_CLUSTER_TOKEN`), and `agent` (`--token-file` or `RIPCORD_CLUSTER_TOKEN`).\n")
+	doc.WriteString("Each of them warns on stderr about every `RIPCORD_*` variable that ripcord does not read (most\n")
+	doc.WriteString("likely a typo, named with the variable meant); a 401 to any but `agent` says where the refused token came from.\n")
 	for _, page := range helpPages {
 		cmd := exec.Command(bin, append(page, "-h")...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}

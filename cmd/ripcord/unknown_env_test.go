@@ -108,3 +108,132 @@ func TestMigrateWarnsAboutUnknownVariables(t *testing.T) {
 	}
 	checkWarnings(t, errOut, misspelt, prefixed("ripcord migrate: warning: "))
 }
+
+// apiMisspelt are variables a shell that runs the CLI may hold by mistake,
+// each with the one meant.
+var apiMisspelt = map[string]string{
+	"RIPCORD_API_TOKN": "RIPCORD_API_TOKEN",
+	"RIPCORD_SERVR":    "RIPCORD_SERVER",
+}
+
+// apiCommands are the command lines of every command that talks to a
+// server with --token, each with the variable its token comes from.
+var apiCommands = []struct {
+	args     []string
+	tokenEnv string
+}{
+	{[]string{"releases", "list"}, apiTokenEnv},
+	{[]string{"releases", "show", "cli-1"}, apiTokenEnv},
+	{[]string{"releases", "audit", "cli-1"}, apiTokenEnv},
+	{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout"}, clusterTokenEnv},
+	{[]string{"rollback", "--app", "checkout", "--environment", "prod", "--reason", "bad deploy"}, apiTokenEnv},
+	{[]string{"rollout", "start", "--app", "checkout", "--environment", "prod", "--version", "v1"}, apiTokenEnv},
+	{[]string{"rollout", "status", "1"}, apiTokenEnv},
+	{[]string{"rollout", "list", "--app", "checkout", "--environment", "prod"}, apiTokenEnv},
+	{[]string{"rollout", "approve", "--user", "octocat", "1"}, apiTokenEnv},
+	{[]string{"rollout", "abort", "--user", "octocat", "1"}, apiTokenEnv},
+}
+
+// The token variables of the CLI, the tokens inProcessServer takes for
+// them, and a typo of each.
+const (
+	apiTokenEnv     = "RIPCORD_API_TOKEN"
+	clusterTokenEnv = "RIPCORD_CLUSTER_TOKEN"
+)
+
+var (
+	goodToken = map[string]string{apiTokenEnv: "cli-token", clusterTokenEnv: "eu-token"}
+	tokenTypo = map[string]string{apiTokenEnv: "RIPCORD_API_TOKN", clusterTokenEnv: "RIPCORD_CLUSTER_TOKN"}
+	tokenMust = map[string]string{apiTokenEnv: "must be the server's api_token", clusterTokenEnv: "must be the cluster's token"}
+)
+
+// apiCommandName is the command's name as its messages start with it:
+// ripcord and the command with its subcommand.
+func apiCommandName(args []string) string {
+	name := "ripcord " + args[0]
+	if args[0] == "releases" || args[0] == "rollout" {
+		name += " " + args[1]
+	}
+	return name
+}
+
+// Every command whose -h page lists --token is one of apiCommands, so a new
+// command that talks to the server is held to the tests below.
+func TestAPICommandsListsEveryCommandWithAToken(t *testing.T) {
+	for _, page := range helpPages {
+		code, _, help := ripcord(t, nil, append(page, "-h")...)
+		if code != 0 || !strings.Contains(help, "\n  -token string") {
+			continue
+		}
+		found := false
+		for _, c := range apiCommands {
+			found = found || apiCommandName(c.args) == "ripcord "+strings.Join(page, " ")
+		}
+		if !found {
+			t.Errorf("ripcord %s takes --token but is not in apiCommands", strings.Join(page, " "))
+		}
+	}
+}
+
+// A misspelt RIPCORD_API_TOKN left the CLI with no token, or an old one,
+// and the server's bare 401: every command that talks to the server warns
+// once per unknown variable, naming the one meant, as serve does, whether
+// it then gets an answer or has no token to send.
+func TestAPICommandsWarnAboutUnknownVariables(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	knownAndExempt(t)
+	url := inProcessServer(t)
+	for _, c := range apiCommands {
+		name := apiCommandName(c.args)
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			env := []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=" + goodToken[c.tokenEnv]}
+			for misspelt := range apiMisspelt {
+				env = append(env, misspelt+"=x")
+			}
+			// Exit 0, or 1 for the server's refusal of the example's
+			// values: the command went on to ask the server.
+			code, stdout, stderr := ripcord(t, env, c.args...)
+			if code != 0 && !(code == 1 && strings.Contains(stderr, "server answered")) {
+				t.Fatalf("exit %d; want the server's answer\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			checkWarnings(t, stderr, apiMisspelt, prefixed(name+": warning: "))
+
+			// With the token's variable misspelt, the refusal comes with
+			// the warning that says why.
+			typo := tokenTypo[c.tokenEnv]
+			env = []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=", typo + "=" + goodToken[c.tokenEnv]}
+			code, _, stderr = ripcord(t, env, c.args...)
+			if code != 2 || !strings.Contains(stderr, "no token") {
+				t.Fatalf("with %s misspelt: exit %d, stderr %q; want 2, no token", c.tokenEnv, code, stderr)
+			}
+			checkWarnings(t, stderr, map[string]string{typo: c.tokenEnv}, prefixed(name+": warning: "))
+		})
+	}
+}
+
+// A 401 says where the token the server refused came from, the flag or the
+// variable, and what it must be: the server cannot know.
+func TestAPICommandsSayWhereARefusedTokenCameFrom(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	knownAndExempt(t)
+	url := inProcessServer(t)
+	for _, c := range apiCommands {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			must := tokenMust[c.tokenEnv]
+			code, _, stderr := ripcord(t, []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=stale"}, c.args...)
+			if want := "the token was read from environment variable " + c.tokenEnv; code != 1 || !strings.Contains(stderr, "401") ||
+				!strings.Contains(stderr, want) || !strings.Contains(stderr, must) {
+				t.Errorf("a wrong token from %s: exit %d, stderr %q; want 1, the 401, %q and %q", c.tokenEnv, code, stderr, want, must)
+			}
+			code, _, stderr = ripcord(t, []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=stale"}, append(c.args, "--token", "typed")...)
+			if want := "the token was given by flag --token"; code != 1 || !strings.Contains(stderr, "401") ||
+				!strings.Contains(stderr, want) || !strings.Contains(stderr, must) {
+				t.Errorf("a wrong --token: exit %d, stderr %q; want 1, the 401, %q and %q", code, stderr, want, must)
+			}
+		})
+	}
+}
