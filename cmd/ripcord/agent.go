@@ -26,7 +26,13 @@ import (
 // and Argo Rollouts, posts their facts to the server and carries out the
 // actions the server queues for the cluster.
 func runAgent(args []string) int {
-	fs := newFlags("ripcord agent", "--cluster NAME [--server URL] (--token-file FILE | RIPCORD_CLUSTER_TOKEN) [flags]")
+	fs := newFlags("ripcord agent", "--cluster NAME [--server URL] (--token-file FILE | RIPCORD_CLUSTER_TOKEN) [flags]",
+		"Runs beside a cluster's workloads (in the cluster, or with --kubeconfig): watches the Deployments and "+
+			"Argo Rollouts labelled ripcord.dev/tracked=true, posts a fact to the server on each change of their "+
+			"status, and carries out the rollbacks the server queues for the cluster, which it asks for with a "+
+			"long poll (the server never reaches into the cluster). /healthz and /metrics are on --listen.",
+		"ripcord agent --cluster prod-eu --server https://ripcord.example.com --token-file /var/run/ripcord/token",
+		"ripcord agent --cluster dev --kubeconfig ~/.kube/config --namespace shop --rollouts off")
 	name := fs.String("cluster", os.Getenv("RIPCORD_CLUSTER"), "this cluster's name in the server's clusters setting (env RIPCORD_CLUSTER)")
 	server := fs.String("server", firstOf(os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"), "ripcord server URL (env RIPCORD_SERVER)")
 	tokenFile := fs.String("token-file", os.Getenv("RIPCORD_CLUSTER_TOKEN_FILE"), "file holding the cluster's token, read on every request (env RIPCORD_CLUSTER_TOKEN_FILE; or set RIPCORD_CLUSTER_TOKEN)")

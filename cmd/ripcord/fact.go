@@ -14,7 +14,13 @@ import (
 // runFact posts a fact to /api/v1/facts/{cluster} from a file (or stdin) or
 // from flags, retrying while the server is unreachable or answers 5xx.
 func runFact(args []string) int {
-	fs := newFlags("ripcord fact", "--cluster NAME (--file FILE | --source S --namespace N --name W --phase P ...) [flags]")
+	fs := newFlags("ripcord fact", "--cluster NAME (--file FILE | --source S --namespace N --name W --phase P ...) [flags]",
+		"Posts facts to the server for a cluster (POST /api/v1/facts/CLUSTER), as the cluster agent does, "+
+			"with the cluster's token: from a JSON file (--file, or --file - for stdin) holding one fact or {\"facts\": [...]}, "+
+			"or one workload's fact typed from the flags. Connection errors and 5xx answers are retried. "+
+			"It prints the server's answer, whose outcome is applied, duplicate, ignored, drift or opened.",
+		"ripcord fact --cluster prod-eu --file fact.json",
+		"ripcord fact --cluster prod-eu --namespace shop --name checkout --uid 6f1e2c --generation 3 --phase Healthy --release-id checkout-v42:prod-eu/prod --image registry.example/shop/checkout:v42")
 	client := clientFlags(fs, "RIPCORD_CLUSTER_TOKEN", "the cluster's token")
 	file := fs.String("file", "", "JSON file with one fact or {\"facts\": [...]}; - reads stdin")
 	cluster := fs.String("cluster", "", "cluster the fact is from (required)")

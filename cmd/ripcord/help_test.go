@@ -121,6 +121,55 @@ func TestCLIReference(t *testing.T) {
 	}
 }
 
+// Every -h page says what its command does and shows how it is used, with
+// examples whose flags are the command's own: a newcomer who typed
+// `ripcord releases list -h` got a list of flags and had to find in the
+// README what the command was for.
+func TestEveryHelpPageSaysWhatItDoesAndGivesExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	help := map[string]string{}
+	for _, page := range helpPages {
+		name := "ripcord " + strings.Join(page, " ")
+		code, _, text := ripcord(t, nil, append(page, "-h")...)
+		if code != 0 {
+			t.Errorf("%s -h: exit %d\n%s", name, code, text)
+			continue
+		}
+		lines := strings.Split(text, "\n")
+		if !strings.HasPrefix(lines[0], "usage: "+name) {
+			t.Errorf("%s -h does not start with its usage line:\n%s", name, text)
+			continue
+		}
+		// The paragraph after the usage line says what the command does.
+		if len(lines) < 3 || lines[1] != "" || lines[2] == "" || lines[2] == "flags:" || lines[2] == "examples:" {
+			t.Errorf("%s -h does not say what the command does after its usage line:\n%s", name, text)
+		}
+		var examples []string
+		for i, l := range lines {
+			if l != "examples:" {
+				continue
+			}
+			for _, e := range lines[i+1:] {
+				if !strings.HasPrefix(e, "  ripcord ") {
+					break
+				}
+				examples = append(examples, strings.TrimSpace(e))
+			}
+		}
+		if len(examples) == 0 {
+			t.Errorf("%s -h gives no example (an examples: paragraph of ripcord command lines):\n%s", name, text)
+		}
+		for _, e := range examples {
+			if e != name && !strings.HasPrefix(e, name+" ") {
+				t.Errorf("%s -h gives an example of another command: %s", name, e)
+			}
+			checkFlags(t, name+" -h", e, help)
+		}
+	}
+}
+
 // Every command in the top-level usage has a page in docs/cli.md, so a new
 // command cannot be added without its documentation.
 func TestEveryCommandHasAHelpPage(t *testing.T) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 )
 
 type command struct {
@@ -103,15 +105,47 @@ func noArgs(fs *flag.FlagSet) (code int, stop bool) {
 	return 2, true
 }
 
-// newFlags is a command's flag set; its -h page starts with the command's
-// synopsis (what it needs besides flags), then lists the flags.
-func newFlags(command, synopsis string) *flag.FlagSet {
+// newFlags is a command's flag set. Its -h page says how to call the
+// command (synopsis: what it needs besides flags), what it does (about) and
+// how it is used (examples), then lists the flags: a newcomer reads it
+// before the README.
+func newFlags(command, synopsis, about string, examples ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: %s %s\n\nflags:\n", command, synopsis)
+		writePage(fs.Output(), command+" "+synopsis, about, examples)
+		fmt.Fprintln(fs.Output(), "\nflags:")
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// writePage writes the head of a -h page: the usage line, what the command
+// does, wrapped, and its examples.
+func writePage(w io.Writer, usage, about string, examples []string) {
+	fmt.Fprintf(w, "usage: %s\n\n%s\n\nexamples:\n", strings.TrimSpace(usage), wrap(about, 76))
+	for _, e := range examples {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+}
+
+// wrap breaks text into lines of at most width characters, between words.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	line := 0
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == 0:
+		case line+1+len(word) > width:
+			b.WriteByte('\n')
+			line = 0
+		default:
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += len(word)
+	}
+	return b.String()
 }
 
 // isHelp reports whether arg asks for help rather than naming a subcommand.

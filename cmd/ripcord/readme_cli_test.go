@@ -57,40 +57,48 @@ func TestREADMECommandsUseRealFlags(t *testing.T) {
 	if len(lines) < 10 {
 		t.Fatalf("found %d ripcord commands in the README; the extraction is broken: %q", len(lines), lines)
 	}
-	subcommands := map[string][]string{"releases": {"list", "show", "audit"}, "rollout": {"start", "status", "list", "approve", "abort"}}
 	help := map[string]string{}
-	flagRE := regexp.MustCompile(`(?:^|[\s\[(|])--([a-z][a-z-]*)`)
 	for _, line := range lines {
-		words := strings.Fields(line)
-		if len(words) < 2 || words[1] == "<command>" {
+		checkFlags(t, "README", line, help)
+	}
+}
+
+// checkFlags checks that the command of a ripcord command line that where
+// shows exists and that its -h page lists every flag the line uses; help
+// keeps the pages read so far, by command.
+func checkFlags(t *testing.T, where, line string, help map[string]string) {
+	t.Helper()
+	subcommands := map[string][]string{"releases": {"list", "show", "audit"}, "rollout": {"start", "status", "list", "approve", "abort"}}
+	flagRE := regexp.MustCompile(`(?:^|[\s\[(|])--([a-z][a-z-]*)`)
+	words := strings.Fields(line)
+	if len(words) < 2 || words[1] == "<command>" {
+		return
+	}
+	cmd := []string{words[1]}
+	if !slices.ContainsFunc(commands, func(c command) bool { return c.name == words[1] }) {
+		t.Errorf("%s: %q: ripcord has no command %q", where, line, words[1])
+		return
+	}
+	if subs, ok := subcommands[words[1]]; ok && len(words) > 2 {
+		sub, _, _ := strings.Cut(words[2], "|")
+		if slices.Contains(subs, sub) {
+			cmd = append(cmd, sub)
+		}
+	}
+	key := strings.Join(cmd, " ")
+	if _, ok := help[key]; !ok {
+		code, _, page := ripcord(t, nil, append(cmd, "-h")...)
+		if code != 0 {
+			t.Fatalf("ripcord %s -h: exit %d\n%s", key, code, page)
+		}
+		help[key] = page
+	}
+	for _, m := range flagRE.FindAllStringSubmatch(line, -1) {
+		if m[1] == "help" {
 			continue
 		}
-		cmd := []string{words[1]}
-		if !slices.ContainsFunc(commands, func(c command) bool { return c.name == words[1] }) {
-			t.Errorf("README: %q: ripcord has no command %q", line, words[1])
-			continue
-		}
-		if subs, ok := subcommands[words[1]]; ok && len(words) > 2 {
-			sub, _, _ := strings.Cut(words[2], "|")
-			if slices.Contains(subs, sub) {
-				cmd = append(cmd, sub)
-			}
-		}
-		key := strings.Join(cmd, " ")
-		if _, ok := help[key]; !ok {
-			code, _, page := ripcord(t, nil, append(cmd, "-h")...)
-			if code != 0 {
-				t.Fatalf("ripcord %s -h: exit %d\n%s", key, code, page)
-			}
-			help[key] = page
-		}
-		for _, m := range flagRE.FindAllStringSubmatch(line, -1) {
-			if m[1] == "help" {
-				continue
-			}
-			if !strings.Contains(help[key], "\n  -"+m[1]+" ") && !strings.Contains(help[key], "\n  -"+m[1]+"\n") {
-				t.Errorf("README: %q: ripcord %s -h lists no flag --%s", line, key, m[1])
-			}
+		if !strings.Contains(help[key], "\n  -"+m[1]+" ") && !strings.Contains(help[key], "\n  -"+m[1]+"\n") {
+			t.Errorf("%s: %q: ripcord %s -h lists no flag --%s", where, line, key, m[1])
 		}
 	}
 }

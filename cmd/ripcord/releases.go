@@ -13,12 +13,39 @@ import (
 	"github.com/ripcord/ripcord/records"
 )
 
-const releasesUsage = "usage: ripcord releases list [flags] | show RELEASE_ID [flags] | audit RELEASE_ID [flags]"
+// releasesPages are what each page of `ripcord releases` says besides its
+// flags: "" is the command's own.
+var releasesPages = map[string]struct {
+	about    string
+	examples []string
+}{
+	"": {"Reads the server's release records: lists them, shows one, or prints one's audit trail.", []string{
+		"ripcord releases list --app checkout --environment prod",
+		"ripcord releases show checkout-v42:prod-eu/prod",
+		"ripcord releases audit checkout-v42:prod-eu/prod",
+	}},
+	"list": {"Lists the server's releases, newest first, as a table (--json prints the server's JSON), " +
+		"all of them or those of an app, environment, cluster or state.", []string{
+		"ripcord releases list --app checkout --environment prod",
+		"ripcord releases list --state degraded --limit 10 --json",
+	}},
+	"show": {"Shows one release: its app, environment, cluster, kind, state and image, when it was " +
+		"created and when it became healthy.", []string{
+		"ripcord releases show checkout-v42:prod-eu/prod",
+		"ripcord releases show checkout-v42:prod-eu/prod --json",
+	}},
+	"audit": {"Prints a release's audit trail, oldest first: every fact, state change, drift, stall " +
+		"and rollback, with its reason.", []string{
+		"ripcord releases audit checkout-v42:prod-eu/prod",
+		"ripcord releases audit checkout-v42:prod-eu/prod --limit 500 --json",
+	}},
+}
 
 func runReleases(args []string) int {
 	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(os.Stderr, releasesUsage)
-		fmt.Fprintln(os.Stderr, "Run 'ripcord releases list -h' (or show, audit) for its flags.")
+		page := releasesPages[""]
+		writePage(os.Stderr, "ripcord releases list [flags] | show RELEASE_ID [flags] | audit RELEASE_ID [flags]", page.about, page.examples)
+		fmt.Fprintln(os.Stderr, "\nRun 'ripcord releases list -h' (or show, audit) for its flags.")
 		if len(args) == 0 {
 			return 2
 		}
@@ -33,7 +60,8 @@ func runReleases(args []string) int {
 	if sub == "list" {
 		synopsis = "[flags]"
 	}
-	fs := newFlags("ripcord releases "+sub, synopsis)
+	page := releasesPages[sub]
+	fs := newFlags("ripcord releases "+sub, synopsis, page.about, page.examples...)
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	asJSON := fs.Bool("json", false, "print the server's JSON instead of a table")
 	var app, env, cluster, state *string

@@ -27,7 +27,13 @@ type rollbackAnswer struct {
 // decides at once (a refusal says why) and opens the pull request in a job;
 // `ripcord releases show <release_id>` shows it once it is open.
 func runRollback(args []string) int {
-	fs := newFlags("ripcord rollback", "--app APP --environment ENV --reason WHY [--to RELEASE_ID|DIGEST] [flags]")
+	fs := newFlags("ripcord rollback", "--app APP --environment ENV --reason WHY [--to RELEASE_ID|DIGEST] [flags]",
+		"Rolls an environment back through the server (POST /api/v1/rollbacks): the target is the newest "+
+			"eligible release before the current one, or the one --to names; the server records the rollback "+
+			"as a release and a job opens its pull request in the environment's GitOps repository. It prints "+
+			"the rollback's release id; `ripcord releases show ID` shows the pull request once it is open.",
+		`ripcord rollback --app checkout --environment prod --reason "error rate up after v42"`,
+		`ripcord rollback --app checkout --environment prod --cluster prod-eu --to checkout-v41:prod-eu/prod --reason "v42 fails checkout"`)
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	app := fs.String("app", "", "the app to roll back (required)")
 	env := fs.String("environment", "", "the environment (required)")

@@ -16,8 +16,14 @@ import (
 // to /api/v1/rollouts.
 func runRollout(args []string) int {
 	if len(args) == 0 || isHelp(args[0]) {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout start|status|list|approve|abort [flags]")
-		fmt.Fprintln(os.Stderr, "Run 'ripcord rollout start -h' (or status, list, approve, abort) for its flags.")
+		writePage(os.Stderr, "ripcord rollout start|status|list|approve|abort [flags]",
+			"Rolls releases out in waves, where the environment's .github/ripcord.yml has targets and a rollout "+
+				"section: starts a rollout, shows one, lists an environment's, or approves or aborts one.", []string{
+				"ripcord rollout start --app checkout --environment prod --version v42",
+				"ripcord rollout list --app checkout --environment prod --unfinished",
+				"ripcord rollout approve --user octocat 7",
+			})
+		fmt.Fprintln(os.Stderr, "\nRun 'ripcord rollout start -h' (or status, list, approve, abort) for its flags.")
 		if len(args) == 0 {
 			return 2
 		}
@@ -41,7 +47,13 @@ func runRollout(args []string) int {
 }
 
 func rolloutStart(args []string) int {
-	fs := newFlags("ripcord rollout start", "--app APP --environment ENV --version VERSION [flags]")
+	fs := newFlags("ripcord rollout start", "--app APP --environment ENV --version VERSION [flags]",
+		"Opens the release of a version for an app's environment and starts its rollout in waves "+
+			"(POST /api/v1/rollouts); the environment's .github/ripcord.yml must have targets and a rollout section. "+
+			"It prints the rollout's status. A start the server refuses opens no release: send it again "+
+			"once the cause is gone.",
+		"ripcord rollout start --app checkout --environment prod --version v42",
+		"ripcord rollout start --app checkout --environment prod --version v43 --repository acme/checkout --cluster prod-eu --author octocat")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	repo := fs.String("repository", "", "the app's repository, owner/name (default: the one its newest release names)")
 	app := fs.String("app", "", "the app (required)")
@@ -77,7 +89,11 @@ func rolloutStart(args []string) int {
 }
 
 func rolloutStatus(args []string) int {
-	fs := newFlags("ripcord rollout status", "ROLLOUT_ID | --release-id RELEASE_ID [flags]")
+	fs := newFlags("ripcord rollout status", "ROLLOUT_ID | --release-id RELEASE_ID [flags]",
+		"Shows a rollout, found by its id or by its release's: its status, its stages with their state "+
+			"and gate, what it is paused by, and its rollback.",
+		"ripcord rollout status 7",
+		"ripcord rollout status --release-id checkout-v42:prod-eu/prod --json")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	release := fs.String("release-id", "", "find the rollout by its release instead of its id")
 	asJSON := fs.Bool("json", false, "print the server's JSON")
@@ -115,7 +131,11 @@ func rolloutStatus(args []string) int {
 }
 
 func rolloutList(args []string) int {
-	fs := newFlags("ripcord rollout list", "--app APP --environment ENV [flags]")
+	fs := newFlags("ripcord rollout list", "--app APP --environment ENV [flags]",
+		"Lists an environment's rollouts, newest first; with --unfinished only those that have not "+
+			"ended: the one rolling out and those queued behind it.",
+		"ripcord rollout list --app checkout --environment prod",
+		"ripcord rollout list --app checkout --environment prod --unfinished")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	app := fs.String("app", "", "the app (required)")
 	env := fs.String("environment", "", "the environment (required)")
@@ -157,7 +177,12 @@ func rolloutList(args []string) int {
 }
 
 func rolloutVote(args []string) int {
-	fs := newFlags("ripcord rollout approve", "ROLLOUT_ID --user LOGIN [--reject] [flags]")
+	fs := newFlags("ripcord rollout approve", "ROLLOUT_ID --user LOGIN [--reject] [flags]",
+		"Approves a rollout that waits for an approval (paused-approval, or paused-hold behind a failed "+
+			"one), in the name of --user, whose permission on the repository must reach approvals.permission; "+
+			"the release's author cannot approve. --reject stops the rollout instead, and on_failure applies.",
+		"ripcord rollout approve --user octocat 7",
+		`ripcord rollout approve --user octocat --reject --comment "error rate up in eu-1" 7`)
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	user := fs.String("user", "", "GitHub login of who approves (required; the release's author cannot)")
 	reject := fs.Bool("reject", false, "reject instead: the rollout stops and on_failure applies")
@@ -179,7 +204,10 @@ func rolloutVote(args []string) int {
 }
 
 func rolloutAbort(args []string) int {
-	fs := newFlags("ripcord rollout abort", "ROLLOUT_ID --user LOGIN [--reason WHY] [flags]")
+	fs := newFlags("ripcord rollout abort", "ROLLOUT_ID --user LOGIN [--reason WHY] [flags]",
+		"Stops a rollout: no batch is dispatched after the abort, and on_failure applies to what was "+
+			"deployed. --user names who stopped it, for the audit trail.",
+		`ripcord rollout abort --user octocat --reason "a fix is on its way" 7`)
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	user := fs.String("user", "", "GitHub login of who aborts (required)")
 	reason := fs.String("reason", "", "why")

@@ -15,13 +15,38 @@ import (
 	"github.com/ripcord/ripcord/internal/version"
 )
 
+// configPages are what serve's and migrate's -h pages say besides their
+// flags, which are the settings.
+var configPages = map[string]struct {
+	about    string
+	examples []string
+}{
+	"serve": {"Runs the GitHub App server: it receives GitHub's webhooks at /api/github/hook, " +
+		"runs the job queue, and serves /api/v1, the set-up page and the releases page. " +
+		"Every setting is a flag, a RIPCORD_* environment variable or a key of the --config file " +
+		"(flag, then environment, then file, then default; the README's configuration reference lists them). " +
+		"It applies the database migrations at start, and stops on SIGTERM or SIGINT after finishing " +
+		"the requests and jobs in flight.", []string{
+		"ripcord serve",
+		"ripcord serve --listen 0.0.0.0:8080 --public-url https://ripcord.example.com --database postgres://ripcord:secret@db:5432/ripcord",
+		"ripcord serve --config /etc/ripcord/ripcord.yml",
+	}},
+	"migrate": {"Applies the database migrations (ripcord's and its job queue's) to the database of " +
+		"--database and exits; serve applies them too at every start. Several may run at once " +
+		"(they take a lock). It takes the same settings as serve, but reads only the database.", []string{
+		"ripcord migrate",
+		"ripcord migrate --database postgres://ripcord:secret@db:5432/ripcord",
+	}},
+}
+
 // loadConfig parses a command's flags and loads the server configuration,
 // printing one line per bad setting. code is the exit code when ok is false.
 // unknown are the RIPCORD_* variables of the environment that ripcord does
 // not read, for the command to warn about: an old variable left in a unit
 // file must not stop a start, but a typo must not pass unnoticed either.
 func loadConfig(name string, args []string) (cfg *config.Config, unknown []config.UnknownEnv, code int, ok bool) {
-	fs := newFlags("ripcord "+name, "[flags]")
+	page := configPages[name]
+	fs := newFlags("ripcord "+name, "[flags]", page.about, page.examples...)
 	config.Register(fs)
 	if code, stop := parse(fs, args); stop {
 		return nil, nil, code, false
@@ -114,9 +139,9 @@ func runMigrate(args []string) int {
 // its page like every other command's and a mistyped command line is an
 // error rather than a version printed as if it had worked.
 func runVersion(args []string) int {
-	fs := newFlags("ripcord version", "")
+	fs := newFlags("ripcord version", "", "")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: ripcord version\n\nPrints the version; it takes no flags or arguments.")
+		writePage(fs.Output(), "ripcord version", "Prints the version; it takes no flags or arguments.", []string{"ripcord version"})
 	}
 	if code, stop := parse(fs, args); stop {
 		return code

@@ -32,6 +32,11 @@ has a problem; 2 when the command is used wrongly: an unknown flag, a bad
 flag value, a settings file or rollout.max_parallel that serve would
 refuse, or a FILE that cannot be read (2 wins over 1).
 
+examples:
+  ripcord validate
+  ripcord validate .github/ripcord.yml ../shop/.github/ripcord.yml
+  ripcord validate --config /etc/ripcord/ripcord.yml .github/ripcord.yml
+
 flags:
 `
 
@@ -44,7 +49,7 @@ const maxParallelKey = "rollout.max_parallel"
 // status is decided: 2 on a bad flag or setting or a file that cannot be
 // read, else 1 on any problem.
 func runValidate(args []string) int {
-	fs := newFlags("ripcord validate", "")
+	fs := newFlags("ripcord validate", "", "")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), validateUsage)
 		fs.PrintDefaults()
