@@ -22,9 +22,12 @@ type apiClient struct {
 	// tokenHint says, after a 401, where the token came from and what it
 	// must be: the server cannot tell a stale variable from a typo.
 	tokenHint string
-	http      *http.Client
-	retries   int
-	backoff   time.Duration
+	// serverFrom says where the server's URL came from, for when no
+	// server answers there: most often none runs at the default address.
+	serverFrom string
+	http       *http.Client
+	retries    int
+	backoff    time.Duration
 }
 
 // clientFlags adds --server and --token (env RIPCORD_SERVER, tokenEnv).
@@ -43,7 +46,14 @@ func clientFlags(fs *flag.FlagSet, tokenEnv, tokenHelp string) func() (*apiClien
 		if *token != "" {
 			from = "was given by flag --token (it overrides " + tokenEnv + ")"
 		}
-		c := &apiClient{server: firstOf(*server, os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"),
+		serverFrom := "is the default (--server or RIPCORD_SERVER sets another)"
+		switch {
+		case *server != "":
+			serverFrom = "was given by flag --server"
+		case os.Getenv("RIPCORD_SERVER") != "":
+			serverFrom = "was read from environment variable RIPCORD_SERVER"
+		}
+		c := &apiClient{server: firstOf(*server, os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"), serverFrom: serverFrom,
 			token:     firstOf(*token, os.Getenv(tokenEnv)),
 			tokenHint: fmt.Sprintf("the token %s and must be %s", from, tokenHelp),
 			http:      &http.Client{Timeout: 30 * time.Second}, retries: 4, backoff: time.Second}
@@ -106,6 +116,10 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte, ou
 		if last == nil || (errors.As(last, &ae) && ae.Status < 500) {
 			return last
 		}
+	}
+	var ae *apiError
+	if !errors.As(last, &ae) {
+		return fmt.Errorf("%w; no server answered at %s, whose URL %s", last, c.server, c.serverFrom)
 	}
 	return last
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"log/slog"
 	"net"
@@ -345,5 +346,45 @@ func fileWriter(t *testing.T, dir string) func(name, content string) string {
 			t.Fatal(err)
 		}
 		return p
+	}
+}
+
+// When no server answers, the error says at which URL and where that URL
+// came from: a newcomer who had not started `ripcord serve`, or whose
+// RIPCORD_SERVER named an old address, saw only "connection refused".
+func TestAPIClientSaysWhereTheServerURLCameFrom(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cases := []struct {
+		name string
+		env  string
+		args []string
+		want string
+	}{
+		{"from the environment", closed, nil, "whose URL was read from environment variable RIPCORD_SERVER"},
+		{"from the flag", "http://127.0.0.1:1", []string{"--server", closed}, "whose URL was given by flag --server"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("RIPCORD_SERVER", c.env)
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
+			if err := fs.Parse(append(c.args, "--token", "t")); err != nil {
+				t.Fatal(err)
+			}
+			cl, err := client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl.retries = 0
+			err = cl.do(context.Background(), "GET", "/api/v1/releases", nil, nil)
+			if err == nil || !strings.Contains(err.Error(), "no server answered at "+closed) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v; want it to say no server answered at %s, and %q", err, closed, c.want)
+			}
+		})
 	}
 }
