@@ -21,7 +21,7 @@ func runRollout(args []string) int {
 				"section: starts a rollout, shows one, lists an environment's, or approves or aborts one.", []string{
 				"ripcord rollout start --app checkout --environment prod --version v42",
 				"ripcord rollout list --app checkout --environment prod --unfinished",
-				"ripcord rollout approve --user octocat 7",
+				"ripcord rollout approve --user octocat ro-3f9a1c2b7d",
 			})
 		fmt.Fprintln(os.Stderr, "\nRun 'ripcord rollout start -h' (or status, list, approve, abort) for its flags.")
 		if len(args) == 0 {
@@ -92,7 +92,7 @@ func rolloutStatus(args []string) int {
 	fs := newFlags("ripcord rollout status", "ROLLOUT_ID | --release-id RELEASE_ID [flags]",
 		"Shows a rollout, found by its id or by its release's: its status, its stages with their state "+
 			"and gate, what it is paused by, and its rollback.",
-		"ripcord rollout status 7",
+		"ripcord rollout status ro-3f9a1c2b7d",
 		"ripcord rollout status --release-id checkout-v42:prod-eu/prod --json")
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	release := fs.String("release-id", "", "find the rollout by its release instead of its id")
@@ -181,8 +181,8 @@ func rolloutVote(args []string) int {
 		"Approves a rollout that waits for an approval (paused-approval, or paused-hold behind a failed "+
 			"one), in the name of --user, whose permission on the repository must reach approvals.permission; "+
 			"the release's author cannot approve. --reject stops the rollout instead, and on_failure applies.",
-		"ripcord rollout approve --user octocat 7",
-		`ripcord rollout approve --user octocat --reject --comment "error rate up in eu-1" 7`)
+		"ripcord rollout approve --user octocat ro-3f9a1c2b7d",
+		`ripcord rollout approve --user octocat --reject --comment "error rate up in eu-1" ro-3f9a1c2b7d`)
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	user := fs.String("user", "", "GitHub login of who approves (required; the release's author cannot)")
 	reject := fs.Bool("reject", false, "reject instead: the rollout stops and on_failure applies")
@@ -207,7 +207,7 @@ func rolloutAbort(args []string) int {
 	fs := newFlags("ripcord rollout abort", "ROLLOUT_ID --user LOGIN [--reason WHY] [flags]",
 		"Stops a rollout: no batch is dispatched after the abort, and on_failure applies to what was "+
 			"deployed. --user names who stopped it, for the audit trail.",
-		`ripcord rollout abort --user octocat --reason "a fix is on its way" 7`)
+		`ripcord rollout abort --user octocat --reason "a fix is on its way" ro-3f9a1c2b7d`)
 	client := clientFlags(fs, "RIPCORD_API_TOKEN", "the server's api_token")
 	user := fs.String("user", "", "GitHub login of who aborts (required)")
 	reason := fs.String("reason", "", "why")
