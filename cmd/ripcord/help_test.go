@@ -266,3 +266,24 @@ func TestFactHelpNamesTheSourcesAndPhases(t *testing.T) {
 		}
 	}
 }
+
+// `ripcord help COMMAND` shows the command's page, as `go help build` does:
+// it printed the list of commands whatever it was asked about.
+func TestHelpCommandShowsTheCommandsPage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	for _, page := range [][]string{{"releases"}, {"releases", "list"}, {"rollout", "approve"}, {"validate"}, {"version"}} {
+		_, _, want := ripcord(t, nil, append(page, "-h")...)
+		name := strings.Join(page, " ")
+		code, stdout, got := ripcord(t, nil, append([]string{"help"}, page...)...)
+		if code != 0 || got != want || stdout != "" {
+			t.Errorf("ripcord help %s: exit %d, stdout %q, stderr:\n%s\nwant exit 0 and the page of ripcord %s -h:\n%s",
+				name, code, stdout, got, name, want)
+		}
+	}
+	code, _, stderr := ripcord(t, nil, "help", "nosuch")
+	if code != 2 || !strings.Contains(stderr, `unknown command "nosuch"`) {
+		t.Errorf("ripcord help nosuch: exit %d, stderr %q; want 2 and the unknown command named", code, stderr)
+	}
+}

@@ -36,6 +36,11 @@ func main() {
 }
 
 func run(args []string) int {
+	// `ripcord help releases list` is `ripcord releases list -h`, as
+	// `go help build` or `git help commit` would have it.
+	if len(args) > 1 && args[0] == "help" {
+		return run(append(args[1:], "-h"))
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage()
 		if len(args) == 0 {
@@ -58,7 +63,7 @@ func usage() {
 	for _, c := range commands {
 		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'ripcord <command> -h' for a command's flags.")
+	fmt.Fprintln(os.Stderr, "\nRun 'ripcord <command> -h' (or 'ripcord help <command>') for what a command does, examples and its flags.")
 }
 
 // parse parses a command's flags. stop says the command must end with code:

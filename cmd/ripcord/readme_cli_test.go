@@ -71,7 +71,7 @@ func checkFlags(t *testing.T, where, line string, help map[string]string) {
 	subcommands := map[string][]string{"releases": {"list", "show", "audit"}, "rollout": {"start", "status", "list", "approve", "abort"}}
 	flagRE := regexp.MustCompile(`(?:^|[\s\[(|])--([a-z][a-z-]*)`)
 	words := strings.Fields(line)
-	if len(words) < 2 || words[1] == "<command>" {
+	if len(words) < 2 || words[1] == "<command>" || words[1] == "help" {
 		return
 	}
 	cmd := []string{words[1]}
