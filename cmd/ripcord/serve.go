@@ -33,7 +33,8 @@ var configPages = map[string]struct {
 	}},
 	"migrate": {"Applies the database migrations (ripcord's and its job queue's) to the database of " +
 		"--database and exits; serve applies them too at every start. Several may run at once " +
-		"(they take a lock). It takes the same settings as serve, but reads only the database.", []string{
+		"(they take a lock). It takes the same settings as serve and uses only the database, " +
+		"but a bad setting stops it as it would stop serve.", []string{
 		"ripcord migrate",
 		"ripcord migrate --database postgres://ripcord:secret@db:5432/ripcord",
 	}},
