@@ -166,6 +166,18 @@ func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
 			[]string{"rollout", "list", "--app", "checkout", "--environment", "prod", "--unfinished"}, "", 0, "ROLLOUT"},
 		{"ripcord rollout status ID | --release-id RELEASE [--json]",
 			[]string{"rollout", "status", "--release-id", "readme-1"}, "", 1, "release readme-1 has no rollout"},
+		// Without GitHub these cannot go through; the server's refusal
+		// says why, and the command passes it on with exit status 1.
+		{"ripcord rollback --app checkout --environment prod [--cluster prod-eu] [--to RELEASE_ID|sha256:…] --reason \"…\"",
+			[]string{"rollback", "--app", "checkout", "--environment", "prod", "--cluster", "prod-eu", "--reason", "bad deploy"},
+			"", 1, "the ripcord App is not installed on acme/checkout"},
+		{"ripcord rollout start --app checkout --environment prod --version v42 [--repository acme/checkout]",
+			[]string{"rollout", "start", "--app", "checkout", "--environment", "prod", "--version", "v42", "--repository", "acme/checkout"},
+			"", 1, "the ripcord App is not installed on acme/checkout"},
+		{"ripcord rollout approve --user LOGIN [--reject] [--comment NOTE] ID",
+			[]string{"rollout", "approve", "--user", "octocat", "ro-0000000000"}, "", 1, `no rollout with id "ro-0000000000"`},
+		{"ripcord rollout abort --user LOGIN [--reason WHY] ID",
+			[]string{"rollout", "abort", "--user", "octocat", "--reason", "a fix is coming", "ro-0000000000"}, "", 1, `no rollout with id "ro-0000000000"`},
 	}
 	for _, c := range cases {
 		t.Run(c.readme, func(t *testing.T) {
