@@ -388,3 +388,32 @@ func TestAPIClientSaysWhereTheServerURLCameFrom(t *testing.T) {
 		})
 	}
 }
+
+// A command missing several required flags names them all, in the order of
+// its page, before any request: it named one, picked at random.
+func TestCommandsNameEveryMissingRequiredFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	env := []string{"RIPCORD_SERVER=http://127.0.0.1:1", "RIPCORD_API_TOKEN=t"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rollback", "--app", "checkout"}, "ripcord rollback: --environment and --reason are required"},
+		{[]string{"rollback"}, "ripcord rollback: --app, --environment and --reason are required"},
+		{[]string{"rollback", "--app", "checkout", "--environment", "prod"}, "ripcord rollback: --reason is required"},
+		{[]string{"rollout", "start", "--version", "v42"}, "ripcord rollout start: --app and --environment are required"},
+		{[]string{"rollout", "start", "--app", "checkout"}, "ripcord rollout start: --environment and --version are required"},
+		{[]string{"rollout", "list", "--unfinished"}, "ripcord rollout list: --app and --environment are required"},
+		{[]string{"rollout", "list", "--app", "checkout"}, "ripcord rollout list: --environment is required"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, _, stderr := ripcord(t, env, c.args...)
+			if code != 2 || strings.TrimSpace(stderr) != c.want {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, c.want)
+			}
+		})
+	}
+}

@@ -110,6 +110,28 @@ func noArgs(fs *flag.FlagSet) (code int, stop bool) {
 	return 2, true
 }
 
+// required ends a command when flags it needs are empty, naming every one
+// of them at once and in the order given: one at a time, in the random
+// order of a map, a user who left out two learnt of the second only at the
+// next try, and not always of the same one first.
+func required(command string, flags ...[2]string) (code int, stop bool) {
+	var missing []string
+	for _, f := range flags {
+		if strings.TrimSpace(f[1]) == "" {
+			missing = append(missing, "--"+f[0])
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return 0, false
+	case 1:
+		fmt.Fprintf(os.Stderr, "%s: %s is required\n", command, missing[0])
+	default:
+		fmt.Fprintf(os.Stderr, "%s: %s and %s are required\n", command, strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
+	}
+	return 2, true
+}
+
 // newFlags is a command's flag set. Its -h page says how to call the
 // command (synopsis: what it needs besides flags), what it does (about) and
 // how it is used (examples), then lists the flags: a newcomer reads it

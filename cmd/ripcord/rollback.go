@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 )
 
 // rollbackAnswer is the server's 202 to POST /api/v1/rollbacks.
@@ -48,11 +47,8 @@ func runRollback(args []string) int {
 	if code, stop := noArgs(fs); stop {
 		return code
 	}
-	for name, v := range map[string]string{"app": *app, "environment": *env, "reason": *reason} {
-		if strings.TrimSpace(v) == "" {
-			fmt.Fprintf(os.Stderr, "ripcord rollback: --%s is required\n", name)
-			return 2
-		}
+	if code, stop := required("ripcord rollback", [2]string{"app", *app}, [2]string{"environment", *env}, [2]string{"reason", *reason}); stop {
+		return code
 	}
 	c, err := client()
 	if err != nil {

@@ -70,11 +70,8 @@ func rolloutStart(args []string) int {
 	if code, stop := noArgs(fs); stop {
 		return code
 	}
-	for name, v := range map[string]string{"app": *app, "environment": *env, "version": *version} {
-		if strings.TrimSpace(v) == "" {
-			fmt.Fprintf(os.Stderr, "ripcord rollout start: --%s is required\n", name)
-			return 2
-		}
+	if code, stop := required("ripcord rollout start", [2]string{"app", *app}, [2]string{"environment", *env}, [2]string{"version", *version}); stop {
+		return code
 	}
 	c, err := client()
 	if err != nil {
@@ -148,9 +145,8 @@ func rolloutList(args []string) int {
 	if code, stop := noArgs(fs); stop {
 		return code
 	}
-	if *app == "" || *env == "" {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout list --app APP --environment ENV [--unfinished] [--limit N]")
-		return 2
+	if code, stop := required("ripcord rollout list", [2]string{"app", *app}, [2]string{"environment", *env}); stop {
+		return code
 	}
 	c, err := client()
 	if err != nil {
