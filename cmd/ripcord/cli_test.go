@@ -417,3 +417,34 @@ func TestCommandsNameEveryMissingRequiredFlag(t *testing.T) {
 		})
 	}
 }
+
+// A command line the command cannot run is said to be wrong before the
+// token is looked for: `ripcord rollout status` without an id answered
+// "no token" to a user with no token set, who then set one to learn that
+// the id was missing.
+func TestCommandLineIsCheckedBeforeTheToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	noToken := []string{"RIPCORD_SERVER=http://127.0.0.1:1", "RIPCORD_API_TOKEN=", "RIPCORD_CLUSTER_TOKEN="}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rollout", "status"}, "usage: ripcord rollout status ROLLOUT_ID | --release-id RELEASE_ID"},
+		{[]string{"rollout", "status", "ro-1", "ro-2"}, "usage: ripcord rollout status ROLLOUT_ID | --release-id RELEASE_ID"},
+		{[]string{"rollout", "status", "7", "--release-id", "cli-1"}, `unexpected argument "7"`},
+		{[]string{"rollout", "approve", "--user", "octocat"}, "usage: ripcord rollout approve"},
+		{[]string{"releases", "show"}, "usage: ripcord releases show RELEASE_ID"},
+		{[]string{"fact", "--file", "-"}, "--cluster is required"},
+		{[]string{"rollback", "--app", "checkout"}, "--environment and --reason are required"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, _, stderr := ripcord(t, noToken, c.args...)
+			if code != 2 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "no token") {
+				t.Errorf("exit %d, stderr %q; want 2 and %q, not the missing token", code, stderr, c.want)
+			}
+		})
+	}
+}

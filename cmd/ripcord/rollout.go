@@ -97,6 +97,17 @@ func rolloutStatus(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
+	// The command line is checked before the token, as the other commands
+	// do: a missing id is a usage error whatever the environment holds.
+	if *release != "" {
+		// An id beside --release-id would be ignored: which did they mean?
+		if code, stop := noArgs(fs); stop {
+			return code
+		}
+	} else if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: ripcord rollout status ROLLOUT_ID | --release-id RELEASE_ID")
+		return 2
+	}
 	c, err := client()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ripcord rollout status:", err)
@@ -104,10 +115,6 @@ func rolloutStatus(args []string) int {
 	}
 	ctx := context.Background()
 	if *release != "" {
-		// An id beside --release-id would be ignored: which did they mean?
-		if code, stop := noArgs(fs); stop {
-			return code
-		}
 		var out struct {
 			Rollouts []rolloutflow.StatusJSON `json:"rollouts"`
 		}
@@ -117,10 +124,6 @@ func rolloutStatus(args []string) int {
 			return 1
 		}
 		return finish(err, *asJSON, out, func() { printRollout(out.Rollouts[0]) })
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout status ROLLOUT_ID | --release-id RELEASE_ID")
-		return 2
 	}
 	var out rolloutflow.StatusJSON
 	err = c.do(ctx, "GET", "/api/v1/rollouts/"+url.PathEscape(fs.Arg(0)), nil, &out)
