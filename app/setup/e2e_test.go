@@ -64,6 +64,10 @@ func TestRegisterTheAppFromThePage(t *testing.T) {
 		if got := e.deliver(githubtest.ManifestWebhookSecret); got != http.StatusUnauthorized {
 			t.Fatalf("a webhook signed with the App's secret before it is registered: HTTP %d, want 401", got)
 		}
+		// No secret is configured: the page must not claim webhooks are stored.
+		if !strings.Contains(page, "refuses every webhook") || strings.Contains(page, "stores the webhooks") {
+			t.Errorf("GET /setup with no webhook secret does not say webhooks are refused:\n%s", page)
+		}
 
 		cases := []struct {
 			name, query, want string
@@ -278,6 +282,24 @@ func TestAFailedCodeExchangeCanBeReloaded(t *testing.T) {
 		}
 		if n := calls.Load(); n != 3 {
 			t.Errorf("the code was sent to GitHub %d times, want 3", n)
+		}
+	})
+}
+
+// A webhook secret configured before the App is registered: webhooks are
+// stored, and the set-up page says so rather than that they are refused.
+func TestThePageSaysWebhooksAreStoredWhenASecretIsConfigured(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := start(t, dbURL, false)
+		e.halt()
+		e.configure = func(c *config.Config) { c.GitHub.WebhookSecrets = []string{githubtest.ManifestWebhookSecret} }
+		e.run()
+		if got := e.deliver(githubtest.ManifestWebhookSecret); got != http.StatusAccepted {
+			t.Fatalf("a webhook signed with the configured secret: HTTP %d, want 202", got)
+		}
+		_, page, _ := e.get("/setup")
+		if !strings.Contains(page, "stores the webhooks signed with its configured secret") || strings.Contains(page, "refuses every webhook") {
+			t.Errorf("GET /setup with a webhook secret configured does not say webhooks are stored:\n%s", page)
 		}
 	})
 }

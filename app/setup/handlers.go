@@ -78,7 +78,7 @@ func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := registerView{Public: public, Hook: public + HookPath, Permissions: Permissions, Events: Events(h.o.Events),
-		Org: org, OrgError: orgErr, WebURL: app.WebURL,
+		Org: org, OrgError: orgErr, WebURL: app.WebURL, Secret: len(h.d.Config.GitHub.WebhookSecrets) > 0,
 		PersonalAction: FormAction(app.WebURL, "", state), PersonalManifest: manifestJSON(public, "", state, h.o.Events)}
 	if org != "" {
 		v.OrgAction, v.OrgManifest = FormAction(app.WebURL, org, state), manifestJSON(public, org, state, h.o.Events)

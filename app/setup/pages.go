@@ -16,6 +16,9 @@ type registerView struct {
 	PersonalAction, PersonalManifest string
 	Org, OrgError                    string
 	OrgAction, OrgManifest           string
+	// Secret: a webhook secret is configured, so webhooks are stored;
+	// without one every delivery is refused until the App is registered.
+	Secret bool
 }
 
 type statusView struct {
@@ -57,7 +60,7 @@ button{font:inherit;padding:.4rem 1rem}.error{color:#a40000}</style>
 {{define "bottom"}}<p><a href="/setup">Set-up page</a></p></body></html>{{end}}`
 
 var registerPage = template.Must(template.New("register").Parse(layout + `{{template "top"}}
-<p><strong>Set-up is not finished:</strong> ripcord has no GitHub App yet, so it stores webhooks but cannot act on GitHub. Register one on GitHub: GitHub creates it with the settings below,
+<p><strong>Set-up is not finished:</strong> ripcord has no GitHub App yet, so it cannot act on GitHub{{if .Secret}} (it stores the webhooks signed with its configured secret){{else}}, and with no webhook secret configured it refuses every webhook (HTTP 401){{end}}. Register one on GitHub: GitHub creates it with the settings below,
 ripcord stores its key (encrypted) and starts using it at once, and you go on to install it on your repositories.</p>
 <h2>On your personal account</h2>
 <form method="post" action="{{.PersonalAction}}">
