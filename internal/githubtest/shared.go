@@ -19,7 +19,7 @@ func SharedDir(t testing.TB) string {
 	if dir, ok := findShared(); ok {
 		return dir
 	}
-	t.Skip("needs ../shared/github (GitHub's OpenAPI description and webhook payloads): not found")
+	t.Skip("needs ../shared/github (GitHub's OpenAPI description and webhook payloads), or $" + SharedEnv + " naming the directory that holds github/: not found")
 	return ""
 }
 
