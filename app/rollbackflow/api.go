@@ -147,7 +147,8 @@ func (h apiHandler) repository(r *http.Request, b rollbackBody) (string, error) 
 		return "", err
 	}
 	if len(rs) == 0 || rs[0].Repository == "" {
-		return "", refuse("no release of %s in %s names its repository; pass repository (owner/name)", b.App, b.Environment)
+		return "", refuse("no release of %s in %s names its repository; pass the app's repository (owner/name) "+
+			"as \"repository\" in the request body, or --repository to ripcord rollback", b.App, b.Environment)
 	}
 	return rs[0].Repository, nil
 }

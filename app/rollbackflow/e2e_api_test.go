@@ -94,6 +94,10 @@ func TestRollbackAPIRefusals(t *testing.T) {
 			{"unknown environment", `{"app":"checkout","environment":"qa","reason":"x","repository":"acme/checkout"}`, "", `no app "checkout" with environment "qa"`},
 			{"named release of nowhere", `{"app":"checkout","environment":"prod","reason":"x","to":"r9:prod-eu/prod"}`, "", `no release "r9:prod-eu/prod"`},
 			{"named release running now", `{"app":"checkout","environment":"prod","reason":"x","to":"r3:prod-eu/prod"}`, "", "is the one running now"},
+			// The API and `ripcord rollback` share this answer: it names the
+			// body's field and the command's flag.
+			{"repository unknown", `{"app":"billing","environment":"prod","reason":"x"}`, "repository",
+				`pass the app's repository (owner/name) as "repository" in the request body, or --repository to ripcord rollback`},
 		}
 		for _, c := range cases {
 			status, out := s.Do("POST", "/api/v1/rollbacks", "application/json", []byte(c.body))
