@@ -61,6 +61,10 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		if err != nil {
 			return nil, err
 		}
+		stale, err := h.mergedStale(ctx, d, ev)
+		if err != nil {
+			return nil, err
+		}
 		unrecorded, err := unrecordedHeld(ctx, h.deps.DB.Read, pr.GetHTMLURL())
 		if err != nil {
 			return nil, err
@@ -75,10 +79,15 @@ func (h closedHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 					return err
 				}
 			}
-			if warn == nil {
-				return nil
+			for _, say := range []pipeline.Commit{warn, stale} {
+				if say == nil {
+					continue
+				}
+				if err := say(ctx, tx); err != nil {
+					return err
+				}
 			}
-			return warn(ctx, tx)
+			return nil
 		}, nil
 	}
 	ids, err := h.rollbacksOf(ctx, ev.GetRepo().GetFullName(), pr.GetHTMLURL(), pr.GetNumber(),

@@ -46,16 +46,26 @@ type staleRollback struct {
 // closes nothing a person reopened, and the pull request does not hold the
 // environment: the new rollback it asks for must not be refused for it.
 func (h closedHandler) reopenedStale(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (pipeline.Commit, error) {
+	stale, current, ran, ok, err := h.stale(ctx, ev)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return h.staleComment(d, ev, stale, current, ran), nil
+}
+
+// stale finds what ripcord knows of ev's pull request when it is a stale
+// rollback's (reopenedStale): ok is false for any other pull request.
+// current is the release that runs now; ran says whether any did.
+func (h closedHandler) stale(ctx context.Context, ev github.PullRequestEvent) (stale staleRollback, current records.Record, ran, ok bool, err error) {
 	pr, repo := ev.GetPullRequest(), ev.GetRepo().GetFullName()
 	ids, err := h.rollbacksOf(ctx, repo, pr.GetHTMLURL(), pr.GetNumber(), supersededCondition)
 	if err != nil {
-		return nil, err
+		return stale, current, false, false, err
 	}
-	var stale staleRollback
 	if len(ids) > 0 {
 		rec, err := h.deps.Records.Get(ctx, ids[0])
 		if err != nil {
-			return nil, fmt.Errorf("superseded rollback %s: %w", ids[0], err)
+			return stale, current, false, false, fmt.Errorf("superseded rollback %s: %w", ids[0], err)
 		}
 		stale = staleRollback{releaseID: rec.ReleaseID, rollbackOf: rec.RollbackOf, app: rec.App, env: rec.Environment,
 			clust: rec.Cluster, target: imageAt(rec.Image, rec.GitRevision)}
@@ -63,24 +73,23 @@ func (h closedHandler) reopenedStale(ctx context.Context, d pipeline.Delivery, e
 		// Any record of the pull request means ripcord follows it already.
 		known, err := h.rollbacksOf(ctx, repo, pr.GetHTMLURL(), pr.GetNumber(), "1 = 1")
 		if err != nil || len(known) > 0 {
-			return nil, err
+			return stale, current, false, false, err
 		}
-		var ok bool
 		if stale, ok, err = h.unrecorded(ctx, ev); err != nil || !ok {
-			return nil, err
+			return stale, current, false, false, err
 		}
 	}
 	newest, err := h.deps.Records.NewestRan(ctx, 1, []records.Target{{App: stale.app, Environment: stale.env, Cluster: stale.clust}})
 	if err != nil {
-		return nil, err
+		return stale, current, false, false, err
 	}
-	current, ok := running(newest)
-	if stale.releaseID == "" && (!ok || current.ReleaseID == stale.rollbackOf) {
+	current, ran = running(newest)
+	if stale.releaseID == "" && (!ran || current.ReleaseID == stale.rollbackOf) {
 		// The release it rolls back still runs (or nothing ran): merging it
 		// rolls back what it was opened for, so it is not stale.
-		return nil, nil
+		return stale, current, ran, false, nil
 	}
-	return h.staleComment(d, ev, stale, current, ok), nil
+	return stale, current, ran, true, nil
 }
 
 // unrecorded reads ev's pull request as a ripcord rollback pull request
@@ -121,35 +130,39 @@ func (h closedHandler) unrecorded(ctx context.Context, ev github.PullRequestEven
 	return staleRollback{rollbackOf: of, app: rec.App, env: rec.Environment, clust: rec.Cluster, target: "`" + target + "`"}, true, nil
 }
 
+// why says why stale is stale, for its pull request's comments.
+func (stale staleRollback) why() string {
+	if stale.releaseID == "" {
+		return "ripcord has no release for this rollback pull request (its job gave up after opening it), and `" +
+			stale.rollbackOf + "`, the release it rolls back, no longer runs in " + stale.env + "/" + stale.clust
+	}
+	return "ripcord withdrew this rollback (release `" + stale.releaseID + "`) when this pull request was closed, " +
+		"and a newer release of " + stale.app + " in " + stale.env + "/" + stale.clust + " has run since"
+}
+
+// runningNow names current, the release that runs (ran: whether any did).
+func runningNow(current records.Record, ran bool) string {
+	if !ran {
+		return "no release of it is known to have run"
+	}
+	return "`" + current.ReleaseID + "` runs now (" + imageAt(current.Image, current.GitRevision) + ")"
+}
+
 // staleComment says on ev's pull request, and in the audit trail, that
 // merging it deploys stale's old target over current (ran: whether any
 // release ran), and that a new rollback is to be asked for instead.
 func (h closedHandler) staleComment(d pipeline.Delivery, ev github.PullRequestEvent, stale staleRollback,
 	current records.Record, ran bool) pipeline.Commit {
 	pr, by := ev.GetPullRequest(), ev.GetSender().GetLogin()
-	what := "ripcord withdrew this rollback (release `" + stale.releaseID + "`) when this pull request was closed, " +
-		"and a newer release of " + stale.app + " in " + stale.env + "/" + stale.clust + " has run since"
-	if stale.releaseID == "" {
-		what = "ripcord has no release for this rollback pull request (its job gave up after opening it), and `" +
-			stale.rollbackOf + "`, the release it rolls back, no longer runs in " + stale.env + "/" + stale.clust
-	}
-	now := "no release of it is known to have run"
-	if ran {
-		now = "`" + current.ReleaseID + "` runs now (" + imageAt(current.Image, current.GitRevision) + ")"
-	}
 	body := fmt.Sprintf("This rollback is stale: %s. Merging it would deploy %s over the release that runs: %s. "+
 		"Do not merge it: close it, and ask for a new rollback instead (`/ripcord rollback [to RELEASE_ID] reason`, "+
 		"`ripcord rollback` or `POST /api/v1/rollbacks`), which is decided against what runs now. "+
-		"ripcord does not close a pull request a person reopened.", what, stale.target, now)
+		"ripcord does not close a pull request a person reopened.", stale.why(), stale.target, runningNow(current, ran))
 	msg := fmt.Sprintf("stale rollback pull request %s (rollback of %s) was reopened by @%s: merging it would deploy %s "+
 		"over %s; a new rollback must be asked for instead", pr.GetHTMLURL(), stale.rollbackOf, by, stale.target,
 		or(current.ReleaseID, "no release that ran"))
-	subject := or(stale.releaseID, stale.rollbackOf)
 	return func(ctx context.Context, tx *sql.Tx) error {
-		err := h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
-			ReleaseID: subject, At: h.deps.Now(), Message: msg,
-			Data: map[string]any{"pull_request": pr.GetHTMLURL(), "reopened_by": by, "rollback_release_id": stale.releaseID,
-				"running": current.ReleaseID, "delivery_id": d.ID}})
+		err := h.staleAudit(ctx, tx, d, ev, stale, current, msg, map[string]any{"reopened_by": by})
 		if err != nil {
 			return err
 		}
@@ -165,6 +178,47 @@ func (h closedHandler) staleComment(d pipeline.Delivery, ev github.PullRequestEv
 		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: ev.GetRepo().GetFullName(),
 			Number: pr.GetNumber(), InstallationID: ev.GetInstallation().GetID(), Key: "reopened-stale-" + d.ID, Body: body})
 	}
+}
+
+// mergedStale answers the merge of a stale rollback's pull request
+// (reopenedStale): the release file now names its old target, which will
+// deploy over the release that runs. ripcord says so on the merged pull
+// request and in the audit trail, naming both, and leaves it at that: it
+// rolls nothing back and reverts nothing, since which release should run
+// is the people's choice, and a new rollback is theirs to ask for.
+func (h closedHandler) mergedStale(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (pipeline.Commit, error) {
+	stale, current, ran, ok, err := h.stale(ctx, ev)
+	if err != nil || !ok {
+		return nil, err
+	}
+	pr := ev.GetPullRequest()
+	by := or(pr.GetMergedBy().GetLogin(), ev.GetSender().GetLogin())
+	body := fmt.Sprintf("This rollback was stale when it was merged: %s. The merge deploys %s over the release that runs: %s. "+
+		"ripcord rolls nothing back and reverts nothing: if %s is not what should run, ask for a new rollback "+
+		"(`/ripcord rollback [to RELEASE_ID] reason`, `ripcord rollback` or `POST /api/v1/rollbacks`) or deploy a release. "+
+		"ripcord records what runs as the cluster reports it.", stale.why(), stale.target, runningNow(current, ran), stale.target)
+	msg := fmt.Sprintf("stale rollback pull request %s (rollback of %s) was merged by @%s: it deploys %s over %s; "+
+		"ripcord rolls nothing back", pr.GetHTMLURL(), stale.rollbackOf, by, stale.target,
+		or(current.ReleaseID, "no release that ran"))
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if err := h.staleAudit(ctx, tx, d, ev, stale, current, msg, map[string]any{"merged_by": by}); err != nil {
+			return err
+		}
+		h.deps.Log.Warn("stale rollback pull request merged", "pull_request", pr.GetHTMLURL(),
+			"release_id", stale.releaseID, "rollback_of", stale.rollbackOf, "running", current.ReleaseID)
+		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: ev.GetRepo().GetFullName(),
+			Number: pr.GetNumber(), InstallationID: ev.GetInstallation().GetID(), Key: "merged-stale-" + d.ID, Body: body})
+	}, nil
+}
+
+// staleAudit writes msg about stale's pull request to the audit trail of
+// its release, or of the release it rolls back when it has none.
+func (h closedHandler) staleAudit(ctx context.Context, tx *sql.Tx, d pipeline.Delivery, ev github.PullRequestEvent,
+	stale staleRollback, current records.Record, msg string, data map[string]any) error {
+	data["pull_request"], data["rollback_release_id"] = ev.GetPullRequest().GetHTMLURL(), stale.releaseID
+	data["running"], data["delivery_id"] = current.ReleaseID, d.ID
+	return h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
+		ReleaseID: or(stale.releaseID, stale.rollbackOf), At: h.deps.Now(), Message: msg, Data: data})
 }
 
 // imageAt names what a release deploys: its image and short revision.
