@@ -49,6 +49,11 @@ type Result struct {
 	BranchOutcome      Outcome `json:"branch_outcome"`
 	CommitOutcome      Outcome `json:"commit_outcome"`
 	PullRequestOutcome Outcome `json:"pull_request_outcome"`
+	// HandCommits is how many commits a person pushed on top of ripcord's rollback
+	// commit (Commit) on the branch of an open pull request; Head, the newest of them, is
+	// where Open left the branch rather than throw them away.
+	HandCommits int    `json:"hand_commits,omitempty"`
+	Head        string `json:"head,omitempty"`
 }
 
 // ErrNoChange says the release file at the base head already has the rollback's values:

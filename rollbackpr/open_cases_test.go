@@ -137,20 +137,80 @@ func TestOpenWithANewReasonUpdatesCommitAndBody(t *testing.T) {
 	}
 }
 
-func TestOpenResetsABranchSomeoneCommittedTo(t *testing.T) {
+// A person pushed commits on top of the rollback commit of an open pull request: a
+// retry of the same rollback, or a second request for it (another reason, a moved base),
+// must not force-push their work away. The branch stays at their newest commit, the pull
+// request is reused, and the result names ripcord's commit and how many were made by
+// hand.
+func TestOpenKeepsCommitsSomeonePushedOnAnOpenRollback(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(gh *rollbackprtest.Fake, req *rollbackpr.Request)
+	}{
+		{"retry", func(*rollbackprtest.Fake, *rollbackpr.Request) {}},
+		{"second request with another reason", func(_ *rollbackprtest.Fake, req *rollbackpr.Request) {
+			req.Rollback.Reason = "error budget burn"
+		}},
+		{"base moved since", func(gh *rollbackprtest.Fake, _ *rollbackpr.Request) {
+			gh.Push(gitops, "main", "unrelated change", map[string]string{"README.md": "hello\n"})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gh, _ := newRepo(t)
+			first, err := rollbackpr.Open(context.Background(), gh, nil, request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			gh.Push(gitops, branch, "pin the replica count", map[string]string{"apps/checkout/staging.yaml": "replicas: 2\n"})
+			head := gh.Push(gitops, branch, "hand edit", map[string]string{releaseFile: "image: hand-picked\n"})
+			req := request()
+			tt.before(gh, &req)
+			res, err := rollbackpr.Open(context.Background(), gh, nil, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := gh.Branch(gitops, branch); got != head {
+				t.Errorf("branch head = %s, want %s: the commits pushed by hand must stay", got, head)
+			}
+			want := rollbackpr.Result{Branch: branch, Commit: first.Commit, PullRequest: first.PullRequest, URL: first.URL,
+				BranchOutcome: rollbackpr.Reused, CommitOutcome: rollbackpr.Reused, HandCommits: 2, Head: head}
+			if res.PullRequestOutcome = ""; res != want {
+				t.Errorf("result = %+v, want %+v", res, want)
+			}
+			if prs := gh.PullRequests(gitops); len(prs) != 1 || prs[0].State != "open" {
+				t.Errorf("pull requests = %+v, want the one open", prs)
+			}
+		})
+	}
+}
+
+// A branch whose pull request was closed is stale, whatever was pushed to it: the next
+// rollback replaces it and opens a new pull request.
+func TestOpenResetsABranchSomeoneCommittedToAfterItsPullRequestClosed(t *testing.T) {
 	gh, base := newRepo(t)
-	if _, err := rollbackpr.Open(context.Background(), gh, nil, request()); err != nil {
+	first, err := rollbackpr.Open(context.Background(), gh, nil, request())
+	if err != nil {
 		t.Fatal(err)
 	}
 	gh.Push(gitops, branch, "hand edit", map[string]string{releaseFile: "image: hand-picked\n"})
+	if err := gh.Close(gitops, first.PullRequest); err != nil {
+		t.Fatal(err)
+	}
 	res, err := rollbackpr.Open(context.Background(), gh, nil, request())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.BranchOutcome != rollbackpr.Updated {
-		t.Errorf("branch outcome = %s, want updated", res.BranchOutcome)
+	if res.BranchOutcome != rollbackpr.Updated || res.HandCommits != 0 || res.PullRequestOutcome != rollbackpr.Created {
+		t.Errorf("result = %+v, want the branch replaced and a new pull request", res)
 	}
-	assertOneRollback(t, gh, base, res)
+	if head, _ := gh.Branch(gitops, branch); head != res.Commit {
+		t.Errorf("branch head = %s, want the new rollback commit %s", head, res.Commit)
+	}
+	if prs := gh.PullRequests(gitops); len(prs) != 2 || prs[1].State != "open" || prs[1].Number != res.PullRequest {
+		t.Errorf("pull requests = %+v, want the closed one and a new open one", prs)
+	}
+	assertRollbackBranch(t, gh, base)
 }
 
 func TestOpenAfterTheBranchWasDeletedOpensANewPullRequest(t *testing.T) {

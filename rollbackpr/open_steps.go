@@ -14,8 +14,9 @@ import (
 // fresh (fresh = true) and no open pull request can be using it, since GitHub closes a
 // pull request whose head branch is deleted. When the branch exists, a previous call got
 // this far: its head is kept if it is already the commit this call would make (the
-// commit just written is then left unreferenced, for GitHub to collect), and otherwise
-// the branch is force-moved to the new commit.
+// commit just written is then left unreferenced, for GitHub to collect); it is kept too
+// when a person pushed commits on top of a commit of this rollback and its pull request
+// is open (keepHandCommits); otherwise the branch is force-moved to the new commit.
 func (p plan) ensureCommit(ctx context.Context, gh GitHub, res *Result, base Snapshot, edited []byte) (fresh bool, err error) {
 	commit, tree, err := p.writeCommit(ctx, gh, base, edited)
 	if err != nil {
@@ -51,12 +52,74 @@ func (p plan) ensureCommit(ctx context.Context, gh GitHub, res *Result, base Sna
 	if err := p.notAnotherAppsOpenRollback(ctx, gh, existing); err != nil {
 		return false, err
 	}
-	// Stale (older base, other reason or values) or touched by hand: replace it.
+	if kept, err := p.keepHandCommits(ctx, gh, res, existing, base.Commit); err != nil || kept {
+		return false, err
+	}
+	// Stale (older base, other reason or values, its pull request closed or merged) or
+	// replaced by hand: replace it.
 	if _, err := gh.UpdateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &commit}}, true); err != nil {
 		return false, fmt.Errorf("move branch to %s: %w", commit, err)
 	}
 	res.BranchOutcome, res.CommitOutcome, res.Commit = Updated, Created, commit
 	return false, nil
+}
+
+// handCommitsLimit bounds how many commits under a branch head keepHandCommits reads
+// (one GetCommit each) looking for this rollback's commit.
+const handCommitsLimit = 20
+
+// keepHandCommits leaves the branch where it is when a person pushed commits on top of a
+// rollback commit of this rollback (its title, and its Ripcord-Release-Kind and
+// Ripcord-Rollback-Of trailers, whatever its base or reason) and its pull request is
+// open: force-moving the branch would throw their work away. It walks first parents
+// from head, which a merge of the base into the branch (GitHub's "Update branch") keeps
+// on the branch, and stops at baseSHA or after handCommitsLimit commits. It reports
+// whether the branch was kept; res then names ripcord's commit (Commit) and the
+// person's commits on top of it (HandCommits, newest first). A branch whose pull request
+// is closed or merged is stale, and the caller replaces it.
+func (p plan) keepHandCommits(ctx context.Context, gh GitHub, res *Result, head *github.RepositoryCommit, baseSHA string) (bool, error) {
+	hand, c := 0, head
+	for !p.isThisRollback(c) {
+		if c.GetSHA() == baseSHA || len(c.Parents) == 0 || hand == handCommitsLimit || isRollbackSubject(c) {
+			return false, nil // no commit of this rollback under head: nothing to keep
+		}
+		hand++
+		parent := c.Parents[0].GetSHA()
+		var err error
+		if c, err = gh.GetCommit(ctx, p.owner, p.repo, parent); err != nil {
+			return false, fmt.Errorf("read commit %s under branch head %s: %w", parent, head.GetSHA(), err)
+		}
+	}
+	if hand == 0 {
+		return false, nil // the head is ripcord's own commit, only not the one wanted now
+	}
+	pr, err := gh.FindPullRequest(ctx, p.owner, p.repo, p.branch, p.request.Base)
+	if err != nil {
+		return false, fmt.Errorf("find pull request: %w", err)
+	}
+	if pr == nil {
+		return false, nil // stale: its pull request was closed or merged
+	}
+	res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, c.GetSHA()
+	res.HandCommits, res.Head = hand, head.GetSHA()
+	return true, nil
+}
+
+// isThisRollback reports whether commit is a rollback commit of this rollback: the same
+// title (app, environment, target) and the same release rolled back. Its base, reason and
+// release id may differ: an earlier request of the same rollback wrote it.
+func (p plan) isThisRollback(commit *github.RepositoryCommit) bool {
+	msg := commit.GetCommit().GetMessage()
+	subject, _, _ := strings.Cut(msg, "\n")
+	trailers := ParseTrailers(msg)
+	return strings.TrimSpace(subject) == p.title && trailers[TrailerKind] == KindRollback &&
+		trailers[TrailerRollbackOf] == oneLine(p.request.Rollback.RollbackOf)
+}
+
+// isRollbackSubject reports whether commit's subject is a rollback commit's title.
+func isRollbackSubject(commit *github.RepositoryCommit) bool {
+	subject, _, _ := strings.Cut(commit.GetCommit().GetMessage(), "\n")
+	return strings.HasPrefix(strings.TrimSpace(subject), TitlePrefix)
 }
 
 // notAnotherAppsOpenRollback refuses a branch whose head is the rollback commit of

@@ -167,7 +167,7 @@ func (w *pullRequestWorker) work(ctx context.Context, job *river.Job[PullRequest
 	}
 	d.Log.Info("rollback pull request open", "release_id", a.ReleaseID, "pull_request", res.URL,
 		"branch", res.Branch, "outcome", res.PullRequestOutcome)
-	if err := d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res) }); err != nil {
+	if err := d.DB.InTx(ctx, func(tx *sql.Tx) error { return w.opened(ctx, tx, a, res, inst) }); err != nil {
 		return &notRecorded{url: res.URL, number: res.PullRequest, err: err}
 	}
 	return nil
@@ -175,7 +175,8 @@ func (w *pullRequestWorker) work(ctx context.Context, job *river.Job[PullRequest
 
 // opened stores the rollback release with its pull request, its audit
 // event, and the reply. A retried job finds the record stored already.
-func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullRequestArgs, res rollbackpr.Result) error {
+// inst is the installation of the pull request's repository.
+func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullRequestArgs, res rollbackpr.Result, inst int64) error {
 	d := w.deps
 	rec := a.Plan.Record
 	rec.PRURL, rec.PRNumber = res.URL, res.PullRequest
@@ -208,13 +209,47 @@ func (w *pullRequestWorker) opened(ctx context.Context, tx *sql.Tx, a PullReques
 	}
 	msg := fmt.Sprintf("rollback of %s to %s (%s) opened as %s, pull request %s: %s",
 		rec.RollbackOf, rollbackpr.ShortSHA(rec.GitRevision), rec.Image, rec.ReleaseID, res.URL, rec.RollbackReason)
+	data := map[string]any{"rollback_release_id": rec.ReleaseID, "pull_request": res.URL,
+		"branch": res.Branch, "commit": res.Commit, "repository": a.Plan.Request.Repository}
+	hand := handCommits(res)
+	if hand != "" {
+		msg += "; " + hand
+		data["hand_commits"], data["head"] = res.HandCommits, res.Head
+	}
 	err = d.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackInitiated, ReleaseID: rec.RollbackOf,
-		At: d.Now(), Message: msg, Data: map[string]any{"rollback_release_id": rec.ReleaseID, "pull_request": res.URL,
-			"branch": res.Branch, "commit": res.Commit, "repository": a.Plan.Request.Repository}})
+		At: d.Now(), Message: msg, Data: data})
 	if err != nil {
 		return err
 	}
-	return w.reply(ctx, tx, a, fmt.Sprintf("Rollback pull request: %s (branch `%s`, release `%s`).", res.URL, res.Branch, rec.ReleaseID))
+	body := fmt.Sprintf("Rollback pull request: %s (branch `%s`, release `%s`).", res.URL, res.Branch, rec.ReleaseID)
+	if hand == "" {
+		return w.reply(ctx, tx, a, body)
+	}
+	if err := w.reply(ctx, tx, a, body+" Its "+hand+": review them before merging."); err != nil {
+		return err
+	}
+	// Reviewers of the pull request learn it there, however the rollback
+	// was asked for.
+	repo, number := pullRequestOf(stored, a.Plan.Request.Repository)
+	return commands.QueueReply(ctx, tx, d.River(), commands.ReplyArgs{Repository: repo, Number: number, InstallationID: inst,
+		Key: "hand-commits-" + rec.ReleaseID, Body: "This rollback's (release `" + rec.ReleaseID + "`) " + hand +
+			": review them before merging, since merging deploys the release file as they leave it. " +
+			"ripcord does not move a rollback branch whose pull request is open and has commits made by hand."})
+}
+
+// handCommits says, when res kept commits a person pushed on the rollback
+// branch (rollbackpr keeps them on an open pull request), that they are
+// there; it is empty when there are none.
+func handCommits(res rollbackpr.Result) string {
+	if res.HandCommits == 0 {
+		return ""
+	}
+	commits := "commits"
+	if res.HandCommits == 1 {
+		commits = "commit"
+	}
+	return fmt.Sprintf("branch has %d %s made by hand on top of ripcord's rollback commit %s, which ripcord left in place "+
+		"(head %s)", res.HandCommits, commits, rollbackpr.ShortSHA(res.Commit), rollbackpr.ShortSHA(res.Head))
 }
 
 // fail records why the pull request cannot be opened, answers, and stops

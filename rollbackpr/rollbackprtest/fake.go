@@ -197,6 +197,19 @@ func (f *Fake) DeleteBranch(repoName, branch string) {
 	}
 }
 
+// Close closes an open pull request without merging it, as a person does on GitHub.
+func (f *Fake) Close(repoName string, number int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.repo(repoName).pulls {
+		if p.Number == number && p.State == "open" {
+			p.State = "closed"
+			return nil
+		}
+	}
+	return fmt.Errorf("fake GitHub: no open pull request #%d in %s", number, repoName)
+}
+
 // Merge fast-forwards a pull request's base to its head and closes it as merged.
 func (f *Fake) Merge(repoName string, number int) error {
 	f.mu.Lock()
