@@ -1,6 +1,8 @@
 package rollbackpr
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -23,6 +25,16 @@ const Label = "ripcord:rollback"
 func BranchName(env, gitRevision string) string {
 	// The revision part keeps no "." so the name can never end in ".lock".
 	return BranchPrefix + refComponent(env) + "-" + refComponent(strings.ReplaceAll(ShortSHA(gitRevision), ".", "-"))
+}
+
+// OwnBranchName is the branch for rolling env back to gitRevision when another rollback
+// to the same revision (of another release) holds BranchName's branch with its pull
+// request open: BranchName with "-of-" and the first eight hex digits of the SHA-256 of
+// rollbackOf, the release rolled back, appended. It depends only on the rollback, so a
+// retry finds it as it finds BranchName.
+func OwnBranchName(env, gitRevision, rollbackOf string) string {
+	sum := sha256.Sum256([]byte(rollbackOf))
+	return BranchName(env, gitRevision) + "-of-" + hex.EncodeToString(sum[:4])
 }
 
 // Title is the pull request title and the commit subject: "Rollback: <app> <env> to <sha8>".

@@ -56,7 +56,7 @@ func TestBranchNameAlwaysValidForGit(t *testing.T) {
 	envs = append(envs, "..", "a/../b", "@", "@{", "a.lock", "/", "//", "a//b", ".", "...")
 	var names []string
 	for _, env := range envs {
-		names = append(names, rollbackpr.BranchName(env, fullSHA))
+		names = append(names, rollbackpr.BranchName(env, fullSHA), rollbackpr.OwnBranchName(env, fullSHA, env))
 	}
 	// git check-ref-format takes one name per run: run it once per distinct name.
 	seen := map[string]bool{}

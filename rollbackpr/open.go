@@ -64,9 +64,12 @@ var ErrNoChange = errors.New("the release file already has these values")
 type plan struct {
 	owner, repo         string
 	branch, title, body string
-	message             string
-	changes             map[string]string
-	request             Request
+	// ownBranch is where this rollback goes when another rollback of the same target
+	// holds branch (OwnBranchName); empty once it is there.
+	ownBranch string
+	message   string
+	changes   map[string]string
+	request   Request
 }
 
 func newPlan(req Request) (plan, error) {
@@ -90,12 +93,13 @@ func newPlan(req Request) (plan, error) {
 	}
 	return plan{
 		owner: owner, repo: repo,
-		branch:  BranchName(r.Environment, r.GitRevision),
-		title:   Title(r.App, r.Environment, r.GitRevision),
-		body:    Body(r),
-		message: CommitMessage(r),
-		changes: changes,
-		request: req,
+		branch:    BranchName(r.Environment, r.GitRevision),
+		ownBranch: OwnBranchName(r.Environment, r.GitRevision, r.RollbackOf),
+		title:     Title(r.App, r.Environment, r.GitRevision),
+		body:      Body(r),
+		message:   CommitMessage(r),
+		changes:   changes,
+		request:   req,
 	}, nil
 }
 
@@ -220,5 +224,6 @@ func (p plan) openAt(ctx context.Context, gh GitHub, base Snapshot) (Result, err
 	if err != nil {
 		return res, err
 	}
+	p.branch = res.Branch
 	return res, p.ensurePullRequest(ctx, gh, &res, fresh)
 }

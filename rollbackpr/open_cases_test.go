@@ -321,3 +321,46 @@ func TestOpenWithANewReleaseIDReplacesTheCommit(t *testing.T) {
 		t.Errorf("%d pull requests, want 1", len(prs))
 	}
 }
+
+// A rollback of another release to the same target has the branch (the name holds the
+// environment and the revision only) with its pull request open: a person reopened it
+// after ripcord withdrew it, say, and was told it is stale. A new rollback must not turn
+// that pull request into itself: it goes to a branch and a pull request of its own, which
+// a retry finds again, also once the other pull request is closed.
+func TestOpenLeavesAnotherRollbackOfTheSameTargetOpen(t *testing.T) {
+	gh, base := newRepo(t)
+	other, err := rollbackpr.Open(context.Background(), gh, nil, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := request()
+	req.Rollback.ReleaseID, req.Rollback.RollbackOf = "rb-9c1d:prod-eu/prod", "r4:prod-eu/prod"
+	res, err := rollbackpr.Open(context.Background(), gh, nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := rollbackpr.OwnBranchName("prod", fullSHA, "r4:prod-eu/prod")
+	if res.Branch != own || res.BranchOutcome != rollbackpr.Created || res.PullRequestOutcome != rollbackpr.Created ||
+		res.PullRequest == other.PullRequest {
+		t.Errorf("result = %+v, want a new pull request on %s", res, own)
+	}
+	if head, _ := gh.Branch(gitops, branch); head != other.Commit {
+		t.Errorf("branch %s = %s, want the other rollback's %s left alone", branch, head, other.Commit)
+	}
+	if _, parents, _ := gh.Commit(gitops, res.Commit); !reflect.DeepEqual(parents, []string{base}) {
+		t.Errorf("parents of %s = %v, want [%s]", res.Commit, parents, base)
+	}
+	if err := gh.Close(gitops, other.PullRequest); err != nil {
+		t.Fatal(err)
+	}
+	again, err := rollbackpr.Open(context.Background(), gh, nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Branch != own || again.PullRequest != res.PullRequest || again.BranchOutcome != rollbackpr.Reused {
+		t.Errorf("retry = %+v, want %s and its pull request #%d again", again, own, res.PullRequest)
+	}
+	if prs := gh.PullRequests(gitops); len(prs) != 2 || prs[0].Title != prs[1].Title || prs[0].Head != branch || prs[1].Head != own {
+		t.Errorf("pull requests = %+v, want the other rollback's and this one's", prs)
+	}
+}

@@ -9,90 +9,151 @@ import (
 	"github.com/google/go-github/v66/github"
 )
 
-// ensureCommit makes the branch point at one rollback commit on top of base. It writes
-// the commit first and then creates the branch at it: when that succeeds, the branch is
-// fresh (fresh = true) and no open pull request can be using it, since GitHub closes a
-// pull request whose head branch is deleted. When the branch exists, a previous call got
-// this far: its head is kept if it is already the commit this call would make (the
-// commit just written is then left unreferenced, for GitHub to collect); it is kept too
-// when a person pushed commits on top of a commit of this rollback and its pull request
-// is open (keepHandCommits); otherwise the branch is force-moved to the new commit.
+// ensureCommit makes the branch point at one rollback commit on top of base, and sets
+// res.Branch to the branch it used. It writes the commit first and then places it
+// (placeCommit) on the rollback's branch, or, when another rollback of the same target
+// holds that branch, on a branch of this rollback's own (sameTargetBranch).
 func (p plan) ensureCommit(ctx context.Context, gh GitHub, res *Result, base Snapshot, edited []byte) (fresh bool, err error) {
 	commit, tree, err := p.writeCommit(ctx, gh, base, edited)
 	if err != nil {
 		return false, err
 	}
+	res.Branch = p.branch
+	fresh, held, err := p.placeCommit(ctx, gh, res, base, commit, tree)
+	if err != nil || !held {
+		return fresh, err
+	}
+	own := p
+	own.branch, own.ownBranch = p.ownBranch, ""
+	res.Branch = own.branch
+	fresh, held, err = own.placeCommit(ctx, gh, res, base, commit, tree)
+	if err == nil && held {
+		err = fmt.Errorf("branch %s holds another rollback of the same target as well", own.branch)
+	}
+	return fresh, err
+}
+
+// placeCommit makes p.branch point at commit (tree on base), and creates the branch
+// there: when that succeeds, the branch is fresh (fresh = true) and no open pull request
+// can be using it, since GitHub closes a pull request whose head branch is deleted. When
+// the branch exists, a previous call got this far: its head is kept if it is already the
+// commit this call would make (the commit just written is then left unreferenced, for
+// GitHub to collect); it is kept too when a person pushed commits on top of a commit of
+// this rollback and its pull request is open (keepHandCommits). held says that another
+// rollback of the same target holds the branch (sameTargetBranch), which is left alone.
+// Otherwise the branch is force-moved to commit.
+func (p plan) placeCommit(ctx context.Context, gh GitHub, res *Result, base Snapshot, commit, tree string) (fresh, held bool, err error) {
 	ref := "refs/heads/" + p.branch
 	_, err = gh.CreateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &commit}})
 	switch {
 	case err == nil:
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Created, Created, commit
-		return true, nil
+		return true, false, nil
 	case !errors.Is(err, ErrAlreadyExists):
-		return false, fmt.Errorf("create branch at %s: %w", commit, err)
+		return false, false, fmt.Errorf("create branch %s at %s: %w", p.branch, commit, err)
 	}
 
 	head, err := gh.GetRef(ctx, p.owner, p.repo, "heads/"+p.branch)
 	if err != nil {
-		return false, fmt.Errorf("read existing branch: %w", err)
+		return false, false, fmt.Errorf("read existing branch %s: %w", p.branch, err)
 	}
 	headSHA := head.GetObject().GetSHA()
 	if headSHA == commit {
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, headSHA
-		return false, nil
+		return false, false, nil
 	}
 	existing, err := gh.GetCommit(ctx, p.owner, p.repo, headSHA)
 	if err != nil {
-		return false, fmt.Errorf("read branch head %s: %w", headSHA, err)
+		return false, false, fmt.Errorf("read branch head %s: %w", headSHA, err)
 	}
 	if p.isRollbackCommit(existing, base.Commit, tree) {
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, headSHA
-		return false, nil
+		return false, false, nil
 	}
 	if err := p.notAnotherAppsOpenRollback(ctx, gh, existing); err != nil {
-		return false, err
+		return false, false, err
 	}
-	if kept, err := p.keepHandCommits(ctx, gh, res, existing, base.Commit); err != nil || kept {
-		return false, err
+	under, hand, err := p.rollbackUnder(ctx, gh, existing, base.Commit)
+	if err != nil {
+		return false, false, err
+	}
+	if under != nil && p.ownBranch != "" && subjectOf(under) == p.title && !p.isThisRollback(under) {
+		if held, err := p.sameTargetBranch(ctx, gh); err != nil || held {
+			return false, held, err
+		}
+	}
+	if under != nil && hand > 0 && p.isThisRollback(under) {
+		if kept, err := p.keepHandCommits(ctx, gh, res, existing, under, hand); err != nil || kept {
+			return false, false, err
+		}
 	}
 	// Stale (older base, other reason or values, its pull request closed or merged) or
 	// replaced by hand: replace it.
 	if _, err := gh.UpdateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &commit}}, true); err != nil {
-		return false, fmt.Errorf("move branch to %s: %w", commit, err)
+		return false, false, fmt.Errorf("move branch %s to %s: %w", p.branch, commit, err)
 	}
 	res.BranchOutcome, res.CommitOutcome, res.Commit = Updated, Created, commit
-	return false, nil
+	return false, false, nil
 }
 
-// handCommitsLimit bounds how many commits under a branch head keepHandCommits reads
-// (one GetCommit each) looking for this rollback's commit.
+// sameTargetBranch answers for p.branch, whose rollback commit is another rollback's of
+// the same target (its title, but another release rolled back: the branch name holds
+// only the environment and the target's revision). While that rollback's pull request
+// is open, force-moving the branch would turn it into this rollback under the people
+// who reviewed it, and what ripcord said on it (a stale rollback reopened is told not
+// to be merged) would then be about another rollback: it is left alone, and this
+// rollback goes to its own branch (held). Once that pull request is closed or merged
+// the branch is stale, unless an earlier call of this rollback went to its own branch
+// already, which then stays the one.
+func (p plan) sameTargetBranch(ctx context.Context, gh GitHub) (held bool, err error) {
+	pr, err := gh.FindPullRequest(ctx, p.owner, p.repo, p.branch, p.request.Base)
+	if err != nil {
+		return false, fmt.Errorf("find pull request: %w", err)
+	}
+	if pr != nil {
+		return true, nil
+	}
+	_, err = gh.GetRef(ctx, p.owner, p.repo, "heads/"+p.ownBranch)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read branch %s: %w", p.ownBranch, err)
+	}
+	return true, nil
+}
+
+// handCommitsLimit bounds how many commits under a branch head rollbackUnder reads
+// (one GetCommit each) looking for a rollback commit.
 const handCommitsLimit = 20
 
-// keepHandCommits leaves the branch where it is when a person pushed commits on top of a
-// rollback commit of this rollback (its title, and its Ripcord-Release-Kind and
-// Ripcord-Rollback-Of trailers, whatever its base or reason) and its pull request is
-// open: force-moving the branch would throw their work away. It walks first parents
-// from head, which a merge of the base into the branch (GitHub's "Update branch") keeps
-// on the branch, and stops at baseSHA or after handCommitsLimit commits. It reports
-// whether the branch was kept; res then names ripcord's commit (Commit) and the
-// person's commits on top of it (HandCommits, newest first). A branch whose pull request
-// is closed or merged is stale, and the caller replaces it.
-func (p plan) keepHandCommits(ctx context.Context, gh GitHub, res *Result, head *github.RepositoryCommit, baseSHA string) (bool, error) {
-	hand, c := 0, head
-	for !p.isThisRollback(c) {
-		if c.GetSHA() == baseSHA || len(c.Parents) == 0 || hand == handCommitsLimit || isRollbackSubject(c) {
-			return false, nil // no commit of this rollback under head: nothing to keep
+// rollbackUnder is the newest rollback commit (by its title) at or under head, and how
+// many commits are on top of it (hand: a person pushed them). It walks first parents,
+// which a merge of the base into the branch (GitHub's "Update branch") keeps on the
+// branch, and stops at baseSHA or after handCommitsLimit commits: under is then nil.
+func (p plan) rollbackUnder(ctx context.Context, gh GitHub, head *github.RepositoryCommit, baseSHA string) (under *github.RepositoryCommit, hand int, err error) {
+	for c := head; ; hand++ {
+		if strings.HasPrefix(subjectOf(c), TitlePrefix) {
+			return c, hand, nil
 		}
-		hand++
+		if c.GetSHA() == baseSHA || len(c.Parents) == 0 || hand == handCommitsLimit {
+			return nil, 0, nil
+		}
 		parent := c.Parents[0].GetSHA()
-		var err error
 		if c, err = gh.GetCommit(ctx, p.owner, p.repo, parent); err != nil {
-			return false, fmt.Errorf("read commit %s under branch head %s: %w", parent, head.GetSHA(), err)
+			return nil, 0, fmt.Errorf("read commit %s under branch head %s: %w", parent, head.GetSHA(), err)
 		}
 	}
-	if hand == 0 {
-		return false, nil // the head is ripcord's own commit, only not the one wanted now
-	}
+}
+
+// keepHandCommits leaves the branch where it is when a person pushed hand commits on top
+// of under, a rollback commit of this rollback (its title, and its Ripcord-Release-Kind
+// and Ripcord-Rollback-Of trailers, whatever its base or reason), and its pull request
+// is open: force-moving the branch would throw their work away. It reports whether the
+// branch was kept; res then names ripcord's commit (Commit), how many were made by hand
+// and the head. A branch whose pull request is closed or merged is stale, and the caller
+// replaces it.
+func (p plan) keepHandCommits(ctx context.Context, gh GitHub, res *Result, head, under *github.RepositoryCommit, hand int) (bool, error) {
 	pr, err := gh.FindPullRequest(ctx, p.owner, p.repo, p.branch, p.request.Base)
 	if err != nil {
 		return false, fmt.Errorf("find pull request: %w", err)
@@ -100,7 +161,7 @@ func (p plan) keepHandCommits(ctx context.Context, gh GitHub, res *Result, head 
 	if pr == nil {
 		return false, nil // stale: its pull request was closed or merged
 	}
-	res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, c.GetSHA()
+	res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, under.GetSHA()
 	res.HandCommits, res.Head = hand, head.GetSHA()
 	return true, nil
 }
@@ -109,17 +170,15 @@ func (p plan) keepHandCommits(ctx context.Context, gh GitHub, res *Result, head 
 // title (app, environment, target) and the same release rolled back. Its base, reason and
 // release id may differ: an earlier request of the same rollback wrote it.
 func (p plan) isThisRollback(commit *github.RepositoryCommit) bool {
-	msg := commit.GetCommit().GetMessage()
-	subject, _, _ := strings.Cut(msg, "\n")
-	trailers := ParseTrailers(msg)
-	return strings.TrimSpace(subject) == p.title && trailers[TrailerKind] == KindRollback &&
+	trailers := ParseTrailers(commit.GetCommit().GetMessage())
+	return subjectOf(commit) == p.title && trailers[TrailerKind] == KindRollback &&
 		trailers[TrailerRollbackOf] == oneLine(p.request.Rollback.RollbackOf)
 }
 
-// isRollbackSubject reports whether commit's subject is a rollback commit's title.
-func isRollbackSubject(commit *github.RepositoryCommit) bool {
+// subjectOf is the first line of commit's message.
+func subjectOf(commit *github.RepositoryCommit) string {
 	subject, _, _ := strings.Cut(commit.GetCommit().GetMessage(), "\n")
-	return strings.HasPrefix(strings.TrimSpace(subject), TitlePrefix)
+	return strings.TrimSpace(subject)
 }
 
 // notAnotherAppsOpenRollback refuses a branch whose head is the rollback commit of
@@ -129,8 +188,7 @@ func isRollbackSubject(commit *github.RepositoryCommit) bool {
 // would turn the other app's open rollback pull request into this one. A branch whose
 // pull request was merged or closed is stale and may be replaced.
 func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, head *github.RepositoryCommit) error {
-	subject, _, _ := strings.Cut(head.GetCommit().GetMessage(), "\n")
-	subject = strings.TrimSpace(subject)
+	subject := subjectOf(head)
 	if !strings.HasPrefix(subject, TitlePrefix) || subject == p.title {
 		return nil
 	}

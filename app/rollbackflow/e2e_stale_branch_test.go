@@ -1,0 +1,55 @@
+package rollbackflow_test
+
+import (
+	"testing"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// A withdrawn rollback to r2 superseded by r4 is reopened: ripcord says it
+// is stale and asks for a new rollback. The new rollback asked for goes to
+// the same target, r2, whose branch name (environment and revision) is the
+// stale pull request's. It must not take the stale pull request over: that
+// pull request, its branch and what ripcord said on it stay as they are,
+// and the new rollback gets a pull request of its own, on a branch of its
+// own, which its record names.
+func TestNewRollbackToTheSameTargetLeavesAReopenedStalePullRequest(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		old := s.withdrawn()
+		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
+		s.WaitFor("the withdrawn rollback superseded by r4", wait, func() bool {
+			r, _ := s.release(old.ReleaseID)
+			return r.State == records.StateSuperseded
+		})
+		s.reopenPullRequest(old.PRNumber)
+		s.Deliver("pull_request", s.reopenedEvent(old))
+		s.wantStaleComment(old.PRNumber, old.Image, "r4:prod-eu/prod")
+		stale := s.pullRequest(old.PRNumber)
+		staleHead, _ := s.GitHub.Ref(gitops, "heads/"+stale.Head)
+
+		if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
+			t.Fatalf("the new rollback to r2 = %d %s, want 202: the stale pull request holds nothing", status, out)
+		}
+		s.Settle(jobKinds...)
+		rec := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback' AND rollback_of = 'r4:prod-eu/prod'`))
+		logCalls(t, s)
+		if rec.RollbackOf != "r4:prod-eu/prod" || rec.PRNumber == old.PRNumber {
+			t.Errorf("new rollback = %+v, want one of r4 with a pull request of its own, not #%d", rec, old.PRNumber)
+		}
+		if got, _ := s.GitHub.Ref(gitops, "heads/"+stale.Head); got != staleHead {
+			t.Errorf("stale pull request's branch %s = %s, want it left at %s", stale.Head, got, staleHead)
+		}
+		if got := s.pullRequest(old.PRNumber); got.Title != stale.Title || got.Body != stale.Body || got.State != "open" {
+			t.Errorf("stale pull request = %+v, want it left as it was: %+v", got, stale)
+		}
+		fresh := s.pullRequest(rec.PRNumber)
+		if fresh.State != "open" || fresh.Head == stale.Head {
+			t.Errorf("new rollback's pull request = %+v, want it open on a branch other than %s", fresh, stale.Head)
+		}
+		if n := len(s.botComments(old.PRNumber)); n != 1 {
+			t.Errorf("ripcord's comments on the stale #%d = %d, want only the stale warning", old.PRNumber, n)
+		}
+	})
+}
