@@ -78,26 +78,15 @@ func (h checkSuiteHandler) gatedPullRequests(ctx context.Context, installationID
 	if err != nil {
 		return nil, fmt.Errorf("github client for installation %d: %w", installationID, err)
 	}
-	owner, repo := splitRepo(repository)
-	appID := h.deps.App().ID
-	opts := &github.ListCheckRunsOptions{AppID: &appID, Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
-	var out []int
-	for {
-		list, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, head, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list the gate runs of %s@%s: %w", repository, head, err)
-		}
-		for _, cr := range list.CheckRuns {
-			if cr.GetApp().GetID() != appID || !isGate(cr.GetName()) {
-				continue
-			}
-			if n, ok := pullRequestOf(cr.GetExternalID(), repository, head); ok && !slices.Contains(out, n) {
-				out = append(out, n)
-			}
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.ListOptions.Page = resp.NextPage
+	runs, err := gateRuns(ctx, gh, h.deps.App().ID, repository, head)
+	if err != nil {
+		return nil, err
 	}
+	var out []int
+	for _, cr := range runs {
+		if n, ok := pullRequestOf(cr.GetExternalID(), repository, head); ok && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

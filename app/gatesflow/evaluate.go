@@ -114,9 +114,10 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 		return fmt.Errorf("read pull request %s#%d: %w", a.Repository, a.PullRequest, err)
 	}
 	if pr.GetHead().GetSHA() != a.HeadSHA {
-		// The head moved on: the newer push has its own job. A Re-run
-		// clicked on a run of the old head is answered in that run.
-		return w.oldHead(ctx, gh, a, pr)
+		// The head moved on: the newer push has its own job. The runs
+		// of the old head this evaluation showed in progress, and those
+		// a Re-run was clicked on, are answered.
+		return w.oldHead(ctx, gh, a, pr, job.ID)
 	}
 	// The default branch's config, never the PR's: a PR must not be able to
 	// weaken the gates that judge it.

@@ -93,7 +93,7 @@ func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) err
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
-	runs, err := evaluationRuns(ctx, gh, w.deps.App().ID, a)
+	runs, err := evaluationRuns(ctx, gh, w.deps.App().ID, a.Repository, a.PullRequest, a.HeadSHA, a.Trigger, a.Seq)
 	if err != nil {
 		return err
 	}
@@ -150,39 +150,31 @@ const howToEvaluateAgain = "To evaluate it again, choose **Re-run** on this chec
 
 // evaluationRun is a gate run of one evaluation still in progress.
 type evaluationRun struct {
+	run                        *github.CheckRun
 	externalID, name, app, env string
 }
 
-// evaluationRuns lists the gate runs of the evaluation a names (its pull
-// request, head, trigger and sequence, every app and environment) that
-// this App made and that are not completed.
-func evaluationRuns(ctx context.Context, gh *github.Client, appID int64, a GaveUpArgs) ([]evaluationRun, error) {
-	owner, repo := splitRepo(a.Repository)
-	prefix := fmt.Sprintf("%s#%d@%s ", a.Repository, a.PullRequest, a.HeadSHA)
-	suffix := fmt.Sprintf(" %s%s%d", a.Trigger, seqMark, a.Seq)
-	opts := &github.ListCheckRunsOptions{AppID: &appID, Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}}
-	var out []evaluationRun
-	for {
-		list, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, a.HeadSHA, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list the gate runs of %s@%s: %w", a.Repository, a.HeadSHA, err)
-		}
-		for _, cr := range list.CheckRuns {
-			id := cr.GetExternalID()
-			scope, ours := strings.CutPrefix(id, prefix)
-			scope, this := strings.CutSuffix(scope, suffix)
-			if !ours || !this || cr.GetApp().GetID() != appID || !isGate(cr.GetName()) || cr.GetStatus() == "completed" {
-				continue
-			}
-			app, env, ok := strings.Cut(scope, "/")
-			if !ok {
-				continue
-			}
-			out = append(out, evaluationRun{externalID: id, name: cr.GetName(), app: app, env: env})
-		}
-		if resp.NextPage == 0 {
-			return out, nil
-		}
-		opts.ListOptions.Page = resp.NextPage
+// evaluationRuns lists the gate runs of one evaluation (of pull request
+// number, on head, with trigger and sequence seq; every app and
+// environment) that this App made and that are not completed.
+func evaluationRuns(ctx context.Context, gh *github.Client, appID int64, repository string, number int, head, trigger string, seq int64) ([]evaluationRun, error) {
+	runs, err := gateRuns(ctx, gh, appID, repository, head)
+	if err != nil {
+		return nil, err
 	}
+	prefix := fmt.Sprintf("%s#%d@%s ", repository, number, head)
+	suffix := fmt.Sprintf(" %s%s%d", trigger, seqMark, seq)
+	var out []evaluationRun
+	for _, cr := range runs {
+		id := cr.GetExternalID()
+		scope, ours := strings.CutPrefix(id, prefix)
+		scope, this := strings.CutSuffix(scope, suffix)
+		if !ours || !this || cr.GetStatus() == "completed" {
+			continue
+		}
+		if app, env, ok := strings.Cut(scope, "/"); ok {
+			out = append(out, evaluationRun{run: cr, externalID: id, name: cr.GetName(), app: app, env: env})
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,61 @@
+package gatesflow_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app/gatesflow"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// An evaluation that showed its gate in progress, failed (GitHub refused
+// it), and whose retry finds the pull request's head moved on must not
+// leave that run spinning: a required check on the old commit would never
+// end. The run is completed failure, as a gate that was not evaluated
+// does not pass, saying that the commit is no longer the head, which is,
+// and where its gates are. A newer evaluation's run in progress and a
+// completed run on the old commit are left as they are.
+func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
+		e := l.e
+		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
+		})
+		newer := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/policy-validation", HeadSHA: l.head, Status: "in_progress",
+			ExternalID: fmt.Sprintf("%s#%d@%s checkout/prod check_run rerequested newer seq=%d", repo, l.number, l.head, int64(1)<<40), Title: "evaluating"})
+		older := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/policy-validation", HeadSHA: l.head, Conclusion: "success",
+			ExternalID: fmt.Sprintf("%s#%d@%s checkout/prod pull_request synchronize older seq=1", repo, l.number, l.head), Title: "allowed"})
+		before := len(e.GitHub.CheckRuns(repo))
+
+		moved := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
+		l.readable()
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET scheduled_at = created_at
+			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitFor("the evaluation's retry to end", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'completed'`) == 1
+		})
+		e.Settle()
+
+		cr := run(e, l.shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.OldHeadTitle ||
+			!strings.Contains(cr.Summary, "no longer the head") || !strings.Contains(cr.Summary, moved) {
+			t.Errorf("the run the evaluation showed in progress: %s %s %q\n%s\nwant it completed failure, naming the current head %s",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary, moved)
+		}
+		if got := run(e, newer.ID); got.Status != "in_progress" || got.Updates != 0 {
+			t.Errorf("a newer evaluation's run: %s, %d updates, want it left alone", got.Status, got.Updates)
+		}
+		if got := run(e, older.ID); got.Conclusion != "success" || got.Updates != 0 {
+			t.Errorf("a completed run: %s, %d updates, want it left alone", got.Conclusion, got.Updates)
+		}
+		if n := len(e.GitHub.CheckRuns(repo)); n != before {
+			t.Errorf("%d check runs made on the old head, want none", n-before)
+		}
+	})
+}
