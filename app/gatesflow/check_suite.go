@@ -15,7 +15,9 @@ import (
 // checkSuiteHandler re-evaluates the gates when someone clicks "Re-run all
 // checks" on ripcord's check suite: GitHub sends check_suite rerequested,
 // not a check_run per run. Every gate of the head commit is evaluated
-// again, as a push would, in a new evaluation (its own sequence).
+// again, as a push would, in a new evaluation (its own sequence); when the
+// commit is no longer the pull request's head, the evaluation answers in
+// each of the pull request's gate runs there instead (oldHead).
 type checkSuiteHandler struct{ deps pipeline.Deps }
 
 func (checkSuiteHandler) Handles() []string { return []string{"check_suite"} }
@@ -62,7 +64,7 @@ func (h checkSuiteHandler) Handle(ctx context.Context, d pipeline.Delivery) (pip
 				Repository: repository, PullRequest: n, HeadSHA: head, InstallationID: d.InstallationID,
 				// The delivery id makes each click its own evaluation; a
 				// redelivery of the same click stays one.
-				Trigger: "check_suite rerequested " + d.ID,
+				Trigger: suiteTrigger + d.ID,
 			}); err != nil {
 				return err
 			}

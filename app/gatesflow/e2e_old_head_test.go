@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/gatesflow"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -56,6 +58,60 @@ func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *t
 		}
 		if n := len(e.GitHub.CheckRuns(repo)); n != before {
 			t.Errorf("%d check runs made on the old head, want none", n-before)
+		}
+	})
+}
+
+// "Re-run all checks" on ripcord's suite of a head the pull request has
+// moved past did nothing, silently. As for Re-run on one run, nothing is
+// evaluated and no run is made on the old commit; each gate run of the
+// pull request on it says why and where the current head's gates are: a
+// verdict keeps its conclusion and gets the answer as its text, a run left
+// in progress is completed failure. Another pull request's run on the
+// commit is not the click's to answer.
+func TestRerunOfTheCheckSuiteOnAnOldHeadIsAnsweredInEachGateRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := e2etest.Start(t, dbURL, app.Options{})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)
+		base, first, number := openBump(e, repo)
+		e.Install(repo)
+		e.Deliver("pull_request", pullRequest(t, number, first, base, "bump-checkout"))
+		e.WaitFor("the itsm and qa gates", 20*time.Second, func() bool { return len(completedRuns(e, first)) == 2 })
+		e.Settle()
+		verdicts := completedRuns(e, first)
+		lost := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/qa", HeadSHA: first, Status: "in_progress",
+			ExternalID: fmt.Sprintf("%s#%d@%s checkout/prod pull_request synchronize lost seq=1", repo, number, first), Title: "evaluating"})
+		other := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/qa", HeadSHA: first, Status: "in_progress",
+			ExternalID: fmt.Sprintf("%s#%d@%s checkout/prod pull_request opened seq=1", repo, number+1, first), Title: "evaluating"})
+
+		second := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
+		e.Deliver("pull_request", e2etest.Edit(t, pullRequest(t, number, second, base, "bump-checkout"), func(m map[string]any) {
+			m["action"] = "synchronize"
+		}))
+		e.Settle()
+		before := len(e.GitHub.CheckRuns(repo))
+
+		e.Deliver("check_suite", suiteRerequested(t, number, first, base, false, false))
+		e.Settle()
+		if n := len(e.GitHub.CheckRuns(repo)); n != before {
+			t.Errorf("%d check runs made by the suite's Re-run on the old head, want none", n-before)
+		}
+		for name, v := range verdicts {
+			got := run(e, v.ID)
+			if got.Conclusion != v.Conclusion || got.Title != v.Title || got.Summary != v.Summary ||
+				!strings.Contains(got.Text, "Re-run all checks") || !strings.Contains(got.Text, "no longer the head") || !strings.Contains(got.Text, second) {
+				t.Errorf("%s of the old head: %s %q\n%s\nwant its verdict (%s %q) kept and an answer naming the current head %s",
+					name, got.Conclusion, got.Title, got.Text, v.Conclusion, v.Title, second)
+			}
+		}
+		if got := run(e, lost.ID); got.Status != "completed" || got.Conclusion != "failure" || got.Title != gatesflow.OldHeadTitle ||
+			!strings.Contains(got.Summary, second) {
+			t.Errorf("the run of the old head left in progress: %s %s %q\n%s\nwant it completed failure, naming the current head %s",
+				got.Status, got.Conclusion, got.Title, got.Summary, second)
+		}
+		if got := run(e, other.ID); got.Status != "in_progress" || got.Updates != 0 {
+			t.Errorf("another pull request's run on the commit: %s, %d updates, want it left alone", got.Status, got.Updates)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package gatesflow
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-github/v66/github"
 
@@ -11,8 +12,8 @@ import (
 
 // OldHeadTitle is the title of a gate run of a head the pull request has
 // moved past that was still in progress when ripcord answered it (a Re-run
-// clicked on it, or its own evaluation finding the head moved): it was not
-// evaluated, so it does not pass.
+// clicked on it or on its suite, or its own evaluation finding the head
+// moved): it was not evaluated, so it does not pass.
 const OldHeadTitle = "Not evaluated: this commit is no longer the pull request's head"
 
 // oldHead ends an evaluation (of sequence seq) of a head pr has moved past.
@@ -23,8 +24,9 @@ const OldHeadTitle = "Not evaluated: this commit is no longer the pull request's
 // gates are:
 //   - the runs this evaluation showed in progress (an earlier attempt of
 //     its job did, then failed), which nothing else would ever complete;
-//   - the run a Re-run was clicked on (a.CheckRunID): the reviewer would
-//     otherwise see the click change nothing.
+//   - the run a Re-run was clicked on (a.CheckRunID), or, for a Re-run of
+//     ripcord's check suite, each gate run of the pull request on the
+//     commit: the reviewer would otherwise see the click change nothing.
 //
 // A run still in progress is completed failure: a gate that was not
 // evaluated does not pass (neutral would pass the deployment protection
@@ -34,6 +36,11 @@ const OldHeadTitle = "Not evaluated: this commit is no longer the pull request's
 func (w *evaluateWorker) oldHead(ctx context.Context, gh *github.Client, a EvaluateArgs, pr *github.PullRequest, seq int64) error {
 	w.deps.Log.Info("gate evaluation of a head the pull request has moved past: not evaluated", "repository", a.Repository,
 		"pull_request", a.PullRequest, "head_sha", a.HeadSHA, "current_head", pr.GetHead().GetSHA(), "trigger", a.Trigger)
+	if suiteRerun(a) {
+		// Its runs are the pull request's on the commit, this
+		// evaluation's among them.
+		return w.answerSuite(ctx, gh, a, pr)
+	}
 	own, err := evaluationRuns(ctx, gh, w.deps.App().ID, a.Repository, a.PullRequest, a.HeadSHA, a.Trigger, seq)
 	if err != nil {
 		return err
@@ -56,6 +63,27 @@ func (w *evaluateWorker) oldHead(ctx context.Context, gh *github.Client, a Evalu
 		return nil
 	}
 	return w.answerOldHead(ctx, gh, a, cr, oldHeadAnswer(a, pr, "**Re-run** was asked on this run, of commit", "this run was not evaluated again"))
+}
+
+// answerSuite answers a Re-run of ripcord's check suite of a head pr has
+// moved past in each gate run of the pull request on that commit; another
+// pull request's runs there (one with the same head branch and another
+// base) are that pull request's evaluation's to answer.
+func (w *evaluateWorker) answerSuite(ctx context.Context, gh *github.Client, a EvaluateArgs, pr *github.PullRequest) error {
+	runs, err := gateRuns(ctx, gh, w.deps.App().ID, a.Repository, a.HeadSHA)
+	if err != nil {
+		return err
+	}
+	answer := oldHeadAnswer(a, pr, "**Re-run all checks** was asked on the checks of commit", "this run was not evaluated again")
+	for _, cr := range runs {
+		if n, ok := pullRequestOf(cr.GetExternalID(), a.Repository, a.HeadSHA); !ok || n != a.PullRequest {
+			continue
+		}
+		if err := w.answerUnlessPending(ctx, gh, a, cr, answer); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // answerUnlessPending answers cr unless it is in progress and a verdict
@@ -108,3 +136,9 @@ func oldHeadAnswer(a EvaluateArgs, pr *github.PullRequest, what, undone string) 
 		"The gates of the current head are among its commit's checks, on the Checks tab of %s; choose **Re-run** there.",
 		what, a.HeadSHA, a.PullRequest, pr.GetHead().GetSHA(), undone, where)
 }
+
+// suiteTrigger begins the trigger of an evaluation a Re-run of ripcord's
+// check suite asked for.
+const suiteTrigger = "check_suite rerequested "
+
+func suiteRerun(a EvaluateArgs) bool { return strings.HasPrefix(a.Trigger, suiteTrigger) }
