@@ -7,7 +7,9 @@
 // check-run write job per gate on the head commit. An evaluation whose job
 // fails for good queues a give-up job, which completes the runs it showed
 // in progress as failures (gave_up.go); a verdict whose job fails for good
-// completes its run as a failure that says so (not_written.go).
+// completes its run as a failure that says so (not_written.go). Both jobs
+// keep one attempt more than their work uses, which only does that, for a
+// last attempt lost with its process (errLostAttempt).
 //
 // The registry gates (provenance, sbom, image-scan) share one verifier per
 // server (package gates/attest), whose cache outlives a job; their trust

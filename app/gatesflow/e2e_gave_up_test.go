@@ -31,7 +31,7 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 		l := loseEvaluation(t, dbURL, 10*time.Millisecond)
 		e := l.e
 		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'discarded'`) == 1
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'cancelled'`) == 1
 		})
 		e.Settle()
 		cr := run(e, l.shown.ID)
@@ -85,12 +85,12 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 
 		// The lost evaluation's last attempt, refused again.
 		l.refuse()
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1, scheduled_at = created_at
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 7, scheduled_at = created_at
 			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
 			t.Fatal(err)
 		}
 		e.WaitFor("the lost evaluation to give up", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'discarded'`) == 1
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'cancelled'`) == 1
 		})
 		e.Settle()
 		superseded(t, e, l.shown.ID, newer)
@@ -118,7 +118,7 @@ func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *te
 		// Its last attempt reads the pull request, then waits for the
 		// policy service while the server stops.
 		l.readable()
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1, scheduled_at = created_at
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 7, scheduled_at = created_at
 			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *te
 		l.answer()
 		e.Restart()
 		e.WaitFor("the evaluation to end", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('completed', 'discarded')`) == 1
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('completed', 'cancelled')`) == 1
 		})
 		e.Settle()
 		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up'`); n != 0 {

@@ -64,7 +64,7 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 		shown := e.GitHub.CheckRuns(repo)[0]
 		close(answer)
 		e.WaitFor("the verdict's job to fail for good", 60*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'discarded'`) == 1
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'cancelled'`) == 1
 		})
 		e.Settle()
 
@@ -118,7 +118,7 @@ apps:
 
 		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
 		e.WaitFor("the verdict's job to fail for good", 60*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'discarded'`) == 1
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'cancelled'`) == 1
 		})
 		e.Settle()
 		runs := e.GitHub.CheckRuns(repo)
@@ -188,7 +188,7 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 		})
 		// Its last attempt hangs on the update while the server stops.
 		mode.Store(1)
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1, scheduled_at = created_at
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 7, scheduled_at = created_at
 			WHERE kind = 'gates_report' AND state = 'retryable'`); err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 		mode.Store(2)
 		e.Restart()
 		e.WaitFor("the verdict's job to end", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state IN ('completed', 'discarded')`) == 1
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state IN ('completed', 'cancelled')`) == 1
 		})
 		e.Settle()
 		if cr := run(e, shown.ID); cr.Status != "completed" || cr.Conclusion != "success" {

@@ -28,6 +28,15 @@ var DefaultBranches = []string{"release-*"}
 // GitHub hiccup must not fail every gate it meets (a give-up fails closed).
 const evaluateAttempts = 8
 
+// errLostAttempt is why a job gives up at its attempt beyond the budget of
+// its work (evaluateAttempts, reportAttempts): that is run only when the
+// last attempt of the budget neither ended nor failed, its process lost
+// (a crash, a node gone). River's rescuer discards a job it finds so at
+// its MaxAttempts without running it again (on PostgreSQL; SQLite's start
+// makes it available again), so each such job is queued with one attempt
+// more than its work uses, and that attempt only does the giving up.
+var errLostAttempt = errors.New("the ripcord process running it stopped before it ended")
+
 // EvaluateArgs evaluates the gates of one PR head. Unique by args, so a
 // redelivered webhook never evaluates twice; Trigger keeps a re-run click
 // distinct from the push that first ran the gates.
@@ -58,7 +67,7 @@ const (
 func (EvaluateArgs) Kind() string { return "gates_evaluate" }
 
 func queueEvaluate(ctx context.Context, tx *sql.Tx, d pipeline.Deps, a EvaluateArgs) error {
-	_, err := d.River().InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: evaluateAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	_, err := d.River().InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: evaluateAttempts + 1, UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	if err != nil {
 		return fmt.Errorf("queue gates of %s#%d@%s: %w", a.Repository, a.PullRequest, a.HeadSHA, err)
 	}
@@ -78,16 +87,26 @@ var evaluateTimeout = 5 * time.Minute
 func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return evaluateTimeout }
 
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
+	if job.Attempt > evaluateAttempts {
+		// The evaluation's last attempt was lost with its process
+		// (errLostAttempt): it gives up now, evaluating nothing more.
+		w.gaveUp(ctx, job, evaluateAttempts, errLostAttempt)
+		return nil
+	}
 	err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
-	if err == nil || (job.Attempt < job.MaxAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
+	if err == nil || (job.Attempt < evaluateAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
 	}
-	// The last try failed (or the job was cancelled): River drops the job,
-	// and the runs it showed in progress would spin for ever. They are
-	// completed as failures that say why and how to evaluate again.
-	w.gaveUp(ctx, job, err)
-	return err
+	// The last try failed (or the job was cancelled): nothing will run
+	// the evaluation again, and the runs it showed in progress would spin
+	// for ever. They are completed as failures that say why and how to
+	// evaluate again. The attempt kept for a lost one is not run.
+	w.gaveUp(ctx, job, job.Attempt, err)
+	if errors.As(err, &cancelled) {
+		return err
+	}
+	return river.JobCancel(err)
 }
 
 // interrupted reports whether err is the server's stop cancelling the job:

@@ -41,14 +41,15 @@ type GaveUpArgs struct {
 // Kind names the job in the queue.
 func (GaveUpArgs) Kind() string { return "gates_gave_up" }
 
-// gaveUp queues the give-up of the evaluation job that just failed for
-// good with err. Its own context, as the job's may be what ran out.
-func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs], err error) {
+// gaveUp queues the give-up of the evaluation job that failed for good
+// with err after attempts. Its own context, as the job's may be what ran
+// out.
+func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs], attempts int, err error) {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
 	defer stop()
 	a := job.Args
 	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
-		InstallationID: a.InstallationID, Seq: job.ID, Attempts: job.Attempt, Error: plainError(err, "evaluation", evaluateTimeout)}
+		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", evaluateTimeout)}
 	if _, ierr := w.deps.River().Insert(ctx, g, &river.InsertOpts{MaxAttempts: reportAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
 		// The database is down too: the runs stay in progress until a
 		// newer evaluation of the commit (a push, a re-run) ends them.
@@ -57,7 +58,7 @@ func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs
 		return
 	}
 	w.deps.Log.Warn("gate evaluation gave up: its runs in progress are completed as failures", "repository", a.Repository,
-		"pull_request", a.PullRequest, "head_sha", a.HeadSHA, "attempts", job.Attempt, "error", err)
+		"pull_request", a.PullRequest, "head_sha", a.HeadSHA, "attempts", attempts, "error", err)
 }
 
 // plainError says err, the last error of a job (job names it: "evaluation",

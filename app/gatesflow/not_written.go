@@ -15,8 +15,9 @@ import (
 // gate does not pass.
 const NotWrittenTitle = "ripcord could not write this gate's verdict"
 
-// notWritten ends the verdict job that just failed for good with err
-// (its last attempt, or a cancel). The run the evaluation showed in
+// notWritten ends the verdict job that failed for good with err after
+// attempts (its last attempt, or a cancel, or a last attempt lost with its
+// process). The run the evaluation showed in
 // progress would otherwise spin for ever, and a required gate with it: it
 // is completed as a failure that says why and how to evaluate again,
 // unless a newer evaluation reports the gate (the run is then completed
@@ -25,10 +26,10 @@ const NotWrittenTitle = "ripcord could not write this gate's verdict"
 // completed already (the verdict was taken, and only later annotations
 // were refused, or a give-up's failure stands): those are left as they
 // are. What cannot be written is logged as an error naming the run.
-func (w *reportWorker) notWritten(ctx context.Context, job *river.Job[ReportArgs], err error) {
+func (w *reportWorker) notWritten(ctx context.Context, job *river.Job[ReportArgs], attempts int, err error) {
 	a := job.Args
 	log := w.deps.Log.With("repository", a.Repository, "head_sha", a.HeadSHA, "gate", a.Name, "evaluation", a.ExternalID,
-		"attempts", job.Attempt, "error", err)
+		"attempts", attempts, "error", err)
 	if a.Status != "completed" || a.GaveUp {
 		// An in-progress report made no run; a give-up's failure is the
 		// write that was refused: writing it again would be refused too.
@@ -63,7 +64,7 @@ func (w *reportWorker) notWritten(ctx context.Context, job *river.Job[ReportArgs
 		return
 	}
 	now := github.Timestamp{Time: w.deps.Now()}
-	summary := notWrittenSummary(a, job.Attempt, plainError(err, "write", reportTimeout))
+	summary := notWrittenSummary(a, attempts, plainError(err, "write", reportTimeout))
 	_, _, uerr := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
 		Name: a.Name, Status: github.String("completed"), Conclusion: github.String("failure"), CompletedAt: &now,
 		Output: &github.CheckRunOutput{Title: github.String(NotWrittenTitle), Summary: &summary},

@@ -52,7 +52,8 @@ func completed(a EvaluateArgs, t target, seq int64, key string, o gates.Output) 
 }
 
 func queueReport(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r ReportArgs) error {
-	_, err := rc.InsertTx(ctx, tx, r, &river.InsertOpts{MaxAttempts: reportAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	// One attempt more than a verdict uses, for a lost last one (errLostAttempt).
+	_, err := rc.InsertTx(ctx, tx, r, &river.InsertOpts{MaxAttempts: reportAttempts + 1, UniqueOpts: river.UniqueOpts{ByArgs: true}})
 	if err != nil {
 		return fmt.Errorf("queue %s on %s@%s: %w", r.Name, r.Repository, r.HeadSHA, err)
 	}
@@ -70,15 +71,25 @@ const reportTimeout = time.Minute
 func (w *reportWorker) Timeout(*river.Job[ReportArgs]) time.Duration { return reportTimeout }
 
 func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) error {
+	if job.Attempt > reportAttempts {
+		// The last attempt was lost with its process (errLostAttempt): the
+		// verdict is not written, and its run is ended as for a refusal.
+		w.notWritten(ctx, job, reportAttempts, errLostAttempt)
+		return nil
+	}
 	err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
-	if err == nil || (job.Attempt < job.MaxAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
+	if err == nil || (job.Attempt < reportAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
 	}
-	// The last try failed (or the job was cancelled): River drops the job,
-	// and the run it was to complete would spin for ever (notWritten).
-	w.notWritten(ctx, job, err)
-	return err
+	// The last try failed (or the job was cancelled): nothing will write
+	// the verdict again, and the run it was to complete would spin for
+	// ever (notWritten). The attempt kept for a lost one is not run.
+	w.notWritten(ctx, job, job.Attempt, err)
+	if errors.As(err, &cancelled) {
+		return err
+	}
+	return river.JobCancel(err)
 }
 
 func (w *reportWorker) work(ctx context.Context, job *river.Job[ReportArgs]) error {

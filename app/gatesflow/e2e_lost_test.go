@@ -1,0 +1,111 @@
+package gatesflow_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/gatesflow"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// loseJobAtLastAttempt leaves the job of kind, waiting for its retry,
+// as a process that died during the job's 8th attempt (the last that
+// evaluates or writes) leaves it: running, due when it was made, attempted
+// an hour ago. The
+// server is stopped first; the test starts it again. On PostgreSQL, River's
+// rescuer takes such a job (it ran longer than the job may); on SQLite the
+// server makes it available again at start.
+func loseJobAtLastAttempt(t *testing.T, e *e2etest.Env, dbURL, kind string) {
+	t.Helper()
+	e.Stop()
+	db := testdb.Open(t, dbURL)
+	q := `UPDATE river_job SET state = 'running', attempt = 8, scheduled_at = created_at WHERE kind = $1 AND state = 'retryable'`
+	if db.Dialect == store.Postgres {
+		q = `UPDATE river_job SET state = 'running', attempt = 8, scheduled_at = created_at, attempted_at = now() - interval '1 hour'
+			WHERE kind = $1 AND state = 'retryable'`
+	}
+	res, err := db.Write.Exec(q, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		t.Fatalf("%d %s jobs waiting for their retry, want 1", n, kind)
+	}
+}
+
+// An evaluation lost with its process during its last attempt (a crash, a
+// node gone) must still give up: on PostgreSQL River's rescuer discarded
+// such a job without running it again, so the run it showed in progress
+// spun for ever. It is rescued to an attempt that only gives up.
+func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits: the test loses it first
+		e := l.e
+		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
+		})
+		loseJobAtLastAttempt(t, e, dbURL, "gates_evaluate")
+		e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
+		e.Restart()
+		e.WaitFor("the lost evaluation's job to end", 60*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('completed', 'discarded', 'cancelled')`) == 1
+		})
+		e.Settle()
+		cr := run(e, l.shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
+			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
+			t.Fatalf("the run the lost evaluation showed in progress: %s %s %q\n%s\nwant a failure that says the gate could not be evaluated, after 8 attempts, the last one lost",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+		if n := len(e.GitHub.CheckRuns(repo)); n != 1 {
+			t.Errorf("%d check runs, want only the one the evaluation showed in progress", n)
+		}
+	})
+}
+
+// A verdict's job lost with its process during its last attempt must
+// still complete its run: on PostgreSQL River's rescuer discarded it
+// without running it again, so notWritten never ran and the run the
+// evaluation showed in progress spun for ever.
+func TestAVerdictLostAtItsLastAttemptStillCompletesItsRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
+		answer := make(chan struct{})
+		policy := heldPolicy(t, answer)
+
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: time.Hour}) // the verdict's retry waits: the test loses it first
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
+		base, head, number := openBump(e, repo)
+		e.Install(repo)
+		refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
+
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
+			runs := e.GitHub.CheckRuns(repo)
+			return len(runs) == 1 && runs[0].Status == "in_progress"
+		})
+		shown := e.GitHub.CheckRuns(repo)[0]
+		close(answer)
+		e.WaitFor("the verdict's refused attempt", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'retryable'`) == 1
+		})
+		loseJobAtLastAttempt(t, e, dbURL, "gates_report")
+		e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
+		e.Restart()
+		e.WaitFor("the lost verdict's job to end", 60*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state IN ('completed', 'discarded', 'cancelled')`) == 1
+		})
+		e.Settle()
+		cr := run(e, shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.NotWrittenTitle ||
+			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
+			t.Fatalf("the run whose verdict's job was lost: %s %s %q\n%s\nwant a failure that says the verdict could not be written, after 8 attempts, the last one lost",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+	})
+}
