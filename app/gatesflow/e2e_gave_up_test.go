@@ -340,3 +340,59 @@ func policyGateConfig(url string, envs ...string) string {
 	}
 	return b.String()
 }
+
+// A give-up whose evaluation knew its gates (it had read the config and
+// the release) but never showed them in progress left them with no run
+// at all: a required check of such a gate stayed "Expected — waiting" for
+// ever. Here every attempt reads the release, then runs out of its time
+// reading the values schema, before any verdict is queued. Each gate gets
+// a run of the evaluation completed as the give-up's failure.
+func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		defer gatesflow.SetEvaluateTimeout(time.Second)()
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      values: {schema: deploy/release.schema.json}
+      process:
+        qa: {labels: [qa-approved]}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
+`)
+		e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
+		base, head, number := openBump(e, repo)
+		e.Install(repo)
+		const contents = "GET /repos/{owner}/{repo}/contents/{path}"
+		e.GitHub.Handle(contents, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			if strings.HasSuffix(r.URL.Path, "/release.schema.json") {
+				<-r.Context().Done() // the schema never comes: the attempt runs out of its time
+				return
+			}
+			e.GitHub.Default(contents)(w, r, p)
+		})
+
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e.WaitFor("the evaluation to give up", 60*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up' AND state = 'completed'`) == 1
+		})
+		e.Settle()
+		runs := e.GitHub.CheckRuns(repo)
+		names := map[string]bool{}
+		for _, cr := range runs {
+			names[cr.Name] = true
+			if cr.HeadSHA != head || cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
+				!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "ran out of its") || !strings.Contains(cr.Summary, "Re-run") ||
+				!strings.Contains(cr.ExternalID, fmt.Sprintf("%s#%d@%s checkout/prod pull_request opened seq=", repo, number, head)) {
+				t.Errorf("%s: %s %s %q (%s)\n%s\nwant the give-up's failure, of the evaluation", cr.Name, cr.Status, cr.Conclusion, cr.Title, cr.ExternalID, cr.Summary)
+			}
+		}
+		if len(runs) != 2 || !names["ripcord/values"] || !names["ripcord/qa"] {
+			t.Errorf("runs after the give-up: %+v, want one of each gate the evaluation knew", runs)
+		}
+	})
+}

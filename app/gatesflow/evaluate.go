@@ -90,10 +90,10 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	if job.Attempt > evaluateAttempts {
 		// The evaluation's last attempt was lost with its process
 		// (errLostAttempt): it gives up now, evaluating nothing more.
-		w.gaveUp(ctx, job, evaluateAttempts, errLostAttempt)
+		w.gaveUp(ctx, job, evaluateAttempts, errLostAttempt, nil)
 		return nil
 	}
-	err := w.work(ctx, job)
+	known, err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
 	if err == nil || (job.Attempt < evaluateAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
@@ -102,7 +102,7 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	// the evaluation again, and the runs it showed in progress would spin
 	// for ever. They are completed as failures that say why and how to
 	// evaluate again. The attempt kept for a lost one is not run.
-	w.gaveUp(ctx, job, job.Attempt, err)
+	w.gaveUp(ctx, job, job.Attempt, err, known)
 	if errors.As(err, &cancelled) {
 		return err
 	}
@@ -121,46 +121,53 @@ func interrupted(d pipeline.Deps, err error) bool {
 	}
 }
 
-func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
+// work evaluates the gates of job. known are the gates it was to report,
+// once it knows them (the config and the releases read): a give-up makes
+// the runs of those it never showed.
+func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs]) (known []GateScope, err error) {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
-		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+		return nil, fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	owner, name := splitRepo(a.Repository)
 	pr, _, err := gh.PullRequests.Get(ctx, owner, name, a.PullRequest)
 	if err != nil {
-		return fmt.Errorf("read pull request %s#%d: %w", a.Repository, a.PullRequest, err)
+		return nil, fmt.Errorf("read pull request %s#%d: %w", a.Repository, a.PullRequest, err)
 	}
 	if pr.GetHead().GetSHA() != a.HeadSHA {
 		// The head moved on: the newer push has its own job. The runs
 		// of the old head this evaluation showed in progress, and those
 		// a Re-run was clicked on, are answered.
-		return w.oldHead(ctx, gh, a, pr, job.ID)
+		return nil, w.oldHead(ctx, gh, a, pr, job.ID)
 	}
 	// The default branch's config, never the PR's: a PR must not be able to
 	// weaken the gates that judge it.
 	res, err := w.loader.Load(ctx, gh.Repositories, a.Repository, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !res.Valid() {
-		return nil // configload's own check run reports a config that does not load
+		return nil, nil // configload's own check run reports a config that does not load
 	}
 	targets, err := w.releases(ctx, gh, res.Config, pr, a)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	targets = slices.DeleteFunc(targets, func(t target) bool { return !concerns(res.Config, t, a) })
+	for _, t := range targets {
+		g, _ := res.Config.GatesFor(t.app, t.env)
+		known = append(known, GateScope{App: t.app, Environment: t.env, Names: CheckNames(g)})
+	}
 	// The job's id orders this evaluation among the commit's (see
 	// externalID): the queue numbers jobs in the order they were asked for,
 	// and a retry keeps its job's id.
 	for _, t := range targets {
 		if err := w.evaluate(ctx, gh, res.Config, t, pr, a, job.ID); err != nil {
-			return err
+			return known, err
 		}
 	}
-	return nil
+	return known, nil
 }
 
 // target is one environment whose release the PR promotes.

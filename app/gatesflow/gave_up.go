@@ -25,8 +25,10 @@ const giveUpTimeout = 30 * time.Second
 // GaveUpArgs completes the runs an evaluation showed in progress when its
 // job fails for good (its last attempt, or a cancel): nothing else would
 // ever complete them, and a required gate would block the merge with a
-// spinner that says nothing. Seq is the evaluation's job id (externalID),
-// Attempts how many it made, Error its last error in plain words.
+// spinner that says nothing; and it makes the runs, failed alike, of the
+// gates the evaluation knew (Gates) and never showed. Seq is the
+// evaluation's job id (externalID), Attempts how many it made, Error its
+// last error in plain words.
 type GaveUpArgs struct {
 	Repository     string `json:"repository"`
 	PullRequest    int    `json:"pull_request"`
@@ -36,6 +38,17 @@ type GaveUpArgs struct {
 	Seq            int64  `json:"seq"`
 	Attempts       int    `json:"attempts"`
 	Error          string `json:"error"`
+	// Gates are the gates the evaluation was to report, when its last
+	// attempt knew them: those it never showed in progress get a run too.
+	Gates []GateScope `json:"gates,omitempty"`
+}
+
+// GateScope names the gates (their check runs' names) an evaluation was
+// to report for one app's environment.
+type GateScope struct {
+	App         string   `json:"app"`
+	Environment string   `json:"environment"`
+	Names       []string `json:"names"`
 }
 
 // Kind names the job in the queue.
@@ -44,12 +57,12 @@ func (GaveUpArgs) Kind() string { return "gates_gave_up" }
 // gaveUp queues the give-up of the evaluation job that failed for good
 // with err after attempts. Its own context, as the job's may be what ran
 // out.
-func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs], attempts int, err error) {
+func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs], attempts int, err error, known []GateScope) {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
 	defer stop()
 	a := job.Args
 	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
-		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", evaluateTimeout)}
+		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", evaluateTimeout), Gates: known}
 	if _, ierr := w.deps.River().Insert(ctx, g, &river.InsertOpts{MaxAttempts: reportAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
 		// The database is down too: the runs stay in progress until a
 		// newer evaluation of the commit (a push, a re-run) ends them.
@@ -87,16 +100,34 @@ func (w *gaveUpWorker) Timeout(*river.Job[GaveUpArgs]) time.Duration { return ti
 // Work queues a failure report for each run of the evaluation still in
 // progress: the report job completes it (or, if a newer evaluation has
 // reported the gate, completes it superseded), with the retries of any
-// gate report.
+// gate report. Each gate the evaluation knew (a.Gates) and has no run of
+// gets one: a required check of it would otherwise wait for ever.
 func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) error {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
-	runs, err := evaluationRuns(ctx, gh, w.deps.App().ID, a.Repository, a.PullRequest, a.HeadSHA, a.Trigger, a.Seq)
+	all, err := evaluationRuns(ctx, gh, w.deps.App().ID, a.Repository, a.PullRequest, a.HeadSHA, a.Trigger, a.Seq)
 	if err != nil {
 		return err
+	}
+	var runs []evaluationRun
+	made := map[evaluationRun]bool{}
+	for _, r := range all {
+		made[evaluationRun{externalID: r.externalID, name: r.name}] = true
+		if r.run.GetStatus() != "completed" {
+			runs = append(runs, r)
+		}
+	}
+	for _, s := range a.Gates {
+		key := evaluationKey(a.Repository, a.PullRequest, a.HeadSHA, s.App, s.Environment, a.Trigger, a.Seq)
+		for _, name := range s.Names {
+			if r := (evaluationRun{externalID: key, name: name}); !made[r] {
+				made[r] = true
+				runs = append(runs, evaluationRun{externalID: key, name: name, app: s.App, env: s.Environment})
+			}
+		}
 	}
 	reports := make([]ReportArgs, 0, len(runs))
 	for _, r := range runs {
@@ -113,7 +144,7 @@ func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) err
 			continue
 		}
 		reports = append(reports, ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
-			ExternalID: r.externalID, App: r.app, Environment: r.env, Seq: a.Seq, Name: r.name, GaveUp: true,
+			ExternalID: r.externalID, App: r.app, Environment: r.env, Seq: a.Seq, Name: r.name, GaveUp: true, Create: r.run == nil,
 			Status: "completed", Conclusion: "failure", Title: GaveUpTitle, Summary: gaveUpSummary(a)})
 	}
 	return queueReports(ctx, w.deps, reports)
@@ -149,7 +180,7 @@ func gaveUpSummary(a GaveUpArgs) string {
 const howToEvaluateAgain = "To evaluate it again, choose **Re-run** on this check run " +
 	"(or **Re-run all checks**); a push to the pull request evaluates its gates again too."
 
-// evaluationRun is a gate run of one evaluation still in progress.
+// evaluationRun is a gate run of one evaluation (run nil: one to make).
 type evaluationRun struct {
 	run                        *github.CheckRun
 	externalID, name, app, env string
@@ -157,7 +188,7 @@ type evaluationRun struct {
 
 // evaluationRuns lists the gate runs of one evaluation (of pull request
 // number, on head, with trigger and sequence seq; every app and
-// environment) that this App made and that are not completed.
+// environment) that this App made.
 func evaluationRuns(ctx context.Context, gh *github.Client, appID int64, repository string, number int, head, trigger string, seq int64) ([]evaluationRun, error) {
 	runs, err := gateRuns(ctx, gh, appID, repository, head)
 	if err != nil {
@@ -170,7 +201,7 @@ func evaluationRuns(ctx context.Context, gh *github.Client, appID int64, reposit
 		id := cr.GetExternalID()
 		scope, ours := strings.CutPrefix(id, prefix)
 		scope, this := strings.CutSuffix(scope, suffix)
-		if !ours || !this || cr.GetStatus() == "completed" {
+		if !ours || !this {
 			continue
 		}
 		if app, env, ok := strings.Cut(scope, "/"); ok {

@@ -22,7 +22,7 @@ const NotWrittenTitle = "ripcord could not write this gate's verdict"
 // is completed as a failure that says why and how to evaluate again,
 // unless a newer evaluation reports the gate (the run is then completed
 // superseded, as the verdict would have), there is no run (the verdict was
-// to create it: none is created, as a give-up creates none), or the run is
+// to create it, the write GitHub refused: none is created), or the run is
 // completed already (the verdict was taken, and only later annotations
 // were refused, or a give-up's failure stands): those are left as they
 // are. What cannot be written is logged as an error naming the run.

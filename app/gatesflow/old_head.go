@@ -47,6 +47,9 @@ func (w *evaluateWorker) oldHead(ctx context.Context, gh *github.Client, a Evalu
 	}
 	moved := oldHeadAnswer(a, pr, "This gate was being evaluated on commit", "its evaluation was not finished")
 	for _, r := range own {
+		if r.run.GetStatus() == "completed" {
+			continue
+		}
 		if err := w.answerUnlessPending(ctx, gh, a, r.run, moved); err != nil {
 			return err
 		}

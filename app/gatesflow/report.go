@@ -38,9 +38,12 @@ type ReportArgs struct {
 	Summary     string             `json:"summary,omitempty"`
 	Annotations []gates.Annotation `json:"annotations,omitempty"`
 	// GaveUp marks the failure of an evaluation whose job failed for good
-	// (GaveUpArgs): it completes the evaluation's run in progress, never
-	// creates one, and a verdict of the same evaluation replaces it.
+	// (GaveUpArgs): it completes the evaluation's run in progress, and a
+	// verdict of the same evaluation replaces it. It creates a run only
+	// with Create (a gate the evaluation knew and never showed), when the
+	// gate has none of the evaluation or of a newer one.
 	GaveUp bool `json:"gave_up,omitempty"`
+	Create bool `json:"create,omitempty"`
 }
 
 // Kind names the job in the queue.
@@ -108,7 +111,7 @@ func (w *reportWorker) work(ctx context.Context, job *river.Job[ReportArgs]) err
 			"gate", a.Name, "evaluation", a.ExternalID, "newer", newer.GetExternalID())
 		return w.supersede(ctx, gh, a, existing, newer)
 	}
-	if a.GaveUp && (existing == nil || existing.GetStatus() == "completed") {
+	if a.GaveUp && (existing == nil && !a.Create || existing != nil && existing.GetStatus() == "completed") {
 		return nil // a verdict got there: it is the gate's result
 	}
 	if a.Status == "in_progress" {

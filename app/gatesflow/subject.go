@@ -141,7 +141,12 @@ func (w *evaluateWorker) subjectRecords(ctx context.Context, t target, window in
 // re-run) and kept by the job's retries. Evaluations finish in any order;
 // the one asked for last is the newest, whenever it writes.
 func externalID(a EvaluateArgs, t target, seq int64) string {
-	return fmt.Sprintf("%s#%d@%s %s/%s %s%s%d", a.Repository, a.PullRequest, a.HeadSHA, t.app, t.env, a.Trigger, seqMark, seq)
+	return evaluationKey(a.Repository, a.PullRequest, a.HeadSHA, t.app, t.env, a.Trigger, seq)
+}
+
+// evaluationKey is externalID from its parts.
+func evaluationKey(repository string, pullRequest int, head, app, env, trigger string, seq int64) string {
+	return fmt.Sprintf("%s#%d@%s %s/%s %s%s%d", repository, pullRequest, head, app, env, trigger, seqMark, seq)
 }
 
 // seqMark ends an external id before its evaluation's sequence.
