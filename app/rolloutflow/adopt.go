@@ -42,21 +42,21 @@ func RunName(batch, releaseID string) string { return batch + " " + releaseID }
 
 // adoptRuns adopts the runs of the rollout's batches left dispatching.
 // A batch whose runs GitHub could not list (5xx, no answer, a 404 of a
-// repository the App can no longer read, no installation token) is added
-// to unread: it is looked up again on the next tick, holds neither the
-// other batches nor the machine, and is not failed at queue_timeout
-// meanwhile.
-func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, unread map[Ref]bool) error {
+// repository the App can no longer read, no installation token, a rate
+// limit) is added to a.unread: it is looked up again on the next tick (after
+// the reset, for a rate limit), holds neither the other batches nor the
+// machine, and is not failed at queue_timeout meanwhile.
+func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, a *asking) error {
 	now := x.deps.Now()
 	var gh *github.Client
 	var lost *bool // the App can no longer read the repository; nil: not asked
 	tokenless := false
 	for ref, run := range runs {
-		if run.State != RunDispatching || now.Before(run.DispatchedAt.Add(dispatchGrace)) {
+		if !toAdopt(run, now) {
 			continue
 		}
-		if tokenless {
-			unread[ref] = true
+		if tokenless || a.limited {
+			a.unread[ref] = true
 			continue
 		}
 		if gh == nil {
@@ -68,6 +68,16 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, u
 		err := x.adoptRun(ctx, gh, r, ref, run)
 		var ghErr *adoptListError
 		if errors.As(err, &ghErr) && ctx.Err() == nil {
+			if until, ok := rateLimited(err, x.deps.Now()); ok {
+				// GitHub said "later" (on the list, or on the
+				// installation's token): no batch is looked up before
+				// the reset.
+				if err := x.limitMet(ctx, a, r, until, err); err != nil {
+					return err
+				}
+				a.unread[ref] = true
+				continue
+			}
 			// No token (the installation was deleted or suspended, or
 			// GitHub did not answer for it): no batch can be looked up
 			// on this tick, and none is failed at queue_timeout for it.
@@ -76,25 +86,32 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, u
 				return terr
 			}
 			if tokenless {
-				unread[ref] = true
+				a.unread[ref] = true
 				continue
 			}
 		}
 		switch {
 		case err == nil:
+			a.answered = true
 		case errors.As(err, &ghErr) && ctx.Err() == nil:
 			failed, err := x.notAdopted(ctx, gh, r, ref, ghErr, &lost)
 			if err != nil {
 				return err
 			}
 			if !failed {
-				unread[ref] = true
+				a.unread[ref] = true
 			}
 		default:
 			return err
 		}
 	}
 	return nil
+}
+
+// toAdopt reports whether run is a batch whose dispatch a tick takes for
+// cut short, its run to be looked up by its name.
+func toAdopt(run Run, now time.Time) bool {
+	return run.State == RunDispatching && !now.Before(run.DispatchedAt.Add(dispatchGrace))
 }
 
 // notAdopted reports a batch whose runs GitHub did not list. GitHub

@@ -52,6 +52,9 @@ type Rollout struct {
 	// leavesQueue: the move being stored takes the rollout out of the
 	// queue (Tick sets it); commit checks the queue again (stillFirst).
 	leavesQueue bool
+	// limitedUntil: GitHub's rate limit holds the rollout's run polls
+	// until then (Tick sets it); settle polls then, not before.
+	limitedUntil time.Time
 }
 
 const rolloutColumns = `id, release_id, repository, installation_id, app, environment, version, previous, author,

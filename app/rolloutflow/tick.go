@@ -75,7 +75,7 @@ func (w *tickWorker) Work(ctx context.Context, job *river.Job[TickArgs]) error {
 // answer about are Unread on this tick: the machine moves on what the
 // others say and waits for them (the next poll asks again).
 func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
-	unread, err := x.pollRuns(ctx, id, scheduled)
+	unread, limited, err := x.pollRuns(ctx, id, scheduled)
 	if err != nil {
 		return err
 	}
@@ -87,6 +87,7 @@ func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
 		if r.Machine.Phase == PhaseDone && r.WakeAt.IsZero() {
 			return nil
 		}
+		r.limitedUntil = limited
 		in, err := x.inputs(ctx, &r)
 		if err != nil {
 			return err
@@ -248,6 +249,11 @@ func (x *executor) settle(ctx context.Context, r *Rollout, act Action, evs []Eve
 		poll := r.WakeAt
 		if !poll.After(now) || poll.After(now.Add(runPoll)) {
 			poll = now.Add(runPoll)
+		}
+		if r.limitedUntil.After(now) {
+			// GitHub's rate limit: the runs are asked about after its
+			// reset, and not before (pollRuns).
+			poll = r.limitedUntil
 		}
 		if wake.IsZero() || poll.Before(wake) {
 			wake = poll
