@@ -91,9 +91,18 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 
 // checkAccessLost reports, after a 404 on the check run, whether the App
 // can no longer read the repository, and then says so once in the audit.
+// GitHub's rate limit on the repository says nothing yet: the job snoozes
+// until the reset (the error is river's snooze), as for a rate limit on
+// the check run, rather than be retried with backoff, each try spending an
+// attempt against a limit that has not reset.
 func (x *executor) checkAccessLost(ctx context.Context, gh *github.Client, r Rollout) (bool, error) {
 	owner, repo, _ := strings.Cut(r.Repository, "/")
 	lost, err := x.accessLost(ctx, gh, owner, repo)
+	if until, ok := rateLimited(err, x.deps.Now()); ok && ctx.Err() == nil {
+		x.deps.Log.Warn("rollout check run not written: 404, and GitHub's rate limit on its repository; tried again after the reset",
+			"rollout", r.ID, "installation", r.InstallationID, "until", until.UTC().Format(time.RFC3339), "error", err)
+		return false, river.JobSnooze(until.Sub(x.deps.Now()))
+	}
 	if err != nil || !lost {
 		return false, nil // the 404 stands as the job's error
 	}

@@ -128,6 +128,46 @@ func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
 	})
 }
 
+// After a 404 on the check run the job asks for the repository. GitHub's
+// rate limit on that request says nothing yet, and retried with backoff
+// the job would spend its attempts against a limit that has not reset:
+// it waits for the reset instead (a snooze, which costs no attempt), as
+// for a rate limit on the check run, and writes the check run then. A
+// rate limit is no access lost.
+func TestACheckRun404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
+	for _, c := range limitedAnswers {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := heldRollout(t, dbURL)
+				repo := answerRoute(h, "GET /repos/{owner}/{repo}")
+				create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
+				create.set(http.StatusNotFound)
+				until := limit(h, repo, c.status)
+				w, job := checkJob(h)
+				want := until.Sub(h.clock.Now())
+				var snooze *river.JobSnoozeError
+				if err := w.Work(context.Background(), job); !errors.As(err, &snooze) ||
+					snooze.Duration < want || snooze.Duration > want+time.Second {
+					t.Fatalf("check run job on a 404 with its repository rate-limited: %v; want it snoozed until the reset (%s)", err, want)
+				}
+				if lost := h.auditOf("access-lost"); len(lost) != 0 {
+					t.Errorf("access-lost audit lines %q for a rate limit", lost)
+				}
+
+				repo.set(0)
+				create.set(0)
+				h.clock.set(h.clock.Now().Add(snooze.Duration))
+				if err := w.Work(context.Background(), job); err != nil {
+					t.Fatalf("check run job after the reset: %v", err)
+				}
+				if crs := h.gh.CheckRuns(testRepo); len(crs) != 1 || crs[0].Name != CheckName {
+					t.Errorf("check runs %+v after the reset, want the rollout's", crs)
+				}
+			})
+		})
+	}
+}
+
 // GitHub's rate limit, past what the client waits out, on the check run or
 // on the installation's token, says "later", not "no": the job is not
 // retried with backoff (spending its attempts, and discarded once they run
