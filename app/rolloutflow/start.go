@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -226,23 +227,21 @@ func (x *executor) createOpening(ctx context.Context, rec records.Record, inst i
 	}
 	r := Rollout{ID: newID(), ReleaseID: rec.ReleaseID, Repository: rec.Repository, InstallationID: inst, App: rec.App,
 		Environment: rec.Environment, Version: rec.Image, Author: author, HeadSHA: rec.GitRevision,
-		Snapshot: snap, Machine: NewMachine(snap.Plan), CreatedAt: x.deps.Now()}
-	// A rollout that will wait says so from the start, in the answer of
-	// POST /api/v1/rollouts too; its first tick looks again.
-	// Previous is chosen when the rollout leaves the queue (inputs).
-	queued, err := ahead(ctx, x.deps.DB.Read, r)
-	if err != nil {
-		return Rollout{}, err
-	}
-	if queued != "" {
-		r.Machine.Status, r.Machine.Paused = PausedQueue, queued
+		Snapshot: snap, Machine: NewMachine(snap.Plan)}
+	if x.beforeCreateTx != nil {
+		x.beforeCreateTx(r.ID)
 	}
 	var created bool
-	err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+	var queued string
+	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if open != nil {
 			if err := open(tx); err != nil {
 				return err
 			}
+		}
+		var err error
+		if queued, err = x.enqueue(ctx, tx, &r); err != nil {
+			return err
 		}
 		if created, err = insertRollout(ctx, tx, r); err != nil || !created {
 			return err
@@ -276,6 +275,40 @@ func (x *executor) createOpening(ctx context.Context, rec records.Record, inst i
 		return rolloutOfRelease(ctx, x.deps.DB.Read, rec.ReleaseID)
 	}
 	return r, nil
+}
+
+// enqueue places r, about to be stored in tx, at the end of the rollout
+// queue of its app and environment, and returns the rollout ahead of it
+// (ahead), if any: a rollout that will wait says so from the start, in
+// the answer of POST /api/v1/rollouts too, and its first tick looks again
+// (Previous is chosen when it leaves the queue: inputs). The queue is read
+// in the transaction that stores r, under the queue's lock (lockQueue):
+// read before it, two starts at once each found the other not stored yet,
+// and both were told they run while one was to wait behind the other. r is
+// created after every unfinished rollout stored, as the queue's order
+// (created_at, then id) goes, even within the same microsecond, so that
+// its ticks find ahead of it what its start said.
+func (x *executor) enqueue(ctx context.Context, tx *sql.Tx, r *Rollout) (string, error) {
+	if err := lockQueue(ctx, tx, x.deps.DB.Dialect, r.App, r.Environment); err != nil {
+		return "", err
+	}
+	var newest int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(created_at), 0) FROM rollouts
+		WHERE app = $1 AND environment = $2 AND phase <> 'done'`, r.App, r.Environment).Scan(&newest); err != nil {
+		return "", fmt.Errorf("rollouts of %s/%s: %w", r.App, r.Environment, err)
+	}
+	r.CreatedAt = x.deps.Now()
+	if after := time.UnixMicro(newest + 1).UTC(); r.CreatedAt.Before(after) {
+		r.CreatedAt = after
+	}
+	queued, err := ahead(ctx, tx, *r)
+	if err != nil {
+		return "", err
+	}
+	if queued != "" {
+		r.Machine.Status, r.Machine.Paused = PausedQueue, queued
+	}
+	return queued, nil
 }
 
 // previous is the version rollbacks go back to: the newest other release

@@ -279,3 +279,37 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// Two starts of one environment at once: r3's rollout is stored while
+// r2's start is about to store its own. r2's rollout must not be told it
+// runs (in the answer of POST /api/v1/rollouts, its status, its check
+// run) while r3's, stored first, is ahead of it: its start reads the queue
+// in the transaction that stores it, and its first tick agrees.
+func TestTwoStartsAtOnceAreQueuedOneBehindTheOther(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		var r3 Rollout
+		h.x.beforeCreateTx = func(string) {
+			h.x.beforeCreateTx = nil
+			r3 = h.startRelease("r3:prod-eu/prod", strings.Repeat("b", 40))
+		}
+		h.start(nil) // r2's rollout
+		if r3.ID == "" {
+			t.Fatal("the hook did not run")
+		}
+		if r3.Machine.Status == PausedQueue {
+			t.Fatalf("r3's rollout, stored first, is %s (%s); want it to run", r3.Machine.Status, r3.Machine.Paused)
+		}
+		r2 := h.rollout()
+		if r2.Machine.Status != PausedQueue || !strings.Contains(r2.Machine.Paused, r3.ID) {
+			t.Errorf("r2's rollout started %s (%s), want paused-queue behind %s", r2.Machine.Status, r2.Machine.Paused, r3.ID)
+		}
+		if q := h.auditOf("paused-queue"); len(q) != 1 || !strings.Contains(q[0], r3.ID) {
+			t.Errorf("r2's paused-queue audit lines %q, want one naming %s", q, r3.ID)
+		}
+		h.tick()
+		if r := h.rollout(); r.Machine.Status != PausedQueue || !strings.Contains(r.Machine.Paused, r3.ID) {
+			t.Errorf("r2's rollout after its first tick is %s (%s), want paused-queue behind %s", r.Machine.Status, r.Machine.Paused, r3.ID)
+		}
+	})
+}

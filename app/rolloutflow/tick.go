@@ -56,6 +56,9 @@ type executor struct {
 	// afterClaim, when set (by tests), runs between the commit of a
 	// batch's claim and its dispatch.
 	afterClaim func(id string)
+	// beforeCreateTx, when set (by tests), runs as a rollout is being
+	// created, before the transaction that stores it.
+	beforeCreateTx func(id string)
 }
 
 type tickWorker struct {
@@ -218,11 +221,8 @@ func (x *executor) commit(ctx context.Context, r *Rollout, evs []Event, more fun
 // SQLite, by its single writer. Losing is errMoved: the job is retried and
 // finds the rollout ahead.
 func (x *executor) stillFirst(ctx context.Context, tx *sql.Tx, r *Rollout) error {
-	if x.deps.DB.Dialect == store.Postgres {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`,
-			"ripcord-rollout-queue/"+r.App+"/"+r.Environment); err != nil {
-			return fmt.Errorf("lock the rollout queue of %s/%s: %w", r.App, r.Environment, err)
-		}
+	if err := lockQueue(ctx, tx, x.deps.DB.Dialect, r.App, r.Environment); err != nil {
+		return err
 	}
 	a, err := ahead(ctx, tx, *r)
 	if err != nil {
@@ -230,6 +230,21 @@ func (x *executor) stillFirst(ctx context.Context, tx *sql.Tx, r *Rollout) error
 	}
 	if a != "" {
 		return fmt.Errorf("rollout %s leaves the queue but %s is ahead of it now: %w", r.ID, a, errMoved)
+	}
+	return nil
+}
+
+// lockQueue serialises the transactions that read the rollout queue of
+// app and environment and then change it (a start, a move out of the
+// queue): on PostgreSQL with a transaction-scoped advisory lock; SQLite
+// has a single writer.
+func lockQueue(ctx context.Context, tx *sql.Tx, dialect store.Dialect, app, environment string) error {
+	if dialect != store.Postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`,
+		"ripcord-rollout-queue/"+app+"/"+environment); err != nil {
+		return fmt.Errorf("lock the rollout queue of %s/%s: %w", app, environment, err)
 	}
 	return nil
 }
