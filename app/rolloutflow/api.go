@@ -180,6 +180,13 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 		pipeline.WriteError(w, http.StatusConflict, conflict.Field, conflict.Error())
 		return
 	}
+	var rb *rollbackNotStarted
+	if errors.As(err, &rb) {
+		// Not a rollout's start, but it did stop the rolled-back
+		// release's: the answer says so, and how the rollback deploys.
+		pipeline.WriteError(w, http.StatusUnprocessableEntity, "release_id", "release_id: "+rb.Error())
+		return
+	}
 	if errors.Is(err, errNoRollout) {
 		pipeline.WriteError(w, http.StatusUnprocessableEntity, "environment", "environment: "+q.Environment+" of "+q.App+" has no rollout: in .github/ripcord.yml")
 		return

@@ -54,14 +54,37 @@ type startWorker struct {
 
 func (w *startWorker) Work(ctx context.Context, job *river.Job[StartArgs]) error {
 	_, err := w.x.start(ctx, w.loader, job.Args)
-	if errors.Is(err, errNoRollout) {
-		return nil // a release like any other
+	var rb *rollbackNotStarted
+	if errors.Is(err, errNoRollout) || errors.As(err, &rb) {
+		return nil // a release like any other; a rollback's is its mode's
 	}
 	return err
 }
 
 // errNoRollout is a release whose environment has no `rollout:`.
 var errNoRollout = errors.New("the environment has no rollout")
+
+// rollbackNotStarted is a start of a rollback release other than its pull
+// request's merge: no rollout of it is started, but the rollout of the
+// release it rolls back was stopped (stopRolledBack), and stopped says how
+// that went.
+type rollbackNotStarted struct {
+	rec     records.Record
+	stopped string
+}
+
+func (e *rollbackNotStarted) Error() string {
+	how := "it is deployed as the environment's rollback mode (kubernetes, workflow) deploys it: everywhere at once, not in waves"
+	if e.rec.ForPullRequest() {
+		pr := e.rec.PRURL
+		if e.rec.PRNumber > 0 {
+			pr = fmt.Sprintf("#%d", e.rec.PRNumber)
+		}
+		how = fmt.Sprintf("it is rolled out in waves when its pull request %s is merged", pr)
+	}
+	return fmt.Sprintf("release %s is a rollback of %s: no rollout of it was started, %s; %s",
+		e.rec.ReleaseID, e.rec.RollbackOf, how, e.stopped)
+}
 
 // start loads the release's config and stores its rollout with the first
 // tick; it returns the rollout (the one stored before, if any).
@@ -95,11 +118,12 @@ func (x *executor) startRelease(ctx context.Context, loader *configload.Loader, 
 		// workflow, or opened through the API, goes back everywhere at
 		// once, as the seed's rollback does; one of mode pull-request is
 		// deployed when its pull request is merged (merged).
-		if err := x.stopRolledBack(ctx, rec, a.Author); err != nil {
+		stopped, err := x.stopRolledBack(ctx, rec, a.Author)
+		if err != nil {
 			return Rollout{}, err
 		}
 		if !merged {
-			return Rollout{}, errNoRollout
+			return Rollout{}, &rollbackNotStarted{rec: rec, stopped: stopped}
 		}
 	}
 	rec, inst, snap, err := x.prepare(ctx, loader, rec, a, mergeSHA)
@@ -185,17 +209,21 @@ func (x *executor) prepare(ctx context.Context, loader *configload.Loader, rec r
 // stopRolledBack aborts the rollout of the release a rollback takes back,
 // if it has not ended: its later waves would deploy the release being
 // rolled back again. The abort applies on_failure, as any abort does; a
-// rollout still queued ends without deploying anything.
-func (x *executor) stopRolledBack(ctx context.Context, rb records.Record, requester string) error {
+// rollout still queued ends without deploying anything. It says what
+// became of that rollout, for the answer to a start.
+func (x *executor) stopRolledBack(ctx context.Context, rb records.Record, requester string) (string, error) {
 	r, err := rolloutOfRelease(ctx, x.deps.DB.Read, rb.RollbackOf)
 	if errors.Is(err, ErrNotFound) {
-		return nil
+		return fmt.Sprintf("%s has no rollout to stop", rb.RollbackOf), nil
 	}
 	if err != nil {
-		return err
+		return "", err
+	}
+	ended := func(s Status) string {
+		return fmt.Sprintf("the rollout %s of %s had ended (%s): nothing was stopped", r.ID, rb.RollbackOf, s)
 	}
 	if final(r.Machine.Status) { // ended, or failed and rolling back already
-		return nil
+		return ended(r.Machine.Status), nil
 	}
 	by := cmp.Or(strings.TrimPrefix(requester, "@"), "ripcord")
 	reason := fmt.Sprintf("release %s is rolled back by %s", rb.RollbackOf, rb.ReleaseID)
@@ -203,11 +231,17 @@ func (x *executor) stopRolledBack(ctx context.Context, rb records.Record, reques
 		reason += " (" + rb.RollbackReason + ")"
 	}
 	_, err = x.markAborted(ctx, r.ID, by, reason, "the rollout stops: "+reason)
-	var ended *errEnded
-	if errors.Is(err, errAbortedAlready) || errors.As(err, &ended) {
-		return nil
+	var gone *errEnded
+	switch {
+	case errors.Is(err, errAbortedAlready):
+		return fmt.Sprintf("the rollout %s of %s was stopped before (aborted): nothing more was stopped", r.ID, rb.RollbackOf), nil
+	case errors.As(err, &gone):
+		return ended(gone.status), nil
+	case err != nil:
+		return "", err
 	}
-	return err
+	return fmt.Sprintf("the rollout %s of %s is stopped: aborted, its on_failure (%s) applies", r.ID, rb.RollbackOf,
+		r.Snapshot.Plan.OnFailure), nil
 }
 
 // HeadFromRelease is Snapshot.HeadFrom for a check run on the release's
