@@ -339,6 +339,9 @@ func (x *executor) enqueue(ctx context.Context, tx *sql.Tx, r *Rollout) (string,
 	if err != nil {
 		return "", err
 	}
+	if x.afterQueueRead != nil {
+		x.afterQueueRead(r.ID)
+	}
 	if queued != "" {
 		r.Machine.Status, r.Machine.Paused = PausedQueue, queued
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/rollout"
@@ -312,4 +313,71 @@ func TestTwoStartsAtOnceAreQueuedOneBehindTheOther(t *testing.T) {
 			t.Errorf("r2's rollout after its first tick is %s (%s), want paused-queue behind %s", r.Machine.Status, r.Machine.Paused, r3.ID)
 		}
 	})
+}
+
+// Two starts at once, in earnest: r3's start runs while r2's has read the
+// queue and not stored its rollout yet. It waits for r2's to be stored
+// (for the queue's lock on PostgreSQL, the single writer on SQLite), and
+// is then queued behind it; without the lock it read the queue without
+// r2's rollout, and both were stored running.
+func TestAStartWaitsForTheStartThatReadTheQueue(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.open("r3:prod-eu/prod", "v3")
+		type started struct {
+			r   Rollout
+			err error
+		}
+		done := make(chan started, 1)
+		waits0 := h.x.deps.DB.Write.Stats().WaitCount
+		h.x.afterQueueRead = func(string) {
+			h.x.afterQueueRead = nil
+			go func() {
+				r, err := h.x.start(ctx, configload.NewLoader(), StartArgs{ReleaseID: "r3:prod-eu/prod"})
+				done <- started{r, err}
+			}()
+			// Until r3's start has run to its end, or waits: no signal
+			// says a transaction waits but the database's own view.
+			for !h.waitsForTheQueue(waits0) {
+				select {
+				case s := <-done:
+					done <- s
+					return
+				default:
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}
+		h.start(nil) // r2's rollout
+		r2 := h.rollout()
+		s := <-done
+		if s.err != nil {
+			t.Fatalf("start of r3: %v", s.err)
+		}
+		if r2.Machine.Status == PausedQueue {
+			t.Errorf("r2's rollout, whose start read the queue first, is %s (%s); want it to run", r2.Machine.Status, r2.Machine.Paused)
+		}
+		if r3 := s.r; r3.Machine.Status != PausedQueue || !strings.Contains(r3.Machine.Paused, r2.ID) {
+			t.Errorf("r3's rollout started %s (%s), want paused-queue behind %s", r3.Machine.Status, r3.Machine.Paused, r2.ID)
+		}
+	})
+}
+
+// waitsForTheQueue reports whether a transaction of the harness's database
+// waits for another's: for a rollout queue's lock on PostgreSQL, for the
+// single writer on SQLite (waits0: the write pool's waits before).
+func (h *harness) waitsForTheQueue(waits0 int64) bool {
+	h.t.Helper()
+	db := h.x.deps.DB
+	if db.Dialect != store.Postgres {
+		return db.Write.Stats().WaitCount > waits0
+	}
+	var waiting bool
+	err := db.Read.QueryRowContext(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_locks
+		WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`).Scan(&waiting)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return waiting
 }

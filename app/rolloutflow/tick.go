@@ -59,6 +59,9 @@ type executor struct {
 	// beforeCreateTx, when set (by tests), runs as a rollout is being
 	// created, before the transaction that stores it.
 	beforeCreateTx func(id string)
+	// afterQueueRead, when set (by tests), runs in a start's transaction
+	// between its read of the queue and the store of its rollout.
+	afterQueueRead func(id string)
 }
 
 type tickWorker struct {
