@@ -94,7 +94,7 @@ func (x *executor) adoptRuns(ctx context.Context, r Rollout, runs map[Ref]Run, a
 		case err == nil:
 			a.answered = true
 		case errors.As(err, &ghErr) && ctx.Err() == nil:
-			failed, err := x.notAdopted(ctx, gh, r, ref, ghErr, &lost)
+			failed, err := x.notAdopted(ctx, gh, a, r, ref, ghErr, &lost)
 			if err != nil {
 				return err
 			}
@@ -122,11 +122,17 @@ func toAdopt(run Run, now time.Time) bool {
 // says it on every tick, as for any other failure of the list. A 404
 // while the repository reads is a workflow removed or renamed since the
 // dispatch: its runs can never be listed, so the batch fails (failed),
-// as a dispatch of a missing workflow does, rather than wait for ever.
-func (x *executor) notAdopted(ctx context.Context, gh *github.Client, r Rollout, ref Ref, err *adoptListError, lost **bool) (bool, error) {
+// as a dispatch of a missing workflow does, rather than wait for ever. A
+// repository GitHub does not answer for its rate limit tells nothing
+// either: no batch is looked up before the reset (a.limited).
+func (x *executor) notAdopted(ctx context.Context, gh *github.Client, a *asking, r Rollout, ref Ref, err *adoptListError, lost **bool) (bool, error) {
 	if notFound(err) && *lost == nil {
 		owner, name, _ := strings.Cut(r.Repository, "/")
-		if l, rerr := x.accessLost(ctx, gh, owner, name); rerr == nil {
+		l, rerr := x.accessLost(ctx, gh, owner, name)
+		if until, ok := rateLimited(rerr, x.deps.Now()); ok && ctx.Err() == nil {
+			return false, x.limitMet(ctx, a, r, until, rerr)
+		}
+		if rerr == nil {
 			*lost = &l
 		}
 	}

@@ -177,3 +177,105 @@ func TestARateLimitedAdoptionWaitsForTheReset(t *testing.T) {
 		})
 	}
 }
+
+// The list of the runs answered 404, and the repository, asked for to
+// tell access lost from a workflow gone, GitHub's rate limit: nothing is
+// known of the batch, and neither is asked again before the reset (each
+// tick asked both). The batch is left dispatching, not failed, and
+// adopted after the reset.
+func TestAnAdoption404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
+	const list, repo = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", "/repos/{owner}/{repo}"
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.gh.SetClock(h.clock.Now)
+		h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
+		h.hold = true
+		h.start(nil)
+		h.tick()
+		if _, err := h.x.deps.DB.Write.ExecContext(context.Background(), `UPDATE rollout_batches
+			SET run_id = 0, state = 'dispatching' WHERE rollout_id = $1`, h.id); err != nil {
+			t.Fatal(err)
+		}
+		lists, repos := answerRoute(h, "GET "+list), answerRoute(h, "GET "+repo)
+		lists.set(http.StatusNotFound)
+		h.clock.set(h.clock.Now().Add(dispatchGrace))
+		until := limit(h, repos, http.StatusTooManyRequests)
+		h.tick()
+		if r := h.rollout(); !r.WakeAt.Equal(until) {
+			t.Errorf("next tick at %s, want at the reset %s", r.WakeAt, until)
+		}
+		for range 3 {
+			h.clock.set(h.clock.Now().Add(2 * time.Minute))
+			h.tick() // as another run's event wakes it
+		}
+		if l, r := h.gh.Count("GET", list), h.gh.Count("GET", repo); l != 1 || r != 1 {
+			t.Errorf("%d lists of runs and %d reads of the repository before the reset, want one each", l, r)
+		}
+		runs, err := loadRuns(context.Background(), h.x.deps.DB.Read, h.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runs[Ref{Kind: KindDeploy}].State; got != RunDispatching {
+			t.Errorf("canary batch %s while the rate limit holds, want left %s", got, RunDispatching)
+		}
+		if n := len(h.auditOf("rate-limited")); n != 1 {
+			t.Errorf("%d rate-limited audit lines, want one", n)
+		}
+
+		h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
+		lists.set(0)
+		repos.set(0)
+		h.hold = false
+		h.clock.set(h.rollout().WakeAt)
+		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
+			t.Errorf("status %s (%s), dispatches %v after the reset; want succeeded with each batch once",
+				r.Machine.Status, r.Machine.Failure, h.dispatches())
+		}
+	})
+}
+
+// A run poll answered 404, and the repository, asked for to tell a run
+// deleted from access lost, GitHub's rate limit: nothing is known of the
+// run, and neither is asked again before the reset (each poll asked
+// both); the batch is left as it was, and read after the reset.
+func TestARunPoll404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
+	const run, repo = "/repos/{owner}/{repo}/actions/runs/{run_id}", "/repos/{owner}/{repo}"
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
+		h.hold = true
+		h.start(nil)
+		h.tick()
+		// A runner picked the canary's run up (as its in_progress event
+		// said): it is not timed out while it waits.
+		if _, err := h.x.deps.DB.Write.ExecContext(context.Background(), `UPDATE rollout_batches
+			SET state = 'in_progress' WHERE rollout_id = $1`, h.id); err != nil {
+			t.Fatal(err)
+		}
+		runs, repos := answerRoute(h, "GET "+run), answerRoute(h, "GET "+repo)
+		runs.set(http.StatusNotFound)
+		h.clock.set(h.rollout().WakeAt)
+		until := limit(h, repos, http.StatusTooManyRequests)
+		h.tickAs(true)
+		if r := h.rollout(); !r.WakeAt.Equal(until) {
+			t.Errorf("next poll at %s, want at the reset %s", r.WakeAt, until)
+		}
+		h.clock.set(h.clock.Now().Add(runPoll))
+		h.tickAs(true) // at what was the next poll
+		if n, r := h.gh.Count("GET", run), h.gh.Count("GET", repo); n != 1 || r != 1 {
+			t.Errorf("%d run polls and %d reads of the repository before the reset, want one each", n, r)
+		}
+		if r := h.rollout(); r.Machine.Status == Failed {
+			t.Fatalf("rollout failed (%s) while the rate limit holds", r.Machine.Failure)
+		}
+
+		h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
+		runs.set(0)
+		repos.set(0)
+		h.hold = false
+		h.clock.set(h.rollout().WakeAt)
+		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
+			t.Errorf("status %s (%s), dispatches %v after the reset; want succeeded with each batch once",
+				r.Machine.Status, r.Machine.Failure, h.dispatches())
+		}
+	})
+}
