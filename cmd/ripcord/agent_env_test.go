@@ -1,19 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/k8stest"
-	"github.com/ripcord/ripcord/internal/testbin"
 )
 
 // agentMisspelt are variables a pod spec may hold by mistake, each with the
@@ -54,53 +47,18 @@ func TestAgentRefusingToStartWarnsAboutUnknownVariables(t *testing.T) {
 // RIPCORD_AGENT_STATE), as serve does.
 func TestAgentWarnsAboutUnknownVariablesAndStarts(t *testing.T) {
 	k := k8stest.Start(t)
-	bin, err := testbin.Ripcord()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("eu-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "agent", "--listen", addr, "--rollouts", "off")
-	cmd.Env = append(os.Environ(), "RIPCORD_CLUSTER=prod-eu", "RIPCORD_SERVER=http://127.0.0.1:1",
-		"RIPCORD_CLUSTER_TOKEN_FILE="+tokenFile, "RIPCORD_AGENT_STATE="+filepath.Join(dir, "state"), "KUBECONFIG="+k.Kubeconfig)
+	var env []string
 	for name := range agentMisspelt {
-		cmd.Env = append(cmd.Env, name+"=x")
+		env = append(env, name+"=x")
 	}
-	// Read only once the agent has exited.
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+	a := startAgent(t, k.Kubeconfig, []string{"--rollouts", "off"}, env...)
+	a.waitFor(t, 30*time.Second, "the agent did not become ready", func() bool {
+		resp, err := http.Get("http://" + a.addr + "/healthz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("the agent did not become ready:\n%s", logs.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the agent did not stop cleanly: %v\n%s", err, logs.String())
-	}
-	agentWarnings(t, logs.String())
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	agentWarnings(t, a.stop(t))
 }

@@ -2,17 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,26 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ripcord/ripcord/internal/k8stest"
-	"github.com/ripcord/ripcord/internal/testbin"
 )
-
-// lockedBuffer is the output of a process the test reads while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // forbiddenRolloutsKubeconfig writes a kubeconfig for service account
 // shop/ripcord-agent, whose Role lets it watch Deployments but not the
@@ -119,45 +95,11 @@ func TestClientGoLinesAreInTheAgentsLogOnce(t *testing.T) {
 	k.Namespace("shop")
 	k.InstallRolloutCRD()
 	kubeconfig := forbiddenRolloutsKubeconfig(t, k)
-	bin, err := testbin.Ripcord()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "token")
-	if err := os.WriteFile(tokenFile, []byte("eu-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "agent", "--listen", addr, "--namespace", "shop", "--rollouts", "auto")
-	cmd.Env = append(os.Environ(), "RIPCORD_CLUSTER=prod-eu", "RIPCORD_SERVER=http://127.0.0.1:1",
-		"RIPCORD_CLUSTER_TOKEN_FILE="+tokenFile, "RIPCORD_AGENT_STATE="+filepath.Join(dir, "state"), "KUBECONFIG="+kubeconfig)
-	logs := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(60 * time.Second); watchRestarts(addr, "rollouts") < 3; {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("the Rollout list was not retried 3 times:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the agent did not stop cleanly: %v\n%s", err, logs.String())
-	}
+	a := startAgent(t, kubeconfig, []string{"--namespace", "shop", "--rollouts", "auto"})
+	a.waitFor(t, 60*time.Second, "the Rollout list was not retried 3 times", func() bool { return watchRestarts(a.addr, "rollouts") >= 3 })
+	logs := a.stop(t)
 	var clientGo []string
-	for l := range strings.Lines(logs.String()) {
+	for l := range strings.Lines(logs) {
 		if strings.Contains(l, "rollouts.argoproj.io is forbidden") && !strings.Contains(l, "cannot watch Argo Rollouts") {
 			clientGo = append(clientGo, l)
 		}
@@ -165,6 +107,6 @@ func TestClientGoLinesAreInTheAgentsLogOnce(t *testing.T) {
 	if len(clientGo) != 1 || !strings.HasPrefix(clientGo[0], "time=") || !strings.Contains(clientGo[0], "level=WARN") ||
 		!strings.Contains(clientGo[0], "component=client-go") {
 		t.Errorf("client-go's failed Rollout lists are in %d lines; want one, in the agent's format, at warning level, component=client-go:\n%s",
-			len(clientGo), logs.String())
+			len(clientGo), logs)
 	}
 }
