@@ -115,3 +115,64 @@ func TestRerunOfTheCheckSuiteOnAnOldHeadIsAnsweredInEachGateRun(t *testing.T) {
 		}
 	})
 }
+
+// "Re-run all checks" on the suite of a head the pull request has moved
+// past, clicked while that head's evaluation is still running (here held
+// on the policy service), answers its run in progress: not evaluated, a
+// failure. The evaluation, which read the pull request while the commit was
+// its head, then writes its verdict: it was dropped (the run stayed the
+// answer's failure), or, with annotations, their updates put the verdict's
+// text on the answer's failure. The verdict is what the gate said of that
+// commit: it replaces the answer wholly, as it replaces a give-up's.
+func TestALateVerdictReplacesTheOldHeadAnswerInItsRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
+		answer := make(chan struct{})
+		policy := heldPolicy(t, answer)
+		e := e2etest.Start(t, dbURL, app.Options{})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
+		base, first, number := openBump(e, repo)
+		e.Install(repo)
+		e.Deliver("pull_request", pullRequest(t, number, first, base, "bump-checkout"))
+		e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
+			runs := e.GitHub.CheckRuns(repo)
+			return len(runs) == 1 && runs[0].Status == "in_progress"
+		})
+		shown := e.GitHub.CheckRuns(repo)[0]
+
+		second := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
+		e.Deliver("pull_request", e2etest.Edit(t, pullRequest(t, number, second, base, "bump-checkout"), func(m map[string]any) {
+			m["action"] = "synchronize"
+		}))
+		e.Deliver("check_suite", suiteRerequested(t, number, first, base, false, false))
+		e.WaitFor("the suite's Re-run to answer the run in progress", 20*time.Second, func() bool {
+			return run(e, shown.ID).Title == gatesflow.OldHeadTitle
+		})
+		if cr := run(e, shown.ID); cr.Status != "completed" || cr.Conclusion != "failure" || !strings.Contains(cr.Summary, second) {
+			t.Fatalf("the answered run: %s %s %q\n%s\nwant a failure naming the current head %s", cr.Status, cr.Conclusion, cr.Title, cr.Summary, second)
+		}
+
+		close(answer) // the evaluations of both heads pass
+		e.Settle()
+		want, ok := completedRuns(e, second)["ripcord/policy-validation"]
+		if !ok || want.Conclusion != "success" {
+			t.Fatalf("the current head's verdict: %+v, want a pass", want)
+		}
+		cr := run(e, shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != want.Conclusion || cr.Title != want.Title ||
+			strings.Contains(cr.Summary, "no longer the head") || !strings.Contains(cr.Summary, want.Title) {
+			t.Errorf("the old head's run after its verdict: %s %s %q\n%s\nwant the verdict (%s %q) in place of the answer",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary, want.Conclusion, want.Title)
+		}
+		n := 0
+		for _, r := range e.GitHub.CheckRuns(repo) {
+			if r.HeadSHA == first {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d runs on the old head, want only the one the verdict completed", n)
+		}
+	})
+}

@@ -13,7 +13,9 @@ import (
 // OldHeadTitle is the title of a gate run of a head the pull request has
 // moved past that was still in progress when ripcord answered it (a Re-run
 // clicked on it or on its suite, or its own evaluation finding the head
-// moved): it was not evaluated, so it does not pass.
+// moved): it was not evaluated, so it does not pass. A verdict of the
+// run's evaluation that lands later (it judged the commit while it was the
+// head) replaces it wholly, as it replaces a give-up's failure.
 const OldHeadTitle = "Not evaluated: this commit is no longer the pull request's head"
 
 // oldHead ends an evaluation (of sequence seq) of a head pr has moved past.

@@ -145,11 +145,18 @@ func (w *reportWorker) complete(ctx context.Context, gh *github.Client, a Report
 	if existing != nil {
 		rest = rest[min(existing.GetOutput().GetAnnotationsCount(), len(rest)):]
 	}
-	// A give-up of this evaluation may have completed its run first (the
-	// verdict was queued by an attempt before the one that failed for good):
-	// the verdict is what the gate says, so it replaces the failure.
-	gaveUp := existing != nil && !a.GaveUp && existing.GetConclusion() == "failure" && existing.GetOutput().GetTitle() == GaveUpTitle
-	if existing == nil || existing.GetStatus() != "completed" || gaveUp {
+	// A failure ripcord wrote in this evaluation's run in place of a
+	// verdict may have completed it first: a give-up's (the verdict was
+	// queued by an attempt before the one that failed for good), or an
+	// old-head answer's (a Re-run, or a Re-run of the suite, clicked after
+	// the head moved while this evaluation, which judged the commit while
+	// it was the head, was still running). The verdict is what the gate
+	// says, so it replaces the failure wholly: conclusion, title, summary
+	// and annotations. Only completing the run would leave the failure's
+	// conclusion under the verdict's text.
+	replaced := existing != nil && !a.GaveUp && existing.GetConclusion() == "failure" &&
+		(existing.GetOutput().GetTitle() == GaveUpTitle || existing.GetOutput().GetTitle() == OldHeadTitle)
+	if existing == nil || existing.GetStatus() != "completed" || replaced {
 		first := rest[:min(gates.MaxAnnotationsPerCall, len(rest))]
 		rest = rest[len(first):]
 		now := github.Timestamp{Time: w.deps.Now()}
