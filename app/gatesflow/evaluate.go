@@ -35,6 +35,9 @@ const evaluateAttempts = 8
 // its MaxAttempts without running it again (on PostgreSQL; SQLite's start
 // makes it available again), so each such job is queued with one attempt
 // more than its work uses, and that attempt only does the giving up.
+// The workers decide by their budget, never by the job's MaxAttempts:
+// PostgreSQL's migration 00020 raised to 9 the MaxAttempts of the jobs
+// queued before (8, or 5 for the oldest evaluations) on that ground.
 var errLostAttempt = errors.New("the ripcord process running it stopped before it ended")
 
 // EvaluateArgs evaluates the gates of one PR head. Unique by args, so a
