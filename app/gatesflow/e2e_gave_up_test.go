@@ -104,6 +104,37 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 	})
 }
 
+// An evaluation queued before jobs had a spare attempt (with 5 attempts,
+// or 8) gives up at its own last attempt: River would discard it after
+// that one, and the run it showed in progress would spin for ever.
+func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
+		e := l.e
+		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
+		})
+		// Queued with 5 attempts in all, as the oldest evaluations were; the
+		// next is its last, and GitHub refuses it too.
+		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 4, max_attempts = 5, scheduled_at = created_at
+			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
+			t.Fatal(err)
+		}
+		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('cancelled', 'discarded')`) == 1
+		})
+		e.Settle()
+		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'cancelled'`); n != 1 {
+			t.Errorf("the evaluation's job was discarded, not ended by its give-up")
+		}
+		if cr := run(e, l.shown.ID); cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
+			!strings.Contains(cr.Summary, "after 5 attempts") {
+			t.Errorf("the run the evaluation showed in progress: %s %s %q\n%s\nwant the give-up's failure after 5 attempts",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+	})
+}
+
 // A server that stops during an evaluation's last attempt interrupts it:
 // River runs the job again, the attempt not counted, so the evaluation has
 // not given up and its run is not failed; it gets its verdict when the

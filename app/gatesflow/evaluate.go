@@ -35,10 +35,18 @@ const evaluateAttempts = 8
 // its MaxAttempts without running it again (on PostgreSQL; SQLite's start
 // makes it available again), so each such job is queued with one attempt
 // more than its work uses, and that attempt only does the giving up.
-// The workers decide by their budget, never by the job's MaxAttempts:
-// PostgreSQL's migration 00020 raised to 9 the MaxAttempts of the jobs
-// queued before (8, or 5 for the oldest evaluations) on that ground.
+// The budget is the smaller of the work's and the job's MaxAttempts
+// (budget): a job queued before the spare attempt existed (MaxAttempts 8,
+// or 5 for the oldest evaluations) gives up at its own last attempt rather
+// than being discarded with its runs spinning. PostgreSQL's migration
+// 00020 gave those jobs the spare attempt; SQLite's cannot, and its start
+// runs a lost job again whatever its MaxAttempts.
 var errLostAttempt = errors.New("the ripcord process running it stopped before it ended")
+
+// budget is the number of attempts a job's work gets: work's (the
+// constant it is queued with, less the spare attempt), or fewer when the
+// job was queued with fewer (before the spare attempt existed).
+func budget(work, maxAttempts int) int { return min(work, maxAttempts) }
 
 // EvaluateArgs evaluates the gates of one PR head. Unique by args, so a
 // redelivered webhook never evaluates twice; Trigger keeps a re-run click
@@ -90,15 +98,16 @@ var evaluateTimeout = 5 * time.Minute
 func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return evaluateTimeout }
 
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
-	if job.Attempt > evaluateAttempts {
+	last := budget(evaluateAttempts, job.MaxAttempts)
+	if job.Attempt > last {
 		// The evaluation's last attempt was lost with its process
 		// (errLostAttempt): it gives up now, evaluating nothing more.
-		w.gaveUp(ctx, job, evaluateAttempts, errLostAttempt, nil)
+		w.gaveUp(ctx, job, last, errLostAttempt, nil)
 		return nil
 	}
 	known, err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
-	if err == nil || (job.Attempt < evaluateAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
+	if err == nil || (job.Attempt < last && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
 	}
 	// The last try failed (or the job was cancelled): nothing will run

@@ -74,15 +74,16 @@ const reportTimeout = time.Minute
 func (w *reportWorker) Timeout(*river.Job[ReportArgs]) time.Duration { return reportTimeout }
 
 func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) error {
-	if job.Attempt > reportAttempts {
+	last := budget(reportAttempts, job.MaxAttempts)
+	if job.Attempt > last {
 		// The last attempt was lost with its process (errLostAttempt): the
 		// verdict is not written, and its run is ended as for a refusal.
-		w.notWritten(ctx, job, reportAttempts, errLostAttempt)
+		w.notWritten(ctx, job, last, errLostAttempt)
 		return nil
 	}
 	err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
-	if err == nil || (job.Attempt < reportAttempts && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
+	if err == nil || (job.Attempt < last && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
 	}
 	// The last try failed (or the job was cancelled): nothing will write
