@@ -40,8 +40,14 @@ func (r *reduction) cluster() {
 	// A scale or restart of a release already seen on this workload never
 	// opens anything or raises drift again: if its record is gone or
 	// closed, the drift (if any) was reported when the release arrived.
+	// The workload's observation follows it all the same, since it is what
+	// runs there: kept as it was, a workload reported deleted (a
+	// Deployment a Rollout took over, then released) would go on running
+	// nothing for the server, and one that turned Degraded would stay
+	// Healthy.
 	if !r.res.ReleaseEvent && (rec == nil || !rec.Open()) {
 		r.ignore(fmt.Sprintf("scale or restart of release %s, which has no open record; drift, if any, was reported when it arrived", f.ReleaseID))
+		r.res.Observation = &obs
 		return
 	}
 	next, ok := r.join(&obs)

@@ -271,7 +271,10 @@ func replaySequences() []replaySequence {
 			steps: slices.Concat(canary(), release2(), []replayStep{
 				deliver(fact("R1", PhaseProgressing, 60, gen(4)), 60, OutcomeDrift, states{"R1": StateSuperseded, "R2": StateHealthy}),
 				deliver(fact("R1", PhaseHealthy, 62, gen(4)), 62, OutcomeIgnored, states{"R1": StateSuperseded, "R2": StateHealthy}),
-				deliver(fact("R1", PhaseProgressing, 75, gen(4)), 75, OutcomeDuplicate, nil), // heartbeat
+				// A heartbeat of the first phase: the workload showed Healthy
+				// since (its observation follows the ignored fact), so it is
+				// no repeat, but a scale or restart that alerts no more.
+				deliver(fact("R1", PhaseProgressing, 75, gen(4)), 75, OutcomeIgnored, states{"R1": StateSuperseded, "R2": StateHealthy}),
 			}),
 			effects: []string{CDEventServiceDeployed + ":R1", CDEventServiceUpgraded + ":R2", AlertDrift + ":R1"},
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -154,4 +155,58 @@ func TestAReleaseThatOnlyChangesTheAnnotationReachesItsRecord(t *testing.T) {
 			t.Errorf("R2's resync: outcome %s (%s), want duplicate", res[0].Outcome, res[0].Reason)
 		}
 	})
+}
+
+// A Deployment a Rollout took over is reported deleted (the agent leaves
+// it out of its inventory); the Rollout's release supersedes the
+// Deployment's. Released by the Rollout, the Deployment reports its
+// release again: a scale or restart of a closed record, which moves
+// nothing, but the Deployment runs that release once more, and the server
+// must see it running rather than deleted.
+func TestAWorkloadReportedAgainRunsItsClosedRelease(t *testing.T) {
+	deployment := func(f *Fact) { f.Source, f.UID, f.PodHash = SourceDeployment, "deployment-uid", "" }
+	for name, apply := range map[string]func(t *testing.T, s *Store, f Fact, now time.Time) Result{
+		"one fact": func(t *testing.T, s *Store, f Fact, now time.Time) Result { return applyFact(t, s, f, "", now) },
+		"a batch": func(t *testing.T, s *Store, f Fact, now time.Time) Result {
+			return applyFacts(t, s, []BatchFact{{Fact: f, Now: now}})[0]
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				s, _ := openStore(t, dbURL)
+				openRelease(t, s, record("R1", "", 0))
+				applyFact(t, s, fact("R1", PhaseHealthy, 5, deployment), "", at(5))
+				applyFact(t, s, fact("R1", PhaseDeleted, 10, deployment), "", at(10)) // the inventory
+				openRelease(t, s, record("R2", "", 11))
+				applyFact(t, s, fact("R2", PhaseHealthy, 12, step(4)), "", at(12))
+				if got := mustGet(t, s, "R1"); got.State != StateSuperseded {
+					t.Fatalf("R1 is %s once R2 is healthy, want superseded", got.State)
+				}
+				before := mustGet(t, s, "R1")
+
+				res := apply(t, s, fact("R1", PhaseDegraded, 20, deployment), at(20))
+				if res.Outcome != OutcomeIgnored || res.ReleaseEvent {
+					t.Errorf("the Deployment reported again: outcome %s (%s), release event %v; want ignored as a scale or restart",
+						res.Outcome, res.Reason, res.ReleaseEvent)
+				}
+				sameRecord(t, mustGet(t, s, "R1"), before)
+				running, err := s.Running(context.Background(), "prod-eu")
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs := map[Source]Observation{}
+				for _, o := range running {
+					runs[o.Source] = o
+				}
+				if d, ok := runs[SourceDeployment]; len(running) != 2 || !ok || d.ReleaseID != "R1" || d.Phase != PhaseDegraded || !d.ObservedAt.Equal(at(20)) {
+					t.Errorf("running %+v; want the Deployment running R1, Degraded as reported at 20, beside the Rollout", running)
+				}
+				// A fact observed before that one, arriving late, changes nothing.
+				apply(t, s, fact("R1", PhaseHealthy, 15, deployment), at(21))
+				if got, err := s.Observed(context.Background(), []string{"R1"}); err != nil || len(got) != 1 || got[0].Phase != PhaseDegraded {
+					t.Errorf("observed %+v (%v) after a late fact, want the Deployment Degraded", got, err)
+				}
+			})
+		})
+	}
 }
