@@ -1,10 +1,15 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 )
 
 // rolloutsListPatience is how long the Rollout watch's requests may fail
@@ -75,4 +80,35 @@ func (s *listState) last() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// listRollouts is one list of the Rollout informer (o already restricted
+// to the tracked ones). An empty answer is not taken on trust when the API
+// server may have served it from its watch cache (a ResourceVersion was
+// given, as the informer's first list and its relists do): with a Rollout
+// CRD whose conversion webhook fails, the cache answered an empty list
+// without an error where a read from etcd failed, and an agent holding no
+// Rollouts has the server report every running one deleted (its
+// inventory). Such a list is confirmed by one from etcd (ResourceVersion
+// "", Limit 1), whose error is the list's: the informer then fails to
+// list as with any other error (listState), and the Deployments are
+// released without the Rollouts. When etcd does hold a Rollout the cache
+// did not, the full list is read from etcd.
+func listRollouts(ctx context.Context, res dynamic.ResourceInterface, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	l, err := res.List(ctx, o)
+	if err != nil || len(l.Items) > 0 || l.GetContinue() != "" || o.ResourceVersion == "" || o.Continue != "" {
+		return l, err
+	}
+	quorum := metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector}
+	one := quorum
+	one.Limit = 1
+	c, err := res.List(ctx, one)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("the API server answered an empty list of %s from its cache, and listing them from etcd failed: %w",
+			RolloutResource.Resource, err)
+	case len(c.Items) == 0:
+		return l, nil
+	}
+	return res.List(ctx, quorum)
 }

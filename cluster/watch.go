@@ -140,7 +140,7 @@ func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn d
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			trackedOnly(&o)
-			l, err := res.List(ctx, o)
+			l, err := listRollouts(ctx, res, o)
 			list.note(err)
 			if err != nil {
 				return nil, err

@@ -1,0 +1,158 @@
+package cluster_test
+
+import (
+	"encoding/base64"
+	"encoding/pem"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/ripcord/ripcord/cluster"
+	"github.com/ripcord/ripcord/internal/k8stest"
+	"github.com/ripcord/ripcord/records"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// installTwoVersionRolloutCRD installs a Rollout CRD that serves v1alpha1
+// (what the agent reads) and stores v1beta1, converting between them
+// without a webhook for now, as an Argo Rollouts upgrade that adds a
+// version would.
+func installTwoVersionRolloutCRD(t *testing.T, k *k8stest.Cluster) {
+	t.Helper()
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"subresources": map[string]any{"status": map[string]any{}},
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
+				"x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "rollouts.argoproj.io"},
+		"spec": map[string]any{"group": "argoproj.io", "scope": "Namespaced",
+			"names":    map[string]any{"kind": "Rollout", "listKind": "RolloutList", "plural": "rollouts", "singular": "rollout"},
+			"versions": []any{version("v1alpha1", false), version("v1beta1", true)}}}}
+	if _, err := k.Dynamic.Resource(crdResource).Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+	waitUntil(t, "the Rollout CRD to be served", func() bool {
+		_, err := rollouts.List(t.Context(), metav1.ListOptions{})
+		return err == nil
+	})
+}
+
+// breakRolloutConversion points the Rollout CRD's conversion at a webhook
+// on loopback that answers every review with a 500, and waits until the
+// API server uses it: a Rollout cannot be written as v1alpha1 any more
+// (it is stored as v1beta1).
+func breakRolloutConversion(t *testing.T, k *k8stest.Cluster) {
+	t.Helper()
+	webhook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "argo-rollouts webhook is down", http.StatusInternalServerError)
+	}))
+	t.Cleanup(webhook.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: webhook.Certificate().Raw})
+	crds := k.Dynamic.Resource(crdResource)
+	crd, err := crds.Get(t.Context(), "rollouts.argoproj.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd.Object["spec"].(map[string]any)["conversion"] = map[string]any{"strategy": "Webhook",
+		"webhook": map[string]any{"conversionReviewVersions": []any{"v1"},
+			"clientConfig": map[string]any{"url": webhook.URL + "/convert", "caBundle": base64.StdEncoding.EncodeToString(ca)}}}
+	if _, err := crds.Update(t.Context(), crd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+	probe := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"name": "probe", "namespace": "shop"}}}
+	waitUntil(t, "the API server to use the conversion webhook", func() bool {
+		_, err := rollouts.Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "conversion webhook")
+	})
+}
+
+// createStoredRollout creates a tracked Rollout of release c2:prod-eu/prod
+// in shop through v1beta1, the version it is stored in, which needs no
+// conversion, with a Healthy status.
+func createStoredRollout(t *testing.T, k *k8stest.Cluster, name string) {
+	t.Helper()
+	rollouts := k.Dynamic.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1beta1", Resource: "rollouts"}).Namespace("shop")
+	created, err := rollouts.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1beta1", "kind": "Rollout",
+		"metadata": map[string]any{"name": name, "namespace": "shop",
+			"labels":      map[string]any{cluster.TrackedLabel: "true"},
+			"annotations": map[string]any{cluster.ReleaseIDAnnotation: "c2:prod-eu/prod"}},
+		"spec": templateSpec("ghcr.io/acme/checkout:v2"),
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Object["status"] = map[string]any{"phase": "Healthy", "observedGeneration": "1", "currentPodHash": "abc"}
+	if _, err := rollouts.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Rollout CRD whose conversion webhook fails: the API server answered
+// the informer's list, served from its watch cache, with no Rollout and
+// no error, where a read from etcd fails. The agent does not take that
+// empty list for the truth: its inventory never covers the Rollouts (the
+// server would report every running one deleted); the Rollouts fail to
+// list as with any other error, so the Deployments are reported after the
+// bounded wait, and /healthz names the webhook's error.
+func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	installTwoVersionRolloutCRD(t, k)
+	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
+	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	breakRolloutConversion(t, k)
+	createStoredRollout(t, k, "checkout")
+	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+	waitUntil(t, "the API server to answer from its cache an empty list of the Rollouts, and an error from etcd", func() bool {
+		cached, err := rollouts.List(t.Context(), metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil || len(cached.Items) > 0 {
+			return false
+		}
+		_, err = rollouts.List(t.Context(), metav1.ListOptions{})
+		return err != nil
+	})
+
+	sink := &factSink{}
+	logs := &syncBuffer{}
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		Log: slog.New(slog.NewTextHandler(logs, nil))}, k.Kube, k.Dynamic)
+	health := httptest.NewServer(a.Handler())
+	defer health.Close()
+
+	// The agent waits 30 s for a list to succeed.
+	waitWithin(t, 90*time.Second, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
+	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
+	sink.mu.Lock()
+	for i, inv := range sink.inventories {
+		if slices.Contains(inv, records.SourceRollout) {
+			t.Errorf("inventory %d covers %v with uids %v: the server would report the Rollout checkout deleted", i, inv, sink.uids[i])
+		}
+	}
+	sink.mu.Unlock()
+	wants := []string{"cannot watch Argo Rollouts", "conversion webhook"}
+	code, body := healthz(t, health.URL)
+	if code != http.StatusServiceUnavailable || len(missing(body, wants...)) > 0 {
+		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
+	}
+	if got := sink.rolloutFacts(); len(got) > 0 {
+		t.Errorf("Rollout facts %v from an agent that cannot read them", got)
+	}
+}
