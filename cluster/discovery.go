@@ -185,7 +185,7 @@ func (a *Agent) followRollouts(ctx context.Context, log *slog.Logger, w startedW
 		err, wait := w.list.failing()
 		switch {
 		case err != nil && (said == nil || apierrors.IsForbidden(err) != apierrors.IsForbidden(said)):
-			log.Error(a.rolloutsProblem(err))
+			log.Error(a.rolloutsProblem(err, true))
 			said = err
 		case said != nil && w.list.last() == nil:
 			log.Info("the agent lists Argo Rollouts again; watching them")
@@ -220,12 +220,13 @@ func (a *Agent) rolloutsTrouble() string {
 		return ""
 	}
 	err, _ := w.list.failing()
+	patienceOver := err != nil
 	if err == nil && pending {
 		err = w.list.last()
 	}
 	switch {
 	case err != nil:
-		return a.rolloutsProblem(err)
+		return a.rolloutsProblem(err, patienceOver)
 	case pending:
 		return "waiting for the Rollout watch to list Argo Rollouts: its earlier lists failed, and it is listing them again"
 	}
@@ -234,16 +235,22 @@ func (a *Agent) rolloutsTrouble() string {
 
 // rolloutsProblem says what the failing requests of the Rollout watch
 // (err) mean and what to do: the permission to grant when the RBAC
-// forbids them, otherwise the error. The Deployments are watched
-// meanwhile.
-func (a *Agent) rolloutsProblem(err error) string {
+// forbids them, otherwise the error, and whether they have failed in a
+// row for rolloutsListPatience (patienceOver; not so for one that fails
+// again while the Deployments are watched without the Rollouts, after one
+// succeeded). The Deployments are watched meanwhile.
+func (a *Agent) rolloutsProblem(err error, patienceOver bool) string {
 	gvr := RolloutResource.Resource + "." + RolloutResource.GroupVersion().String()
 	if !apierrors.IsForbidden(err) {
-		return fmt.Sprintf("cannot watch Argo Rollouts: listing %s has failed for more than %s (%v); "+
+		failed := fmt.Sprintf("has failed for more than %s", rolloutsListPatience)
+		if !patienceOver {
+			failed = "fails again"
+		}
+		return fmt.Sprintf("cannot watch Argo Rollouts: listing %s %s (%v); "+
 			"fix what the error names (a conversion webhook of the Rollout CRD, the API server), "+
 			"or run the agent with --rollouts=off to watch Deployments alone; "+
 			"Deployments are watched meanwhile (one a tracked Rollout references is reported as a workload of its own), "+
-			"and the Rollouts within a minute of a list succeeding, without a restart", gvr, rolloutsListPatience, err)
+			"and the Rollouts within a minute of a list succeeding, without a restart", gvr, failed, err)
 	}
 	scope := "in namespace " + a.cfg.Namespace + " (a Role there)"
 	if a.cfg.Namespace == "" {
