@@ -18,7 +18,10 @@ import (
 // never resynced). While the server cannot take it, it is sent again with
 // backoff, taken afresh each time. A watch that joins later (Argo Rollouts
 // found after the start) sends one at once, so the server need not wait a
-// resync to learn of its workloads' deletions.
+// resync to learn of its workloads' deletions; so does a tracked
+// Deployment that a tracked Rollout takes over or lets go (refsChanged),
+// inventoryGather later, so that the changes of one moment (a Rollout
+// applied with its Deployment, several Rollouts at once) make one.
 func (a *Agent) sendInventories(ctx context.Context) {
 	backoff := time.Duration(0)
 	for {
@@ -42,13 +45,30 @@ func (a *Agent) sendInventories(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		case <-a.watchJoined:
+		case <-a.watch.refsChanged:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(inventoryGather):
+			}
+			select {
+			case <-a.watch.refsChanged:
+			default:
+			}
 		}
 	}
 }
 
-// inventorySpoolPoll is how often an inventory looks whether the facts
-// spooled before it are delivered.
-const inventorySpoolPoll = 100 * time.Millisecond
+const (
+	// inventorySpoolPoll is how often an inventory looks whether the
+	// facts spooled before it are delivered.
+	inventorySpoolPoll = 100 * time.Millisecond
+	// inventoryGather is how long after a tracked Deployment was taken
+	// over by a Rollout, or let go, the inventory is sent: the server
+	// stops (or starts again) counting it within seconds, and the
+	// changes of one moment make one inventory.
+	inventoryGather = 2 * time.Second
+)
 
 func isNotFound(err error) bool {
 	se, ok := err.(*statusError)
@@ -66,7 +86,7 @@ func isNotFound(err error) bool {
 func (a *Agent) sendInventory(ctx context.Context) error {
 	at := a.cfg.Now().UTC()
 	spooled := a.deliver.spool.Newest()
-	sources, uids := a.watch.inventory()
+	sources, uids, withheld := a.watch.inventory()
 	for a.deliver.spool.Holds(spooled) {
 		select {
 		case <-ctx.Done():
@@ -82,6 +102,7 @@ func (a *Agent) sendInventory(ctx context.Context) error {
 	var out struct {
 		Deleted []struct {
 			Workload string `json:"workload"`
+			UID      string `json:"uid"`
 			Outcome  string `json:"outcome"`
 		} `json:"deleted"`
 	}
@@ -90,6 +111,12 @@ func (a *Agent) sendInventory(ctx context.Context) error {
 		return err
 	}
 	for _, d := range out.Deleted {
+		if withheld[d.UID] {
+			a.cfg.Log.Info("the server no longer counts as running a Deployment a tracked Rollout took over (spec.workloadRef): "+
+				"the Rollout runs its template; it counts it again once no tracked Rollout references it",
+				"workload", d.Workload, "outcome", d.Outcome)
+			continue
+		}
 		a.cfg.Log.Info("the server still counted a workload the cluster no longer holds; reported deleted",
 			"workload", d.Workload, "outcome", d.Outcome)
 	}

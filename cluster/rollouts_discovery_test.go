@@ -27,6 +27,9 @@ type factSink struct {
 	facts       []records.Fact
 	inventories [][]records.Source
 	uids        [][]string // of each inventory
+	// deleted, when set, is the server's answer to an inventory: the
+	// workloads it reports deleted. Otherwise none.
+	deleted func(sources []records.Source, uids []string) string
 }
 
 func (s *factSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +57,11 @@ func (s *factSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.inventories = append(s.inventories, inv.Sources)
 		s.uids = append(s.uids, inv.UIDs)
 		s.mu.Unlock()
-		_, _ = io.WriteString(w, `{"deleted":[]}`)
+		deleted := "[]"
+		if s.deleted != nil {
+			deleted = s.deleted(inv.Sources, inv.UIDs)
+		}
+		_, _ = io.WriteString(w, `{"deleted":`+deleted+`}`)
 	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/clusters/prod-eu/actions":
 		select { // a long poll with nothing to hand out
 		case <-r.Context().Done():

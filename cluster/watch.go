@@ -53,6 +53,13 @@ type watcher struct {
 	// refCache holds the Deployments Rollouts may reference; nil until
 	// the Rollout watch starts.
 	refCache cache.Store
+	// tracked is the cache of the tracked Deployments; nil until their
+	// watch starts.
+	tracked cache.Store
+	// refsChanged is signalled when a tracked Deployment starts or stops
+	// being referenced by a tracked Rollout, which changes the inventory
+	// (inventory): sendInventories sends one soon after.
+	refsChanged chan struct{}
 }
 
 // heldStore is one informer's cache of the workloads of a source.
@@ -72,7 +79,8 @@ type startedWatch struct {
 }
 
 func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
-	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}, refs: newWorkloadRefs()}
+	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}, refs: newWorkloadRefs(),
+		refsChanged: make(chan struct{}, 1)}
 }
 
 // trackedOnly restricts list and watch to the tracked label.
@@ -87,6 +95,9 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
 		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
 	inf := f.Apps().V1().Deployments().Informer()
+	w.serial.Lock()
+	w.tracked = inf.GetStore()
+	w.serial.Unlock()
 	w.countRestarts(inf, "deployments")
 	handled := w.handle(inf, "deployments", w.deploymentFact, w.trackDeployment)
 	startAfter(ctx, f, after)
@@ -207,8 +218,8 @@ func (w *watcher) hold(sw startedWatch) {
 // then reports it deleted, so the last report it had of it, from before
 // the Rollout took it over (Healthy at 0 replicas, say), no longer counts
 // as running its release. Once no Rollout references it, it is reported
-// and listed again.
-func (w *watcher) inventory() (sources []records.Source, uids []string) {
+// and listed again. withheld are the uids of those left out.
+func (w *watcher) inventory() (sources []records.Source, uids []string, withheld map[string]bool) {
 	w.mu.Lock()
 	held := slices.Clone(w.held)
 	w.mu.Unlock()
@@ -218,18 +229,21 @@ func (w *watcher) inventory() (sources []records.Source, uids []string) {
 		referenced[key] = true
 	}
 	w.serial.Unlock()
-	uids = []string{}
+	uids, withheld = []string{}, map[string]bool{}
 	for _, h := range held {
 		sources = append(sources, h.source)
 		for _, obj := range h.store.List() {
 			m, ok := obj.(metav1.Object)
-			if !ok || h.source == records.SourceDeployment && referenced[m.GetNamespace()+"/"+m.GetName()] {
-				continue
+			switch {
+			case !ok:
+			case h.source == records.SourceDeployment && referenced[m.GetNamespace()+"/"+m.GetName()]:
+				withheld[string(m.GetUID())] = true
+			default:
+				uids = append(uids, string(m.GetUID()))
 			}
-			uids = append(uids, string(m.GetUID()))
 		}
 	}
-	return sources, uids
+	return sources, uids, withheld
 }
 
 // factOf reads one object: the fact, or why there is none, and its name.

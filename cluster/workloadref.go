@@ -159,6 +159,7 @@ func (w *watcher) trackRollout(obj any, gone bool) {
 	if now != "" {
 		if w.refs.byDeployment[now] == nil {
 			w.refs.byDeployment[now] = map[types.UID]bool{}
+			w.inventoryChanged(now)
 		}
 		w.refs.byDeployment[now][uid] = true
 	}
@@ -166,8 +167,27 @@ func (w *watcher) trackRollout(obj any, gone bool) {
 		delete(w.refs.byDeployment[was], uid)
 		if len(w.refs.byDeployment[was]) == 0 {
 			delete(w.refs.byDeployment, was)
+			w.inventoryChanged(was)
 			w.release(was)
 		}
+	}
+}
+
+// inventoryChanged wakes sendInventories when Deployment key, which a
+// tracked Rollout now references or no longer does, is tracked: the
+// inventory leaves it out or lists it again, and the server should not
+// wait for the next resync (up to 15 minutes) to stop or start counting
+// it. watcher.serial is held.
+func (w *watcher) inventoryChanged(key string) {
+	if w.tracked == nil {
+		return
+	}
+	if _, exists, err := w.tracked.GetByKey(key); err != nil || !exists {
+		return
+	}
+	select {
+	case w.refsChanged <- struct{}{}:
+	default:
 	}
 }
 

@@ -262,3 +262,52 @@ func TestADeploymentATrackedRolloutTookOverIsLeftOutOfTheInventory(t *testing.T)
 	}
 	waitUntil(t, "an inventory holding the Deployment again", func() bool { return inventoryHolds(uid) })
 }
+
+// The server stops counting a tracked Deployment a tracked Rollout takes
+// over within seconds, not at the next resync (15 minutes by default):
+// the inventory that leaves it out is sent soon after, and the log says
+// why the server reported it deleted. Let go, it is in an inventory again
+// as soon.
+func TestAnInventoryFollowsADeploymentTakenOverOrLetGoWithinSeconds(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
+	created, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := string(created.UID)
+	// The server reports the Deployment deleted when an inventory of the
+	// Deployments leaves it out, as the real one does.
+	sink := &factSink{deleted: func(sources []records.Source, uids []string) string {
+		if !slices.Contains(sources, records.SourceDeployment) || slices.Contains(uids, uid) {
+			return "[]"
+		}
+		return `[{"workload":"prod-eu/shop/deployment/checkout","uid":"` + uid + `","release_id":"c2:prod-eu/prod","outcome":"applied"}]`
+	}}
+	logs := &syncBuffer{}
+	startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		Log: slog.New(slog.NewTextHandler(logs, nil))}, k.Kube, k.Dynamic)
+	inventoryHolds := func(uid string) bool {
+		sources, uids := sink.lastInventoryUIDs()
+		return slices.Contains(sources, records.SourceDeployment) && slices.Contains(uids, uid)
+	}
+	waitUntil(t, "an inventory holding the Deployment", func() bool { return inventoryHolds(uid) })
+
+	createRollout(t, k, "checkout", workloadRefSpec("checkout"), map[string]any{"workloadObservedGeneration": "1"})
+	waitWithin(t, 15*time.Second, "an inventory of both sources that leaves the Deployment out", func() bool {
+		sources, uids := sink.lastInventoryUIDs()
+		return slices.Contains(sources, records.SourceRollout) && len(uids) == 1 && !slices.Contains(uids, uid)
+	})
+	said := "the server no longer counts as running a Deployment a tracked Rollout took over"
+	waitUntil(t, "the log to say why the server reported the Deployment deleted", func() bool { return strings.Contains(logs.String(), said) })
+	if wrong := "the cluster no longer holds"; strings.Contains(logs.String(), wrong) {
+		t.Errorf("the log says %q of a Deployment the cluster still holds:\n%s", wrong, logs.String())
+	}
+
+	if err := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop").Delete(t.Context(), "checkout", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 15*time.Second, "an inventory holding the Deployment again", func() bool { return inventoryHolds(uid) })
+}
