@@ -50,11 +50,28 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err != nil || r.HeadSHA == "" {
 		return err // no commit to show it on
 	}
+	lim, err := readLimit(ctx, x.deps.DB.Read, r.InstallationID)
+	if err != nil {
+		return err
+	}
+	if lim.holds(x.deps.Now()) {
+		// The installation's rate limit, met by a request of a rollout
+		// (this one's or another's) or by this job, has not reset: the
+		// write would be spent against it (ratewait.go).
+		x.deps.Log.Warn("rollout check run not written: GitHub's rate limit; written after its reset", "rollout", r.ID,
+			"installation", r.InstallationID, "until", lim.reset.UTC().Format(time.RFC3339))
+		return river.JobSnooze(lim.reset.Sub(x.deps.Now()))
+	}
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
 	}
 	err = x.writeCheck(ctx, gh, r)
+	if err == nil && !lim.reset.IsZero() {
+		// Written after the reset of a limit met before: the episode
+		// is over.
+		return x.limitLifted(ctx, r.InstallationID)
+	}
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -64,9 +81,7 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		// would spend its attempts against the limit, and end discarded
 		// if it outlasts them. It waits for the reset instead (a snooze
 		// costs no attempt), and writes the rollout as it stands then.
-		x.deps.Log.Warn("rollout check run not written: GitHub's rate limit; written after its reset", "rollout", r.ID,
-			"installation", r.InstallationID, "until", until.UTC().Format(time.RFC3339), "error", err)
-		return river.JobSnooze(until.Sub(x.deps.Now()))
+		return x.checkLimited(ctx, r, until, "rollout check run not written: GitHub's rate limit; written after its reset", err)
 	}
 	// The App lost access (the installation was deleted or suspended, the
 	// repository removed from it), or GitHub did not answer for a token:
@@ -99,9 +114,8 @@ func (x *executor) checkAccessLost(ctx context.Context, gh *github.Client, r Rol
 	owner, repo, _ := strings.Cut(r.Repository, "/")
 	lost, err := x.accessLost(ctx, gh, owner, repo)
 	if until, ok := rateLimited(err, x.deps.Now()); ok && ctx.Err() == nil {
-		x.deps.Log.Warn("rollout check run not written: 404, and GitHub's rate limit on its repository; tried again after the reset",
-			"rollout", r.ID, "installation", r.InstallationID, "until", until.UTC().Format(time.RFC3339), "error", err)
-		return false, river.JobSnooze(until.Sub(x.deps.Now()))
+		return false, x.checkLimited(ctx, r, until,
+			"rollout check run not written: 404, and GitHub's rate limit on its repository; tried again after the reset", err)
 	}
 	if err != nil || !lost {
 		return false, nil // the 404 stands as the job's error
@@ -112,6 +126,23 @@ func (x *executor) checkAccessLost(ctx context.Context, gh *github.Client, r Rol
 	return true, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		return auditOnce(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)
 	})
+}
+
+// checkLimited stores the installation's rate limit the check run job
+// met, until when GitHub said to wait, so that the rollouts of the
+// installation wait for the reset too (ratewait.go), and snoozes the job
+// until then; only the log says so (msg), since no run or batch waits for
+// the check run.
+func (x *executor) checkLimited(ctx context.Context, r Rollout, until time.Time, msg string, cause error) error {
+	x.deps.Log.Warn(msg, "rollout", r.ID, "installation", r.InstallationID, "until", until.UTC().Format(time.RFC3339), "error", cause)
+	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := storeLimit(ctx, tx, r.InstallationID, x.deps.Now(), until)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return river.JobSnooze(until.Sub(x.deps.Now()))
 }
 
 // writeCheck creates or updates the rollout's check run.

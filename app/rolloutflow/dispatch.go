@@ -29,15 +29,32 @@ import (
 // token or default branch GitHub did not answer for, is not dispatched and
 // not failed: dispatch returns when to try it again (withdraw). So is one
 // GitHub refused for its rate limit, dispatched again after the reset
-// (withdrawLimited).
+// (withdrawLimited); while the installation's stored limit holds, the
+// batch is not even claimed (ratewait.go).
 func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Event) (time.Time, error) {
 	name, inputs := dispatchInputs(r, ref)
 	var claimed bool
+	var lim installationLimit
+	now := x.deps.Now()
 	err := x.commit(ctx, r, evs, func(tx *sql.Tx) error {
 		var err error
-		claimed, err = claimBatch(ctx, tx, r.ID, ref, name, x.deps.Now())
+		if lim, err = readLimit(ctx, tx, r.InstallationID); err != nil {
+			return err
+		}
+		if lim.holds(now) {
+			// The dispatch would be spent against the limit: the batch
+			// is not claimed, and is dispatched after the reset.
+			return auditLimited(ctx, tx, r.ID, lim, now, notDispatched(name, r.InstallationID, lim.reset))
+		}
+		claimed, err = claimBatch(ctx, tx, r.ID, ref, name, now)
 		return err
 	})
+	if err == nil && lim.holds(now) {
+		x.deps.Log.Warn("rollout batch not dispatched: GitHub's rate limit; dispatched after its reset", "rollout", r.ID,
+			"batch", name, "installation", r.InstallationID, "until", lim.reset.UTC().Format(time.RFC3339))
+		r.limitedUntil = lim.reset
+		return lim.reset, nil
+	}
 	if err != nil || !claimed {
 		return time.Time{}, err
 	}
@@ -62,6 +79,9 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		// installation's token), not "no": no run was started.
 		return x.withdrawLimited(ctx, r, ref, name, until, err)
 	}
+	// GitHub answered (a run, or a refusal) after the reset of a limit
+	// met before: the episode is over.
+	lifted := !lim.reset.IsZero() && (err == nil || refused(err))
 	if status, ok := installationRefused(err); ok {
 		// The installation was deleted or suspended: no request of its
 		// went out, so no run was started. Access lost, as for a
@@ -128,6 +148,11 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 	return time.Time{}, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if err := setBatch(ctx, tx, r.ID, ref, runID, state, detail, x.deps.Now()); err != nil {
 			return err
+		}
+		if lifted {
+			if err := liftLimit(ctx, tx, r.InstallationID, x.deps.Now()); err != nil {
+				return err
+			}
 		}
 		msg := fmt.Sprintf("%s dispatched: %s run %d", name, workflow, runID)
 		switch {

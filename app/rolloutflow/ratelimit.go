@@ -73,46 +73,37 @@ func later(at, now time.Time) time.Time {
 }
 
 // withdrawLimited takes back the claim of ref, whose dispatch GitHub
-// refused for its rate limit (or ripcord held back, the installation's
-// limit being spent), and returns the time to dispatch it again: after the
-// reset. Nothing was started and nothing is known against the batch, so it
-// is not failed. The audit says it once per rate-limit episode
-// (rate-limited, until a dispatch gets through), with until when; the log
-// on every try, with the latest time. A rollout woken before the reset
-// (another run's poll or event) tries again, and GitHub names a later
-// time each time (Retry-After counts from its answer): an audit line per
-// try would only repeat the first with another time.
+// refused for its rate limit, stores the installation's limit (ratewait.go:
+// until the reset no dispatch, poll, adoption or check run of the
+// installation's rollouts is sent) and returns the time to dispatch it
+// again: the reset. Nothing was started and nothing is known against the
+// batch, so it is not failed. The audit says it once per rate-limit
+// episode (rate-limited, until a request gets through), with until when;
+// the log on every refusal.
 func (x *executor) withdrawLimited(ctx context.Context, r *Rollout, ref Ref, name string, until time.Time, cause error) (time.Time, error) {
-	at := until.UTC().Format(time.RFC3339)
 	x.deps.Log.Warn("rollout batch not dispatched: GitHub's rate limit; dispatched again after its reset", "rollout", r.ID,
-		"batch", name, "installation", r.InstallationID, "until", at, "error", cause)
-	msg := fmt.Sprintf("%s not dispatched: GitHub's rate limit for installation %d is spent until %s: it is dispatched then",
-		name, r.InstallationID, at)
+		"batch", name, "installation", r.InstallationID, "until", until.UTC().Format(time.RFC3339), "error", cause)
+	now := x.deps.Now()
 	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if err := unclaimBatch(ctx, tx, r.ID, ref); err != nil {
 			return err
 		}
-		return auditLimited(ctx, tx, r.ID, x.deps.Now(), msg)
+		lim, err := storeLimit(ctx, tx, r.InstallationID, now, until)
+		if err != nil {
+			return err
+		}
+		return auditLimited(ctx, tx, r.ID, lim, now, notDispatched(name, r.InstallationID, lim.reset))
 	})
 	if err != nil {
 		return time.Time{}, err
 	}
+	r.limitedUntil = until
 	return until, nil
 }
 
-// auditLimited adds msg to the rollout's audit as rate-limited unless a
-// rate-limited line was said since the last dispatch line (a dispatch
-// GitHub answered otherwise, a run adopted, an abort): the rate limit
-// has not let a dispatch through since, it is the same episode.
-func auditLimited(ctx context.Context, tx *sql.Tx, id string, at time.Time, msg string) error {
-	var said bool
-	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_audit WHERE rollout_id = $1 AND type = 'rate-limited'
-		AND n > (SELECT COALESCE(MAX(n), 0) FROM rollout_audit WHERE rollout_id = $1 AND type = 'dispatch'))`, id).Scan(&said)
-	if err != nil {
-		return fmt.Errorf("audit of rollout %s: %w", id, err)
-	}
-	if said {
-		return nil
-	}
-	return insertAudit(ctx, tx, id, at, "rate-limited", msg)
+// notDispatched is the rate-limited audit line of batch name, not
+// dispatched before the installation's reset.
+func notDispatched(name string, installation int64, reset time.Time) string {
+	return fmt.Sprintf("%s not dispatched: GitHub's rate limit for installation %d is spent until %s: it is dispatched then",
+		name, installation, reset.UTC().Format(time.RFC3339))
 }

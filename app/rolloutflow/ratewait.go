@@ -10,19 +10,21 @@ import (
 	"github.com/ripcord/ripcord/internal/store"
 )
 
-// A rollout's run polls and adoption ask GitHub on the rollout's ticks,
-// and a tick comes with every run event and every poll. GitHub's rate
-// limit is the installation's (its token's), so once one of those requests
-// is refused for it, past what the client waits out, no rollout of the
-// installation asks about its runs again before the reset: each request
-// would be spent against a limit that has not reset, and GitHub punishes
-// requests sent into a secondary limit with a longer one. The limit is
-// stored (rollout_rate_limits), so that ticks on other replicas, or after
-// a restart, wait too; the runs not asked about are unread, so nothing
-// fails meanwhile (no queue_timeout, no on_failure).
+// A rollout's run polls, adoption, dispatches and check run all ask
+// GitHub with the installation's token, and a tick comes with every run
+// event and every poll. GitHub's rate limit is the installation's (its
+// token's), so once one of those requests is refused for it, past what the
+// client waits out, none of them is sent again for any rollout of the
+// installation before the reset: each request would be spent against a
+// limit that has not reset, and GitHub punishes requests sent into a
+// secondary limit with a longer one. The limit is stored
+// (rollout_rate_limits), so that ticks and jobs on other replicas, or
+// after a restart, wait too; the runs not asked about are unread and the
+// batches not dispatched are not claimed, so nothing fails meanwhile (no
+// queue_timeout, no on_failure).
 
-// installationLimit is an installation's rate limit as a poll or an
-// adoption last met it: reset is when GitHub may be asked again, began
+// installationLimit is an installation's rate limit as a request of a
+// rollout last met it: reset is when GitHub may be asked again, began
 // when the episode began (the first refusal since a request got through).
 // Zero: none met.
 type installationLimit struct{ began, reset time.Time }
@@ -54,13 +56,8 @@ func (x *executor) limitMet(ctx context.Context, a *asking, r Rollout, until tim
 		"installation", r.InstallationID, "until", until.UTC().Format(time.RFC3339), "error", cause)
 	var lim installationLimit
 	err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO rollout_rate_limits (installation_id, began_at, reset_at) VALUES ($1, $2, $3)
-			ON CONFLICT (installation_id) DO UPDATE SET reset_at = excluded.reset_at`,
-			r.InstallationID, store.Micros(now), store.Micros(until)); err != nil {
-			return fmt.Errorf("store the rate limit of installation %d: %w", r.InstallationID, err)
-		}
 		var err error
-		if lim, err = readLimit(ctx, tx, r.InstallationID); err != nil {
+		if lim, err = storeLimit(ctx, tx, r.InstallationID, now, until); err != nil {
 			return err
 		}
 		return sayLimitedTx(ctx, tx, r, lim, now)
@@ -80,25 +77,49 @@ func (x *executor) sayLimited(ctx context.Context, r Rollout, lim installationLi
 }
 
 func sayLimitedTx(ctx context.Context, tx *sql.Tx, r Rollout, lim installationLimit, now time.Time) error {
+	return auditLimited(ctx, tx, r.ID, lim, now, fmt.Sprintf("runs of %s not read: GitHub's rate limit for installation %d "+
+		"is spent until %s: they are asked about then, and their batches are left as they were meanwhile",
+		r.Repository, r.InstallationID, lim.reset.UTC().Format(time.RFC3339)))
+}
+
+// storeLimit stores the installation's rate limit a request met at now,
+// until when GitHub said to wait, and returns it as stored. A limit met
+// again before any request got through is the same episode: its
+// beginning is kept, its reset is GitHub's latest.
+func storeLimit(ctx context.Context, tx *sql.Tx, installation int64, now, until time.Time) (installationLimit, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO rollout_rate_limits (installation_id, began_at, reset_at) VALUES ($1, $2, $3)
+		ON CONFLICT (installation_id) DO UPDATE SET reset_at = excluded.reset_at`,
+		installation, store.Micros(now), store.Micros(until)); err != nil {
+		return installationLimit{}, fmt.Errorf("store the rate limit of installation %d: %w", installation, err)
+	}
+	return readLimit(ctx, tx, installation)
+}
+
+// auditLimited adds msg to the audit of rollout id as rate-limited unless
+// a rate-limited line was said since lim's episode began (by its polls,
+// its adoption or its dispatch): one line per episode and rollout.
+func auditLimited(ctx context.Context, tx *sql.Tx, id string, lim installationLimit, now time.Time, msg string) error {
 	var said bool
 	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_audit WHERE rollout_id = $1 AND type = 'rate-limited'
-		AND at >= $2)`, r.ID, store.Micros(lim.began)).Scan(&said)
+		AND at >= $2)`, id, store.Micros(lim.began)).Scan(&said)
 	if err != nil {
-		return fmt.Errorf("audit of rollout %s: %w", r.ID, err)
+		return fmt.Errorf("audit of rollout %s: %w", id, err)
 	}
 	if said {
 		return nil
 	}
-	return insertAudit(ctx, tx, r.ID, now, "rate-limited", fmt.Sprintf("runs of %s not read: GitHub's rate limit for installation %d "+
-		"is spent until %s: they are asked about then, and their batches are left as they were meanwhile",
-		r.Repository, r.InstallationID, lim.reset.UTC().Format(time.RFC3339)))
+	return insertAudit(ctx, tx, id, now, "rate-limited", msg)
 }
 
 // limitLifted ends the installation's rate-limit episode once GitHub
 // answered a request after its reset.
 func (x *executor) limitLifted(ctx context.Context, installation int64) error {
-	_, err := x.deps.DB.Write.ExecContext(ctx, `DELETE FROM rollout_rate_limits WHERE installation_id = $1 AND reset_at <= $2`,
-		installation, store.Micros(x.deps.Now()))
+	return liftLimit(ctx, x.deps.DB.Write, installation, x.deps.Now())
+}
+
+func liftLimit(ctx context.Context, q querier, installation int64, now time.Time) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM rollout_rate_limits WHERE installation_id = $1 AND reset_at <= $2`,
+		installation, store.Micros(now))
 	if err != nil {
 		return fmt.Errorf("end the rate limit of installation %d: %w", installation, err)
 	}
