@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/ripcord/ripcord/internal/testbin"
 )
 
@@ -149,6 +151,14 @@ func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(repo, ".github", "ripcord.yml"), []byte(block[1]), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The rollout section's environments, each in the example's app, as
+	// a reader copies them.
+	rollouts := rolloutExamples(t, text, block[1])
+	for i, cfg := range rollouts {
+		if err := os.WriteFile(filepath.Join(repo, ".github", fmt.Sprintf("rollout-%d.yml", i)), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	cases := []struct {
 		readme string   // as the README writes it
@@ -179,6 +189,16 @@ func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
 		{"ripcord rollout abort --user LOGIN [--reason WHY] ID",
 			[]string{"rollout", "abort", "--user", "octocat", "--reason", "a fix is coming", "ro-0000000000"}, "", 1, `no rollout with id "ro-0000000000"`},
 	}
+	for i := range rollouts {
+		file := fmt.Sprintf(".github/rollout-%d.yml", i)
+		cases = append(cases, struct {
+			readme string
+			args   []string
+			dir    string
+			code   int
+			out    string
+		}{"Check a plan with `ripcord validate`", []string{"validate", file}, repo, 0, file + ": valid"})
+	}
 	for _, c := range cases {
 		t.Run(c.readme, func(t *testing.T) {
 			if !strings.Contains(text, c.readme) {
@@ -201,4 +221,55 @@ func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rolloutExamples are the YAML examples of the README's rollout section
+// ("### Rollouts in waves") that are an environment of .github/ripcord.yml,
+// each as the only environment of the app of example (the README's
+// .github/ripcord.yml, up to its environments). The section's other YAML blocks are the workflows
+// it shows (their first key on:, or a comment naming the file): they must
+// parse. A block that is neither fails the test, so that an example added
+// to the section is checked too.
+func rolloutExamples(t *testing.T, text, example string) []string {
+	t.Helper()
+	head, _, ok := strings.Cut(example, "    environments:\n")
+	if !ok {
+		t.Fatal("the README's example .github/ripcord.yml has no environments: to put the rollout examples in")
+	}
+	_, section, ok := strings.Cut(text, "\n### Rollouts in waves\n")
+	if !ok {
+		t.Fatal("the README has no rollout section (### Rollouts in waves)")
+	}
+	var configs []string
+	inBlock, yamlBlock, block := false, false, ""
+	for _, line := range strings.SplitAfter(section, "\n") {
+		switch {
+		case !inBlock && strings.HasPrefix(line, "#"):
+			if len(configs) == 0 {
+				t.Fatal("the README's rollout section shows no .github/ripcord.yml environment")
+			}
+			return configs // the next section
+		case !inBlock && strings.HasPrefix(line, "```"):
+			inBlock, yamlBlock, block = true, strings.TrimSpace(line) == "```yaml", ""
+		case inBlock && strings.HasPrefix(line, "```"):
+			inBlock = false
+			switch {
+			case !yamlBlock:
+			case regexp.MustCompile(`^ {6}[a-z][a-z0-9-]*:\n`).MatchString(block):
+				configs = append(configs, head+"    environments:\n"+block)
+			case strings.HasPrefix(block, "on:") || strings.HasPrefix(block, "# .github/workflows/"):
+				var v map[string]any
+				if err := yaml.Unmarshal([]byte(block), &v); err != nil {
+					t.Errorf("the README's rollout section shows a workflow that does not parse: %v\n%s", err, block)
+				}
+			default:
+				t.Errorf("the README's rollout section shows a YAML block that is neither an environment of "+
+					".github/ripcord.yml (indented as in its example) nor a workflow: teach rolloutExamples to check it\n%s", block)
+			}
+		case inBlock:
+			block += line
+		}
+	}
+	t.Fatal("the README's rollout section runs to its end")
+	return nil
 }
