@@ -70,11 +70,11 @@ func (p plan) placeCommit(ctx context.Context, gh GitHub, res *Result, base Snap
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, headSHA
 		return false, false, nil
 	}
-	if err := p.notAnotherAppsOpenRollback(ctx, gh, existing); err != nil {
+	under, hand, err := rollbackUnder(ctx, gh, p.owner, p.repo, existing, base.Commit)
+	if err != nil {
 		return false, false, err
 	}
-	under, hand, err := p.rollbackUnder(ctx, gh, existing, base.Commit)
-	if err != nil {
+	if err := p.notAnotherAppsOpenRollback(ctx, gh, under, hand); err != nil {
 		return false, false, err
 	}
 	if under != nil && p.ownBranch != "" && subjectOf(under) == p.title && !p.isThisRollback(under) {
@@ -123,29 +123,6 @@ func (p plan) sameTargetBranch(ctx context.Context, gh GitHub) (held bool, err e
 	return true, nil
 }
 
-// handCommitsLimit bounds how many commits under a branch head rollbackUnder reads
-// (one GetCommit each) looking for a rollback commit.
-const handCommitsLimit = 20
-
-// rollbackUnder is the newest rollback commit (by its title) at or under head, and how
-// many commits are on top of it (hand: a person pushed them). It walks first parents,
-// which a merge of the base into the branch (GitHub's "Update branch") keeps on the
-// branch, and stops at baseSHA or after handCommitsLimit commits: under is then nil.
-func (p plan) rollbackUnder(ctx context.Context, gh GitHub, head *github.RepositoryCommit, baseSHA string) (under *github.RepositoryCommit, hand int, err error) {
-	for c := head; ; hand++ {
-		if strings.HasPrefix(subjectOf(c), TitlePrefix) {
-			return c, hand, nil
-		}
-		if c.GetSHA() == baseSHA || len(c.Parents) == 0 || hand == handCommitsLimit {
-			return nil, 0, nil
-		}
-		parent := c.Parents[0].GetSHA()
-		if c, err = gh.GetCommit(ctx, p.owner, p.repo, parent); err != nil {
-			return nil, 0, fmt.Errorf("read commit %s under branch head %s: %w", parent, head.GetSHA(), err)
-		}
-	}
-}
-
 // keepHandCommits leaves the branch where it is when a person pushed hand commits on top
 // of under, a rollback commit of this rollback (its title, and its Ripcord-Release-Kind
 // and Ripcord-Rollback-Of trailers, whatever its base or reason), and its pull request
@@ -181,15 +158,15 @@ func subjectOf(commit *github.RepositoryCommit) string {
 	return strings.TrimSpace(subject)
 }
 
-// notAnotherAppsOpenRollback refuses a branch whose head is the rollback commit of
-// another app with its pull request open. The branch name holds the environment and the
-// revision but not the app, so two apps built from one commit (a monorepo) rolled back in
-// the same environment of one GitOps repository meet on one branch; replacing its head
-// would turn the other app's open rollback pull request into this one. A branch whose
-// pull request was merged or closed is stale and may be replaced.
-func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, head *github.RepositoryCommit) error {
-	subject := subjectOf(head)
-	if !strings.HasPrefix(subject, TitlePrefix) || subject == p.title {
+// notAnotherAppsOpenRollback refuses a branch whose rollback commit, under (at its head,
+// or under hand commits a person pushed on top of it), is another app's with its pull
+// request open. The branch name holds the environment and the revision but not the app,
+// so two apps built from one commit (a monorepo) rolled back in the same environment of
+// one GitOps repository meet on one branch; replacing its head would turn the other
+// app's open rollback pull request into this one, and throw away the commits pushed on
+// it. A branch whose pull request was merged or closed is stale and may be replaced.
+func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, under *github.RepositoryCommit, hand int) error {
+	if under == nil || subjectOf(under) == p.title {
 		return nil
 	}
 	pr, err := gh.FindPullRequest(ctx, p.owner, p.repo, p.branch, p.request.Base)
@@ -199,9 +176,13 @@ func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, head *g
 	if pr == nil {
 		return nil
 	}
-	return permanent{fmt.Errorf("branch %s holds %s (%q), another app's rollback, whose pull request is open: "+
+	onTop := ""
+	if hand > 0 {
+		onTop = fmt.Sprintf(" with %d commit(s) a person pushed on top", hand)
+	}
+	return permanent{fmt.Errorf("branch %s holds %s (%q%s), another app's rollback, whose pull request is open: "+
 		"the branch name does not name the app, so this rollback cannot be opened until that pull request is merged or closed",
-		p.branch, pr.GetHTMLURL(), subject)}
+		p.branch, pr.GetHTMLURL(), subjectOf(under), onTop)}
 }
 
 // writeCommit writes the edited release file as a blob, a tree that is base's tree with

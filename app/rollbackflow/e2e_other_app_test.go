@@ -1,0 +1,97 @@
+package rollbackflow_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+const paymentsConfig = `  payments:
+    environments:
+      prod:
+        cluster: prod-eu
+        workflows: [deploy.yml]
+        rollback:
+          mode: pull-request
+          repository: acme/gitops
+          base: main
+          file: apps/payments/prod/release.yaml
+          fields: {image: image.ref, digest: image.digest, release_id: release.id}
+`
+
+// withPayments adds payments, a second app of the monorepo checkout is in,
+// built from the same commits and deployed to the same environment of the
+// same GitOps repository: p1 and p2 healthy, p3 failed.
+func (s *scene) withPayments() {
+	s.T.Helper()
+	s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", repoConfig+paymentsConfig)
+	s.GitHub.PutFile(gitops, "main", "apps/payments/prod/release.yaml",
+		strings.ReplaceAll(strings.ReplaceAll(releaseYAML, "checkout", "payments"), "r3:", "p3:"))
+	for i, status := range []string{"success", "success", "failed"} {
+		n := i + 1
+		f := map[string]any{"source": "task", "repository": appRepo, "workflow_run_id": 8000 + n, "run_attempt": 1,
+			"status": status, "app": "payments", "environment": "prod", "cluster": "prod-eu",
+			"release_id": fmt.Sprintf("p%d:prod-eu/prod", n), "observed_at": time.Now().UTC().Format(time.RFC3339Nano),
+			"images":   []string{strings.ReplaceAll(image(n), "checkout", "payments")},
+			"metadata": map[string]string{"commit": sha(n)}}
+		if status == "failed" {
+			f["failure_type"] = "deployment_failure"
+		}
+		s.Fact(f)
+		time.Sleep(2 * time.Millisecond) // distinct created_at: eligibility orders by it
+	}
+}
+
+// payments is rolled back to p2, built from the same commit as r2: its
+// pull request is open on release-rollback-prod-<sha8>, and a person
+// pushed a commit on top of ripcord's rollback commit there. A rollback of
+// checkout to r2 meets that branch (its name does not name the app). It
+// must not force-move it, which would turn payments' open pull request
+// into checkout's and throw the person's commit away: it is not opened,
+// and the answer names payments' pull request.
+func TestRollbackDoesNotTakeOverAnotherAppsRollbackWithCommitsMadeByHand(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.withPayments()
+		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
+			[]byte(`{"app":"payments","environment":"prod","to":"p2:prod-eu/prod","reason":"p3 leaks memory"}`))
+		if status != 202 {
+			t.Fatalf("rollback of payments = %d %s", status, out)
+		}
+		s.WaitFor("payments' rollback pull request", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback' AND app = 'payments' AND pr_number > 0`) == 1
+		})
+		s.Settle(jobKinds...)
+		prs := s.GitHub.PullRequests(gitops)
+		if len(prs) != 1 {
+			t.Fatalf("pull requests = %+v, want payments' one", prs)
+		}
+		payments := prs[0]
+		link := fmt.Sprintf("https://github.com/%s/pull/%d", gitops, payments.Number)
+		head := s.GitHub.PutFile(gitops, payments.Head, "apps/payments/prod/NOTES.md", "replicas pinned by hand\n")
+
+		if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
+			t.Fatalf("rollback of checkout to r2 = %d %s", status, out)
+		}
+		s.WaitFor("checkout's rollback to fail", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`) == 1
+		})
+		s.Settle(jobKinds...)
+		if got, _ := s.GitHub.Ref(gitops, "heads/"+payments.Head); got != head {
+			t.Errorf("branch %s = %s, want %s: payments' rollback and the commit made by hand must stay", payments.Head, got, head)
+		}
+		if got := s.pullRequest(payments.Number); got.Title != payments.Title || got.Body != payments.Body || got.State != "open" {
+			t.Errorf("payments' pull request = %+v, want it left as it was: %+v", got, payments)
+		}
+		if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
+			t.Errorf("pull requests = %d, want payments' one only", n)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'
+			AND message LIKE '%' || $1 || '%' AND message LIKE '%another app%'`, link); n != 1 {
+			t.Errorf("rollback_failed events on r3 naming payments' pull request %s = %d, want 1", link, n)
+		}
+	})
+}
