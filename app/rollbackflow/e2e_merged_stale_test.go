@@ -113,3 +113,22 @@ func TestMergedRollbackWithoutReleaseSaysWhatItDeploys(t *testing.T) {
 		}
 	})
 }
+
+// As TestMergedRollbackWithoutReleaseSaysWhatItDeploys, with a commit a
+// person pushed on top of ripcord's rollback commit: the merge still
+// deploys r2 over r4, and ripcord, which finds its rollback commit under
+// the person's, says so.
+func TestMergedRollbackWithoutReleaseWithCommitsMadeByHandSaysWhatItDeploys(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
+		s.GitHub.PutFile(gitops, pr.Head, "apps/checkout/prod/NOTES.md", "replicas pinned by hand\n")
+		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
+
+		s.mergeStale(pr, rollbackpr.ShortSHA(sha(2)), "r4:prod-eu/prod")
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = 'r3:prod-eu/prod'
+			AND type = 'manual_intervention_required' AND message LIKE '%merged%' AND message LIKE '%r4:prod-eu/prod%'`); n != 1 {
+			t.Errorf("audit events of r3 saying its rollback's pull request was merged over r4 = %d, want 1", n)
+		}
+	})
+}

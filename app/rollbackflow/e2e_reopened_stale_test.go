@@ -110,3 +110,31 @@ func TestReopenedRollbackWithoutReleaseSaysItIsStale(t *testing.T) {
 		s.Settle(jobKinds...)
 	})
 }
+
+// As TestReopenedRollbackWithoutReleaseSaysItIsStale, with a commit a
+// person pushed on top of ripcord's rollback commit before the pull
+// request was closed: its head commit is theirs and carries no trailers,
+// but ripcord's rollback commit under it still says what merging deploys,
+// as Open finds it. Reopened after r4 ran, the pull request is stale and
+// ripcord says so.
+func TestReopenedRollbackWithoutReleaseWithCommitsMadeByHandSaysItIsStale(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
+		s.GitHub.PutFile(gitops, pr.Head, "apps/checkout/prod/NOTES.md", "replicas pinned by hand\n")
+		s.closePullRequest(pr.Number)
+		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
+
+		s.reopenPullRequest(pr.Number)
+		s.Deliver("pull_request", s.reopenedEventOf(pr))
+		s.wantStaleComment(pr.Number, rollbackpr.ShortSHA(sha(2)), "r4:prod-eu/prod")
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = 'r3:prod-eu/prod'
+			AND type = 'manual_intervention_required' AND message LIKE '%stale%' AND message LIKE '%r4:prod-eu/prod%'`); n != 1 {
+			t.Errorf("audit events of r3 saying its rollback's pull request is stale over r4 = %d, want 1", n)
+		}
+		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
+			t.Errorf("the new rollback asked for = %d %s, want 202: the stale pull request holds nothing", status, out)
+		}
+		s.Settle(jobKinds...)
+	})
+}

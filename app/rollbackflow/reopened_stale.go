@@ -94,9 +94,11 @@ func (h closedHandler) stale(ctx context.Context, ev github.PullRequestEvent) (s
 
 // unrecorded reads ev's pull request as a ripcord rollback pull request
 // without a release: its branch and title are the ones rollbackpr gives,
-// it comes from the repository itself (not a fork), and its head commit
-// carries ripcord's trailers, which name the release it rolls back. ok is
-// false for any other pull request, or when that release is unknown.
+// it comes from the repository itself (not a fork), and its rollback
+// commit carries ripcord's trailers, which name the release it rolls back.
+// That commit is found as Open finds it (rollbackpr.RollbackUnder): at the
+// head, or under commits a person pushed on top of it. ok is false for any
+// other pull request, or when that release is unknown.
 func (h closedHandler) unrecorded(ctx context.Context, ev github.PullRequestEvent) (staleRollback, bool, error) {
 	pr, repo := ev.GetPullRequest(), ev.GetRepo().GetFullName()
 	head := pr.GetHead()
@@ -109,11 +111,14 @@ func (h closedHandler) unrecorded(ctx context.Context, ev github.PullRequestEven
 		return staleRollback{}, false, fmt.Errorf("github client for installation %d: %w", ev.GetInstallation().GetID(), err)
 	}
 	owner, name, _ := strings.Cut(repo, "/")
-	commit, _, err := gh.Git.GetCommit(ctx, owner, name, head.GetSHA())
+	commit, _, err := rollbackpr.RollbackUnder(ctx, rollbackpr.NewGitHub(gh), owner, name, head.GetSHA(), pr.GetBase().GetSHA())
 	if err != nil {
-		return staleRollback{}, false, fmt.Errorf("head commit of %s: %w", pr.GetHTMLURL(), err)
+		return staleRollback{}, false, fmt.Errorf("rollback commit of %s: %w", pr.GetHTMLURL(), err)
 	}
-	trailers := rollbackpr.ParseTrailers(commit.GetMessage())
+	if commit == nil {
+		return staleRollback{}, false, nil
+	}
+	trailers := rollbackpr.ParseTrailers(commit.GetCommit().GetMessage())
 	of := trailers[rollbackpr.TrailerRollbackOf]
 	if trailers[rollbackpr.TrailerKind] != rollbackpr.KindRollback || of == "" {
 		return staleRollback{}, false, nil
