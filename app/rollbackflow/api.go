@@ -39,8 +39,11 @@ type Accepted struct {
 	TargetReleaseID   string `json:"target_release_id"`
 	Eligible          bool   `json:"eligible"`
 	EligibilityReason string `json:"eligibility_reason"`
-	Repository        string `json:"repository"` // where the pull request is opened
-	Branch            string `json:"branch"`
+	// Repository is where the pull request is opened. Its branch is not
+	// named: the job finds it (a rollback gets a branch of its own when
+	// another rollback of the same target holds the usual one), and the
+	// release's pull request says where it is once it is open.
+	Repository string `json:"repository"`
 	// JobID is the job that opens the pull request; 0 when the rollback is
 	// open already (PRURL names its pull request) and nothing was queued.
 	JobID int64 `json:"job_id"`
@@ -130,7 +133,7 @@ func accepted(plan Plan, q Queued) Accepted {
 	rb := plan.Request.Rollback
 	return Accepted{ReleaseID: plan.Record.ReleaseID, RollbackOf: plan.Record.RollbackOf,
 		TargetReleaseID: plan.Target, Eligible: rb.Eligibility.Eligible, EligibilityReason: rb.Eligibility.Reason,
-		Repository: plan.Request.Repository, Branch: branchOf(plan), JobID: q.JobID, Duplicate: q.Duplicate,
+		Repository: plan.Request.Repository, JobID: q.JobID, Duplicate: q.Duplicate,
 		Release: "/api/v1/releases/" + url.PathEscape(plan.Record.ReleaseID)}
 }
 

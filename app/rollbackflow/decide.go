@@ -289,7 +289,3 @@ func ParseArgs(args []string) (to, reason string) {
 	}
 	return "", strings.Join(args, " ")
 }
-
-func branchOf(p Plan) string {
-	return rollbackpr.BranchName(p.Record.Environment, p.Record.GitRevision)
-}

@@ -135,9 +135,12 @@ func startedText(p Plan) string {
 	if !e.Eligible {
 		verdict = "**not** an eligible rollback target (" + e.Reason + "), so it is an ordinary promotion and gets every gate"
 	}
-	return fmt.Sprintf("Rolling %s back in %s: release `%s` replaces `%s` with `%s` (%s), %s. Opening the pull request on `%s` in %s; I will post the link here.",
+	// The branch is not named: only the job knows it, since a rollback goes
+	// to a branch of its own when another rollback of the same target holds
+	// the usual one (rollbackpr.OwnBranchName); its answer names it.
+	return fmt.Sprintf("Rolling %s back in %s: release `%s` replaces `%s` with `%s` (%s), %s. Opening the pull request in %s; I will post the link and its branch here.",
 		p.Record.App, p.Record.Environment, p.Record.ReleaseID, p.Record.RollbackOf, p.Target,
-		rollbackpr.ShortSHA(p.Record.GitRevision), verdict, branchOf(p), p.Request.Repository)
+		rollbackpr.ShortSHA(p.Record.GitRevision), verdict, p.Request.Repository)
 }
 
 // queueReply answers reply's request where it was made, as the

@@ -15,7 +15,6 @@ type rollbackAnswer struct {
 	Eligible          bool   `json:"eligible"`
 	EligibilityReason string `json:"eligibility_reason"`
 	Repository        string `json:"repository"`
-	Branch            string `json:"branch"`
 	JobID             int64  `json:"job_id"`
 	Duplicate         bool   `json:"duplicate"`
 	Release           string `json:"release"`
@@ -71,9 +70,9 @@ func runRollback(args []string) int {
 			fmt.Printf("NOT eligible (ordinary promotion, every gate applies): %s\n", out.EligibilityReason)
 		}
 		if out.PRURL != "" {
-			fmt.Printf("pull request open already: %s (branch %s in %s)\n", out.PRURL, out.Branch, out.Repository)
+			fmt.Printf("pull request open already: %s\n", out.PRURL)
 			return
 		}
-		fmt.Printf("pull request: branch %s in %s (job %d); see `ripcord releases show %s`\n", out.Branch, out.Repository, out.JobID, out.ReleaseID)
+		fmt.Printf("pull request: being opened in %s (job %d); see `ripcord releases show %s`\n", out.Repository, out.JobID, out.ReleaseID)
 	})
 }
