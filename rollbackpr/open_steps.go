@@ -70,9 +70,14 @@ func (p plan) placeCommit(ctx context.Context, gh GitHub, res *Result, base Snap
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Reused, Reused, headSHA
 		return false, false, nil
 	}
-	under, hand, err := rollbackUnder(ctx, gh, p.owner, p.repo, existing, base.Commit)
+	under, hand, ranOut, err := rollbackUnder(ctx, gh, p.owner, p.repo, existing, base.Commit)
 	if err != nil {
 		return false, false, err
+	}
+	if ranOut {
+		if err := p.notAnOpenBranchBeyondTheWalk(ctx, gh, base.Commit); err != nil {
+			return false, false, err
+		}
 	}
 	if err := p.notAnotherAppsOpenRollback(ctx, gh, under, hand); err != nil {
 		return false, false, err
@@ -183,6 +188,26 @@ func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, under *
 	return permanent{fmt.Errorf("branch %s holds %s (%q%s), another app's rollback, whose pull request is open: "+
 		"the branch name does not name the app, so this rollback cannot be opened until that pull request is merged or closed",
 		p.branch, pr.GetHTMLURL(), subjectOf(under), onTop)}
+}
+
+// notAnOpenBranchBeyondTheWalk refuses a branch whose pull request is open when the walk
+// for its rollback commit (rollbackUnder) read handCommitsLimit commits without reaching
+// one, or the base head: a person may have pushed that many on top of a rollback, this
+// one or another app's, and force-moving the branch would throw their work away under
+// an open pull request. ripcord cannot tell, so it leaves the branch alone and says so;
+// once that pull request is merged or closed the branch is stale and may be replaced.
+func (p plan) notAnOpenBranchBeyondTheWalk(ctx context.Context, gh GitHub, baseSHA string) error {
+	pr, err := gh.FindPullRequest(ctx, p.owner, p.repo, p.branch, p.request.Base)
+	if err != nil {
+		return fmt.Errorf("find pull request: %w", err)
+	}
+	if pr == nil {
+		return nil
+	}
+	return permanent{fmt.Errorf("branch %s of %s, whose pull request is open, has more than %d commits on top of "+
+		"any rollback commit or of the base head %s: ripcord cannot tell whose rollback it holds, nor whether a person's "+
+		"commits would be lost, so it leaves the branch alone; merge or close that pull request, and ask again",
+		p.branch, pr.GetHTMLURL(), handCommitsLimit, ShortSHA(baseSHA))}
 }
 
 // writeCommit writes the edited release file as a blob, a tree that is base's tree with

@@ -23,23 +23,29 @@ func RollbackUnder(ctx context.Context, gh GitHub, owner, repo, head, baseSHA st
 	if err != nil {
 		return nil, 0, fmt.Errorf("read commit %s: %w", head, err)
 	}
-	return rollbackUnder(ctx, gh, owner, repo, c, baseSHA)
+	under, hand, _, err = rollbackUnder(ctx, gh, owner, repo, c, baseSHA)
+	return under, hand, err
 }
 
 // rollbackUnder is RollbackUnder from head, a commit read already. It walks first
 // parents, which a merge of the base into the branch (GitHub's "Update branch") keeps on
-// the branch, and stops at baseSHA or after handCommitsLimit commits: under is then nil.
-func rollbackUnder(ctx context.Context, gh GitHub, owner, repo string, head *github.RepositoryCommit, baseSHA string) (under *github.RepositoryCommit, hand int, err error) {
+// the branch, and stops at baseSHA or a root commit, or after handCommitsLimit commits:
+// under is then nil, and ranOut says the walk stopped at its limit, before it could tell
+// whether a rollback commit is further down.
+func rollbackUnder(ctx context.Context, gh GitHub, owner, repo string, head *github.RepositoryCommit, baseSHA string) (under *github.RepositoryCommit, hand int, ranOut bool, err error) {
 	for c := head; ; hand++ {
 		if strings.HasPrefix(subjectOf(c), TitlePrefix) {
-			return c, hand, nil
+			return c, hand, false, nil
 		}
-		if c.GetSHA() == baseSHA || len(c.Parents) == 0 || hand == handCommitsLimit {
-			return nil, 0, nil
+		if c.GetSHA() == baseSHA || len(c.Parents) == 0 {
+			return nil, 0, false, nil
+		}
+		if hand == handCommitsLimit {
+			return nil, 0, true, nil
 		}
 		parent := c.Parents[0].GetSHA()
 		if c, err = gh.GetCommit(ctx, owner, repo, parent); err != nil {
-			return nil, 0, fmt.Errorf("read commit %s under branch head %s: %w", parent, head.GetSHA(), err)
+			return nil, 0, false, fmt.Errorf("read commit %s under branch head %s: %w", parent, head.GetSHA(), err)
 		}
 	}
 }

@@ -47,51 +47,66 @@ func (s *scene) withPayments() {
 
 // payments is rolled back to p2, built from the same commit as r2: its
 // pull request is open on release-rollback-prod-<sha8>, and a person
-// pushed a commit on top of ripcord's rollback commit there. A rollback of
+// pushed commits on top of ripcord's rollback commit there. A rollback of
 // checkout to r2 meets that branch (its name does not name the app). It
 // must not force-move it, which would turn payments' open pull request
-// into checkout's and throw the person's commit away: it is not opened,
-// and the answer names payments' pull request.
+// into checkout's and throw the person's commits away: it is not opened,
+// and the answer names payments' pull request. So it is when the person
+// pushed more commits than ripcord reads looking for the rollback commit
+// (20): ripcord cannot tell whose rollback the branch holds, and leaves it.
 func TestRollbackDoesNotTakeOverAnotherAppsRollbackWithCommitsMadeByHand(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
-		s := newScene(t, dbURL)
-		s.withPayments()
-		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
-			[]byte(`{"app":"payments","environment":"prod","to":"p2:prod-eu/prod","reason":"p3 leaks memory"}`))
-		if status != 202 {
-			t.Fatalf("rollback of payments = %d %s", status, out)
-		}
-		s.WaitFor("payments' rollback pull request", wait, func() bool {
-			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback' AND app = 'payments' AND pr_number > 0`) == 1
-		})
-		s.Settle(jobKinds...)
-		prs := s.GitHub.PullRequests(gitops)
-		if len(prs) != 1 {
-			t.Fatalf("pull requests = %+v, want payments' one", prs)
-		}
-		payments := prs[0]
-		link := fmt.Sprintf("https://github.com/%s/pull/%d", gitops, payments.Number)
-		head := s.GitHub.PutFile(gitops, payments.Head, "apps/payments/prod/NOTES.md", "replicas pinned by hand\n")
+	for _, tt := range []struct {
+		hand int
+		says string // what the answer says of the branch
+	}{
+		{1, "another app"},
+		{21, "cannot tell whose rollback"},
+	} {
+		t.Run(fmt.Sprintf("%d commits", tt.hand), func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				s := newScene(t, dbURL)
+				s.withPayments()
+				status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
+					[]byte(`{"app":"payments","environment":"prod","to":"p2:prod-eu/prod","reason":"p3 leaks memory"}`))
+				if status != 202 {
+					t.Fatalf("rollback of payments = %d %s", status, out)
+				}
+				s.WaitFor("payments' rollback pull request", wait, func() bool {
+					return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback' AND app = 'payments' AND pr_number > 0`) == 1
+				})
+				s.Settle(jobKinds...)
+				prs := s.GitHub.PullRequests(gitops)
+				if len(prs) != 1 {
+					t.Fatalf("pull requests = %+v, want payments' one", prs)
+				}
+				payments := prs[0]
+				link := fmt.Sprintf("https://github.com/%s/pull/%d", gitops, payments.Number)
+				var head string
+				for i := range tt.hand {
+					head = s.GitHub.PutFile(gitops, payments.Head, "apps/payments/prod/NOTES.md", fmt.Sprintf("replicas pinned by hand (%d)\n", i))
+				}
 
-		if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
-			t.Fatalf("rollback of checkout to r2 = %d %s", status, out)
-		}
-		s.WaitFor("checkout's rollback to fail", wait, func() bool {
-			return s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`) == 1
+				if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
+					t.Fatalf("rollback of checkout to r2 = %d %s", status, out)
+				}
+				s.WaitFor("checkout's rollback to fail", wait, func() bool {
+					return s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`) == 1
+				})
+				s.Settle(jobKinds...)
+				if got, _ := s.GitHub.Ref(gitops, "heads/"+payments.Head); got != head {
+					t.Errorf("branch %s = %s, want %s: payments' rollback and the commits made by hand must stay", payments.Head, got, head)
+				}
+				if got := s.pullRequest(payments.Number); got.Title != payments.Title || got.Body != payments.Body || got.State != "open" {
+					t.Errorf("payments' pull request = %+v, want it left as it was: %+v", got, payments)
+				}
+				if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
+					t.Errorf("pull requests = %d, want payments' one only", n)
+				}
+				if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'
+					AND message LIKE '%' || $1 || '%' AND message LIKE '%' || $2 || '%'`, link, tt.says); n != 1 {
+					t.Errorf("rollback_failed events on r3 naming payments' pull request %s and saying %q = %d, want 1", link, tt.says, n)
+				}
+			})
 		})
-		s.Settle(jobKinds...)
-		if got, _ := s.GitHub.Ref(gitops, "heads/"+payments.Head); got != head {
-			t.Errorf("branch %s = %s, want %s: payments' rollback and the commit made by hand must stay", payments.Head, got, head)
-		}
-		if got := s.pullRequest(payments.Number); got.Title != payments.Title || got.Body != payments.Body || got.State != "open" {
-			t.Errorf("payments' pull request = %+v, want it left as it was: %+v", got, payments)
-		}
-		if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
-			t.Errorf("pull requests = %d, want payments' one only", n)
-		}
-		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'
-			AND message LIKE '%' || $1 || '%' AND message LIKE '%another app%'`, link); n != 1 {
-			t.Errorf("rollback_failed events on r3 naming payments' pull request %s = %d, want 1", link, n)
-		}
-	})
+	}
 }

@@ -1,0 +1,50 @@
+package rollbackpr_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/rollbackpr"
+)
+
+// A person pushed more commits on top of an open rollback pull request's
+// rollback commit than Open reads looking for it (20): Open cannot tell
+// whose rollback the branch holds, nor whether force-moving it throws
+// their work away, so it leaves the branch alone and fails, naming the
+// pull request, instead of replacing it. Once that pull request is closed,
+// the branch is stale and replaced as before.
+func TestOpenLeavesAnOpenBranchAloneBeyondTheWalk(t *testing.T) {
+	gh, base := newRepo(t)
+	first, err := rollbackpr.Open(context.Background(), gh, nil, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var head string
+	for i := range 21 {
+		head = gh.Push(gitops, branch, fmt.Sprintf("hand edit %d", i), map[string]string{"apps/checkout/NOTES.md": fmt.Sprint(i)})
+	}
+	res, err := rollbackpr.Open(context.Background(), gh, nil, request())
+	if err == nil || !strings.Contains(err.Error(), first.URL) || !rollbackpr.Permanent(err) {
+		t.Errorf("Open = %+v, %v; want a permanent error naming %s", res, err, first.URL)
+	}
+	if got, _ := gh.Branch(gitops, branch); got != head {
+		t.Errorf("branch head = %s, want %s: the commits pushed by hand must stay", got, head)
+	}
+	if prs := gh.PullRequests(gitops); len(prs) != 1 || prs[0].State != "open" {
+		t.Errorf("pull requests = %+v, want the one open", prs)
+	}
+
+	if err := gh.Close(gitops, first.PullRequest); err != nil {
+		t.Fatal(err)
+	}
+	res, err = rollbackpr.Open(context.Background(), gh, nil, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BranchOutcome != rollbackpr.Updated || res.PullRequestOutcome != rollbackpr.Created {
+		t.Errorf("result = %+v, want the stale branch replaced and a new pull request", res)
+	}
+	assertRollbackBranch(t, gh, base)
+}
