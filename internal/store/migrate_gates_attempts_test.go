@@ -23,14 +23,7 @@ import (
 func TestGatesSpareAttemptMigration(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.UpTo(ctx, 19); err != nil {
-			t.Fatal(err)
-		}
+		db := migratedTo(t, dbURL, 19)
 		m, err := rivermigrate.New(db.RiverDriver(), nil)
 		if err != nil {
 			t.Fatal(err)

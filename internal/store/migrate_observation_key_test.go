@@ -6,7 +6,6 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -18,14 +17,7 @@ import (
 func TestObservationKeyMigrationPutsTheSourceInTheKey(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.UpTo(ctx, 15); err != nil {
-			t.Fatal(err)
-		}
+		db := migratedTo(t, dbURL, 15)
 		insert := func(key, source, name, uid string, at int) {
 			t.Helper()
 			o := map[string]any{"cluster": "prod-eu", "namespace": "shop", "name": name, "uid": uid, "release_id": "r-" + uid, "phase": "Healthy"}

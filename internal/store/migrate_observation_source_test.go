@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -15,14 +14,7 @@ import (
 func TestObservationSourceMigrationFillsInTheSource(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.UpTo(ctx, 14); err != nil {
-			t.Fatal(err)
-		}
+		db := migratedTo(t, dbURL, 14)
 		exec := func(q string, args ...any) {
 			t.Helper()
 			if _, err := db.Write.ExecContext(ctx, q, args...); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -14,14 +13,7 @@ import (
 func TestRolloutPhaseMigrationFillsInThePhase(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.UpTo(ctx, 9); err != nil {
-			t.Fatal(err)
-		}
+		db := migratedTo(t, dbURL, 9)
 		for id, phase := range map[string]string{"ro-1": "done", "ro-2": "bake"} {
 			_, err := db.Write.ExecContext(ctx, `INSERT INTO rollouts (id, release_id, repository, installation_id, app, environment,
 				version, snapshot, machine, status, created_at, updated_at)
