@@ -30,9 +30,7 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluation(t, dbURL, 10*time.Millisecond)
 		e := l.e
-		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'cancelled'`) == 1
-		})
+		waitForJob(e, "the evaluation to give up", 30*time.Second, "gates_evaluate", "cancelled")
 		e.Settle()
 		cr := run(e, l.shown.ID)
 		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
@@ -73,9 +71,7 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits: the newer evaluation comes first
 		e := l.e
-		e.WaitFor("the lost evaluation's failed attempt", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
-		})
+		waitForJob(e, "the lost evaluation's failed attempt", 30*time.Second, "gates_evaluate", "retryable")
 		l.recover()
 		e.Deliver("check_suite", suiteRerequested(t, l.number, l.head, l.base, false, false))
 		e.WaitFor("the newer verdict", 30*time.Second, func() bool { return len(completedRuns(e, l.head)) == 1 })
@@ -89,9 +85,7 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
 			t.Fatal(err)
 		}
-		e.WaitFor("the lost evaluation to give up", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'cancelled'`) == 1
-		})
+		waitForJob(e, "the lost evaluation to give up", 30*time.Second, "gates_evaluate", "cancelled")
 		e.Settle()
 		superseded(t, e, l.shown.ID, newer)
 		if got := verdict(t, e, l.head, "ripcord/policy-validation"); got.ID != newer.ID || got.Conclusion != "success" {
@@ -111,18 +105,14 @@ func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
 		e := l.e
-		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
-		})
+		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		// Queued with 5 attempts in all, as the oldest evaluations were; the
 		// next is its last, and GitHub refuses it too.
 		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 4, max_attempts = 5, scheduled_at = created_at
 			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
 			t.Fatal(err)
 		}
-		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('cancelled', 'discarded')`) == 1
-		})
+		waitForJob(e, "the evaluation to give up", 30*time.Second, "gates_evaluate", "cancelled", "discarded")
 		e.Settle()
 		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'cancelled'`); n != 1 {
 			t.Errorf("the evaluation's job was discarded, not ended by its give-up")
@@ -143,9 +133,7 @@ func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *te
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
 		e := l.e
-		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
-		})
+		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		// Its last attempt reads the pull request, then waits for the
 		// policy service while the server stops.
 		l.readable()
@@ -160,9 +148,7 @@ func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *te
 		}
 		l.answer()
 		e.Restart()
-		e.WaitFor("the evaluation to end", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('completed', 'cancelled')`) == 1
-		})
+		waitForJob(e, "the evaluation to end", 30*time.Second, "gates_evaluate", "completed", "cancelled")
 		e.Settle()
 		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up'`); n != 0 {
 			t.Errorf("%d give-ups queued for an evaluation the stop interrupted, want none", n)
@@ -339,9 +325,7 @@ func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
 			_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
 		})
 		e.Restart()
-		e.WaitFor("the evaluation to give up", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up' AND state = 'completed'`) == 1
-		})
+		waitForJob(e, "the evaluation to give up", 30*time.Second, "gates_gave_up", "completed")
 		close(release)
 		e.Settle()
 
@@ -408,9 +392,7 @@ apps:
 		})
 
 		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
-		e.WaitFor("the evaluation to give up", 60*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up' AND state = 'completed'`) == 1
-		})
+		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")
 		e.Settle()
 		runs := e.GitHub.CheckRuns(repo)
 		names := map[string]bool{}

@@ -45,15 +45,11 @@ func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits: the test loses it first
 		e := l.e
-		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
-		})
+		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		loseJobAtLastAttempt(t, e, dbURL, "gates_evaluate")
 		e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
 		e.Restart()
-		e.WaitFor("the lost evaluation's job to end", 60*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state IN ('completed', 'discarded', 'cancelled')`) == 1
-		})
+		waitForJob(e, "the lost evaluation's job to end", 60*time.Second, "gates_evaluate", "completed", "discarded", "cancelled")
 		e.Settle()
 		cr := run(e, l.shown.ID)
 		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
@@ -91,15 +87,11 @@ func TestAVerdictLostAtItsLastAttemptStillCompletesItsRun(t *testing.T) {
 		})
 		shown := e.GitHub.CheckRuns(repo)[0]
 		close(answer)
-		e.WaitFor("the verdict's refused attempt", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'retryable'`) == 1
-		})
+		waitForJob(e, "the verdict's refused attempt", 30*time.Second, "gates_report", "retryable")
 		loseJobAtLastAttempt(t, e, dbURL, "gates_report")
 		e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
 		e.Restart()
-		e.WaitFor("the lost verdict's job to end", 60*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state IN ('completed', 'discarded', 'cancelled')`) == 1
-		})
+		waitForJob(e, "the lost verdict's job to end", 60*time.Second, "gates_report", "completed", "discarded", "cancelled")
 		e.Settle()
 		cr := run(e, shown.ID)
 		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.NotWrittenTitle ||

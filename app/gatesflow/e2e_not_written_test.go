@@ -63,9 +63,7 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 		})
 		shown := e.GitHub.CheckRuns(repo)[0]
 		close(answer)
-		e.WaitFor("the verdict's job to fail for good", 60*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'cancelled'`) == 1
-		})
+		waitForJob(e, "the verdict's job to fail for good", 60*time.Second, "gates_report", "cancelled")
 		e.Settle()
 
 		cr := run(e, shown.ID)
@@ -117,9 +115,7 @@ apps:
 		})
 
 		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
-		e.WaitFor("the verdict's job to fail for good", 60*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'cancelled'`) == 1
-		})
+		waitForJob(e, "the verdict's job to fail for good", 60*time.Second, "gates_report", "cancelled")
 		e.Settle()
 		runs := e.GitHub.CheckRuns(repo)
 		if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Title == gatesflow.NotWrittenTitle || len(runs[0].Annotations) != 50 {
@@ -183,9 +179,7 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 		})
 		shown := e.GitHub.CheckRuns(repo)[0]
 		close(answer)
-		e.WaitFor("the verdict's refused attempt", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state = 'retryable'`) == 1
-		})
+		waitForJob(e, "the verdict's refused attempt", 30*time.Second, "gates_report", "retryable")
 		// Its last attempt hangs on the update while the server stops.
 		mode.Store(1)
 		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 7, scheduled_at = created_at
@@ -199,9 +193,7 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 		}
 		mode.Store(2)
 		e.Restart()
-		e.WaitFor("the verdict's job to end", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_report' AND state IN ('completed', 'cancelled')`) == 1
-		})
+		waitForJob(e, "the verdict's job to end", 30*time.Second, "gates_report", "completed", "cancelled")
 		e.Settle()
 		if cr := run(e, shown.ID); cr.Status != "completed" || cr.Conclusion != "success" {
 			t.Errorf("the gate's run: %s %s %q, want the verdict written after the restart", cr.Status, cr.Conclusion, cr.Title)

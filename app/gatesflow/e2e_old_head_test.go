@@ -24,9 +24,7 @@ func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *t
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
 		e := l.e
-		e.WaitFor("the evaluation's refused attempt", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'retryable'`) == 1
-		})
+		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		newer := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/policy-validation", HeadSHA: l.head, Status: "in_progress",
 			ExternalID: fmt.Sprintf("%s#%d@%s checkout/prod check_run rerequested newer seq=%d", repo, l.number, l.head, int64(1)<<40), Title: "evaluating"})
 		older := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/policy-validation", HeadSHA: l.head, Conclusion: "success",
@@ -39,9 +37,7 @@ func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *t
 			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
 			t.Fatal(err)
 		}
-		e.WaitFor("the evaluation's retry to end", 30*time.Second, func() bool {
-			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'completed'`) == 1
-		})
+		waitForJob(e, "the evaluation's retry to end", 30*time.Second, "gates_evaluate", "completed")
 		e.Settle()
 
 		cr := run(e, l.shown.ID)

@@ -132,3 +132,11 @@ func pullRequest(t *testing.T, number int, head, base, branch string) []byte {
 		r["owner"].(map[string]any)["login"] = "acme"
 	})
 }
+
+// waitForJob waits, up to within, until one job of kind is in one of states
+// (River's job states), and fails the test naming what it waited for.
+func waitForJob(e *e2etest.Env, what string, within time.Duration, kind string, states ...string) {
+	e.T.Helper()
+	q := `SELECT COUNT(*) FROM river_job WHERE kind = $1 AND state IN ('` + strings.Join(states, "', '") + `')`
+	e.WaitFor(what, within, func() bool { return e.Int(q, kind) == 1 })
+}
