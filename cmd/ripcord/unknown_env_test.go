@@ -116,12 +116,15 @@ var apiMisspelt = map[string]string{
 	"RIPCORD_SERVR":    "RIPCORD_SERVER",
 }
 
-// apiCommands are the command lines of every command that talks to a
-// server with --token, each with the variable its token comes from.
-var apiCommands = []struct {
+// apiCommand is the command line of a command that talks to a server
+// with --token, with the variable its token comes from.
+type apiCommand struct {
 	args     []string
 	tokenEnv string
-}{
+}
+
+// apiCommands are all the commands that talk to a server with --token.
+var apiCommands = []apiCommand{
 	{[]string{"releases", "list"}, apiTokenEnv},
 	{[]string{"releases", "show", "cli-1"}, apiTokenEnv},
 	{[]string{"releases", "audit", "cli-1"}, apiTokenEnv},
@@ -157,6 +160,21 @@ func apiCommandName(args []string) string {
 	return name
 }
 
+// eachAPICommand runs test once per command of apiCommands, as a subtest,
+// with the variables of knownAndExempt set and url a server in this
+// process that all of them talk to.
+func eachAPICommand(t *testing.T, test func(t *testing.T, url string, c apiCommand)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	knownAndExempt(t)
+	url := inProcessServer(t)
+	for _, c := range apiCommands {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) { test(t, url, c) })
+	}
+}
+
 // Every command whose -h page lists --token is one of apiCommands, so a new
 // command that talks to the server is held to the tests below.
 func TestAPICommandsListsEveryCommandWithAToken(t *testing.T) {
@@ -180,60 +198,46 @@ func TestAPICommandsListsEveryCommandWithAToken(t *testing.T) {
 // once per unknown variable, naming the one meant, as serve does, whether
 // it then gets an answer or has no token to send.
 func TestAPICommandsWarnAboutUnknownVariables(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	knownAndExempt(t)
-	url := inProcessServer(t)
-	for _, c := range apiCommands {
+	eachAPICommand(t, func(t *testing.T, url string, c apiCommand) {
 		name := apiCommandName(c.args)
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			env := []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=" + goodToken[c.tokenEnv]}
-			for misspelt := range apiMisspelt {
-				env = append(env, misspelt+"=x")
-			}
-			// Exit 0, or 1 for the server's refusal of the example's
-			// values: the command went on to ask the server.
-			code, stdout, stderr := ripcord(t, env, c.args...)
-			if code != 0 && !(code == 1 && strings.Contains(stderr, "server answered")) {
-				t.Fatalf("exit %d; want the server's answer\nstdout: %s\nstderr: %s", code, stdout, stderr)
-			}
-			checkWarnings(t, stderr, apiMisspelt, prefixed(name+": warning: "))
+		env := []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=" + goodToken[c.tokenEnv]}
+		for misspelt := range apiMisspelt {
+			env = append(env, misspelt+"=x")
+		}
+		// Exit 0, or 1 for the server's refusal of the example's
+		// values: the command went on to ask the server.
+		code, stdout, stderr := ripcord(t, env, c.args...)
+		if code != 0 && !(code == 1 && strings.Contains(stderr, "server answered")) {
+			t.Fatalf("exit %d; want the server's answer\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+		checkWarnings(t, stderr, apiMisspelt, prefixed(name+": warning: "))
 
-			// With the token's variable misspelt, the refusal comes with
-			// the warning that says why.
-			typo := tokenTypo[c.tokenEnv]
-			env = []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=", typo + "=" + goodToken[c.tokenEnv]}
-			code, _, stderr = ripcord(t, env, c.args...)
-			if code != 2 || !strings.Contains(stderr, "no token") {
-				t.Fatalf("with %s misspelt: exit %d, stderr %q; want 2, no token", c.tokenEnv, code, stderr)
-			}
-			checkWarnings(t, stderr, map[string]string{typo: c.tokenEnv}, prefixed(name+": warning: "))
-		})
-	}
+		// With the token's variable misspelt, the refusal comes with
+		// the warning that says why.
+		typo := tokenTypo[c.tokenEnv]
+		env = []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=", typo + "=" + goodToken[c.tokenEnv]}
+		code, _, stderr = ripcord(t, env, c.args...)
+		if code != 2 || !strings.Contains(stderr, "no token") {
+			t.Fatalf("with %s misspelt: exit %d, stderr %q; want 2, no token", c.tokenEnv, code, stderr)
+		}
+		checkWarnings(t, stderr, map[string]string{typo: c.tokenEnv}, prefixed(name+": warning: "))
+	})
 }
 
 // A 401 says where the token the server refused came from, the flag or the
 // variable, and what it must be: the server cannot know.
 func TestAPICommandsSayWhereARefusedTokenCameFrom(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	knownAndExempt(t)
-	url := inProcessServer(t)
-	for _, c := range apiCommands {
-		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
-			must := tokenMust[c.tokenEnv]
-			code, _, stderr := ripcord(t, []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=stale"}, c.args...)
-			if want := "the token was read from environment variable " + c.tokenEnv; code != 1 || !strings.Contains(stderr, "401") ||
-				!strings.Contains(stderr, want) || !strings.Contains(stderr, must) {
-				t.Errorf("a wrong token from %s: exit %d, stderr %q; want 1, the 401, %q and %q", c.tokenEnv, code, stderr, want, must)
-			}
-			code, _, stderr = ripcord(t, []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=stale"}, append(c.args, "--token", "typed")...)
-			if want := "the token was given by flag --token"; code != 1 || !strings.Contains(stderr, "401") ||
-				!strings.Contains(stderr, want) || !strings.Contains(stderr, must) {
-				t.Errorf("a wrong --token: exit %d, stderr %q; want 1, the 401, %q and %q", code, stderr, want, must)
-			}
-		})
-	}
+	eachAPICommand(t, func(t *testing.T, url string, c apiCommand) {
+		must := tokenMust[c.tokenEnv]
+		code, _, stderr := ripcord(t, []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=stale"}, c.args...)
+		if want := "the token was read from environment variable " + c.tokenEnv; code != 1 || !strings.Contains(stderr, "401") ||
+			!strings.Contains(stderr, want) || !strings.Contains(stderr, must) {
+			t.Errorf("a wrong token from %s: exit %d, stderr %q; want 1, the 401, %q and %q", c.tokenEnv, code, stderr, want, must)
+		}
+		code, _, stderr = ripcord(t, []string{"RIPCORD_SERVER=" + url, c.tokenEnv + "=stale"}, append(c.args, "--token", "typed")...)
+		if want := "the token was given by flag --token"; code != 1 || !strings.Contains(stderr, "401") ||
+			!strings.Contains(stderr, want) || !strings.Contains(stderr, must) {
+			t.Errorf("a wrong --token: exit %d, stderr %q; want 1, the 401, %q and %q", code, stderr, want, must)
+		}
+	})
 }
