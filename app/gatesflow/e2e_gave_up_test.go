@@ -81,10 +81,7 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 
 		// The lost evaluation's last attempt, refused again.
 		l.refuse()
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 7, scheduled_at = created_at
-			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
-			t.Fatal(err)
-		}
+		retryNow(t, dbURL, "gates_evaluate", "attempt = 7")
 		waitForJob(e, "the lost evaluation to give up", 30*time.Second, "gates_evaluate", "cancelled")
 		e.Settle()
 		superseded(t, e, l.shown.ID, newer)
@@ -108,10 +105,7 @@ func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
 		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		// Queued with 5 attempts in all, as the oldest evaluations were; the
 		// next is its last, and GitHub refuses it too.
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 4, max_attempts = 5, scheduled_at = created_at
-			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
-			t.Fatal(err)
-		}
+		retryNow(t, dbURL, "gates_evaluate", "attempt = 4, max_attempts = 5")
 		waitForJob(e, "the evaluation to give up", 30*time.Second, "gates_evaluate", "cancelled", "discarded")
 		e.Settle()
 		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_evaluate' AND state = 'cancelled'`); n != 1 {
@@ -137,10 +131,7 @@ func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *te
 		// Its last attempt reads the pull request, then waits for the
 		// policy service while the server stops.
 		l.readable()
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 7, scheduled_at = created_at
-			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
-			t.Fatal(err)
-		}
+		retryNow(t, dbURL, "gates_evaluate", "attempt = 7")
 		select {
 		case <-l.held:
 		case <-time.After(30 * time.Second):

@@ -182,10 +182,7 @@ func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testi
 		waitForJob(e, "the verdict's refused attempt", 30*time.Second, "gates_report", "retryable")
 		// Its last attempt hangs on the update while the server stops.
 		mode.Store(1)
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET attempt = 7, scheduled_at = created_at
-			WHERE kind = 'gates_report' AND state = 'retryable'`); err != nil {
-			t.Fatal(err)
-		}
+		retryNow(t, dbURL, "gates_report", "attempt = 7")
 		select {
 		case <-holding:
 		case <-time.After(30 * time.Second):

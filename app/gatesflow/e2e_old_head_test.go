@@ -33,10 +33,7 @@ func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *t
 
 		moved := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
 		l.readable()
-		if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET scheduled_at = created_at
-			WHERE kind = 'gates_evaluate' AND state = 'retryable'`); err != nil {
-			t.Fatal(err)
-		}
+		retryNow(t, dbURL, "gates_evaluate", "")
 		waitForJob(e, "the evaluation's retry to end", 30*time.Second, "gates_evaluate", "completed")
 		e.Settle()
 

@@ -140,3 +140,17 @@ func waitForJob(e *e2etest.Env, what string, within time.Duration, kind string, 
 	q := `SELECT COUNT(*) FROM river_job WHERE kind = $1 AND state IN ('` + strings.Join(states, "', '") + `')`
 	e.WaitFor(what, within, func() bool { return e.Int(q, kind) == 1 })
 }
+
+// retryNow runs at once the retry the job of kind waits for (the tests hold
+// retries off with a long RetryBase), with set, a list of river_job columns
+// and values ("attempt = 7", or empty), making it the attempt they choose.
+func retryNow(t *testing.T, dbURL, kind, set string) {
+	t.Helper()
+	if set != "" {
+		set += ", "
+	}
+	if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET `+set+`scheduled_at = created_at
+		WHERE kind = $1 AND state = 'retryable'`, kind); err != nil {
+		t.Fatal(err)
+	}
+}
