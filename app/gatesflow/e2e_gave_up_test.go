@@ -69,9 +69,8 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 // completed superseded, is not turned into a failure, and no run is added.
 func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits: the newer evaluation comes first
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the newer evaluation comes first
 		e := l.e
-		waitForJob(e, "the lost evaluation's failed attempt", 30*time.Second, "gates_evaluate", "retryable")
 		l.recover()
 		e.Deliver("check_suite", suiteRerequested(t, l.number, l.head, l.base, false, false))
 		e.WaitFor("the newer verdict", 30*time.Second, func() bool { return len(completedRuns(e, l.head)) == 1 })
@@ -100,9 +99,8 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 // that one, and the run it showed in progress would spin for ever.
 func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
-		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		// Queued with 5 attempts in all, as the oldest evaluations were; the
 		// next is its last, and GitHub refuses it too.
 		retryNow(t, dbURL, "gates_evaluate", "attempt = 4, max_attempts = 5")
@@ -125,9 +123,8 @@ func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
 // job runs again.
 func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
-		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		// Its last attempt reads the pull request, then waits for the
 		// policy service while the server stops.
 		l.readable()
@@ -218,6 +215,16 @@ func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
 	l.held = held
 	l.refuse()
 	e.Restart()
+	return l
+}
+
+// loseEvaluationToItsRetry is loseEvaluation whose retry waits (an hour)
+// for the test to run it, or lose it: it returns once the attempt GitHub
+// refused after the restart has ended.
+func loseEvaluationToItsRetry(t *testing.T, dbURL string) lost {
+	t.Helper()
+	l := loseEvaluation(t, dbURL, time.Hour)
+	waitForJob(l.e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 	return l
 }
 

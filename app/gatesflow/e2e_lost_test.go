@@ -43,9 +43,8 @@ func loseJobAtLastAttempt(t *testing.T, e *e2etest.Env, dbURL, kind string) {
 // spun for ever. It is rescued to an attempt that only gives up.
 func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits: the test loses it first
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the test loses it first
 		e := l.e
-		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		loseJobAtLastAttempt(t, e, dbURL, "gates_evaluate")
 		e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
 		e.Restart()

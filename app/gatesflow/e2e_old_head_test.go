@@ -22,9 +22,8 @@ import (
 // completed run on the old commit are left as they are.
 func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		l := loseEvaluation(t, dbURL, time.Hour) // its retry waits for the test to run it
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
-		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
 		newer := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/policy-validation", HeadSHA: l.head, Status: "in_progress",
 			ExternalID: fmt.Sprintf("%s#%d@%s checkout/prod check_run rerequested newer seq=%d", repo, l.number, l.head, int64(1)<<40), Title: "evaluating"})
 		older := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/policy-validation", HeadSHA: l.head, Conclusion: "success",
