@@ -12,14 +12,14 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
-// loseJobAtLastAttempt leaves the job of kind, waiting for its retry,
-// as a process that died during the job's 8th attempt (the last that
-// evaluates or writes) leaves it: running, due when it was made, attempted
-// an hour ago. The
-// server is stopped first; the test starts it again. On PostgreSQL, River's
-// rescuer takes such a job (it ran longer than the job may); on SQLite the
-// server makes it available again at start.
-func loseJobAtLastAttempt(t *testing.T, e *e2etest.Env, dbURL, kind string) {
+// loseAtLastAttemptAndRescue leaves the job of kind (what it is, to name
+// it), waiting for its retry, as a process that died during the job's 8th
+// attempt (the last that evaluates or writes) leaves it: running, due when
+// it was made, attempted an hour ago. The server is stopped first, then
+// started again with a short retry, and the lost job let end. On
+// PostgreSQL, River's rescuer takes such a job (it ran longer than the job
+// may); on SQLite the server makes it available again at start.
+func loseAtLastAttemptAndRescue(t *testing.T, e *e2etest.Env, dbURL, kind, what string) {
 	t.Helper()
 	e.Stop()
 	db := testdb.Open(t, dbURL)
@@ -35,6 +35,10 @@ func loseJobAtLastAttempt(t *testing.T, e *e2etest.Env, dbURL, kind string) {
 	if n, _ := res.RowsAffected(); n != 1 {
 		t.Fatalf("%d %s jobs waiting for their retry, want 1", n, kind)
 	}
+	e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
+	e.Restart()
+	waitForJob(e, "the lost "+what+"'s job to end", 60*time.Second, kind, "completed", "discarded", "cancelled")
+	e.Settle()
 }
 
 // An evaluation lost with its process during its last attempt (a crash, a
@@ -45,11 +49,7 @@ func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the test loses it first
 		e := l.e
-		loseJobAtLastAttempt(t, e, dbURL, "gates_evaluate")
-		e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
-		e.Restart()
-		waitForJob(e, "the lost evaluation's job to end", 60*time.Second, "gates_evaluate", "completed", "discarded", "cancelled")
-		e.Settle()
+		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_evaluate", "evaluation")
 		cr := run(e, l.shown.ID)
 		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
 			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
@@ -87,11 +87,7 @@ func TestAVerdictLostAtItsLastAttemptStillCompletesItsRun(t *testing.T) {
 		shown := e.GitHub.CheckRuns(repo)[0]
 		close(answer)
 		waitForJob(e, "the verdict's refused attempt", 30*time.Second, "gates_report", "retryable")
-		loseJobAtLastAttempt(t, e, dbURL, "gates_report")
-		e.Options.RetryBase = 10 * time.Millisecond // the rescued job's retry
-		e.Restart()
-		waitForJob(e, "the lost verdict's job to end", 60*time.Second, "gates_report", "completed", "discarded", "cancelled")
-		e.Settle()
+		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_report", "verdict")
 		cr := run(e, shown.ID)
 		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.NotWrittenTitle ||
 			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
