@@ -218,6 +218,33 @@ func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
 	return l
 }
 
+// passAfterShowingRun starts the server with opts on a pull request whose
+// one gate, a policy validation held until its run shows in progress,
+// passes once it does; it returns that run. github sets GitHub's test
+// server up before the pull request is delivered.
+func passAfterShowingRun(t *testing.T, dbURL string, opts app.Options, github func(e *e2etest.Env)) (*e2etest.Env, githubtest.CheckRun) {
+	t.Helper()
+	t.Cleanup(gatesflow.SetSlowAfter(50 * time.Millisecond))
+	answer := make(chan struct{})
+	policy := heldPolicy(t, answer)
+
+	e := e2etest.Start(t, dbURL, opts)
+	e.CheckRequestsAtCleanup(t)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
+	base, head, number := openBump(e, repo)
+	e.Install(repo)
+	github(e)
+
+	e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+	e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
+		runs := e.GitHub.CheckRuns(repo)
+		return len(runs) == 1 && runs[0].Status == "in_progress"
+	})
+	shown := e.GitHub.CheckRuns(repo)[0]
+	close(answer)
+	return e, shown
+}
+
 // loseEvaluationToItsRetry is loseEvaluation whose retry waits (an hour)
 // for the test to run it, or lose it: it returns once the attempt GitHub
 // refused after the restart has ended.

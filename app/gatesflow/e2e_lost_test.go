@@ -68,24 +68,10 @@ func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 // evaluation showed in progress spun for ever.
 func TestAVerdictLostAtItsLastAttemptStillCompletesItsRun(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
-		answer := make(chan struct{})
-		policy := heldPolicy(t, answer)
-
-		e := e2etest.Start(t, dbURL, app.Options{RetryBase: time.Hour}) // the verdict's retry waits: the test loses it first
-		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
-		base, head, number := openBump(e, repo)
-		e.Install(repo)
-		refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
-
-		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
-		e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
-			runs := e.GitHub.CheckRuns(repo)
-			return len(runs) == 1 && runs[0].Status == "in_progress"
+		// The verdict's retry waits: the test loses it first.
+		e, shown := passAfterShowingRun(t, dbURL, app.Options{RetryBase: time.Hour}, func(e *e2etest.Env) {
+			refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
 		})
-		shown := e.GitHub.CheckRuns(repo)[0]
-		close(answer)
 		waitForJob(e, "the verdict's refused attempt", 30*time.Second, "gates_report", "retryable")
 		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_report", "verdict")
 		cr := run(e, shown.ID)

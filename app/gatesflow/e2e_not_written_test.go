@@ -44,25 +44,10 @@ func refuseUpdates(e *e2etest.Env, refused func(body map[string]any) bool) {
 // could not be written, why, and how to evaluate again.
 func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
-		answer := make(chan struct{})
-		policy := heldPolicy(t, answer)
-
-		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
-		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
-		base, head, number := openBump(e, repo)
-		e.Install(repo)
-		// GitHub refuses the verdict (a success), whatever the attempt.
-		refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
-
-		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
-		e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
-			runs := e.GitHub.CheckRuns(repo)
-			return len(runs) == 1 && runs[0].Status == "in_progress"
+		e, shown := passAfterShowingRun(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond}, func(e *e2etest.Env) {
+			// GitHub refuses the verdict (a success), whatever the attempt.
+			refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
 		})
-		shown := e.GitHub.CheckRuns(repo)[0]
-		close(answer)
 		waitForJob(e, "the verdict's job to fail for good", 60*time.Second, "gates_report", "cancelled")
 		e.Settle()
 
@@ -135,50 +120,36 @@ apps:
 // verdict is written when the job runs again.
 func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
-		answer := make(chan struct{})
-		policy := heldPolicy(t, answer)
-
-		e := e2etest.Start(t, dbURL, app.Options{RetryBase: time.Hour, ShutdownTimeout: 200 * time.Millisecond})
-		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
-		base, head, number := openBump(e, repo)
-		e.Install(repo)
 		// The verdict's update is refused, then, once holding, hangs until
 		// its request is given up; then it is taken.
-		const update = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
 		var mode atomic.Int32 // 0 refuse, 1 hold, 2 take
 		holding := make(chan struct{}, 1)
-		pass := e.GitHub.Default(update)
-		e.GitHub.Handle(update, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-			switch mode.Load() {
-			case 0:
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusUnprocessableEntity)
-				_, _ = w.Write([]byte(`{"message":"Validation Failed","documentation_url":"https://docs.github.com/rest"}`))
-				return
-			case 1:
-				raw, _ := io.ReadAll(r.Body)
-				if !strings.Contains(string(raw), gatesflow.NotWrittenTitle) {
-					select {
-					case holding <- struct{}{}:
-					default:
-					}
-					<-r.Context().Done()
+		opts := app.Options{RetryBase: time.Hour, ShutdownTimeout: 200 * time.Millisecond}
+		e, shown := passAfterShowingRun(t, dbURL, opts, func(e *e2etest.Env) {
+			const update = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
+			pass := e.GitHub.Default(update)
+			e.GitHub.Handle(update, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+				switch mode.Load() {
+				case 0:
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusUnprocessableEntity)
+					_, _ = w.Write([]byte(`{"message":"Validation Failed","documentation_url":"https://docs.github.com/rest"}`))
 					return
+				case 1:
+					raw, _ := io.ReadAll(r.Body)
+					if !strings.Contains(string(raw), gatesflow.NotWrittenTitle) {
+						select {
+						case holding <- struct{}{}:
+						default:
+						}
+						<-r.Context().Done()
+						return
+					}
+					r.Body = io.NopCloser(bytes.NewReader(raw))
 				}
-				r.Body = io.NopCloser(bytes.NewReader(raw))
-			}
-			pass(w, r, p)
+				pass(w, r, p)
+			})
 		})
-
-		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
-		e.WaitFor("the gate's run in progress", 20*time.Second, func() bool {
-			runs := e.GitHub.CheckRuns(repo)
-			return len(runs) == 1 && runs[0].Status == "in_progress"
-		})
-		shown := e.GitHub.CheckRuns(repo)[0]
-		close(answer)
 		waitForJob(e, "the verdict's refused attempt", 30*time.Second, "gates_report", "retryable")
 		// Its last attempt hangs on the update while the server stops.
 		mode.Store(1)
