@@ -58,9 +58,7 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 			t.Fatalf("the run whose verdict GitHub refused: %s %s %q\n%s\nwant a failure that says the verdict could not be written, why, and how to evaluate again",
 				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
 		}
-		if n := len(e.GitHub.CheckRuns(repo)); n != 1 {
-			t.Errorf("%d check runs, want only the one the evaluation showed in progress", n)
-		}
+		onlyTheRunShown(t, e)
 	})
 }
 
