@@ -25,19 +25,7 @@ func TestARetriedVerdictWritesEachAnnotationOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      values: {schema: deploy/release.schema.json}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}", "prod"))
 		e.GitHub.PutFile(repo, "main", "deploy/release.schema.json",
 			`{"type":"object","properties":{"ports":{"type":"array","items":{"type":"integer","maximum":10}}}}`)
 		// 120 ports over the maximum: 120 violations, each on its own line,

@@ -375,12 +375,22 @@ func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
 	})
 }
 
-// policyGateConfig is a .github/ripcord.yml whose app checkout has one
-// gate, a policy validation service at url, and each of envs an
-// environment (on the cluster <env>-eu) that rolls back by pull request.
+// policyGateConfig is gatesConfig with one gate, a policy validation
+// service at url.
 func policyGateConfig(url string, envs ...string) string {
+	return gatesConfig("process:\n  policy_validation: {url: \""+url+"\"}", envs...)
+}
+
+// gatesConfig is a .github/ripcord.yml whose app checkout has gates (the
+// YAML under its gates: key, unindented) and each of envs an environment
+// (on the cluster <env>-eu) that rolls back by pull request.
+func gatesConfig(gates string, envs ...string) string {
 	var b strings.Builder
-	b.WriteString("version: 1\napps:\n  checkout:\n    gates:\n      process:\n        policy_validation: {url: \"" + url + "\"}\n    environments:\n")
+	b.WriteString("version: 1\napps:\n  checkout:\n    gates:\n")
+	for _, l := range strings.Split(gates, "\n") {
+		b.WriteString("      " + l + "\n")
+	}
+	b.WriteString("    environments:\n")
 	for _, env := range envs {
 		fmt.Fprintf(&b, "      %s:\n        cluster: %s-eu\n        rollback: {mode: pull-request, file: deploy/%s.yaml, fields: {image: image.repository, digest: image.digest}}\n",
 			env, env, env)
@@ -399,18 +409,7 @@ func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
 		defer gatesflow.SetEvaluateTimeout(time.Second)()
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      values: {schema: deploy/release.schema.json}
-      process:
-        qa: {labels: [qa-approved]}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
-`)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}\nprocess:\n  qa: {labels: [qa-approved]}", "prod"))
 		e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
 		base, head, number := openBump(e, repo)
 		e.Install(repo)

@@ -26,20 +26,7 @@ func TestRerunOfAGateReevaluatesAlsoForAForkPullRequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
 			e.CheckRequestsAtCleanup(t)
-			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        qa: {labels: [qa-approved]}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`)
+			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))
 			base, head, number := openBump(e, repo)
 			e.Install(repo)
 			e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
@@ -139,17 +126,7 @@ func TestRerunOfAGateOnAnOldHeadIsAnsweredInItsRun(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        qa: {labels: [qa-approved]}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback: {mode: pull-request, file: deploy/prod.yaml, fields: {image: image.repository, digest: image.digest}}
-`)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))
 		base, first, number := openBump(e, repo)
 		e.Install(repo)
 		e.Deliver("pull_request", pullRequest(t, number, first, base, "bump-checkout"))
