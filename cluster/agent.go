@@ -40,6 +40,10 @@ type Config struct {
 	// token (read per request, so a rotated token file is picked up).
 	Server string
 	Token  func() (string, error)
+	// TokenFrom says where Token comes from ("environment variable
+	// RIPCORD_CLUSTER_TOKEN", a file and what named it), for the log line
+	// of a 401: the server cannot tell a stale token from a wrong source.
+	TokenFrom string
 	// Namespace limits the watch; "" watches every namespace.
 	Namespace string
 	Resync    time.Duration
@@ -148,6 +152,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	log := cfg.Log.With("cluster", cfg.Cluster)
 	a.deliver = newDeliverer(spool, cfg.HTTP, cfg.Server, cfg.Cluster, cfg.Token, a.metrics, log)
 	a.deliver.maxBackoff = cfg.MaxBackoff
+	a.deliver.tokenFrom = cfg.TokenFrom
 	a.watch = newWatcher(cfg.Cluster, cfg.Now, a.deliver.enqueue, a.metrics, log)
 	roll := &Rollbacker{Kube: kube, HTTP: PodClient(), Health: cfg.Health, RolloutTimeout: cfg.RolloutTimeout,
 		RolloutPoll: cfg.RolloutPoll, Now: cfg.Now}

@@ -37,6 +37,9 @@ type deliverer struct {
 	// maxBackoff caps the pause between two attempts while the server is
 	// unreachable.
 	maxBackoff time.Duration
+	// tokenFrom says where the token comes from, logged when the server
+	// refuses it; "" when the caller did not say.
+	tokenFrom string
 
 	mu      sync.Mutex
 	lastErr string
@@ -92,7 +95,11 @@ func (d *deliverer) run(ctx context.Context) {
 		}
 		d.metrics.sendErrors.Inc()
 		backoff = min(max(backoff*2, deliverMinBackoff), d.maxBackoff)
-		d.log.Warn("cannot deliver facts; they stay spooled", "err", err, "spooled", d.spool.Len(), "retry_in", backoff)
+		attrs := []any{"err", err, "spooled", d.spool.Len(), "retry_in", backoff}
+		if se, ok := err.(*statusError); ok && se.Status == http.StatusUnauthorized && d.tokenFrom != "" {
+			attrs = append(attrs, "token_from", d.tokenFrom)
+		}
+		d.log.Warn("cannot deliver facts; they stay spooled", attrs...)
 		select {
 		case <-ctx.Done():
 			return

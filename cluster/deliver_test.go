@@ -185,3 +185,55 @@ func TestRunDeliversWhatIsEnqueued(t *testing.T) {
 		t.Errorf("run delivered %v, want [1 2]", got)
 	}
 }
+
+// recordHandler hands each log record to a channel, for tests that wait
+// for a line the agent logs from its own goroutine.
+type recordHandler chan slog.Record
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	h <- r
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// A 401 is most often a token from the wrong place (an old variable left
+// beside the file, a file from another cluster's Secret): the agent's log
+// says where its token came from, as the CLI's 401 does; a server that is
+// down is not the token's fault and says nothing of it.
+func TestARefusedTokenIsLoggedWithWhereItCameFrom(t *testing.T) {
+	const from = "file /var/run/ripcord/token given by flag --token-file"
+	for _, down := range []bool{false, true} {
+		srv := newFactServer(t)
+		srv.setDown(down)
+		d := newTestDeliverer(t, srv.URL, 100)
+		if !down {
+			d.token = func() (string, error) { return "rotated-on-the-server-first", nil }
+		}
+		d.tokenFrom = from
+		records := make(recordHandler, 16)
+		d.log = slog.New(records)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { d.run(ctx); close(done) }()
+		_ = d.enqueue(fact(1))
+		var r slog.Record
+		select {
+		case r = <-records:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("down %v: no log line within 10 s of a failed delivery", down)
+		}
+		cancel()
+		<-done
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		want := from
+		if down {
+			want = ""
+		}
+		if attrs["token_from"] != want {
+			t.Errorf("down %v: %q logged with token_from=%q (attributes %v), want %q", down, r.Message, attrs["token_from"], attrs, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -69,7 +70,13 @@ func runAgent(args []string) int {
 	for _, u := range config.CheckEnv(os.Environ()) {
 		log.Warn(u.String(), "variable", u.Name)
 	}
-	token, err := agentToken(*tokenFile)
+	fileFrom := "environment variable RIPCORD_CLUSTER_TOKEN_FILE"
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "token-file" {
+			fileFrom = "flag --token-file"
+		}
+	})
+	token, tokenFrom, err := agentToken(*tokenFile, fileFrom)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ripcord agent:", err)
 		return 2
@@ -89,7 +96,7 @@ func runAgent(args []string) int {
 		fmt.Fprintln(os.Stderr, "ripcord agent: dynamic client:", err)
 		return 2
 	}
-	agent, err := cluster.New(cluster.Config{Cluster: *name, Server: *server, Token: token, Namespace: *namespace,
+	agent, err := cluster.New(cluster.Config{Cluster: *name, Server: *server, Token: token, TokenFrom: tokenFrom, Namespace: *namespace,
 		Resync: *resync, StateDir: *stateDir, SpoolMax: *spoolMax, PollWait: *pollWait, Rollouts: *rollouts,
 		Health: h, RolloutTimeout: *rolloutTimeout, Log: log}, kube, dyn)
 	if err != nil {
@@ -119,23 +126,25 @@ func runAgent(args []string) int {
 
 // agentToken reads the cluster token from --token-file on each request, or
 // takes RIPCORD_CLUSTER_TOKEN, trimmed as the file is: a Secret made from
-// a file (kubectl create secret --from-file) ends in a newline.
-func agentToken(file string) (func() (string, error), error) {
+// a file (kubectl create secret --from-file) ends in a newline. fileFrom
+// names what gave the file (the flag or RIPCORD_CLUSTER_TOKEN_FILE); from
+// says where the token comes from, for the log line of a 401.
+func agentToken(file, fileFrom string) (tok func() (string, error), from string, err error) {
 	if file != "" {
 		tok := cluster.TokenFile(file)
 		if _, err := tok(); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return tok, nil
+		return tok, fmt.Sprintf("file %s given by %s", file, fileFrom), nil
 	}
 	switch toks := strings.Fields(os.Getenv("RIPCORD_CLUSTER_TOKEN")); len(toks) {
 	case 0:
 	case 1:
-		return func() (string, error) { return toks[0], nil }, nil
+		return func() (string, error) { return toks[0], nil }, "environment variable RIPCORD_CLUSTER_TOKEN", nil
 	default:
-		return nil, fmt.Errorf("RIPCORD_CLUSTER_TOKEN holds %d words; it must hold one token", len(toks))
+		return nil, "", fmt.Errorf("RIPCORD_CLUSTER_TOKEN holds %d words; it must hold one token", len(toks))
 	}
-	return nil, errors.New("no token: pass --token-file or set RIPCORD_CLUSTER_TOKEN")
+	return nil, "", errors.New("no token: pass --token-file or set RIPCORD_CLUSTER_TOKEN")
 }
 
 // restConfig uses the kubeconfig when one is named, else the pod's service
