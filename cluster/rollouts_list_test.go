@@ -1,12 +1,10 @@
 package cluster_test
 
 import (
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -14,7 +12,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/internal/k8stest"
@@ -36,9 +33,7 @@ func (f *failingRollouts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fail := !f.fixed && r.URL.Path == "/apis/argoproj.io/v1alpha1/namespaces/shop/rollouts"
 	f.mu.Unlock()
 	if fail {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"conversion webhook for argoproj.io/v1beta1, Kind=Rollout failed: Post \"https://argo-rollouts-webhook.argo-rollouts.svc:443/convert?timeout=30s\": service \"argo-rollouts-webhook\" not found","reason":"InternalError","code":500}`)
+		writeInternalError(w, `conversion webhook for argoproj.io/v1beta1, Kind=Rollout failed: Post "https://argo-rollouts-webhook.argo-rollouts.svc:443/convert?timeout=30s": service "argo-rollouts-webhook" not found`)
 		return
 	}
 	f.proxy.ServeHTTP(w, r)
@@ -54,18 +49,8 @@ func (f *failingRollouts) fix() {
 // of shop fail until fix.
 func failingRolloutsClient(t *testing.T, k *k8stest.Cluster) (dynamic.Interface, *failingRollouts) {
 	t.Helper()
-	target, err := url.Parse(k.Config.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := rest.TransportFor(k.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &failingRollouts{proxy: &httputil.ReverseProxy{Transport: tr, Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	dyn, err := dynamic.NewForConfig(&rest.Config{Host: srv.URL, QPS: 200, Burst: 400})
+	f := &failingRollouts{proxy: apiServerProxy(t, k)}
+	dyn, err := dynamic.NewForConfig(serveAPI(t, f))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"maps"
@@ -197,9 +198,7 @@ func (f *flakyDiscovery) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail := f.asked <= f.failures
 		f.mu.Unlock()
 		if fail {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"etcdserver: leader changed","reason":"InternalError","code":500}`)
+			writeInternalError(w, "etcdserver: leader changed")
 			return
 		}
 	}
@@ -216,6 +215,18 @@ func (f *flakyDiscovery) timesAsked() int {
 // failures times.
 func flakyKube(t *testing.T, k *k8stest.Cluster, failures int) (kubernetes.Interface, *flakyDiscovery) {
 	t.Helper()
+	f := &flakyDiscovery{failures: failures, proxy: apiServerProxy(t, k)}
+	kube, err := kubernetes.NewForConfig(serveAPI(t, f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, f
+}
+
+// apiServerProxy passes requests on to k's API server with the cluster
+// admin's credentials, for a loopback proxy that fails some of them.
+func apiServerProxy(t *testing.T, k *k8stest.Cluster) *httputil.ReverseProxy {
+	t.Helper()
 	target, err := url.Parse(k.Config.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -224,15 +235,29 @@ func flakyKube(t *testing.T, k *k8stest.Cluster, failures int) (kubernetes.Inter
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &flakyDiscovery{failures: failures, proxy: &httputil.ReverseProxy{Transport: tr,
-		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}}
-	srv := httptest.NewServer(f)
+	return &httputil.ReverseProxy{Transport: tr, Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }}
+}
+
+// serveAPI serves h on loopback until the test ends, and returns the
+// configuration of a client that talks to it as to an API server.
+func serveAPI(t *testing.T, h http.Handler) *rest.Config {
+	t.Helper()
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 200, Burst: 400})
+	return &rest.Config{Host: srv.URL, QPS: 200, Burst: 400}
+}
+
+// writeInternalError answers as an API server does with a 500: a Status
+// of reason InternalError carrying message.
+func writeInternalError(w http.ResponseWriter, message string) {
+	body, err := json.Marshal(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusFailure, Message: message, Reason: metav1.StatusReasonInternalError, Code: http.StatusInternalServerError})
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // a Status always encodes
 	}
-	return kube, f
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = w.Write(body)
 }
 
 // --rollouts=auto: a discovery that failed (an API server error, not "not
