@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -61,28 +59,8 @@ func agentClients(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) (kubernet
 // agentConfig is agentClients' client configuration.
 func agentConfig(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) *rest.Config {
 	t.Helper()
-	ctx := t.Context()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"}}
-	if _, err := k.Kube.CoreV1().ServiceAccounts("shop").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Kube.RbacV1().Roles("shop").Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "ripcord-agent"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "ripcord-agent", Namespace: "shop"}}}
-	if _, err := k.Kube.RbacV1().RoleBindings("shop").Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	hour := int64(3600)
-	tok, err := k.Kube.CoreV1().ServiceAccounts("shop").CreateToken(ctx, "ripcord-agent",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rc := rest.AnonymousClientConfig(k.Config)
-	rc.BearerToken = tok.Status.Token
+	rc.BearerToken = k.ServiceAccountToken(role)
 	return rc
 }
 

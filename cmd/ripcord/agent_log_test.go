@@ -2,17 +2,13 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,44 +20,11 @@ import (
 // Rollouts the cluster serves.
 func forbiddenRolloutsKubeconfig(t *testing.T, k *k8stest.Cluster) string {
 	t.Helper()
-	ctx := t.Context()
 	read := []string{"get", "list", "watch"}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"}}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: read}}}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ripcord-agent", Namespace: "shop"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "ripcord-agent"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "ripcord-agent", Namespace: "shop"}}}
-	if _, err := k.Kube.CoreV1().ServiceAccounts("shop").Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Kube.RbacV1().Roles("shop").Create(ctx, role, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.Kube.RbacV1().RoleBindings("shop").Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	hour := int64(3600)
-	tok, err := k.Kube.CoreV1().ServiceAccounts("shop").CreateToken(ctx, "ripcord-agent",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(t.TempDir(), "kubeconfig")
-	body := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: k8stest
-  cluster: {server: %q, insecure-skip-tls-verify: true}
-users:
-- name: agent
-  user: {token: %q}
-contexts:
-- name: k8stest
-  context: {cluster: k8stest, user: agent}
-current-context: k8stest
-`, k.Config.Host, tok.Status.Token)
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+	if err := k8stest.WriteKubeconfig(p, k.Config.Host, k.ServiceAccountToken(role)); err != nil {
 		t.Fatal(err)
 	}
 	return p

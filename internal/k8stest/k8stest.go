@@ -141,7 +141,8 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 	if err := waitHTTP(ctx, server+"/readyz", adminToken); err != nil {
 		return fmt.Errorf("kube-apiserver never became ready: %w", err)
 	}
-	if c.Kubeconfig, err = writeKubeconfig(c.dir, server); err != nil {
+	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	if err := WriteKubeconfig(c.Kubeconfig, server, adminToken); err != nil {
 		return err
 	}
 	if err := c.connect(); err != nil {

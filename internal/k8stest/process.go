@@ -128,24 +128,25 @@ func writeFiles(dir string) (files, error) {
 	return f, os.WriteFile(f.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
 }
 
-// writeKubeconfig writes an admin kubeconfig for the API server (its
-// certificate is self-signed, made by the API server in --cert-dir).
-func writeKubeconfig(dir, server string) (string, error) {
-	p := filepath.Join(dir, "kubeconfig")
+// WriteKubeconfig writes at path a kubeconfig for the API server at
+// server that authenticates with bearer token (the server's certificate
+// is self-signed, made by the API server in --cert-dir, so it is not
+// verified).
+func WriteKubeconfig(path, server, token string) error {
 	body := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: k8stest
   cluster: {server: %q, insecure-skip-tls-verify: true}
 users:
-- name: admin
+- name: k8stest
   user: {token: %q}
 contexts:
 - name: k8stest
-  context: {cluster: k8stest, user: admin}
+  context: {cluster: k8stest, user: k8stest}
 current-context: k8stest
-`, server, adminToken)
-	return p, os.WriteFile(p, []byte(body), 0o600)
+`, server, token)
+	return os.WriteFile(path, []byte(body), 0o600)
 }
 
 // freePorts finds n free ports on 127.0.0.1.
