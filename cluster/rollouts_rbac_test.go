@@ -70,13 +70,8 @@ func agentConfig(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) *rest.Conf
 // permission and what to do; once the permission is granted the Rollout
 // watch lists them, without a restart, and the agent becomes ready.
 func TestAForbiddenRolloutListDoesNotHoldBackTheDeployments(t *testing.T) {
-	k := k8stest.Start(t)
-	k.Namespace("shop")
-	k.InstallRolloutCRD()
-	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
-	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	k := startShop(t)
+	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
 	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
 	kube, dyn := agentClients(t, k, agentRole(false))
 	sink := &factSink{}
@@ -197,13 +192,8 @@ func mayListRollouts(t *testing.T, k *k8stest.Cluster) bool {
 // at the start; once it is granted again the agent lists them and is
 // ready, without a restart.
 func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
-	k := k8stest.Start(t)
-	k.Namespace("shop")
-	k.InstallRolloutCRD()
-	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
-	if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	k := startShop(t)
+	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
 	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
 	rc := agentConfig(t, k, agentRole(true))
 	kube, err := kubernetes.NewForConfig(rc)

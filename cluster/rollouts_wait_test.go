@@ -59,6 +59,25 @@ func startAgent(t *testing.T, sink http.Handler, cfg cluster.Config, kube kubern
 	return a
 }
 
+// startShop starts a cluster with namespace shop that serves Rollouts.
+func startShop(t *testing.T) *k8stest.Cluster {
+	t.Helper()
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	k.InstallRolloutCRD()
+	return k
+}
+
+// createDeployment creates d in its namespace and returns it as created.
+func createDeployment(t *testing.T, k *k8stest.Cluster, d *appsv1.Deployment) *appsv1.Deployment {
+	t.Helper()
+	created, err := k.Kube.AppsV1().Deployments(d.Namespace).Create(t.Context(), d, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
 func trackedDeployment(namespace, name, image, release string) *appsv1.Deployment {
 	one := int32(1)
 	pods := map[string]string{"app": name}

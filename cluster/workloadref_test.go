@@ -173,15 +173,11 @@ func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *te
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			k := k8stest.Start(t)
-			k.Namespace("shop")
-			k.InstallRolloutCRD()
+			k := startShop(t)
 			d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
 			zero := int32(0)
 			d.Spec.Replicas = &zero // as Argo leaves it
-			if _, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			createDeployment(t, k, d)
 			createRollout(t, k, "checkout", workloadRefSpec("checkout"), map[string]any{"workloadObservedGeneration": "1"})
 			sink := &factSink{}
 			logs := &syncBuffer{}
@@ -229,15 +225,8 @@ func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *te
 // (Healthy, of the release it ran then) as what runs. Once no Rollout
 // references it, it is in the inventory again.
 func TestADeploymentATrackedRolloutTookOverIsLeftOutOfTheInventory(t *testing.T) {
-	k := k8stest.Start(t)
-	k.Namespace("shop")
-	k.InstallRolloutCRD()
-	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
-	created, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid := string(created.UID)
+	k := startShop(t)
+	uid := string(createDeployment(t, k, trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")).UID)
 	sink := &factSink{}
 	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Second, Namespace: "shop"}, k.Kube, k.Dynamic)
 	metrics := httptest.NewServer(a.Handler())
@@ -269,15 +258,8 @@ func TestADeploymentATrackedRolloutTookOverIsLeftOutOfTheInventory(t *testing.T)
 // why the server reported it deleted. Let go, it is in an inventory again
 // as soon.
 func TestAnInventoryFollowsADeploymentTakenOverOrLetGoWithinSeconds(t *testing.T) {
-	k := k8stest.Start(t)
-	k.Namespace("shop")
-	k.InstallRolloutCRD()
-	d := trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")
-	created, err := k.Kube.AppsV1().Deployments("shop").Create(t.Context(), d, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid := string(created.UID)
+	k := startShop(t)
+	uid := string(createDeployment(t, k, trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")).UID)
 	// The server reports the Deployment deleted when an inventory of the
 	// Deployments leaves it out, as the real one does.
 	sink := &factSink{deleted: func(sources []records.Source, uids []string) string {
