@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"encoding/base64"
 	"encoding/pem"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -131,11 +130,7 @@ func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
 	})
 
 	sink := &factSink{}
-	logs := &syncBuffer{}
-	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
-		Log: slog.New(slog.NewTextHandler(logs, nil))}, k.Kube, k.Dynamic)
-	health := httptest.NewServer(a.Handler())
-	defer health.Close()
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
 
 	// The agent waits 30 s for a list to succeed.
 	waitWithin(t, 90*time.Second, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
@@ -148,7 +143,7 @@ func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
 	}
 	sink.mu.Unlock()
 	wants := []string{"cannot watch Argo Rollouts", "conversion webhook"}
-	code, body := healthz(t, health.URL)
+	code, body := healthz(t, health)
 	if code != http.StatusServiceUnavailable || len(missing(body, wants...)) > 0 {
 		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
 	}

@@ -2,9 +2,7 @@ package cluster_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -75,11 +73,7 @@ func TestAForbiddenRolloutListDoesNotHoldBackTheDeployments(t *testing.T) {
 	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
 	kube, dyn := agentClients(t, k, agentRole(false))
 	sink := &factSink{}
-	logs := &syncBuffer{}
-	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
-		Log: slog.New(slog.NewTextHandler(logs, nil))}, kube, dyn)
-	health := httptest.NewServer(a.Handler())
-	defer health.Close()
+	health, logs := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
 
 	waitUntil(t, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
 	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
@@ -88,7 +82,7 @@ func TestAForbiddenRolloutListDoesNotHoldBackTheDeployments(t *testing.T) {
 	}
 	wants := []string{"rollouts", "argoproj.io", "forbidden", "in namespace shop", "get, list and watch", "--rollouts=off"}
 	waitUntil(t, "/healthz to say the Rollouts are forbidden", func() bool {
-		code, body := healthz(t, health.URL)
+		code, body := healthz(t, health)
 		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
 	})
 	if m := missing(logs.String(), "level=ERROR", "rollouts", "argoproj.io", "get, list and watch", "--rollouts=off"); len(m) > 0 {
@@ -104,7 +98,7 @@ func TestAForbiddenRolloutListDoesNotHoldBackTheDeployments(t *testing.T) {
 	// The informer lists again with client-go's backoff, up to a minute
 	// after several denials.
 	waitWithin(t, 90*time.Second, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
-	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
 	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
 }
 
@@ -121,9 +115,7 @@ func TestRolloutsInstalledLaterButForbiddenSayWhichPermissionIsMissing(t *testin
 	}
 	kube, dyn := agentClients(t, k, agentRole(false))
 	sink := &factSink{}
-	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsOn, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
-	health := httptest.NewServer(a.Handler())
-	defer health.Close()
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsOn, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
 	waitUntil(t, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
 
 	k.InstallRolloutCRD()
@@ -131,14 +123,14 @@ func TestRolloutsInstalledLaterButForbiddenSayWhichPermissionIsMissing(t *testin
 	wants := []string{"forbidden", "in namespace shop", "get, list and watch", "--rollouts=off"}
 	// --rollouts=on looks again with backoff up to a minute.
 	waitWithin(t, 90*time.Second, "/healthz to say the Rollouts are forbidden", func() bool {
-		code, body := healthz(t, health.URL)
+		code, body := healthz(t, health)
 		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
 	})
 	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(true), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitWithin(t, 90*time.Second, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
-	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
 	waitUntil(t, "an inventory covering Rollouts", func() bool { return slices.Contains(sink.lastInventory(), records.SourceRollout) })
 }
 
@@ -207,13 +199,9 @@ func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink := &factSink{}
-	logs := &syncBuffer{}
-	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
-		Log: slog.New(slog.NewTextHandler(logs, nil))}, kube, dyn)
-	health := httptest.NewServer(a.Handler())
-	defer health.Close()
+	health, logs := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
 	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
-	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
 
 	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(false), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -222,7 +210,7 @@ func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
 	cutter.cut()
 	wants := []string{"rollouts", "argoproj.io", "forbidden", "in namespace shop", "get, list and watch", "--rollouts=off"}
 	waitUntil(t, "/healthz to say the Rollouts are forbidden", func() bool {
-		code, body := healthz(t, health.URL)
+		code, body := healthz(t, health)
 		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
 	})
 
@@ -230,7 +218,7 @@ func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The informer lists again with client-go's backoff, up to a minute.
-	waitWithin(t, 90*time.Second, "/healthz to be OK again", func() bool { code, _ := healthz(t, health.URL); return code == http.StatusOK })
+	waitWithin(t, 90*time.Second, "/healthz to be OK again", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
 	var said []string
 	for l := range strings.Lines(logs.String()) {
 		if strings.Contains(l, "cannot watch Argo Rollouts") {

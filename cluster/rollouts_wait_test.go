@@ -59,6 +59,18 @@ func startAgent(t *testing.T, sink http.Handler, cfg cluster.Config, kube kubern
 	return a
 }
 
+// startLoggedAgent is startAgent with the agent's log in the buffer it
+// returns and its /healthz and /metrics served on loopback, at the URL it
+// returns, until the test ends.
+func startLoggedAgent(t *testing.T, sink http.Handler, cfg cluster.Config, kube kubernetes.Interface, dyn dynamic.Interface) (string, *syncBuffer) {
+	t.Helper()
+	logs := &syncBuffer{}
+	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
+	srv := httptest.NewServer(startAgent(t, sink, cfg, kube, dyn).Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL, logs
+}
+
 // startShop starts a cluster with namespace shop that serves Rollouts.
 func startShop(t *testing.T) *k8stest.Cluster {
 	t.Helper()

@@ -180,11 +180,7 @@ func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *te
 			createDeployment(t, k, d)
 			createRollout(t, k, "checkout", workloadRefSpec("checkout"), map[string]any{"workloadObservedGeneration": "1"})
 			sink := &factSink{}
-			logs := &syncBuffer{}
-			a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Second, Namespace: "shop",
-				Log: slog.New(slog.NewTextHandler(logs, nil))}, k.Kube, k.Dynamic)
-			metrics := httptest.NewServer(a.Handler())
-			defer metrics.Close()
+			metrics, logs := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Second, Namespace: "shop"}, k.Kube, k.Dynamic)
 
 			reported := func() {
 				if fs := sink.factsOf(records.SourceDeployment); len(fs) > 0 {
@@ -193,7 +189,7 @@ func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *te
 			}
 			waitUntil(t, "the Deployment withheld at its first sight and two resyncs", func() bool {
 				reported()
-				return skipped(t, metrics.URL, cluster.SkipReferenced) >= 3
+				return skipped(t, metrics, cluster.SkipReferenced) >= 3
 			})
 			waitUntil(t, "a report of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
 			reported()
