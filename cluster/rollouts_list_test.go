@@ -82,18 +82,7 @@ func TestRolloutsThatFailToListDoNotHoldBackTheDeploymentsForever(t *testing.T) 
 
 	// The agent waits 30 s for a list to succeed.
 	waitWithin(t, 90*time.Second, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
-	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
-	if inv := sink.lastInventory(); !slices.Equal(inv, []records.Source{records.SourceDeployment}) {
-		t.Errorf("inventory sources %v; want the Deployments alone while the Rollouts cannot be listed", inv)
-	}
-	wants := []string{"cannot watch Argo Rollouts", "rollouts.argoproj.io/v1alpha1", "conversion webhook", "--rollouts=off"}
-	code, body := healthz(t, health.URL)
-	if code != http.StatusServiceUnavailable || len(missing(body, wants...)) > 0 {
-		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
-	}
-	if m := missing(logs.String(), append(wants, "level=ERROR")...); len(m) > 0 {
-		t.Errorf("the log does not say %q:\n%s", m, logs.String())
-	}
+	checkDeploymentsAloneAndUnready(t, sink, health.URL, logs, "while the Rollouts cannot be listed", "cannot watch Argo Rollouts", "rollouts.argoproj.io/v1alpha1", "conversion webhook", "--rollouts=off")
 	if got := sink.rolloutFacts(); len(got) > 0 {
 		t.Fatalf("Rollout facts %v from an agent that cannot list them", got)
 	}

@@ -90,6 +90,25 @@ func createDeployment(t *testing.T, k *k8stest.Cluster, d *appsv1.Deployment) *a
 	return created
 }
 
+// checkDeploymentsAloneAndUnready waits for an inventory and checks that
+// it covers the Deployments alone (while says why they must be), and that
+// /healthz at health answers 503 and, like the log at level ERROR, says
+// every one of wants.
+func checkDeploymentsAloneAndUnready(t *testing.T, sink *factSink, health string, logs *syncBuffer, while string, wants ...string) {
+	t.Helper()
+	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
+	if inv := sink.lastInventory(); !slices.Equal(inv, []records.Source{records.SourceDeployment}) {
+		t.Errorf("inventory sources %v; want the Deployments alone %s", inv, while)
+	}
+	code, body := healthz(t, health)
+	if code != http.StatusServiceUnavailable || len(missing(body, wants...)) > 0 {
+		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
+	}
+	if m := missing(logs.String(), append(wants, "level=ERROR")...); len(m) > 0 {
+		t.Errorf("the log does not say %q:\n%s", m, logs.String())
+	}
+}
+
 func trackedDeployment(namespace, name, image, release string) *appsv1.Deployment {
 	one := int32(1)
 	pods := map[string]string{"app": name}
@@ -192,18 +211,7 @@ func TestRolloutsOnWithoutArgoRolloutsWatchesDeploymentsAndSaysWhyItIsNotReady(t
 	defer health.Close()
 
 	waitUntil(t, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
-	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
-	if inv := sink.lastInventory(); !slices.Equal(inv, []records.Source{records.SourceDeployment}) {
-		t.Errorf("inventory sources %v; want the Deployments alone while Rollouts are not served", inv)
-	}
-	wants := []string{"rollouts.argoproj.io/v1alpha1", "--rollouts=on", "install Argo Rollouts", "--rollouts=auto"}
-	code, body := healthz(t, health.URL)
-	if code != http.StatusServiceUnavailable || len(missing(body, wants...)) > 0 {
-		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
-	}
-	if m := missing(logs.String(), append(wants, "level=ERROR")...); len(m) > 0 {
-		t.Errorf("the log does not say %q:\n%s", m, logs.String())
-	}
+	checkDeploymentsAloneAndUnready(t, sink, health.URL, logs, "while Rollouts are not served", "rollouts.argoproj.io/v1alpha1", "--rollouts=on", "install Argo Rollouts", "--rollouts=auto")
 
 	k.InstallRolloutCRD()
 	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
