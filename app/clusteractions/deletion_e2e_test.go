@@ -14,7 +14,6 @@ import (
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/internal/k8stest"
 	"github.com/ripcord/ripcord/internal/testdb"
-	"github.com/ripcord/ripcord/records"
 )
 
 // runAgent runs an agent on stateDir until the returned stop is called.
@@ -54,14 +53,6 @@ func TestADeletionTheAgentDidNotDeliverStillReachesTheServer(t *testing.T) {
 	k.Namespace(ns)
 	s := startServer(t, testdb.URL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}
-	store := records.NewStore(s.db)
-	running := func(release string) bool {
-		obs, err := store.Observed(context.Background(), []string{release})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(obs) > 0
-	}
 	remove := func(name string) {
 		t.Helper()
 		if err := k.Kube.AppsV1().Deployments(ns).Delete(sc.ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -83,8 +74,8 @@ func TestADeletionTheAgentDidNotDeliverStillReachesTheServer(t *testing.T) {
 	stop()
 	remove("gone")
 	runAgent(t, k, s, t.TempDir(), 1)
-	sc.eventually("the server to stop counting the deleted workload as running", func() bool { return !running("gone-1") })
-	if !running("kept-1") {
+	sc.eventually("the server to stop counting the deleted workload as running", func() bool { return !sc.running("gone-1") })
+	if !sc.running("kept-1") {
 		t.Error("the workload that still runs is no longer counted as running")
 	}
 
@@ -98,8 +89,8 @@ func TestADeletionTheAgentDidNotDeliverStillReachesTheServer(t *testing.T) {
 	sc.eventually("kept to scale", func() bool { return rolledOut(sc.get("kept")) && sc.get("kept").Status.Replicas == 2 })
 	time.Sleep(time.Second) // the scale's facts push the deletion out of the one-fact spool
 	s.Start()
-	sc.eventually("the server to stop counting the workload deleted during the outage", func() bool { return !running("lost-1") })
-	if !running("kept-1") {
+	sc.eventually("the server to stop counting the workload deleted during the outage", func() bool { return !sc.running("lost-1") })
+	if !sc.running("kept-1") {
 		t.Error("the workload that still runs is no longer counted as running")
 	}
 }

@@ -103,6 +103,16 @@ func (sc *scene) eventually(what string, cond func() bool) {
 	}
 }
 
+// running says whether the server counts a workload as running release:
+// whether the release has an observation.
+func (sc *scene) running(release string) bool {
+	obs, err := records.NewStore(sc.s.db).Observed(context.Background(), []string{release})
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	return len(obs) > 0
+}
+
 // transitions lists a release's state changes ("opened>progressing").
 func (sc *scene) transitions(id string) []string {
 	var out []string

@@ -11,7 +11,6 @@ import (
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/internal/k8stest"
 	"github.com/ripcord/ripcord/internal/testdb"
-	"github.com/ripcord/ripcord/records"
 )
 
 // A Deployment a tracked Rollout takes over (spec.workloadRef) stops
@@ -24,14 +23,6 @@ func TestADeploymentARolloutLetGoRunsItsSupersededReleaseAgain(t *testing.T) {
 	k.InstallRolloutCRD()
 	s := startServer(t, testdb.URL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}
-	store := records.NewStore(s.db)
-	running := func(release string) bool {
-		obs, err := store.Observed(context.Background(), []string{release})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(obs) > 0
-	}
 	runAgent(t, k, s, t.TempDir(), 0)
 	image := "registry:5000/team/checkout:v1"
 	sc.openRelease("checkout-1", "checkout", image, "")
@@ -57,12 +48,12 @@ func TestADeploymentARolloutLetGoRunsItsSupersededReleaseAgain(t *testing.T) {
 	}
 	sc.waitState("checkout-2", "healthy")
 	sc.waitState("checkout-1", "superseded")
-	sc.eventually("the server to stop counting the Deployment the Rollout took over", func() bool { return !running("checkout-1") })
+	sc.eventually("the server to stop counting the Deployment the Rollout took over", func() bool { return !sc.running("checkout-1") })
 
 	if err := rollouts.Delete(sc.ctx, "checkout", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sc.eventually("the server to count the Deployment let go as running checkout-1", func() bool { return running("checkout-1") })
+	sc.eventually("the server to count the Deployment let go as running checkout-1", func() bool { return sc.running("checkout-1") })
 	if got := sc.state("checkout-1"); got != "superseded" {
 		t.Errorf("checkout-1 is %s once its Deployment runs again; want it left superseded", got)
 	}
