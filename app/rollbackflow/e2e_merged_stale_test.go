@@ -75,15 +75,7 @@ func (s *scene) pullRequest(number int) githubtest.PullRequest {
 func TestMergedSupersededRollbackSaysWhatItDeploys(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		old := s.withdrawn()
-		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
-		s.WaitFor("the withdrawn rollback superseded by r4", wait, func() bool {
-			r, _ := s.release(old.ReleaseID)
-			return r.State == records.StateSuperseded
-		})
-		s.reopenPullRequest(old.PRNumber)
-		s.Deliver("pull_request", s.reopenedEvent(old))
-		s.wantStaleComment(old.PRNumber, old.Image, "r4:prod-eu/prod")
+		old := s.reopenedSuperseded()
 
 		s.mergeStale(s.pullRequest(old.PRNumber), old.Image, "r4:prod-eu/prod")
 		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND type = 'manual_intervention_required'

@@ -12,6 +12,22 @@ import (
 	"github.com/ripcord/ripcord/rollbackpr"
 )
 
+// reopenedSuperseded is a withdrawn rollback superseded by r4, a newer
+// release that turned healthy, then reopened: ripcord has said on it that
+// it is stale.
+func (s *scene) reopenedSuperseded() records.Record {
+	old := s.withdrawn()
+	s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
+	s.WaitFor("the withdrawn rollback superseded by r4", wait, func() bool {
+		r, _ := s.release(old.ReleaseID)
+		return r.State == records.StateSuperseded
+	})
+	s.reopenPullRequest(old.PRNumber)
+	s.Deliver("pull_request", s.reopenedEvent(old))
+	s.wantStaleComment(old.PRNumber, old.Image, "r4:prod-eu/prod")
+	return old
+}
+
 // wantStaleComment checks ripcord's one comment on the reopened pull
 // request number: stale, naming what merging deploys (deploys), what runs
 // now (running), and asking for a new rollback.
@@ -42,16 +58,7 @@ func (s *scene) wantStaleComment(number int, deploys, running string) {
 func TestReopenedSupersededRollbackSaysItIsStale(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		old := s.withdrawn()
-		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
-		s.WaitFor("the withdrawn rollback superseded by r4", wait, func() bool {
-			r, _ := s.release(old.ReleaseID)
-			return r.State == records.StateSuperseded
-		})
-
-		s.reopenPullRequest(old.PRNumber)
-		s.Deliver("pull_request", s.reopenedEvent(old))
-		s.wantStaleComment(old.PRNumber, old.Image, "r4:prod-eu/prod")
+		old := s.reopenedSuperseded()
 		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND type = 'manual_intervention_required'
 			AND message LIKE '%stale%' AND message LIKE '%r4:prod-eu/prod%'`, old.ReleaseID); n != 1 {
 			t.Errorf("audit events of %s saying it is stale over r4 = %d, want 1", old.ReleaseID, n)
