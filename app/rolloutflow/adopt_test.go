@@ -256,15 +256,7 @@ func TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost(t *testing.T) {
 
 		// The run ended meanwhile, unheard of. Access is back: it is
 		// adopted, and every batch is dispatched once.
-		h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
-		repo.set(0)
-		list.set(0)
-		h.hold = false
-		h.clock.set(h.rollout().WakeAt)
-		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
-			t.Errorf("status %s (%s), dispatches %v once access is back; want succeeded with each batch once",
-				r.Machine.Status, r.Machine.Failure, h.dispatches())
-		}
+		h.endsOnceEach(t, "once access is back", repo, list)
 	})
 }
 

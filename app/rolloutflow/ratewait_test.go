@@ -101,14 +101,7 @@ func TestARateLimitedRunPollWaitsForTheReset(t *testing.T) {
 
 				// The run ended meanwhile, unheard of: the poll after the
 				// reset reads it, and the rollout goes on.
-				h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
-				get.set(0)
-				h.hold = false
-				h.clock.set(h.rollout().WakeAt)
-				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
-					t.Errorf("status %s (%s), dispatches %v after the reset; want succeeded with each batch once",
-						r.Machine.Status, r.Machine.Failure, h.dispatches())
-				}
+				h.endsOnceEach(t, "after the reset", get)
 			})
 		})
 	}
@@ -165,14 +158,7 @@ func TestARateLimitedAdoptionWaitsForTheReset(t *testing.T) {
 
 				// The run ended meanwhile, unheard of: it is adopted after
 				// the reset, and every batch is dispatched once.
-				h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
-				list.set(0)
-				h.hold = false
-				h.clock.set(h.rollout().WakeAt)
-				if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
-					t.Errorf("status %s (%s), dispatches %v after the reset; want succeeded with each batch once",
-						r.Machine.Status, r.Machine.Failure, h.dispatches())
-				}
+				h.endsOnceEach(t, "after the reset", list)
 			})
 		})
 	}
@@ -222,15 +208,7 @@ func TestAnAdoption404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T)
 			t.Errorf("%d rate-limited audit lines, want one", n)
 		}
 
-		h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
-		lists.set(0)
-		repos.set(0)
-		h.hold = false
-		h.clock.set(h.rollout().WakeAt)
-		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
-			t.Errorf("status %s (%s), dispatches %v after the reset; want succeeded with each batch once",
-				r.Machine.Status, r.Machine.Failure, h.dispatches())
-		}
+		h.endsOnceEach(t, "after the reset", lists, repos)
 	})
 }
 
@@ -268,14 +246,24 @@ func TestARunPoll404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
 			t.Fatalf("rollout failed (%s) while the rate limit holds", r.Machine.Failure)
 		}
 
-		h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
-		runs.set(0)
-		repos.set(0)
-		h.hold = false
-		h.clock.set(h.rollout().WakeAt)
-		if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
-			t.Errorf("status %s (%s), dispatches %v after the reset; want succeeded with each batch once",
-				r.Machine.Status, r.Machine.Failure, h.dispatches())
-		}
+		h.endsOnceEach(t, "after the reset", runs, repos)
 	})
+}
+
+// endsOnceEach lets the canary's run, which ended meanwhile unheard of, be
+// read: GitHub answers routes again, the harness stops holding ticks, the
+// rollout runs from its next tick (when), and it must succeed with every
+// batch dispatched once.
+func (h *harness) endsOnceEach(t *testing.T, when string, routes ...*routeAnswers) {
+	t.Helper()
+	h.gh.CompleteRun(testRepo, h.gh.Dispatches(testRepo)[0].RunID, "success")
+	for _, r := range routes {
+		r.set(0)
+	}
+	h.hold = false
+	h.clock.set(h.rollout().WakeAt)
+	if r := h.run(nil); r.Machine.Status != Succeeded || !slices.Equal(h.dispatches(), deployAll) {
+		t.Errorf("status %s (%s), dispatches %v %s; want succeeded with each batch once",
+			r.Machine.Status, r.Machine.Failure, h.dispatches(), when)
+	}
 }
