@@ -30,6 +30,12 @@ const ingestWorkers = 32
 // Each requester reports one workload of its own; the 32 workloads are
 // spread over 8 clusters, so on PostgreSQL requests also wait on each
 // other's cluster locks, as agents of one cluster do.
+//
+// "applied-agent-batches" posts facts as the cluster agent sends them when
+// it has several spooled (cluster/deliver.go sends up to 100 a request): 8
+// agents, one per cluster, each request a new generation of each of its
+// cluster's agentWorkloads workloads. Its floor is the same single-row
+// inserts, so its ratio says what one fact costs when it arrives in a batch.
 func BenchmarkFactIngest(b *testing.B) {
 	for _, engine := range testdb.Engines {
 		b.Run(engine, func(b *testing.B) {
@@ -64,8 +70,82 @@ func BenchmarkFactIngest(b *testing.B) {
 				})
 				reportIngest(b, "duplicates/s", factsTook, floorTook)
 			})
+			for c := range agentClusters {
+				for i := range agentWorkloads {
+					openBenchRelease(b, srv, agentWorkload(c, i), now)
+				}
+			}
+			agentGens := make([]int64, agentClusters*agentWorkloads)
+			b.Run("applied-agent-batches", func(b *testing.B) {
+				var factsTook, floorTook time.Duration
+				const round = agentClusters * agentWorkloads * 4
+				for done := 0; done < b.N; done += round {
+					n := min(round, b.N-done)
+					floorTook += concurrently(b, n, fl.insert)
+					factsTook += agentRequests(b, srv, n, agentGens, now)
+				}
+				reportIngest(b, "facts/s", factsTook, floorTook)
+			})
 		})
 	}
+}
+
+const (
+	// agentClusters agents post at once, one per cluster.
+	agentClusters = 8
+	// agentWorkloads is how many workloads each agent reports in one request.
+	agentWorkloads = 25
+)
+
+// agentWorkload numbers workload i of cluster c after the 32 of the
+// single-fact requesters; its cluster is cluster-c (benchFact puts worker
+// w in cluster-(w%8)).
+func agentWorkload(c, i int) int {
+	return ingestWorkers + i*agentClusters + c
+}
+
+// agentRequests has agentClusters agents post n facts in all, each request
+// a batch of the next generation of each workload of its cluster (the last
+// one cut short at n), and returns the time they took.
+func agentRequests(b *testing.B, srv *Server, n int, gens []int64, now time.Time) time.Duration {
+	var left atomic.Int64
+	left.Store(int64(n))
+	var wg sync.WaitGroup
+	began := time.Now()
+	for c := range agentClusters {
+		wg.Go(func() {
+			for {
+				k := min(int64(agentWorkloads), left.Add(-agentWorkloads)+agentWorkloads)
+				if k <= 0 {
+					return
+				}
+				batch := make([]records.Fact, 0, k)
+				for i := range int(k) {
+					w := agentWorkload(c, i)
+					gens[w-ingestWorkers]++
+					g := gens[w-ingestWorkers]
+					phase := records.PhaseProgressing
+					if g%2 == 0 {
+						phase = records.PhaseHealthy
+					}
+					batch = append(batch, benchFact(w, g, phase, now.Add(time.Duration(g)*time.Millisecond)))
+				}
+				res, err := srv.commitFacts(batch, time.Now().UTC())
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for i, r := range res {
+					if r.Outcome != "applied" {
+						b.Errorf("fact %s generation %d: %s (%s), want applied", batch[i].Name, batch[i].Generation, r.Outcome, r.Reason)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(began)
 }
 
 func openBenchRelease(b testing.TB, srv *Server, w int, now time.Time) {
