@@ -30,6 +30,20 @@ if complete; then
   exit 0
 fi
 
+# One build at a time into DEST: a test harness and a CI run, or two
+# worktrees, may start this at once, and two builds writing the same
+# files fail each other. The one that waited finds DEST complete.
+mkdir -p "$DEST"
+exec 9>"$DEST/.lock"
+if ! flock -n 9; then
+  echo "k8s-binaries: another build into $DEST is running; waiting for it to finish"
+  flock 9
+fi
+if complete; then
+  echo "k8s-binaries: $DEST is complete"
+  exit 0
+fi
+
 # Same flag as the Makefile so the build cache is shared with the project.
 export GOFLAGS=-trimpath
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
