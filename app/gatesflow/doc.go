@@ -9,7 +9,8 @@
 // in progress as failures (gave_up.go); a verdict whose job fails for good
 // completes its run as a failure that says so (not_written.go). Both jobs
 // keep one attempt more than their work uses, which only does that, for a
-// last attempt lost with its process (errLostAttempt).
+// last attempt lost with its process (errLostAttempt); so does the
+// give-up's job, whose kept attempt does the lost one's work again.
 //
 // The registry gates (provenance, sbom, image-scan) share one verifier per
 // server (package gates/attest), whose cache outlives a job; their trust

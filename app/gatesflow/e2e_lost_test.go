@@ -1,6 +1,7 @@
 package gatesflow_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -78,5 +79,63 @@ func TestAVerdictLostAtItsLastAttemptStillCompletesItsRun(t *testing.T) {
 			t.Fatalf("the run whose verdict's job was lost: %s %s %q\n%s\nwant a failure that says the verdict could not be written, after 8 attempts, the last one lost",
 				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
 		}
+	})
+}
+
+// A give-up's job lost with its process during its last attempt must still
+// complete the runs its evaluation showed in progress: on PostgreSQL
+// River's rescuer discarded it without running it again, and nothing else
+// completes them, so the run spun for ever. The attempt the job keeps for
+// that does the lost attempt's work again.
+func TestAGiveUpLostAtItsLastAttemptStillCompletesItsRuns(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluationToItsRetry(t, dbURL) // its retries, and the give-up's, wait for the test
+		e := l.e
+		// The evaluation's last attempt is refused too, and gives up; GitHub
+		// then refuses the give-up the evaluation's runs.
+		const list = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
+		refuseAccess(e, list)
+		retryNow(t, dbURL, "gates_evaluate", "attempt = 7")
+		waitForJob(e, "the give-up's refused attempt", 30*time.Second, "gates_gave_up", "retryable")
+		e.GitHub.Handle(list, e.GitHub.Default(list))
+
+		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_gave_up", "give-up")
+		cr := run(e, l.shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
+			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "GitHub answered 403") {
+			t.Fatalf("the run of the evaluation whose give-up was lost: %s %s %q\n%s\nwant the give-up's failure, after the evaluation's 8 attempts",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+		onlyTheRunShown(t, e)
+	})
+}
+
+// A give-up GitHub refuses on each of its 8 attempts ends there: the
+// attempt its job keeps for a lost one is not a ninth try.
+func TestAGiveUpGitHubRefusesForGoodEndsAtItsEighthAttempt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluation(t, dbURL, 10*time.Millisecond)
+		e := l.e
+		refuseAccess(e, "GET /repos/{owner}/{repo}/commits/{ref}/check-runs")
+		waitForJob(e, "the give-up to fail for good", 60*time.Second, "gates_gave_up", "cancelled", "discarded")
+		e.Settle()
+		state, attempt := "", 0
+		if err := testdb.Open(t, dbURL).Read.QueryRow(`SELECT state, attempt FROM river_job WHERE kind = 'gates_gave_up'`).Scan(&state, &attempt); err != nil {
+			t.Fatal(err)
+		}
+		if state != "cancelled" || attempt != 8 {
+			t.Errorf("the give-up's job ended %s after %d attempts, want cancelled after 8", state, attempt)
+		}
+	})
+}
+
+// refuseAccess makes GitHub answer pattern (a method and path template, as
+// githubtest.Server.Handle takes it) 403, as it does an App that lost the
+// permission.
+func refuseAccess(e *e2etest.Env, pattern string) {
+	e.GitHub.Handle(pattern, func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
 	})
 }

@@ -34,13 +34,14 @@ const evaluateAttempts = 8
 // (a crash, a node gone). River's rescuer discards a job it finds so at
 // its MaxAttempts without running it again (on PostgreSQL; SQLite's start
 // makes it available again), so each such job is queued with one attempt
-// more than its work uses, and that attempt only does the giving up.
+// more than its work uses, and that attempt only does the giving up (the
+// give-up's own job, which nothing would follow, does its work again).
 // The budget is the smaller of the work's and the job's MaxAttempts
 // (budget): a job queued before the spare attempt existed (MaxAttempts 8,
 // or 5 for the oldest evaluations) gives up at its own last attempt rather
 // than being discarded with its runs spinning. PostgreSQL's migration
-// 00020 gave those jobs the spare attempt; SQLite's cannot, and its start
-// runs a lost job again whatever its MaxAttempts.
+// 00020 gave those jobs the spare attempt (00021 the give-ups'); SQLite's
+// cannot, and its start runs a lost job again whatever its MaxAttempts.
 var errLostAttempt = errors.New("the ripcord process running it stopped before it ended")
 
 // budget is the number of attempts a job's work gets: work's (the

@@ -63,7 +63,9 @@ func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs
 	a := job.Args
 	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
 		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", evaluateTimeout), Gates: known}
-	if _, ierr := w.deps.River().Insert(ctx, g, &river.InsertOpts{MaxAttempts: reportAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
+	// One attempt more than the completion uses, for a lost last one
+	// (gaveUpWorker.Work).
+	if _, ierr := w.deps.River().Insert(ctx, g, &river.InsertOpts{MaxAttempts: reportAttempts + 1, UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
 		// The database is down too: the runs stay in progress until a
 		// newer evaluation of the commit (a push, a re-run) ends them.
 		w.deps.Log.Error("gate evaluation gave up, and its runs in progress could not be queued for completion",
@@ -97,12 +99,37 @@ type gaveUpWorker struct {
 
 func (w *gaveUpWorker) Timeout(*river.Job[GaveUpArgs]) time.Duration { return time.Minute }
 
-// Work queues a failure report for each run of the evaluation still in
+// Work completes the evaluation's runs (work) in reportAttempts attempts.
+// Nothing completes them if the give-up does not, so unlike an evaluation's
+// or a verdict's, the give-up's attempt kept beyond its budget (run only
+// when the last attempt of the budget was lost with its process, as River's
+// rescuer discards a job lost at its MaxAttempts: errLostAttempt) does the
+// lost attempt's work again rather than give up. A last attempt of the
+// budget that fails ends the job (cancelled), so the kept attempt is not a
+// ninth try at what GitHub refused eight times.
+func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) error {
+	last := budget(reportAttempts, job.MaxAttempts)
+	if job.Attempt > last {
+		w.deps.Log.Warn("gate give-up's last attempt was lost with its process: its work runs again",
+			"repository", job.Args.Repository, "pull_request", job.Args.PullRequest, "head_sha", job.Args.HeadSHA)
+	}
+	err := w.work(ctx, job)
+	var cancelled *river.JobCancelError
+	if err == nil || job.Attempt != last || errors.As(err, &cancelled) || interrupted(w.deps, err) {
+		return err
+	}
+	w.deps.Log.Error("gate give-up failed for good: the evaluation's runs stay in progress until a newer evaluation ends them",
+		"repository", job.Args.Repository, "pull_request", job.Args.PullRequest, "head_sha", job.Args.HeadSHA,
+		"attempts", job.Attempt, "error", err)
+	return river.JobCancel(err)
+}
+
+// work queues a failure report for each run of the evaluation still in
 // progress: the report job completes it (or, if a newer evaluation has
 // reported the gate, completes it superseded), with the retries of any
 // gate report. Each gate the evaluation knew (a.Gates) and has no run of
 // gets one: a required check of it would otherwise wait for ever.
-func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) error {
+func (w *gaveUpWorker) work(ctx context.Context, job *river.Job[GaveUpArgs]) error {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
