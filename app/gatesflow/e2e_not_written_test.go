@@ -3,6 +3,7 @@ package gatesflow_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,9 +21,17 @@ import (
 // refuseUpdates makes GitHub answer 422 to every check-run update refused
 // says to refuse (given its decoded body), and take the others.
 func refuseUpdates(e *e2etest.Env, refused func(body map[string]any) bool) {
-	const update = "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}"
-	pass := e.GitHub.Default(update)
-	e.GitHub.Handle(update, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	refuseWrites(e, "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", refused)
+}
+
+// refuseCreates is refuseUpdates for the requests that create a check run.
+func refuseCreates(e *e2etest.Env, refused func(body map[string]any) bool) {
+	refuseWrites(e, "POST /repos/{owner}/{repo}/check-runs", refused)
+}
+
+func refuseWrites(e *e2etest.Env, pattern string, refused func(body map[string]any) bool) {
+	pass := e.GitHub.Default(pattern)
+	e.GitHub.Handle(pattern, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		raw, _ := io.ReadAll(r.Body)
 		var body map[string]any
 		_ = json.Unmarshal(raw, &body)
@@ -59,6 +68,42 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
 		}
 		onlyTheRunShown(t, e)
+	})
+}
+
+// A verdict whose job was to create its gate's run (the gate was quick, so
+// the evaluation showed no run in progress) and that GitHub refuses on
+// every attempt left the gate with no run at all: a required check of it
+// waited "Expected" for ever. The job's last attempt creates the run of
+// the evaluation, completed as a failure that says the verdict could not
+// be written, why, and how to evaluate again.
+func TestAVerdictWhoseRunGitHubRefusesToCreateGetsARunAsAFailure(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}", "prod"))
+		e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
+		base, head, number := openBump(e, repo)
+		e.Install(repo)
+		// GitHub refuses the run the verdict (a success) creates, whatever the attempt.
+		refuseCreates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
+
+		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		waitForJob(e, "the verdict's job to fail for good", 60*time.Second, "gates_report", "cancelled")
+		e.Settle()
+		runs := e.GitHub.CheckRuns(repo)
+		if len(runs) != 1 {
+			t.Fatalf("runs: %+v, want one run of the gate, failed as its verdict could not be written", runs)
+		}
+		cr := runs[0]
+		if cr.Name != "ripcord/values" || cr.HeadSHA != head || cr.Status != "completed" || cr.Conclusion != "failure" ||
+			cr.Title != gatesflow.NotWrittenTitle || !strings.Contains(cr.Summary, "(success: ") ||
+			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "GitHub answered 422 Validation Failed") ||
+			!strings.Contains(cr.Summary, "Re-run") ||
+			!strings.Contains(cr.ExternalID, fmt.Sprintf("%s#%d@%s checkout/prod pull_request opened seq=", repo, number, head)) {
+			t.Errorf("the gate's run: %s on %s, %s %s %q (%s)\n%s\nwant the evaluation's run of ripcord/values on the head, failed as its verdict (a success) could not be written, why, and how to evaluate again",
+				cr.Name, cr.HeadSHA, cr.Status, cr.Conclusion, cr.Title, cr.ExternalID, cr.Summary)
+		}
 	})
 }
 

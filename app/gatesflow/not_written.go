@@ -21,11 +21,13 @@ const NotWrittenTitle = "ripcord could not write this gate's verdict"
 // progress would otherwise spin for ever, and a required gate with it: it
 // is completed as a failure that says why and how to evaluate again,
 // unless a newer evaluation reports the gate (the run is then completed
-// superseded, as the verdict would have), there is no run (the verdict was
-// to create it, the write GitHub refused: none is created), or the run is
-// completed already (the verdict was taken, and only later annotations
-// were refused, or a give-up's failure stands): those are left as they
-// are. What cannot be written is logged as an error naming the run.
+// superseded, as the verdict would have), or the run is completed already
+// (the verdict was taken, and only later annotations were refused, or a
+// give-up's failure stands): those are left as they are. A gate with no
+// run of the evaluation (the verdict was to create it, and that is the
+// write GitHub refused) gets one, created as that failure: a required
+// check of it would otherwise wait "Expected" for ever. What cannot be
+// written is logged as an error naming the run.
 func (w *reportWorker) notWritten(ctx context.Context, job *river.Job[ReportArgs], attempts int, err error) {
 	a := job.Args
 	log := w.deps.Log.With("repository", a.Repository, "head_sha", a.HeadSHA, "gate", a.Name, "evaluation", a.ExternalID,
@@ -45,6 +47,9 @@ func (w *reportWorker) notWritten(ctx context.Context, job *river.Job[ReportArgs
 	}
 	owner, repo := splitRepo(a.Repository)
 	existing, newer, _, ferr := findRun(ctx, gh, w.deps.App().ID, owner, repo, a)
+	now := github.Timestamp{Time: w.deps.Now()}
+	summary := notWrittenSummary(a, attempts, plainError(err, "write", reportTimeout))
+	failure := &github.CheckRunOutput{Title: github.String(NotWrittenTitle), Summary: &summary}
 	switch {
 	case ferr != nil:
 		log.Error("gate verdict could not be written, nor its run completed as a failure", "run_error", ferr)
@@ -56,18 +61,24 @@ func (w *reportWorker) notWritten(ctx context.Context, job *river.Job[ReportArgs
 		}
 		return
 	case existing == nil:
-		log.Error("gate verdict could not be written: the gate has no run of this evaluation")
+		cr, _, cerr := gh.Checks.CreateCheckRun(ctx, owner, repo, github.CreateCheckRunOptions{
+			Name: a.Name, HeadSHA: a.HeadSHA, ExternalID: &a.ExternalID, Status: github.String("completed"),
+			Conclusion: github.String("failure"), CompletedAt: &now, Output: failure,
+		})
+		if cerr != nil {
+			log.Error("gate verdict could not be written, nor a run of the gate created as a failure: the gate has no run of this evaluation",
+				"run_error", cerr)
+			return
+		}
+		log.Warn("gate verdict could not be written: a run of the gate is created as a failure", "check_run", cr.GetID(), "url", cr.GetHTMLURL())
 		return
 	case existing.GetStatus() == "completed":
 		log.Error("gate verdict job failed for good after its run was completed: the run is left as it is",
 			"check_run", existing.GetID(), "url", existing.GetHTMLURL(), "conclusion", existing.GetConclusion())
 		return
 	}
-	now := github.Timestamp{Time: w.deps.Now()}
-	summary := notWrittenSummary(a, attempts, plainError(err, "write", reportTimeout))
 	_, _, uerr := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, existing.GetID(), github.UpdateCheckRunOptions{
-		Name: a.Name, Status: github.String("completed"), Conclusion: github.String("failure"), CompletedAt: &now,
-		Output: &github.CheckRunOutput{Title: github.String(NotWrittenTitle), Summary: &summary},
+		Name: a.Name, Status: github.String("completed"), Conclusion: github.String("failure"), CompletedAt: &now, Output: failure,
 	})
 	if uerr != nil {
 		log.Error("gate verdict could not be written, nor its run completed as a failure: the run stays in progress until a newer evaluation ends it",
