@@ -1,7 +1,6 @@
 package gatesflow_test
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -126,16 +125,5 @@ func TestAGiveUpGitHubRefusesForGoodEndsAtItsEighthAttempt(t *testing.T) {
 		if state != "cancelled" || attempt != 8 {
 			t.Errorf("the give-up's job ended %s after %d attempts, want cancelled after 8", state, attempt)
 		}
-	})
-}
-
-// refuseAccess makes GitHub answer pattern (a method and path template, as
-// githubtest.Server.Handle takes it) 403, as it does an App that lost the
-// permission.
-func refuseAccess(e *e2etest.Env, pattern string) {
-	e.GitHub.Handle(pattern, func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`))
 	})
 }

@@ -1,6 +1,7 @@
 package gatesflow_test
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,5 +153,48 @@ func retryNow(t *testing.T, dbURL, kind, set string) {
 	if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET `+set+`scheduled_at = created_at
 		WHERE kind = $1 AND state = 'retryable'`, kind); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// policyGateConfig is gatesConfig with one gate, a policy validation
+// service at url.
+func policyGateConfig(url string, envs ...string) string {
+	return gatesConfig("process:\n  policy_validation: {url: \""+url+"\"}", envs...)
+}
+
+// gatesConfig is a .github/ripcord.yml whose app checkout has gates (the
+// YAML under its gates: key, unindented) and each of envs an environment
+// (on the cluster <env>-eu) that rolls back by pull request.
+func gatesConfig(gates string, envs ...string) string {
+	var b strings.Builder
+	b.WriteString("version: 1\napps:\n  checkout:\n    gates:\n")
+	for _, l := range strings.Split(gates, "\n") {
+		b.WriteString("      " + l + "\n")
+	}
+	b.WriteString("    environments:\n")
+	for _, env := range envs {
+		fmt.Fprintf(&b, "      %s:\n        cluster: %s-eu\n        rollback: {mode: pull-request, file: deploy/%s.yaml, fields: {image: image.repository, digest: image.digest}}\n",
+			env, env, env)
+	}
+	return b.String()
+}
+
+// onlyTheRunShown checks that the run the evaluation showed in progress is
+// the only check run: the failure that completes it was not made beside it.
+func onlyTheRunShown(t *testing.T, e *e2etest.Env) {
+	t.Helper()
+	if n := len(e.GitHub.CheckRuns(repo)); n != 1 {
+		t.Errorf("%d check runs, want only the one the evaluation showed in progress", n)
+	}
+}
+
+// allCompleted checks that no check run of the repository is left in
+// progress.
+func allCompleted(t *testing.T, e *e2etest.Env) {
+	t.Helper()
+	for _, r := range e.GitHub.CheckRuns(repo) {
+		if r.Status != "completed" {
+			t.Errorf("%s of %s left %s", r.Name, r.ExternalID, r.Status)
+		}
 	}
 }
