@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -94,12 +95,18 @@ func runnersOf(p rollout.Pass) string { return cmp.Or(p.Region, p.Name) }
 // returns them with the time to wait until, zero when the reading can be
 // judged: every round's results came, or its interval is over. evs are
 // stored with the claims when there are rounds to dispatch, and cleared.
+// A round not dispatched for GitHub's rate limit or for access lost is no
+// reading: it is waited for (the reset, the next poll), however long.
 func (x *executor) runnerRounds(ctx context.Context, r *Rollout, req ReadRequest, rounds map[Ref]probeRound, scopes int, evs *[]Event) (map[Ref]probeRound, time.Time, error) {
-	var err error
 	interval := rollout.DefaultHealthInterval
 	if h := r.Snapshot.Plan.Health; h != nil && h.Interval > 0 {
 		interval = h.Interval
 	}
+	lim, err := readLimit(ctx, x.deps.DB.Write, r.InstallationID)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	now := x.deps.Now()
 	var todo, again []Ref
 	for i := range scopes {
 		ref := probeRef(req, i)
@@ -107,32 +114,51 @@ func (x *executor) runnerRounds(ctx context.Context, r *Rollout, req ReadRequest
 		switch {
 		case p.Reading != readingID(ref, req.N):
 			todo = append(todo, ref)
-		case p.State == roundRetry && x.deps.Now().Before(p.DispatchedAt.Add(interval)):
+		case p.State == roundRetry && now.Before(p.DispatchedAt.Add(interval)):
 			// Never run: asked for again within its reading's interval.
+			again = append(again, ref)
+		case p.State == roundLimited && !lim.holds(now), p.State == roundLost && !now.Before(p.UpdatedAt.Add(runPoll)):
+			// Not sent: asked for again after the reset, or at the poll.
 			again = append(again, ref)
 		}
 	}
 	if len(todo) > 0 || len(again) > 0 {
-		if err := x.dispatchProbes(ctx, r, req.N, todo, again, *evs); err != nil {
+		if err := x.dispatchProbes(ctx, r, req.N, todo, again, *evs, rounds, interval); err != nil {
 			return nil, time.Time{}, err
 		}
 		*evs = nil
 		if rounds, err = loadProbeRounds(ctx, x.deps.DB.Write, r.ID); err != nil {
 			return nil, time.Time{}, err
 		}
+		if lim, err = readLimit(ctx, x.deps.DB.Write, r.InstallationID); err != nil {
+			return nil, time.Time{}, err
+		}
 	}
 	now, wait := x.deps.Now(), time.Time{}
 	for i := range scopes {
 		p := rounds[probeRef(req, i)]
-		if p.State == RunSuccess || p.State == RunFailure {
+		var due time.Time
+		switch p.State {
+		case RunSuccess, RunFailure:
 			continue
-		}
-		due := p.DispatchedAt.Add(interval)
-		if !now.Before(due) {
-			continue
-		}
-		if retry := now.Add(probeRetryDelay); p.State == roundRetry && retry.Before(due) {
-			due = retry
+		case roundLimited, roundLost:
+			due = lim.reset
+			if p.State == roundLost {
+				due = p.UpdatedAt.Add(runPoll)
+			}
+			if !due.After(now) {
+				// The limit went meanwhile, or another tick claimed the
+				// round: look again shortly.
+				due = now.Add(probeRetryDelay)
+			}
+		default:
+			due = p.DispatchedAt.Add(interval)
+			if !now.Before(due) {
+				continue
+			}
+			if retry := now.Add(probeRetryDelay); p.State == roundRetry && retry.Before(due) {
+				due = retry
+			}
 		}
 		if wait.IsZero() || due.Before(wait) {
 			wait = due
@@ -164,17 +190,24 @@ func pendingReading(m Machine, rounds map[Ref]probeRound, req ReadRequest) ReadR
 }
 
 // dispatchProbes claims the rounds with the machine and evs (refs, new;
-// again, ones GitHub gave no answer for before), then asks GitHub for each
-// claimed one, as dispatch does for a batch: a round is never dispatched
-// twice at once, and one lost in a crash is simply red. A 4xx is a
-// refusal: the round is red (failure). A 5xx or no answer sent no probe:
-// the round is left to be asked for again (roundRetry), which is no
-// reading, until its interval is over.
-func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs, again []Ref, evs []Event) error {
+// again, ones not dispatched before), then asks GitHub for each claimed
+// one, as dispatch does for a batch: a round is never dispatched twice at
+// once, and one lost in a crash is simply red. A 4xx is a refusal: the
+// round is red (failure). A 5xx or no answer sent no probe: the round is
+// left to be asked for again (roundRetry), which is no reading, until its
+// interval is over. Neither is GitHub's rate limit nor access lost a
+// reading (roundLimited, roundLost; probes_wait.go): while the
+// installation's stored limit holds, no round is even sent.
+func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs, again []Ref, evs []Event, rounds map[Ref]probeRound, interval time.Duration) error {
 	now := x.deps.Now()
 	var claimed []Ref
+	var lim installationLimit
 	retried := map[Ref]bool{}
 	err := x.commit(ctx, r, evs, func(tx *sql.Tx) error {
+		var err error
+		if lim, err = readLimit(ctx, tx, r.InstallationID); err != nil {
+			return err
+		}
 		for _, ref := range refs {
 			ok, err := claimProbeRound(ctx, tx, r.ID, ref, readingID(ref, n), now)
 			if err != nil {
@@ -190,48 +223,104 @@ func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs, 
 				return err
 			}
 			if ok {
-				claimed, retried[ref] = append(claimed, ref), true
+				claimed, retried[ref] = append(claimed, ref), rounds[ref].State == roundRetry
 			}
 		}
+		if !lim.holds(now) {
+			return nil
+		}
+		// Sent now, the dispatches would be spent against the
+		// installation's limit (ratewait.go): they wait for its reset.
+		for _, ref := range claimed {
+			if err := x.roundLimited(ctx, tx, r, readingID(ref, n), lim, since(rounds[ref], readingID(ref, n), now).Add(interval)); err != nil {
+				return err
+			}
+		}
+		claimed = nil
 		return nil
 	})
 	if err != nil || len(claimed) == 0 {
+		if err == nil && lim.holds(now) {
+			r.limitedUntil = lim.reset
+		}
 		return err
 	}
 	workflow := cmp.Or(r.Snapshot.Settings.ProbeWorkflow, rollout.DefaultProbeWorkflow)
 	gh, ghErr := x.deps.GitHub.NewInstallationClient(r.InstallationID)
+	lost := "" // why the App has no access, once a round met it: the others are not sent
 	for _, ref := range claimed {
 		reading := readingID(ref, n)
-		state, detail, runID, err := RunQueued, "", int64(0), ghErr
-		if err == nil {
-			runID, _, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, probeInputs(r, ref, reading))
-		}
-		audit := ""
-		switch {
-		case err != nil && (err == ghErr || refused(err)):
-			state, detail = RunFailure, err.Error()
-			audit = "probe workflow of reading " + reading + " not dispatched: " + detail
-		case err != nil:
-			state, detail = roundRetry, err.Error()
-			if !retried[ref] {
-				audit = "probe workflow of reading " + reading + " not dispatched, asked for again: " + detail
-			}
-		}
-		x.deps.Log.Info("rollout probes dispatched", "rollout", r.ID, "reading", reading, "workflow", workflow, "run_id", runID, "error", detail)
-		err = x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-			if err := setProbeDispatched(ctx, tx, r.ID, reading, runID, state, detail, x.deps.Now()); err != nil {
+		deadline := since(rounds[ref], reading, now).Add(interval)
+		if l, err := readLimit(ctx, x.deps.DB.Write, r.InstallationID); err != nil {
+			return err
+		} else if l.holds(x.deps.Now()) {
+			// Met by an earlier round of this tick.
+			if err := x.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return x.roundLimited(ctx, tx, r, reading, l, deadline) }); err != nil {
 				return err
 			}
-			if audit == "" {
-				return nil
+			continue
+		}
+		if lost != "" {
+			if err := x.roundLost(ctx, r, reading, lost, nil); err != nil {
+				return err
 			}
-			return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", audit)
-		})
+			continue
+		}
+		runID, sent, err := int64(0), false, ghErr
+		if err == nil {
+			runID, sent, err = dispatchWorkflow(ctx, gh, r.Repository, workflow, r.Snapshot.Settings.Ref, probeInputs(r, ref, reading))
+		}
+		why, until, limited, rerr := x.probeUnsent(ctx, gh, r, workflow, sent, err)
+		switch {
+		case limited:
+			err = x.probeLimitMet(ctx, r, reading, until, deadline, errors.Join(err, rerr))
+		case why != "":
+			lost, err = why, x.roundLost(ctx, r, reading, why, err)
+		default:
+			// A refusal is what GitHub answered itself; a 404 whose
+			// repository it did not answer for (rerr) says nothing.
+			refusal := err != nil && rerr == nil && (err == ghErr || refused(err))
+			err = x.probeAnswered(ctx, r, reading, workflow, runID, errors.Join(err, rerr), refusal, retried[ref], lim)
+		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// probeAnswered stores GitHub's answer to the dispatch of reading's round:
+// a run (err nil), a refusal (red), or none (asked for again, said once
+// unless retried). An answer after the reset of lim, a limit met before,
+// ends its episode.
+func (x *executor) probeAnswered(ctx context.Context, r *Rollout, reading, workflow string, runID int64, err error, refusal, retried bool, lim installationLimit) error {
+	state, detail, audit := RunQueued, "", ""
+	switch {
+	case refusal:
+		state, detail = RunFailure, err.Error()
+		audit = "probe workflow of reading " + reading + " not dispatched: " + detail
+	case err != nil:
+		state, detail = roundRetry, err.Error()
+		if !retried {
+			audit = "probe workflow of reading " + reading + " not dispatched, asked for again: " + detail
+		}
+	}
+	lifted := !lim.reset.IsZero() && (err == nil || refusal)
+	x.deps.Log.Info("rollout probes dispatched", "rollout", r.ID, "reading", reading, "workflow", workflow, "run_id", runID, "error", detail)
+	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if err := setProbeDispatched(ctx, tx, r.ID, reading, runID, state, detail, x.deps.Now()); err != nil {
+			return err
+		}
+		if lifted {
+			if err := liftLimit(ctx, tx, r.InstallationID, x.deps.Now()); err != nil {
+				return err
+			}
+		}
+		if audit == "" {
+			return nil
+		}
+		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", audit)
+	})
 }
 
 // probeInputs are the probe workflow's inputs: the rollout and reading to

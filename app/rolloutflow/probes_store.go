@@ -30,6 +30,19 @@ const roundRetry = "retry"
 // probeRetryDelay is how soon a round in roundRetry is dispatched again.
 const probeRetryDelay = 10 * time.Second
 
+// roundLimited is a round not dispatched for GitHub's rate limit of the
+// installation (met by its dispatch, or stored by another request): no
+// probe was sent, so it is no reading, however long the wait; it is
+// dispatched after the stored limit's reset (runnerRounds).
+const roundLimited = "rate-limited"
+
+// roundLost is a round not dispatched because the App lost access (the
+// repository was removed from the installation, the installation was
+// deleted or suspended): no probe was sent, so it is no reading; it is
+// asked for again at each poll (runPoll) until access is back, as a batch
+// is.
+const roundLost = "access-lost"
+
 // probeRound is what is known of one round.
 type probeRound struct {
 	Reading      string
@@ -37,11 +50,12 @@ type probeRound struct {
 	RunID        int64
 	Detail       string // the posted results as JSON; why a dispatch failed
 	DispatchedAt time.Time
+	UpdatedAt    time.Time // for roundLost: when it was last asked for
 }
 
 // loadProbeRounds reads a rollout's probe rounds.
 func loadProbeRounds(ctx context.Context, q querier, id string) (map[Ref]probeRound, error) {
-	rows, err := q.QueryContext(ctx, `SELECT stage, pass, batch, name, state, run_id, detail, dispatched_at
+	rows, err := q.QueryContext(ctx, `SELECT stage, pass, batch, name, state, run_id, detail, dispatched_at, updated_at
 		FROM rollout_batches WHERE rollout_id = $1 AND kind = 'probe'`, id)
 	if err != nil {
 		return nil, fmt.Errorf("probe rounds of rollout %s: %w", id, err)
@@ -51,11 +65,11 @@ func loadProbeRounds(ctx context.Context, q querier, id string) (map[Ref]probeRo
 	for rows.Next() {
 		ref := Ref{Kind: KindProbe}
 		var p probeRound
-		var at int64
-		if err := rows.Scan(&ref.Stage, &ref.Pass, &ref.Batch, &p.Reading, &p.State, &p.RunID, &p.Detail, &at); err != nil {
+		var at, updated int64
+		if err := rows.Scan(&ref.Stage, &ref.Pass, &ref.Batch, &p.Reading, &p.State, &p.RunID, &p.Detail, &at, &updated); err != nil {
 			return nil, fmt.Errorf("probe rounds of rollout %s: %w", id, err)
 		}
-		p.DispatchedAt = store.Time(at)
+		p.DispatchedAt, p.UpdatedAt = store.Time(at), store.Time(updated)
 		out[ref] = p
 	}
 	return out, rows.Err()
@@ -80,12 +94,17 @@ func claimProbeRound(ctx context.Context, tx *sql.Tx, id string, ref Ref, readin
 	return n == 1, err
 }
 
-// reclaimProbeRound claims a round in roundRetry for its next dispatch;
-// false when another tick did.
+// reclaimProbeRound claims a round that was not dispatched (roundRetry,
+// roundLimited, roundLost) for its next dispatch; false when another tick
+// did. A round in roundRetry keeps its dispatch time: it is red an
+// interval after its reading was due. One that waited for a rate limit's
+// reset or for access is dispatched as if for the first time: its results
+// are awaited an interval from now, and the reading is as of now.
 func reclaimProbeRound(ctx context.Context, tx *sql.Tx, id, reading string, now time.Time) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET state = $1, updated_at = $2
-		WHERE rollout_id = $3 AND kind = 'probe' AND name = $4 AND state = $5`,
-		RunDispatching, store.Micros(now), id, reading, roundRetry)
+	res, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET state = $1, updated_at = $2,
+		dispatched_at = CASE WHEN state = $5 THEN dispatched_at ELSE $2 END
+		WHERE rollout_id = $3 AND kind = 'probe' AND name = $4 AND state IN ($5, $6, $7)`,
+		RunDispatching, store.Micros(now), id, reading, roundRetry, roundLimited, roundLost)
 	if err != nil {
 		return false, fmt.Errorf("claim probe round %s of rollout %s again: %w", reading, id, err)
 	}

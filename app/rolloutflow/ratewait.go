@@ -10,18 +10,19 @@ import (
 	"github.com/ripcord/ripcord/internal/store"
 )
 
-// A rollout's run polls, adoption, dispatches and check run all ask
-// GitHub with the installation's token, and a tick comes with every run
-// event and every poll. GitHub's rate limit is the installation's (its
-// token's), so once one of those requests is refused for it, past what the
-// client waits out, none of them is sent again for any rollout of the
-// installation before the reset: each request would be spent against a
-// limit that has not reset, and GitHub punishes requests sent into a
-// secondary limit with a longer one. The limit is stored
-// (rollout_rate_limits), so that ticks and jobs on other replicas, or
-// after a restart, wait too; the runs not asked about are unread and the
-// batches not dispatched are not claimed, so nothing fails meanwhile (no
-// queue_timeout, no on_failure).
+// A rollout's run polls, adoption, dispatches (of batches and of probe
+// workflows) and check run all ask GitHub with the installation's token,
+// and a tick comes with every run event and every poll. GitHub's rate
+// limit is the installation's (its token's), so once one of those requests
+// is refused for it, past what the client waits out, none of them is sent
+// again for any rollout of the installation before the reset: each
+// request would be spent against a limit that has not reset, and GitHub
+// punishes requests sent into a secondary limit with a longer one. The
+// limit is stored (rollout_rate_limits), so that ticks and jobs on other
+// replicas, or after a restart, wait too; the runs not asked about are
+// unread, the batches not dispatched are not claimed and the probe rounds
+// not dispatched are no reading, so nothing fails meanwhile (no
+// queue_timeout, no red reading, no on_failure).
 
 // installationLimit is an installation's rate limit as a request of a
 // rollout last met it: reset is when GitHub may be asked again, began
