@@ -26,6 +26,10 @@ type GitHub interface {
 	// GetCommit reads a commit (by sha, or a branch's head by its name) with its tree,
 	// parents and message.
 	GetCommit(ctx context.Context, owner, repo, ref string) (*github.RepositoryCommit, error)
+	// CompareCommits compares base...head: Commits are the commits head has and base does
+	// not, as `git log base..head` lists them but oldest first (without paging, at most
+	// the newest 250 of TotalCommits), and MergeBaseCommit their branch point.
+	CompareCommits(ctx context.Context, owner, repo, base, head string) (*github.CommitsComparison, error)
 	// CreateBlob stores content as a git blob and returns its sha.
 	CreateBlob(ctx context.Context, owner, repo string, content []byte) (sha string, err error)
 	// CreateTree writes a tree: baseTree (a tree sha, not a commit sha) with entries

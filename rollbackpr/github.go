@@ -52,6 +52,11 @@ func (g goGitHub) GetCommit(ctx context.Context, owner, repo, ref string) (*gith
 	return c, classify(resp, err)
 }
 
+func (g goGitHub) CompareCommits(ctx context.Context, owner, repo, base, head string) (*github.CommitsComparison, error) {
+	c, resp, err := g.c.Repositories.CompareCommits(ctx, owner, repo, base, head, nil)
+	return c, classify(resp, err)
+}
+
 func (g goGitHub) CreateBlob(ctx context.Context, owner, repo string, content []byte) (string, error) {
 	// base64 carries the bytes exactly; "utf-8" would be re-encoded by GitHub.
 	b, resp, err := g.c.Git.CreateBlob(ctx, owner, repo, &github.Blob{

@@ -38,6 +38,42 @@ func (f *Fake) GetCommit(_ context.Context, owner, repoName, ref string) (*githu
 	return out, nil
 }
 
+// CompareCommits lists the commits reachable from head and not from base, every one after
+// its parents, as GitHub's compare does (without its limit of 250).
+func (f *Fake) CompareCommits(_ context.Context, owner, repoName, base, head string) (*github.CommitsComparison, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fail, ok := f.call("CompareCommits"); ok {
+		return nil, fail.err
+	}
+	r := f.repo(owner + "/" + repoName)
+	baseSHA, headSHA := f.resolve(r, base), f.resolve(r, head)
+	if r.commits[baseSHA] == nil || r.commits[headSHA] == nil {
+		return nil, fmt.Errorf("fake GitHub: compare %s...%s: %w", base, head, rollbackpr.ErrNotFound)
+	}
+	var out []*github.RepositoryCommit
+	done := map[string]bool{}
+	var visit func(sha string)
+	visit = func(sha string) {
+		if done[sha] || r.commits[sha] == nil || ancestor(r, sha, baseSHA) {
+			return
+		}
+		done[sha] = true
+		c := r.commits[sha]
+		for _, p := range c.parents {
+			visit(p)
+		}
+		rc := &github.RepositoryCommit{SHA: github.String(c.sha),
+			Commit: &github.Commit{SHA: github.String(c.sha), Message: github.String(c.message), Tree: &github.Tree{SHA: github.String(c.tree)}}}
+		for _, p := range c.parents {
+			rc.Parents = append(rc.Parents, &github.Commit{SHA: github.String(p)})
+		}
+		out = append(out, rc)
+	}
+	visit(headSHA)
+	return &github.CommitsComparison{Commits: out, TotalCommits: github.Int(len(out)), AheadBy: github.Int(len(out))}, nil
+}
+
 func (f *Fake) CreateBlob(_ context.Context, owner, repoName string, content []byte) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
