@@ -48,3 +48,21 @@ func TestOpenLeavesAnOpenBranchAloneBeyondTheWalk(t *testing.T) {
 	}
 	assertRollbackBranch(t, gh, base)
 }
+
+// The base head a caller passes may be one GitHub no longer knows (read from a webhook,
+// then force-pushed away): the walk cannot learn the branch point, and looks for the
+// rollback commit under commits made by hand as far as its limit, rather than fail.
+func TestRollbackUnderAnUnknownBaseHead(t *testing.T) {
+	gh, _ := newRepo(t)
+	first, err := rollbackpr.Open(context.Background(), gh, nil, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := gh.Push(gitops, branch, "hand edit", map[string]string{"apps/checkout/NOTES.md": "pinned"})
+	unknown := strings.Repeat("0", 40)
+	under, hand, err := rollbackpr.RollbackUnder(context.Background(), gh, "acme", "gitops", head, unknown)
+	if err != nil || under.GetSHA() != first.Commit || hand != 1 {
+		t.Errorf("RollbackUnder(%s, base %s) = %s, %d, %v; want the rollback commit %s under 1 commit made by hand",
+			head, unknown, under.GetSHA(), hand, err, first.Commit)
+	}
+}

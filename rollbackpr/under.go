@@ -2,6 +2,7 @@ package rollbackpr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -38,6 +39,7 @@ func RollbackUnder(ctx context.Context, gh GitHub, owner, repo, head, baseSHA st
 // older rollback merged long ago is no commit of this branch.
 func rollbackUnder(ctx context.Context, gh GitHub, owner, repo string, head *github.RepositoryCommit, baseSHA string) (under *github.RepositoryCommit, hand int, ranOut bool, err error) {
 	var branch onBranch
+	asked := false
 	for c := head; ; hand++ {
 		if strings.HasPrefix(subjectOf(c), TitlePrefix) {
 			return c, hand, false, nil
@@ -48,10 +50,11 @@ func rollbackUnder(ctx context.Context, gh GitHub, owner, repo string, head *git
 		if hand == handCommitsLimit {
 			return nil, 0, true, nil
 		}
-		if branch.commits == nil && baseSHA != "" {
+		if !asked && baseSHA != "" {
 			if branch, err = branchCommits(ctx, gh, owner, repo, baseSHA, head.GetSHA()); err != nil {
 				return nil, 0, false, err
 			}
+			asked = true
 		}
 		parent := c.Parents[0].GetSHA()
 		if branch.complete && !branch.commits[parent] {
@@ -72,9 +75,13 @@ type onBranch struct {
 
 // branchCommits asks GitHub which commits head has that baseSHA does not. GitHub lists
 // at most the newest 250 of them; when it lists fewer than it counts, the set is not
-// complete, and the walk goes on as far as its limit.
+// complete, and the walk goes on as far as its limit. So it does when GitHub does not
+// know baseSHA (a base head read from a webhook may have been force-pushed away since).
 func branchCommits(ctx context.Context, gh GitHub, owner, repo, baseSHA, head string) (onBranch, error) {
 	cmp, err := gh.CompareCommits(ctx, owner, repo, baseSHA, head)
+	if errors.Is(err, ErrNotFound) {
+		return onBranch{}, nil
+	}
 	if err != nil {
 		return onBranch{}, fmt.Errorf("compare branch head %s with base %s: %w", head, baseSHA, err)
 	}
