@@ -68,11 +68,20 @@ func newSceneWith(t *testing.T, dbURL string, opts app.Options) *scene {
 	e.Install(appRepo)
 	e.Install(gitops)
 	e.CheckRequestsAtCleanup(t)
+	s.threeReleases("checkout", "r", 7000)
+	return s
+}
+
+// threeReleases posts the facts of three deploys of app to prod from
+// workflow runs firstRun+1 to +3, built from sha(1) to sha(3): releases
+// <prefix>1 and <prefix>2 healthy, <prefix>3 failed.
+func (s *scene) threeReleases(app, prefix string, firstRun int64) {
+	s.T.Helper()
 	for i, status := range []string{"success", "success", "failed"} {
 		n := i + 1
-		s.fact(int64(7000+n), status, fmt.Sprintf("r%d:prod-eu/prod", n), image(n), sha(n))
+		s.appFact(app, "prod", firstRun+int64(n), status, fmt.Sprintf("%s%d:prod-eu/prod", prefix, n),
+			strings.ReplaceAll(image(n), "checkout", app), sha(n))
 	}
-	return s
 }
 
 func digest(n int) string { return "sha256:" + strings.Repeat(fmt.Sprint(n), 64) }
@@ -88,8 +97,14 @@ func (s *scene) fact(runID int64, status, release, img, commit string) {
 // factIn is fact for checkout in environment (cluster prod-eu).
 func (s *scene) factIn(environment string, runID int64, status, release, img, commit string) {
 	s.T.Helper()
+	s.appFact("checkout", environment, runID, status, release, img, commit)
+}
+
+// appFact is fact for app in environment (cluster prod-eu).
+func (s *scene) appFact(app, environment string, runID int64, status, release, img, commit string) {
+	s.T.Helper()
 	f := map[string]any{"source": "task", "repository": appRepo, "workflow_run_id": runID, "run_attempt": 1,
-		"status": status, "app": "checkout", "environment": environment, "cluster": "prod-eu", "release_id": release,
+		"status": status, "app": app, "environment": environment, "cluster": "prod-eu", "release_id": release,
 		"observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
 	if img != "" {
 		f["images"], f["metadata"] = []string{img}, map[string]string{"commit": commit}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -30,19 +29,7 @@ func (s *scene) withPayments() {
 	s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", repoConfig+paymentsConfig)
 	s.GitHub.PutFile(gitops, "main", "apps/payments/prod/release.yaml",
 		strings.ReplaceAll(strings.ReplaceAll(releaseYAML, "checkout", "payments"), "r3:", "p3:"))
-	for i, status := range []string{"success", "success", "failed"} {
-		n := i + 1
-		f := map[string]any{"source": "task", "repository": appRepo, "workflow_run_id": 8000 + n, "run_attempt": 1,
-			"status": status, "app": "payments", "environment": "prod", "cluster": "prod-eu",
-			"release_id": fmt.Sprintf("p%d:prod-eu/prod", n), "observed_at": time.Now().UTC().Format(time.RFC3339Nano),
-			"images":   []string{strings.ReplaceAll(image(n), "checkout", "payments")},
-			"metadata": map[string]string{"commit": sha(n)}}
-		if status == "failed" {
-			f["failure_type"] = "deployment_failure"
-		}
-		s.Fact(f)
-		time.Sleep(2 * time.Millisecond) // distinct created_at: eligibility orders by it
-	}
+	s.threeReleases("payments", "p", 8000)
 }
 
 // payments is rolled back to p2, built from the same commit as r2: its

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/rollbackpr"
@@ -71,11 +72,16 @@ func TestReopenedSupersededRollbackSaysItIsStale(t *testing.T) {
 }
 
 // reopenedEventOf is GitHub's pull_request reopened delivery for pr of the
-// GitOps repository, as GitHub sends it: its branch, head commit and title.
+// GitOps repository, as GitHub sends it: its branch, head commit and title,
+// and its base, main, at main's head.
 func (s *scene) reopenedEventOf(pr githubtest.PullRequest) []byte {
 	head, ok := s.GitHub.Ref(gitops, "heads/"+pr.Head)
 	if !ok {
 		s.T.Fatalf("branch %s of #%d not found", pr.Head, pr.Number)
+	}
+	base, ok := s.GitHub.Ref(gitops, "heads/main")
+	if !ok {
+		s.T.Fatalf("branch main of %s not found", gitops)
 	}
 	return e2etest.Edit(s.T, s.reopenedEvent(records.Record{PRNumber: pr.Number,
 		PRURL: fmt.Sprintf("https://github.com/%s/pull/%d", gitops, pr.Number)}), func(m map[string]any) {
@@ -84,7 +90,39 @@ func (s *scene) reopenedEventOf(pr githubtest.PullRequest) []byte {
 		h := p["head"].(map[string]any)
 		h["ref"], h["sha"] = pr.Head, head
 		h["repo"].(map[string]any)["full_name"] = gitops
+		b := p["base"].(map[string]any)
+		b["ref"], b["sha"] = "main", base
 	})
+}
+
+// reopenedWithoutReleaseIsStale gives up on a rollback to r2 after its job
+// opened the pull request (no release of it is stored), lets change alter
+// that pull request as a person may while it is open (nil: nothing), closes
+// it, runs r4 and reopens it. ripcord must say on it that it is stale and
+// would deploy r2's revision over r4, write that to the audit trail of r3,
+// the release it rolled back, and no longer hold the environment for it:
+// the close was missed, so it held it until now, and a new rollback asked
+// for is opened.
+func (s *scene) reopenedWithoutReleaseIsStale(db *store.DB, change func(pr *githubtest.PullRequest)) {
+	s.T.Helper()
+	pr := s.giveUpUnrecorded(db)
+	if change != nil {
+		change(&pr)
+	}
+	s.closePullRequest(pr.Number)
+	s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
+
+	s.reopenPullRequest(pr.Number)
+	s.Deliver("pull_request", s.reopenedEventOf(pr))
+	s.wantStaleComment(pr.Number, rollbackpr.ShortSHA(sha(2)), "r4:prod-eu/prod")
+	if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = 'r3:prod-eu/prod'
+		AND type = 'manual_intervention_required' AND message LIKE '%stale%' AND message LIKE '%r4:prod-eu/prod%'`); n != 1 {
+		s.T.Errorf("audit events of r3 saying its rollback's pull request is stale over r4 = %d, want 1", n)
+	}
+	if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
+		s.T.Errorf("the new rollback asked for = %d %s, want 202: the stale pull request holds nothing", status, out)
+	}
+	s.Settle(jobKinds...)
 }
 
 // A rollback pull request whose job gave up after opening it (its release
@@ -98,23 +136,7 @@ func (s *scene) reopenedEventOf(pr githubtest.PullRequest) []byte {
 func TestReopenedRollbackWithoutReleaseSaysItIsStale(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
-		s.closePullRequest(pr.Number)
-		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
-
-		s.reopenPullRequest(pr.Number)
-		s.Deliver("pull_request", s.reopenedEventOf(pr))
-		s.wantStaleComment(pr.Number, rollbackpr.ShortSHA(sha(2)), "r4:prod-eu/prod")
-		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = 'r3:prod-eu/prod'
-			AND type = 'manual_intervention_required' AND message LIKE '%stale%' AND message LIKE '%r4:prod-eu/prod%'`); n != 1 {
-			t.Errorf("audit events of r3 saying its rollback's pull request is stale over r4 = %d, want 1", n)
-		}
-		// ripcord missed the close, so the pull request held the environment
-		// until now; stale, it holds it no more.
-		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
-			t.Errorf("the new rollback asked for = %d %s, want 202: the stale pull request holds nothing", status, out)
-		}
-		s.Settle(jobKinds...)
+		s.reopenedWithoutReleaseIsStale(testdb.Open(t, dbURL), nil)
 	})
 }
 
@@ -127,21 +149,8 @@ func TestReopenedRollbackWithoutReleaseSaysItIsStale(t *testing.T) {
 func TestReopenedRollbackWithoutReleaseWithCommitsMadeByHandSaysItIsStale(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
-		s.GitHub.PutFile(gitops, pr.Head, "apps/checkout/prod/NOTES.md", "replicas pinned by hand\n")
-		s.closePullRequest(pr.Number)
-		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
-
-		s.reopenPullRequest(pr.Number)
-		s.Deliver("pull_request", s.reopenedEventOf(pr))
-		s.wantStaleComment(pr.Number, rollbackpr.ShortSHA(sha(2)), "r4:prod-eu/prod")
-		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = 'r3:prod-eu/prod'
-			AND type = 'manual_intervention_required' AND message LIKE '%stale%' AND message LIKE '%r4:prod-eu/prod%'`); n != 1 {
-			t.Errorf("audit events of r3 saying its rollback's pull request is stale over r4 = %d, want 1", n)
-		}
-		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
-			t.Errorf("the new rollback asked for = %d %s, want 202: the stale pull request holds nothing", status, out)
-		}
-		s.Settle(jobKinds...)
+		s.reopenedWithoutReleaseIsStale(testdb.Open(t, dbURL), func(pr *githubtest.PullRequest) {
+			s.GitHub.PutFile(gitops, pr.Head, "apps/checkout/prod/NOTES.md", "replicas pinned by hand\n")
+		})
 	})
 }
