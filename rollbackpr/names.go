@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -36,6 +37,26 @@ func OwnBranchName(env, gitRevision, rollbackOf string) string {
 	sum := sha256.Sum256([]byte(rollbackOf))
 	return BranchName(env, gitRevision) + "-of-" + hex.EncodeToString(sum[:4])
 }
+
+// BranchTarget is the target's short revision that branch, a rollback branch of env
+// (BranchName or OwnBranchName), names; ok is false when branch is not one. The branch
+// name is fixed when the pull request is opened, unlike its title, which people may edit.
+func BranchTarget(branch, env string) (sha8 string, ok bool) {
+	rest, ok := strings.CutPrefix(branch, BranchPrefix+refComponent(env)+"-")
+	if !ok {
+		return "", false
+	}
+	if i := strings.LastIndex(rest, "-of-"); i >= 0 && shortHex.MatchString(rest[i+len("-of-"):]) {
+		rest = rest[:i]
+	}
+	if !shortHex.MatchString(rest) {
+		return "", false
+	}
+	return rest, true
+}
+
+// shortHex is a ShortSHA of a commit sha: eight lower-case hex digits.
+var shortHex = regexp.MustCompile(`^[0-9a-f]{8}$`)
 
 // Title is the pull request title and the commit subject: "Rollback: <app> <env> to <sha8>".
 func Title(app, env, sha8 string) string {

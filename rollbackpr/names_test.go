@@ -79,3 +79,27 @@ func TestTitle(t *testing.T) {
 		t.Errorf("a newline in the app name must not split the title: got %q, want %q", got, want)
 	}
 }
+
+// A rollback branch says which revision it rolls back to, in either of its names; other
+// branches, and other environments' rollback branches, say nothing.
+func TestBranchTarget(t *testing.T) {
+	own := rollbackpr.OwnBranchName("eu/prod", fullSHA, "r3:prod-eu/prod")
+	for _, tt := range []struct {
+		branch, env, want string
+		ok                bool
+	}{
+		{rollbackpr.BranchName("prod", fullSHA), "prod", "1a2b3c4d", true},
+		{rollbackpr.BranchName("eu/prod", fullSHA), "eu/prod", "1a2b3c4d", true},
+		{own, "eu/prod", "1a2b3c4d", true},
+		{rollbackpr.BranchName("prod-eu", fullSHA), "prod", "", false},
+		{rollbackpr.BranchName("prod", fullSHA), "staging", "", false},
+		{rollbackpr.BranchName("prod", fullSHA) + "-fix", "prod", "", false},
+		{"release-rollback-prod-tomorrow", "prod", "", false},
+		{"feature/rollback", "prod", "", false},
+	} {
+		got, ok := rollbackpr.BranchTarget(tt.branch, tt.env)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("BranchTarget(%q, %q) = %q, %v; want %q, %v", tt.branch, tt.env, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -154,3 +154,16 @@ func TestReopenedRollbackWithoutReleaseWithCommitsMadeByHandSaysItIsStale(t *tes
 		})
 	})
 }
+
+// As TestReopenedRollbackWithoutReleaseSaysItIsStale, with the pull
+// request's title edited by a person while it was open: it no longer ends
+// with the target's revision. What merging deploys is read from what
+// ripcord wrote and nobody edits, its branch name, not from the title.
+func TestReopenedRollbackWithoutReleaseWithAnEditedTitleNamesItsTarget(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.reopenedWithoutReleaseIsStale(testdb.Open(t, dbURL), func(pr *githubtest.PullRequest) {
+			pr.Title += " (hold until the incident review)"
+		})
+	})
+}

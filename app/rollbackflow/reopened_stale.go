@@ -130,9 +130,20 @@ func (h closedHandler) unrecorded(ctx context.Context, ev github.PullRequestEven
 	if err != nil {
 		return staleRollback{}, false, fmt.Errorf("release %s rolled back by %s: %w", of, pr.GetHTMLURL(), err)
 	}
-	// The title ends with the target's short revision ("… to <sha8>").
-	target := pr.GetTitle()[strings.LastIndex(pr.GetTitle(), " ")+1:]
-	return staleRollback{rollbackOf: of, app: rec.App, env: rec.Environment, clust: rec.Cluster, target: "`" + target + "`"}, true, nil
+	target := "`" + unrecordedTarget(pr, rec.Environment) + "`"
+	return staleRollback{rollbackOf: of, app: rec.App, env: rec.Environment, clust: rec.Cluster, target: target}, true, nil
+}
+
+// unrecordedTarget is the short revision pr, a rollback pull request of env
+// without a release, deploys. Its branch name says it (the trailers of its
+// rollback commit do not); the title ends with it too ("… to <sha8>"), but
+// a person may have edited the title, so it is read only when the branch
+// is not named as ripcord names rollback branches.
+func unrecordedTarget(pr *github.PullRequest, env string) string {
+	if sha8, ok := rollbackpr.BranchTarget(pr.GetHead().GetRef(), env); ok {
+		return sha8
+	}
+	return pr.GetTitle()[strings.LastIndex(pr.GetTitle(), " ")+1:]
 }
 
 // why says why stale is stale, for its pull request's comments.
