@@ -2,13 +2,11 @@ package rollbackpr_test
 
 import (
 	"context"
-	"net/url"
 	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/rollbackpr"
 )
@@ -39,13 +37,7 @@ func TestOpenThroughGoGitHubAgainstGitHubsDescription(t *testing.T) {
 	s.SetClock(func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) })
 	s.PutFile(gitops, "main", releaseFile, releaseYAML)
 	base := s.PutFile(gitops, "main", "apps/checkout/staging.yaml", "image: {digest: sha256:0}\n")
-	client := github.NewClient(nil)
-	u, err := url.Parse(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.BaseURL = u
-	gh := rollbackpr.NewGitHub(client)
+	gh := rollbackpr.NewGitHub(s.Client())
 	cache := newCache()
 	seen := 0
 	routes := func() []string {

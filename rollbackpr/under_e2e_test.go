@@ -2,7 +2,6 @@ package rollbackpr_test
 
 import (
 	"context"
-	"net/url"
 	"reflect"
 	"testing"
 	"time"
@@ -24,12 +23,7 @@ func TestOpenDoesNotTakeTheBasesOlderRollbackForTheBranchs(t *testing.T) {
 	s := githubtest.NewServer(t)
 	s.SetClock(func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) })
 	s.PutFile(gitops, "main", releaseFile, releaseYAML)
-	client := github.NewClient(nil)
-	u, err := url.Parse(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client.BaseURL = u
+	client := s.Client()
 	gh := rollbackpr.NewGitHub(client)
 	ctx := context.Background()
 

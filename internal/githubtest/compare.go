@@ -75,19 +75,26 @@ func (s *Server) compareCommits(w http.ResponseWriter, r *http.Request, p map[st
 // reachable is every commit reachable from sha through parents, sha included.
 func (g *gitObjects) reachable(sha string) map[string]bool {
 	seen := map[string]bool{}
-	queue := []string{sha}
-	for len(queue) > 0 {
-		c := queue[0]
-		queue = queue[1:]
-		if seen[c] {
-			continue
-		}
+	for _, c := range g.breadthFirst(sha) {
 		seen[c] = true
-		if commit, ok := g.commits[c]; ok {
-			queue = append(queue, commit.Parents...)
-		}
 	}
 	return seen
+}
+
+// breadthFirst lists head and the commits reachable from it, nearest first, each once.
+func (g *gitObjects) breadthFirst(head string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for queue := []string{head}; len(queue) > 0; queue = queue[1:] {
+		if sha := queue[0]; !seen[sha] {
+			seen[sha] = true
+			out = append(out, sha)
+			if c, ok := g.commits[sha]; ok {
+				queue = append(queue, c.Parents...)
+			}
+		}
+	}
+	return out
 }
 
 // oldestFirst lists the commits reachable from head but not in except, every commit after
@@ -114,20 +121,9 @@ func (g *gitObjects) oldestFirst(head string, except map[string]bool) []string {
 
 // mergeBase is the first commit reachable from head, breadth first, that ofBase holds.
 func (g *gitObjects) mergeBase(head string, ofBase map[string]bool) (string, bool) {
-	seen := map[string]bool{}
-	queue := []string{head}
-	for len(queue) > 0 {
-		sha := queue[0]
-		queue = queue[1:]
-		if seen[sha] {
-			continue
-		}
-		seen[sha] = true
+	for _, sha := range g.breadthFirst(head) {
 		if ofBase[sha] {
 			return sha, true
-		}
-		if c, ok := g.commits[sha]; ok {
-			queue = append(queue, c.Parents...)
 		}
 	}
 	return "", false

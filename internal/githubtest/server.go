@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-github/v66/github"
 )
 
 // HandlerFunc answers one GitHub operation; params are the path parameters by the names
@@ -79,6 +81,13 @@ func NewServer(t testing.TB) *Server {
 // URL is the API base URL with a trailing slash (http://127.0.0.1:PORT/), for
 // github.api_url or go-github's BaseURL.
 func (s *Server) URL() string { return s.http.URL + "/" }
+
+// Client is a go-github client of the server, without credentials.
+func (s *Server) Client() *github.Client {
+	c := github.NewClient(nil)
+	c.BaseURL = &url.URL{Scheme: "http", Host: strings.TrimPrefix(s.http.URL, "http://"), Path: "/"}
+	return c
+}
 
 // Spec is the description the server checks requests against.
 func (s *Server) Spec() *Spec { return s.spec }

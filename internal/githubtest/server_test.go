@@ -42,13 +42,7 @@ func (c *captureTB) failures() string {
 
 func newClient(t *testing.T, s *Server) *github.Client {
 	t.Helper()
-	base, err := url.Parse(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := github.NewClient(nil)
-	c.BaseURL = base
-	return c
+	return s.Client()
 }
 
 func TestURLHasATrailingSlashOnLoopback(t *testing.T) {
