@@ -67,6 +67,11 @@ func (p *parser) capture(start, end, from int) {
 }
 
 func (p *parser) space() {
+	// GitHub sends its payloads compact: the next byte is seldom
+	// whitespace, and every byte that is, is at most ' '.
+	if p.i < len(p.data) && p.data[p.i] > ' ' {
+		return
+	}
 	for p.i < len(p.data) {
 		switch p.data[p.i] {
 		case ' ', '\t', '\n', '\r':

@@ -1,6 +1,7 @@
 package jsonvalid
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -111,6 +112,32 @@ func TestValidFieldsFindsTopLevelValues(t *testing.T) {
 		for i, want := range c.want {
 			if string(values[i]) != want {
 				t.Errorf("%s: %s = %q, want %q", c.name, keys[i], values[i], want)
+			}
+		}
+	}
+}
+
+// BenchmarkValidFields validates GitHub's example payloads as GitHub sends
+// them (compact, not indented as ../shared stores them) and reads the
+// intake's three top-level keys: what the intake does to every delivery.
+func BenchmarkValidFields(b *testing.B) {
+	var payloads [][]byte
+	var size int64
+	for _, p := range githubtest.Payloads(b) {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p.Body); err != nil {
+			b.Fatalf("%s/%s: %v", p.Event, p.Name, err)
+		}
+		payloads = append(payloads, buf.Bytes())
+		size += int64(buf.Len())
+	}
+	keys := []string{"action", "installation", "repository"}
+	values := make([][]byte, len(keys))
+	b.SetBytes(size)
+	for b.Loop() {
+		for _, p := range payloads {
+			if !ValidFields(p, keys, values) {
+				b.Fatal("payload refused")
 			}
 		}
 	}
