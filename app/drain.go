@@ -153,6 +153,13 @@ func (d *drainer) round() (n int) {
 // drainQueue is the River queue older versions put DeliveryBatchArgs jobs in.
 const drainQueue = "deliveries"
 
+// drainQueuePoll is how often River looks in drainQueue. Only jobs an older
+// version left there arrive in it, and all they do is wake the drain, which
+// looks for queued deliveries every drainPoll on its own. Polled as often as
+// the default queue, it cost as many SQL statements as that queue (River's
+// SQLite driver parses each one anew), on an idle server and under load.
+const drainQueuePoll = 5 * time.Second
+
 // drainWakeWorker completes DeliveryBatchArgs jobs an older version queued,
 // by waking the drain.
 type drainWakeWorker struct {

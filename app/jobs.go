@@ -51,7 +51,7 @@ func newRiver(db *store.DB, workers *river.Workers, periodic []*river.PeriodicJo
 	rc, err := river.NewClient(db.RiverDriver(), &river.Config{
 		PeriodicJobs: periodic,
 		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: queueWorkers},
-			drainQueue: {MaxWorkers: 1}},
+			drainQueue: {MaxWorkers: 1, FetchPollInterval: drainQueuePoll}},
 		Workers:              workers,
 		FetchCooldown:        fetchCooldown,
 		FetchPollInterval:    fetchPollInterval,
