@@ -207,10 +207,38 @@ var jsonContentType = []string{"application/json"}
 // for the delivery log, nobody reads it indented, and at thousands of
 // deliveries a second the indenting encoder cost 2 % of the CPU.
 func writeAck(w http.ResponseWriter, id, status string) {
-	b, _ := json.Marshal(ack{Delivery: id, Status: status}) // two strings: cannot fail
 	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusAccepted)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(ackJSON(id, status))
+}
+
+// ackJSON is the ack as json.Marshal writes it, and a newline. GitHub's
+// delivery ids are GUIDs, which JSON writes as they are: those are copied
+// without encoding/json's reflection, anything else goes through it.
+func ackJSON(id, status string) []byte {
+	if !plainJSON(id) || !plainJSON(status) {
+		b, _ := json.Marshal(ack{Delivery: id, Status: status}) // two strings: cannot fail
+		return append(b, '\n')
+	}
+	b := make([]byte, 0, len(`{"delivery":"","status":""}`)+len(id)+len(status)+1)
+	b = append(b, `{"delivery":"`...)
+	b = append(b, id...)
+	b = append(b, `","status":"`...)
+	b = append(b, status...)
+	return append(b, "\"}\n"...)
+}
+
+// plainJSON reports whether json.Marshal writes s between its quotes as it
+// is: printable ASCII without the quote, the backslash or the characters it
+// escapes for HTML.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c > 0x7e, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // payloadMeta is the part of every payload the intake stores in columns.

@@ -74,3 +74,21 @@ func TestParseMetaTakesTopLevelKeysOnly(t *testing.T) {
 		}
 	}
 }
+
+// The 202's body is what json.Marshal writes for the ack, byte for byte,
+// whatever the delivery id: GitHub's GUIDs and ids that need escaping.
+func TestAckIsWhatEncodingJSONWrites(t *testing.T) {
+	ids := []string{"0b989ba4-242f-11e5-81e1-c7b6966d2516", "", "plain id 7", `quo"te`, `back\slash`,
+		"<script>", "a&b", "tab\there", "nul\x00", "caf\xc3\xa9", "bad \xff utf-8", "line\u2028sep", "~\x7f"}
+	for _, id := range ids {
+		for _, status := range []string{"queued", "ignored", "duplicate"} {
+			want, err := json.Marshal(ack{Delivery: id, Status: status})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ackJSON(id, status); string(got) != string(want)+"\n" {
+				t.Errorf("ack of %q, %s: %q, encoding/json writes %q", id, status, got, want)
+			}
+		}
+	}
+}
