@@ -68,9 +68,13 @@ func getDelivery(ctx context.Context, dialect store.Dialect, q interface {
 	return d, err
 }
 
+// listDeliveriesSQL reads the newest deliveries first, backwards along the
+// deliveries_received_at index.
+const listDeliveriesSQL = `SELECT ` + deliveryColumns + ` FROM deliveries ORDER BY received_at DESC, id DESC LIMIT $1`
+
 // listDeliveries returns the newest deliveries first.
 func listDeliveries(ctx context.Context, db *sql.DB, limit int) ([]Delivery, error) {
-	rows, err := db.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM deliveries ORDER BY received_at DESC, id DESC LIMIT $1`, limit)
+	rows, err := db.QueryContext(ctx, listDeliveriesSQL, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries: %w", err)
 	}

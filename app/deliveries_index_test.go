@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// The index that lists deliveries is ascending, so that the intake appends
+// to its last leaf (a descending one made nearly every group commit rewrite
+// its first leaves, PERFORMANCE.md), and the list, newest first, reads it
+// backwards without sorting.
+func TestDeliveriesAreListedNewestFirstFromAnAscendingIndex(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		db := testdb.OpenMigrated(t, dbURL)
+		ctx := context.Background()
+		switch db.Dialect {
+		case store.SQLite:
+			rows, err := db.Read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+listDeliveriesSQL, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(plan, "; ")
+			if !strings.Contains(got, "deliveries_received_at") || strings.Contains(got, "TEMP B-TREE") {
+				t.Errorf("the list's plan is %q, want a scan of deliveries_received_at and no sort", got)
+			}
+		default:
+			var def string
+			if err := db.Read.QueryRowContext(ctx, `SELECT indexdef FROM pg_indexes WHERE indexname = 'deliveries_received_at'`).Scan(&def); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(def, "DESC") || !strings.Contains(def, "(received_at, id)") {
+				t.Errorf("deliveries_received_at is %q, want it on (received_at, id) ascending", def)
+			}
+		}
+	})
+}
