@@ -67,7 +67,12 @@ func (r *reduction) cluster() {
 			return
 		}
 		// These images arrived in an earlier fact, which reported the drift.
+		// The observation follows what the workload reports all the same
+		// (its phase: an undone canary going Healthy), as for a scale or
+		// restart of a closed record: kept at the drift's first phase, it
+		// would tell the server the workload is still where it was then.
 		r.ignore(reason + "; drift was reported when these images arrived")
+		r.res.Observation = &obs
 		return
 	}
 	r.res.Observation = &obs

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -95,5 +96,22 @@ func TestImageDriftAlertsOncePerArrival(t *testing.T) {
 	res := Reduce(Input{Fact: fact("R2", PhaseHealthy, 22, gen(4), image(imageOf("R1"))), Record: &r2, Previous: prev, Now: at(22)})
 	if res.Outcome != OutcomeIgnored || len(res.Effects) != 0 || len(res.Records) != 0 {
 		t.Fatalf("outcome %s effects %v records %v, want ignored: no second alert, no healthy", res.Outcome, effectTypes(res), releaseIDs(res.Records))
+	}
+}
+
+// The workload's observation follows what it reports even while its
+// images drift under the release id: an undone canary that goes Healthy is
+// Healthy for the server (Running, Observed), though no record moves and
+// no second alert is raised.
+func TestAnImageDriftIgnoredStillMovesTheWorkloadsObservation(t *testing.T) {
+	r2 := record("R2", StateProgressing, 10, lastFact(11))
+	prev := observationOf(fact("R2", PhaseProgressing, 20, gen(4), image(imageOf("R1"))))
+	healthy := fact("R2", PhaseHealthy, 22, gen(4), image(imageOf("R1")))
+	res := Reduce(Input{Fact: healthy, Record: &r2, Previous: prev, Now: at(22)})
+	if res.Outcome != OutcomeIgnored {
+		t.Fatalf("outcome %s (%s), want ignored", res.Outcome, res.Reason)
+	}
+	if want := observationOf(healthy); res.Observation == nil || !reflect.DeepEqual(*res.Observation, *want) {
+		t.Errorf("observation %+v, want the workload as reported: %+v", res.Observation, want)
 	}
 }
