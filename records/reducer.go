@@ -145,6 +145,9 @@ type reduction struct {
 	in  Input
 	f   Fact
 	res Result
+	// unchanged: the cluster fact reports what its workload's observation
+	// already says (unchangedReport), so ignoring it writes no audit event.
+	unchanged bool
 }
 
 func (r *reduction) validate() bool {
@@ -156,10 +159,27 @@ func (r *reduction) validate() bool {
 }
 
 // ignore ends the reduction with OutcomeIgnored. The audit event keeps the
-// reason next to the release's story without changing it.
+// reason next to the release's story without changing it, once: a report
+// that repeats the workload's observation (unchangedReport) is answered
+// with the same reason but writes none, or every resync of an ignored
+// workload would add one per workload, without bound.
 func (r *reduction) ignore(reason string) {
 	r.res = Result{Outcome: OutcomeIgnored, Reason: reason, FactID: r.res.FactID}
-	r.audit(AuditFactIgnored, r.f.ReleaseKey(), "fact ignored: "+reason, r.factData())
+	if !r.unchanged {
+		r.audit(AuditFactIgnored, r.f.ReleaseKey(), "fact ignored: "+reason, r.factData())
+	}
+}
+
+// unchangedReport reports whether a cluster fact says nothing its workload's
+// stored observation does not: the same uid, generation, phase, step,
+// abort flag, release id, pod hash and images. The agent re-sends every
+// workload's state on each resync (15 min); an ignored fact's id is not
+// kept, so such a copy is not a duplicate (Repeat), and is ignored again.
+// Its observed_at may differ: it says when, not what.
+func unchangedReport(prev *Observation, f Fact) bool {
+	return prev != nil && !f.IsTask() && prev.UID == f.UID && prev.Generation == f.Generation &&
+		prev.Phase == f.Phase && prev.Step == f.Step && prev.Abort == f.Abort &&
+		prev.ReleaseID == f.ReleaseID && prev.PodHash == f.PodHash && sameImages(prev.Images, f.Images)
 }
 
 // join checks the record the store found against the fact and returns it

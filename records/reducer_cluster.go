@@ -10,6 +10,7 @@ import (
 // argocd).
 func (r *reduction) cluster() {
 	f, prev := r.f, r.in.Previous
+	r.unchanged = unchangedReport(prev, f)
 	if f.Phase == PhaseDeleted {
 		r.deleted()
 		return

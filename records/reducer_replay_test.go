@@ -137,10 +137,18 @@ type replayStep struct {
 	want Outcome
 	// states are checked after the step.
 	states map[string]State
+	// quiet: the step writes no audit event.
+	quiet bool
 }
 
 func deliver(f Fact, now int, want Outcome, states map[string]State) replayStep {
 	return replayStep{fact: f, now: now, want: want, states: states}
+}
+
+// resync delivers the copy of the workload's last report that the agent
+// sends on each resync: whatever its outcome, it writes no audit event.
+func resync(f Fact, now int, want Outcome, states map[string]State) replayStep {
+	return replayStep{fact: f, now: now, want: want, states: states, quiet: true}
 }
 
 func register(r Record) replayStep { return replayStep{open: &r} }
@@ -155,6 +163,9 @@ func (s *memStore) run(steps []replayStep) {
 		res := s.play(st.fact, at(st.now))
 		if res.Outcome != st.want {
 			s.t.Fatalf("step %d (%s at minute %d): outcome %s (%s), want %s", i, describeFact(st.fact), st.now, res.Outcome, res.Reason, st.want)
+		}
+		if st.quiet && len(res.Audit) > 0 {
+			s.t.Fatalf("step %d (%s at minute %d): a resync wrote audit events %v", i, describeFact(st.fact), st.now, auditTypes(res))
 		}
 		for rel, want := range st.states {
 			if got := s.recs[rel].State; got != want {
@@ -236,7 +247,7 @@ func replaySequences() []replaySequence {
 				// repeats. The first one reopens the release (seed 003).
 				deliver(fact("R2", PhaseProgressing, 50, gen(3)), 50, OutcomeApplied, states{"R2": StateProgressing}),
 				deliver(fact("R2", PhasePaused, 51, gen(3), step(1)), 51, OutcomeApplied, states{"R2": StatePaused}),
-				deliver(fact("R2", PhasePaused, 52, gen(3), step(1)), 52, OutcomeDuplicate, states{"R2": StatePaused}), // resync
+				resync(fact("R2", PhasePaused, 52, gen(3), step(1)), 52, OutcomeDuplicate, states{"R2": StatePaused}),
 				deliver(fact("R2", PhaseProgressing, 55, gen(3), step(3)), 55, OutcomeApplied, states{"R2": StateProgressing}),
 				deliver(fact("R2", PhaseHealthy, 58, gen(3), step(4)), 58, OutcomeApplied, states{"R2": StateHealthy, "R1": StateSuperseded}),
 			}),
@@ -259,7 +270,7 @@ func replaySequences() []replaySequence {
 				// The same observation as minute 25's: the release is
 				// healthy again, not a repeat of a fact already applied.
 				deliver(fact("R1", PhaseHealthy, 32, step(4)), 32, OutcomeApplied, states{"R1": StateHealthy}),
-				deliver(fact("R1", PhaseHealthy, 45, step(4)), 45, OutcomeDuplicate, states{"R1": StateHealthy}), // resync
+				resync(fact("R1", PhaseHealthy, 45, step(4)), 45, OutcomeDuplicate, states{"R1": StateHealthy}),
 				// A redelivery of the dip, late: older than what the
 				// workload showed since, so it changes nothing.
 				deliver(fact("R1", PhaseProgressing, 30, step(4)), 46, OutcomeDuplicate, states{"R1": StateHealthy}),
@@ -275,6 +286,12 @@ func replaySequences() []replaySequence {
 				// since (its observation follows the ignored fact), so it is
 				// no repeat, but a scale or restart that alerts no more.
 				deliver(fact("R1", PhaseProgressing, 75, gen(4)), 75, OutcomeIgnored, states{"R1": StateSuperseded, "R2": StateHealthy}),
+				deliver(fact("R1", PhaseHealthy, 80, gen(4)), 80, OutcomeIgnored, states{"R1": StateSuperseded, "R2": StateHealthy}),
+				// Still running R1, Healthy, reported on every resync: an
+				// ignored fact keeps no id, so each copy is ignored again,
+				// its story told once.
+				resync(fact("R1", PhaseHealthy, 95, gen(4)), 95, OutcomeIgnored, states{"R1": StateSuperseded, "R2": StateHealthy}),
+				resync(fact("R1", PhaseHealthy, 110, gen(4)), 110, OutcomeIgnored, states{"R1": StateSuperseded, "R2": StateHealthy}),
 			}),
 			effects: []string{CDEventServiceDeployed + ":R1", CDEventServiceUpgraded + ":R2", AlertDrift + ":R1"},
 		},
@@ -289,7 +306,9 @@ func replaySequences() []replaySequence {
 				deliver(fact("R2", PhaseProgressing, 31, gen(3)), 31, OutcomeApplied, states{"R2": StateProgressing, "R1": StateHealthy}),
 				deliver(fact("R2", PhaseProgressing, 35, gen(4), image(imageOf("R1"))), 35, OutcomeDrift, states{"R2": StateProgressing, "R1": StateHealthy}),
 				deliver(fact("R2", PhaseHealthy, 36, gen(4), image(imageOf("R1"))), 36, OutcomeIgnored, states{"R2": StateProgressing, "R1": StateHealthy}),
-				deliver(fact("R2", PhaseHealthy, 50, gen(4), image(imageOf("R1"))), 50, OutcomeIgnored, states{"R2": StateProgressing}), // resync
+				// The undone canary's Healthy is the workload's observation
+				// now, so its resync is unchanged: no audit event.
+				resync(fact("R2", PhaseHealthy, 50, gen(4), image(imageOf("R1"))), 50, OutcomeIgnored, states{"R2": StateProgressing}),
 				deliver(fact("R2", PhaseProgressing, 60, gen(5)), 60, OutcomeApplied, states{"R2": StateProgressing}),
 				deliver(fact("R2", PhaseHealthy, 62, gen(5)), 62, OutcomeApplied, states{"R2": StateHealthy, "R1": StateSuperseded}),
 			}),

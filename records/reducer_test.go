@@ -329,3 +329,49 @@ func TestReduceDeletedWorkload(t *testing.T) {
 		t.Errorf("result = %+v, want a deletion of another uid ignored", res)
 	}
 }
+
+// The agent re-sends every workload's state on each resync (15 min). A
+// fact the reducer ignores keeps no id, so its copies are no duplicates;
+// each one is answered ignored again, but only the first writes an audit
+// event: a copy that tells nothing the workload's observation does not
+// would add one per workload per resync, without bound.
+func TestAnUnchangedReportOfAnIgnoredWorkloadWritesNoAuditEvent(t *testing.T) {
+	superseded := record("R1", StateSuperseded, 0, healthyAt(5), lastFact(5))
+	r2 := record("R2", StateProgressing, 10, lastFact(11))
+	scaled := fact("R9", PhaseHealthy, 30, gen(4))
+	drifted := fact("R2", PhaseHealthy, 36, gen(4), image(imageOf("R1")))
+	later := func(f Fact, m int) Fact { f.ObservedAt = at(m); return f }
+	for _, tc := range []struct {
+		name    string
+		in      Input
+		audited bool
+	}{
+		{"a resync of a drifted workload's scale: no record, no audit",
+			Input{Fact: later(scaled, 45), Previous: observationOf(scaled)}, false},
+		{"a resync of a superseded release's workload: no audit",
+			Input{Fact: fact("R1", PhaseHealthy, 45), Record: &superseded, Previous: seen("R1", PhaseHealthy, 30)}, false},
+		{"a resync of images drifted under an open record's id: no audit",
+			Input{Fact: later(drifted, 50), Record: &r2, Previous: observationOf(drifted)}, false},
+		{"a late copy of the same report: no audit",
+			Input{Fact: later(scaled, 20), Previous: observationOf(scaled)}, false},
+		{"the first report of the scale: audited",
+			Input{Fact: scaled, Previous: seen("R9", PhaseHealthy, 3)}, true},
+		{"the same workload at another phase since: audited",
+			Input{Fact: later(scaled, 45), Previous: observationOf(fact("R9", PhaseProgressing, 40, gen(4)))}, true},
+		{"the same workload restarted (another pod hash): audited",
+			Input{Fact: later(scaled, 45), Previous: observationOf(fact("R9", PhaseHealthy, 40, gen(4), func(f *Fact) { f.PodHash = "restarted" }))}, true},
+		{"another workload of that name (another uid): audited",
+			Input{Fact: later(scaled, 45), Previous: observationOf(fact("R9", PhaseHealthy, 40, gen(4), func(f *Fact) { f.UID = "older-uid" }))}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Now = tc.in.Fact.ObservedAt
+			res := Reduce(tc.in)
+			if res.Outcome != OutcomeIgnored || res.Reason == "" {
+				t.Fatalf("outcome %s (%q), want ignored with its reason, answered to the agent either way", res.Outcome, res.Reason)
+			}
+			if got := hasAudit(res, AuditFactIgnored, tc.in.Fact.ReleaseKey()); got != tc.audited || len(res.Audit) > 1 {
+				t.Errorf("audit %v, want fact_ignored written: %v", auditTypes(res), tc.audited)
+			}
+		})
+	}
+}

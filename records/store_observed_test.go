@@ -210,3 +210,51 @@ func TestAWorkloadReportedAgainRunsItsClosedRelease(t *testing.T) {
 		})
 	}
 }
+
+// kubectl argo rollouts undo keeps R2's release id on R1's image: drift,
+// reported once. The undone canary then goes Healthy, and the agent
+// re-sends that on every resync. The workload is Healthy for the server,
+// as it reports, and the resyncs, ignored like the Healthy they repeat,
+// add nothing to the audit trail.
+func TestAnUndoneCanaryIsObservedAsItReportsAndItsResyncsAreNotAudited(t *testing.T) {
+	for name, apply := range map[string]func(t *testing.T, s *Store, f Fact, now time.Time) Result{
+		"one fact": func(t *testing.T, s *Store, f Fact, now time.Time) Result { return applyFact(t, s, f, "", now) },
+		"a batch": func(t *testing.T, s *Store, f Fact, now time.Time) Result {
+			return applyFacts(t, s, []BatchFact{{Fact: f, Now: now}})[0]
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				s, _ := openStore(t, dbURL)
+				openRelease(t, s, record("R2", "", 10))
+				apply(t, s, fact("R2", PhaseProgressing, 11, gen(3)), at(11))
+				if res := apply(t, s, fact("R2", PhaseProgressing, 15, gen(4), image(imageOf("R1"))), at(15)); res.Outcome != OutcomeDrift {
+					t.Fatalf("the undo: outcome %s (%s), want drift", res.Outcome, res.Reason)
+				}
+				if res := apply(t, s, fact("R2", PhaseHealthy, 16, gen(4), image(imageOf("R1"))), at(16)); res.Outcome != OutcomeIgnored {
+					t.Fatalf("the undone canary Healthy: outcome %s (%s), want ignored", res.Outcome, res.Reason)
+				}
+				got, err := s.Observed(context.Background(), []string{"R2"})
+				if err != nil || len(got) != 1 || got[0].Phase != PhaseHealthy || !got[0].ObservedAt.Equal(at(16)) || got[0].Images[0] != imageOf("R1") {
+					t.Fatalf("observed %+v (%v), want the workload Healthy on R1's image as reported at 16", got, err)
+				}
+				events := count(t, s, `SELECT COUNT(*) FROM audit_events`)
+				for _, m := range []int{31, 46, 61} {
+					res := apply(t, s, fact("R2", PhaseHealthy, m, gen(4), image(imageOf("R1"))), at(m))
+					if res.Outcome != OutcomeIgnored || res.Reason == "" {
+						t.Errorf("resync at %d: outcome %s (%q), want ignored with its reason", m, res.Outcome, res.Reason)
+					}
+				}
+				if n := count(t, s, `SELECT COUNT(*) FROM audit_events`); n != events {
+					t.Errorf("three resyncs wrote %d audit events, want none", n-events)
+				}
+				if got, err := s.Observed(context.Background(), []string{"R2"}); err != nil || len(got) != 1 || !got[0].ObservedAt.Equal(at(61)) {
+					t.Errorf("observed %+v (%v), want the last resync's time", got, err)
+				}
+				if r := mustGet(t, s, "R2"); r.State != StateProgressing {
+					t.Errorf("R2 is %s, want still progressing: the undone canary is not the release", r.State)
+				}
+			})
+		})
+	}
+}

@@ -37,6 +37,9 @@ func TestStoreReplayMatchesTheReducerModel(t *testing.T) {
 					if got.Outcome != st.want {
 						t.Fatalf("step %d (%s at minute %d): outcome %s (%s), want %s", i, describeFact(st.fact), st.now, got.Outcome, got.Reason, st.want)
 					}
+					if st.quiet && len(got.Audit) > 0 {
+						t.Fatalf("step %d (%s at minute %d): a resync wrote audit events %v", i, describeFact(st.fact), st.now, auditTypes(got))
+					}
 					for rel, state := range st.states {
 						if stored := mustGet(t, s, rel).State; stored != state {
 							t.Fatalf("step %d: %s stored %s, want %s", i, rel, stored, state)
