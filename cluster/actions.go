@@ -41,9 +41,12 @@ type actionRunner struct {
 	// maxBackoff caps the pause between polls while the server is
 	// unreachable.
 	maxBackoff time.Duration
-	metrics    *metrics
-	log        *slog.Logger
-	now        func() time.Time
+	// tokenFrom says where the token comes from, logged when the server
+	// refuses it (refusedToken); "" when the caller did not say.
+	tokenFrom string
+	metrics   *metrics
+	log       *slog.Logger
+	now       func() time.Time
 
 	mu       sync.Mutex
 	inflight map[string]bool
@@ -72,7 +75,7 @@ func (r *actionRunner) run(ctx context.Context) {
 			}
 			resume = true
 			backoff = min(max(backoff*2, time.Second), r.maxBackoff)
-			r.log.Warn("cannot poll for cluster actions", "err", err, "retry_in", backoff)
+			r.log.Warn("cannot poll for cluster actions", append([]any{"err", err, "retry_in", backoff}, refusedToken(err, r.tokenFrom)...)...)
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -200,7 +203,7 @@ func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi
 		case ctx.Err() != nil:
 			return
 		}
-		log.Warn("cannot report the action's result; retrying", "err", err, "retry_in", backoff)
+		log.Warn("cannot report the action's result; retrying", append([]any{"err", err, "retry_in", backoff}, refusedToken(err, r.tokenFrom)...)...)
 		select {
 		case <-ctx.Done():
 			return

@@ -157,7 +157,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	roll := &Rollbacker{Kube: kube, HTTP: PodClient(), Health: cfg.Health, RolloutTimeout: cfg.RolloutTimeout,
 		RolloutPoll: cfg.RolloutPoll, Now: cfg.Now}
 	a.actions = &actionRunner{base: actionsURL(cfg.Server, cfg.Cluster), agent: a.id, http: cfg.HTTP, token: cfg.Token,
-		journal: j, roll: roll, wait: cfg.PollWait, maxBackoff: cfg.MaxBackoff, metrics: a.metrics, log: log, now: cfg.Now, inflight: map[string]bool{}}
+		tokenFrom: cfg.TokenFrom, journal: j, roll: roll, wait: cfg.PollWait, maxBackoff: cfg.MaxBackoff, metrics: a.metrics, log: log, now: cfg.Now, inflight: map[string]bool{}}
 	return a, nil
 }
 

@@ -95,10 +95,7 @@ func (d *deliverer) run(ctx context.Context) {
 		}
 		d.metrics.sendErrors.Inc()
 		backoff = min(max(backoff*2, deliverMinBackoff), d.maxBackoff)
-		attrs := []any{"err", err, "spooled", d.spool.Len(), "retry_in", backoff}
-		if se, ok := err.(*statusError); ok && se.Status == http.StatusUnauthorized && d.tokenFrom != "" {
-			attrs = append(attrs, "token_from", d.tokenFrom)
-		}
+		attrs := append([]any{"err", err, "spooled", d.spool.Len(), "retry_in", backoff}, refusedToken(err, d.tokenFrom)...)
 		d.log.Warn("cannot deliver facts; they stay spooled", attrs...)
 		select {
 		case <-ctx.Done():
@@ -173,6 +170,18 @@ func (d *deliverer) done(entries []SpoolEntry) error {
 		return err
 	}
 	d.metrics.factsSent.Add(float64(len(entries)))
+	return nil
+}
+
+// refusedToken is the log attribute that says where the agent's token
+// came from (tokenFrom) when the server refused it (401): the server cannot
+// tell a stale token from one read from the wrong place (an old variable
+// left beside the file, another cluster's Secret), and the operator can.
+// Every request the agent makes with the token logs it the same way.
+func refusedToken(err error, tokenFrom string) []any {
+	if se, ok := err.(*statusError); ok && se.Status == http.StatusUnauthorized && tokenFrom != "" {
+		return []any{"token_from", tokenFrom}
+	}
 	return nil
 }
 

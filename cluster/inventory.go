@@ -38,7 +38,7 @@ func (a *Agent) sendInventories(ctx context.Context) {
 		default:
 			backoff = min(max(backoff*2, deliverMinBackoff), a.cfg.MaxBackoff)
 			wait = backoff
-			a.cfg.Log.Warn("cannot send the inventory", "err", err, "retry_in", wait)
+			a.cfg.Log.Warn("cannot send the inventory", append([]any{"err", err, "retry_in", wait}, refusedToken(err, a.cfg.TokenFrom)...)...)
 		}
 		select {
 		case <-ctx.Done():
