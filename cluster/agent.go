@@ -253,16 +253,24 @@ func (a *Agent) Handler() http.Handler {
 
 // healthz is 200 once the watches have listed every tracked workload, and,
 // with --rollouts=on, once the Rollout watch runs; not while the Rollout
-// watch cannot list them (rolloutsTrouble), at the start or later. A
-// server outage does not make the agent unhealthy: restarting it would not
-// help, and the spool is there for that.
+// watch cannot list them (rolloutsTrouble), at the start or later; nor
+// while deliveries to the server have failed for deliveryPatience
+// (deliveryTrouble): the server cannot be reached, or it refuses the
+// agent's token. The chart asks /healthz for readiness only (liveness is
+// a TCP check), so that restarts nothing, which would not help: the spool
+// rides out the outage. It shows the operator an agent whose facts do not
+// arrive, and why.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	trouble := a.rolloutsTrouble()
+	delivery := a.deliver.deliveryTrouble()
 	a.mu.Lock()
 	listed, waitingFor := a.listed, a.waitingFor
 	a.mu.Unlock()
 	body := map[string]any{"status": "ok", "agent": a.id, "cluster": a.cfg.Cluster,
-		"spooled": a.deliver.spool.Len(), "last_delivery_error": a.deliver.lastError()}
+		"spooled": a.deliver.spool.Len(), "last_delivery_error": ""}
+	if err, since, _ := a.deliver.deliveryState(); err != nil {
+		body["last_delivery_error"], body["last_delivery_error_since"] = err.Error(), since.UTC().Format(time.RFC3339)
+	}
 	status := http.StatusOK
 	switch {
 	case !listed:
@@ -271,6 +279,8 @@ func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 		body["status"], status = trouble, http.StatusServiceUnavailable
 	case waitingFor != "":
 		body["status"], status = waitingFor, http.StatusServiceUnavailable
+	case delivery != "":
+		body["status"], status = delivery, http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,6 +22,13 @@ const (
 	deliverBatch      = 100 // facts per request (the server takes up to 500)
 	deliverMinBackoff = 500 * time.Millisecond
 	deliverMaxBackoff = 30 * time.Second
+	// deliveryPatience is how long deliveries to the server (facts and the
+	// inventory) may fail in a row before /healthz answers 503 saying so:
+	// longer than a server restart or a rolling update of it, which the
+	// spool rides out, short enough that an agent the server cannot be
+	// reached from, or that it refuses (a stale token, another cluster's),
+	// shows as not ready within minutes rather than only in its log.
+	deliveryPatience = 2 * time.Minute
 )
 
 // deliverer drains the spool to POST /api/v1/facts/{cluster}, oldest first,
@@ -40,15 +48,20 @@ type deliverer struct {
 	// tokenFrom says where the token comes from, logged when the server
 	// refuses it; "" when the caller did not say.
 	tokenFrom string
+	// patience is deliveryPatience; tests shorten it.
+	patience time.Duration
 
-	mu      sync.Mutex
-	lastErr string
+	mu sync.Mutex
+	// lastErr is the last delivery's error, nil after one that succeeded;
+	// failingSince is when the deliveries began to fail in a row.
+	lastErr      error
+	failingSince time.Time
 }
 
 func newDeliverer(spool *Spool, client *http.Client, server, cluster string, token func() (string, error), m *metrics, log *slog.Logger) *deliverer {
 	d := &deliverer{spool: spool, http: client, token: token, metrics: m, log: log, wake: make(chan struct{}, 1),
-		maxBackoff: deliverMaxBackoff,
-		url:        strings.TrimSuffix(server, "/") + "/api/v1/facts/" + url.PathEscape(cluster)}
+		maxBackoff: deliverMaxBackoff, patience: deliveryPatience,
+		url: strings.TrimSuffix(server, "/") + "/api/v1/facts/" + url.PathEscape(cluster)}
 	m.factsSpooled.Set(float64(spool.Len()))
 	return d
 }
@@ -85,14 +98,15 @@ func (d *deliverer) run(ctx context.Context) {
 		}
 		err := d.flush(ctx)
 		d.metrics.factsSpooled.Set(float64(d.spool.Len()))
-		d.setLastErr(err)
 		if err == nil {
+			d.note(nil)
 			backoff = 0
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
+		d.note(err)
 		d.metrics.sendErrors.Inc()
 		backoff = min(max(backoff*2, deliverMinBackoff), d.maxBackoff)
 		attrs := append([]any{"err", err, "spooled", d.spool.Len(), "retry_in", backoff}, refusedToken(err, d.tokenFrom)...)
@@ -105,20 +119,47 @@ func (d *deliverer) run(ctx context.Context) {
 	}
 }
 
-func (d *deliverer) setLastErr(err error) {
+// note records the outcome of one delivery to the server, of facts or of
+// the inventory: nil when the server took it.
+func (d *deliverer) note(err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.lastErr = ""
-	if err != nil {
-		d.lastErr = err.Error()
+	if err != nil && d.lastErr == nil {
+		d.failingSince = time.Now()
 	}
+	d.lastErr = err
 }
 
-// lastError is the last delivery error, "" after a success.
-func (d *deliverer) lastError() string {
+// deliveryState is what /healthz says of the deliveries: the last one's
+// error (nil after a success), since when they have failed in a row, and
+// whether that is longer than the agent's patience.
+func (d *deliverer) deliveryState() (err error, since time.Time, sustained bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.lastErr
+	if d.lastErr == nil {
+		return nil, time.Time{}, false
+	}
+	return d.lastErr, d.failingSince, time.Since(d.failingSince) >= d.patience
+}
+
+// deliveryTrouble says, for /healthz, that deliveries have failed for
+// longer than the agent's patience and why, naming where the token came
+// from when the server refused it; "" while they have not.
+func (d *deliverer) deliveryTrouble() string {
+	err, since, sustained := d.deliveryState()
+	if !sustained {
+		return ""
+	}
+	msg := fmt.Sprintf("cannot deliver to the server since %s (%s; facts stay spooled): %v",
+		since.UTC().Format(time.RFC3339), time.Since(since).Round(time.Second), err)
+	var se *statusError
+	if errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden) {
+		msg += "; the server refuses the agent's token"
+		if d.tokenFrom != "" {
+			msg += ", read from " + d.tokenFrom
+		}
+	}
+	return msg
 }
 
 // flush sends one batch. A batch the server refuses as bad input (a 4xx

@@ -29,6 +29,7 @@ func (a *Agent) sendInventories(ctx context.Context) {
 		err := a.sendInventory(ctx)
 		switch {
 		case err == nil:
+			a.deliver.note(nil)
 			backoff = 0
 		case ctx.Err() != nil:
 			return
@@ -36,6 +37,9 @@ func (a *Agent) sendInventories(ctx context.Context) {
 			// A server that refuses it (or predates it) will until it changes.
 			a.cfg.Log.Error("the server refused the inventory; sending it again at the next resync", "err", err)
 		default:
+			// The server cannot be reached or refuses the token: /healthz
+			// says so, as for the facts.
+			a.deliver.note(err)
 			backoff = min(max(backoff*2, deliverMinBackoff), a.cfg.MaxBackoff)
 			wait = backoff
 			a.cfg.Log.Warn("cannot send the inventory", append([]any{"err", err, "retry_in", wait}, refusedToken(err, a.cfg.TokenFrom)...)...)

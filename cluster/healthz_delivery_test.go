@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// An agent whose deliveries the server refuses (a stale token, another
+// cluster's) or that cannot reach it delivers nothing, and its log alone
+// said so. /healthz shows the last delivery error and since when at once,
+// and answers 503 naming it, and where the token came from, once the
+// deliveries have failed for longer than the agent's patience: a server
+// restart it rides out on its spool does not make it unready. It is ready
+// again once the server takes a delivery.
+func TestHealthzSaysTheServerRefusesOrCannotBeReachedOnceItLasts(t *testing.T) {
+	const from = "environment variable RIPCORD_CLUSTER_TOKEN"
+	var accept atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !accept.Load() {
+			http.Error(w, `{"error":"unknown token"}`, http.StatusUnauthorized)
+			return
+		}
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/inventory"):
+			_, _ = io.WriteString(w, `{"deleted":[]}`)
+		case r.Method == http.MethodPost:
+			_, _ = io.WriteString(w, `{"results":[]}`)
+		default: // the actions long poll
+			select {
+			case <-r.Context().Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			_, _ = io.WriteString(w, `{"actions":[]}`)
+		}
+	}))
+	defer srv.Close()
+	a, err := New(Config{Cluster: "prod-eu", Server: srv.URL, Token: func() (string, error) { return "stale", nil }, TokenFrom: from,
+		StateDir: t.TempDir(), Resync: time.Hour, PollWait: 200 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
+		Rollouts: RolloutsOff, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, fake.NewClientset(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setPatience := func(p time.Duration) {
+		a.deliver.mu.Lock()
+		a.deliver.patience = p
+		a.deliver.mu.Unlock()
+	}
+	setPatience(time.Hour)
+	health := httptest.NewServer(a.Handler())
+	defer health.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	type answer struct {
+		code int
+		body map[string]any
+	}
+	get := func() answer {
+		t.Helper()
+		resp, err := http.Get(health.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return answer{resp.StatusCode, body}
+	}
+	var got answer
+	waitFor := func(what string, cond func(answer) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if got = get(); cond(got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for /healthz to %s; last %d %v", what, got.code, got.body)
+			}
+		}
+	}
+
+	// The inventory, sent once the watches listed, is refused.
+	waitFor("show the refused delivery", func(h answer) bool { return h.body["last_delivery_error"] != "" })
+	if got.code != http.StatusOK || got.body["status"] != "ok" || got.body["last_delivery_error_since"] == nil {
+		t.Errorf("within the patience: /healthz %d %v; want 200, ok, the error and since when", got.code, got.body)
+	}
+
+	setPatience(0)
+	waitFor("answer 503", func(h answer) bool { return h.code == http.StatusServiceUnavailable })
+	status, _ := got.body["status"].(string)
+	for _, want := range []string{"cannot deliver to the server since", "401", "refuses the agent's token, read from " + from} {
+		if !strings.Contains(status, want) {
+			t.Errorf("/healthz status %q; want it to say %q", status, want)
+		}
+	}
+
+	accept.Store(true)
+	waitFor("be OK once the server takes a delivery", func(h answer) bool { return h.code == http.StatusOK })
+	if got.body["last_delivery_error"] != "" || got.body["last_delivery_error_since"] != nil {
+		t.Errorf("/healthz %v; want no delivery error once the server took one", got.body)
+	}
+}
