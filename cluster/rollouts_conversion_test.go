@@ -151,3 +151,88 @@ func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
 		t.Errorf("Rollout facts %v from an agent that cannot read them", got)
 	}
 }
+
+// A short list is no better than an empty one. An upgrade made v1beta1 the
+// Rollouts' storage version, so checkout, written before it, is stored as
+// v1alpha1 and cart, written after it, as v1beta1; cart is written after
+// the webhook broke. The API server's watch cache, which cannot convert
+// cart, goes on answering checkout alone, without an error, while a list
+// from etcd fails. An agent that starts then must not inventory checkout
+// alone: the server, told of cart by an agent before (through another API
+// server, one that reaches the webhook), would report it deleted. It fails
+// to list the Rollouts, as with any error, and /healthz says so.
+func TestAShortRolloutListFromACacheThatCannotConvertIsNotTrusted(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"subresources": map[string]any{"status": map[string]any{}},
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
+				"x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	crds := k.Dynamic.Resource(crdResource)
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "rollouts.argoproj.io"},
+		"spec": map[string]any{"group": "argoproj.io", "scope": "Namespaced",
+			"names":    map[string]any{"kind": "Rollout", "listKind": "RolloutList", "plural": "rollouts", "singular": "rollout"},
+			"versions": []any{version("v1alpha1", true), version("v1beta1", false)}}}}
+	if _, err := crds.Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+	waitUntil(t, "the Rollout CRD to be served", func() bool {
+		_, err := rollouts.List(t.Context(), metav1.ListOptions{})
+		return err == nil
+	})
+	if _, err := rollouts.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"name": "checkout", "namespace": "shop",
+			"labels":      map[string]any{cluster.TrackedLabel: "true"},
+			"annotations": map[string]any{cluster.ReleaseIDAnnotation: "c1:prod-eu/prod"}},
+		"spec": templateSpec("ghcr.io/acme/checkout:v1")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := crds.Get(t.Context(), "rollouts.argoproj.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded.Object["spec"].(map[string]any)["versions"] = []any{version("v1alpha1", false), version("v1beta1", true)}
+	if _, err := crds.Update(t.Context(), upgraded, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	breakRolloutConversion(t, k)
+	createStoredRollout(t, k, "cart")
+	cart, err := k.Dynamic.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1beta1", Resource: "rollouts"}).
+		Namespace("shop").Get(t.Context(), "cart", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracked := metav1.ListOptions{LabelSelector: cluster.TrackedLabel + "=true"}
+	waitUntil(t, "the API server to answer from its cache checkout alone, and an error from etcd", func() bool {
+		cached := tracked
+		cached.ResourceVersion = "0"
+		l, err := rollouts.List(t.Context(), cached)
+		if err != nil || len(l.Items) != 1 || l.Items[0].GetName() != "checkout" {
+			return false
+		}
+		_, err = rollouts.List(t.Context(), tracked)
+		return err != nil
+	})
+
+	sink := &factSink{}
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+	waitWithin(t, 90*time.Second, "an inventory", func() bool { return sink.lastInventory() != nil })
+	sink.mu.Lock()
+	for i, inv := range sink.inventories {
+		if slices.Contains(inv, records.SourceRollout) && !slices.Contains(sink.uids[i], string(cart.GetUID())) {
+			t.Errorf("inventory %d covers %v with uids %v, without cart's %s: the server would report cart deleted",
+				i, inv, sink.uids[i], cart.GetUID())
+		}
+	}
+	sink.mu.Unlock()
+	wants := []string{"cannot watch Argo Rollouts", "conversion webhook"}
+	if code, body := healthz(t, health); code != http.StatusServiceUnavailable || len(missing(body, wants...)) > 0 {
+		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
+	}
+}

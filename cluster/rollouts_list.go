@@ -83,18 +83,35 @@ func (s *listState) last() error {
 }
 
 // listRollouts is one list of the Rollout informer (o already restricted
-// to the tracked ones). An empty answer is not taken on trust when the API
-// server may have served it from its watch cache (a ResourceVersion was
-// given, as the informer's first list and its relists do): with a Rollout
-// CRD whose conversion webhook fails, the cache answered an empty list
-// without an error where a read from etcd failed, and an agent holding no
-// Rollouts has the server report every running one deleted (its
-// inventory). Such a list is confirmed by one from etcd (ResourceVersion
-// "", Limit 1), whose error is the list's: the informer then fails to
-// list as with any other error (listState), and the Deployments are
-// released without the Rollouts. When etcd does hold a Rollout the cache
-// did not, the full list is read from etcd.
+// to the tracked ones).
+//
+// The informer's first list (ResourceVersion "0", any version) is read
+// consistently, from etcd or from a cache proven up to date, never from
+// whatever the API server's watch cache holds: with a Rollout CRD whose
+// conversion webhook fails, the watch cache stops at the first Rollout it
+// cannot convert (one created or written in another version than the one
+// the agent reads) and goes on answering what it held before, without an
+// error, while a consistent list fails. That answer lacks every Rollout
+// created since, so it may be empty, or short: the Rollouts the cache did
+// hold, without those an agent reached through another API server (one
+// that reaches the webhook) or before the CRD changed reported running;
+// an agent starting then would inventory the short list, and the server
+// would report those deleted. A consistent list fails instead, as any
+// failed list does (listState): the Deployments are released without the
+// Rollouts, and /healthz names the error.
+//
+// A relist (the resourceVersion the informer last saw) may still be served
+// from the cache, which then answers only once it holds that version: it
+// cannot lack a Rollout the informer saw, which came no later. An empty
+// one is confirmed all the same, by a consistent list of one Rollout at
+// most, whose error is the list's; when that finds a Rollout the cache did
+// not hold, the full list is read consistently.
 func listRollouts(ctx context.Context, res dynamic.ResourceInterface, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	if o.ResourceVersion == "0" && o.Continue == "" {
+		// Limit too: the informer's pager asks for pages, which a list at
+		// "0" ignores; one answer keeps its pager from paging later relists.
+		o.ResourceVersion, o.ResourceVersionMatch, o.Limit = "", "", 0
+	}
 	l, err := res.List(ctx, o)
 	if err != nil || len(l.Items) > 0 || l.GetContinue() != "" || o.ResourceVersion == "" || o.Continue != "" {
 		return l, err
