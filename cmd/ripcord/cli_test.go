@@ -337,6 +337,47 @@ func TestCommandsRefuseArgumentsTheyWouldIgnore(t *testing.T) {
 	}
 }
 
+// A fact flag beside --file was dropped without a word: `--phase Degraded`
+// typed to correct the file's Healthy posted the file's Healthy, and the
+// release went healthy. The command refuses the mix, naming the flags, and
+// posts nothing.
+func TestFactFileRefusesFieldFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	url := inProcessServer(t)
+	cluster := []string{"RIPCORD_SERVER=" + url, "RIPCORD_CLUSTER_TOKEN=eu-token"}
+	fact := filepath.Join(t.TempDir(), "fact.json")
+	if err := os.WriteFile(fact, []byte(`{"source":"deployment","cluster":"prod-eu","namespace":"shop","name":"checkout",
+		"uid":"u-1","generation":1,"observed_generation":1,"phase":"Healthy","release_id":"r-1",
+		"observed_at":"`+time.Now().UTC().Format(time.RFC3339)+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args  []string
+		flags string
+	}{
+		{[]string{"--phase", "Degraded"}, "--phase"},
+		{[]string{"--name", "cart", "--generation", "2", "--abort"}, "--abort, --generation, --name"},
+	}
+	for _, c := range cases {
+		t.Run(c.flags, func(t *testing.T) {
+			args := append([]string{"fact", "--cluster", "prod-eu", "--file", fact}, c.args...)
+			code, stdout, stderr := ripcord(t, cluster, args...)
+			want := "ripcord fact: " + c.flags + " cannot be used with --file"
+			if code != 2 || !strings.Contains(stderr, want) || stdout != "" {
+				t.Errorf("ripcord %s: exit %d, stderr %q, stdout %q; want 2, %q and nothing posted",
+					strings.Join(args, " "), code, stderr, stdout, want)
+			}
+		})
+	}
+	// The file alone, or with the flags that say where to post it, goes.
+	code, stdout, stderr := ripcord(t, cluster, "fact", "--cluster", "prod-eu", "--server", url, "--file", fact)
+	if code != 0 || !strings.Contains(stdout, `"outcome"`) {
+		t.Errorf("ripcord fact --file: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
 // fileWriter returns a function that writes content to a file of that name
 // in dir, and returns its path.
 func fileWriter(t *testing.T, dir string) func(name, content string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -52,6 +53,24 @@ func runFact(args []string) int {
 	if *cluster == "" {
 		fmt.Fprintln(os.Stderr, "ripcord fact: --cluster is required")
 		return 2
+	}
+	// A fact from --file carries its own fields: a field flag beside it
+	// would be dropped without a word, and the server would apply the
+	// file's value as if the flag had been heard.
+	if *file != "" {
+		var fields []string
+		fs.Visit(func(fl *flag.Flag) {
+			switch fl.Name {
+			case "file", "cluster", "server", "token":
+			default:
+				fields = append(fields, "--"+fl.Name)
+			}
+		})
+		if len(fields) > 0 {
+			fmt.Fprintf(os.Stderr, "ripcord fact: %s cannot be used with --file, whose fact carries its own fields: "+
+				"put them in the file, or leave out --file to type the fact from flags\n", strings.Join(fields, ", "))
+			return 2
+		}
 	}
 	c, err := client()
 	if err != nil {
