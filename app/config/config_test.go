@@ -198,6 +198,41 @@ func TestBadSettingsNameTheKeyAndWhatIsExpected(t *testing.T) {
 	}
 }
 
+// A database setting that is not a URL is refused with a line that says
+// what to write instead, and that line, which goes to the log, never holds
+// the password: a libpq keyword/value string was echoed whole, password=
+// and all, and told only that it was not a URL.
+func TestBadDatabaseSettingSaysWhatToWriteAndHidesThePassword(t *testing.T) {
+	cases := []struct {
+		name  string
+		value string
+		want  []string
+	}{
+		{"libpq keyword/value string", "host=db dbname=ripcord user=ripcord password=hunter2",
+			[]string{"database (from environment variable RIPCORD_DATABASE)", "keyword/value", "postgres://USER:PASS@HOST:PORT/DB"}},
+		{"URL of another database", "mysql://ripcord:hunter2@db:3306/ripcord",
+			[]string{"database (from environment variable RIPCORD_DATABASE)", "mysql://ripcord:xxxxx@db:3306/ripcord", "sqlite://FILE"}},
+		{"URL that does not parse", "mysql://ripcord:hunter2@db:port/ripcord",
+			[]string{"database", "@db:port/ripcord", "sqlite://FILE"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := load(t, nil, map[string]string{"RIPCORD_DATABASE": c.value})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q shows the password", err)
+			}
+		})
+	}
+}
+
 func TestEveryFlagIsDocumentedInTheReference(t *testing.T) {
 	ref := Reference()
 	for _, s := range Settings() {

@@ -109,7 +109,27 @@ func setDatabase(c *Config, v string) error {
 		c.Database = v
 		return nil
 	}
-	return fmt.Errorf("%q is not a database URL: expected sqlite://FILE or postgres://USER@HOST:PORT/DB", v)
+	// The value goes into a log line: its password must not.
+	if !strings.Contains(v, "://") && strings.Contains(v, "=") {
+		return errors.New("a libpq keyword/value string (host=… dbname=…) is not accepted: " +
+			"write it as a URL, postgres://USER:PASS@HOST:PORT/DB (options such as sslmode=require after a ?)")
+	}
+	return fmt.Errorf("%q is not a database URL: expected sqlite://FILE or postgres://USER@HOST:PORT/DB", redactPassword(v))
+}
+
+// redactPassword hides the password of a URL's user information.
+func redactPassword(v string) string {
+	u, err := url.Parse(v)
+	if err != nil {
+		if i := strings.Index(v, "@"); i >= 0 {
+			return "…" + v[i:] // unparsable: keep only what follows the credentials
+		}
+		return v
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }
 
 func absoluteHTTP(v string) (*url.URL, error) {
