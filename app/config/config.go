@@ -43,6 +43,20 @@ type Config struct {
 	Registries Registries
 	// Rollout holds the server's side of rollouts in waves.
 	Rollout Rollout
+	// sources says where each setting's value came from, for an error
+	// found after loading (an address already in use) to name it as a
+	// bad setting is named.
+	sources map[string]string
+}
+
+// SourceOf says where the value of the setting key came from, as a bad
+// setting's line says it: "default", "environment variable …", "flag
+// --…" or the file's path:line:column.
+func (c *Config) SourceOf(key string) string {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	return "default"
 }
 
 // Rollout is the server's side of rollouts in waves: the cap on a batch's
@@ -113,8 +127,10 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 		}
 	}
 	var errs []error
+	c.sources = map[string]string{}
 	for _, s := range settings {
 		v := values[s.Key]
+		c.sources[s.Key] = v.source
 		if err := s.set(c, v.value); err != nil {
 			errs = append(errs, &Error{Key: s.Key, Source: v.source, Message: err.Error()})
 		}

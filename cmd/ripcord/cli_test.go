@@ -489,3 +489,44 @@ func TestCommandLineIsCheckedBeforeTheToken(t *testing.T) {
 		})
 	}
 }
+
+// An address serve cannot listen on stops it with a line that names the
+// listen setting, where its value came from and how to set another, as a
+// bad setting's line does: "bind: address already in use" alone left a
+// newcomer whose default 127.0.0.1:8080 was taken to find the setting.
+func TestServeNamesTheListenSettingItCannotListenOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server as a child process")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		from string
+	}{
+		{"flag", []string{"RIPCORD_LISTEN="}, []string{"--listen", addr}, "flag --listen"},
+		{"environment", []string{"RIPCORD_LISTEN=" + addr}, nil, "environment variable RIPCORD_LISTEN"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := append([]string{"RIPCORD_DATABASE=sqlite://" + filepath.Join(t.TempDir(), "ripcord.db"),
+				"RIPCORD_PUBLIC_URL=", "RIPCORD_CONFIG="}, c.env...)
+			code, _, stderr := ripcord(t, env, append([]string{"serve"}, c.args...)...)
+			for _, want := range []string{
+				"config: listen (from " + c.from + "): cannot listen on " + addr + ": bind: address already in use",
+				"another process listens there",
+				"--listen, RIPCORD_LISTEN or listen in the --config file",
+			} {
+				if code != 1 || !strings.Contains(stderr, want) {
+					t.Errorf("ripcord serve: exit %d, want 1 and %q\nstderr: %s", code, want, stderr)
+				}
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -104,6 +106,10 @@ func runServe(args []string) int {
 		return 1
 	}
 	if err := srv.Run(ctx, nil); err != nil {
+		if msg, ok := listenProblem(cfg, err); ok {
+			log.Error(msg)
+			return 1
+		}
 		log.Error("server stopped with an error", "err", err)
 		return 1
 	}
@@ -153,4 +159,22 @@ func runVersion(args []string) int {
 	}
 	fmt.Println("ripcord", version.String())
 	return 0
+}
+
+// listenProblem words a failure to listen as the bad setting it is, naming
+// the listen key, where its value came from and what to do: "bind: address
+// already in use" alone left a newcomer, whose listen is the default
+// 127.0.0.1:8080, to find out which setting moves it.
+func listenProblem(cfg *config.Config, err error) (string, bool) {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "listen" {
+		return "", false
+	}
+	const how = "set another host:port with --listen, RIPCORD_LISTEN or listen in the --config file"
+	what := "listen on an address of this machine, with a port it may use: " + how
+	if errors.Is(err, syscall.EADDRINUSE) {
+		what = "another process listens there (another ripcord serve?): stop it, or " + how
+	}
+	return fmt.Sprintf("config: listen (from %s): cannot listen on %s: %v; %s",
+		cfg.SourceOf("listen"), cfg.Listen, op.Err, what), true
 }
