@@ -1,6 +1,9 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -153,6 +156,53 @@ func TestPrivateKeyFromPEMTextOrFile(t *testing.T) {
 		if !c.GitHub.AppConfigured() || c.GitHub.AppID != 42 {
 			t.Errorf("%s: app not configured: %+v", name, c.GitHub)
 		}
+	}
+}
+
+// GitHub signs App JWTs with RSA only. A PKCS#8 key of another kind was
+// accepted at start and failed at the first call to GitHub; a SEC1 EC key
+// was refused with Go's own hint to call ParseECPrivateKey. Both are now
+// refused at load, naming the key kind and where to get the right one;
+// an RSA key in PKCS#8 is still taken.
+func TestPrivateKeyMustBeTheAppsRSAKey(t *testing.T) {
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+	pkcs8 := func(k any) string {
+		b, err := x509.MarshalPKCS8PrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b}))
+	}
+	sec1, err := x509.MarshalECPrivateKey(ecKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]struct{ pem, kind string }{
+		"ECDSA in PKCS#8":   {pkcs8(ecKey), "ECDSA"},
+		"Ed25519 in PKCS#8": {pkcs8(edKey), "Ed25519"},
+		"EC in SEC1":        {string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: sec1})), `"EC PRIVATE KEY"`},
+	}
+	for name, k := range refused {
+		t.Run(name, func(t *testing.T) {
+			_, err := load(t, nil, map[string]string{"RIPCORD_GITHUB_APP_ID": "42", "RIPCORD_GITHUB_PRIVATE_KEY": k.pem})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range []string{"github.private_key (from environment variable RIPCORD_GITHUB_PRIVATE_KEY)", k.kind, "RSA", "App's settings page"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "ParseECPrivateKey") {
+				t.Errorf("error %q gives Go's hint to a user", err)
+			}
+		})
+	}
+	c, err := load(t, nil, map[string]string{"RIPCORD_GITHUB_APP_ID": "42", "RIPCORD_GITHUB_PRIVATE_KEY": pkcs8(rsaKey)})
+	if err != nil || !c.GitHub.AppConfigured() {
+		t.Errorf("an RSA key in PKCS#8: %v", err)
 	}
 }
 

@@ -1,6 +1,10 @@
 package config
 
 import (
+	"crypto/ecdh"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -182,6 +186,19 @@ func setAppID(c *Config, v string) error {
 	return nil
 }
 
+// keyKind names a parsed private key's algorithm for an error line.
+func keyKind(key any) string {
+	switch key.(type) {
+	case *ecdsa.PrivateKey:
+		return "ECDSA"
+	case ed25519.PrivateKey:
+		return "Ed25519"
+	case *ecdh.PrivateKey:
+		return "ECDH"
+	}
+	return fmt.Sprintf("%T", key)
+}
+
 func setPrivateKey(c *Config, v string) error {
 	if v == "" {
 		return nil
@@ -198,9 +215,16 @@ func setPrivateKey(c *Config, v string) error {
 	if block == nil {
 		return errors.New("no PEM block found: expected the App's private key (-----BEGIN RSA PRIVATE KEY-----)")
 	}
+	// GitHub signs an App's JWTs with RS256 only: a PKCS#8 key of another
+	// kind passed here and failed at the first call to GitHub.
+	const want = "GitHub Apps use RSA keys: give the private key (.pem) generated on the App's settings page"
 	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
-		if _, err2 := x509.ParsePKCS8PrivateKey(block.Bytes); err2 != nil {
-			return fmt.Errorf("the PEM block is not an RSA private key: %w", err)
+		key, err8 := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err8 != nil {
+			return fmt.Errorf("the PEM block %q is not an RSA private key in PKCS#1 or PKCS#8; %s", block.Type, want)
+		}
+		if _, ok := key.(*rsa.PrivateKey); !ok {
+			return fmt.Errorf("the PEM block holds a %s key, not an RSA one; %s", keyKind(key), want)
 		}
 	}
 	c.GitHub.PrivateKey = data
