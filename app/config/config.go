@@ -85,6 +85,24 @@ type GitHub struct {
 // AppConfigured reports whether ripcord can act as the App.
 func (g GitHub) AppConfigured() bool { return g.AppID != 0 && len(g.PrivateKey) > 0 }
 
+// HalfConfiguredApp says, when only one of github.app_id and
+// github.private_key is set, which one is and which is missing: the App of
+// the configuration is then not used at all, which the start-up warning
+// about an App not configured did not explain to someone who set one of
+// them. Empty when both or neither are set.
+func (c *Config) HalfConfiguredApp() string {
+	set, missing := "github.app_id", "github.private_key (--github-private-key, RIPCORD_GITHUB_PRIVATE_KEY)"
+	switch {
+	case c.GitHub.AppID != 0 && len(c.GitHub.PrivateKey) == 0:
+	case c.GitHub.AppID == 0 && len(c.GitHub.PrivateKey) > 0:
+		set, missing = "github.private_key", "github.app_id (--github-app-id, RIPCORD_GITHUB_APP_ID)"
+	default:
+		return ""
+	}
+	return fmt.Sprintf("%s is set (from %s) but %s is not: the App of the configuration is not used until both are; "+
+		"an App registered through /setup is used meanwhile, if there is one", set, c.SourceOf(set), missing)
+}
+
 // Error is one bad setting: it names the key, where the value came from and
 // what is expected.
 type Error struct {

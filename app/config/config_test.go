@@ -206,6 +206,36 @@ func TestPrivateKeyMustBeTheAppsRSAKey(t *testing.T) {
 	}
 }
 
+func TestHalfConfiguredAppNamesTheMissingHalf(t *testing.T) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	pemText := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	file := writeFile(t, "ripcord.yml", "github:\n  app_id: 42\n")
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"id from the file", map[string]string{"RIPCORD_CONFIG": file},
+			"github.app_id is set (from " + file + ":2:11) but github.private_key (--github-private-key, RIPCORD_GITHUB_PRIVATE_KEY) is not"},
+		{"key alone", map[string]string{"RIPCORD_GITHUB_PRIVATE_KEY": pemText},
+			"github.private_key is set (from environment variable RIPCORD_GITHUB_PRIVATE_KEY) but github.app_id (--github-app-id, RIPCORD_GITHUB_APP_ID) is not"},
+		{"both", map[string]string{"RIPCORD_CONFIG": file, "RIPCORD_GITHUB_PRIVATE_KEY": pemText}, ""},
+		{"neither", nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := load(t, nil, c.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := cfg.HalfConfiguredApp()
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Errorf("HalfConfiguredApp() = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
 func TestBadSettingsNameTheKeyAndWhatIsExpected(t *testing.T) {
 	cases := []struct {
 		name string

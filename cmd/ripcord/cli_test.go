@@ -530,3 +530,30 @@ func TestServeNamesTheListenSettingItCannotListenOn(t *testing.T) {
 		})
 	}
 }
+
+// Only one of github.app_id and github.private_key set leaves the App of
+// the configuration unused; serve said only that the App was not
+// configured, to someone who had just configured half of it. It now says
+// which one is set, from where, and which is missing.
+func TestServeSaysWhichHalfOfTheAppIsMissing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server as a child process")
+	}
+	bin, err := testbin.Ripcord()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startChild(t, bin, "sqlite://"+filepath.Join(t.TempDir(), "ripcord.db"),
+		"RIPCORD_GITHUB_APP_ID=42", "RIPCORD_GITHUB_PRIVATE_KEY=", "RIPCORD_CONFIG=")
+	if err := srv.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.cmd.Wait(); err != nil {
+		t.Fatalf("serve: %v\n%s", err, srv.logs.String())
+	}
+	want := "github.app_id is set (from environment variable RIPCORD_GITHUB_APP_ID) but github.private_key " +
+		"(--github-private-key, RIPCORD_GITHUB_PRIVATE_KEY) is not"
+	if logs := srv.logs.String(); !strings.Contains(logs, want) {
+		t.Errorf("serve's log does not say %q:\n%s", want, logs)
+	}
+}

@@ -92,6 +92,9 @@ func runServe(args []string) int {
 	for _, u := range unknown {
 		log.Warn(u.String(), "variable", u.Name)
 	}
+	if half := cfg.HalfConfiguredApp(); half != "" {
+		log.Warn(half)
+	}
 	if memtrim.TuneServerGC(os.Getenv) {
 		log.Debug("GC tuned for a server", "gc_percent", memtrim.ServerGCPercent, "memory_limit_bytes", memtrim.ServerMemoryLimit)
 	}
