@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,4 +275,49 @@ func rolloutExamples(t *testing.T, text, example string) []string {
 	}
 	t.Fatal("the README's rollout section runs to its end")
 	return nil
+}
+
+// A release id holds a "/", so the README's API paths that carry one work
+// only escaped; a newcomer who typed the id as the README writes it got a
+// plain 404. The README's curl example, escaped as it shows it, reaches
+// the release's audit.
+func TestREADMEReleasePathExampleReachesTheRelease(t *testing.T) {
+	text := readme(t)
+	m := regexp.MustCompile(`curl -H "Authorization: Bearer \$RIPCORD_API_TOKEN" http://127\.0\.0\.1:8080(/api/v1/releases/(\S+)/audit)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("the README shows no curl example of a release's path with its id escaped")
+	}
+	id, err := url.PathUnescape(m[2])
+	if err != nil || !strings.Contains(id, "/") || strings.Contains(m[2], "/") {
+		t.Fatalf("the README's example id %q is not a release id with its / escaped", m[2])
+	}
+	server := inProcessServer(t)
+	body := fmt.Sprintf(`{"release_id":%q,"app":"checkout","environment":"prod","cluster":"prod-eu","image":"registry.example/shop/checkout:v42"}`, id)
+	if code, b := apiCall(t, "POST", server+"/api/v1/releases", body); code != 201 {
+		t.Fatalf("POST /api/v1/releases: %d %s", code, b)
+	}
+	if code, b := apiCall(t, "GET", server+m[1], ""); code != 200 || !strings.Contains(b, "release_opened") {
+		t.Errorf("GET %s: %d %s", m[1], code, b)
+	}
+	// As the README warns, the id unescaped names no endpoint.
+	if code, _ := apiCall(t, "GET", server+"/api/v1/releases/"+id+"/audit", ""); code != 404 {
+		t.Errorf("GET with the id unescaped: %d, want the 404 the README names", code)
+	}
+}
+
+// apiCall sends one request with the in-process server's api_token.
+func apiCall(t *testing.T, method, u, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer cli-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
