@@ -283,9 +283,22 @@ func flatten(file, prefix string, n *yaml.Node, out map[string]sourced, errs *[]
 	}
 }
 
+// listKeys are the settings that take several values, comma-separated in
+// a flag or the environment, a list in the file.
+var listKeys = map[string]bool{"github.webhook_secrets": true, "cdevents.sinks": true, "registries.insecure": true, "clusters": true}
+
 // scalarValue turns a YAML value into the setting's string form: lists and
 // mappings become the comma-separated shorthand the environment uses.
 func scalarValue(key string, v *yaml.Node) (string, error) {
+	// Only a setting that takes several values takes a list, and only
+	// clusters a mapping: `api_token: [a, b]` became the one token "a,b",
+	// which no client sends, without a word.
+	switch {
+	case v.Kind == yaml.SequenceNode && !listKeys[key]:
+		return "", errors.New("expected one value, not a list")
+	case v.Kind == yaml.MappingNode && key != "clusters":
+		return "", errors.New("expected one value, not a mapping")
+	}
 	switch v.Kind {
 	case yaml.ScalarNode:
 		return v.Value, nil

@@ -252,6 +252,11 @@ func TestBadSettingsNameTheKeyAndWhatIsExpected(t *testing.T) {
 		{"unknown key in a section", nil, "github:\n  app_idd: 3\n", []string{"github.app_idd", "app_id"}},
 		{"empty secret in the list", map[string]string{"RIPCORD_GITHUB_WEBHOOK_SECRET": "a,,b"}, "", []string{"github.webhook_secrets", "empty secret"}},
 		{"a comma inside one secret of the file's list", nil, "github:\n  webhook_secrets: [new-secret, \"old,secret\"]\n", []string{"github.webhook_secrets", ":2:", "item 2 holds a comma"}},
+		// A one-value setting written as a list became that list joined
+		// by commas: the api_token "a,b", which no client sends.
+		{"a list for the one api_token", nil, "api_token: [old-token, new-token]\n", []string{"api_token", ":1:12", "expected one value, not a list"}},
+		{"a mapping for listen", nil, "listen: {host: 127.0.0.1, port: 8080}\n", []string{"listen", ":1:9", "expected one value, not a mapping"}},
+		{"a mapping for the webhook secrets", nil, "github:\n  webhook_secrets: {new: a}\n", []string{"github.webhook_secrets", ":2:20", "not a mapping"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
