@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sort"
@@ -245,7 +246,11 @@ func readFile(path, origin string) (map[string]sourced, error) {
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
+	// An empty file, or one of comments only (every line of an example
+	// commented out), holds no settings: it is not broken YAML.
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		return map[string]sourced{}, nil
+	} else if err != nil {
 		return nil, &Error{Key: "config", Source: path + ", named by " + origin, Message: "not valid YAML: " + err.Error()}
 	}
 	out := map[string]sourced{}

@@ -236,6 +236,22 @@ func TestHalfConfiguredAppNamesTheMissingHalf(t *testing.T) {
 	}
 }
 
+// An empty settings file, or one whose lines are all commented out, holds
+// no settings; it was refused as "not valid YAML: EOF", which stopped serve.
+func TestEmptySettingsFileHoldsNoSettings(t *testing.T) {
+	for name, content := range map[string]string{"empty": "", "comments only": "# listen: 0.0.0.0:8080\n# api_token: ...\n"} {
+		t.Run(name, func(t *testing.T) {
+			c, err := load(t, nil, map[string]string{"RIPCORD_CONFIG": writeFile(t, "ripcord.yml", content), "RIPCORD_LISTEN": "127.0.0.1:1001"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Listen != "127.0.0.1:1001" || c.Database != "sqlite://ripcord.db" {
+				t.Errorf("listen %q, database %q: want the environment's and the default", c.Listen, c.Database)
+			}
+		})
+	}
+}
+
 func TestBadSettingsNameTheKeyAndWhatIsExpected(t *testing.T) {
 	cases := []struct {
 		name string
