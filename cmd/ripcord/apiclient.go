@@ -89,7 +89,10 @@ type apiError struct {
 
 func (e *apiError) Error() string {
 	msg := fmt.Sprintf("server answered %d: %s", e.Status, e.Message)
-	if e.Field != "" {
+	// A message of several lines (a fact with several bad fields) names
+	// each line's field itself; the answer's field, the first of them,
+	// put after the last line named another line's field.
+	if e.Field != "" && !strings.Contains(e.Message, "\n") {
 		msg += fmt.Sprintf(" (field %s)", e.Field)
 	}
 	if e.Hint != "" {

@@ -557,3 +557,28 @@ func TestServeSaysWhichHalfOfTheAppIsMissing(t *testing.T) {
 		t.Errorf("serve's log does not say %q:\n%s", want, logs)
 	}
 }
+
+// A fact the server refuses for several fields is answered with one line
+// per field, each naming its own; the CLI put the answer's first field
+// after the last line, so "release_id: is required (field uid)" named the
+// wrong field for the line it ended.
+func TestFactRefusedForSeveralFieldsNamesEachLinesOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	url := inProcessServer(t)
+	code, _, stderr := ripcord(t, []string{"RIPCORD_SERVER=" + url, "RIPCORD_CLUSTER_TOKEN=eu-token"},
+		"fact", "--cluster", "prod-eu", "--namespace", "shop", "--name", "checkout", "--phase", "Healthy", "--generation", "1")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != 1 || len(lines) < 2 {
+		t.Fatalf("exit %d, stderr %q: want 1 and a line per bad field", code, stderr)
+	}
+	for _, l := range lines {
+		if i := strings.Index(l, "(field "); i >= 0 {
+			field := strings.TrimSuffix(l[i+len("(field "):], ")")
+			if !strings.Contains(l, field+": ") {
+				t.Errorf("line %q names field %s, which is not the one it is about", l, field)
+			}
+		}
+	}
+}
