@@ -252,6 +252,39 @@ func TestEmptySettingsFileHoldsNoSettings(t *testing.T) {
 	}
 }
 
+// registries.auth is read at load as the gates read it: a file that is not
+// a docker config.json started the server, and every registry gate then
+// failed with the error, far from the setting.
+func TestRegistriesAuthIsReadAtLoad(t *testing.T) {
+	cases := []struct {
+		name, content string
+		want          []string
+	}{
+		{"not JSON", "-----BEGIN RSA PRIVATE KEY-----\n", []string{"registries.auth (from environment variable RIPCORD_REGISTRIES_AUTH)", "is not a docker config.json"}},
+		{"an auth that is not user:password", `{"auths": {"registry.example": {"auth": "bm9jb2xvbg=="}}}`, []string{"registries.auth", "not base64 of user:password"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := load(t, nil, map[string]string{"RIPCORD_REGISTRIES_AUTH": writeFile(t, "config.json", c.content)})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "registries.auth: registries.auth") {
+				t.Errorf("error %q names the key twice", err)
+			}
+		})
+	}
+	good := writeFile(t, "config.json", `{"auths": {"registry.example": {"username": "u", "password": "p"}}}`)
+	if c, err := load(t, nil, map[string]string{"RIPCORD_REGISTRIES_AUTH": good}); err != nil || c.Registries.Auth != good {
+		t.Errorf("a docker config.json: %v", err)
+	}
+}
+
 func TestBadSettingsNameTheKeyAndWhatIsExpected(t *testing.T) {
 	cases := []struct {
 		name string

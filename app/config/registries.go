@@ -1,9 +1,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/ripcord/ripcord/gates/attest"
 )
 
 // Registries says how the gates reach image registries.
@@ -34,6 +37,12 @@ func setRegistryAuth(c *Config, v string) error {
 	if v != "" {
 		if _, err := os.Stat(v); err != nil {
 			return fmt.Errorf("docker config.json not readable: %w", err)
+		}
+		// Read as the gates read it: a file that is not a docker
+		// config.json started the server and then failed every registry
+		// gate, far from the setting that caused it.
+		if _, err := attest.LoadDockerConfig(v); err != nil {
+			return errors.New(strings.TrimPrefix(err.Error(), "registries.auth: "))
 		}
 	}
 	c.Registries.Auth = v
