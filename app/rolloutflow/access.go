@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 // GitHub's answers that say nothing against a rollout: the App lost access
@@ -67,4 +69,58 @@ func auditOnce(ctx context.Context, tx *sql.Tx, id string, at time.Time, typ, ms
 		return nil
 	}
 	return insertAudit(ctx, tx, id, at, typ, msg)
+}
+
+// auditUnanswered adds msg, a batch GitHub did not answer for (5xx, no
+// answer on the installation's token, the default branch, or the
+// repository after a dispatch 404) and that is asked for again at each
+// poll, to the rollout's audit as unanswered, once per outage: unless an
+// unanswered line was said since the last line that ended one (unanswered
+// ends with the next line about a dispatch, or about access lost or the
+// rate limit, which are episodes of their own). The error GitHub's
+// silence came with may change from poll to poll (a 502, then a 503, then
+// none): it does not make another line, as the log has each.
+func auditUnanswered(ctx context.Context, tx *sql.Tx, id string, at time.Time, msg string) error {
+	var said bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_audit WHERE rollout_id = $1 AND type = 'unanswered'
+		AND n > (SELECT COALESCE(MAX(n), 0) FROM rollout_audit WHERE rollout_id = $1
+			AND type IN ('dispatch', 'access-lost', 'rate-limited')))`, id).Scan(&said)
+	if err != nil {
+		return fmt.Errorf("audit of rollout %s: %w", id, err)
+	}
+	if said {
+		return nil
+	}
+	return insertAudit(ctx, tx, id, at, "unanswered", msg)
+}
+
+// openUnanswered is the unanswered line of the outage the rollout still
+// waits out, if any (auditUnanswered): audit is its trail, oldest first.
+func openUnanswered(audit []AuditLine) (AuditLine, bool) {
+	var open AuditLine
+	var ok bool
+	for _, l := range audit {
+		switch l.Type {
+		case "unanswered":
+			if !ok {
+				open, ok = l, true
+			}
+		case "dispatch", "access-lost", "rate-limited":
+			ok = false
+		}
+	}
+	return open, ok
+}
+
+// unansweredSince is when the outage the rollout waits out began to be
+// said (auditUnanswered); false when it waits out none.
+func unansweredSince(ctx context.Context, q querier, id string) (time.Time, bool, error) {
+	var at sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT MIN(at) FROM rollout_audit WHERE rollout_id = $1 AND type = 'unanswered'
+		AND n > (SELECT COALESCE(MAX(n), 0) FROM rollout_audit WHERE rollout_id = $1
+			AND type IN ('dispatch', 'access-lost', 'rate-limited'))`, id).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("audit of rollout %s: %w", id, err)
+	}
+	return store.Time(at.Int64), at.Valid, nil
 }

@@ -164,6 +164,16 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 		case runID == 0:
 			msg = fmt.Sprintf("%s dispatched: %s, GitHub did not say which run: it is looked up by its name", name, workflow)
 		}
+		if err == nil {
+			// The end of an outage the audit said (withdraw).
+			since, ok, err := unansweredSince(ctx, tx, r.ID)
+			if err != nil {
+				return err
+			}
+			if ok {
+				msg += fmt.Sprintf(" (GitHub answers again; it had not since %s)", since.UTC().Format(time.RFC3339))
+			}
+		}
 		return insertAudit(ctx, tx, r.ID, x.deps.Now(), "dispatch", msg)
 	})
 }
@@ -274,7 +284,9 @@ func (e *branchError) Unwrap() error { return e.err }
 // empty, says why the App has no access (to the repository or to the
 // installation): the rollout's audit says it once
 // (access-lost) and the log on every try; otherwise GitHub could not be
-// asked (5xx, no answer) and only the log says so.
+// asked (5xx, no answer): the log says so on every try, and the audit
+// once per outage (unanswered, auditUnanswered), however long it lasts,
+// since the rollout, still running, shows nothing else of it.
 func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, lost string, cause error) (time.Time, error) {
 	msg := lost
 	if lost != "" {
@@ -289,7 +301,8 @@ func (x *executor) withdraw(ctx context.Context, r *Rollout, ref Ref, name, lost
 			return err
 		}
 		if lost == "" {
-			return nil
+			return auditUnanswered(ctx, tx, r.ID, x.deps.Now(), fmt.Sprintf("%s not dispatched: GitHub did not answer (%s): "+
+				"asked for again at each poll", name, strings.ReplaceAll(cause.Error(), "\n", "; ")))
 		}
 		// No check run update: the App cannot write to the repository.
 		return auditOnce(ctx, tx, r.ID, x.deps.Now(), "access-lost", msg)

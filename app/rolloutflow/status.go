@@ -24,6 +24,12 @@ type StatusJSON struct {
 	HeadSHA  string `json:"head_sha,omitempty"`
 	HeadFrom string `json:"head_from,omitempty"`
 	status.Status
+	// Waiting says, while GitHub does not answer for a batch's dispatch
+	// (5xx, no answer), that the rollout, still running, waits that out
+	// (however long: an outage fails no batch), since when and with which
+	// error first: the audit's open unanswered line. Only with the audit
+	// (GET /api/v1/rollouts/{id}).
+	Waiting   string      `json:"waiting,omitempty"`
 	Audit     []AuditLine `json:"audit,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
@@ -90,8 +96,12 @@ func statusOf(r Rollout, runs []Dispatched, audit []AuditLine) StatusJSON {
 	if m.Status == Failed && (m.Rollback == nil || m.Rollback.Outcome != "running") {
 		s.Rollout.Drift = status.DriftOf(s.Rollout.Stages)
 	}
-	return StatusJSON{ID: r.ID, ReleaseID: r.ReleaseID, Repository: r.Repository, App: r.App, Environment: r.Environment,
+	out := StatusJSON{ID: r.ID, ReleaseID: r.ReleaseID, Repository: r.Repository, App: r.App, Environment: r.Environment,
 		Version: r.Version, HeadSHA: r.HeadSHA, HeadFrom: r.Snapshot.HeadFrom, Status: s, Audit: audit, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if l, ok := openUnanswered(audit); ok && m.Phase != PhaseDone {
+		out.Waiting = fmt.Sprintf("since %s: %s", l.At.UTC().Format(time.RFC3339), l.Message)
+	}
+	return out
 }
 
 // approvalState is the approval after stage si, for a stage that asks one.
