@@ -123,8 +123,7 @@ func (x *executor) dispatch(ctx context.Context, r *Rollout, ref Ref, evs []Even
 	case err != nil && notFound(err):
 		// The repository reads: GitHub has no such workflow. A refusal,
 		// the batch fails, saying what to look at.
-		state, detail = RunFailure, fmt.Sprintf("dispatch: workflow %s not found in %s: GitHub answers 404 on its dispatch, "+
-			"and the repository reads (is .github/workflows/%s on its default branch?)", workflow, r.Repository, workflow)
+		state, detail = RunFailure, "dispatch: "+workflowNotFound(workflow, r.Repository)
 	case err != nil && sent && !refused(err):
 		// No answer, or a 5xx: GitHub may have accepted the dispatch and
 		// started the run all the same (ghclient does not repeat a
@@ -259,6 +258,13 @@ func dispatchWorkflow(ctx context.Context, gh *github.Client, repository, workfl
 		return 0, true, fmt.Errorf("dispatch %s on %s@%s: %w", workflow, repository, ref, err)
 	}
 	return out.WorkflowRunID, true, nil
+}
+
+// workflowNotFound says what a dispatch 404 is when the repository reads
+// (a batch's, a probe round's): GitHub has no such workflow there.
+func workflowNotFound(workflow, repository string) string {
+	return fmt.Sprintf("workflow %s not found in %s: GitHub answers 404 on its dispatch, "+
+		"and the repository reads (is .github/workflows/%s on its default branch?)", workflow, repository, workflow)
 }
 
 // branchError is a default branch dispatchWorkflow could not read: no

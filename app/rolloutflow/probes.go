@@ -296,6 +296,10 @@ func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs, 
 func (x *executor) probeAnswered(ctx context.Context, r *Rollout, reading, workflow string, runID int64, err error, refusal, retried bool, lim installationLimit) error {
 	state, detail, audit := RunQueued, "", ""
 	switch {
+	case refusal && notFound(err):
+		// The repository reads (probeUnsent): the workflow is missing.
+		state, detail = RunFailure, workflowNotFound(workflow, r.Repository)
+		audit = "probe workflow of reading " + reading + " not dispatched: " + detail
 	case refusal:
 		state, detail = RunFailure, err.Error()
 		audit = "probe workflow of reading " + reading + " not dispatched: " + detail
