@@ -291,7 +291,8 @@ func (x *executor) dispatchProbes(ctx context.Context, r *Rollout, n int, refs, 
 
 // probeAnswered stores GitHub's answer to the dispatch of reading's round:
 // a run (err nil), a refusal (red), or none (asked for again, said once
-// unless retried). An answer after the reset of lim, a limit met before,
+// unless retried). A retried round that gets its run is dispatched as of
+// now (probeSentAt). An answer after the reset of lim, a limit met before,
 // ends its episode.
 func (x *executor) probeAnswered(ctx context.Context, r *Rollout, reading, workflow string, runID int64, err error, refusal, retried bool, lim installationLimit) error {
 	state, detail, audit := RunQueued, "", ""
@@ -312,6 +313,12 @@ func (x *executor) probeAnswered(ctx context.Context, r *Rollout, reading, workf
 	lifted := !lim.reset.IsZero() && (err == nil || refusal)
 	x.deps.Log.Info("rollout probes dispatched", "rollout", r.ID, "reading", reading, "workflow", workflow, "run_id", runID, "error", detail)
 	return x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if retried && err == nil {
+			// Sent at last: its results get their whole interval from now.
+			if err := probeSentAt(ctx, tx, r.ID, reading, x.deps.Now()); err != nil {
+				return err
+			}
+		}
 		if err := setProbeDispatched(ctx, tx, r.ID, reading, runID, state, detail, x.deps.Now()); err != nil {
 			return err
 		}

@@ -38,8 +38,13 @@ func (o *probeOutage) dispatched() []map[string]any {
 // bakingWithProbeOutage deploys the runner harness's one stage and then
 // answers its probe dispatches with o.
 func bakingWithProbeOutage(t *testing.T) (*harness, *probeOutage) {
+	return bakingWithProbeOutageOn(t, testdb.URL(t, "sqlite"))
+}
+
+// bakingWithProbeOutageOn is bakingWithProbeOutage on dbURL.
+func bakingWithProbeOutageOn(t *testing.T, dbURL string) (*harness, *probeOutage) {
 	a, b := twoTargets(t)
-	h := newRunnerHarness(t, testdb.URL(t, "sqlite"), a, b)
+	h := newRunnerHarness(t, dbURL, a, b)
 	h.tickAs(false)
 	for h.finishRuns() {
 		h.tickAs(false)
@@ -139,4 +144,52 @@ func TestAProbeDispatchIn5xxForItsWholeIntervalIsRed(t *testing.T) {
 	if o.tries < 2 {
 		t.Errorf("%d probe dispatches tried, want the probe workflow asked for again", o.tries)
 	}
+}
+
+// A probe workflow sent only after 5xx answers, late in its reading's
+// interval, gets the whole interval for its results from the dispatch
+// that got through, as README says (an interval after the dispatch), not
+// what was left of the first try's: its runners are not red for the
+// seconds GitHub took to answer.
+func TestAProbeDispatchSentAfter5xxGetsAWholeInterval(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h, o := bakingWithProbeOutageOn(t, dbURL)
+		due := h.rollout().WakeAt // the first reading is due
+		h.clock.set(due)
+		h.tickAs(true)
+		h.notRedYet(t, "after a probe dispatch answered 502")
+
+		// GitHub answers again 25 s into the 30 s interval.
+		o.set(false)
+		sent := due.Add(25 * time.Second)
+		h.clock.set(sent)
+		h.tickAs(true)
+		ds := o.dispatched()
+		if len(ds) != 1 || ds[0]["reading"] != "0.0.-1.1" {
+			t.Fatalf("probe dispatches %v, want the first reading's, sent at last", ds)
+		}
+		if r := h.notRedYet(t, "once the probe workflow is sent"); !r.WakeAt.Equal(sent.Add(30 * time.Second)) {
+			t.Errorf("next tick at %s, want the results awaited until %s, an interval after the dispatch that got through",
+				r.WakeAt, sent.Add(30*time.Second))
+		}
+
+		// Past the first try's interval, within the dispatch's.
+		h.clock.set(due.Add(31 * time.Second))
+		h.tickAs(true)
+		h.notRedYet(t, "6 s after the probe workflow was sent")
+
+		post := ProbePost{Reading: "0.0.-1.1"}
+		var probes []ProbeTarget
+		_ = json.Unmarshal([]byte(fmt.Sprint(ds[0]["probes"])), &probes)
+		for _, p := range probes {
+			post.Results = append(post.Results, RunnerProbe{URL: p.URL, Host: p.Host, Status: 200})
+		}
+		if _, err := h.x.acceptProbes(context.Background(), h.id, testRepo, post); err != nil {
+			t.Fatalf("post of reading %s: %v", post.Reading, err)
+		}
+		h.tickAs(false)
+		if all, red := h.readingsOf(); all != 1 || red != 0 {
+			t.Errorf("%d readings, %d red, once the runners posted; want the first reading taken, green", all, red)
+		}
+	})
 }

@@ -96,8 +96,9 @@ func claimProbeRound(ctx context.Context, tx *sql.Tx, id string, ref Ref, readin
 
 // reclaimProbeRound claims a round that was not dispatched (roundRetry,
 // roundLimited, roundLost) for its next dispatch; false when another tick
-// did. A round in roundRetry keeps its dispatch time: it is red an
-// interval after its reading was due. One that waited for a rate limit's
+// did. A round in roundRetry keeps its dispatch time: if it is never sent,
+// it is red an interval after its reading was due; once sent, it is
+// dispatched as of then (probeSentAt). One that waited for a rate limit's
 // reset or for access is dispatched as if for the first time: its results
 // are awaited an interval from now, and the reading is as of now.
 func reclaimProbeRound(ctx context.Context, tx *sql.Tx, id, reading string, now time.Time) (bool, error) {
@@ -110,6 +111,21 @@ func reclaimProbeRound(ctx context.Context, tx *sql.Tx, id, reading string, now 
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// probeSentAt makes now the dispatch time of reading's round, retried
+// after a 5xx and now sent: its results are awaited an interval from the
+// dispatch that got through (not from the first try, which sent no probe
+// and could leave them seconds), and the reading is as of then, as for a
+// round that waited for a rate limit's reset. Not once its results came.
+func probeSentAt(ctx context.Context, tx *sql.Tx, id, reading string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE rollout_batches SET dispatched_at = $1
+		WHERE rollout_id = $2 AND kind = 'probe' AND name = $3 AND state = $4`,
+		store.Micros(now), id, reading, RunDispatching)
+	if err != nil {
+		return fmt.Errorf("update probe round %s of rollout %s: %w", reading, id, err)
+	}
+	return nil
 }
 
 // setProbeDispatched records GitHub's answer to a round's dispatch, unless
