@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -82,7 +83,7 @@ func rolloutStart(args []string) int {
 		"cluster": *cluster, "release_id": *release, "author": *author, "freeze_override": *override})
 	var out rolloutflow.StatusJSON
 	err = c.do(context.Background(), "POST", "/api/v1/rollouts", body, &out)
-	return finish(err, *asJSON, out, func() { printRollout(out) })
+	return finish(err, *asJSON, out, func() { printRollout(os.Stdout, out) })
 }
 
 func rolloutStatus(args []string) int {
@@ -123,11 +124,11 @@ func rolloutStatus(args []string) int {
 			fmt.Fprintf(os.Stderr, "ripcord rollout status: release %s has no rollout\n", *release)
 			return 1
 		}
-		return finish(err, *asJSON, out, func() { printRollout(out.Rollouts[0]) })
+		return finish(err, *asJSON, out, func() { printRollout(os.Stdout, out.Rollouts[0]) })
 	}
 	var out rolloutflow.StatusJSON
 	err = c.do(ctx, "GET", "/api/v1/rollouts/"+url.PathEscape(fs.Arg(0)), nil, &out)
-	return finish(err, *asJSON, out, func() { printRollout(out) })
+	return finish(err, *asJSON, out, func() { printRollout(os.Stdout, out) })
 }
 
 func rolloutList(args []string) int {
@@ -239,19 +240,25 @@ func rolloutPost(client func() (*apiClient, error), path string, body []byte) in
 	return finish(err, false, out, func() { fmt.Println(out.Message) })
 }
 
-func printRollout(s rolloutflow.StatusJSON) {
-	fmt.Printf("rollout %s of %s (%s %s/%s): %s, %s stages passed, on_failure %s\n", s.ID, s.ReleaseID, s.Version,
+// printRollout writes the status s for a person: the rollout, why it
+// waits (paused, or a GitHub that does not answer for a batch), its stages
+// and its rollback.
+func printRollout(w io.Writer, s rolloutflow.StatusJSON) {
+	fmt.Fprintf(w, "rollout %s of %s (%s %s/%s): %s, %s stages passed, on_failure %s\n", s.ID, s.ReleaseID, s.Version,
 		s.App, s.Environment, s.Rollout.Status, s.RolloutProgress, s.Rollout.OnFailure)
 	if s.Rollout.Paused != "" {
-		fmt.Println("paused by", s.Rollout.Paused)
+		fmt.Fprintln(w, "paused by", s.Rollout.Paused)
 	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	if s.Waiting != "" {
+		fmt.Fprintln(w, "waiting for GitHub", s.Waiting)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STAGE\tWAVE\tSTATE\tGATE")
 	for _, st := range s.Rollout.Stages {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", st.Name, st.Wave, st.State, st.Gate)
 	}
 	_ = tw.Flush()
 	if rb := s.Rollout.Rollback; rb != nil {
-		fmt.Printf("rollback %s: %s %s\n", rb.Status, strings.Join(rb.Stages, ", "), rb.Reason)
+		fmt.Fprintf(w, "rollback %s: %s %s\n", rb.Status, strings.Join(rb.Stages, ", "), rb.Reason)
 	}
 }
