@@ -3,6 +3,7 @@ package gatesflow_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +41,14 @@ type lost struct {
 // restarts, losing the evaluation's attempt.
 func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
 	t.Helper()
+	return loseEvaluationWith(t, dbURL, retryBase, "")
+}
+
+// loseEvaluationWith is loseEvaluation with more gates beside the policy
+// validation (the YAML under the process: key, unindented), quick ones:
+// the evaluation never shows them in progress.
+func loseEvaluationWith(t *testing.T, dbURL string, retryBase time.Duration, process string) lost {
+	t.Helper()
 	t.Cleanup(gatesflow.SetSlowAfter(50 * time.Millisecond))
 	var answering atomic.Bool
 	held, stop := make(chan struct{}, 1), make(chan struct{})
@@ -62,7 +71,11 @@ func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
 
 	e := e2etest.Start(t, dbURL, app.Options{RetryBase: retryBase, ShutdownTimeout: 200 * time.Millisecond})
 	e.CheckRequestsAtCleanup(t)
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
+	config := policyGateConfig(policy.URL, "prod")
+	if process != "" {
+		config = gatesConfig("process:\n  policy_validation: {url: \""+policy.URL+"\"}\n  "+strings.ReplaceAll(process, "\n", "\n  "), "prod")
+	}
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config)
 	l := lost{e: e}
 	l.base, l.head, l.number = openBump(e, repo)
 	e.Install(repo)

@@ -60,6 +60,37 @@ func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 	})
 }
 
+// An evaluation lost with its process during its last attempt knew its
+// gates only in memory: its give-up completed the run it showed in
+// progress, but made none of a gate it never showed (a quick one, whose
+// verdict waits for the slow gate's), so a required check of that gate
+// waited "Expected" for ever, unlike after a last attempt that failed. The
+// give-up reads the pull request, the config and the release again to
+// learn them, and each gets a run of the evaluation, failed as the
+// give-up's.
+func TestAnEvaluationLostAtItsLastAttemptMakesTheRunsOfTheGatesItNeverShowed(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluationWith(t, dbURL, time.Hour, "qa: {labels: [qa-approved]}") // its retry waits: the test loses it first
+		e := l.e
+		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
+		l.readable() // GitHub answers again: only the process was lost
+		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_evaluate", "evaluation")
+		runs := e.GitHub.CheckRuns(repo)
+		names := map[string]bool{}
+		for _, cr := range runs {
+			names[cr.Name] = true
+			if cr.HeadSHA != l.head || cr.ExternalID != l.shown.ExternalID || cr.Status != "completed" || cr.Conclusion != "failure" ||
+				cr.Title != gatesflow.GaveUpTitle || !strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
+				t.Errorf("%s: %s %s %q (%s)\n%s\nwant the give-up's failure, of the evaluation (%s), after 8 attempts, the last one lost",
+					cr.Name, cr.Status, cr.Conclusion, cr.Title, cr.ExternalID, cr.Summary, l.shown.ExternalID)
+			}
+		}
+		if len(runs) != 2 || !names["ripcord/policy-validation"] || !names["ripcord/qa"] {
+			t.Errorf("runs after the give-up: %+v, want the one shown in progress and one of the gate never shown", runs)
+		}
+	})
+}
+
 // A verdict's job lost with its process during its last attempt must
 // still complete its run: on PostgreSQL River's rescuer discarded it
 // without running it again, so notWritten never ran and the run the

@@ -102,8 +102,17 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	last := budget(evaluateAttempts, job.MaxAttempts)
 	if job.Attempt > last {
 		// The evaluation's last attempt was lost with its process
-		// (errLostAttempt): it gives up now, evaluating nothing more.
-		w.gaveUp(ctx, job, last, errLostAttempt, nil)
+		// (errLostAttempt): it gives up now, evaluating nothing more,
+		// with the gates it knew read again (knewGates).
+		known, err := w.knewGates(ctx, job.Args)
+		if interrupted(w.deps, err) {
+			return err
+		}
+		if err != nil {
+			w.deps.Log.Warn("gate evaluation lost at its last attempt: its gates could not be read again, so those it never showed get no run",
+				"repository", job.Args.Repository, "pull_request", job.Args.PullRequest, "head_sha", job.Args.HeadSHA, "error", err)
+		}
+		w.gaveUp(ctx, job, last, errLostAttempt, known)
 		return nil
 	}
 	known, err := w.work(ctx, job)
@@ -143,10 +152,9 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 	if err != nil {
 		return nil, fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
-	owner, name := splitRepo(a.Repository)
-	pr, _, err := gh.PullRequests.Get(ctx, owner, name, a.PullRequest)
+	pr, cfg, targets, err := w.judged(ctx, gh, a)
 	if err != nil {
-		return nil, fmt.Errorf("read pull request %s#%d: %w", a.Repository, a.PullRequest, err)
+		return nil, err
 	}
 	if pr.GetHead().GetSHA() != a.HeadSHA {
 		// The head moved on: the newer push has its own job. The runs
@@ -154,33 +162,84 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 		// a Re-run was clicked on, are answered.
 		return nil, w.oldHead(ctx, gh, a, pr, job.ID)
 	}
-	// The default branch's config, never the PR's: a PR must not be able to
-	// weaken the gates that judge it.
-	res, err := w.loader.Load(ctx, gh.Repositories, a.Repository, "")
-	if err != nil {
-		return nil, err
-	}
-	if !res.Valid() {
-		return nil, nil // configload's own check run reports a config that does not load
-	}
-	targets, err := w.releases(ctx, gh, res.Config, pr, a)
-	if err != nil {
-		return nil, err
-	}
-	targets = slices.DeleteFunc(targets, func(t target) bool { return !concerns(res.Config, t, a) })
-	for _, t := range targets {
-		g, _ := res.Config.GatesFor(t.app, t.env)
-		known = append(known, GateScope{App: t.app, Environment: t.env, Names: CheckNames(g)})
-	}
+	known = gateScopes(cfg, targets)
 	// The job's id orders this evaluation among the commit's (see
 	// externalID): the queue numbers jobs in the order they were asked for,
 	// and a retry keeps its job's id.
 	for _, t := range targets {
-		if err := w.evaluate(ctx, gh, res.Config, t, pr, a, job.ID); err != nil {
+		if err := w.evaluate(ctx, gh, cfg, t, pr, a, job.ID); err != nil {
 			return known, err
 		}
 	}
 	return known, nil
+}
+
+// judged reads what an attempt of a judges: the pull request, the default
+// branch's config, and the environments whose release it is and whose
+// gates the change that triggered a concerns. When the pull request's head
+// is no longer a's, or the config does not load, there are no targets
+// (cfg nil).
+func (w *evaluateWorker) judged(ctx context.Context, gh *github.Client, a EvaluateArgs) (*github.PullRequest, *repoconfig.Config, []target, error) {
+	owner, name := splitRepo(a.Repository)
+	pr, _, err := gh.PullRequests.Get(ctx, owner, name, a.PullRequest)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read pull request %s#%d: %w", a.Repository, a.PullRequest, err)
+	}
+	if pr.GetHead().GetSHA() != a.HeadSHA {
+		return pr, nil, nil, nil
+	}
+	// The default branch's config, never the PR's: a PR must not be able to
+	// weaken the gates that judge it.
+	res, err := w.loader.Load(ctx, gh.Repositories, a.Repository, "")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !res.Valid() {
+		return pr, nil, nil, nil // configload's own check run reports a config that does not load
+	}
+	targets, err := w.releases(ctx, gh, res.Config, pr, a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	targets = slices.DeleteFunc(targets, func(t target) bool { return !concerns(res.Config, t, a) })
+	return pr, res.Config, targets, nil
+}
+
+// gateScopes names the gates of each of targets under cfg.
+func gateScopes(cfg *repoconfig.Config, targets []target) []GateScope {
+	var out []GateScope
+	for _, t := range targets {
+		g, _ := cfg.GatesFor(t.app, t.env)
+		out = append(out, GateScope{App: t.app, Environment: t.env, Names: CheckNames(g)})
+	}
+	return out
+}
+
+// knewGates learns, for the give-up of an evaluation whose last attempt
+// was lost with its process, the gates that attempt was to report: they
+// were only in its memory. It reads what the attempt read (judged), as
+// each attempt reads it afresh anyway; a pull request whose head moved on
+// needs no run on the old commit, and what cannot be read leaves the gates
+// unknown (the give-up then completes only the runs the evaluation showed),
+// unless the server's stop is what cut the reading short (the job then
+// runs again: the error).
+func (w *evaluateWorker) knewGates(ctx context.Context, a EvaluateArgs) ([]GateScope, error) {
+	ctx, stop := context.WithTimeout(ctx, giveUpTimeout)
+	defer stop()
+	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
+	var pr *github.PullRequest
+	var cfg *repoconfig.Config
+	var targets []target
+	if err == nil {
+		pr, cfg, targets, err = w.judged(ctx, gh, a)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if pr.GetHead().GetSHA() != a.HeadSHA {
+		return nil, nil
+	}
+	return gateScopes(cfg, targets), nil
 }
 
 // target is one environment whose release the PR promotes.

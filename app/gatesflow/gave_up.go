@@ -39,7 +39,9 @@ type GaveUpArgs struct {
 	Attempts       int    `json:"attempts"`
 	Error          string `json:"error"`
 	// Gates are the gates the evaluation was to report, when its last
-	// attempt knew them: those it never showed in progress get a run too.
+	// attempt knew them (or, that attempt lost with its process, when they
+	// could be read again: knewGates): those it never showed in progress
+	// get a run too.
 	Gates []GateScope `json:"gates,omitempty"`
 }
 
