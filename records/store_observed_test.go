@@ -157,6 +157,15 @@ func TestAReleaseThatOnlyChangesTheAnnotationReachesItsRecord(t *testing.T) {
 	})
 }
 
+// oneFactOrABatch applies a fact alone (ApplyFact) or as a batch of one
+// (ApplyFacts): the two paths the intake takes must agree.
+var oneFactOrABatch = map[string]func(t *testing.T, s *Store, f Fact, now time.Time) Result{
+	"one fact": func(t *testing.T, s *Store, f Fact, now time.Time) Result { return applyFact(t, s, f, "", now) },
+	"a batch": func(t *testing.T, s *Store, f Fact, now time.Time) Result {
+		return applyFacts(t, s, []BatchFact{{Fact: f, Now: now}})[0]
+	},
+}
+
 // A Deployment a Rollout took over is reported deleted (the agent leaves
 // it out of its inventory); the Rollout's release supersedes the
 // Deployment's. Released by the Rollout, the Deployment reports its
@@ -165,12 +174,7 @@ func TestAReleaseThatOnlyChangesTheAnnotationReachesItsRecord(t *testing.T) {
 // must see it running rather than deleted.
 func TestAWorkloadReportedAgainRunsItsClosedRelease(t *testing.T) {
 	deployment := func(f *Fact) { f.Source, f.UID, f.PodHash = SourceDeployment, "deployment-uid", "" }
-	for name, apply := range map[string]func(t *testing.T, s *Store, f Fact, now time.Time) Result{
-		"one fact": func(t *testing.T, s *Store, f Fact, now time.Time) Result { return applyFact(t, s, f, "", now) },
-		"a batch": func(t *testing.T, s *Store, f Fact, now time.Time) Result {
-			return applyFacts(t, s, []BatchFact{{Fact: f, Now: now}})[0]
-		},
-	} {
+	for name, apply := range oneFactOrABatch {
 		t.Run(name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
 				s, _ := openStore(t, dbURL)
@@ -217,12 +221,7 @@ func TestAWorkloadReportedAgainRunsItsClosedRelease(t *testing.T) {
 // as it reports, and the resyncs, ignored like the Healthy they repeat,
 // add nothing to the audit trail.
 func TestAnUndoneCanaryIsObservedAsItReportsAndItsResyncsAreNotAudited(t *testing.T) {
-	for name, apply := range map[string]func(t *testing.T, s *Store, f Fact, now time.Time) Result{
-		"one fact": func(t *testing.T, s *Store, f Fact, now time.Time) Result { return applyFact(t, s, f, "", now) },
-		"a batch": func(t *testing.T, s *Store, f Fact, now time.Time) Result {
-			return applyFacts(t, s, []BatchFact{{Fact: f, Now: now}})[0]
-		},
-	} {
+	for name, apply := range oneFactOrABatch {
 		t.Run(name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
 				s, _ := openStore(t, dbURL)
