@@ -43,15 +43,7 @@ func bakingWithProbeOutage(t *testing.T) (*harness, *probeOutage) {
 
 // bakingWithProbeOutageOn is bakingWithProbeOutage on dbURL.
 func bakingWithProbeOutageOn(t *testing.T, dbURL string) (*harness, *probeOutage) {
-	a, b := twoTargets(t)
-	h := newRunnerHarness(t, dbURL, a, b)
-	h.tickAs(false)
-	for h.finishRuns() {
-		h.tickAs(false)
-	}
-	if p := h.rollout().Machine.Phase; p != PhaseBake {
-		t.Fatalf("phase %s after the deploy, want bake", p)
-	}
+	h := bakingRunners(t, dbURL)
 	o := &probeOutage{down: true}
 	n := int64(5000)
 	h.gh.Handle("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
