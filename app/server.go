@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	}
 	s.writer = newGroupWriter(db, s.metrics, s.acts, s.drain.Wake)
 	s.writer.health = s.health
-	s.handler = s.routes()
+	s.handler = s.limitBodies(s.routes())
 	switch {
 	case !s.appIdentity().Configured && len(s.webhookSecrets()) == 0:
 		// Without a secret no delivery can be checked, so none is stored:

@@ -40,6 +40,8 @@ func TestRollbackForm(t *testing.T) {
 				http.StatusForbidden, "Form refused"},
 			{"no reason", []*http.Cookie{alice}, url.Values{"csrf": {aliceToken}, "reason": {"  "}},
 				http.StatusBadRequest, "reason: say why you roll back"},
+			{"a form over 16 KiB", []*http.Cookie{alice}, url.Values{"csrf": {aliceToken}, "reason": {strings.Repeat("x", 16<<10)}},
+				http.StatusRequestEntityTooLarge, "larger than 16 KiB"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				p := post(t, r3, c.form, c.who...)

@@ -76,7 +76,15 @@ func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
 	}
 	back := "/releases/" + url.PathEscape(id)
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	if err := r.ParseForm(); err != nil || !validCSRF(h.app().ClientSecret, ss, rollbackAction(id), r.PostForm.Get(csrfField)) {
+	err = r.ParseForm()
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		// Not "form refused": reloading the page would not help.
+		h.say(w, http.StatusRequestEntityTooLarge, ss.Login, message{Heading: "Form too large",
+			Text: fmt.Sprintf("The form is larger than %d KiB; the reason may be %d characters at most.", maxForm>>10, maxReason),
+			Link: "Back to the release", LinkTo: back})
+		return
+	}
+	if err != nil || !validCSRF(h.app().ClientSecret, ss, rollbackAction(id), r.PostForm.Get(csrfField)) {
 		h.say(w, http.StatusForbidden, ss.Login, message{Heading: "Form refused",
 			Text: "This form did not come from your page here, or you signed in again since it was shown. Reload the page and try again.",
 			Link: "Back to the release", LinkTo: back})

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// A body over its route's limit is refused 413 with the limit named, from
+// its Content-Length, whatever the route and before any credential: no
+// handler reads it or answers in its own words (POST /api/v1/rollouts cut
+// it short and named a JSON syntax error; /api/v1/rollbacks said "read
+// body: http: request body too large").
+func TestBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
+	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
+		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
+	})
+	oneMiB := strings.Repeat(" ", maxBodyBytes) + "{}"
+	for _, c := range []struct {
+		path, auth, body, limit string
+	}{
+		{"/api/v1/rollouts", testToken, oneMiB, "1 MiB"},
+		{"/api/v1/rollouts/ro1/approve", testToken, oneMiB, "1 MiB"},
+		{"/api/v1/rollbacks", testToken, strings.Repeat(" ", 64<<10) + "{}", "64 KiB"},
+		{"/api/v1/releases", testToken, oneMiB, "1 MiB"},
+		{"/api/v1/validate", testToken, oneMiB, "1 MiB"},
+		{"/api/v1/facts", "", oneMiB, "1 MiB"},
+		{"/api/v1/facts/prod-eu", "", oneMiB, "1 MiB"},
+		{"/api/v1/facts/prod-eu/inventory", "tok-eu", oneMiB, "1 MiB"},
+		{"/api/v1/clusters/prod-eu/actions/a1", "tok-eu", oneMiB, "1 MiB"},
+		{"/releases/r1/rollback", "", oneMiB, "1 MiB"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, ts.URL+c.path, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			if c.auth != "" {
+				req.Header.Set("Authorization", "Bearer "+c.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var e apiError
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(e.Error, "larger than "+c.limit) {
+				t.Errorf("status %d %q, want 413 naming %s", resp.StatusCode, e.Error, c.limit)
+			}
+		})
+	}
+}
+
+// The 413 comes before the body: a client that announces too large a body
+// and then waits is answered at once, not left waiting with a handler
+// blocked on the body it will not send.
+func TestATooLargeBodyIsRefusedBeforeItIsSent(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	conn := dial(t, ts)
+	fmt.Fprintf(conn, "POST /api/v1/rollouts HTTP/1.1\r\nHost: ripcord\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{", testToken, 2<<20)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer before the body was sent: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d, want 413", resp.StatusCode)
+	}
+}
+
+func dial(t *testing.T, ts *testServer) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
