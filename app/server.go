@@ -34,7 +34,13 @@ import (
 const (
 	shutdownTimeout   = 30 * time.Second
 	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 2 * time.Minute
+	// readTimeout bounds reading a whole request, body included, so that a
+	// client sending its body a byte at a time cannot hold a connection
+	// (and a handler) for ever. The largest body, a 25 MiB webhook, takes
+	// it at 430 KB/s; a long poll is not cut by it, as Go stops the
+	// deadline once the body is read.
+	readTimeout = time.Minute
+	idleTimeout = 2 * time.Minute
 	// stopCancelWait is how long a stop waits for jobs it cancelled.
 	stopCancelWait = 2 * time.Second
 )
@@ -73,6 +79,8 @@ type Server struct {
 	// it begins (pipeline.Deps.Stopping).
 	shutdownTimeout time.Duration
 	stopping        chan struct{}
+	// readTimeout is the HTTP server's (Options.ReadTimeout).
+	readTimeout time.Duration
 
 	mu   sync.Mutex
 	addr string
@@ -90,6 +98,9 @@ type Options struct {
 	GitHubClock ghclient.Clock
 	// ShutdownTimeout bounds a graceful stop (default 30 s; tests shorten it).
 	ShutdownTimeout time.Duration
+	// ReadTimeout bounds reading one request, headers and body (default
+	// 1 minute, the headers 10 s; tests shorten both).
+	ReadTimeout time.Duration
 }
 
 // New opens the database, applies migrations and wires the server. Run starts it.
@@ -118,7 +129,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 
 	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{},
 		records: records.NewStore(db), ghCalls: &ghclient.Counter{}, health: newDBHealth(log),
-		shutdownTimeout: cmp.Or(opts.ShutdownTimeout, shutdownTimeout), stopping: make(chan struct{})}
+		shutdownTimeout: cmp.Or(opts.ShutdownTimeout, shutdownTimeout), stopping: make(chan struct{}),
+		readTimeout: cmp.Or(opts.ReadTimeout, readTimeout)}
 	if err := s.connectGitHub(ctx, opts); err != nil {
 		db.Close()
 		return nil, err
@@ -226,7 +238,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	// The drain's first round reads deliveries an earlier run left queued.
 	s.drain.Start()
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: min(readHeaderTimeout, s.readTimeout),
+		ReadTimeout: s.readTimeout, IdleTimeout: idleTimeout}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s.log.Info("ripcord is serving", "listen", s.addr, "public_url", s.cfg.PublicURL, "database", s.db.Source)
