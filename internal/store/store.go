@@ -371,14 +371,30 @@ func rollbackOnPanic(tx *sql.Tx) {
 	}
 }
 
-// redact removes a password from a URL for logs and errors.
+// redact removes the passwords from a URL for logs and errors: the one
+// in its user info, and those libpq takes as parameters (password=,
+// sslpassword=). A URL that does not parse is not shown at all, since where
+// its password is cannot be told.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
+	if err != nil {
+		return "(a database URL that does not parse)"
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	hidden := false
+	for name := range q {
+		if strings.EqualFold(name, "password") || strings.EqualFold(name, "sslpassword") {
+			q[name] = []string{"xxxxx"}
+			hidden = true
+		}
+	}
+	if hidden {
+		u.RawQuery = q.Encode()
 	}
 	return u.String()
 }
