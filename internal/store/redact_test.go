@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,10 @@ func TestRedactHidesEveryPassword(t *testing.T) {
 		{"the client key's", "postgres://ripcord@db/ripcord?sslkey=/k&sslpassword=s3cret-pw",
 			"postgres://ripcord@db/ripcord?sslkey=%2Fk&sslpassword=xxxxx"},
 		{"in a URL that does not parse", "postgres://ripcord:s3cret-pw@db:port/ripcord", ""},
+		{"in a keyword/value string", "host=db user=ripcord password=s3cret-pw dbname=ripcord",
+			"host=db user=ripcord password=xxxxx dbname=ripcord"},
+		{"quoted in a keyword/value string", "host=db sslpassword = 's3cret-pw and more' dbname=ripcord",
+			"host=db sslpassword=xxxxx dbname=ripcord"},
 		{"none", "postgres://ripcord@db/ripcord?sslmode=require", "postgres://ripcord@db/ripcord?sslmode=require"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -23,5 +28,14 @@ func TestRedactHidesEveryPassword(t *testing.T) {
 				t.Errorf("redact(%q) = %q, want %q and no password", c.url, got, c.want)
 			}
 		})
+	}
+}
+
+// A keyword/value string is refused at the start, named in the refusal,
+// without its password.
+func TestOpenRefusesAKeywordStringWithoutShowingItsPassword(t *testing.T) {
+	_, err := Open(context.Background(), "host=db user=ripcord password=s3cret-pw dbname=ripcord")
+	if err == nil || strings.Contains(err.Error(), "s3cret-pw") || !strings.Contains(err.Error(), "not a database URL") {
+		t.Errorf("Open = %v, want a refusal without the password", err)
 	}
 }

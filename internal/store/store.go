@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -371,6 +372,9 @@ func rollbackOnPanic(tx *sql.Tx) {
 	}
 }
 
+// keywordPassword is a password in a libpq keyword/value string.
+var keywordPassword = regexp.MustCompile(`(?i)\b(ssl)?password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
+
 // redact removes the passwords from a URL for logs and errors: the one
 // in its user info, and those libpq takes as parameters (password=,
 // sslpassword=). A URL that does not parse is not shown at all, since where
@@ -379,6 +383,11 @@ func redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "(a database URL that does not parse)"
+	}
+	if u.Scheme == "" {
+		// Not a URL: a libpq keyword/value string, refused, but named in
+		// the refusal.
+		return keywordPassword.ReplaceAllString(raw, "${1}password=xxxxx")
 	}
 	if u.User != nil {
 		if _, ok := u.User.Password(); ok {
