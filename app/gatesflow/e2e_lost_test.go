@@ -60,6 +60,59 @@ func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 	})
 }
 
+// An evaluation lost with its process during its last attempt, whose
+// pull request's head moved on meanwhile, failed the run it showed in
+// progress on the old commit as a gate ripcord could not evaluate, sending
+// the reviewer to re-run a commit ripcord no longer judges; an attempt
+// that finds the head moved answers such a run. The give-up answers it so
+// too: not evaluated, as the commit is no longer the head, naming the one
+// that is; no run is made on the old commit and nothing is left to give up.
+func TestAnEvaluationLostAtItsLastAttemptAfterTheHeadMovedAnswersItsRunsAsAnOldHead(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the test loses it first
+		e := l.e
+		moved := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
+		l.readable() // GitHub answers again: only the process was lost
+		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_evaluate", "evaluation")
+		cr := run(e, l.shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.OldHeadTitle ||
+			!strings.Contains(cr.Summary, "no longer the head") || !strings.Contains(cr.Summary, moved) {
+			t.Errorf("the run the lost evaluation showed in progress on the old head: %s %s %q\n%s\nwant it completed failure as not evaluated, naming the current head %s",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary, moved)
+		}
+		onlyTheRunShown(t, e)
+		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'gates_gave_up'`); n != 0 {
+			t.Errorf("%d give-ups queued, want none: the old head's runs are answered", n)
+		}
+	})
+}
+
+// When GitHub refuses that answer, the runs the lost evaluation showed in
+// progress are given up, as after a last attempt whose answer GitHub
+// refused: a failure, not a spinner.
+func TestAnEvaluationLostAtItsLastAttemptAfterTheHeadMovedGivesUpWhenItsAnswerIsRefused(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the test loses it first
+		e := l.e
+		e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
+		l.readable()
+		refuseUpdates(e, func(body map[string]any) bool {
+			out, _ := body["output"].(map[string]any)
+			return out["title"] == gatesflow.OldHeadTitle
+		})
+		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_evaluate", "evaluation")
+		waitForJob(e, "the give-up to end", 30*time.Second, "gates_gave_up", "completed")
+		e.Settle()
+		cr := run(e, l.shown.ID)
+		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
+			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
+			t.Errorf("the run of the lost evaluation whose answer GitHub refused: %s %s %q\n%s\nwant the give-up's failure, after 8 attempts, the last one lost",
+				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+		onlyTheRunShown(t, e)
+	})
+}
+
 // An evaluation lost with its process during its last attempt knew its
 // gates only in memory: its give-up completed the run it showed in
 // progress, but made none of a gate it never showed (a quick one, whose

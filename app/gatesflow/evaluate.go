@@ -34,8 +34,8 @@ const evaluateAttempts = 8
 // (a crash, a node gone). River's rescuer discards a job it finds so at
 // its MaxAttempts without running it again (on PostgreSQL; SQLite's start
 // makes it available again), so each such job is queued with one attempt
-// more than its work uses, and that attempt only does the giving up (the
-// give-up's own job, which nothing would follow, does its work again).
+// more than its work uses, and that attempt only does the giving up (lost;
+// the give-up's own job, which nothing would follow, does its work again).
 // The budget is the smaller of the work's and the job's MaxAttempts
 // (budget): a job queued before the spare attempt existed (MaxAttempts 8,
 // or 5 for the oldest evaluations) gives up at its own last attempt rather
@@ -101,19 +101,7 @@ func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { retur
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
 	last := budget(evaluateAttempts, job.MaxAttempts)
 	if job.Attempt > last {
-		// The evaluation's last attempt was lost with its process
-		// (errLostAttempt): it gives up now, evaluating nothing more,
-		// with the gates it knew read again (knewGates).
-		known, err := w.knewGates(ctx, job.Args)
-		if interrupted(w.deps, err) {
-			return err
-		}
-		if err != nil {
-			w.deps.Log.Warn("gate evaluation lost at its last attempt: its gates could not be read again, so those it never showed get no run",
-				"repository", job.Args.Repository, "pull_request", job.Args.PullRequest, "head_sha", job.Args.HeadSHA, "error", err)
-		}
-		w.gaveUp(ctx, job, last, errLostAttempt, known)
-		return nil
+		return w.lost(ctx, job, last)
 	}
 	known, err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
@@ -215,15 +203,48 @@ func gateScopes(cfg *repoconfig.Config, targets []target) []GateScope {
 	return out
 }
 
+// lost ends an evaluation whose last attempt (last) was lost with its
+// process (errLostAttempt), evaluating nothing more. When the pull
+// request's head has moved on, the runs it showed in progress (and those
+// a Re-run was clicked on) are answered as an attempt that finds the head
+// moved answers them (oldHead): the commit is no longer the head, which
+// is; failing them as not evaluated would send the reviewer to re-run a
+// commit ripcord no longer judges. Otherwise, or when that answer cannot
+// be written, it gives up, with the gates it knew read again (knewGates).
+func (w *evaluateWorker) lost(ctx context.Context, job *river.Job[EvaluateArgs], last int) error {
+	a := job.Args
+	known, moved, err := w.knewGates(ctx, a)
+	if interrupted(w.deps, err) {
+		return err
+	}
+	if err != nil {
+		w.deps.Log.Warn("gate evaluation lost at its last attempt: its gates could not be read again, so those it never showed get no run",
+			"repository", a.Repository, "pull_request", a.PullRequest, "head_sha", a.HeadSHA, "error", err)
+	}
+	if moved != nil {
+		err := w.answerMoved(ctx, a, moved, job.ID)
+		if err == nil || interrupted(w.deps, err) {
+			return err
+		}
+		// As after a last attempt whose answer failed, its runs are
+		// completed by the give-up, which retries.
+		w.deps.Log.Warn("gate evaluation lost at its last attempt, of a head the pull request has moved past: its runs could not be answered so, and are given up",
+			"repository", a.Repository, "pull_request", a.PullRequest, "head_sha", a.HeadSHA, "error", err)
+	}
+	w.gaveUp(ctx, job, last, errLostAttempt, known)
+	return nil
+}
+
 // knewGates learns, for the give-up of an evaluation whose last attempt
 // was lost with its process, the gates that attempt was to report: they
 // were only in its memory. It reads what the attempt read (judged), as
 // each attempt reads it afresh anyway; a pull request whose head moved on
-// needs no run on the old commit, and what cannot be read leaves the gates
-// unknown (the give-up then completes only the runs the evaluation showed),
-// unless the server's stop is what cut the reading short (the job then
-// runs again: the error).
-func (w *evaluateWorker) knewGates(ctx context.Context, a EvaluateArgs) ([]GateScope, error) {
+// needs no run on the old commit (moved is then the pull request, for
+// oldHead's answer), and what cannot be read leaves the gates unknown (the
+// give-up then completes only the runs the evaluation showed), unless the
+// server's stop is what cut the reading short (the job then runs again:
+// the error).
+func (w *evaluateWorker) knewGates(ctx context.Context, a EvaluateArgs) (known []GateScope, moved *github.PullRequest, err error) {
 	ctx, stop := context.WithTimeout(ctx, giveUpTimeout)
 	defer stop()
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
@@ -234,12 +255,24 @@ func (w *evaluateWorker) knewGates(ctx context.Context, a EvaluateArgs) ([]GateS
 		pr, cfg, targets, err = w.judged(ctx, gh, a)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if pr.GetHead().GetSHA() != a.HeadSHA {
-		return nil, nil
+		return nil, pr, nil
 	}
-	return gateScopes(cfg, targets), nil
+	return gateScopes(cfg, targets), nil, nil
+}
+
+// answerMoved answers, as oldHead, the runs of the evaluation of a (of
+// sequence seq) whose head pr has moved past, in the time a give-up gets.
+func (w *evaluateWorker) answerMoved(ctx context.Context, a EvaluateArgs, pr *github.PullRequest, seq int64) error {
+	ctx, stop := context.WithTimeout(ctx, giveUpTimeout)
+	defer stop()
+	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	return w.oldHead(ctx, gh, a, pr, seq)
 }
 
 // target is one environment whose release the PR promotes.
