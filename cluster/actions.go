@@ -75,7 +75,7 @@ func (r *actionRunner) run(ctx context.Context) {
 			}
 			resume = true
 			backoff = min(max(backoff*2, time.Second), r.maxBackoff)
-			r.log.Warn("cannot poll for cluster actions", append([]any{"err", err, "retry_in", backoff}, refusedToken(err, r.tokenFrom)...)...)
+			r.log.Warn("cannot poll for cluster actions", append([]any{"err", err, "retry_in", backoff}, refusedActionsToken(err, r.tokenFrom)...)...)
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -203,7 +203,7 @@ func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi
 		case ctx.Err() != nil:
 			return
 		}
-		log.Warn("cannot report the action's result; retrying", append([]any{"err", err, "retry_in", backoff}, refusedToken(err, r.tokenFrom)...)...)
+		log.Warn("cannot report the action's result; retrying", append([]any{"err", err, "retry_in", backoff}, refusedActionsToken(err, r.tokenFrom)...)...)
 		select {
 		case <-ctx.Done():
 			return

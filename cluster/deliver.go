@@ -226,6 +226,18 @@ func refusedToken(err error, tokenFrom string) []any {
 	return nil
 }
 
+// refusedActionsToken is refusedToken for the actions API (the long poll
+// and an action's result), where a 403 refuses the token too: it is
+// another cluster's (the server says whose), read from the wrong place.
+// On the facts path a 403 can refuse a fact instead (one naming another
+// cluster), so refusedToken leaves it out there.
+func refusedActionsToken(err error, tokenFrom string) []any {
+	if se, ok := err.(*statusError); ok && se.Status == http.StatusForbidden && tokenFrom != "" {
+		return []any{"token_from", tokenFrom}
+	}
+	return refusedToken(err, tokenFrom)
+}
+
 // statusError is a non-2xx answer of the server.
 type statusError struct {
 	Status int

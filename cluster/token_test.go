@@ -167,3 +167,72 @@ func TestEveryRequestWhoseTokenIsRefusedSaysWhereTheTokenCameFrom(t *testing.T) 
 		t.Errorf("%q logged token_from=%q, want %q", msg, got, from)
 	}
 }
+
+// On the actions API a 403 refuses the token too: it is another cluster's
+// (the server says whose), read from the wrong place, and the operator
+// needs to know which place. The poll and an action's result log where the
+// token came from on a 403 as on a 401; a fact delivery does not, for
+// there a 403 can refuse a fact (one naming another cluster) rather than
+// the token.
+func TestAnotherClustersTokenOnTheActionsAPISaysWhereTheTokenCameFrom(t *testing.T) {
+	const from = "file /var/run/ripcord/token given by flag --token-file"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":"this token belongs to cluster \"prod-us\", not \"prod-eu\""}`, http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	logs := &logSink{}
+	a, err := New(Config{Cluster: "prod-eu", Server: srv.URL, Token: func() (string, error) { return "prod-us-token", nil }, TokenFrom: from,
+		StateDir: t.TempDir(), Resync: time.Hour, PollWait: 200 * time.Millisecond, MaxBackoff: time.Second, Rollouts: RolloutsOff,
+		Log: slog.New(logs)}, fake.NewClientset(deployment()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	const poll, facts = "cannot poll for cluster actions", "cannot deliver facts; they stay spooled"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, polled := logs.attr(poll, "err")
+		_, delivered := logs.attr(facts, "err")
+		if polled && delivered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("within 10 s the agent did not log both %q and %q", poll, facts)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := logs.attr(poll, "token_from"); got != from {
+		t.Errorf("%q on a 403 logged token_from=%q, want %q", poll, got, from)
+	}
+	if got, _ := logs.attr(facts, "token_from"); got != "" {
+		t.Errorf("%q on a 403 logged token_from=%q, want none: on the facts path a 403 can refuse a fact", facts, got)
+	}
+
+	logs = &logSink{}
+	r := a.actions
+	r.log = slog.New(logs)
+	ctx, cancel = context.WithCancel(context.Background())
+	reported := make(chan struct{})
+	go func() {
+		r.report(ctx, r.log, rollbackAction(), actionapi.Result{Status: actionapi.StatusDone})
+		close(reported)
+	}()
+	const msg = "cannot report the action's result; retrying"
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok := logs.attr(msg, "err"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("within 10 s the agent did not log %q", msg)
+		}
+	}
+	cancel()
+	<-reported
+	if got, _ := logs.attr(msg, "token_from"); got != from {
+		t.Errorf("%q on a 403 logged token_from=%q, want %q", msg, got, from)
+	}
+}
