@@ -51,6 +51,15 @@ type actionRunner struct {
 	mu       sync.Mutex
 	inflight map[string]bool
 	wg       sync.WaitGroup
+
+	// pollMu guards what /healthz says of the polls (pollTrouble): the
+	// last poll's error, nil after one the server answered, and since when
+	// they have failed in a row. patience is deliveryPatience; tests
+	// shorten it.
+	pollMu           sync.Mutex
+	pollErr          error
+	pollFailingSince time.Time
+	patience         time.Duration
 }
 
 // earlyPause is the pause after a long poll the server answered with no
@@ -73,6 +82,7 @@ func (r *actionRunner) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			r.notePoll(err)
 			resume = true
 			backoff = min(max(backoff*2, time.Second), r.maxBackoff)
 			r.log.Warn("cannot poll for cluster actions", append([]any{"err", err, "retry_in", backoff}, refusedActionsToken(err, r.tokenFrom)...)...)
@@ -82,6 +92,7 @@ func (r *actionRunner) run(ctx context.Context) {
 			}
 			continue
 		}
+		r.notePoll(nil)
 		resume, backoff = false, 0
 		for _, a := range actions {
 			r.start(ctx, a)
@@ -93,6 +104,50 @@ func (r *actionRunner) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// notePoll records the outcome of one poll: nil when the server answered.
+func (r *actionRunner) notePoll(err error) {
+	r.pollMu.Lock()
+	defer r.pollMu.Unlock()
+	if err != nil && r.pollErr == nil {
+		r.pollFailingSince = time.Now()
+	}
+	r.pollErr = err
+}
+
+// pollState is what /healthz says of the polls: the last one's error (nil
+// after one the server answered), since when they have failed in a row,
+// and whether that is longer than the agent's patience.
+func (r *actionRunner) pollState() (err error, since time.Time, sustained bool) {
+	r.pollMu.Lock()
+	defer r.pollMu.Unlock()
+	if r.pollErr == nil {
+		return nil, time.Time{}, false
+	}
+	return r.pollErr, r.pollFailingSince, time.Since(r.pollFailingSince) >= r.patience
+}
+
+// pollTrouble says, for /healthz, that the polls for cluster actions have
+// failed for longer than the agent's patience and why: an agent that
+// cannot poll cannot roll back, whatever its deliveries do. It names
+// where the token came from when the server refused it; "" while they
+// have not failed for that long.
+func (r *actionRunner) pollTrouble() string {
+	err, since, sustained := r.pollState()
+	if !sustained {
+		return ""
+	}
+	msg := fmt.Sprintf("cannot poll the server for cluster actions since %s (%s; no rollback reaches this agent): %v",
+		since.UTC().Format(time.RFC3339), time.Since(since).Round(time.Second), err)
+	var se *statusError
+	if errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden) {
+		msg += "; the server refuses the agent's token"
+		if r.tokenFrom != "" {
+			msg += ", read from " + r.tokenFrom
+		}
+	}
+	return msg
 }
 
 func (r *actionRunner) poll(ctx context.Context, resume bool) ([]actionapi.Action, error) {

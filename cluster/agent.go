@@ -157,7 +157,8 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	roll := &Rollbacker{Kube: kube, HTTP: PodClient(), Health: cfg.Health, RolloutTimeout: cfg.RolloutTimeout,
 		RolloutPoll: cfg.RolloutPoll, Now: cfg.Now}
 	a.actions = &actionRunner{base: actionsURL(cfg.Server, cfg.Cluster), agent: a.id, http: cfg.HTTP, token: cfg.Token,
-		tokenFrom: cfg.TokenFrom, journal: j, roll: roll, wait: cfg.PollWait, maxBackoff: cfg.MaxBackoff, metrics: a.metrics, log: log, now: cfg.Now, inflight: map[string]bool{}}
+		tokenFrom: cfg.TokenFrom, journal: j, roll: roll, wait: cfg.PollWait, maxBackoff: cfg.MaxBackoff, metrics: a.metrics, log: log, now: cfg.Now,
+		inflight: map[string]bool{}, patience: deliveryPatience}
 	return a, nil
 }
 
@@ -256,20 +257,27 @@ func (a *Agent) Handler() http.Handler {
 // watch cannot list them (rolloutsTrouble), at the start or later; nor
 // while deliveries to the server have failed for deliveryPatience
 // (deliveryTrouble): the server cannot be reached, or it refuses the
-// agent's token. The chart asks /healthz for readiness only (liveness is
+// agent's token; nor while the polls for cluster actions have failed as
+// long (pollTrouble), for an agent that cannot poll cannot roll back. The chart asks /healthz for readiness only (liveness is
 // a TCP check), so that restarts nothing, which would not help: the spool
 // rides out the outage. It shows the operator an agent whose facts do not
 // arrive, and why.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	trouble := a.rolloutsTrouble()
 	delivery := a.deliver.deliveryTrouble()
+	if poll := a.actions.pollTrouble(); poll != "" {
+		delivery = strings.TrimPrefix(delivery+"; "+poll, "; ")
+	}
 	a.mu.Lock()
 	listed, waitingFor := a.listed, a.waitingFor
 	a.mu.Unlock()
 	body := map[string]any{"status": "ok", "agent": a.id, "cluster": a.cfg.Cluster,
-		"spooled": a.deliver.spool.Len(), "last_delivery_error": ""}
+		"spooled": a.deliver.spool.Len(), "last_delivery_error": "", "last_poll_error": ""}
 	if err, since, _ := a.deliver.deliveryState(); err != nil {
 		body["last_delivery_error"], body["last_delivery_error_since"] = err.Error(), since.UTC().Format(time.RFC3339)
+	}
+	if err, since, _ := a.actions.pollState(); err != nil {
+		body["last_poll_error"], body["last_poll_error_since"] = err.Error(), since.UTC().Format(time.RFC3339)
 	}
 	status := http.StatusOK
 	switch {

@@ -114,3 +114,102 @@ func TestHealthzSaysTheServerRefusesOrCannotBeReachedOnceItLasts(t *testing.T) {
 		t.Errorf("/healthz %v; want no delivery error once the server took one", got.body)
 	}
 }
+
+// An agent that cannot poll for cluster actions cannot roll back, even
+// while its facts arrive (a proxy in front of the server that fails the
+// actions route, say), and its log alone said so. /healthz shows the last
+// poll error and since when at once, answers 503 naming the actions poll
+// once the polls have failed for longer than the agent's patience, and is
+// ready again once the server answers a poll.
+func TestHealthzSaysTheActionsPollFailsOnceItLasts(t *testing.T) {
+	var pollsOK atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/inventory"):
+			_, _ = io.WriteString(w, `{"deleted":[]}`)
+		case r.Method == http.MethodPost:
+			_, _ = io.WriteString(w, `{"results":[]}`)
+		case !pollsOK.Load():
+			http.Error(w, "upstream connect error", http.StatusBadGateway)
+		default:
+			select {
+			case <-r.Context().Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+			_, _ = io.WriteString(w, `{"actions":[]}`)
+		}
+	}))
+	defer srv.Close()
+	a, err := New(Config{Cluster: "prod-eu", Server: srv.URL, Token: func() (string, error) { return "tok", nil },
+		StateDir: t.TempDir(), Resync: time.Hour, PollWait: 200 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
+		Rollouts: RolloutsOff, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, fake.NewClientset(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setPatience := func(p time.Duration) {
+		a.actions.pollMu.Lock()
+		a.actions.patience = p
+		a.actions.pollMu.Unlock()
+	}
+	setPatience(time.Hour)
+	health := httptest.NewServer(a.Handler())
+	defer health.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	type answer struct {
+		code int
+		body map[string]any
+	}
+	var got answer
+	waitFor := func(what string, cond func(answer) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			resp, err := http.Get(health.URL + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = answer{code: resp.StatusCode}
+			err = json.NewDecoder(resp.Body).Decode(&got.body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cond(got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for /healthz to %s; last %d %v", what, got.code, got.body)
+			}
+		}
+	}
+
+	// Ready once the watches listed, the polls failing within the patience.
+	waitFor("be ready showing the failed poll", func(h answer) bool {
+		e, _ := h.body["last_poll_error"].(string)
+		return e != "" && h.code == http.StatusOK
+	})
+	if got.body["status"] != "ok" || got.body["last_poll_error_since"] == nil {
+		t.Errorf("within the patience: /healthz %d %v; want ok, the error and since when", got.code, got.body)
+	}
+
+	setPatience(0)
+	waitFor("answer 503", func(h answer) bool { return h.code == http.StatusServiceUnavailable })
+	status, _ := got.body["status"].(string)
+	for _, want := range []string{"cannot poll the server for cluster actions since", "502", "no rollback reaches this agent"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("/healthz status %q; want it to say %q", status, want)
+		}
+	}
+	if strings.Contains(status, "cannot deliver") || got.body["last_delivery_error"] != "" {
+		t.Errorf("/healthz %v; the deliveries succeed, want only the poll named", got.body)
+	}
+
+	pollsOK.Store(true)
+	waitFor("be OK once the server answers a poll", func(h answer) bool { return h.code == http.StatusOK })
+	if got.body["last_poll_error"] != "" || got.body["last_poll_error_since"] != nil {
+		t.Errorf("/healthz %v; want no poll error once the server answered one", got.body)
+	}
+}
