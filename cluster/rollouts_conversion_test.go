@@ -236,3 +236,65 @@ func TestAShortRolloutListFromACacheThatCannotConvertIsNotTrusted(t *testing.T) 
 		t.Errorf("/healthz answered %d %s; want 503 naming %q", code, body, missing(body, wants...))
 	}
 }
+
+// A conversion webhook that breaks while the agent watches the Rollouts:
+// once a Rollout is written that the API server cannot convert, its watch
+// cache stops there and answers what it held, without an error, so the
+// watch goes quiet. That lasts only until the cache lists again from etcd
+// (within a minute on the API servers tested), which fails; from then on
+// every list of the Rollouts fails, and the agent says so on /healthz as
+// for any failing list. This pins that the quiet spell ends in a 503
+// naming the webhook rather than in a watch that stays quiet and ready.
+func TestARolloutConversionThatBreaksWhileWatchingMakesTheAgentUnready(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	version := func(name string, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": true, "storage": storage,
+			"subresources": map[string]any{"status": map[string]any{}},
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
+				"x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	crds := k.Dynamic.Resource(crdResource)
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "rollouts.argoproj.io"},
+		"spec": map[string]any{"group": "argoproj.io", "scope": "Namespaced",
+			"names":    map[string]any{"kind": "Rollout", "listKind": "RolloutList", "plural": "rollouts", "singular": "rollout"},
+			"versions": []any{version("v1alpha1", true), version("v1beta1", false)}}}}
+	if _, err := crds.Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+	waitUntil(t, "the Rollout CRD to be served", func() bool {
+		_, err := rollouts.List(t.Context(), metav1.ListOptions{})
+		return err == nil
+	})
+	if _, err := rollouts.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"name": "checkout", "namespace": "shop",
+			"labels":      map[string]any{cluster.TrackedLabel: "true"},
+			"annotations": map[string]any{cluster.ReleaseIDAnnotation: "c1:prod-eu/prod"}},
+		"spec": templateSpec("ghcr.io/acme/checkout:v1")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sink := &factSink{}
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+	waitWithin(t, 90*time.Second, "the agent to be ready", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
+
+	upgraded, err := crds.Get(t.Context(), "rollouts.argoproj.io", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded.Object["spec"].(map[string]any)["versions"] = []any{version("v1alpha1", false), version("v1beta1", true)}
+	if _, err := crds.Update(t.Context(), upgraded, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	breakRolloutConversion(t, k)
+	createStoredRollout(t, k, "zeta") // sorts after checkout, stored as v1beta1
+
+	wants := []string{"cannot watch Argo Rollouts", "conversion webhook"}
+	waitWithin(t, 3*time.Minute, "/healthz to answer 503 naming the webhook", func() bool {
+		code, body := healthz(t, health)
+		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
+	})
+}
