@@ -258,10 +258,11 @@ func (a *Agent) Handler() http.Handler {
 // while deliveries to the server have failed for deliveryPatience
 // (deliveryTrouble): the server cannot be reached, or it refuses the
 // agent's token; nor while the polls for cluster actions have failed as
-// long (pollTrouble), for an agent that cannot poll cannot roll back. The chart asks /healthz for readiness only (liveness is
-// a TCP check), so that restarts nothing, which would not help: the spool
-// rides out the outage. It shows the operator an agent whose facts do not
-// arrive, and why.
+// long (pollTrouble), for an agent that cannot poll cannot roll back.
+// The chart asks /healthz for readiness only (liveness is a TCP check),
+// so that restarts nothing, which would not help: the spool rides out the
+// outage. It shows the operator an agent whose facts do not arrive, or
+// that no rollback reaches, and why.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	trouble := a.rolloutsTrouble()
 	delivery := a.deliver.deliveryTrouble()
