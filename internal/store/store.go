@@ -175,15 +175,21 @@ func openPostgres(ctx context.Context, rawURL string) (*DB, error) {
 	if err := db.PingContext(pingCtx); err != nil {
 		db.Close()
 		var connectErr *pgconn.ConnectError
+		// Each error is one line that names the setting, where it
+		// pointed and pgx's reason (connectReason): it is what a
+		// newcomer reads first when `serve` or `migrate` cannot start.
+		var msg string
 		switch {
 		case !timedOut(err) || cfg.ConnectTimeout == 0:
-			return nil, fmt.Errorf("database: connect to %s: %w", redact(rawURL), err)
+			msg = fmt.Sprintf("database: cannot connect to PostgreSQL at %s (%s): %s; check the database setting (--database, RIPCORD_DATABASE) and that PostgreSQL runs there and accepts connections",
+				connectAddrs(cfg), redact(rawURL), connectReason(err))
 		case errors.As(err, &connectErr):
-			return nil, fmt.Errorf("database: connect to %s: no answer within %s (connect_timeout; set connect_timeout=SECONDS in the URL to wait longer): %w",
-				redact(rawURL), cfg.ConnectTimeout, err)
+			msg = fmt.Sprintf("database: connect to %s: no answer within %s (connect_timeout; set connect_timeout=SECONDS in the URL to wait longer): %s",
+				redact(rawURL), cfg.ConnectTimeout, connectReason(err))
 		default:
-			return nil, fmt.Errorf("database: connect to %s: no answer within %s: %w", redact(rawURL), pingTimeout, err)
+			msg = fmt.Sprintf("database: connect to %s: no answer within %s: %s", redact(rawURL), pingTimeout, connectReason(err))
 		}
+		return nil, &connectFailure{msg: msg, err: err}
 	}
 	return &DB{Dialect: Postgres, Write: db, Read: db, Source: redact(rawURL)}, nil
 }

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+)
+
+// README promises that a start that cannot use its database says so in
+// one line naming the `database` setting: `ripcord migrate` against a
+// PostgreSQL that refuses connections (a closed loopback port) prints
+// that line, and only that, without the URL's password.
+func TestMigrateAgainstARefusingPostgreSQLIsOneLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	code, out, errOut := ripcord(t, []string{"RIPCORD_DATABASE=postgres://ripcord:hunter2@" + addr + "/ripcord"}, "migrate")
+	if code != 1 {
+		t.Fatalf("ripcord migrate: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	line := strings.TrimSuffix(errOut, "\n")
+	if strings.Contains(line, "\n") {
+		t.Errorf("ripcord migrate wrote several lines, want one:\n%s", errOut)
+	}
+	for _, want := range []string{"ripcord migrate: database:", "PostgreSQL at " + addr, "connection refused", "RIPCORD_DATABASE"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("ripcord migrate does not say %q: %s", want, line)
+		}
+	}
+	if strings.Contains(errOut, "hunter2") {
+		t.Errorf("ripcord migrate shows the password: %s", errOut)
+	}
+}
