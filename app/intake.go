@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"time"
 
@@ -112,7 +114,7 @@ func (in *intake) onError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var ve githubapp.ValidationError
 	if errors.As(err, &ve) {
-		in.refuse(w, event, "bad_payload", http.StatusBadRequest, ve.Cause.Error())
+		in.refuse(w, event, "bad_payload", http.StatusBadRequest, payloadProblem(r, ve.Cause))
 		return
 	}
 	if store.Unavailable(err) {
@@ -241,6 +243,35 @@ func plainJSON(s string) bool {
 	return true
 }
 
+var errNotJSON = errors.New("payload is not valid JSON")
+
+// payloadProblem is the answer to a signed delivery whose payload could
+// not be read. One that was not sent as JSON says how to send it: curl's
+// --data sends a form (Content-Type: application/x-www-form-urlencoded),
+// whose JSON GitHub puts in the field "payload" and go-github reads from
+// there, so JSON sent as a form was answered "not valid JSON" and sent
+// people looking for a JSON problem. Only refused deliveries get here.
+func payloadProblem(r *http.Request, cause error) string {
+	if r.Header.Get("X-GitHub-Event") == "" { // refused before the body was read
+		return cause.Error()
+	}
+	const fix = "send the JSON itself with Content-Type: application/json, the content type to choose in the webhook's settings (curl: -H 'Content-Type: application/json')"
+	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mediaType {
+	case "application/json":
+		return cause.Error()
+	case "application/x-www-form-urlencoded":
+		if errors.Is(cause, errNotJSON) {
+			return "the form field payload is missing or not valid JSON (a form-encoded delivery carries its JSON there, as GitHub sends it): " + fix
+		}
+		return "the form body cannot be read (" + cause.Error() + "): " + fix
+	case "":
+		return "missing or malformed Content-Type: " + fix
+	default:
+		return fmt.Sprintf("unsupported Content-Type %q: %s", mediaType, fix)
+	}
+}
+
 // payloadMeta is the part of every payload the intake stores in columns.
 type payloadMeta struct {
 	Action         string
@@ -261,7 +292,7 @@ var metaKeys = []string{"action", "installation", "repository"}
 func parseMeta(payload []byte) (payloadMeta, error) {
 	var values [3][]byte
 	if !jsonvalid.ValidFields(payload, metaKeys, values[:]) {
-		return payloadMeta{}, errors.New("payload is not valid JSON")
+		return payloadMeta{}, errNotJSON
 	}
 	return payloadMeta{
 		Action:         gjson.ParseBytes(values[0]).String(),

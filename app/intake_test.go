@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -412,5 +413,71 @@ func TestIntakeCountsAcceptedAndDuplicateDeliveries(t *testing.T) {
 		if !bytes.Contains(metrics, []byte(want)) {
 			t.Errorf("/metrics has no %s", want)
 		}
+	}
+}
+
+// A delivery not sent as JSON is refused with what to set, not with "not
+// valid JSON": curl's --data sends a form, and a form's JSON is read from
+// its field "payload" (as GitHub sends form deliveries, which are stored).
+// A JSON delivery that is broken is still told only that.
+func TestIntakeSaysToSendJSONWhenTheContentTypeIsNot(t *testing.T) {
+	body := githubtest.LoadPayload(t, "workflow_run", "completed.payload.json")
+	form := []byte("payload=" + url.QueryEscape(string(body)))
+	headers := func(id, contentType string, signed []byte) map[string]string {
+		h := map[string]string{"X-GitHub-Event": "workflow_run", "X-GitHub-Delivery": id, "X-Hub-Signature-256": githubtest.Sign(testSecret, signed)}
+		if contentType != "" {
+			h["Content-Type"] = contentType
+		}
+		return h
+	}
+	const fix = "Content-Type: application/json"
+	cases := []struct {
+		name    string
+		headers map[string]string
+		body    []byte
+		want    []string // what the refusal says
+	}{
+		{"JSON sent as a form (curl --data)", headers("c1", "application/x-www-form-urlencoded", body), body, []string{"form field payload", fix}},
+		{"a form whose payload is not JSON", headers("c2", "application/x-www-form-urlencoded; charset=utf-8", []byte("payload=%7Bnope")), []byte("payload=%7Bnope"), []string{"form field payload", fix}},
+		{"a form that cannot be parsed", headers("c3", "application/x-www-form-urlencoded", []byte("payload=%zz")), []byte("payload=%zz"), []string{"form body cannot be read", fix}},
+		{"text/plain", headers("c4", "text/plain", body), body, []string{`unsupported Content-Type "text/plain"`, fix}},
+		{"no Content-Type", headers("c5", "", body), body, []string{"missing or malformed Content-Type", fix}},
+	}
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for _, c := range cases {
+		code, resp := ts.postHook(t, c.headers, c.body)
+		var refusal struct{ Error string }
+		if err := json.Unmarshal([]byte(resp), &refusal); code != 400 || err != nil {
+			t.Errorf("%s: status %d (%s), want 400 with an error", c.name, code, resp)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(refusal.Error, want) {
+				t.Errorf("%s: the refusal does not say %q: %s", c.name, want, resp)
+			}
+		}
+	}
+	truncated := body[:len(body)/2]
+	code, resp := ts.postHook(t, headers("c6", "application/json", truncated), truncated)
+	if code != 400 || !strings.Contains(resp, "payload is not valid JSON") || strings.Contains(resp, fix) {
+		t.Errorf("truncated JSON: status %d (%s), want 400 saying only that it is not valid JSON", code, resp)
+	}
+	if n := ts.countDeliveries(t); n != 0 {
+		t.Fatalf("%d deliveries stored after only refused requests, want 0", n)
+	}
+	// GitHub's own form delivery, signed over the form as it is sent, is
+	// stored with the columns read from the JSON in its field.
+	if code, resp := ts.postHook(t, headers("c7", "application/x-www-form-urlencoded", form), form); code != 202 {
+		t.Fatalf("GitHub's form delivery: status %d (%s), want 202", code, resp)
+	}
+	var meta struct {
+		Repository struct {
+			FullName string `json:"full_name"`
+		}
+	}
+	if err := json.Unmarshal(body, &meta); err != nil || meta.Repository.FullName == "" {
+		t.Fatalf("the example payload names no repository: %v", err)
+	}
+	if d := ts.delivery(t, "c7"); d.Event != "workflow_run" || d.Repository != meta.Repository.FullName {
+		t.Errorf("GitHub's form delivery stored as %q of %q, want workflow_run of %q", d.Event, d.Repository, meta.Repository.FullName)
 	}
 }
