@@ -61,6 +61,13 @@ func runAgent(args []string) int {
 		fmt.Fprintf(os.Stderr, "ripcord agent: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	if code, stop := notNegative(fs, "resync", "spool-max", "poll-wait", "min-healthy",
+		"health-request-timeout", "health-timeout", "health-interval", "rollout-timeout"); stop {
+		return code
+	}
+	if code, stop := flagRange(fs, "health-port", 0, 65535); stop {
+		return code
+	}
 	// A misspelt variable (RIPCORD_CLUSTER_TOKN in a pod spec) is said
 	// first: it may be why what follows refuses to start.
 	log := newLogger(*logLevel)

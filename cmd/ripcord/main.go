@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 type command struct {
@@ -130,6 +131,41 @@ func required(command string, flags ...[2]string) (code int, stop bool) {
 		fmt.Fprintf(os.Stderr, "%s: %s and %s are required\n", command, strings.Join(missing[:len(missing)-1], ", "), missing[len(missing)-1])
 	}
 	return 2, true
+}
+
+// flagRange ends a command when a whole-number flag is outside lo..hi,
+// naming the flag: the server refuses such a limit too, but only after a
+// request, in words that name its query parameter rather than the flag.
+func flagRange(fs *flag.FlagSet, name string, lo, hi int) (code int, stop bool) {
+	v := fs.Lookup(name).Value.(flag.Getter).Get().(int)
+	if v >= lo && v <= hi {
+		return 0, false
+	}
+	fmt.Fprintf(os.Stderr, "%s: --%s must be from %d to %d, not %d\n", fs.Name(), name, lo, hi, v)
+	return 2, true
+}
+
+// notNegative ends a command when one of its count or duration flags is
+// negative, naming the first: the agent took 0 as "the default" but used a
+// negative health timeout or --min-healthy as given.
+func notNegative(fs *flag.FlagSet, names ...string) (code int, stop bool) {
+	for _, name := range names {
+		f := fs.Lookup(name)
+		negative := false
+		switch v := f.Value.(flag.Getter).Get().(type) {
+		case int:
+			negative = v < 0
+		case time.Duration:
+			negative = v < 0
+		default:
+			panic("notNegative: --" + name + " is neither a count nor a duration")
+		}
+		if negative {
+			fmt.Fprintf(os.Stderr, "%s: --%s must not be negative, not %s\n", fs.Name(), name, f.Value)
+			return 2, true
+		}
+	}
+	return 0, false
 }
 
 // newFlags is a command's flag set. Its -h page says how to call the

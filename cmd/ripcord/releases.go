@@ -87,6 +87,11 @@ func runReleases(args []string) int {
 		fmt.Fprintf(os.Stderr, "usage: ripcord releases %s RELEASE_ID [flags]\n", sub)
 		return 2
 	}
+	if limit != nil {
+		if code, stop := flagRange(fs, "limit", 1, 1000); stop {
+			return code
+		}
+	}
 	c, err := client()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ripcord releases:", err)

@@ -152,6 +152,9 @@ func rolloutList(args []string) int {
 	if code, stop := required("ripcord rollout list", [2]string{"app", *app}, [2]string{"environment", *env}); stop {
 		return code
 	}
+	if code, stop := flagRange(fs, "limit", 1, 100); stop {
+		return code
+	}
 	c, err := client()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ripcord rollout list:", err)
