@@ -43,64 +43,23 @@ func TestHealthzSaysTheServerRefusesOrCannotBeReachedOnceItLasts(t *testing.T) {
 			_, _ = io.WriteString(w, `{"actions":[]}`)
 		}
 	}))
-	defer srv.Close()
-	a, err := New(Config{Cluster: "prod-eu", Server: srv.URL, Token: func() (string, error) { return "stale", nil }, TokenFrom: from,
-		StateDir: t.TempDir(), Resync: time.Hour, PollWait: 200 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
-		Rollouts: RolloutsOff, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, fake.NewClientset(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(srv.Close)
+	a, waitFor := healthzAgent(t, srv.URL, "stale", from)
 	setPatience := func(p time.Duration) {
 		a.deliver.mu.Lock()
 		a.deliver.patience = p
 		a.deliver.mu.Unlock()
 	}
 	setPatience(time.Hour)
-	health := httptest.NewServer(a.Handler())
-	defer health.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	type answer struct {
-		code int
-		body map[string]any
-	}
-	get := func() answer {
-		t.Helper()
-		resp, err := http.Get(health.URL + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var body map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-			t.Fatal(err)
-		}
-		return answer{resp.StatusCode, body}
-	}
-	var got answer
-	waitFor := func(what string, cond func(answer) bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if got = get(); cond(got) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for /healthz to %s; last %d %v", what, got.code, got.body)
-			}
-		}
-	}
 
 	// The inventory, sent once the watches listed, is refused.
-	waitFor("show the refused delivery", func(h answer) bool { return h.body["last_delivery_error"] != "" })
+	got := waitFor("show the refused delivery", func(h healthzAnswer) bool { return h.body["last_delivery_error"] != "" })
 	if got.code != http.StatusOK || got.body["status"] != "ok" || got.body["last_delivery_error_since"] == nil {
 		t.Errorf("within the patience: /healthz %d %v; want 200, ok, the error and since when", got.code, got.body)
 	}
 
 	setPatience(0)
-	waitFor("answer 503", func(h answer) bool { return h.code == http.StatusServiceUnavailable })
+	got = waitFor("answer 503", func(h healthzAnswer) bool { return h.code == http.StatusServiceUnavailable })
 	status, _ := got.body["status"].(string)
 	for _, want := range []string{"cannot deliver to the server since", "401", "refuses the agent's token, read from " + from} {
 		if !strings.Contains(status, want) {
@@ -109,7 +68,7 @@ func TestHealthzSaysTheServerRefusesOrCannotBeReachedOnceItLasts(t *testing.T) {
 	}
 
 	accept.Store(true)
-	waitFor("be OK once the server takes a delivery", func(h answer) bool { return h.code == http.StatusOK })
+	got = waitFor("be OK once the server takes a delivery", func(h healthzAnswer) bool { return h.code == http.StatusOK })
 	if got.body["last_delivery_error"] != "" || got.body["last_delivery_error_since"] != nil {
 		t.Errorf("/healthz %v; want no delivery error once the server took one", got.body)
 	}
@@ -139,55 +98,17 @@ func TestHealthzSaysTheActionsPollFailsOnceItLasts(t *testing.T) {
 			_, _ = io.WriteString(w, `{"actions":[]}`)
 		}
 	}))
-	defer srv.Close()
-	a, err := New(Config{Cluster: "prod-eu", Server: srv.URL, Token: func() (string, error) { return "tok", nil },
-		StateDir: t.TempDir(), Resync: time.Hour, PollWait: 200 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
-		Rollouts: RolloutsOff, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, fake.NewClientset(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(srv.Close)
+	a, waitFor := healthzAgent(t, srv.URL, "tok", "")
 	setPatience := func(p time.Duration) {
 		a.actions.pollMu.Lock()
 		a.actions.patience = p
 		a.actions.pollMu.Unlock()
 	}
 	setPatience(time.Hour)
-	health := httptest.NewServer(a.Handler())
-	defer health.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	type answer struct {
-		code int
-		body map[string]any
-	}
-	var got answer
-	waitFor := func(what string, cond func(answer) bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			resp, err := http.Get(health.URL + "/healthz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = answer{code: resp.StatusCode}
-			err = json.NewDecoder(resp.Body).Decode(&got.body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cond(got) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for /healthz to %s; last %d %v", what, got.code, got.body)
-			}
-		}
-	}
 
 	// Ready once the watches listed, the polls failing within the patience.
-	waitFor("be ready showing the failed poll", func(h answer) bool {
+	got := waitFor("be ready showing the failed poll", func(h healthzAnswer) bool {
 		e, _ := h.body["last_poll_error"].(string)
 		return e != "" && h.code == http.StatusOK
 	})
@@ -196,7 +117,7 @@ func TestHealthzSaysTheActionsPollFailsOnceItLasts(t *testing.T) {
 	}
 
 	setPatience(0)
-	waitFor("answer 503", func(h answer) bool { return h.code == http.StatusServiceUnavailable })
+	got = waitFor("answer 503", func(h healthzAnswer) bool { return h.code == http.StatusServiceUnavailable })
 	status, _ := got.body["status"].(string)
 	for _, want := range []string{"cannot poll the server for cluster actions since", "502", "no rollback reaches this agent"} {
 		if !strings.Contains(status, want) {
@@ -208,8 +129,60 @@ func TestHealthzSaysTheActionsPollFailsOnceItLasts(t *testing.T) {
 	}
 
 	pollsOK.Store(true)
-	waitFor("be OK once the server answers a poll", func(h answer) bool { return h.code == http.StatusOK })
+	got = waitFor("be OK once the server answers a poll", func(h healthzAnswer) bool { return h.code == http.StatusOK })
 	if got.body["last_poll_error"] != "" || got.body["last_poll_error_since"] != nil {
 		t.Errorf("/healthz %v; want no poll error once the server answered one", got.body)
+	}
+}
+
+// healthzAnswer is one answer of an agent's /healthz.
+type healthzAnswer struct {
+	code int
+	body map[string]any
+}
+
+// healthzAgent runs, until the test ends, an agent of cluster prod-eu
+// against server with token tok (read from from), its Rollouts off and no
+// resync, and serves its /healthz. waitFor waits up to 10 s for an answer
+// of /healthz that meets cond, and returns it.
+func healthzAgent(t *testing.T, server, tok, from string) (a *Agent, waitFor func(what string, cond func(healthzAnswer) bool) healthzAnswer) {
+	t.Helper()
+	a, err := New(Config{Cluster: "prod-eu", Server: server, Token: func() (string, error) { return tok, nil }, TokenFrom: from,
+		StateDir: t.TempDir(), Resync: time.Hour, PollWait: 200 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
+		Rollouts: RolloutsOff, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, fake.NewClientset(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	health := httptest.NewServer(a.Handler())
+	t.Cleanup(health.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	get := func() healthzAnswer {
+		t.Helper()
+		resp, err := http.Get(health.URL + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatal(err)
+		}
+		return healthzAnswer{resp.StatusCode, body}
+	}
+	return a, func(what string, cond func(healthzAnswer) bool) healthzAnswer {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			got := get()
+			if cond(got) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for /healthz to %s; last %d %v", what, got.code, got.body)
+			}
+		}
 	}
 }
