@@ -141,29 +141,8 @@ func TestEveryRequestWhoseTokenIsRefusedSaysWhereTheTokenCameFrom(t *testing.T) 
 		t.Errorf("%d polls refused with 401 in %s, want at most %d: a refused poll must back off", n, elapsed.Round(time.Millisecond), limit)
 	}
 
-	// An action's result the server refuses the token of, reported by the
-	// agent's runner (the agent has stopped; its runner is as New made it).
-	logs = &logSink{}
-	r := a.actions
-	r.log = slog.New(logs)
-	ctx, cancel = context.WithCancel(context.Background())
-	reported := make(chan struct{})
-	go func() {
-		r.report(ctx, r.log, rollbackAction(), actionapi.Result{Status: actionapi.StatusDone})
-		close(reported)
-	}()
-	const msg = "cannot report the action's result; retrying"
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, ok := logs.attr(msg, "err"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("within 10 s the agent did not log %q", msg)
-		}
-	}
-	cancel()
-	<-reported
-	if got, _ := logs.attr(msg, "token_from"); got != from {
+	// An action's result the server refuses the token of.
+	if msg, got := refusedReportLogsTokenFrom(t, a); got != from {
 		t.Errorf("%q logged token_from=%q, want %q", msg, got, from)
 	}
 }
@@ -212,27 +191,37 @@ func TestAnotherClustersTokenOnTheActionsAPISaysWhereTheTokenCameFrom(t *testing
 		t.Errorf("%q on a 403 logged token_from=%q, want none: on the facts path a 403 can refuse a fact", facts, got)
 	}
 
-	logs = &logSink{}
+	if msg, got := refusedReportLogsTokenFrom(t, a); got != from {
+		t.Errorf("%q on a 403 logged token_from=%q, want %q", msg, got, from)
+	}
+}
+
+// refusedReportLogsTokenFrom has a's action runner (a stopped; the runner as
+// New made it) report an action's result to a server that refuses it, and
+// returns the line it logs and the token_from that line names.
+func refusedReportLogsTokenFrom(t *testing.T, a *Agent) (msg, tokenFrom string) {
+	t.Helper()
+	logs := &logSink{}
 	r := a.actions
 	r.log = slog.New(logs)
-	ctx, cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	reported := make(chan struct{})
 	go func() {
 		r.report(ctx, r.log, rollbackAction(), actionapi.Result{Status: actionapi.StatusDone})
 		close(reported)
 	}()
-	const msg = "cannot report the action's result; retrying"
+	msg = "cannot report the action's result; retrying"
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, ok := logs.attr(msg, "err"); ok {
 			break
 		}
 		if time.Now().After(deadline) {
+			cancel()
 			t.Fatalf("within 10 s the agent did not log %q", msg)
 		}
 	}
 	cancel()
 	<-reported
-	if got, _ := logs.attr(msg, "token_from"); got != from {
-		t.Errorf("%q on a 403 logged token_from=%q, want %q", msg, got, from)
-	}
+	tokenFrom, _ = logs.attr(msg, "token_from")
+	return msg, tokenFrom
 }
