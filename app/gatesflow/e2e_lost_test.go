@@ -8,6 +8,7 @@ import (
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -51,8 +52,7 @@ func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 		e := l.e
 		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_evaluate", "evaluation")
 		cr := run(e, l.shown.ID)
-		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
-			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
+		if !gaveUpAfterALostLastAttempt(cr) {
 			t.Fatalf("the run the lost evaluation showed in progress: %s %s %q\n%s\nwant a failure that says the gate could not be evaluated, after 8 attempts, the last one lost",
 				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
 		}
@@ -104,8 +104,7 @@ func TestAnEvaluationLostAtItsLastAttemptAfterTheHeadMovedGivesUpWhenItsAnswerIs
 		waitForJob(e, "the give-up to end", 30*time.Second, "gates_gave_up", "completed")
 		e.Settle()
 		cr := run(e, l.shown.ID)
-		if cr.Status != "completed" || cr.Conclusion != "failure" || cr.Title != gatesflow.GaveUpTitle ||
-			!strings.Contains(cr.Summary, "after 8 attempts") || !strings.Contains(cr.Summary, "stopped before it ended") {
+		if !gaveUpAfterALostLastAttempt(cr) {
 			t.Errorf("the run of the lost evaluation whose answer GitHub refused: %s %s %q\n%s\nwant the give-up's failure, after 8 attempts, the last one lost",
 				cr.Status, cr.Conclusion, cr.Title, cr.Summary)
 		}
@@ -210,4 +209,11 @@ func TestAGiveUpGitHubRefusesForGoodEndsAtItsEighthAttempt(t *testing.T) {
 			t.Errorf("the give-up's job ended %s after %d attempts, want cancelled after 8", state, attempt)
 		}
 	})
+}
+
+// gaveUpAfterALostLastAttempt reports whether cr is a give-up's failure
+// after 8 attempts, the last one lost with its process.
+func gaveUpAfterALostLastAttempt(cr githubtest.CheckRun) bool {
+	return cr.Status == "completed" && cr.Conclusion == "failure" && cr.Title == gatesflow.GaveUpTitle &&
+		strings.Contains(cr.Summary, "after 8 attempts") && strings.Contains(cr.Summary, "stopped before it ended")
 }
