@@ -85,3 +85,64 @@ func dial(t *testing.T, ts *testServer) net.Conn {
 	t.Cleanup(func() { conn.Close() })
 	return conn
 }
+
+// A chunked body (no Content-Length) over its route's limit is refused as
+// one with a Content-Length is, 413 naming the limit, once reading it
+// passes the limit: POST /api/v1/rollouts cut it at 1 MiB and read what was
+// left, and /api/v1/rollbacks answered 400 without the limit.
+func TestChunkedBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for _, c := range []struct {
+		path, body, limit string
+	}{
+		// A valid request once cut at 1 MiB: the old decode accepted it.
+		{"/api/v1/rollouts", strings.Repeat(" ", maxBodyBytes-2) + `{"release_id":"r1"}`, "1 MiB"},
+		{"/api/v1/rollouts/ro1/approve", strings.Repeat(" ", maxBodyBytes) + `{"user":"octocat"}`, "1 MiB"},
+		{"/api/v1/rollbacks", strings.Repeat(" ", 64<<10) + "{}", "64 KiB"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			status, msg := post(t, ts, c.path, c.body, true)
+			if status != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "larger than "+c.limit) {
+				t.Errorf("status %d %q, want 413 naming %s", status, msg, c.limit)
+			}
+		})
+	}
+}
+
+// An empty body is not a request of zero values: it is refused naming what
+// the route requires.
+func TestAnEmptyRolloutsBodyIsRefusedNamingWhatIsRequired(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for _, c := range []struct{ path, want string }{
+		{"/api/v1/rollouts", `"release_id"`},
+		{"/api/v1/rollouts/ro1/approve", `"user"`},
+		{"/api/v1/rollouts/ro1/abort", `"user"`},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			status, msg := post(t, ts, c.path, "", false)
+			if status != http.StatusBadRequest || !strings.Contains(msg, "empty") || !strings.Contains(msg, c.want) {
+				t.Errorf("status %d %q, want 400 saying the body is empty and naming %s", status, msg, c.want)
+			}
+		})
+	}
+}
+
+// post sends body to path with the api token, chunked (with no
+// Content-Length) or not, and returns the status and the error message.
+func post(t *testing.T, ts *testServer, path, body string, chunked bool) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
+	if chunked {
+		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e apiError
+	_ = json.NewDecoder(resp.Body).Decode(&e)
+	return resp.StatusCode, e.Error
+}

@@ -63,8 +63,12 @@ type apiHandler struct{ st *starter }
 // rollback shares that one idempotent job.
 func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b rollbackBody
-	if field, err := decode(r, &b); err != nil {
-		pipeline.WriteError(w, http.StatusBadRequest, field, err.Error())
+	if field, err := decode(w, r, &b); err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, errTooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		pipeline.WriteError(w, status, field, err.Error())
 		return
 	}
 	for _, f := range []struct{ name, v string }{{"app", b.App}, {"environment", b.Environment}, {"reason", b.Reason}} {
@@ -172,8 +176,16 @@ func (h apiHandler) answerError(w http.ResponseWriter, r *http.Request, field st
 	pipeline.WriteError(w, http.StatusInternalServerError, "", "internal error; the server log has the details")
 }
 
-func decode(r *http.Request, v any) (string, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+// errTooLarge is a body over maxBody, worded as app's limitBodies words a
+// Content-Length over it: a chunked body is refused the same way.
+var errTooLarge = errors.New("request body larger than 64 KiB")
+
+func decode(w http.ResponseWriter, r *http.Request, v any) (string, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return "", errTooLarge
+	}
 	if err != nil {
 		return "", fmt.Errorf("read body: %w", err)
 	}

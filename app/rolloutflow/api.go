@@ -155,7 +155,7 @@ type startRequest struct {
 
 func (a api) create(w http.ResponseWriter, r *http.Request) {
 	var q startRequest
-	if !decode(w, r, &q) {
+	if !decode(w, r, &q, `a JSON object with "release_id", or "app", "environment" and "version"`) {
 		return
 	}
 	ctx := r.Context()
@@ -314,7 +314,7 @@ type voteRequest struct {
 
 func (a api) approve(w http.ResponseWriter, r *http.Request) {
 	var q voteRequest
-	if !decode(w, r, &q) {
+	if !decode(w, r, &q, `a JSON object with "user"`) {
 		return
 	}
 	// The api token names the voter; the voter's own GitHub permission is
@@ -337,7 +337,7 @@ type abortRequest struct {
 
 func (a api) abortIt(w http.ResponseWriter, r *http.Request) {
 	var q abortRequest
-	if !decode(w, r, &q) {
+	if !decode(w, r, &q, `a JSON object with "user"`) {
 		return
 	}
 	reply, err := a.x.abort(r.Context(), r.PathValue("id"), q.User, q.Reason)
@@ -367,11 +367,27 @@ func (a api) internal(w http.ResponseWriter, err error) {
 	pipeline.WriteError(w, http.StatusInternalServerError, "", "internal error")
 }
 
-// decode reads a strict JSON body: an unknown field is a 400 naming it.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+// maxBody bounds a rollouts API body; app's limitBodies refuses a larger
+// Content-Length before the handler runs, decode a chunked body as it reads.
+const maxBody = 1 << 20
+
+// decode reads a strict JSON body: an unknown field is a 400 naming it. A
+// body over maxBody is a 413 naming the limit in app's words, not a JSON
+// error at the byte where a cut body ended; an empty body is a 400 naming
+// want, what the route requires, not a request of zero values.
+func decode(w http.ResponseWriter, r *http.Request, v any, want string) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	err := dec.Decode(v)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		pipeline.WriteError(w, http.StatusRequestEntityTooLarge, "", "request body larger than 1 MiB")
+		return false
+	case errors.Is(err, io.EOF):
+		pipeline.WriteError(w, http.StatusBadRequest, "", "body: empty; expected "+want)
+		return false
+	case err != nil:
 		pipeline.WriteError(w, http.StatusBadRequest, "", "body: "+err.Error())
 		return false
 	}

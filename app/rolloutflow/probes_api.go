@@ -60,7 +60,7 @@ func (a api) postProbes(w http.ResponseWriter, r *http.Request, v *oidcauth.Veri
 		return
 	}
 	var p ProbePost
-	if !decode(w, r, &p) {
+	if !decode(w, r, &p, `a JSON object with "reading" and "results"`) {
 		return
 	}
 	answer, err := a.x.acceptProbes(r.Context(), r.PathValue("id"), claims.Repository, p)
