@@ -117,7 +117,7 @@ func runAgent(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Handler: agent.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := agentServer(agent.Handler(), 0)
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("starting ripcord agent", "version", version.String(), "listen", ln.Addr().String())
 	err = agent.Run(ctx)
@@ -129,6 +129,11 @@ func runAgent(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// agentServer is the agent's /healthz and /metrics server.
+func agentServer(h http.Handler, readTimeout time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 }
 
 // agentToken reads the cluster token from --token-file on each request, or
