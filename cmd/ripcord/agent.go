@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -131,9 +132,21 @@ func runAgent(args []string) int {
 	return 0
 }
 
-// agentServer is the agent's /healthz and /metrics server.
+// The agent server's timeouts, the server's (app/server.go): a client
+// that sends a request slowly, or keeps an idle connection, is cut
+// instead of holding a connection and a goroutine in the agent's pod.
+const (
+	agentReadHeaderTimeout = 10 * time.Second
+	agentReadTimeout       = time.Minute
+	agentIdleTimeout       = 2 * time.Minute
+)
+
+// agentServer is the agent's /healthz and /metrics server; readTimeout,
+// when not 0, shortens its read timeouts (tests).
 func agentServer(h http.Handler, readTimeout time.Duration) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	read := cmp.Or(readTimeout, agentReadTimeout)
+	return &http.Server{Handler: h, ReadHeaderTimeout: min(agentReadHeaderTimeout, read),
+		ReadTimeout: read, IdleTimeout: agentIdleTimeout}
 }
 
 // agentToken reads the cluster token from --token-file on each request, or
