@@ -91,17 +91,21 @@ func dial(t *testing.T, ts *testServer) net.Conn {
 // passes the limit: POST /api/v1/rollouts cut it at 1 MiB and read what was
 // left, and /api/v1/rollbacks answered 400 without the limit.
 func TestChunkedBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
+		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
+	})
 	for _, c := range []struct {
-		path, body, limit string
+		path, auth, body, limit string
 	}{
 		// A valid request once cut at 1 MiB: the old decode accepted it.
-		{"/api/v1/rollouts", strings.Repeat(" ", maxBodyBytes-2) + `{"release_id":"r1"}`, "1 MiB"},
-		{"/api/v1/rollouts/ro1/approve", strings.Repeat(" ", maxBodyBytes) + `{"user":"octocat"}`, "1 MiB"},
-		{"/api/v1/rollbacks", strings.Repeat(" ", 64<<10) + "{}", "64 KiB"},
+		{"/api/v1/rollouts", testToken, strings.Repeat(" ", maxBodyBytes-2) + `{"release_id":"r1"}`, "1 MiB"},
+		{"/api/v1/rollouts/ro1/approve", testToken, strings.Repeat(" ", maxBodyBytes) + `{"user":"octocat"}`, "1 MiB"},
+		{"/api/v1/rollbacks", testToken, strings.Repeat(" ", 64<<10) + "{}", "64 KiB"},
+		// A cluster action's result said "larger than 1 MiB" with a 400.
+		{"/api/v1/clusters/prod-eu/actions/a1", "tok-eu", strings.Repeat(" ", maxBodyBytes) + "{}", "1 MiB"},
 	} {
 		t.Run(c.path, func(t *testing.T) {
-			status, msg := post(t, ts, c.path, c.body, true)
+			status, msg := postAs(t, ts, c.path, c.auth, c.body, true)
 			if status != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "larger than "+c.limit) {
 				t.Errorf("status %d %q, want 413 naming %s", status, msg, c.limit)
 			}
@@ -131,12 +135,18 @@ func TestAnEmptyRolloutsBodyIsRefusedNamingWhatIsRequired(t *testing.T) {
 // Content-Length) or not, and returns the status and the error message.
 func post(t *testing.T, ts *testServer, path, body string, chunked bool) (int, string) {
 	t.Helper()
+	return postAs(t, ts, path, testToken, body, chunked)
+}
+
+// postAs is post with the bearer token tok.
+func postAs(t *testing.T, ts *testServer, path, tok, body string, chunked bool) (int, string) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
 	if chunked {
 		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package clusteractions
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"io"
@@ -121,8 +122,8 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var res actionapi.Result
-	if field, msg := decodeResult(w, r, &res); msg != "" {
-		pipeline.WriteError(w, http.StatusBadRequest, field, msg)
+	if status, field, msg := decodeResult(w, r, &res); msg != "" {
+		pipeline.WriteError(w, status, field, msg)
 		return
 	}
 	st, outcome, why, err := a.store.finish(r.Context(), cluster, id, res, a.now())
@@ -149,13 +150,25 @@ var outcomes = map[string]string{
 	actionapi.OutcomeAlert: actionapi.StatusFailed, actionapi.OutcomeRollbackFailed: actionapi.StatusFailed,
 }
 
-// decodeResult reads the body strictly; a problem comes back as the field
-// and the message of a 400.
-func decodeResult(w http.ResponseWriter, r *http.Request, res *actionapi.Result) (string, string) {
+// decodeResult reads the body strictly; a problem comes back as the status
+// (413 for a body over the limit, 400 otherwise), the field and the message.
+func decodeResult(w http.ResponseWriter, r *http.Request, res *actionapi.Result) (int, string, string) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		return "", "request body larger than 1 MiB"
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return http.StatusRequestEntityTooLarge, "", "request body larger than 1 MiB"
+	case err != nil:
+		// Cut short: the client went away, or sent less than it said.
+		return http.StatusBadRequest, "", "could not read the request body: " + err.Error()
 	}
+	field, msg := checkResult(body, res)
+	return http.StatusBadRequest, field, msg
+}
+
+// checkResult decodes body into res strictly; a problem comes back as the
+// field and the message of a 400.
+func checkResult(body []byte, res *actionapi.Result) (string, string) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(res); err != nil {
