@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/internal/k8stest"
@@ -164,43 +165,8 @@ func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
 func TestAShortRolloutListFromACacheThatCannotConvertIsNotTrusted(t *testing.T) {
 	k := k8stest.Start(t)
 	k.Namespace("shop")
-	version := func(name string, storage bool) map[string]any {
-		return map[string]any{"name": name, "served": true, "storage": storage,
-			"subresources": map[string]any{"status": map[string]any{}},
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object",
-				"x-kubernetes-preserve-unknown-fields": true}}}
-	}
-	crds := k.Dynamic.Resource(crdResource)
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "rollouts.argoproj.io"},
-		"spec": map[string]any{"group": "argoproj.io", "scope": "Namespaced",
-			"names":    map[string]any{"kind": "Rollout", "listKind": "RolloutList", "plural": "rollouts", "singular": "rollout"},
-			"versions": []any{version("v1alpha1", true), version("v1beta1", false)}}}}
-	if _, err := crds.Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
-	waitUntil(t, "the Rollout CRD to be served", func() bool {
-		_, err := rollouts.List(t.Context(), metav1.ListOptions{})
-		return err == nil
-	})
-	if _, err := rollouts.Create(t.Context(), &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-		"metadata": map[string]any{"name": "checkout", "namespace": "shop",
-			"labels":      map[string]any{cluster.TrackedLabel: "true"},
-			"annotations": map[string]any{cluster.ReleaseIDAnnotation: "c1:prod-eu/prod"}},
-		"spec": templateSpec("ghcr.io/acme/checkout:v1")}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	upgraded, err := crds.Get(t.Context(), "rollouts.argoproj.io", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	upgraded.Object["spec"].(map[string]any)["versions"] = []any{version("v1alpha1", false), version("v1beta1", true)}
-	if _, err := crds.Update(t.Context(), upgraded, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	rollouts, upgrade := checkoutStoredAsV1alpha1(t, k)
+	upgrade()
 	breakRolloutConversion(t, k)
 	createStoredRollout(t, k, "cart")
 	cart, err := k.Dynamic.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1beta1", Resource: "rollouts"}).
@@ -248,6 +214,29 @@ func TestAShortRolloutListFromACacheThatCannotConvertIsNotTrusted(t *testing.T) 
 func TestARolloutConversionThatBreaksWhileWatchingMakesTheAgentUnready(t *testing.T) {
 	k := k8stest.Start(t)
 	k.Namespace("shop")
+	_, upgrade := checkoutStoredAsV1alpha1(t, k)
+	sink := &factSink{}
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+	waitWithin(t, 90*time.Second, "the agent to be ready", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
+
+	upgrade()
+	breakRolloutConversion(t, k)
+	createStoredRollout(t, k, "zeta") // sorts after checkout, stored as v1beta1
+
+	wants := []string{"cannot watch Argo Rollouts", "conversion webhook"}
+	waitWithin(t, 3*time.Minute, "/healthz to answer 503 naming the webhook", func() bool {
+		code, body := healthz(t, health)
+		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
+	})
+}
+
+// checkoutStoredAsV1alpha1 makes the Rollout CRD with versions v1alpha1
+// (its storage version) and v1beta1 on k, and the tracked Rollout checkout
+// in namespace shop, stored as v1alpha1. It returns the Rollouts of shop
+// and upgrade, which makes v1beta1 the storage version, as an upgrade of
+// Argo Rollouts' CRD does.
+func checkoutStoredAsV1alpha1(t *testing.T, k *k8stest.Cluster) (rollouts dynamic.ResourceInterface, upgrade func()) {
+	t.Helper()
 	version := func(name string, storage bool) map[string]any {
 		return map[string]any{"name": name, "served": true, "storage": storage,
 			"subresources": map[string]any{"status": map[string]any{}},
@@ -264,7 +253,7 @@ func TestARolloutConversionThatBreaksWhileWatchingMakesTheAgentUnready(t *testin
 	if _, err := crds.Create(t.Context(), crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rollouts := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
+	rollouts = k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop")
 	waitUntil(t, "the Rollout CRD to be served", func() bool {
 		_, err := rollouts.List(t.Context(), metav1.ListOptions{})
 		return err == nil
@@ -277,24 +266,15 @@ func TestARolloutConversionThatBreaksWhileWatchingMakesTheAgentUnready(t *testin
 		"spec": templateSpec("ghcr.io/acme/checkout:v1")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sink := &factSink{}
-	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
-	waitWithin(t, 90*time.Second, "the agent to be ready", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
-
-	upgraded, err := crds.Get(t.Context(), "rollouts.argoproj.io", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	return rollouts, func() {
+		t.Helper()
+		upgraded, err := crds.Get(t.Context(), "rollouts.argoproj.io", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		upgraded.Object["spec"].(map[string]any)["versions"] = []any{version("v1alpha1", false), version("v1beta1", true)}
+		if _, err := crds.Update(t.Context(), upgraded, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	upgraded.Object["spec"].(map[string]any)["versions"] = []any{version("v1alpha1", false), version("v1beta1", true)}
-	if _, err := crds.Update(t.Context(), upgraded, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	breakRolloutConversion(t, k)
-	createStoredRollout(t, k, "zeta") // sorts after checkout, stored as v1beta1
-
-	wants := []string{"cannot watch Argo Rollouts", "conversion webhook"}
-	waitWithin(t, 3*time.Minute, "/healthz to answer 503 naming the webhook", func() bool {
-		code, body := healthz(t, health)
-		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
-	})
 }
