@@ -41,6 +41,10 @@ const (
 	// deadline once the body is read.
 	readTimeout = time.Minute
 	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds a request's headers, which Go otherwise reads
+	// up to 1 MiB of for each connection: GitHub's webhook headers, a
+	// bearer token, an OIDC token and the pages' cookies are a few KiB.
+	maxHeaderBytes = 64 << 10
 	// stopCancelWait is how long a stop waits for jobs it cancelled.
 	stopCancelWait = 2 * time.Second
 )
@@ -239,7 +243,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	// The drain's first round reads deliveries an earlier run left queued.
 	s.drain.Start()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: min(readHeaderTimeout, s.readTimeout),
-		ReadTimeout: s.readTimeout, IdleTimeout: idleTimeout}
+		ReadTimeout: s.readTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s.log.Info("ripcord is serving", "listen", s.addr, "public_url", s.cfg.PublicURL, "database", s.db.Source)

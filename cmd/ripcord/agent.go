@@ -139,6 +139,9 @@ const (
 	agentReadHeaderTimeout = 10 * time.Second
 	agentReadTimeout       = time.Minute
 	agentIdleTimeout       = 2 * time.Minute
+	// agentMaxHeaderBytes is the server's maxHeaderBytes: a probe or a
+	// scrape sends a few hundred bytes of headers, not Go's 1 MiB.
+	agentMaxHeaderBytes = 64 << 10
 )
 
 // agentServer is the agent's /healthz and /metrics server; readTimeout,
@@ -146,7 +149,7 @@ const (
 func agentServer(h http.Handler, readTimeout time.Duration) *http.Server {
 	read := cmp.Or(readTimeout, agentReadTimeout)
 	return &http.Server{Handler: h, ReadHeaderTimeout: min(agentReadHeaderTimeout, read),
-		ReadTimeout: read, IdleTimeout: agentIdleTimeout}
+		ReadTimeout: read, IdleTimeout: agentIdleTimeout, MaxHeaderBytes: agentMaxHeaderBytes}
 }
 
 // agentToken reads the cluster token from --token-file on each request, or
