@@ -1,11 +1,12 @@
 package app
 
 import (
-	"crypto/subtle"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/ripcord/ripcord/internal/secret"
 )
 
 // API limits.
@@ -23,7 +24,7 @@ func (s *Server) requireAPIToken(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		got, ok := bearer(r)
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIToken)) != 1 {
+		if !ok || !secret.Equal(got, s.cfg.APIToken) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ripcord"`)
 			writeError(w, http.StatusUnauthorized, "", "missing or wrong bearer token: send Authorization: Bearer <api_token>")
 			return

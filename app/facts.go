@@ -2,7 +2,6 @@ package app
 
 import (
 	"cmp"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/internal/oidcauth"
+	"github.com/ripcord/ripcord/internal/secret"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -122,11 +122,12 @@ func (s *Server) isClusterToken(cluster string, toks *config.Tokens, got string)
 	if err != nil {
 		s.log.Warn("a cluster's token file cannot be read again", "cluster", cluster, "err", err)
 	}
-	match := 0
+	match := false
 	for _, want := range list {
-		match |= subtle.ConstantTimeCompare([]byte(got), []byte(want))
+		// Not ||: that would stop comparing at the first match.
+		match = secret.Equal(got, want) || match
 	}
-	return match == 1
+	return match
 }
 
 // postTaskFacts is POST /api/v1/facts: workflows, through the bundled action,

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/app/rolloutflow"
+	"github.com/ripcord/ripcord/internal/secret"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -144,7 +144,7 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) isAPIToken(r *http.Request) bool {
 	got, ok := bearer(r)
-	return ok && s.cfg.APIToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIToken)) == 1
+	return ok && s.cfg.APIToken != "" && secret.Equal(got, s.cfg.APIToken)
 }
 
 func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
