@@ -172,7 +172,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	}
 	s.writer = newGroupWriter(db, s.metrics, s.acts, s.drain.Wake)
 	s.writer.health = s.health
-	s.handler = s.limitBodies(s.routes())
+	s.handler = s.limitBodies(s.apiMisses(s.routes()))
 	switch {
 	case !s.appIdentity().Configured && len(s.webhookSecrets()) == 0:
 		// Without a secret no delivery can be checked, so none is stored:
@@ -206,8 +206,54 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metricsHandler())
-	mux.HandleFunc("GET /", s.home)
+	mux.HandleFunc("GET /", s.home) // pagesCatchAll, written out for routeauth_test's search
 	return mux
+}
+
+// pagesCatchAll is the pattern of the home page, which takes every GET no
+// other route does (and answers 404 but for "/").
+const pagesCatchAll = "GET /"
+
+// apiMethods are the methods a 405 under /api/v1 looks for, to name those
+// its path takes in Allow (HEAD with GET, as Go's mux does).
+var apiMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// apiMisses answers a request under /api/v1 that no route takes in JSON,
+// as the API answers every other error, naming the path or the method:
+// the mux answered them in plain text ("404 page not found"), which
+// clients reading {"error"} could not show. The pages' catch-all "GET /"
+// is no route of the API, so a POST to an unknown path is a 404, not the
+// mux's 405 naming GET.
+func (s *Server) apiMisses(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if (p != "/api/v1" && !strings.HasPrefix(p, "/api/v1/")) || s.isAPIRoute(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var allowed []string
+		for _, m := range apiMethods {
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if s.isAPIRoute(probe) {
+				allowed = append(allowed, m)
+			}
+		}
+		if len(allowed) == 0 {
+			writeError(w, http.StatusNotFound, "", fmt.Sprintf("no API endpoint at %s (README's \"HTTP endpoints\" lists them; "+
+				"a release id's / is sent escaped, %%2F)", r.URL.EscapedPath()))
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "", fmt.Sprintf("%s %s is not an API endpoint; that path takes %s",
+			r.Method, r.URL.EscapedPath(), strings.Join(allowed, ", ")))
+	})
+}
+
+// isAPIRoute reports whether a route of the API takes r.
+func (s *Server) isAPIRoute(r *http.Request) bool {
+	_, pattern := s.mux.Handler(r)
+	return pattern != "" && pattern != pagesCatchAll
 }
 
 // Handler is the server's HTTP handler (for tests that serve it themselves).
