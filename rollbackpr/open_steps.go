@@ -192,10 +192,11 @@ func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, under *
 
 // notAnOpenBranchBeyondTheWalk refuses a branch whose pull request is open when the walk
 // for its rollback commit (rollbackUnder) read handCommitsLimit commits without reaching
-// one, or the base head: a person may have pushed that many on top of a rollback, this
-// one or another app's, and force-moving the branch would throw their work away under
-// an open pull request. ripcord cannot tell, so it leaves the branch alone and says so;
-// once that pull request is merged or closed the branch is stale and may be replaced.
+// one, or the branch point (the commit where the branch left the base, which the walk
+// stops at): a person may have pushed that many on top of a rollback, this one or
+// another app's, and force-moving the branch would throw their work away under an open
+// pull request. ripcord cannot tell, so it leaves the branch alone and says so; once
+// that pull request is merged or closed the branch is stale and may be replaced.
 func (p plan) notAnOpenBranchBeyondTheWalk(ctx context.Context, gh GitHub, baseSHA string) error {
 	pr, err := gh.FindPullRequest(ctx, p.owner, p.repo, p.branch, p.request.Base)
 	if err != nil {
@@ -204,9 +205,10 @@ func (p plan) notAnOpenBranchBeyondTheWalk(ctx context.Context, gh GitHub, baseS
 	if pr == nil {
 		return nil
 	}
-	return permanent{fmt.Errorf("branch %s of %s, whose pull request is open, has more than %d commits on top of "+
-		"any rollback commit or of the base head %s: ripcord cannot tell whose rollback it holds, nor whether a person's "+
-		"commits would be lost, so it leaves the branch alone; merge or close that pull request, and ask again",
+	return permanent{fmt.Errorf("branch %s of %s, whose pull request is open: none of its newest %d commits is a "+
+		"rollback commit, and ripcord reads no further down, neither to one nor to where the branch left the base "+
+		"(head %s): it cannot tell whose rollback it holds, nor whether a person's commits would be lost, so it leaves the "+
+		"branch alone; merge or close that pull request, and ask again",
 		p.branch, pr.GetHTMLURL(), handCommitsLimit, ShortSHA(baseSHA))}
 }
 

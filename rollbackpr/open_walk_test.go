@@ -29,6 +29,13 @@ func TestOpenLeavesAnOpenBranchAloneBeyondTheWalk(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), first.URL) || !rollbackpr.Permanent(err) {
 		t.Errorf("Open = %+v, %v; want a permanent error naming %s", res, err, first.URL)
 	}
+	// The walk stops where the branch left the base, not at the base head:
+	// the message says how far it read, and what it did not reach.
+	for _, want := range []string{"none of its newest 20 commits is a rollback commit", "where the branch left the base"} {
+		if err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("Open error %q does not say %q", err, want)
+		}
+	}
 	if got, _ := gh.Branch(gitops, branch); got != head {
 		t.Errorf("branch head = %s, want %s: the commits pushed by hand must stay", got, head)
 	}
