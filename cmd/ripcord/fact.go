@@ -72,6 +72,9 @@ func runFact(args []string) int {
 			return 2
 		}
 	}
+	if code, stop := notNegative(fs, "generation", "observed-generation", "step", "step-count"); stop {
+		return code
+	}
 	c, err := client()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ripcord fact:", err)

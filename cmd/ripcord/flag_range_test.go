@@ -10,8 +10,9 @@ import (
 
 // A flag with a valid range is checked by the command, naming the flag,
 // before any request: `releases list
-// --limit 0` was sent and refused by the server, and the agent used a
-// negative --min-healthy or health timeout as given.
+// --limit 0` was sent and refused by the server, the agent used a
+// negative --min-healthy or health timeout as given, and `ripcord fact`
+// sent a negative generation or step for the server to refuse.
 func TestFlagsOutOfRangeAreRefusedBeforeAnyRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -36,6 +37,10 @@ func TestFlagsOutOfRangeAreRefusedBeforeAnyRequest(t *testing.T) {
 		{[]string{"agent", "--health-timeout", "-30s"}, "ripcord agent: --health-timeout must not be negative, not -30s"},
 		{[]string{"agent", "--spool-max", "-1"}, "ripcord agent: --spool-max must not be negative, not -1"},
 		{[]string{"agent", "--health-port", "70000"}, "ripcord agent: --health-port must be from 0 to 65535, not 70000"},
+		{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout", "--generation", "-3"}, "ripcord fact: --generation must not be negative, not -3"},
+		{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout", "--generation", "3", "--observed-generation", "-1"}, "ripcord fact: --observed-generation must not be negative, not -1"},
+		{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout", "--step", "-1", "--step-count", "4"}, "ripcord fact: --step must not be negative, not -1"},
+		{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout", "--step", "1", "--step-count", "-4"}, "ripcord fact: --step-count must not be negative, not -4"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -147,13 +147,17 @@ func flagRange(fs *flag.FlagSet, name string, lo, hi int) (code int, stop bool) 
 
 // notNegative ends a command when one of its count or duration flags is
 // negative, naming the first: the agent took 0 as "the default" but used a
-// negative health timeout or --min-healthy as given.
+// negative health timeout or --min-healthy as given, and `ripcord fact`
+// sent a negative generation or step for the server to refuse in words
+// that name the fact's field rather than the flag.
 func notNegative(fs *flag.FlagSet, names ...string) (code int, stop bool) {
 	for _, name := range names {
 		f := fs.Lookup(name)
 		negative := false
 		switch v := f.Value.(flag.Getter).Get().(type) {
 		case int:
+			negative = v < 0
+		case int64:
 			negative = v < 0
 		case time.Duration:
 			negative = v < 0
