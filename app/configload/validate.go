@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ripcord/ripcord/app/pipeline"
 	"io"
 	"mime"
 	"net/http"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
@@ -63,8 +63,16 @@ func validateFor(opts repoconfig.Options) http.HandlerFunc {
 
 func validate(w http.ResponseWriter, r *http.Request, opts repoconfig.Options) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxConfigBytes))
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		pipeline.WriteError(w, http.StatusRequestEntityTooLarge, "", "the config is larger than 1 MiB, more than GitHub serves inline")
+		return
+	case err != nil:
+		// A body cut short (the client hung up, or sent less than its
+		// Content-Length) or a broken chunked encoding says nothing of the
+		// config's size: answering 413 sent people to shrink a small file.
+		pipeline.WriteError(w, http.StatusBadRequest, "", "could not read the request body: "+err.Error())
 		return
 	}
 	content, field, err := configFromBody(r.Header.Get("Content-Type"), body)

@@ -1,13 +1,18 @@
 package configload
 
 import (
+	"bufio"
 	"encoding/json"
-	"github.com/ripcord/ripcord/app/pipeline"
-	"github.com/ripcord/ripcord/repoconfig"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 func TestValidateEndpoint(t *testing.T) {
@@ -100,5 +105,48 @@ apps:
 		if !tt.valid && (len(got.Problems) != 1 || !strings.Contains(got.Problems[0].Message, "max_parallel 4")) {
 			t.Errorf("max_parallel %d: problems %v, want the parallel one", tt.max, got.Problems)
 		}
+	}
+}
+
+// Only a body over the limit is answered 413: one the server could not
+// read to its end (a broken chunked encoding, or a client that stopped
+// before its Content-Length) is a 400 that says so, not a claim that a
+// small config is larger than 1 MiB.
+func TestValidateAnUnreadableBodyIsNotTooLarge(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(validateHandler))
+	t.Cleanup(srv.Close)
+	cases := []struct{ name, request string }{
+		{"a broken chunked body", "POST /api/v1/validate HTTP/1.1\r\nHost: ripcord\r\nContent-Type: text/plain\r\n" +
+			"Transfer-Encoding: chunked\r\n\r\n7\r\nversion\r\nzz\r\n"},
+		{"a body cut short", "POST /api/v1/validate HTTP/1.1\r\nHost: ripcord\r\nContent-Type: text/plain\r\n" +
+			"Content-Length: 100\r\n\r\nversion: 1\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, c.request); err != nil {
+				t.Fatal(err)
+			}
+			// The client sends nothing more: the server reads the end of
+			// the body where it expected more of it.
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var e pipeline.APIError
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(e.Error, "could not read the request body") {
+				t.Errorf("answer %d %q, want 400 saying the body could not be read", resp.StatusCode, e.Error)
+			}
+		})
 	}
 }
