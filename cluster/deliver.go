@@ -215,25 +215,39 @@ func (d *deliverer) done(entries []SpoolEntry) error {
 }
 
 // refusedToken is the log attribute that says where the agent's token
-// came from (tokenFrom) when the server refused it (401): the server cannot
-// tell a stale token from one read from the wrong place (an old variable
-// left beside the file, another cluster's Secret), and the operator can.
-// Every request the agent makes with the token logs it the same way.
+// came from (tokenFrom) when the server refused it: the server cannot tell
+// a stale token from one read from the wrong place (an old variable left
+// beside the file, another cluster's Secret), and the operator can. Every
+// request the agent makes with the token logs it the same way. A 401 is a
+// token the server does not know; a 403 that names no field is one it
+// knows as another cluster's, and says so with a hint. On the facts path a
+// 403 that names a field refuses a fact (one naming another cluster's
+// release), not the token, and leaves the token out.
 func refusedToken(err error, tokenFrom string) []any {
-	if se, ok := err.(*statusError); ok && se.Status == http.StatusUnauthorized && tokenFrom != "" {
+	se, ok := err.(*statusError)
+	if !ok || tokenFrom == "" {
+		return nil
+	}
+	switch {
+	case se.Status == http.StatusUnauthorized:
 		return []any{"token_from", tokenFrom}
+	case se.Status == http.StatusForbidden && se.refusesToken():
+		return []any{"token_from", tokenFrom, "hint", anotherClustersToken}
 	}
 	return nil
 }
 
+// anotherClustersToken is the hint logged beside a 403 that refuses the
+// token: the server knows it, as another cluster's.
+const anotherClustersToken = "the server knows this token as another cluster's (its answer says whose): the token read from " +
+	"token_from is not this cluster's, or the agent's --cluster (RIPCORD_CLUSTER) names the wrong cluster"
+
 // refusedActionsToken is refusedToken for the actions API (the long poll
-// and an action's result), where a 403 refuses the token too: it is
+// and an action's result), where every 403 refuses the token: it is
 // another cluster's (the server says whose), read from the wrong place.
-// On the facts path a 403 can refuse a fact instead (one naming another
-// cluster), so refusedToken leaves it out there.
 func refusedActionsToken(err error, tokenFrom string) []any {
 	if se, ok := err.(*statusError); ok && se.Status == http.StatusForbidden && tokenFrom != "" {
-		return []any{"token_from", tokenFrom}
+		return []any{"token_from", tokenFrom, "hint", anotherClustersToken}
 	}
 	return refusedToken(err, tokenFrom)
 }
@@ -246,6 +260,19 @@ type statusError struct {
 
 func (e *statusError) Error() string {
 	return fmt.Sprintf("server answered %d: %s", e.Status, e.Body)
+}
+
+// refusesToken reports whether the answer is the server's refusal of the
+// token itself: an API error ({"error": ...}) that names no field, as the
+// server's token check writes it. An answer that names a field refuses
+// the request's content; one that is not the server's JSON (a proxy's page)
+// says nothing of the token.
+func (e *statusError) refusesToken() bool {
+	var body struct {
+		Error string `json:"error"`
+		Field string `json:"field"`
+	}
+	return json.Unmarshal([]byte(e.Body), &body) == nil && body.Error != "" && body.Field == ""
 }
 
 // isRejection: the server looked at the facts and will never take them as

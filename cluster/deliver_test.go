@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -235,5 +237,59 @@ func TestARefusedTokenIsLoggedWithWhereItCameFrom(t *testing.T) {
 		if attrs["token_from"] != want {
 			t.Errorf("down %v: %q logged with token_from=%q (attributes %v), want %q", down, r.Message, attrs["token_from"], attrs, want)
 		}
+	}
+}
+
+// A 403 to a fact delivery that names no field is the server refusing the
+// token as another cluster's (a Secret copied from the wrong cluster): the
+// agent logs where its token came from, as on a 401, with a hint that says
+// what the 403 means. A 403 that names a field refuses a fact, not the
+// token, and says nothing of it; nor does a 403 that is not the server's.
+func TestAnotherClustersTokenOnTheFactsPathSaysWhereTheTokenCameFrom(t *testing.T) {
+	const from = "file /var/run/ripcord/token given by flag --token-file"
+	cases := []struct {
+		name     string
+		answer   func(w http.ResponseWriter)
+		wantFrom string
+	}{
+		{"another cluster's token", func(w http.ResponseWriter) {
+			pipeline.WriteError(w, http.StatusForbidden, "", `this token belongs to cluster "prod-us", not "prod-eu"`)
+		}, from},
+		{"a fact naming another cluster's release", func(w http.ResponseWriter) {
+			pipeline.WriteError(w, http.StatusForbidden, "facts[0].release_id", "release checkout-v42:prod-us/prod is not of cluster prod-eu")
+		}, ""},
+		{"a proxy's page", func(w http.ResponseWriter) {
+			http.Error(w, "<html>Forbidden</html>", http.StatusForbidden)
+		}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { c.answer(w) }))
+			t.Cleanup(srv.Close)
+			d := newTestDeliverer(t, srv.URL, 100)
+			d.tokenFrom = from
+			records := make(recordHandler, 16)
+			d.log = slog.New(records)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { d.run(ctx); close(done) }()
+			_ = d.enqueue(fact(1))
+			var r slog.Record
+			select {
+			case r = <-records:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no log line within 10 s of a refused delivery")
+			}
+			cancel()
+			<-done
+			attrs := map[string]string{}
+			r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+			if attrs["token_from"] != c.wantFrom {
+				t.Errorf("%q logged with token_from=%q (attributes %v), want %q", r.Message, attrs["token_from"], attrs, c.wantFrom)
+			}
+			if hinted := strings.Contains(attrs["hint"], "another cluster's"); hinted != (c.wantFrom != "") {
+				t.Errorf("%q logged with hint=%q; want a hint that the token is another cluster's only beside token_from", r.Message, attrs["hint"])
+			}
+		})
 	}
 }

@@ -149,10 +149,9 @@ func TestEveryRequestWhoseTokenIsRefusedSaysWhereTheTokenCameFrom(t *testing.T) 
 
 // On the actions API a 403 refuses the token too: it is another cluster's
 // (the server says whose), read from the wrong place, and the operator
-// needs to know which place. The poll and an action's result log where the
-// token came from on a 403 as on a 401; a fact delivery does not, for
-// there a 403 can refuse a fact (one naming another cluster) rather than
-// the token.
+// needs to know which place. The poll, an action's result and a fact
+// delivery log where the token came from on a 403 as on a 401 (a fact
+// delivery only when the 403 names no field: one that does refuses a fact).
 func TestAnotherClustersTokenOnTheActionsAPISaysWhereTheTokenCameFrom(t *testing.T) {
 	const from = "file /var/run/ripcord/token given by flag --token-file"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -184,11 +183,13 @@ func TestAnotherClustersTokenOnTheActionsAPISaysWhereTheTokenCameFrom(t *testing
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := logs.attr(poll, "token_from"); got != from {
-		t.Errorf("%q on a 403 logged token_from=%q, want %q", poll, got, from)
-	}
-	if got, _ := logs.attr(facts, "token_from"); got != "" {
-		t.Errorf("%q on a 403 logged token_from=%q, want none: on the facts path a 403 can refuse a fact", facts, got)
+	for _, msg := range []string{poll, facts} {
+		if got, _ := logs.attr(msg, "token_from"); got != from {
+			t.Errorf("%q on a 403 logged token_from=%q, want %q", msg, got, from)
+		}
+		if got, _ := logs.attr(msg, "hint"); !strings.Contains(got, "another cluster's") {
+			t.Errorf("%q on a 403 logged hint=%q, want one saying the token is another cluster's", msg, got)
+		}
 	}
 
 	if msg, got := refusedReportLogsTokenFrom(t, a); got != from {
