@@ -2,14 +2,12 @@ package app
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // Slowloris: a client that sends its headers, or its body, a byte at a
@@ -22,30 +20,11 @@ func TestASlowClientIsCutAtTheReadTimeout(t *testing.T) {
 			"\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			conn := dial(t, ts)
-			if _, err := io.WriteString(conn, c.head); err != nil {
-				t.Fatal(err)
-			}
-			stop := make(chan struct{})
-			defer close(stop)
-			go func() { // one byte every 50 ms, until the server hangs up
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(50 * time.Millisecond):
-					}
-					if _, err := conn.Write([]byte("X")); err != nil {
-						return
-					}
-				}
-			}()
-			// Well past the 300 ms: the old server's 10 s header timeout, or
-			// no bound at all on the body, would still hold the connection.
-			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-			_, err := io.Copy(io.Discard, conn)
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Fatal("the connection is still open 5 s after the 300 ms read timeout")
+			// Within 5 s, well past the 300 ms: the old server's 10 s header
+			// timeout, or no bound at all on the body, would still hold the
+			// connection.
+			if err := testnet.TrickleUntilCut(dial(t, ts), c.head, 5*time.Second); err != nil {
+				t.Fatalf("%v; the read timeout is 300 ms", err)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // The flags the Dockerfile's build stage must use, the same as `make build`.
@@ -108,17 +109,6 @@ func TestImageBinaryIsStatic(t *testing.T) {
 	}
 }
 
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // The image runs `ripcord serve` with nothing but its environment: no config
 // file, no flags, an empty working directory.
 func TestImageBinaryServesFromEmptyDirAndStopsOnSIGTERM(t *testing.T) {
@@ -127,7 +117,7 @@ func TestImageBinaryServesFromEmptyDirAndStopsOnSIGTERM(t *testing.T) {
 	}
 	bin := buildImageBinary(t, "deploy-test")
 	dir := t.TempDir()
-	addr := freeLoopbackAddr(t)
+	addr := testnet.FreeAddr(t)
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "RIPCORD_DATABASE=sqlite://ripcord.db", "RIPCORD_LISTEN=" + addr}

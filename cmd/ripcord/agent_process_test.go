@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/internal/testbin"
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // lockedBuffer is the output of a process the test reads while it runs.
@@ -54,12 +54,7 @@ func startAgent(t *testing.T, kubeconfig string, args []string, env ...string) *
 	if err := os.WriteFile(tokenFile, []byte("eu-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &agentProcess{addr: ln.Addr().String(), logs: &lockedBuffer{}}
-	ln.Close()
+	a := &agentProcess{addr: testnet.FreeAddr(t), logs: &lockedBuffer{}}
 	a.cmd = exec.Command(bin, append([]string{"agent", "--listen", a.addr}, args...)...)
 	a.cmd.Env = append(os.Environ(), "RIPCORD_CLUSTER=prod-eu", "RIPCORD_SERVER=http://127.0.0.1:1",
 		"RIPCORD_CLUSTER_TOKEN_FILE="+tokenFile, "RIPCORD_AGENT_STATE="+filepath.Join(dir, "state"), "KUBECONFIG="+kubeconfig)

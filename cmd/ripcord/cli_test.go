@@ -17,6 +17,7 @@ import (
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/internal/testbin"
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // inProcessServer runs the server in this test process on loopback.
@@ -394,12 +395,7 @@ func fileWriter(t *testing.T, dir string) func(name, content string) string {
 // came from: a newcomer who had not started `ripcord serve`, or whose
 // RIPCORD_SERVER named an old address, saw only "connection refused".
 func TestAPIClientSaysWhereTheServerURLCameFrom(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close() // nothing listens there now
+	closed := "http://" + testnet.FreeAddr(t) // nothing listens there
 	cases := []struct {
 		name string
 		env  string

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testbin"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 type child struct {
@@ -31,12 +31,7 @@ type child struct {
 // extra are more RIPCORD_* settings for it.
 func startChild(t *testing.T, bin, dbURL string, extra ...string) *child {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.FreeAddr(t)
 	c := &child{addr: addr}
 	c.cmd = exec.Command(bin, "serve")
 	c.cmd.Env = append(os.Environ(),

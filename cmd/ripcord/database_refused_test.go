@@ -1,9 +1,10 @@
 package main
 
 import (
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // README promises that a start that cannot use its database says so in
@@ -14,12 +15,7 @@ func TestMigrateAgainstARefusingPostgreSQLIsOneLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testnet.FreeAddr(t)
 	code, out, errOut := ripcord(t, []string{"RIPCORD_DATABASE=postgres://ripcord:hunter2@" + addr + "/ripcord"}, "migrate")
 	if code != 1 {
 		t.Fatalf("ripcord migrate: exit %d, want 1\n%s%s", code, out, errOut)

@@ -2,7 +2,6 @@ package oidcauth_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/internal/oidcauth/oidctest"
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 func TestIssuerDownAtFirstUseThenUp(t *testing.T) {
@@ -38,12 +38,7 @@ func TestIssuerDownAtFirstUseThenUp(t *testing.T) {
 }
 
 func TestIssuerUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := "http://" + ln.Addr().String()
-	ln.Close()
+	gone := "http://" + testnet.FreeAddr(t)
 	iss := oidctest.NewIssuer(t)
 	v, err := oidcauth.New(oidcauth.Config{Issuer: gone, Audience: oidctest.Audience})
 	if err != nil {

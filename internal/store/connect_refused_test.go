@@ -3,34 +3,21 @@ package store_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testnet"
 )
-
-// closedPort is a loopback address nothing listens on: connecting to it
-// is refused at once.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // A start against a PostgreSQL that refuses connections is the first
 // error many newcomers see: it must be one line that names the setting,
 // the address tried and pgx's reason, without the password, however many
 // attempts pgx made (sslmode=prefer tries twice, so pgx wrote three lines).
 func TestOpenRefusedIsOneLineNamingTheSettingAndAddress(t *testing.T) {
-	addr := closedPort(t)
+	addr := testnet.FreeAddr(t) // connecting to it is refused at once
 	for _, c := range []struct{ name, url string }{
 		{"default sslmode (prefer: two attempts)", "postgres://ripcord:hunter2@" + addr + "/ripcord"},
 		{"sslmode=disable (one attempt)", "postgres://ripcord:hunter2@" + addr + "/ripcord?sslmode=disable"},

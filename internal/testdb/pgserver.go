@@ -2,7 +2,6 @@ package testdb
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // PGServer is a throwaway PostgreSQL server of the test's own, on a
@@ -82,12 +83,7 @@ func StartPostgres(t testing.TB) *PGServer {
 	if out, err := s.cmd(filepath.Join(bin, "initdb"), "--auth=trust", "--no-sync", "-U", "postgres", "-D", s.data()).CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	s.port = testnet.FreePort(t)
 	s.Start()
 	return s
 }
