@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // silentAfterFirst is a PostgreSQL server on loopback that answers its
@@ -141,7 +142,7 @@ func TestPostgresConnectionWithoutDeadlineGivesUp(t *testing.T) {
 // answers fails with one line that names the database, the address tried
 // and the time waited.
 func TestPostgresOpenThatNoOneAnswersSaysWhatWasTried(t *testing.T) {
-	addr := silentListener(t)
+	addr := testnet.Silent(t)
 	defer store.SetConnectTimeout(time.Second)()
 	start := time.Now()
 	_, err := store.Open(context.Background(), "postgres://ripcord:hunter2@"+addr+"/ripcord?sslmode=disable")
@@ -164,7 +165,7 @@ func TestPostgresOpenThatNoOneAnswersSaysWhatWasTried(t *testing.T) {
 
 // connect_timeout in the URL wins over the default.
 func TestPostgresConnectTimeoutFromTheURL(t *testing.T) {
-	addr := silentListener(t)
+	addr := testnet.Silent(t)
 	defer store.SetConnectTimeout(time.Minute)()
 	start := time.Now()
 	_, err := store.Open(context.Background(), "postgres://ripcord@"+addr+"/ripcord?sslmode=disable&connect_timeout=1")
@@ -179,42 +180,11 @@ func TestPostgresConnectTimeoutFromTheURL(t *testing.T) {
 	}
 }
 
-// silentListener accepts connections on loopback and never answers them.
-func silentListener(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
-
 // PGCONNECT_TIMEOUT set and empty (an env entry with no value) is no
 // setting, for pgx as for libpq: the default applies. It used to take
 // away every connect timeout.
 func TestPostgresEmptyPGCONNECT_TIMEOUTKeepsTheDefault(t *testing.T) {
-	addr := silentListener(t)
+	addr := testnet.Silent(t)
 	t.Setenv("PGCONNECT_TIMEOUT", "")
 	defer store.SetConnectTimeout(time.Second)()
 	start := time.Now()
@@ -229,7 +199,7 @@ func TestPostgresEmptyPGCONNECT_TIMEOUTKeepsTheDefault(t *testing.T) {
 
 // PGCONNECT_TIMEOUT wins over the default, and the URL over it.
 func TestPostgresConnectTimeoutFromTheEnvironment(t *testing.T) {
-	addr := silentListener(t)
+	addr := testnet.Silent(t)
 	defer store.SetConnectTimeout(time.Minute)()
 	for _, c := range []struct{ env, query, want string }{
 		{"1", "", "no answer within 1s"},
@@ -250,7 +220,7 @@ func TestPostgresConnectTimeoutFromTheEnvironment(t *testing.T) {
 // A connect_timeout from a PostgreSQL service file (service= in the URL,
 // PGSERVICEFILE) is the user's own: the default no longer replaces it.
 func TestPostgresConnectTimeoutFromAServiceFile(t *testing.T) {
-	addr := silentListener(t)
+	addr := testnet.Silent(t)
 	services := filepath.Join(t.TempDir(), "pg_service.conf")
 	if err := os.WriteFile(services, []byte("[ripcord]\nconnect_timeout=1\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -274,7 +244,7 @@ func TestPostgresConnectTimeoutZeroWaitsWithoutLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits 11 s, past the 10 s the start used to give up after")
 	}
-	addr := silentListener(t)
+	addr := testnet.Silent(t)
 	defer store.SetConnectTimeout(time.Second)()
 	t.Setenv("PGCONNECT_TIMEOUT", "0")
 	ctx, cancel := context.WithCancel(context.Background())

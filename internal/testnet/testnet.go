@@ -1,6 +1,7 @@
 // Package testnet holds the loopback helpers that tests of several packages
 // share: a free address, for a server a test starts or for a connection it
-// wants refused, and a slow client, for the read timeouts that cut one.
+// wants refused; a silent server, for a client's timeouts; and a slow
+// client, for a server's read timeouts.
 // Its files are not _test files so that any package's tests can import it.
 package testnet
 
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -39,6 +41,40 @@ func FreePort(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return addr.Port
+}
+
+// Silent is the address of a loopback listener that accepts connections
+// and never answers them, nor reads what they send: a server that hangs,
+// for the timeouts of a client. The test's end closes the listener and
+// the connections.
+func Silent(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }
 
 // trickleEvery is how often a slow client sends its next byte: well under

@@ -2,11 +2,11 @@ package testnet
 
 import (
 	"errors"
-	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,61 +30,44 @@ func TestFreeAddr(t *testing.T) {
 	}
 }
 
-// A server with a read timeout cuts the slow client; one that holds its
-// connections is reported as still open.
+// A server with a read timeout cuts the slow client; one that never
+// answers is reported as still open.
 func TestTrickleUntilCut(t *testing.T) {
 	const head = "GET / HTTP/1.1\r\nHost: testnet\r\n"
-	t.Run("cut at the read timeout", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: http.NotFoundHandler(), ReadTimeout: 200 * time.Millisecond}
-		go func() { _ = srv.Serve(ln) }()
-		t.Cleanup(func() { _ = srv.Close() })
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if err := TrickleUntilCut(conn, head, 5*time.Second); err != nil {
-			t.Errorf("against a 200 ms read timeout: %v", err)
-		}
-	})
-	t.Run("held open", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var held []net.Conn
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				held = append(held, c)
-				mu.Unlock()
-				go func() { _, _ = io.Copy(io.Discard, c) }() // reads every byte, never answers
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	for _, c := range []struct {
+		name, addr string
+		within     time.Duration
+		cut        bool
+	}{
+		{"cut at the read timeout", srv.Listener.Addr().String(), 5 * time.Second, true},
+		{"held open by a silent server", Silent(t), 300 * time.Millisecond, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", c.addr)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}()
-		t.Cleanup(func() {
-			ln.Close()
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range held {
-				c.Close()
+			defer conn.Close()
+			if err := TrickleUntilCut(conn, head, c.within); (err == nil) != c.cut {
+				t.Errorf("TrickleUntilCut = %v, want the connection cut: %v", err, c.cut)
 			}
 		})
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if err := TrickleUntilCut(conn, head, 300*time.Millisecond); err == nil {
-			t.Error("against a server that never hangs up: nil, want an error saying the connection is still open")
-		}
-	})
+	}
+}
+
+// A silent server takes connections and answers nothing.
+func TestSilent(t *testing.T) {
+	conn, err := net.Dial("tcp", Silent(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, err := conn.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("read from a silent server: %d bytes, %v; want nothing until the deadline", n, err)
+	}
 }
