@@ -214,28 +214,13 @@ func TestARefusedTokenIsLoggedWithWhereItCameFrom(t *testing.T) {
 			d.token = func() (string, error) { return "rotated-on-the-server-first", nil }
 		}
 		d.tokenFrom = from
-		records := make(recordHandler, 16)
-		d.log = slog.New(records)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { d.run(ctx); close(done) }()
-		_ = d.enqueue(fact(1))
-		var r slog.Record
-		select {
-		case r = <-records:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("down %v: no log line within 10 s of a failed delivery", down)
-		}
-		cancel()
-		<-done
-		attrs := map[string]string{}
-		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		msg, attrs := firstDeliveryLog(t, d)
 		want := from
 		if down {
 			want = ""
 		}
 		if attrs["token_from"] != want {
-			t.Errorf("down %v: %q logged with token_from=%q (attributes %v), want %q", down, r.Message, attrs["token_from"], attrs, want)
+			t.Errorf("down %v: %q logged with token_from=%q (attributes %v), want %q", down, msg, attrs["token_from"], attrs, want)
 		}
 	}
 }
@@ -268,28 +253,37 @@ func TestAnotherClustersTokenOnTheFactsPathSaysWhereTheTokenCameFrom(t *testing.
 			t.Cleanup(srv.Close)
 			d := newTestDeliverer(t, srv.URL, 100)
 			d.tokenFrom = from
-			records := make(recordHandler, 16)
-			d.log = slog.New(records)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { d.run(ctx); close(done) }()
-			_ = d.enqueue(fact(1))
-			var r slog.Record
-			select {
-			case r = <-records:
-			case <-time.After(10 * time.Second):
-				t.Fatal("no log line within 10 s of a refused delivery")
-			}
-			cancel()
-			<-done
-			attrs := map[string]string{}
-			r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+			msg, attrs := firstDeliveryLog(t, d)
 			if attrs["token_from"] != c.wantFrom {
-				t.Errorf("%q logged with token_from=%q (attributes %v), want %q", r.Message, attrs["token_from"], attrs, c.wantFrom)
+				t.Errorf("%q logged with token_from=%q (attributes %v), want %q", msg, attrs["token_from"], attrs, c.wantFrom)
 			}
 			if hinted := strings.Contains(attrs["hint"], "another cluster's"); hinted != (c.wantFrom != "") {
-				t.Errorf("%q logged with hint=%q; want a hint that the token is another cluster's only beside token_from", r.Message, attrs["hint"])
+				t.Errorf("%q logged with hint=%q; want a hint that the token is another cluster's only beside token_from", msg, attrs["hint"])
 			}
 		})
+	}
+}
+
+// firstDeliveryLog runs d with one fact spooled until it logs its first
+// line (a failed delivery), and returns that line's message and attributes.
+func firstDeliveryLog(t *testing.T, d *deliverer) (string, map[string]string) {
+	t.Helper()
+	records := make(recordHandler, 16)
+	d.log = slog.New(records)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	if err := d.enqueue(fact(1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-records:
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		return r.Message, attrs
+	case <-time.After(10 * time.Second):
+		t.Fatal("no log line within 10 s of a failed delivery")
+		return "", nil
 	}
 }
