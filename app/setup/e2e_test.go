@@ -303,3 +303,43 @@ func TestThePageSaysWebhooksAreStoredWhenASecretIsConfigured(t *testing.T) {
 		}
 	})
 }
+
+// The key file beside the SQLite database is made or read when the App is
+// stored. When it cannot be (here: a damaged file), the callback must stop
+// before it spends GitHub's one-time code: the page says what to fix, and
+// once it is fixed the same callback, reloaded, registers the App. Spending
+// the code first would leave an App on GitHub whose key is lost.
+func TestAKeyFileThatCannotBeReadStopsTheCallbackBeforeTheCode(t *testing.T) {
+	e := start(t, testdb.URL(t, "sqlite"), false)
+	dbPath, err := store.SQLitePath(e.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(filepath.Dir(dbPath), setup.KeyFileName)
+	if err := os.WriteFile(keyFile, []byte("not a key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, page, _ := e.get("/setup")
+	fs := forms(t, page)
+	if len(fs) != 1 {
+		t.Fatalf("GET /setup: %d forms, want 1", len(fs))
+	}
+	callback := "/setup/callback?code=fresh&state=" + fs[0].state()
+	status, body, _ := e.get(callback)
+	if status != http.StatusInternalServerError || !strings.Contains(body, "reload this page") || !strings.Contains(body, "secrets_key") {
+		t.Fatalf("the callback with a damaged key file: HTTP %d, want 500 saying to fix the key and reload:\n%s", status, body)
+	}
+	if n := e.gh.Count("POST", "/app-manifests/{code}/conversions"); n != 0 {
+		t.Errorf("the code was sent to GitHub %d times before the key could be had, want 0", n)
+	}
+	if err := os.Remove(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	status, body, hdr := e.get(callback)
+	if want := "https://github.com/apps/" + githubtest.AppSlug + "/installations/new"; status != http.StatusSeeOther || hdr.Get("Location") != want {
+		t.Fatalf("the reloaded callback once the key file is gone: HTTP %d to %q, want 303 to %q:\n%s", status, hdr.Get("Location"), want, body)
+	}
+	if _, err := os.Stat(keyFile); err != nil {
+		t.Errorf("the key file was not made: %v", err)
+	}
+}

@@ -115,6 +115,16 @@ func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 		render(w, http.StatusConflict, configuredPage, storedView(stored, h.d.App(), h.d.Config.PublicURL))
 		return
 	}
+	// Without a key the App's secrets cannot be stored: say so before the
+	// state is taken and the code spent, so that fixing the key and
+	// reloading finishes the registration.
+	if err := h.o.Store.Keys().Ready(); err != nil {
+		h.d.Log.Error("set-up callback: the secrets key", "err", err)
+		renderError(w, http.StatusInternalServerError, "Cannot store the App's secrets",
+			err.Error()+". Set secrets_key, or let ripcord write (or read) the key file, then reload this page: "+
+				"GitHub's code has not been used and stays valid for an hour.")
+		return
+	}
 	q := r.URL.Query()
 	// The state is taken before the exchange, so that two callbacks with
 	// it (on any replica) cannot both register an App, and given back when

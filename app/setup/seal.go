@@ -65,6 +65,18 @@ func (k *Keyring) Source() string {
 	return "the key file " + k.file + " (or the secrets_key setting)"
 }
 
+// Ready makes sure the key can seal: it reads the key file, or makes it
+// when there is none. The set-up callback asks before it spends GitHub's
+// one-time code, so that a key that cannot be had (a directory ripcord may
+// not write to, a damaged file) stops the registration while a reload can
+// still finish it.
+func (k *Keyring) Ready() error {
+	if _, err := k.cipher(true); err != nil {
+		return fmt.Errorf("the secrets key (%s): %w", k.Source(), err)
+	}
+	return nil
+}
+
 // cipher returns the AEAD, reading the key file, or making it when create
 // is set and there is none.
 func (k *Keyring) cipher(create bool) (cipher.AEAD, error) {
