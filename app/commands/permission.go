@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -60,7 +61,14 @@ func rank(s string) repoconfig.Permission {
 // CheckPermission asks GitHub for user's permission on repository and decides.
 func CheckPermission(ctx context.Context, gh PermissionGetter, repository, user, command string, need repoconfig.Permission) (Verdict, error) {
 	owner, repo, _ := strings.Cut(repository, "/")
-	lvl, _, err := gh.GetPermissionLevel(ctx, owner, repo, user)
+	lvl, res, err := gh.GetPermissionLevel(ctx, owner, repo, user)
+	// 404: GitHub knows no such collaborator (an account deleted since it
+	// commented, say). That is an answer, not an outage: refuse with the
+	// reason rather than fail the delivery, which would leave the comment
+	// unanswered after every retry.
+	if err != nil && res != nil && res.StatusCode == http.StatusNotFound {
+		return Allow(user, command, "", "none", need), nil
+	}
 	if err != nil {
 		return Verdict{}, fmt.Errorf("permission of %s on %s: %w", user, repository, err)
 	}

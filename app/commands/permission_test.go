@@ -3,11 +3,13 @@ package commands
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
@@ -61,5 +63,25 @@ func TestCheckPermissionAsksAboutTheUserOnTheRepository(t *testing.T) {
 	if _, err := CheckPermission(context.Background(), f, "acme/checkout", "ghost", Retry, repoconfig.PermissionWrite); err == nil ||
 		!strings.Contains(err.Error(), "ghost") {
 		t.Errorf("a failed lookup must be an error naming the user, got %v", err)
+	}
+}
+
+// GitHub answers 404 for a user it knows no permission of (an account
+// deleted since it commented). That is a refusal to explain, not an error
+// to retry: retried, the delivery would fail in the end and the comment
+// would stay unanswered.
+func TestCheckPermissionRefusesAUserGitHubDoesNotKnow(t *testing.T) {
+	gh := githubtest.NewServer(t)
+	gh.Handle("GET /repos/{owner}/{repo}/collaborators/{username}/permission", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"message":"Not Found","documentation_url":"https://docs.github.com/rest"}`))
+	})
+	v, err := CheckPermission(context.Background(), gh.Client().Repositories, "acme/checkout", "ghost", Rollback, repoconfig.PermissionWrite)
+	if err != nil {
+		t.Fatalf("CheckPermission on a 404 = %v, want a refusal", err)
+	}
+	if v.Allowed || !strings.Contains(v.Reason, "@ghost has no access to this repository that ripcord recognises") {
+		t.Errorf("CheckPermission on a 404 = %+v, want refused as without access", v)
 	}
 }
