@@ -24,10 +24,12 @@ type Spec struct {
 }
 
 // Specs are the commands ripcord understands, in the order help lists them.
+// A Usage is what the runner reads (rollbackflow.ParseArgs, rolloutflow's
+// approve) and what README.md documents: help is where people learn it.
 var Specs = []Spec{
 	{Retry, "/ripcord retry", "re-run the failed jobs of the latest failed deploy workflow run of this pull request's head commit"},
-	{Rollback, "/ripcord rollback [reason]", "roll the environment back to the previous eligible release"},
-	{Approve, "/ripcord approve", "approve the waiting stage of a rollout"},
+	{Rollback, "/ripcord rollback [to RELEASE_ID] [reason]", "roll the environment back to the previous eligible release, or to the release (or image digest) named after `to`"},
+	{Approve, "/ripcord approve <rollout id> [note]", "approve the waiting stage of a rollout; its id is in the `ripcord/rollout` check run"},
 	{Help, "/ripcord help", "show this help"},
 }
 

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -66,6 +67,26 @@ func TestSuggest(t *testing.T) {
 	for word, want := range map[string]string{"retry": "retry", "rerty": "retry", "aprove": "approve", "hlep": "help", "xyz": "", "": ""} {
 		if got := suggest(word); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", word, got, want)
+		}
+	}
+}
+
+// Help is where people learn a command's words, so each usage it shows is
+// the one README.md documents: help that says `/ripcord rollback [reason]`
+// hides `to RELEASE_ID`, and `/ripcord approve` alone is answered "Which
+// rollout?".
+func TestHelpShowsTheUsageREADMEDocuments(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := HelpText()
+	for _, s := range Specs {
+		if !strings.Contains(string(readme), "`"+s.Usage+"`") {
+			t.Errorf("help shows %q, which README.md does not document", s.Usage)
+		}
+		if !strings.Contains(help, "`"+s.Usage+"`") {
+			t.Errorf("help does not show %q", s.Usage)
 		}
 	}
 }
