@@ -29,7 +29,10 @@ func TestRollbackForm(t *testing.T) {
 			status int
 			want   string
 		}{
-			{"not signed in", nil, url.Values{"csrf": {aliceToken}, "reason": {"x"}}, http.StatusNotFound, "No such release"},
+			// The session ended while the page was open: say nothing was
+			// done and how to go on, not that the release does not exist.
+			{"not signed in", nil, url.Values{"csrf": {aliceToken}, "reason": {"x"}}, http.StatusForbidden,
+				`nothing was rolled back. Sign in, then use the Roll back form again.</p><p><a href="/login?next=` + url.QueryEscape(releasePath(r3)) + `">Sign in</a>`},
 			{"a user who cannot read the repository", []*http.Cookie{mallory}, url.Values{"csrf": {aliceToken}, "reason": {"x"}},
 				http.StatusNotFound, "No such release"},
 			{"no csrf token (a form posted from another site)", []*http.Cookie{alice}, url.Values{"reason": {"x"}},

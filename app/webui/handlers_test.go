@@ -179,6 +179,28 @@ func TestPages(t *testing.T) {
 				t.Errorf("GET / with a revoked token: cleared %v\n%s", cleared, b)
 			}
 		})
+		t.Run("a Roll back form posted with a token GitHub refuses says to sign in again", func(t *testing.T) {
+			revoked := sessionCookieFor(t, app, "alice", "tok-revoked")
+			tok, err := csrfToken(app.ClientSecret, session{Login: "alice", Token: "tok-revoked", Expires: now.Add(time.Hour)}, rollbackAction("shop-3"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest(http.MethodPost, publicURL+"/releases/shop-3/rollback",
+				strings.NewReader(url.Values{"csrf": {tok}, "reason": {"broken"}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(revoked)
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, req)
+			cleared := false
+			for _, c := range w.Result().Cookies() {
+				cleared = cleared || (c.Name == sessionCookie && c.MaxAge < 0)
+			}
+			b := body(w)
+			if w.Code != http.StatusForbidden || !cleared || !strings.Contains(b, "nothing was rolled back") ||
+				!strings.Contains(b, `href="/login?next=%2Freleases%2Fshop-3"`) {
+				t.Errorf("POST with a revoked token = %d, session cleared %v, want 403 saying to sign in again\n%s", w.Code, cleared, b)
+			}
+		})
 		t.Run("not signed in sees no data", func(t *testing.T) {
 			forged := &http.Cookie{Name: sessionCookie, Value: strings.Repeat("A", 80)}
 			other, _ := newSealer("another-secret")

@@ -52,14 +52,14 @@ func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	ss, ok := h.signedIn(r)
 	if !ok {
-		h.noSuchRelease(w, "", id)
+		h.signedOut(w, id)
 		return
 	}
 	repos, err := h.access.readable(r.Context(), h.gh, ss.Token, h.now())
 	switch {
 	case errors.Is(err, errTokenRefused):
 		h.setCookie(w, sessionCookie, "", -1)
-		h.noSuchRelease(w, "", id)
+		h.signedOut(w, id)
 		return
 	case err != nil:
 		h.gitHubDown(w, ss.Login, err)
@@ -132,6 +132,18 @@ func flashFor(out rollbackflow.Outcome) flash {
 			p.Record.ReleaseID, p.Record.RollbackOf, p.Target, p.Request.Repository)
 	}
 	return flash{OK: true, Text: text, Link: "/releases/" + url.PathEscape(p.Record.ReleaseID), LinkText: "the rollback's page"}
+}
+
+// signedOut answers a form posted without a (valid) session: its session
+// ended while the page was open, or GitHub no longer takes its token. The
+// person is told nothing was done and how to go on; the answer is the same
+// for every id, so it does not tell whether the release exists.
+func (h *handler) signedOut(w http.ResponseWriter, id string) {
+	back := "/releases/" + url.PathEscape(id)
+	h.say(w, http.StatusForbidden, "", message{Heading: "Signed out",
+		Text: fmt.Sprintf("You are not signed in any more (a sign-in lasts %d hours, and ends when GitHub stops accepting it), "+
+			"so nothing was rolled back. Sign in, then use the Roll back form again.", int(sessionLifetime.Hours())),
+		Link: "Sign in", LinkTo: "/login?" + url.Values{"next": {back}}.Encode()})
 }
 
 func (h *handler) noSuchRelease(w http.ResponseWriter, login, id string) {
