@@ -3,6 +3,8 @@ package setup_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -341,5 +343,45 @@ func TestAKeyFileThatCannotBeReadStopsTheCallbackBeforeTheCode(t *testing.T) {
 	}
 	if _, err := os.Stat(keyFile); err != nil {
 		t.Errorf("the key file was not made: %v", err)
+	}
+}
+
+// The database refuses the App after GitHub's code was spent: GitHub gives
+// the private key only in that one answer, so the App it created cannot be
+// used. The page must say so and what to do (delete it, start again), not
+// only the database's error.
+func TestAnAppTheDatabaseRefusesIsNamedForDeletion(t *testing.T) {
+	e := start(t, testdb.URL(t, "sqlite"), false)
+	dbPath, err := store.SQLitePath(e.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER refuse_apps BEFORE INSERT ON app_credentials
+		BEGIN SELECT RAISE(ABORT, 'the disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	_, page, _ := e.get("/setup")
+	fs := forms(t, page)
+	if len(fs) != 1 {
+		t.Fatalf("GET /setup: %d forms, want 1", len(fs))
+	}
+	status, body, _ := e.get("/setup/callback?code=fresh&state=" + fs[0].state())
+	body = html.UnescapeString(body)
+	for _, want := range []string{"the disk is full", "GitHub created the App " + githubtest.AppSlug,
+		"delete it on GitHub (https://github.com/apps/" + githubtest.AppSlug, "start again from the set-up page"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the callback's answer lacks %q", want)
+		}
+	}
+	if status != http.StatusInternalServerError {
+		t.Errorf("the callback: HTTP %d, want 500", status)
+	}
+	if t.Failed() {
+		t.Logf("the answer:\n%s", body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -173,8 +174,14 @@ func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 			err.Error()+". Restart this server to use it, and delete the App just created on GitHub.")
 		return
 	} else if err != nil {
+		// The code is spent and the key was only in GitHub's answer: this
+		// App cannot be stored any more, and a new registration needs it gone.
 		h.d.Log.Error("set-up callback: store the App", "app_id", creds.AppID, "err", err)
-		renderError(w, http.StatusInternalServerError, "Cannot store the App", err.Error())
+		renderError(w, http.StatusInternalServerError, "Cannot store the App",
+			fmt.Sprintf("GitHub created the App %s (id %d), but ripcord could not store it: %v. "+
+				"GitHub hands out its private key only once, so this App cannot be used: delete it on GitHub "+
+				"(%s, App settings, Advanced) and, once the database takes writes again, start again from the set-up page.",
+				creds.Slug, creds.AppID, err, creds.HTMLURL))
 		return
 	}
 	if err := h.o.Activate(r.Context(), creds); err != nil {
