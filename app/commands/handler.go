@@ -49,10 +49,8 @@ func (h *handler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Com
 	c := comment{delivery: d, repository: ev.GetRepo().GetFullName(), number: ev.GetIssue().GetNumber(),
 		id: ev.GetComment().GetID(), user: ev.GetComment().GetUser().GetLogin(), body: ev.GetComment().GetBody()}
 	res := Parse(c.body)
-	// On an issue (not a pull request) only commands whose runner says it
-	// works there are answered; the rest stay pull-request commands.
-	if !ev.GetIssue().IsPullRequest() && (res.Kind != Run || !h.runsOnIssues(res.Command.Name)) {
-		return nil, nil
+	if !ev.GetIssue().IsPullRequest() {
+		res = onIssue(res, h.pullRequestOnly)
 	}
 	switch res.Kind {
 	case Ignore:
@@ -63,11 +61,28 @@ func (h *handler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Com
 	return h.command(ctx, c, res.Command)
 }
 
-// runsOnIssues reports whether the command's runner implements IssueRunner
-// and says yes.
-func (h *handler) runsOnIssues(name string) bool {
-	r, ok := h.runners[name].(IssueRunner)
-	return ok && r.RunsOnIssues()
+// pullRequestOnly reports whether the command has a runner that works in
+// pull request comments only: one that is not an IssueRunner saying yes.
+func (h *handler) pullRequestOnly(name string) bool {
+	r, ok := h.runners[name]
+	if !ok {
+		return false // answered "not available yet", wherever it is asked
+	}
+	ir, ok := r.(IssueRunner)
+	return !ok || !ir.RunsOnIssues()
+}
+
+// onIssue is what a comment on an issue (not a pull request) comes to.
+// Help and typos are answered as anywhere. A command that needs a pull
+// request (retry re-runs the runs of its head commit) is answered that it
+// does, rather than ignored: a comment left without a word looks like
+// ripcord is down.
+func onIssue(res Result, pullRequestOnly func(name string) bool) Result {
+	if res.Kind != Run || !pullRequestOnly(res.Command.Name) {
+		return res
+	}
+	return Result{Kind: Reply, Reply: fmt.Sprintf("`%s %s` works in pull request comments only, not on issues: "+
+		"write it in a comment on the pull request it is about.", Prefix, res.Command.Name)}
 }
 
 // command checks the config and the user's permission, then runs the command.
