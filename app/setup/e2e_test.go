@@ -48,6 +48,10 @@ func TestRegisterTheAppFromThePage(t *testing.T) {
 		if hdr.Get("Cache-Control") != "no-store" {
 			t.Errorf("the page holds a one-time state but may be cached: Cache-Control %q", hdr.Get("Cache-Control"))
 		}
+		if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || hdr.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("another site may frame the page with its Register button: Content-Security-Policy %q, X-Content-Type-Options %q",
+				csp, hdr.Get("X-Content-Type-Options"))
+		}
 		personal := fs[0]
 		if want := web + "settings/apps/new?state=" + personal.state(); personal.Action != want || len(personal.state()) < 32 {
 			t.Errorf("personal form posts to %q, want %q with a random state", personal.Action, want)

@@ -114,6 +114,10 @@ func render(w http.ResponseWriter, status int, t *template.Template, v any) {
 	// A page holds a one-time state; a callback URL holds a one-time code.
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
+	// No other site may frame the page and steer a click on its Register
+	// button; the forms post to GitHub, so form-action stays open.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
