@@ -119,7 +119,7 @@ func commandLines(body string) []string {
 }
 
 func unknownReply(word string) string {
-	msg := fmt.Sprintf("ripcord does not know the command `%s %s`.", Prefix, word)
+	msg := fmt.Sprintf("ripcord does not know the command %s.", codeSpan(Prefix+" "+word))
 	if s := suggest(strings.ToLower(word)); s != "" {
 		msg += fmt.Sprintf(" Did you mean `%s %s`?", Prefix, s)
 	}
@@ -136,4 +136,25 @@ func HelpText() string {
 	}
 	b.WriteString("\nWho may run them is set under `commands:` in `.github/ripcord.yml` (by default, write access to the repository).")
 	return b.String()
+}
+
+// codeSpan shows s, which a commenter typed, as inline code that s cannot
+// end early: the fence is one backtick longer than the longest run in s.
+// Otherwise a word like a`@acme/security` would close the span and have
+// ripcord's reply mention whoever the commenter chose.
+func codeSpan(s string) string {
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	if longest == 0 {
+		return "`" + s + "`"
+	}
+	fence := strings.Repeat("`", longest+1)
+	return fence + " " + s + " " + fence
 }

@@ -39,6 +39,10 @@ func TestParse(t *testing.T) {
 		{"a typo gets a suggestion", "/ripcord retyr", Reply, "", nil, "Did you mean `/ripcord retry`?"},
 		{"a typo of rollback", "/ripcord rolback", Reply, "", nil, "Did you mean `/ripcord rollback`?"},
 		{"nonsense gets no guess", "/ripcord deploy-everything", Reply, "", nil, "does not know the command `/ripcord deploy-everything`."},
+		// A backtick in the word must not end the code span and turn
+		// the rest into a mention in ripcord's own reply.
+		{"a word with backticks stays code", "/ripcord a`@acme/security`", Reply, "", nil,
+			"does not know the command `` /ripcord a`@acme/security` ``."},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
