@@ -27,6 +27,11 @@ const maxPages = 20
 // the App's authorisation withdrawn. The person must sign in again.
 var errTokenRefused = errors.New("GitHub no longer accepts the sign-in")
 
+// errCodeRefused is GitHub's bad_verification_code: the sign-in code was
+// used already (a reloaded callback page) or is older than its 10 minutes.
+// Signing in again gets a new one.
+var errCodeRefused = errors.New("GitHub did not accept the sign-in code")
+
 // gitHub is what the pages ask GitHub for a person: the narrow set of calls,
 // so tests can see them and a fake can stand in.
 type gitHub interface {
@@ -77,6 +82,9 @@ func (c *userClient) Exchange(ctx context.Context, code, redirectURI string) (st
 	}
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &out) != nil {
 		return "", fmt.Errorf("exchange the sign-in code: GitHub answered %s", resp.Status)
+	}
+	if out.Error == "bad_verification_code" {
+		return "", fmt.Errorf("exchange the sign-in code: %w: %s", errCodeRefused, out.ErrorDescription)
 	}
 	if out.Error != "" || out.AccessToken == "" {
 		return "", fmt.Errorf("exchange the sign-in code: GitHub refused: %s %s", out.Error, out.ErrorDescription)

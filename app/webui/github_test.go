@@ -24,8 +24,8 @@ func TestUserClientAgainstGitHub(t *testing.T) {
 	c := newUserClient(func() pipeline.AppIdentity { return app }, gh.URL())
 	ctx := context.Background()
 
-	if _, err := c.Exchange(ctx, "never-issued", "http://ripcord.test/login/callback"); err == nil {
-		t.Error("a code GitHub never issued was exchanged")
+	if _, err := c.Exchange(ctx, "never-issued", "http://ripcord.test/login/callback"); !errors.Is(err, errCodeRefused) {
+		t.Errorf("a code GitHub never issued: %v, want errCodeRefused (sign in again)", err)
 	}
 	code := authorizeCode(t, o.WebURL())
 	token, err := c.Exchange(ctx, code, "http://ripcord.test/login/callback")

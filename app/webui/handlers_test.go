@@ -3,6 +3,7 @@ package webui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -28,7 +29,10 @@ func (g *fakeGitHub) Exchange(_ context.Context, code, _ string) (string, error)
 	if tok, ok := g.tokens[code]; ok {
 		return tok, nil
 	}
-	return "", errors.New("bad_verification_code")
+	if code == "code-github-down" {
+		return "", errors.New("exchange the sign-in code: GitHub answered 503 Service Unavailable")
+	}
+	return "", fmt.Errorf("exchange the sign-in code: %w", errCodeRefused) // as userClient says bad_verification_code
 }
 
 func (g *fakeGitHub) User(_ context.Context, token string) (string, error) {
@@ -310,7 +314,8 @@ func TestSignInCallback(t *testing.T) {
 			{"no state cookie", mux, "code=code-alice&state=" + state, nil, http.StatusBadRequest},
 			{"a sign-in that took too long", expiredMux, "code=code-alice&state=" + state, cookie, http.StatusBadRequest},
 			{"the user declined on GitHub", mux, "error=access_denied&state=" + state, cookie, http.StatusForbidden},
-			{"a code GitHub does not know", mux, "code=stolen&state=" + state, cookie, http.StatusBadGateway},
+			{"a code GitHub does not know", mux, "code=stolen&state=" + state, cookie, http.StatusBadRequest},
+			{"GitHub cannot be reached", mux, "code=code-github-down&state=" + state, cookie, http.StatusBadGateway},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				var cookies []*http.Cookie
@@ -322,6 +327,18 @@ func TestSignInCallback(t *testing.T) {
 					t.Errorf("callback = %d (session cookie %v), want %d and no session", w.Code, sessionFrom(w) != nil, c.status)
 				}
 			})
+		}
+	})
+	// A reloaded callback page sends a code GitHub took already: GitHub
+	// answered, so the page must not say it did not, and signing in again
+	// (back to the page asked for) is the way on.
+	t.Run("a used code says to sign in again", func(t *testing.T) {
+		cookie, state := startSignIn(t, mux, "/releases/shop-1")
+		w := get(t, mux, "/login/callback?code=used&state="+state, cookie)
+		b := body(w)
+		if w.Code != http.StatusBadRequest || strings.Contains(b, "GitHub did not answer") ||
+			!strings.Contains(b, `<a href="/login?next=%2Freleases%2Fshop-1">Sign in again</a>`) {
+			t.Errorf("callback with a used code = %d\n%s", w.Code, b)
 		}
 	})
 	t.Run("sign out forgets the session", func(t *testing.T) {

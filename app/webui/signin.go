@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -92,6 +93,12 @@ func (h *handler) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, err := h.gh.Exchange(r.Context(), q.Get("code"), h.callbackURL())
+	if errors.Is(err, errCodeRefused) {
+		h.say(w, http.StatusBadRequest, "", message{Heading: "Sign-in expired",
+			Text: "GitHub did not accept the sign-in code: it works once, for 10 minutes, and this page may have been reloaded or left open.",
+			Link: "Sign in again", LinkTo: "/login?" + url.Values{"next": {st.Next}}.Encode()})
+		return
+	}
 	if err != nil {
 		h.gitHubDown(w, "", err)
 		return
