@@ -100,6 +100,13 @@ func TestRegisterTheAppFromThePage(t *testing.T) {
 			t.Errorf("a state used once already: HTTP %d, want 400:\n%s", status, body)
 		}
 
+		// A second tab's page, whose registration comes back after the first's.
+		_, secondTab, _ := e.get("/setup")
+		second := forms(t, secondTab)
+		if len(second) != 1 {
+			t.Fatalf("GET /setup in a second tab: %d forms, want 1", len(second))
+		}
+
 		status, _, hdr = e.get("/setup/callback?code=fresh&state=" + personal.state())
 		if want := "https://github.com/apps/" + githubtest.AppSlug + "/installations/new"; status != http.StatusSeeOther || hdr.Get("Location") != want {
 			t.Fatalf("callback: HTTP %d to %q, want 303 to %q", status, hdr.Get("Location"), want)
@@ -118,11 +125,21 @@ func TestRegisterTheAppFromThePage(t *testing.T) {
 		if iss := jwtIssuer(t, e.gh.Tokens()[0].JWT); iss != strconv.FormatInt(githubtest.AppID, 10) {
 			t.Errorf("the App JWT's issuer is %q, want the registered App's id %d", iss, githubtest.AppID)
 		}
-		if _, page, _ := e.get("/setup"); !strings.Contains(page, "is configured") || !strings.Contains(page, "/installations/new") {
-			t.Errorf("GET /setup after registering does not say so or link to the install page:\n%s", page)
+		if _, page, _ := e.get("/setup"); !strings.Contains(page, "is configured") || !strings.Contains(page, "/installations/new") ||
+			strings.Contains(page, "Delete that one on GitHub") {
+			t.Errorf("GET /setup after registering does not say so and link to the install page (and only that):\n%s", page)
 		}
-		if status, _, _ := e.get("/setup/callback?code=again&state=" + personal.state()); status != http.StatusConflict {
-			t.Errorf("a callback once the App is configured: HTTP %d, want 409", status)
+		// The second tab's registration: GitHub created another App, which
+		// is not used, and the answer says to delete that one.
+		if status, body, _ := e.get("/setup/callback?code=second&state=" + second[0].state()); status != http.StatusConflict ||
+			!strings.Contains(body, "Delete that one on GitHub") || !strings.Contains(body, "keep App <code>"+strconv.FormatInt(githubtest.AppID, 10)+"</code>") {
+			t.Errorf("a second registration's callback once the App is configured: HTTP %d, want 409 saying to delete the new App:\n%s", status, body)
+		}
+		// A reload of the callback that registered the App created no
+		// other: it must not be told to delete anything.
+		if status, body, _ := e.get("/setup/callback?code=again&state=" + personal.state()); status != http.StatusConflict ||
+			strings.Contains(body, "Delete that one on GitHub") {
+			t.Errorf("a reloaded callback once the App is configured: HTTP %d, want 409 deleting nothing:\n%s", status, body)
 		}
 
 		e.restart()
@@ -227,8 +244,12 @@ func TestASecondRegistrationDoesNotReplaceTheStoredApp(t *testing.T) {
 		if _, page, _ := e.get("/setup"); len(forms(t, page)) != 0 || !strings.Contains(page, "777") {
 			t.Errorf("GET /setup once another replica registered App 777 still offers a registration or does not name it:\n%s", page)
 		}
-		if status, body, _ := e.get("/setup/callback?code=fresh&state=" + fs[0].state()); status != http.StatusConflict {
-			t.Errorf("a callback once another replica registered an App: HTTP %d, want 409:\n%s", status, body)
+		// GitHub created an App before it sent the admin back: the answer
+		// says that one is not used and is to be deleted.
+		if status, body, _ := e.get("/setup/callback?code=fresh&state=" + fs[0].state()); status != http.StatusConflict ||
+			!strings.Contains(body, "the App GitHub has just created for this registration is not used") ||
+			!strings.Contains(body, "Delete that one on GitHub") || !strings.Contains(body, "keep App <code>777</code>") {
+			t.Errorf("a callback once another replica registered an App: HTTP %d, want 409 saying to delete the new App:\n%s", status, body)
 		}
 		e.restart()
 		if _, page, _ := e.get("/setup"); !strings.Contains(page, "App id <code>777</code>") {

@@ -95,13 +95,29 @@ func manifestJSON(public, org, state string, events []string) string {
 	return string(b)
 }
 
+// strayApp reports whether a callback that comes once an App is configured
+// finishes a registration of its own: its state is one a set-up page gave
+// out and no callback has used. GitHub then created another App, which is
+// not used. A used state is a reload of the callback that registered the
+// App in use (or a replay), which created nothing. The state is taken: it
+// cannot register anything any more.
+func (h *handlers) strayApp(r *http.Request) bool {
+	_, ok, err := h.o.Store.TakeState(r.Context(), r.URL.Query().Get("state"), h.d.Now())
+	if err != nil {
+		h.d.Log.Warn("set-up callback: check the state", "err", err)
+	}
+	return ok
+}
+
 // callback is GET /setup/callback?code=…&state=…, where GitHub sends the
 // admin after the App is created.
 func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if app := h.d.App(); app.Configured {
-		render(w, http.StatusConflict, configuredPage, configuredView(app, h.d.Config.PublicURL))
+		v := configuredView(app, h.d.Config.PublicURL)
+		v.Refused = h.strayApp(r)
+		render(w, http.StatusConflict, configuredPage, v)
 		return
 	}
 	// Another replica may have registered one that this one has not
@@ -113,7 +129,9 @@ func (h *handlers) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ok {
-		render(w, http.StatusConflict, configuredPage, storedView(stored, h.d.App(), h.d.Config.PublicURL))
+		v := storedView(stored, h.d.App(), h.d.Config.PublicURL)
+		v.Refused = h.strayApp(r)
+		render(w, http.StatusConflict, configuredPage, v)
 		return
 	}
 	// Without a key the App's secrets cannot be stored: say so before the

@@ -30,6 +30,10 @@ type statusView struct {
 	// Restart: the App was registered through another replica and is not
 	// in use here until this one restarts.
 	Restart bool
+	// Refused: the page answers a callback that came once an App was
+	// configured. GitHub created a second App before sending the admin
+	// back, and that one is not used.
+	Refused bool
 }
 
 func configuredView(app pipeline.AppIdentity, public string) statusView {
@@ -90,7 +94,10 @@ GitHub: <code>{{.WebURL}}</code>.</p>
 {{template "bottom"}}`))
 
 var configuredPage = template.Must(template.New("configured").Parse(layout + `{{template "top"}}
-<p>The GitHub App is configured: App id <code>{{.ID}}</code>{{if .Slug}} (<code>{{.Slug}}</code>){{end}}.
+{{if .Refused}}<p class="error">This server has a GitHub App already, so the App GitHub has just created for this registration is not used and was not stored.
+Delete that one on GitHub (among <a href="{{.Settings}}">your GitHub Apps</a>, or your organisation's), so that no unused App points at this server;
+keep App <code>{{.ID}}</code>{{if .Slug}} (<code>{{.Slug}}</code>){{end}}, the one this server uses.</p>
+{{end}}<p>The GitHub App is configured: App id <code>{{.ID}}</code>{{if .Slug}} (<code>{{.Slug}}</code>){{end}}.
 Webhooks are received at <code>{{.Hook}}</code>.</p>
 {{if .Restart}}<p>It was registered through another ripcord server sharing this database: restart this one to use it.</p>{{end}}
 {{if .InstallURL}}<p><a href="{{.InstallURL}}">Install the App</a> on the repositories ripcord should protect, then commit a <code>.github/ripcord.yml</code>.</p>
