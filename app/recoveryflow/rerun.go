@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/recovery"
 )
 
@@ -91,8 +92,12 @@ func (w *rerunWorker) work(ctx context.Context, job *river.Job[RerunArgs]) error
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	run, moved, err := currentRun(ctx, gh, a.Repository, a.RunID, a.Attempt)
-	if err != nil || moved {
+	if err != nil {
 		return err
+	}
+	if moved {
+		f.metrics.effects.WithLabelValues("rerun", "skipped").Inc()
+		return f.movedOn(ctx, ep, run)
 	}
 	in := ep.Context.Input
 	in.Now, in.Run = f.deps.Now(), run.recoveryRun()
@@ -126,6 +131,36 @@ func (w *rerunWorker) work(ctx context.Context, job *river.Job[RerunArgs]) error
 			return err
 		}
 		return f.queueCheck(ctx, tx, next)
+	})
+}
+
+// movedOn settles an episode whose scheduled retry found the run past the
+// attempt it was for. A later attempt still running, or failed, is left to
+// its own workflow_run delivery. One that succeeded or was stopped is
+// applied here: its delivery may have come before the failure this retry was
+// scheduled for (webhooks arrive out of order) and found no episode to
+// close, and the episode would then wait for a retry that never comes.
+func (f *flow) movedOn(ctx context.Context, ep Episode, run runInfo) error {
+	if run.Status != "completed" || run.Attempt <= ep.RunAttempt {
+		return nil
+	}
+	now := f.deps.Now()
+	var next Episode
+	var ev records.AuditEvent
+	var ok bool
+	switch run.Conclusion {
+	case "failure", "timed_out":
+		return nil
+	case "success":
+		next, ev, ok = succeeded(ep, run, "", now)
+	default:
+		next, ev, ok = stopped(ep, run, "", now)
+	}
+	if !ok {
+		return nil
+	}
+	return f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		return f.saveEpisode(next, ep.Seq, ev)(ctx, tx) // stale: River retries the job, which then finds the new state
 	})
 }
 

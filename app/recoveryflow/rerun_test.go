@@ -364,3 +364,69 @@ func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
 		})
 	})
 }
+
+// Webhooks arrive out of order: the success of a re-run a person started
+// comes before the failure of the attempt it re-ran, finds no episode to
+// close, and that failure then schedules a retry. When the retry falls due
+// the run has moved past it: the episode ends with the later attempt's
+// outcome instead of waiting for ever ("Retry 1 of 3", in progress).
+func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		clock := ghclient.NewStepClock(time.Now().UTC())
+		f := workerFlow(t, dbURL, fake, clock, nil)
+		ctx := context.Background()
+		gh, err := f.deps.GitHub.NewInstallationClient(githubtest.InstallationID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			id         int64
+			conclusion string
+			want       State
+		}{
+			{41, "success", StateRecovered},
+			{42, "cancelled", StateStopped},
+			{43, "failure", StateRetryScheduled}, // its own delivery decides it
+		} {
+			t.Run(c.conclusion, func(t *testing.T) {
+				fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: c.id})
+				// A person re-runs attempt 1, and attempt 2 ends.
+				if _, err := gh.Actions.RerunFailedJobsByID(ctx, "acme", "checkout", c.id); err != nil {
+					t.Fatal(err)
+				}
+				fake.CompleteRun("acme/checkout", c.id, c.conclusion)
+				before := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
+				ep := scheduled(t, f, c.id, time.Now().Add(-time.Hour))
+				checks := countJobs(t, f, "recovery_check")
+				fire(t, f, c.id)
+				after, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", c.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs") - before; n != 0 {
+					t.Errorf("re-runs = %d, want none: attempt 2 ran already", n)
+				}
+				if after.State != c.want {
+					t.Errorf("state %s (attempt %d), want %s", after.State, after.RunAttempt, c.want)
+				}
+				if c.want == ep.State {
+					return
+				}
+				if after.RunAttempt != 2 {
+					t.Errorf("run attempt %d, want 2", after.RunAttempt)
+				}
+				if n := countJobs(t, f, "recovery_check") - checks; n != 1 {
+					t.Errorf("check-run jobs queued = %d, want 1 to show the end", n)
+				}
+				events, err := f.deps.Records.Audit(ctx, records.AuditFilter{ReleaseID: after.AlertKey()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(events) != 1 || !strings.Contains(events[0].Message, "attempt 2") {
+					t.Errorf("audit = %+v, want one event that names attempt 2", events)
+				}
+			})
+		}
+	})
+}

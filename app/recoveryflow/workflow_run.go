@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 
@@ -62,15 +63,35 @@ func (f *flow) onStopped(ctx context.Context, d pipeline.Delivery, repo string, 
 		}
 		return f.onRollbackRunFailure(d, rb, run), nil
 	}
-	now := f.deps.Now()
-	next, ok := ep.Stop(run.Attempt, fmt.Sprintf("Attempt %d ended with conclusion %s, so ripcord stopped retrying; a later failed attempt is decided again.",
-		run.Attempt, run.Conclusion), now)
+	next, ev, ok := stopped(ep, run, d.ID, f.deps.Now())
 	if !ok {
 		return nil, nil
 	}
-	ev := auditEvent(next, records.AuditStateChanged, d.ID, now, fmt.Sprintf(
-		"Run %d attempt %d ended with conclusion %s; ripcord stopped retrying.", run.ID, run.Attempt, run.Conclusion))
 	return f.saveEpisode(next, ep.Seq, ev), nil
+}
+
+// stopped is ep once attempt run.Attempt of its run was stopped on purpose,
+// with the audit event that says so; ok is false when that changes nothing.
+func stopped(ep Episode, run runInfo, deliveryID string, now time.Time) (Episode, records.AuditEvent, bool) {
+	next, ok := ep.Stop(run.Attempt, fmt.Sprintf("Attempt %d ended with conclusion %s, so ripcord stopped retrying; a later failed attempt is decided again.",
+		run.Attempt, run.Conclusion), now)
+	if !ok {
+		return ep, records.AuditEvent{}, false
+	}
+	return next, auditEvent(next, records.AuditStateChanged, deliveryID, now, fmt.Sprintf(
+		"Run %d attempt %d ended with conclusion %s; ripcord stopped retrying.", run.ID, run.Attempt, run.Conclusion)), true
+}
+
+// succeeded is ep once attempt run.Attempt of its run succeeded, with the
+// audit event that says so; ok is false when that changes nothing.
+func succeeded(ep Episode, run runInfo, deliveryID string, now time.Time) (Episode, records.AuditEvent, bool) {
+	next, ok := ep.Succeed(run.Attempt, now)
+	if !ok {
+		return ep, records.AuditEvent{}, false
+	}
+	return next, auditEvent(next, records.AuditStateChanged, deliveryID, now, fmt.Sprintf(
+		"Run %d succeeded on attempt %d after %d %s; the recovery episode is closed.",
+		run.ID, run.Attempt, ep.RetryCount, plural(ep.RetryCount, "failure", "failures"))), true
 }
 
 // onFailure decides a failed attempt of a configured deploy workflow.
@@ -163,12 +184,9 @@ func (f *flow) onSuccess(ctx context.Context, d pipeline.Delivery, repo string, 
 	var ev records.AuditEvent
 	switch {
 	case ok:
-		if next, ok = ep.Succeed(run.Attempt, now); !ok {
+		if next, ev, ok = succeeded(ep, run, d.ID, now); !ok {
 			return nil, nil
 		}
-		ev = auditEvent(next, records.AuditStateChanged, d.ID, now, fmt.Sprintf(
-			"Run %d succeeded on attempt %d after %d %s; the recovery episode is closed.",
-			run.ID, run.Attempt, ep.RetryCount, plural(ep.RetryCount, "failure", "failures")))
 	default:
 		if ep, ok, err = episodeByRollbackRun(ctx, f.deps.DB.Read, repo, run.ID); err != nil || !ok {
 			return nil, err
