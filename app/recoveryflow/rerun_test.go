@@ -430,3 +430,78 @@ func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
 		}
 	})
 }
+
+// /ripcord retry answered "Re-running…" at once; when the job then cannot
+// re-run (GitHub no longer shows the run, or fails through the job's last
+// attempt), the person is told, not left to wait for a run that never
+// starts.
+func TestCommandReRunThatCannotBeCarriedOutIsAnswered(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		ctx := context.Background()
+		work := func(id int64, attempt int) error {
+			job := &river.Job[CommandRerunArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: attempt, MaxAttempts: jobAttempts},
+				Args: CommandRerunArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID,
+					PullRequest: 3, CommentID: 900 + id}}
+			return (&commandRerunWorker{f: f}).Work(ctx, job)
+		}
+		replies := func() []string {
+			t.Helper()
+			rows, err := f.deps.DB.Read.Query(`SELECT args FROM river_job WHERE kind = 'comment_reply' ORDER BY id`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var out []string
+			for rows.Next() {
+				var args []byte
+				if err := rows.Scan(&args); err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, string(args))
+			}
+			return out
+		}
+		fake.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			if p["run_id"] == "51" {
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, `{"message": "Not Found"}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"id": `+p["run_id"]+`, "run_attempt": 1, "status": "completed", "conclusion": "failure"}`)
+		})
+		fake.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"message": "Service Unavailable"}`)
+		})
+
+		t.Run("the run is gone", func(t *testing.T) {
+			if err := work(51, 1); err == nil {
+				t.Error("the job ended without an error")
+			}
+			got := replies()
+			if len(got) != 1 || !strings.Contains(got[0], "run 51") || !strings.Contains(got[0], "Not Found") {
+				t.Errorf("replies = %q, want one that says GitHub does not find run 51", got)
+			}
+		})
+		t.Run("GitHub fails until the last attempt", func(t *testing.T) {
+			before := len(replies())
+			if err := work(52, 1); err == nil {
+				t.Fatal("a 503 on the first attempt is not retried")
+			}
+			if n := len(replies()) - before; n != 0 {
+				t.Fatalf("replies = %d after the first attempt, want none yet: River tries again", n)
+			}
+			if err := work(52, jobAttempts); err == nil {
+				t.Error("the last attempt ended without an error")
+			}
+			got := replies()[before:]
+			if len(got) != 1 || !strings.Contains(got[0], "run 52") || !strings.Contains(got[0], "Service Unavailable") {
+				t.Errorf("replies = %q, want one that says what GitHub answered", got)
+			}
+		})
+	})
+}

@@ -100,8 +100,34 @@ type commandRerunWorker struct {
 
 func (w *commandRerunWorker) Timeout(*river.Job[CommandRerunArgs]) time.Duration { return jobTimeout }
 
+// Work re-runs the failed jobs unless the run moved on meanwhile. The
+// person who asked was told "Re-running…" already, so when it cannot be done
+// (GitHub refuses, or still fails at the job's last attempt) a reply says so:
+// otherwise nothing would ever tell them the re-run did not happen.
 func (w *commandRerunWorker) Work(ctx context.Context, job *river.Job[CommandRerunArgs]) error {
 	a, f := job.Args, w.f
+	err := w.rerun(ctx, a)
+	switch {
+	case err == nil:
+		return nil
+	case refused(err):
+		f.metrics.effects.WithLabelValues("rerun", "refused").Inc()
+		if rerr := w.reply(ctx, a, "refused", fmt.Sprintf("GitHub refused to re-run the failed jobs of run %d: %s.",
+			a.RunID, githubMessage(err))); rerr != nil {
+			return rerr
+		}
+		return river.JobCancel(err)
+	case job.Attempt >= job.MaxAttempts:
+		if rerr := w.reply(ctx, a, "failed", fmt.Sprintf("ripcord could not re-run the failed jobs of run %d: GitHub did not accept it in %d attempts (%s).",
+			a.RunID, job.Attempt, githubMessage(err))); rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}
+
+func (w *commandRerunWorker) rerun(ctx context.Context, a CommandRerunArgs) error {
+	f := w.f
 	gh, err := f.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
@@ -114,19 +140,20 @@ func (w *commandRerunWorker) Work(ctx context.Context, job *river.Job[CommandRer
 	if refused(err) && rerunHappened(ctx, gh, a.Repository, a.RunID, a.Attempt) {
 		err = nil
 	}
-	if refused(err) {
-		f.metrics.effects.WithLabelValues("rerun", "refused").Inc()
-		reply := commands.ReplyArgs{Repository: a.Repository, Number: a.PullRequest, InstallationID: a.InstallationID,
-			Key:  fmt.Sprintf("comment-%d-refused", a.CommentID),
-			Body: fmt.Sprintf("GitHub refused to re-run the failed jobs of run %d: %s.", a.RunID, githubMessage(err))}
-		if _, ierr := f.deps.River().Insert(ctx, reply, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
-			return ierr
-		}
-		return river.JobCancel(err)
-	}
 	if err != nil {
 		return fmt.Errorf("re-run failed jobs of %s run %d: %w", a.Repository, a.RunID, err)
 	}
 	f.metrics.effects.WithLabelValues("rerun", "done").Inc()
+	return nil
+}
+
+// reply answers the command's comment; what names the answer, so a job
+// that runs again posts it once.
+func (w *commandRerunWorker) reply(ctx context.Context, a CommandRerunArgs, what, body string) error {
+	reply := commands.ReplyArgs{Repository: a.Repository, Number: a.PullRequest, InstallationID: a.InstallationID,
+		Key: fmt.Sprintf("comment-%d-%s", a.CommentID, what), Body: body}
+	if _, err := w.f.deps.River().Insert(ctx, reply, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}}); err != nil {
+		return fmt.Errorf("queue the reply to comment %d: %w", a.CommentID, err)
+	}
 	return nil
 }
