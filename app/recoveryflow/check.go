@@ -69,8 +69,11 @@ func summary(ep Episode) string {
 	if p := c.Input.Previous; p != nil {
 		row("previous release", releaseCell(p.ReleaseID, p.Version)+eligible(p))
 	}
-	if ep.RollbackRunID != 0 {
+	switch {
+	case ep.RollbackRunID > 0:
 		row("rollback run", fmt.Sprintf("%d", ep.RollbackRunID))
+	case ep.RollbackRunID < 0 && ep.State == StateRollingBack:
+		row("rollback run", "dispatched, not known yet")
 	}
 	fmt.Fprintf(&b, "\n**Config applied** (`%s`): %s", c.Config.Source, policy(c.Config.Policy))
 	mode := c.Config.RollbackMode

@@ -183,7 +183,7 @@ func (e Episode) Redecide(attempt int, d recovery.Decision, at time.Time) (Episo
 
 // RollbackDispatched records the run a workflow rollback started.
 func (e Episode) RollbackDispatched(attempt int, runID int64, at time.Time) (Episode, bool) {
-	if e.State != StateRollingBack || e.RunAttempt != attempt || e.RollbackRunID != 0 {
+	if e.State != StateRollingBack || e.RunAttempt != attempt || e.RollbackRunID > 0 || runID <= 0 {
 		return e, false
 	}
 	e.RollbackRunID = runID
@@ -216,7 +216,7 @@ func (e Episode) RollbackOpened(attempt int, releaseID string, at time.Time) (Ep
 // was re-run by hand; the release stalled, then got its facts).
 func (e Episode) RolledBack(at time.Time) (Episode, bool) {
 	failedFirst := e.State == StateAlerted && e.Decision.Rule == RuleRollbackFailed
-	if (e.State != StateRollingBack && !failedFirst) || (e.RollbackRunID == 0 && e.RollbackReleaseID == "") {
+	if (e.State != StateRollingBack && !failedFirst) || (e.RollbackRunID <= 0 && e.RollbackReleaseID == "") {
 		return e, false
 	}
 	e.State = StateRolledBack

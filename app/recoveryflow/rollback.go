@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,10 +72,34 @@ type dispatchWorker struct {
 
 func (w *dispatchWorker) Timeout(*river.Job[DispatchArgs]) time.Duration { return jobTimeout }
 
+// Marks kept in an episode's RollbackRunID while the run its workflow
+// rollback dispatched is not known. A dispatch is not idempotent on
+// GitHub's side, so the mark is stored before the dispatch goes out: a job
+// that runs again (its answer was lost, GitHub answered 5xx, or the run's
+// id could not be stored) looks for the run instead of starting a second
+// rollback.
+const (
+	// dispatchSent: the dispatch went out; whether GitHub started a run is
+	// not known.
+	dispatchSent int64 = -1
+	// dispatchAccepted: GitHub accepted the dispatch without naming its run
+	// (204, a GitHub that does not know return_run_details).
+	dispatchAccepted int64 = -2
+)
+
+// Looking for a dispatched run: runs created since the mark, less GitHub's
+// clock skew; a run GitHub accepted is looked for every dispatchLook, for
+// dispatchGrace.
+const (
+	dispatchSkew  = time.Minute
+	dispatchLook  = 5 * time.Second
+	dispatchGrace = 2 * time.Minute
+)
+
 func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
 	a, f := job.Args, w.f
 	ep, ok, err := getEpisode(ctx, f.deps.DB.Write, a.EpisodeRepository, a.RunID)
-	if err != nil || !ok || ep.State != StateRollingBack || ep.RunAttempt != a.Attempt || ep.RollbackRunID != 0 {
+	if err != nil || !ok || ep.State != StateRollingBack || ep.RunAttempt != a.Attempt || ep.RollbackRunID > 0 {
 		return err // moved on, or dispatched already
 	}
 	gh, err := f.deps.GitHub.NewInstallationClient(a.InstallationID)
@@ -86,15 +111,67 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	if err != nil {
 		return w.giveUp(ctx, job, ep, fmt.Errorf("default branch of %s: %w", a.Repository, err))
 	}
-	runID, err := dispatch(ctx, gh, owner, repo, a.Workflow, r.GetDefaultBranch(), map[string]any{a.Input: a.Version})
+	branch := r.GetDefaultBranch()
+	if ep.RollbackRunID < 0 {
+		runs, err := dispatchedRuns(ctx, gh, owner, repo, a.Workflow, branch, ep.UpdatedAt.Add(-dispatchSkew), ep.RunID)
+		if err != nil {
+			return w.giveUp(ctx, job, ep, err)
+		}
+		if runs, err = f.unclaimed(ctx, runs); err != nil {
+			return err
+		}
+		switch {
+		case len(runs) == 1:
+			f.deps.Log.Info("rollback run found", "repository", a.Repository, "workflow", a.Workflow, "run_id", runs[0])
+			return w.dispatched(ctx, ep, a.Attempt, runs[0])
+		case len(runs) > 1:
+			return w.notFound(ctx, ep, fmt.Sprintf("ripcord dispatched %s in %s but did not get GitHub's answer, and runs %s were dispatched since: it cannot tell which is the rollback",
+				a.Workflow, a.Repository, joinIDs(runs)))
+		case ep.RollbackRunID == dispatchAccepted && f.deps.Now().Sub(ep.UpdatedAt) < dispatchGrace:
+			return river.JobSnooze(dispatchLook)
+		case ep.RollbackRunID == dispatchAccepted:
+			return w.notFound(ctx, ep, fmt.Sprintf("GitHub accepted the dispatch of %s in %s without naming its run, and no run of it appeared within %s",
+				a.Workflow, a.Repository, dispatchGrace))
+		}
+		// Sent, and no run since: GitHub did not start one, so send it again.
+	}
+	if ep, err = w.mark(ctx, ep, dispatchSent); err != nil {
+		return err
+	}
+	runID, err := dispatch(ctx, gh, owner, repo, a.Workflow, branch, map[string]any{a.Input: a.Version})
 	if err != nil {
 		return w.giveUp(ctx, job, ep, err)
 	}
 	f.metrics.effects.WithLabelValues("dispatch", "done").Inc()
 	f.deps.Log.Info("rollback dispatched", "repository", a.Repository, "workflow", a.Workflow, "version", a.Version, "run_id", runID)
+	if runID == 0 {
+		if _, err := w.mark(ctx, ep, dispatchAccepted); err != nil {
+			return err
+		}
+		return river.JobSnooze(dispatchLook)
+	}
+	return w.dispatched(ctx, ep, a.Attempt, runID)
+}
+
+// mark stores mark as the episode's rollback run, with the time it was
+// set. It keeps Seq: nothing a user sees changed, and a write that moves
+// the episode on over it makes the mark moot.
+func (w *dispatchWorker) mark(ctx context.Context, ep Episode, mark int64) (Episode, error) {
+	next := ep
+	next.RollbackRunID, next.UpdatedAt = mark, w.f.deps.Now()
+	err := w.f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return saveEpisode(ctx, tx, next, ep.Seq) })
+	if err != nil {
+		return ep, fmt.Errorf("note the rollback dispatch of %s#%d: %w", ep.Repository, ep.RunID, err)
+	}
+	return next, nil
+}
+
+// dispatched records the episode's rollback run.
+func (w *dispatchWorker) dispatched(ctx context.Context, ep Episode, attempt int, runID int64) error {
+	f := w.f
 	return f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		next, ok := ep.RollbackDispatched(a.Attempt, runID, f.deps.Now())
-		if !ok || runID == 0 {
+		next, ok := ep.RollbackDispatched(attempt, runID, f.deps.Now())
+		if !ok {
 			return nil
 		}
 		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
@@ -102,6 +179,66 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 		}
 		return f.queueCheck(ctx, tx, next)
 	})
+}
+
+// notFound ends a rollback whose run ripcord cannot tell: a person has to
+// look at the workflow's runs.
+func (w *dispatchWorker) notFound(ctx context.Context, ep Episode, why string) error {
+	w.f.metrics.effects.WithLabelValues("dispatch", "refused").Inc()
+	return w.f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return w.f.rollbackFailed(ctx, tx, ep, why, "") })
+}
+
+// dispatchedRuns lists the runs of workflow dispatched on branch since
+// since, but run (the failed deploy's own). GitHub lists runs newest
+// first, so the pages stop at the first older run.
+func dispatchedRuns(ctx context.Context, gh *github.Client, owner, repo, workflow, branch string, since time.Time, run int64) ([]int64, error) {
+	opts := &github.ListWorkflowRunsOptions{Event: "workflow_dispatch", Branch: branch, ListOptions: github.ListOptions{PerPage: 100}}
+	var ids []int64
+	for {
+		list, resp, err := gh.Actions.ListWorkflowRunsByFileName(ctx, owner, repo, workflow, opts)
+		if err != nil {
+			return nil, fmt.Errorf("look for the rollback run of %s in %s/%s: %w", workflow, owner, repo, err)
+		}
+		older := false
+		for _, r := range list.WorkflowRuns {
+			switch {
+			case r.GetCreatedAt().Before(since):
+				older = true
+			case r.GetID() != run:
+				ids = append(ids, r.GetID())
+			}
+		}
+		if older || resp.NextPage == 0 {
+			return ids, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// unclaimed keeps the runs no episode knows: neither another rollback's
+// run (two environments deployed by one workflow roll back at once) nor a
+// failed deploy of its own.
+func (f *flow) unclaimed(ctx context.Context, runs []int64) ([]int64, error) {
+	var out []int64
+	for _, id := range runs {
+		var n int
+		if err := f.deps.DB.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM episodes WHERE rollback_run_id = $1 OR run_id = $1`,
+			id).Scan(&n); err != nil {
+			return nil, fmt.Errorf("is run %d another episode's: %w", id, err)
+		}
+		if n == 0 {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func joinIDs(ids []int64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(s, ", ")
 }
 
 // giveUp returns err for River to retry, unless GitHub refused (asking
