@@ -253,3 +253,37 @@ func TestWithdrawnReleaseEndsInactive(t *testing.T) {
 		}
 	})
 }
+
+// GitHub down through the job's last attempt: the release's deployment is
+// left behind its record, and GET /api/v1/releases/{id}/deployment says
+// why instead of showing the old state as if it were current. The next
+// change of the record writes the state and clears the reason.
+func TestGitHubDownThroughTheLastAttemptSaysWhy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		e.install(repository)
+		r := newRelease("rel-g:prod-eu/production")
+		e.open(r)
+		e.settle()
+		e.net.set(true, 0)
+		e.observe(r, records.PhaseHealthy, 4)
+		e.waitFor("the sync to give up", func() bool {
+			return e.count(`SELECT COUNT(*) FROM river_job WHERE kind = 'deployment_sync' AND state = 'discarded'`) == 1
+		})
+		e.net.set(false, 0)
+		got := e.getInfo(r.ReleaseID)
+		if got.State != "in_progress" || !strings.Contains(got.Skipped, "success") || !strings.Contains(got.Skipped, "503") {
+			t.Errorf("GET deployment = %+v, want the old in_progress and why success is not shown", got)
+		}
+		if n := e.observe(r, records.PhaseDegraded, 4); n != 1 {
+			t.Fatalf("the degraded fact changed %d records, want 1", n)
+		}
+		e.waitFor("the failure to be written", func() bool { return e.getInfo(r.ReleaseID).State == "failure" })
+		if got := e.getInfo(r.ReleaseID); got.Skipped != "" {
+			t.Errorf("GET deployment = %+v, want failure and no reason left", got)
+		}
+		if got := e.statuses(r.ReleaseID); got != "in_progress failure" {
+			t.Errorf("statuses = %q, want %q", got, "in_progress failure")
+		}
+	})
+}

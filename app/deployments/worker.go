@@ -56,7 +56,34 @@ func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) (err er
 	if rec, err = w.d.Records.Get(ctx, a.ReleaseID); err != nil {
 		return fmt.Errorf("load release %s: %w", a.ReleaseID, err)
 	}
-	return w.sync(ctx, job.ID, rec, r)
+	err = w.sync(ctx, job.ID, rec, r)
+	if err != nil && job.Attempt >= job.MaxAttempts && !stops(err) {
+		err = errors.Join(err, w.gaveUp(ctx, job, rec, err))
+	}
+	return err
+}
+
+// gaveUp notes, on the job's last attempt, why the release's deployment
+// does not show its state, where GET /api/v1/releases/{id}/deployment
+// reads it: otherwise the Environments view stays behind the record and
+// nothing says why. The record's next change asks GitHub again.
+func (w *syncWorker) gaveUp(ctx context.Context, job *river.Job[SyncArgs], rec records.Record, err error) error {
+	reason := fmt.Sprintf("ripcord could not write the %s status in %d attempts: %v", StatusOf(rec), job.Attempt, err)
+	w.d.Log.Warn("GitHub deployment left behind its release", "release_id", rec.ReleaseID, "reason", reason)
+	_, serr := w.d.DB.Write.ExecContext(ctx, `UPDATE deployments SET skipped = $3 WHERE release_id = $1 AND lease_job = $2`,
+		rec.ReleaseID, job.ID, clip(reason, 500))
+	if serr != nil {
+		return fmt.Errorf("note why the deployment of %s is behind: %w", rec.ReleaseID, serr)
+	}
+	return nil
+}
+
+// stops reports an error that ends the job on purpose (a refusal it noted
+// already) or puts it off (a snooze), rather than a failure River retries.
+func stops(err error) bool {
+	var cancel *river.JobCancelError
+	var snooze *river.JobSnoozeError
+	return errors.As(err, &cancel) || errors.As(err, &snooze)
 }
 
 // sync makes GitHub show rec's state, writing each thing at most once: a
@@ -67,7 +94,7 @@ func (w *syncWorker) sync(ctx context.Context, job int64, rec records.Record, r 
 	if reason := SkipReason(rec); reason != "" {
 		return w.skip(ctx, job, rec, r, reason)
 	}
-	if r.DeploymentID != 0 && r.PendingState == "" && r.State == want {
+	if r.DeploymentID != 0 && r.PendingState == "" && r.State == want && r.Skipped == "" {
 		return nil
 	}
 	inst, err := pipeline.InstallationOf(ctx, w.d.DB.Read, rec.Repository)
