@@ -198,10 +198,24 @@ func refused(err error) bool {
 func refusedDecision(ep Episode, err error) recovery.Decision {
 	return recovery.Decision{
 		Action: recovery.ActionAlert, Rule: RuleRerunRefused,
-		Reason:  fmt.Sprintf("GitHub refused to re-run the failed jobs of run %d (%s); a human has to decide.", ep.RunID, githubMessage(err)),
+		Reason: fmt.Sprintf("GitHub refused to re-run the failed jobs of run %d (%s)%s; a human has to decide.",
+			ep.RunID, githubMessage(err), permissionHint(err)),
 		Attempt: ep.Decision.Attempt, MaxAttempts: ep.Decision.MaxAttempts,
 		AuditEvents: []string{recovery.EventManualInterventionRequired},
 	}
+}
+
+// permissionHint names the permission a 403 "not accessible by
+// integration" lacks (seed 000 logs such a 403 as a missing permission):
+// GitHub's words alone do not say which one, and a person would otherwise
+// look for a fault in the run.
+func permissionHint(err error) string {
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == http.StatusForbidden &&
+		strings.Contains(strings.ToLower(er.Message), "not accessible by integration") {
+		return ": the ripcord App lacks the actions: write permission on this repository, or the installation has not accepted it"
+	}
+	return ""
 }
 
 // githubMessage is GitHub's own words for an error, when it gave some.

@@ -179,6 +179,10 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 			if ep.State != StateAlerted || ep.Decision.Rule != RuleRerunRefused || !strings.Contains(ep.Decision.Reason, "Resource not accessible") {
 				t.Errorf("state %s, rule %s: %s", ep.State, ep.Decision.Rule, ep.Decision.Reason)
 			}
+			// Seed 000 reports this 403 as a missing permission: the alert names it.
+			if !strings.Contains(ep.Decision.Reason, "actions: write") {
+				t.Errorf("the alert does not name the missing permission: %s", ep.Decision.Reason)
+			}
 		})
 		t.Run("re-run by hand meanwhile: nothing to do", func(t *testing.T) {
 			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 13, RunAttempt: 1})
