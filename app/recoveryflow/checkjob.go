@@ -52,6 +52,22 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	owner, repo, _ := strings.Cut(a.Repository, "/")
 	view := RenderCheck(ep)
 	id := ep.CheckRunID
+	if id != 0 && view.Status != "completed" {
+		// GitHub does not set a completed check run back in progress (a
+		// retry after the episode stopped, alerted or recovered): the
+		// PATCH would leave "Stopped" showing while ripcord retries. A new
+		// check run shows the episode from here.
+		done, err := checkCompleted(ctx, gh, owner, repo, id)
+		if err != nil {
+			return err
+		}
+		if done {
+			if err := f.dropCheck(ctx, ep, id); err != nil {
+				return err
+			}
+			id = 0
+		}
+	}
 	if id == 0 {
 		claimed, existing, inherited, err := f.claimCheck(ctx, ep, job.ID)
 		switch {
@@ -79,9 +95,42 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	return nil
 }
 
+// checkCompleted reports whether check run id is completed on GitHub.
+func checkCompleted(ctx context.Context, gh *github.Client, owner, repo string, id int64) (bool, error) {
+	cr, _, err := gh.Checks.GetCheckRun(ctx, owner, repo, id)
+	if err != nil {
+		return false, fmt.Errorf("read %s %d on %s/%s: %w", CheckName, id, owner, repo, err)
+	}
+	return cr.GetStatus() == "completed", nil
+}
+
+// dropCheck forgets the episode's completed check run id, so that the
+// next one is created (and claimed) as the first was.
+func (f *flow) dropCheck(ctx context.Context, ep Episode, id int64) error {
+	_, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE episodes SET check_run_id = 0, check_claim = 0
+		WHERE repository = $1 AND run_id = $2 AND check_run_id = $3`, ep.Repository, ep.RunID, id)
+	if err != nil {
+		return fmt.Errorf("replace completed check run %d of %s#%d: %w", id, ep.Repository, ep.RunID, err)
+	}
+	return nil
+}
+
+// checkKey is the external id of the check run created for the episode as
+// it is now: the run's key, and from the second attempt on the attempt
+// too. A check run is created again only for a later attempt (the one
+// before it was completed), so a retried creation never takes the
+// completed run for the one it made.
+func checkKey(ep Episode) string {
+	key := RunKey(ep.Repository, ep.RunID)
+	if ep.RunAttempt > 1 {
+		key += fmt.Sprintf("/attempt-%d", ep.RunAttempt)
+	}
+	return key
+}
+
 func (f *flow) createCheck(ctx context.Context, gh *github.Client, ep Episode, view CheckView, retried bool) error {
 	owner, repo, _ := strings.Cut(ep.Repository, "/")
-	key := RunKey(ep.Repository, ep.RunID)
+	key := checkKey(ep)
 	if retried {
 		id, err := findCheck(ctx, gh, f.deps.App().ID, owner, repo, ep.HeadSHA, key)
 		if err != nil {

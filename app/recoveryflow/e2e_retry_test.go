@@ -1,12 +1,15 @@
 package recoveryflow_test
 
 import (
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -114,6 +117,67 @@ func TestCancelledReRunEndsTheWait(t *testing.T) {
 		}
 		if n := s.reruns(); n != 1 {
 			t.Errorf("re-runs = %d, want 1", n)
+		}
+	})
+}
+
+// A person re-runs a run whose retry they cancelled, and that attempt
+// fails: ripcord retries again. GitHub does not set a completed check run
+// back in progress, so the retry shows on a new ripcord/recovery check run
+// and the "Stopped" one is left as it was.
+func TestRetryAfterAStopShowsOnANewCheckRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
+		const run = 5009
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.waitState(run, recoveryflow.StateRetrying)
+		s.GitHub.CompleteRun(repo, run, "cancelled")
+		s.deliverRun(run, 2, "cancelled")
+		s.waitState(run, recoveryflow.StateStopped)
+		stopped := s.waitCheck("Stopped")
+		s.Settle(jobKinds...)
+
+		resp, err := http.Post(s.GitHub.URL()+"repos/"+repo+"/actions/runs/5009/rerun-failed-jobs", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("re-run by hand: %d", resp.StatusCode)
+		}
+		s.GitHub.CompleteRun(repo, run, "failure")
+		s.fact(run, 3, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 3, "failure")
+		s.waitState(run, recoveryflow.StateRetrying)
+		s.WaitFor("a check run of the retry", wait, func() bool {
+			for _, c := range s.GitHub.CheckRuns(repo) {
+				if c.Name == recoveryflow.CheckName && c.ID != stopped.ID && strings.HasPrefix(c.Title, "Re-running") {
+					return true
+				}
+			}
+			return false
+		})
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+		var runs []githubtest.CheckRun
+		for _, c := range s.GitHub.CheckRuns(repo) {
+			if c.Name == recoveryflow.CheckName {
+				runs = append(runs, c)
+			}
+		}
+		if len(runs) != 2 {
+			t.Fatalf("%s check runs = %d, want 2: the stopped one and the retry's", recoveryflow.CheckName, len(runs))
+		}
+		for _, c := range runs {
+			switch {
+			case c.ID == stopped.ID && (c.Status != "completed" || c.Conclusion != "neutral" || !strings.HasPrefix(c.Title, "Stopped")):
+				t.Errorf("the completed check run became %s/%s %q", c.Status, c.Conclusion, c.Title)
+			case c.ID != stopped.ID && c.Status != "in_progress":
+				t.Errorf("the retry's check run is %s/%s %q, want in_progress", c.Status, c.Conclusion, c.Title)
+			}
 		}
 	})
 }
