@@ -41,6 +41,11 @@ func decisionEvents(ep Episode, deliveryID string, withFailure bool) []records.A
 		if d.Target != nil {
 			e.Data["target_release_id"], e.Data["target_version"] = d.Target.ReleaseID, d.Target.Version
 		}
+		if (typ == recovery.EventRollbackInitiated || typ == recovery.EventRollbackSkipped) && c.Input.Live.Known {
+			// Seed 000: the rollback's events record the version that was
+			// actually running, the ground the rollback or skip stood on.
+			e.Data["live_release_id"], e.Data["live_version"] = c.LiveReleaseID, c.Input.Live.Version
+		}
 		out = append(out, e)
 	}
 	return out

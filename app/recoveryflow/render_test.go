@@ -77,3 +77,27 @@ func TestRenderIssueTellsTheStory(t *testing.T) {
 		t.Error("the story is not oldest first")
 	}
 }
+
+// Seed 000's rollback_initiated records the version that was actually
+// running; so does rollback_skipped, whose whole reason it is.
+func TestRollbackEventsRecordTheRunningVersion(t *testing.T) {
+	for _, c := range []struct {
+		action recovery.Action
+		event  string
+	}{
+		{recovery.ActionRollback, recovery.EventRollbackInitiated},
+		{recovery.ActionSkip, recovery.EventRollbackSkipped},
+	} {
+		ep := renderable(StateRollingBack, c.action)
+		ep.Decision.AuditEvents = []string{recovery.EventFailureDetected, c.event}
+		ep.Context.Input.Live = recovery.Live{Known: true, Version: "v2"}
+		ep.Context.LiveReleaseID = "r2"
+		events := decisionEvents(ep, "d1", true)
+		if len(events) != 2 || string(events[1].Type) != c.event {
+			t.Fatalf("%s: events %+v", c.action, events)
+		}
+		if d := events[1].Data; d["live_version"] != "v2" || d["live_release_id"] != "r2" {
+			t.Errorf("%s: %s data = %v, want the running version v2 (release r2)", c.action, c.event, d)
+		}
+	}
+}
