@@ -132,7 +132,7 @@ func (f *flow) createCheck(ctx context.Context, gh *github.Client, ep Episode, v
 	owner, repo, _ := strings.Cut(ep.Repository, "/")
 	key := checkKey(ep)
 	if retried {
-		id, err := findCheck(ctx, gh, f.deps.App().ID, owner, repo, ep.HeadSHA, key)
+		id, err := findCheck(ctx, gh, f.deps.App().ID, owner, repo, ep.HeadSHA, RunKey(ep.Repository, ep.RunID), key)
 		if err != nil {
 			return err
 		}
@@ -154,23 +154,35 @@ func (f *flow) createCheck(ctx context.Context, gh *github.Client, ep Episode, v
 	return f.storeCheck(ctx, ep, cr.GetID())
 }
 
-// findCheck looks for the episode's check run by its external id among
-// the runs this App (appID) made: a workflow's token or another App can
-// make a run of the same name and external id, and storing its id would
-// have every later update refused by GitHub.
-func findCheck(ctx context.Context, gh *github.Client, appID int64, owner, repo, sha, key string) (int64, error) {
+// findCheck looks for the episode's check run among the runs this App
+// (appID) made: a workflow's token or another App can make a run of the
+// same name and external id, and storing its id would have every later
+// update refused by GitHub. The run is the one of external id key or,
+// when the episode moved to a later attempt since the creation was
+// tried, one of another attempt of the episode's (its external id is base,
+// or base/attempt-N) that is not completed: a completed one is a run the
+// episode left behind for a new one.
+func findCheck(ctx context.Context, gh *github.Client, appID int64, owner, repo, sha, base, key string) (int64, error) {
 	name, all := CheckName, "all"
 	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, sha, &github.ListCheckRunsOptions{CheckName: &name, Filter: &all,
 		AppID: &appID, ListOptions: github.ListOptions{PerPage: 100}})
 	if err != nil {
 		return 0, fmt.Errorf("look for %s of %s on %s/%s@%s: %w", CheckName, key, owner, repo, sha, err)
 	}
+	var open int64
 	for _, cr := range list.CheckRuns {
-		if cr.GetExternalID() == key && cr.GetApp().GetID() == appID {
+		if cr.GetApp().GetID() != appID {
+			continue
+		}
+		id := cr.GetExternalID()
+		switch {
+		case id == key:
 			return cr.GetID(), nil
+		case open == 0 && cr.GetStatus() != "completed" && (id == base || strings.HasPrefix(id, base+"/attempt-")):
+			open = cr.GetID()
 		}
 	}
-	return 0, nil
+	return open, nil
 }
 
 // claimCheck claims the creation of the episode's check run for job, or

@@ -2,6 +2,7 @@ package recoveryflow
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -102,4 +103,39 @@ func TestRetriedCheckRunIgnoresAnotherAppsRun(t *testing.T) {
 			t.Errorf("the other App's run was updated %d times", cr.Updates)
 		}
 	}
+}
+
+// A check-run creation whose answer was lost is retried after the episode
+// moved to a later attempt: the retry finds the run the lost creation made
+// (in progress, under the earlier attempt's external id) instead of making
+// a second one beside it; a completed run the episode left behind for a
+// new one is not taken.
+func TestRetriedCheckRunFindsTheRunOfAnEarlierAttempt(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		ctx := context.Background()
+		ep := scheduled(t, f, 71, time.Now().Add(-time.Hour))
+		left := fake.AddCheckRun(ep.Repository, githubtest.CheckRun{Name: CheckName, HeadSHA: ep.HeadSHA,
+			ExternalID: RunKey(ep.Repository, ep.RunID) + "/attempt-2", Status: "completed", Conclusion: "neutral"})
+		lost := fake.AddCheckRun(ep.Repository, githubtest.CheckRun{Name: CheckName, HeadSHA: ep.HeadSHA,
+			ExternalID: RunKey(ep.Repository, ep.RunID), Status: "in_progress"})
+		next := ep
+		next.RunAttempt, next.Seq = 3, ep.Seq+1
+		if err := f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return saveEpisode(ctx, tx, next, ep.Seq) }); err != nil {
+			t.Fatal(err)
+		}
+		job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: 8, Attempt: 2, MaxAttempts: jobAttempts},
+			Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: next.Seq, InstallationID: githubtest.InstallationID}}
+		if err := (&checkWorker{f: f}).Work(ctx, job); err != nil {
+			t.Fatalf("retried check-run job: %v", err)
+		}
+		var stored int64
+		if err := f.deps.DB.Read.QueryRow(`SELECT check_run_id FROM episodes WHERE run_id = 71`).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if n := fake.Count("POST", "/repos/{owner}/{repo}/check-runs"); n != 0 || stored != lost.ID {
+			t.Errorf("created %d check runs, stored %d; want none created and %d (not %d) stored", n, stored, lost.ID, left.ID)
+		}
+	})
 }
