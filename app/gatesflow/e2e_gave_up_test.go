@@ -66,22 +66,7 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		defer gatesflow.SetEvaluateTimeout(time.Second)()
-		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
-		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}\nprocess:\n  qa: {labels: [qa-approved]}", "prod"))
-		e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
-		base, head, number := openBump(e, repo)
-		e.Install(repo)
-		const contents = "GET /repos/{owner}/{repo}/contents/{path}"
-		e.GitHub.Handle(contents, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-			if strings.HasSuffix(r.URL.Path, "/release.schema.json") {
-				<-r.Context().Done() // the schema never comes: the attempt runs out of its time
-				return
-			}
-			e.GitHub.Default(contents)(w, r, p)
-		})
-
-		e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+		e, head, number := valuesSchemaNeverComes(t, dbURL)
 		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")
 		e.Settle()
 		runs := e.GitHub.CheckRuns(repo)
@@ -98,4 +83,29 @@ func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
 			t.Errorf("runs after the give-up: %+v, want one of each gate the evaluation knew", runs)
 		}
 	})
+}
+
+// valuesSchemaNeverComes starts the server on a pull request (head, number)
+// whose gates are values and qa, and delivers it: each attempt of its
+// evaluation reads the pull request, the config and the release, then runs
+// out of its time reading the values schema, before any verdict is queued.
+func valuesSchemaNeverComes(t *testing.T, dbURL string) (e *e2etest.Env, head string, number int) {
+	t.Helper()
+	e = e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
+	e.CheckRequestsAtCleanup(t)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}\nprocess:\n  qa: {labels: [qa-approved]}", "prod"))
+	e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
+	var base string
+	base, head, number = openBump(e, repo)
+	e.Install(repo)
+	const contents = "GET /repos/{owner}/{repo}/contents/{path}"
+	e.GitHub.Handle(contents, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		if strings.HasSuffix(r.URL.Path, "/release.schema.json") {
+			<-r.Context().Done() // the schema never comes: the attempt runs out of its time
+			return
+		}
+		e.GitHub.Default(contents)(w, r, p)
+	})
+	e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
+	return e, head, number
 }

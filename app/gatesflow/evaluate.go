@@ -103,7 +103,7 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	if job.Attempt > last {
 		return w.lost(ctx, job, last)
 	}
-	known, err := w.work(ctx, job)
+	known, pr, err := w.work(ctx, job)
 	var cancelled *river.JobCancelError
 	if err == nil || (job.Attempt < last && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
@@ -112,7 +112,7 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 	// the evaluation again, and the runs it showed in progress would spin
 	// for ever. They are completed as failures that say why and how to
 	// evaluate again. The attempt kept for a lost one is not run.
-	w.gaveUp(ctx, job, job.Attempt, err, known)
+	w.gaveUp(ctx, job, job.Attempt, err, known, pr)
 	if errors.As(err, &cancelled) {
 		return err
 	}
@@ -133,22 +133,24 @@ func interrupted(d pipeline.Deps, err error) bool {
 
 // work evaluates the gates of job. known are the gates it was to report,
 // once it knows them (the config and the releases read): a give-up makes
-// the runs of those it never showed.
-func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs]) (known []GateScope, err error) {
+// the runs of those it never showed. pr is the pull request, once read: a
+// give-up learns from it whether the head moved on without reading it
+// again.
+func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs]) (known []GateScope, pr *github.PullRequest, err error) {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
-		return nil, fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+		return nil, nil, fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
 	pr, cfg, targets, err := w.judged(ctx, gh, a)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if pr.GetHead().GetSHA() != a.HeadSHA {
 		// The head moved on: the newer push has its own job. The runs
 		// of the old head this evaluation showed in progress, and those
 		// a Re-run was clicked on, are answered.
-		return nil, w.oldHead(ctx, gh, a, pr, job.ID)
+		return nil, pr, w.oldHead(ctx, gh, a, pr, job.ID)
 	}
 	known = gateScopes(cfg, targets)
 	// The job's id orders this evaluation among the commit's (see
@@ -156,10 +158,10 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 	// and a retry keeps its job's id.
 	for _, t := range targets {
 		if err := w.evaluate(ctx, gh, cfg, t, pr, a, job.ID); err != nil {
-			return known, err
+			return known, pr, err
 		}
 	}
-	return known, nil
+	return known, pr, nil
 }
 
 // judged reads what an attempt of a judges: the pull request, the default
@@ -213,7 +215,7 @@ func gateScopes(cfg *repoconfig.Config, targets []target) []GateScope {
 // be written, it gives up, with the gates it knew read again (knewGates).
 func (w *evaluateWorker) lost(ctx context.Context, job *river.Job[EvaluateArgs], last int) error {
 	a := job.Args
-	known, moved, err := w.knewGates(ctx, a)
+	known, pr, err := w.knewGates(ctx, a)
 	if interrupted(w.deps, err) {
 		return err
 	}
@@ -221,8 +223,8 @@ func (w *evaluateWorker) lost(ctx context.Context, job *river.Job[EvaluateArgs],
 		w.deps.Log.Warn("gate evaluation lost at its last attempt: its gates could not be read again, so those it never showed get no run",
 			"repository", a.Repository, "pull_request", a.PullRequest, "head_sha", a.HeadSHA, "error", err)
 	}
-	if moved != nil {
-		err := w.answerMoved(ctx, a, moved, job.ID)
+	if pr != nil && pr.GetHead().GetSHA() != a.HeadSHA {
+		err := w.answerMoved(ctx, a, pr, job.ID)
 		if err == nil || interrupted(w.deps, err) {
 			return err
 		}
@@ -231,24 +233,23 @@ func (w *evaluateWorker) lost(ctx context.Context, job *river.Job[EvaluateArgs],
 		w.deps.Log.Warn("gate evaluation lost at its last attempt, of a head the pull request has moved past: its runs could not be answered so, and are given up",
 			"repository", a.Repository, "pull_request", a.PullRequest, "head_sha", a.HeadSHA, "error", err)
 	}
-	w.gaveUp(ctx, job, last, errLostAttempt, known)
+	w.gaveUp(ctx, job, last, errLostAttempt, known, pr)
 	return nil
 }
 
 // knewGates learns, for the give-up of an evaluation whose last attempt
 // was lost with its process, the gates that attempt was to report: they
 // were only in its memory. It reads what the attempt read (judged), as
-// each attempt reads it afresh anyway; a pull request whose head moved on
-// needs no run on the old commit (moved is then the pull request, for
-// oldHead's answer), and what cannot be read leaves the gates unknown (the
-// give-up then completes only the runs the evaluation showed), unless the
-// server's stop is what cut the reading short (the job then runs again:
-// the error).
-func (w *evaluateWorker) knewGates(ctx context.Context, a EvaluateArgs) (known []GateScope, moved *github.PullRequest, err error) {
+// each attempt reads it afresh anyway, and returns the pull request read
+// (for oldHead's answer, or the give-up's); a pull request whose head
+// moved on needs no run on the old commit, and what cannot be read leaves
+// the gates unknown (the give-up then completes only the runs the
+// evaluation showed), unless the server's stop is what cut the reading
+// short (the job then runs again: the error).
+func (w *evaluateWorker) knewGates(ctx context.Context, a EvaluateArgs) (known []GateScope, pr *github.PullRequest, err error) {
 	ctx, stop := context.WithTimeout(ctx, giveUpTimeout)
 	defer stop()
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
-	var pr *github.PullRequest
 	var cfg *repoconfig.Config
 	var targets []target
 	if err == nil {
@@ -260,7 +261,7 @@ func (w *evaluateWorker) knewGates(ctx context.Context, a EvaluateArgs) (known [
 	if pr.GetHead().GetSHA() != a.HeadSHA {
 		return nil, pr, nil
 	}
-	return gateScopes(cfg, targets), nil, nil
+	return gateScopes(cfg, targets), pr, nil
 }
 
 // answerMoved answers, as oldHead, the runs of the evaluation of a (of

@@ -43,6 +43,15 @@ type GaveUpArgs struct {
 	// could be read again: knewGates): those it never showed in progress
 	// get a run too.
 	Gates []GateScope `json:"gates,omitempty"`
+	// Head is the pull request's head as the evaluation's last attempt
+	// read it (PullRequestURL its page), empty when that attempt failed
+	// before reading it: the give-up then reads it. When the head has
+	// moved past HeadSHA, the runs are answered as an attempt that finds
+	// it moved answers them (oldHead), unless that attempt's answer is
+	// what failed (AnswerFailed): they are then failed as not evaluated.
+	Head           string `json:"head,omitempty"`
+	PullRequestURL string `json:"pull_request_url,omitempty"`
+	AnswerFailed   bool   `json:"answer_failed,omitempty"`
 }
 
 // GateScope names the gates (their check runs' names) an evaluation was
@@ -57,14 +66,20 @@ type GateScope struct {
 func (GaveUpArgs) Kind() string { return "gates_gave_up" }
 
 // gaveUp queues the give-up of the evaluation job that failed for good
-// with err after attempts. Its own context, as the job's may be what ran
-// out.
-func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs], attempts int, err error, known []GateScope) {
+// with err after attempts, whose last attempt read pr (nil: it did not).
+// Its own context, as the job's may be what ran out.
+func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs], attempts int, err error, known []GateScope, pr *github.PullRequest) {
 	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
 	defer stop()
 	a := job.Args
 	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
 		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", evaluateTimeout), Gates: known}
+	if pr != nil {
+		// An attempt that found the head moved tried to answer its runs so
+		// (oldHead), and that answer is what failed.
+		g.Head, g.PullRequestURL = pr.GetHead().GetSHA(), pr.GetHTMLURL()
+		g.AnswerFailed = g.Head != a.HeadSHA
+	}
 	// One attempt more than the completion uses, for a lost last one
 	// (gaveUpWorker.Work).
 	if _, ierr := w.deps.River().Insert(ctx, g, &river.InsertOpts{MaxAttempts: reportAttempts + 1, UniqueOpts: river.UniqueOpts{ByArgs: true}}); ierr != nil {
@@ -130,12 +145,25 @@ func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) err
 // progress: the report job completes it (or, if a newer evaluation has
 // reported the gate, completes it superseded), with the retries of any
 // gate report. Each gate the evaluation knew (a.Gates) and has no run of
-// gets one: a required check of it would otherwise wait for ever.
+// gets one: a required check of it would otherwise wait for ever. When
+// the pull request's head has moved past the evaluation's commit (see
+// movedHead), the failure says so, as oldHead's answer does, and no run
+// is made on the old commit.
 func (w *gaveUpWorker) work(ctx context.Context, job *river.Job[GaveUpArgs]) error {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	moved, err := w.movedHead(ctx, gh, a)
+	if err != nil {
+		return err
+	}
+	title, summary, gates := GaveUpTitle, gaveUpSummary(a), a.Gates
+	if moved != nil {
+		title, gates = OldHeadTitle, nil
+		summary = oldHeadAnswer(EvaluateArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA}, moved,
+			"This gate was being evaluated on commit", "its evaluation was not finished")
 	}
 	all, err := evaluationRuns(ctx, gh, w.deps.App().ID, a.Repository, a.PullRequest, a.HeadSHA, a.Trigger, a.Seq)
 	if err != nil {
@@ -149,7 +177,7 @@ func (w *gaveUpWorker) work(ctx context.Context, job *river.Job[GaveUpArgs]) err
 			runs = append(runs, r)
 		}
 	}
-	for _, s := range a.Gates {
+	for _, s := range gates {
 		key := evaluationKey(a.Repository, a.PullRequest, a.HeadSHA, s.App, s.Environment, a.Trigger, a.Seq)
 		for _, name := range s.Names {
 			if r := (evaluationRun{externalID: key, name: name}); !made[r] {
@@ -174,9 +202,41 @@ func (w *gaveUpWorker) work(ctx context.Context, job *river.Job[GaveUpArgs]) err
 		}
 		reports = append(reports, ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
 			ExternalID: r.externalID, App: r.app, Environment: r.env, Seq: a.Seq, Name: r.name, GaveUp: true, Create: r.run == nil,
-			Status: "completed", Conclusion: "failure", Title: GaveUpTitle, Summary: gaveUpSummary(a)})
+			Status: "completed", Conclusion: "failure", Title: title, Summary: summary})
 	}
 	return queueReports(ctx, w.deps, reports)
+}
+
+// movedHead returns the pull request (its head and page, all oldHeadAnswer
+// reads) when its head has moved past a's commit, nil when it has not. The
+// head the evaluation's last attempt read (a.Head) is taken as it is; only
+// when that attempt failed before reading it is the pull request read, as
+// the give-up of a lost attempt reads it (knewGates). A read that fails
+// leaves the head unknown, and the runs are failed as not evaluated: the
+// give-up must complete them whatever GitHub says of the pull request.
+// A head whose old-head answer already failed (a.AnswerFailed) is not
+// answered so again.
+func (w *gaveUpWorker) movedHead(ctx context.Context, gh *github.Client, a GaveUpArgs) (*github.PullRequest, error) {
+	head, url := a.Head, a.PullRequestURL
+	if head == "" {
+		rctx, stop := context.WithTimeout(ctx, giveUpTimeout/2)
+		defer stop()
+		owner, name := splitRepo(a.Repository)
+		pr, _, err := gh.PullRequests.Get(rctx, owner, name, a.PullRequest)
+		if interrupted(w.deps, err) {
+			return nil, err
+		}
+		if err != nil {
+			w.deps.Log.Warn("gate give-up could not read the pull request: its runs are failed as not evaluated, whether or not its head moved on",
+				"repository", a.Repository, "pull_request", a.PullRequest, "head_sha", a.HeadSHA, "error", err)
+			return nil, nil
+		}
+		head, url = pr.GetHead().GetSHA(), pr.GetHTMLURL()
+	}
+	if head == a.HeadSHA || a.AnswerFailed {
+		return nil, nil
+	}
+	return &github.PullRequest{Head: &github.PullRequestBranch{SHA: &head}, HTMLURL: &url}, nil
 }
 
 // verdictPending reports whether a verdict of run's gate and evaluation
