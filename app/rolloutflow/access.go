@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
@@ -110,6 +111,46 @@ func openUnanswered(audit []AuditLine) (AuditLine, bool) {
 		}
 	}
 	return open, ok
+}
+
+// openUnansweredOf is openUnanswered of each of the rollouts ids that
+// waits out an outage, by id: one query for them all (a page of the list),
+// not one audit read each.
+func openUnansweredOf(ctx context.Context, q querier, ids []string) (map[string]AuditLine, error) {
+	out := map[string]AuditLine{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		in[i], args[i] = fmt.Sprintf("$%d", i+1), id
+	}
+	// The lines after each rollout's last that ended an outage, oldest
+	// first: the first is the open one (auditUnanswered writes one an
+	// outage).
+	rows, err := q.QueryContext(ctx, `SELECT a.rollout_id, a.at, a.message FROM rollout_audit a
+		WHERE a.rollout_id IN (`+strings.Join(in, ", ")+`) AND a.type = 'unanswered'
+		AND a.n > (SELECT COALESCE(MAX(b.n), 0) FROM rollout_audit b WHERE b.rollout_id = a.rollout_id
+			AND b.type IN ('dispatch', 'access-lost', 'rate-limited'))
+		ORDER BY a.rollout_id, a.n`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("audit of rollouts %s: %w", strings.Join(ids, ", "), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var at int64
+		l := AuditLine{Type: "unanswered"}
+		if err := rows.Scan(&id, &at, &l.Message); err != nil {
+			return nil, err
+		}
+		if _, ok := out[id]; !ok {
+			l.At = store.Time(at)
+			out[id] = l
+		}
+	}
+	return out, rows.Err()
 }
 
 // unansweredSince is when the outage the rollout waits out began to be

@@ -55,7 +55,7 @@ func (x *executor) Status(ctx context.Context, id string) (StatusJSON, error) {
 
 // list is GET /api/v1/rollouts: the rollout of ?release_id=, or the
 // rollouts of ?app= and ?environment=, newest first, each without its audit
-// trail; ?unfinished=true keeps those that have not ended (the one rolling
+// trail but with its waiting; ?unfinished=true keeps those that have not ended (the one rolling
 // out and the ones queued behind it), ?limit= (1-100, default 20).
 func (a api) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -99,6 +99,15 @@ func (a api) list(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, err)
 		return
 	}
+	ids := make([]string, len(ros))
+	for i, ro := range ros {
+		ids[i] = ro.ID
+	}
+	open, err := openUnansweredOf(ctx, a.x.deps.DB.Read, ids)
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
 	out := make([]StatusJSON, 0, len(ros))
 	for _, ro := range ros {
 		runs, err := listDispatched(ctx, a.x.deps.DB.Read, ro.ID)
@@ -106,7 +115,11 @@ func (a api) list(w http.ResponseWriter, r *http.Request) {
 			a.internal(w, err)
 			return
 		}
-		out = append(out, statusOf(ro, runs, nil))
+		st := statusOf(ro, runs, nil)
+		if l, ok := open[ro.ID]; ok {
+			st.Waiting = waitingFor(ro.Machine, l)
+		}
+		out = append(out, st)
 	}
 	pipeline.WriteJSON(w, http.StatusOK, map[string]any{"rollouts": out})
 }

@@ -27,8 +27,9 @@ type StatusJSON struct {
 	// Waiting says, while GitHub does not answer for a batch's dispatch
 	// (5xx, no answer), that the rollout, still running, waits that out
 	// (however long: an outage fails no batch), since when and with which
-	// error first: the audit's open unanswered line. Only with the audit
-	// (GET /api/v1/rollouts/{id}).
+	// error first: the audit's open unanswered line. In the list too
+	// (GET /api/v1/rollouts), which reads those lines of the whole page
+	// at once (openUnansweredOf) rather than each rollout's audit.
 	Waiting   string      `json:"waiting,omitempty"`
 	Audit     []AuditLine `json:"audit,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
@@ -98,10 +99,19 @@ func statusOf(r Rollout, runs []Dispatched, audit []AuditLine) StatusJSON {
 	}
 	out := StatusJSON{ID: r.ID, ReleaseID: r.ReleaseID, Repository: r.Repository, App: r.App, Environment: r.Environment,
 		Version: r.Version, HeadSHA: r.HeadSHA, HeadFrom: r.Snapshot.HeadFrom, Status: s, Audit: audit, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-	if l, ok := openUnanswered(audit); ok && m.Phase != PhaseDone {
-		out.Waiting = fmt.Sprintf("since %s: %s", l.At.UTC().Format(time.RFC3339), l.Message)
+	if l, ok := openUnanswered(audit); ok {
+		out.Waiting = waitingFor(m, l)
 	}
 	return out
+}
+
+// waitingFor is the status's waiting of a rollout (m) whose audit's open
+// unanswered line is l: none once it has ended.
+func waitingFor(m Machine, l AuditLine) string {
+	if m.Phase == PhaseDone {
+		return ""
+	}
+	return fmt.Sprintf("since %s: %s", l.At.UTC().Format(time.RFC3339), l.Message)
 }
 
 // approvalState is the approval after stage si, for a stage that asks one.
