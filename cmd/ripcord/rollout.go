@@ -168,15 +168,20 @@ func rolloutList(args []string) int {
 		Rollouts []rolloutflow.StatusJSON `json:"rollouts"`
 	}
 	err = c.do(context.Background(), "GET", "/api/v1/rollouts?"+q.Encode(), nil, &out)
-	return finish(err, *asJSON, out, func() {
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ROLLOUT\tRELEASE\tVERSION\tSTATUS\tSTAGES\tSTAGE\tPAUSED BY")
-		for _, s := range out.Rollouts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.ReleaseID, s.Version, s.Rollout.Status,
-				s.RolloutProgress, s.Rollout.Stage, s.Rollout.Paused)
-		}
-		_ = tw.Flush()
-	})
+	return finish(err, *asJSON, out, func() { printRollouts(os.Stdout, out.Rollouts) })
+}
+
+// printRollouts writes the list rs for a person, a line a rollout: why
+// each waits too (paused, or a GitHub that does not answer for a batch),
+// as printRollout says it of one.
+func printRollouts(w io.Writer, rs []rolloutflow.StatusJSON) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLLOUT\tRELEASE\tVERSION\tSTATUS\tSTAGES\tSTAGE\tPAUSED BY\tWAITING FOR GITHUB")
+	for _, s := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.ReleaseID, s.Version, s.Rollout.Status,
+			s.RolloutProgress, s.Rollout.Stage, s.Rollout.Paused, s.Waiting)
+	}
+	_ = tw.Flush()
 }
 
 func rolloutVote(args []string) int {
