@@ -87,22 +87,31 @@ func (x *executor) probeLimitMet(ctx context.Context, r *Rollout, reading string
 // roundLimited leaves the round of reading, claimed, undispatched until
 // lim's reset, and says so in the audit once per episode: as a rate limit,
 // and, when the reset is past deadline (the end of the reading's
-// interval), that the reading waits for it rather than go red.
+// interval), that the reading waits for it rather than go red, once for
+// the reading when that first applies, though the episode was said
+// (auditLimitedNews).
 func (x *executor) roundLimited(ctx context.Context, tx *sql.Tx, r *Rollout, reading string, lim installationLimit, deadline time.Time) error {
 	now := x.deps.Now()
-	msg := fmt.Sprintf("probe workflow of reading %s not dispatched: GitHub's rate limit for installation %d is spent until %s",
-		reading, r.InstallationID, lim.reset.UTC().Format(time.RFC3339))
+	round := fmt.Sprintf("probe workflow of reading %s not dispatched: ", reading)
+	msg := round + fmt.Sprintf("GitHub's rate limit for installation %d is spent until %s",
+		r.InstallationID, lim.reset.UTC().Format(time.RFC3339))
+	var news func(string) bool
 	if lim.reset.After(deadline) {
-		msg += fmt.Sprintf(", past the end of the reading's interval (%s): the reading waits for the reset, not red for it, "+
+		msg += fmt.Sprintf(pastInterval+" (%s): the reading waits for the reset, not red for it, "+
 			"and its probes are dispatched then", deadline.UTC().Format(time.RFC3339))
+		news = func(said string) bool { return strings.HasPrefix(said, round) && strings.Contains(said, pastInterval) }
 	} else {
 		msg += ": it is dispatched then"
 	}
 	if err := setProbeDispatched(ctx, tx, r.ID, reading, 0, roundLimited, msg, now); err != nil {
 		return err
 	}
-	return auditLimited(ctx, tx, r.ID, lim, now, msg)
+	return auditLimitedNews(ctx, tx, r.ID, lim, now, msg, news)
 }
+
+// pastInterval is how a round's rate-limited line says that the reset is
+// past the end of its reading's interval.
+const pastInterval = ", past the end of the reading's interval"
 
 // roundLost leaves the round of reading, claimed, undispatched until the
 // next poll, the App having lost access (why), and says so in the audit

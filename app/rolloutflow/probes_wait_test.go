@@ -240,3 +240,105 @@ func TestAProbeDispatchAfterAccessLostWaitsForAccess(t *testing.T) {
 		})
 	}
 }
+
+// A probe round's rate-limited line that says its reading waits past the
+// end of its interval (not red for it) shared the episode's once-only
+// rule with every other rate-limited line, so the remark was swallowed
+// when the episode had been said already: by the runs' polls that met the
+// limit first, or by the round's own line from before GitHub moved the
+// reset past the interval. It reaches the audit once, when it first
+// applies, and is not said again at each poll.
+func TestAProbeRoundSaysOnceThatItsReadingWaitsPastItsInterval(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// first says the episode before the reset is past the interval.
+		first func(t *testing.T, h *harness)
+	}{
+		{"said by the runs' polls", func(t *testing.T, h *harness) {
+			lim := storeLimitAt(t, h, h.clock.Now().Add(10*time.Minute))
+			if err := h.x.sayLimited(context.Background(), h.rollout(), lim); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"said by the round before its own dispatch met the limit again", func(t *testing.T, h *harness) {
+			storeLimitAt(t, h, h.clock.Now().Add(10*time.Second)) // within the reading's 30 s
+			h.tickAs(true)
+			if limited := h.auditOf("rate-limited"); len(limited) != 1 || strings.Contains(limited[0], "interval") {
+				t.Fatalf("rate-limited audit lines %q, want the round's, with no word of its interval", limited)
+			}
+			// At the reset the round's dispatch meets the limit again,
+			// GitHub asking for 10 minutes.
+			limitedAgainAtTheReset(t, h)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				h := bakingRunners(t, dbURL)
+				h.clock.set(h.rollout().WakeAt) // the first reading is due
+				c.first(t, h)
+				h.tickAs(true)
+				for range 3 {
+					h.clock.set(h.clock.Now().Add(2 * time.Minute))
+					h.tick()
+				}
+				// Its dispatch at the reset meets the limit again: the
+				// reading still waits past its interval, said already.
+				limitedAgainAtTheReset(t, h)
+				h.notRedYet(t, "while the rate limit holds")
+				var past []string
+				for _, l := range h.auditOf("rate-limited") {
+					if strings.Contains(l, "reading 0.0.-1.1") && strings.Contains(l, "past the end of the reading's interval") {
+						past = append(past, l)
+					}
+				}
+				if len(past) != 1 {
+					t.Errorf("rate-limited audit lines %q, want one of reading 0.0.-1.1 saying it waits past its interval",
+						h.auditOf("rate-limited"))
+				}
+				h.succeedsAfter(t, "after the reset")
+			})
+		})
+	}
+}
+
+// storeLimitAt stores the installation's rate limit as a request met it
+// now, until until, and returns it as stored.
+func storeLimitAt(t *testing.T, h *harness, until time.Time) installationLimit {
+	t.Helper()
+	var lim installationLimit
+	err := h.x.deps.DB.InTx(context.Background(), func(tx *sql.Tx) error {
+		var err error
+		lim, err = storeLimit(context.Background(), tx, githubtest.InstallationID, h.clock.Now(), until)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// limitedAgainAtTheReset wakes the rollout at the reset of the stored
+// rate limit, where the probe round's dispatch meets the limit again,
+// GitHub asking for 10 minutes more: the same episode, as no request got
+// through.
+func limitedAgainAtTheReset(t *testing.T, h *harness) {
+	t.Helper()
+	before, err := readLimit(context.Background(), h.x.deps.DB.Read, githubtest.InstallationID)
+	if err != nil || before.reset.IsZero() {
+		t.Fatalf("stored rate limit %+v (%v), want one", before, err)
+	}
+	rt := answerRoute(h, "POST "+dispatchRoute)
+	h.clock.set(before.reset)
+	header, until := retryAfter(h.clock.Now())
+	rt.mu.Lock()
+	rt.status, rt.header = http.StatusTooManyRequests, header
+	rt.mu.Unlock()
+	sent := h.gh.Count("POST", dispatchRoute)
+	h.tickAs(true)
+	rt.set(0)
+	after, err := readLimit(context.Background(), h.x.deps.DB.Read, githubtest.InstallationID)
+	if n := h.gh.Count("POST", dispatchRoute) - sent; n != 1 || err != nil || !after.reset.Equal(until) || !after.began.Equal(before.began) {
+		t.Fatalf("%d probe dispatches at the reset, stored rate limit %+v (%v); want one, the limit until %s of the episode begun at %s",
+			n, after, err, until, before.began)
+	}
+}

@@ -100,13 +100,37 @@ func storeLimit(ctx context.Context, tx *sql.Tx, installation int64, now, until 
 // a rate-limited line was said since lim's episode began (by its polls,
 // its adoption or its dispatch): one line per episode and rollout.
 func auditLimited(ctx context.Context, tx *sql.Tx, id string, lim installationLimit, now time.Time, msg string) error {
-	var said bool
-	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM rollout_audit WHERE rollout_id = $1 AND type = 'rate-limited'
-		AND at >= $2)`, id, store.Micros(lim.began)).Scan(&said)
+	return auditLimitedNews(ctx, tx, id, lim, now, msg, nil)
+}
+
+// auditLimitedNews is auditLimited for msg that may say more than the
+// episode's line said (news, when not nil, tells whether a line of the
+// episode said it already): then msg is added once, when it first says
+// it, though another line of the episode was said. A probe round's line
+// that its reading waits past its interval is so not swallowed by the
+// batch's, or by the round's own line said before the reset moved past
+// the interval; and, once said, it is not said again at each poll, its
+// reset and deadline changing in its text.
+func auditLimitedNews(ctx context.Context, tx *sql.Tx, id string, lim installationLimit, now time.Time, msg string, news func(said string) bool) error {
+	rows, err := tx.QueryContext(ctx, `SELECT message FROM rollout_audit WHERE rollout_id = $1 AND type = 'rate-limited'
+		AND at >= $2`, id, store.Micros(lim.began))
 	if err != nil {
 		return fmt.Errorf("audit of rollout %s: %w", id, err)
 	}
-	if said {
+	defer rows.Close()
+	said, told := false, false
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return fmt.Errorf("audit of rollout %s: %w", id, err)
+		}
+		said = true
+		told = told || (news != nil && news(m))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("audit of rollout %s: %w", id, err)
+	}
+	if said && (news == nil || told) {
 		return nil
 	}
 	return insertAudit(ctx, tx, id, now, "rate-limited", msg)
