@@ -75,9 +75,9 @@ func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs
 	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
 		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", evaluateTimeout), Gates: known}
 	if pr != nil {
+		g.Head, g.PullRequestURL = pr.GetHead().GetSHA(), pr.GetHTMLURL()
 		// An attempt that found the head moved tried to answer its runs so
 		// (oldHead), and that answer is what failed.
-		g.Head, g.PullRequestURL = pr.GetHead().GetSHA(), pr.GetHTMLURL()
 		g.AnswerFailed = g.Head != a.HeadSHA
 	}
 	// One attempt more than the completion uses, for a lost last one
