@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/outbound"
 	"github.com/ripcord/ripcord/rollout"
 )
 
@@ -21,9 +23,11 @@ type amAlert struct {
 	} `json:"status"`
 }
 
-// alertsPath asks Alertmanager for the alerts that page someone: active,
-// neither silenced nor inhibited.
-const alertsPath = "/api/v2/alerts?active=true&silenced=false&inhibited=false"
+// alertsPath and alertsQuery ask Alertmanager for the alerts that page
+// someone: active, neither silenced nor inhibited.
+const alertsPath = "/api/v2/alerts"
+
+var alertsQuery = url.Values{"active": {"true"}, "silenced": {"false"}, "inhibited": {"false"}}
 
 func (r Reader) alerts(ctx context.Context, s Scope) []AlertResult {
 	if r.Health.Alerts == nil || len(r.Health.Alerts.BlockOn) == 0 {
@@ -95,12 +99,19 @@ func (r Reader) activeAlerts(ctx context.Context) ([]amAlert, error) {
 	if r.AlertmanagerURL == "" {
 		return nil, fmt.Errorf("no alertmanager_url is set, so block_on cannot be checked")
 	}
-	resp, cancel, err := r.get(ctx, r.client(), strings.TrimSuffix(r.AlertmanagerURL, "/")+alertsPath)
+	endpoint, err := apiURL(r.AlertmanagerURL, alertsPath, alertsQuery)
 	if err != nil {
-		return nil, fmt.Errorf("list Alertmanager alerts: %w", err)
+		return nil, fmt.Errorf("alertmanager_url: %w", err)
+	}
+	resp, cancel, err := r.get(ctx, r.client(), endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("list Alertmanager alerts: %w", requestError(err, "alertmanager_url"))
 	}
 	defer cancel()
 	defer resp.Body.Close()
+	if why := outbound.Redirect(resp); why != "" {
+		return nil, fmt.Errorf("the Alertmanager API answered %s, %s", resp.Status, why)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody))
 	if err != nil {
 		return nil, fmt.Errorf("read Alertmanager's answer: %w", err)

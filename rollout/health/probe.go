@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ripcord/ripcord/internal/outbound"
 	"github.com/ripcord/ripcord/rollout"
 )
 
@@ -81,7 +82,11 @@ func (r Reader) probe(ctx context.Context, client *http.Client, p rollout.Probe,
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
 	res.Status = resp.StatusCode
-	return JudgeProbe(res)
+	res = JudgeProbe(res)
+	if why := outbound.Redirect(resp); why != "" && !res.Green {
+		res.Reason += ", " + why
+	}
+	return res
 }
 
 // JudgeProbe sets Green and Reason of a probe result from its status and
@@ -102,6 +107,9 @@ func JudgeProbe(res ProbeResult) ProbeResult {
 }
 
 func probeError(err error) string {
+	if why, ok := outbound.Refused(err, "the probe's url"); ok {
+		return why
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "no answer in time"
 	}

@@ -8,8 +8,9 @@ import (
 	"math"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/outbound"
 )
 
 // maxAPIBody bounds what is read from Prometheus or Alertmanager: a gate
@@ -92,13 +93,19 @@ func (r Reader) query(ctx context.Context, query string, at time.Time) ([]float6
 		return nil, fmt.Errorf("no prometheus_url is set, so the metric cannot be read")
 	}
 	q := url.Values{"query": {query}, "time": {at.UTC().Format(time.RFC3339Nano)}}
-	endpoint := strings.TrimSuffix(r.PrometheusURL, "/") + "/api/v1/query?" + q.Encode()
+	endpoint, err := apiURL(r.PrometheusURL, "/api/v1/query", q)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus_url: %w", err)
+	}
 	resp, cancel, err := r.get(ctx, r.client(), endpoint)
 	if err != nil {
-		return nil, fmt.Errorf("query Prometheus: %w", err)
+		return nil, fmt.Errorf("query Prometheus: %w", requestError(err, "prometheus_url"))
 	}
 	defer cancel()
 	defer resp.Body.Close()
+	if why := outbound.Redirect(resp); why != "" {
+		return nil, fmt.Errorf("query Prometheus: answered %s, %s", resp.Status, why)
+	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody))
 	if err != nil {
 		return nil, fmt.Errorf("read Prometheus's answer: %w", err)

@@ -3,10 +3,13 @@ package health
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/outbound"
 	"github.com/ripcord/ripcord/rollout"
 )
 
@@ -18,7 +21,9 @@ const DefaultTimeout = 10 * time.Second
 // Prometheus metrics and Alertmanager alerts. Probes with from: runners are
 // not its job; their results come back through FromRunnerProbes.
 type Reader struct {
-	HTTP            *http.Client // nil: http.DefaultClient
+	// HTTP sends the requests; nil: outbound.Client(nil), the client for
+	// repository-chosen URLs under the default rules.
+	HTTP            *http.Client
 	PrometheusURL   string
 	AlertmanagerURL string
 	Health          *rollout.Health // with defaults filled, as in rollout.Plan
@@ -52,7 +57,10 @@ func (r Reader) ProbesOnly() Reader {
 }
 
 func (r Reader) client() *http.Client {
-	return cmp.Or(r.HTTP, http.DefaultClient)
+	if r.HTTP == nil {
+		return outbound.Client(nil)
+	}
+	return r.HTTP
 }
 
 func (r Reader) timeout() time.Duration {
@@ -75,6 +83,32 @@ func (r Reader) get(ctx context.Context, client *http.Client, url string) (*http
 		return nil, nil, err
 	}
 	return resp, cancel, nil
+}
+
+// apiURL is the endpoint path of the API at base, with the query: a base's
+// own query is kept, its fragment dropped. Appending to the text instead
+// let a base ending in "#" drop the path and reach any URL of the host.
+func apiURL(base, path string, query url.Values) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	for k, v := range query {
+		q[k] = v
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawPath, u.RawQuery, u.Fragment, u.RawFragment = "", q.Encode(), "", ""
+	return u.String(), nil
+}
+
+// requestError says why a request to the URL of field got no answer: the
+// outbound rules' reason when they refused it.
+func requestError(err error, field string) error {
+	if why, ok := outbound.Refused(err, field); ok {
+		return errors.New(why)
+	}
+	return err
 }
 
 // substitute fills the placeholders a metric query may use.
