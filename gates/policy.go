@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/outbound"
 )
 
 // PolicyValidation asks an external service whether the release may go
@@ -21,7 +23,10 @@ import (
 type PolicyValidation struct {
 	URL     string
 	Timeout time.Duration
-	Client  *http.Client // nil: http.DefaultClient
+	// Client sends the request; nil: outbound.Client(nil). The URL is the
+	// repository's choice, so it must not be a way into the server's
+	// network (see internal/outbound).
+	Client *http.Client
 }
 
 // PolicyRequest is what the policy service receives.
@@ -68,9 +73,12 @@ func (g PolicyValidation) Evaluate(ctx context.Context, s Subject) Verdict {
 	req.Header.Set("Content-Type", "application/json")
 	c := g.Client
 	if c == nil {
-		c = http.DefaultClient
+		c = outbound.Client(nil)
 	}
 	resp, err := c.Do(req)
+	if why, ok := outbound.Refused(err, "process.policy_validation.url"); ok {
+		return Errored(fmt.Sprintf("policy service %s was not asked: %s", g.URL, why))
+	}
 	if err != nil {
 		return Errored(fmt.Sprintf("policy service %s did not answer: %v", g.URL, err))
 	}
@@ -78,6 +86,9 @@ func (g PolicyValidation) Evaluate(ctx context.Context, s Subject) Verdict {
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxPolicyResponse))
 	if err != nil {
 		return Errored(fmt.Sprintf("policy service %s: read answer: %v", g.URL, err))
+	}
+	if why := outbound.Redirect(resp); why != "" {
+		return Errored(fmt.Sprintf("policy service %s answered HTTP %d, %s", g.URL, resp.StatusCode, why))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return Errored(fmt.Sprintf("policy service %s answered HTTP %d", g.URL, resp.StatusCode))
