@@ -44,6 +44,8 @@ type Config struct {
 	Registries Registries
 	// Rollout holds the server's side of rollouts in waves.
 	Rollout Rollout
+	// Outbound limits where URLs chosen by a repository's config may lead.
+	Outbound Outbound
 	// sources says where each setting's value came from, for an error
 	// found after loading (an address already in use) to name it as a
 	// bad setting is named.
@@ -67,6 +69,14 @@ type Rollout struct {
 	MaxParallel     int
 	PrometheusURL   string
 	AlertmanagerURL string
+}
+
+// Outbound limits the requests the server makes to URLs that a
+// repository's .github/ripcord.yml chooses (see internal/outbound).
+type Outbound struct {
+	// Allow are the hosts, addresses and CIDR networks those URLs may
+	// reach; empty: any address but those always refused.
+	Allow []string
 }
 
 // OIDC says which GitHub Actions OIDC tokens are accepted.
@@ -290,7 +300,8 @@ func flatten(file, prefix string, n *yaml.Node, out map[string]sourced, errs *[]
 
 // listKeys are the settings that take several values, comma-separated in
 // a flag or the environment, a list in the file.
-var listKeys = map[string]bool{"github.webhook_secrets": true, "cdevents.sinks": true, "registries.insecure": true, "clusters": true}
+var listKeys = map[string]bool{"github.webhook_secrets": true, "cdevents.sinks": true, "registries.insecure": true, "clusters": true,
+	"outbound.allow": true}
 
 // scalarValue turns a YAML value into the setting's string form: lists and
 // mappings become the comma-separated shorthand the environment uses.

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/outbound"
 )
 
 // Setting is one configuration key.
@@ -88,6 +90,8 @@ var settings = []Setting{
 		Help: "Prometheus that rollout health gates query when the repository config names no prometheus_url", set: optionalHTTP(func(c *Config) *string { return &c.Rollout.PrometheusURL })},
 	{Key: "rollout.alertmanager_url", Env: "RIPCORD_ROLLOUT_ALERTMANAGER_URL", Default: "",
 		Help: "Alertmanager that rollout health gates read when the repository config names no alertmanager_url", set: optionalHTTP(func(c *Config) *string { return &c.Rollout.AlertmanagerURL })},
+	{Key: "outbound.allow", Env: "RIPCORD_OUTBOUND_ALLOW", Default: "",
+		Help: "hosts, IP addresses and CIDR networks (prometheus.internal, 10.0.0.0/8), comma-separated, that the URLs a repository's .github/ripcord.yml chooses (prometheus_url, alertmanager_url, probes with from: server, policy_validation.url) may reach, beside the hosts of rollout.prometheus_url and rollout.alertmanager_url; empty: any address but the link-local (cloud metadata), unspecified and multicast ones, which are refused whatever the list says (README: Requests to URLs a repository chooses)", set: setOutboundAllow},
 }
 
 var byKey, byFlag = func() (map[string]Setting, map[string]Setting) {
@@ -355,4 +359,21 @@ func optionalHTTP(field func(*Config) *string) func(*Config, string) error {
 		*field(c) = strings.TrimSuffix(u.String(), "/")
 		return nil
 	}
+}
+
+func setOutboundAllow(c *Config, v string) error {
+	c.Outbound.Allow = nil
+	if v == "" {
+		return nil
+	}
+	list := strings.Split(v, ",")
+	if _, err := outbound.ParseAllow(list); err != nil {
+		return err
+	}
+	for _, e := range list {
+		if e = strings.TrimSpace(e); e != "" {
+			c.Outbound.Allow = append(c.Outbound.Allow, e)
+		}
+	}
+	return nil
 }
