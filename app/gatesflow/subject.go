@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/internal/outbound"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -56,7 +56,12 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 			schema.err = fmt.Errorf("no such file on the default branch")
 		}
 	}
-	sv := services{schema: schema, commits: commits{gh}, scanning: scanning{gh}, client: http.DefaultClient, registry: w.registry}
+	var allow []string
+	if w.deps.Config != nil {
+		allow = w.deps.Config.Outbound.Allow
+	}
+	// client reaches URLs the repository config chooses (policy_validation).
+	sv := services{schema: schema, commits: commits{gh}, scanning: scanning{gh}, client: outbound.Client(allow), registry: w.registry}
 	if g.Provenance != nil || g.SBOM != nil || g.ImageScan != nil {
 		sv.trust = readTrust(ctx, gh, a.Repository, g.Provenance)
 	}

@@ -1,12 +1,11 @@
 package rolloutflow
 
 import (
-	"net/http"
-
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/outbound"
 )
 
 // Register adds the rollout workers (start, merge, tick, check run, the
@@ -31,10 +30,15 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 }
 
 func newExecutor(d pipeline.Deps) *executor {
-	x := &executor{deps: d, health: serverGate{client: http.DefaultClient}, metrics: newMetrics(d.Registerer)}
+	// The gate's URLs are the repository config's (internal/outbound); the
+	// server's own Prometheus and Alertmanager stand in for those it does
+	// not name, through the same reading, so their hosts are allowed too.
+	x := &executor{deps: d, health: serverGate{client: outbound.Client(nil)}, metrics: newMetrics(d.Registerer)}
 	if c := d.Config; c != nil {
 		x.server = Server{MaxParallel: c.Rollout.MaxParallel, PrometheusURL: c.Rollout.PrometheusURL,
 			AlertmanagerURL: c.Rollout.AlertmanagerURL}
+		allow := outbound.WithHostsOf(c.Outbound.Allow, c.Rollout.PrometheusURL, c.Rollout.AlertmanagerURL)
+		x.health = serverGate{client: outbound.Client(allow)}
 	}
 	return x
 }

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -163,6 +164,23 @@ func Redirect(resp *http.Response) string {
 		to = "no Location"
 	}
 	return fmt.Sprintf("redirected to %s; ripcord follows no redirects for repository-chosen URLs", to)
+}
+
+// WithHostsOf is allow with the hosts of the server's own URLs (its
+// configuration, not a repository's) added when allow limits anything:
+// where they reach the same client as repository-chosen URLs, a list meant
+// for the latter must not cut the server off from its own services.
+func WithHostsOf(allow []string, urls ...string) []string {
+	if len(allow) == 0 {
+		return allow
+	}
+	out := slices.Clone(allow)
+	for _, raw := range urls {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+			out = append(out, u.Hostname())
+		}
+	}
+	return out
 }
 
 // clients are the clients made so far, one per outbound.allow: each keeps
