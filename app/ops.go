@@ -2,12 +2,20 @@ package app
 
 import (
 	"context"
+	"errors"
 	"html/template"
+	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -17,32 +25,110 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 
 // readyz is ready when the database answers, takes writes (a SQLite file
 // that can be written, a PostgreSQL that is no standby nor read-only: see
-// store.DB.CheckWrite) and every migration is applied.
+// store.DB.CheckWrite) and every migration is applied. Its answer is
+// public and says what is wrong in a few words: the database's own error
+// names PostgreSQL's user, database and host, so it goes to the log, once
+// per outage.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	if err := s.db.Ping(ctx); err != nil {
-		s.health.failed(err)
-		http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
+		s.notReady(w, "database unreachable", err)
 		return
 	}
 	if err := s.db.CheckWrite(ctx); err != nil {
-		s.health.failed(err)
-		http.Error(w, "database cannot be written: "+err.Error(), http.StatusServiceUnavailable)
+		reason := "database cannot be written"
+		if why := writeRefusal(err); why != "" {
+			reason += ": " + why
+		}
+		s.notReady(w, reason, err)
 		return
 	}
 	s.health.ok()
 	pending, err := s.db.Pending(ctx)
 	if err != nil {
-		http.Error(w, "cannot read migration state: "+err.Error(), http.StatusServiceUnavailable)
+		s.notReady(w, "migration state unreadable", err)
 		return
 	}
 	if pending {
-		http.Error(w, "migrations pending: run ripcord migrate", http.StatusServiceUnavailable)
+		s.notReady(w, "migrations pending: run ripcord migrate", nil)
 		return
 	}
+	s.readyzLog().ready(s.log)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("ready\n"))
+}
+
+// notReady answers 503 with reason. An error that is the database being
+// unavailable is logged by the server's outage log (dbhealth.go); any
+// other is logged here, once while /readyz keeps failing for that reason.
+func (s *Server) notReady(w http.ResponseWriter, reason string, err error) {
+	if !s.health.failed(err) {
+		s.readyzLog().failed(s.log, reason, err)
+	}
+	http.Error(w, reason, http.StatusServiceUnavailable)
+}
+
+// writeRefusal says in a few words why the database refused CheckWrite's
+// write, or "" when that is not known.
+func writeRefusal(err error) string {
+	if errors.Is(err, store.ErrReadOnly) {
+		// ripcord's own words, which name no user, database or host.
+		return "it is read-only: " + strings.TrimPrefix(err.Error(), store.ErrReadOnly.Error()+": ")
+	}
+	msg := strings.ToLower(err.Error())
+	has := func(texts ...string) bool {
+		return slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(msg, t) })
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT),
+		has("(sqlstate 53100)", "disk is full", "no space left on device", "disk quota exceeded"):
+		return "its disk is full"
+	case errors.Is(err, syscall.EFBIG), has("file too large"):
+		return "its file cannot grow (a file size limit)"
+	case errors.Is(err, syscall.EROFS), has("(sqlstate 25006)", "readonly database", "read-only file system"):
+		return "it is read-only"
+	}
+	return ""
+}
+
+// readyzLogs hold each server's readyzLog. The log belongs with the Server
+// (server.go); it is kept beside /readyz until that file can take it.
+var readyzLogs sync.Map // *Server -> *readyzLog
+
+func (s *Server) readyzLog() *readyzLog {
+	l, _ := readyzLogs.LoadOrStore(s, &readyzLog{})
+	return l.(*readyzLog)
+}
+
+// readyzLog logs why /readyz fails, once while it fails for one reason,
+// and when it is ready again.
+type readyzLog struct {
+	mu      sync.Mutex
+	failing string // the reason /readyz answers now; "" when ready
+}
+
+func (l *readyzLog) failed(log *slog.Logger, reason string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing == reason {
+		return
+	}
+	l.failing = reason
+	if err == nil {
+		log.Warn("/readyz answers 503: " + reason)
+		return
+	}
+	log.Warn("/readyz answers 503: "+reason, "err", err)
+}
+
+func (l *readyzLog) ready(log *slog.Logger) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failing != "" {
+		log.Info("/readyz answers ready again", "after", l.failing)
+		l.failing = ""
+	}
 }
 
 func (s *Server) metricsHandler() http.Handler {
