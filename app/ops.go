@@ -54,7 +54,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.notReady(w, "migrations pending: run ripcord migrate", nil)
 		return
 	}
-	s.readyzLog().ready(s.log)
+	s.notReadyLog.ready(s.log)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write([]byte("ready\n"))
 }
@@ -64,7 +64,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // other is logged here, once while /readyz keeps failing for that reason.
 func (s *Server) notReady(w http.ResponseWriter, reason string, err error) {
 	if !s.health.failed(err) {
-		s.readyzLog().failed(s.log, reason, err)
+		s.notReadyLog.failed(s.log, reason, err)
 	}
 	http.Error(w, reason, http.StatusServiceUnavailable)
 }
@@ -90,15 +90,6 @@ func writeRefusal(err error) string {
 		return "it is read-only"
 	}
 	return ""
-}
-
-// readyzLogs hold each server's readyzLog. The log belongs with the Server
-// (server.go); it is kept beside /readyz until that file can take it.
-var readyzLogs sync.Map // *Server -> *readyzLog
-
-func (s *Server) readyzLog() *readyzLog {
-	l, _ := readyzLogs.LoadOrStore(s, &readyzLog{})
-	return l.(*readyzLog)
 }
 
 // readyzLog logs why /readyz fails, once while it fails for one reason,

@@ -61,13 +61,15 @@ type Server struct {
 	metrics    *metrics
 	log        *slog.Logger
 	// health logs database outages once each (dbhealth.go).
-	health   *dbHealth
-	handler  http.Handler
-	mux      *http.ServeMux
-	handlers map[string][]EventHandler
-	github   githubapp.ClientCreator
-	ghCalls  *ghclient.Counter
-	records  *records.Store
+	health *dbHealth
+	// notReadyLog logs why /readyz fails, once per reason (ops.go).
+	notReadyLog readyzLog
+	handler     http.Handler
+	mux         *http.ServeMux
+	handlers    map[string][]EventHandler
+	github      githubapp.ClientCreator
+	ghCalls     *ghclient.Counter
+	records     *records.Store
 	// configs reads repositories' .github/ripcord.yml for the stall checks.
 	configs *configload.Loader
 	// repoConfigs are the repositories' configs as last read
