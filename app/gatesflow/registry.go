@@ -5,6 +5,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/gates/attest"
+	"github.com/ripcord/ripcord/internal/outbound"
 )
 
 // newRegistry is the one verifier of the server: its cache outlives a job,
@@ -18,7 +19,8 @@ func newRegistry(c *config.Config) attest.Source {
 	if err != nil {
 		return brokenRegistry{err}
 	}
-	return attest.NewVerifier(attest.Registries{Insecure: r.Insecure, Keychain: kc}, attest.DefaultCacheSize)
+	return attest.NewVerifier(attest.Registries{Insecure: r.Insecure, Keychain: kc,
+		Transport: outbound.RegistryTransport()}, attest.DefaultCacheSize)
 }
 
 // brokenRegistry answers every verification with the settings' error, so

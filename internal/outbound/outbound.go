@@ -206,7 +206,19 @@ func newClient(allow []string) *http.Client {
 	// A proxy would be the one dialled, so the rules could not see where
 	// the request goes: repository-chosen URLs are reached directly.
 	t.Proxy = nil
-	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	t.DialContext = guardedDial(r, err)
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+		// A redirect is the answer: following it would take the request
+		// to a host and path the repository config does not name (a probe
+		// pinned to its target's {host}, an API path ripcord appends).
+		return http.ErrUseLastResponse
+	}}
+}
+
+// guardedDial dials under the rules r; a list that did not parse (err)
+// refuses every connection.
+func guardedDial(r Rules, err error) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("outbound.allow: %w", err)
 		}
@@ -215,10 +227,23 @@ func newClient(allow []string) *http.Client {
 			Control: func(_, address string, _ syscall.RawConn) error { return r.Check(host, address) }}
 		return d.DialContext(ctx, network, addr)
 	}
-	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
-		// A redirect is the answer: following it would take the request
-		// to a host and path the repository config does not name (a probe
-		// pinned to its target's {host}, an API path ripcord appends).
-		return http.ErrUseLastResponse
-	}}
 }
+
+// registryTransport is RegistryTransport's one transport, so its
+// connections are reused across verifications.
+var registryTransport = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = guardedDial(Rules{}, nil)
+	return t
+})
+
+// RegistryTransport is the transport for image registries named by images
+// in a repository's release file or a release's body: those hosts are
+// repository-chosen too, so link-local addresses (the cloud metadata
+// service), unspecified and multicast ones are refused as for the client.
+// Unlike the client it follows redirects (registries send blob downloads
+// to storage elsewhere), keeps the environment's proxy settings (registries
+// are often reached through one; the rules then see only the proxy), and
+// ignores outbound.allow, which lists the hosts of health and policy URLs,
+// not registries.
+func RegistryTransport() http.RoundTripper { return registryTransport() }
