@@ -20,8 +20,11 @@ type CheckView struct {
 }
 
 // RenderCheck shows an episode: the decision, its reason, the attempt, the
-// next retry and the config that applied. A retry in flight is
-// in_progress; an episode that needs nothing more from ripcord is completed.
+// next retry and the config that applied. A retry or a rollback in flight
+// is in_progress; an episode that needs nothing more from ripcord is
+// completed. A rollback stays in progress until it ends: GitHub may refuse
+// to change a completed check run, and a rollback that then fails would
+// still show as a neutral "Rolling back".
 func RenderCheck(ep Episode) CheckView {
 	d := ep.Decision
 	v := CheckView{Status: "completed"}
@@ -33,7 +36,7 @@ func RenderCheck(ep Episode) CheckView {
 	case StateRecovered:
 		v.Conclusion, v.Title = "success", fmt.Sprintf("Recovered: attempt %d succeeded", ep.RunAttempt)
 	case StateRollingBack:
-		v.Conclusion, v.Title = "neutral", "Rolling back to "+targetName(d.Target)
+		v.Status, v.Title = "in_progress", "Rolling back to "+targetName(d.Target)
 	case StateRolledBack:
 		v.Conclusion, v.Title = "neutral", "Rolled back to "+targetName(d.Target)
 	case StateStopped:
@@ -51,6 +54,9 @@ func summary(ep Episode) string {
 	d, c := ep.Decision, ep.Context
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Decision:** %s (rule `%s`)\n\n**Why:** %s\n\n", d.Action, d.Rule, d.Reason)
+	if ep.State == StateRollingBack {
+		fmt.Fprintf(&b, "**Now:** a rollback to %s is running; this check run completes when it ends.\n\n", targetName(d.Target))
+	}
 	if c.Note != "" {
 		fmt.Fprintf(&b, "**Note:** %s\n\n", c.Note)
 	}

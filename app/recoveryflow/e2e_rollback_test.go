@@ -38,7 +38,9 @@ func TestExhaustedRetriesRollBackByDispatchingThePreviousVersion(t *testing.T) {
 		s.WaitFor("the rollback run to be recorded", wait, func() bool {
 			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
 		})
-		s.waitCheck("Rolling back to v1")
+		if cr := s.waitCheck("Rolling back to v1"); cr.Status != "in_progress" {
+			t.Errorf("check run while rolling back: %s/%s, want in_progress until the rollback ends", cr.Status, cr.Conclusion)
+		}
 
 		// The dispatched run is a run of deploy.yml too; its success closes the episode.
 		s.GitHub.CompleteRun(repo, d.RunID, "success")
@@ -51,7 +53,7 @@ func TestExhaustedRetriesRollBackByDispatchingThePreviousVersion(t *testing.T) {
 		if s.reruns() != 1 {
 			t.Errorf("re-runs = %d, want 1 (max_retries 1)", s.reruns())
 		}
-		if cr.Conclusion != "neutral" || !strings.Contains(cr.Summary, "rule `rollback`") {
+		if cr.Status != "completed" || cr.Conclusion != "neutral" || !strings.Contains(cr.Summary, "rule `rollback`") {
 			t.Errorf("check run %s: %q", cr.Conclusion, cr.Summary)
 		}
 		want := []string{"failure_detected", "retry_initiated", "failure_detected", "rollback_initiated", "rollback_completed"}

@@ -34,7 +34,7 @@ func TestRenderCheck(t *testing.T) {
 		{"a scheduled retry is in progress and says when", renderable(StateRetryScheduled, recovery.ActionRetry), "in_progress", "", "Retry 2 of 3 at 2026-03-01T12:00:20Z"},
 		{"a re-run in flight is in progress", renderable(StateRetrying, recovery.ActionRetry), "in_progress", "", "Re-running the failed jobs (retry 2 of 3)"},
 		{"a recovered run is green", renderable(StateRecovered, recovery.ActionRetry), "completed", "success", "Recovered: attempt 2 succeeded"},
-		{"a rollback names its target", renderable(StateRollingBack, recovery.ActionRollback), "completed", "neutral", "Rolling back to v1"},
+		{"a rollback in flight is in progress and names its target", renderable(StateRollingBack, recovery.ActionRollback), "in_progress", "", "Rolling back to v1"},
 		{"a skip is neutral", renderable(StateSkipped, recovery.ActionSkip), "completed", "neutral", "Rollback skipped: another version is running"},
 		{"an alert fails the check", renderable(StateAlerted, recovery.ActionAlert), "completed", "failure", "Manual intervention required"},
 	}
@@ -49,6 +49,9 @@ func TestRenderCheck(t *testing.T) {
 				if !strings.Contains(v.Summary, want) {
 					t.Errorf("summary lacks %q:\n%s", want, v.Summary)
 				}
+			}
+			if has := strings.Contains(v.Summary, "a rollback to v1 is running"); has != (c.ep.State == StateRollingBack) {
+				t.Errorf("summary says a rollback is running = %v in state %s", has, c.ep.State)
 			}
 			if has := strings.Contains(v.Summary, "| next retry | 2026-03-01T12:00:20Z |"); has != (c.ep.State == StateRetryScheduled) {
 				t.Errorf("next retry shown = %v in state %s", has, c.ep.State)
