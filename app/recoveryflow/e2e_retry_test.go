@@ -3,6 +3,7 @@ package recoveryflow_test
 import (
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -178,6 +179,41 @@ func TestRetryAfterAStopShowsOnANewCheckRun(t *testing.T) {
 			case c.ID != stopped.ID && c.Status != "in_progress":
 				t.Errorf("the retry's check run is %s/%s %q, want in_progress", c.Status, c.Conclusion, c.Title)
 			}
+		}
+	})
+}
+
+// A run GitHub could not start (startup_failure: the workflow file or its
+// permissions are broken) is an alert that says so: re-running it fails the
+// same way, and nothing was deployed to roll back, even with retries left
+// and an eligible previous release.
+func TestStartupFailureAlertsWithoutRetryOrRollback(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(2, "1ms"), app.Options{})
+		s.healthyPrevious()
+		const run = 5020
+		s.GitHub.AddWorkflowRun(repo, githubtest.WorkflowRun{ID: run, Path: ".github/workflows/deploy.yml", HeadSHA: s.sha,
+			Conclusion: "startup_failure"})
+		s.deliverRun(run, 1, "startup_failure")
+		s.waitState(run, recoveryflow.StateAlerted)
+		s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
+		cr := s.waitCheck("Manual intervention required")
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		if got := s.reruns(); got != 0 {
+			t.Errorf("re-runs = %d, want none: a run that cannot start fails again", got)
+		}
+		if n := len(s.GitHub.Dispatches(repo)); n != 0 {
+			t.Errorf("dispatches = %d, want none: nothing was deployed", n)
+		}
+		if cr.Conclusion != "failure" || !strings.Contains(cr.Summary, "rule `alert-startup-failure`") ||
+			!strings.Contains(cr.Summary, "workflow file is invalid") {
+			t.Errorf("check run %s does not say the workflow could not start:\n%s", cr.Conclusion, cr.Summary)
+		}
+		want := []string{"failure_detected", "manual_intervention_required"}
+		if got := s.auditTypes(url.QueryEscape(recoveryflow.RunKey(repo, run))); !slices.Equal(got, want) {
+			t.Errorf("audit trail = %v, want %v", got, want)
 		}
 	})
 }

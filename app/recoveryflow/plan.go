@@ -106,7 +106,31 @@ func plan(g gathered) planned {
 	}
 	p.Context.Input, p.Context.Config = in, applied
 	p.Decision = recovery.Decide(in)
+	if g.Run.Conclusion == startupFailure {
+		p.Decision = startupFailed(g.Run, p.Decision)
+	}
 	return p
+}
+
+// startupFailure is the conclusion of a run GitHub could not start: its
+// workflow file is invalid, or it asks for a permission the repository does
+// not grant. Re-running it fails the same way, and nothing was deployed.
+const startupFailure = "startup_failure"
+
+// RuleStartupFailure names the alert decided for a startup_failure.
+const RuleStartupFailure = "alert-startup-failure"
+
+// startupFailed is the alert for a run that failed to start, in place of
+// d (what the policy alone would decide): never a retry, never a rollback.
+func startupFailed(run runInfo, d recovery.Decision) recovery.Decision {
+	return recovery.Decision{
+		Action: recovery.ActionAlert, Rule: RuleStartupFailure,
+		Reason: fmt.Sprintf("Run %d (attempt %d) ended with conclusion startup_failure: GitHub could not start it, because the workflow "+
+			"file is invalid or asks for permissions the repository does not grant. Re-running it will not fix that and nothing was "+
+			"deployed, so ripcord neither retries nor rolls back; a human has to fix the workflow.", run.ID, run.Attempt),
+		Attempt: d.Attempt, MaxAttempts: d.MaxAttempts,
+		AuditEvents: []string{recovery.EventFailureDetected, recovery.EventManualInterventionRequired},
+	}
 }
 
 // chooseDeploy names the app and environment the run deployed: the task

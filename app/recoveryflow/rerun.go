@@ -149,7 +149,7 @@ func (f *flow) movedOn(ctx context.Context, ep Episode, run runInfo) error {
 	var ev records.AuditEvent
 	var ok bool
 	switch run.Conclusion {
-	case "failure", "timed_out":
+	case "failure", "timed_out", startupFailure:
 		return nil
 	case "success":
 		next, ev, ok = succeeded(ep, run, "", now)

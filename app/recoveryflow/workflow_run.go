@@ -39,7 +39,8 @@ func (h *workflowRunHandler) Handle(ctx context.Context, d pipeline.Delivery) (p
 		CreatedAt: wr.GetCreatedAt().Time, Path: wr.GetPath(), HeadSHA: wr.GetHeadSHA()}
 	repo := ev.GetRepo().GetFullName()
 	switch run.Conclusion {
-	case "failure", "timed_out":
+	case "failure", "timed_out", startupFailure:
+		// startup_failure: GitHub could not start the run (plan alerts).
 		return h.f.onFailure(ctx, d, repo, inst, run)
 	case "success":
 		return h.f.onSuccess(ctx, d, repo, run)
