@@ -33,6 +33,9 @@ func RenderCheck(ep Episode) CheckView {
 		v.Status, v.Title = "in_progress", fmt.Sprintf("Retry %d of %d at %s", d.Attempt, d.MaxAttempts, stamp(d.RetryAt))
 	case StateRetrying:
 		v.Status, v.Title = "in_progress", fmt.Sprintf("Re-running the failed jobs (retry %d of %d)", d.Attempt, d.MaxAttempts)
+		if n := ep.Context.RerunByHand; n > 0 {
+			v.Title = fmt.Sprintf("Waiting for the re-run a person started (attempt %d)", n)
+		}
 	case StateRecovered:
 		v.Conclusion, v.Title = "success", fmt.Sprintf("Recovered: attempt %d succeeded", ep.RunAttempt)
 	case StateRollingBack:

@@ -1,6 +1,7 @@
 package recoveryflow
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -66,6 +67,9 @@ type Context struct {
 	LiveReleaseID     string         `json:"live_release_id,omitempty"`
 	// Note adds what the decision could not know, e.g. an ambiguous environment.
 	Note string `json:"note,omitempty"`
+	// RerunByHand is the attempt a person started before the scheduled
+	// retry fell due, still running when it did: the episode waits for it.
+	RerunByHand int `json:"rerun_by_hand,omitempty"`
 }
 
 // Applied is the configuration a decision applied, as the check run shows it.
@@ -167,6 +171,19 @@ func (e Episode) RerunRequested(attempt int, at time.Time) (Episode, bool) {
 		return e, false
 	}
 	e.State, e.NextRetryAt = StateRetrying, nil
+	return e.bump(at), true
+}
+
+// WaitForRerun gives up the scheduled retry of attempt when the run was
+// re-run meanwhile (by a person) and attempt running is still running: that
+// attempt's outcome, as its workflow_run delivery reports it, decides.
+func (e Episode) WaitForRerun(attempt, running int, at time.Time) (Episode, bool) {
+	if e.State != StateRetryScheduled || e.RunAttempt != attempt || running <= attempt {
+		return e, false
+	}
+	e.State, e.NextRetryAt, e.Context.RerunByHand = StateRetrying, nil, running
+	e.Context.Note = strings.TrimSpace(e.Context.Note + " " + fmt.Sprintf(
+		"Retry %d was due, but a person had re-run the run already: ripcord waits for attempt %d instead.", e.Decision.Attempt, running))
 	return e.bump(at), true
 }
 

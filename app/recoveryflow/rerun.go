@@ -135,26 +135,30 @@ func (w *rerunWorker) work(ctx context.Context, job *river.Job[RerunArgs]) error
 }
 
 // movedOn settles an episode whose scheduled retry found the run past the
-// attempt it was for. A later attempt still running, or failed, is left to
-// its own workflow_run delivery. One that succeeded or was stopped is
+// attempt it was for. A later attempt that failed is left to its own
+// workflow_run delivery; so is one still running, but the episode then
+// waits for it, so the check run stops announcing a retry that is past due
+// and will not come. One that succeeded or was stopped is
 // applied here: its delivery may have come before the failure this retry was
 // scheduled for (webhooks arrive out of order) and found no episode to
 // close, and the episode would then wait for a retry that never comes.
 func (f *flow) movedOn(ctx context.Context, ep Episode, run runInfo) error {
-	if run.Status != "completed" || run.Attempt <= ep.RunAttempt {
+	if run.Attempt <= ep.RunAttempt {
 		return nil
 	}
 	now := f.deps.Now()
 	var next Episode
 	var ev records.AuditEvent
 	var ok bool
-	switch run.Conclusion {
-	case "failure", "timed_out", startupFailure:
-		return nil
-	case "success":
-		next, ev, ok = succeeded(ep, run, "", now)
+	switch {
+	case run.Status != "completed":
+		if next, ok = ep.WaitForRerun(ep.RunAttempt, run.Attempt, now); ok {
+			ev = auditEvent(next, records.AuditStateChanged, "", now, fmt.Sprintf(
+				"Retry %d of run %d was due, but attempt %d, re-run by a person, is running; ripcord waits for its outcome.",
+				ep.Decision.Attempt, run.ID, run.Attempt))
+		}
 	default:
-		next, ev, ok = stopped(ep, run, "", now)
+		next, ev, ok = endedAttempt(ep, run, now)
 	}
 	if !ok {
 		return nil
@@ -162,6 +166,23 @@ func (f *flow) movedOn(ctx context.Context, ep Episode, run runInfo) error {
 	return f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		return f.saveEpisode(next, ep.Seq, ev)(ctx, tx) // stale: River retries the job, which then finds the new state
 	})
+}
+
+// endedAttempt is ep once a later attempt of its run ended: success closes
+// it, a stop ends the wait; a failure changes nothing here.
+func endedAttempt(ep Episode, run runInfo, now time.Time) (Episode, records.AuditEvent, bool) {
+	var next Episode
+	var ev records.AuditEvent
+	var ok bool
+	switch run.Conclusion {
+	case "failure", "timed_out", startupFailure:
+		return ep, ev, false
+	case "success":
+		next, ev, ok = succeeded(ep, run, "", now)
+	default:
+		next, ev, ok = stopped(ep, run, "", now)
+	}
+	return next, ev, ok
 }
 
 // currentRun reads the run; moved is true when it is no longer the

@@ -184,7 +184,7 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 				t.Errorf("the alert does not name the missing permission: %s", ep.Decision.Reason)
 			}
 		})
-		t.Run("re-run by hand meanwhile: nothing to do", func(t *testing.T) {
+		t.Run("re-run by hand meanwhile: no re-run, the episode waits for it", func(t *testing.T) {
 			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 13, RunAttempt: 1})
 			scheduled(t, f, 13, time.Now().Add(-time.Hour))
 			fake.CompleteRun("acme/checkout", 13, "failure")
@@ -193,8 +193,8 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 				_, _ = io.WriteString(w, `{"id": 13, "run_attempt": 2, "status": "in_progress"}`)
 			})
 			fire(t, f, 13)
-			if ep := after(13); reruns(13) != 0 || ep.State != StateRetryScheduled {
-				t.Errorf("re-runs %d, state %s", reruns(13), ep.State)
+			if ep := after(13); reruns(13) != 0 || ep.State != StateRetrying || !strings.Contains(RenderCheck(ep).Title, "attempt 2") {
+				t.Errorf("re-runs %d, state %s, check run %q", reruns(13), ep.State, RenderCheck(ep).Title)
 			}
 		})
 		t.Run("the episode closed meanwhile: GitHub is not even asked", func(t *testing.T) {
@@ -507,5 +507,67 @@ func TestCommandReRunThatCannotBeCarriedOutIsAnswered(t *testing.T) {
 				t.Errorf("replies = %q, want one that says what GitHub answered", got)
 			}
 		})
+	})
+}
+
+// A person re-ran the run before the scheduled retry fell due, and that
+// attempt is still running when it does: ripcord does not re-run, and the
+// check run stops saying "Retry 1 of 3 at <a time now past>"; it says it
+// waits for the person's re-run, whose outcome then decides.
+func TestScheduledRetryWaitsForARerunAPersonStarted(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		clock := ghclient.NewStepClock(time.Now().UTC())
+		f := workerFlow(t, dbURL, fake, clock, nil)
+		ctx := context.Background()
+		gh, err := f.deps.GitHub.NewInstallationClient(githubtest.InstallationID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const id = 44
+		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: id})
+		if _, err := gh.Actions.RerunFailedJobsByID(ctx, "acme", "checkout", id); err != nil {
+			t.Fatal(err)
+		}
+		before := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
+		ep := scheduled(t, f, id, time.Now().Add(-time.Hour))
+		if v := RenderCheck(ep); !strings.HasPrefix(v.Title, "Retry 1 of") {
+			t.Fatalf("setup: check run %q", v.Title)
+		}
+		checks := countJobs(t, f, "recovery_check")
+		fire(t, f, id)
+		after, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs") - before; n != 0 {
+			t.Errorf("re-runs = %d, want none: attempt 2 is running", n)
+		}
+		v := RenderCheck(after)
+		if v.Status != "in_progress" || v.Title != "Waiting for the re-run a person started (attempt 2)" {
+			t.Errorf("check run %s %q, want in_progress, waiting for the person's attempt 2", v.Status, v.Title)
+		}
+		if strings.Contains(v.Summary, "next retry") || !strings.Contains(v.Summary, "ripcord waits for attempt 2") {
+			t.Errorf("summary still announces a retry, or does not say it waits for attempt 2:\n%s", v.Summary)
+		}
+		if n := countJobs(t, f, "recovery_check") - checks; n != 1 {
+			t.Errorf("check-run jobs queued = %d, want 1 to show the wait", n)
+		}
+		// Attempt 2's own delivery still decides: it is not taken for handled.
+		if _, ok := after.Fail(Failure{Attempt: 2, Decision: ep.Decision, Context: ep.Context, At: clock.Now()}); !ok {
+			t.Error("attempt 2's failure would be refused")
+		}
+		if _, ok := after.Succeed(2, clock.Now()); !ok {
+			t.Error("attempt 2's success would be refused")
+		}
+		// Fired again (River retrying the job): nothing more happens.
+		fire(t, f, id)
+		again, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Seq != after.Seq {
+			t.Errorf("seq %d after a second firing, want %d", again.Seq, after.Seq)
+		}
 	})
 }
