@@ -254,3 +254,109 @@ func (s *scene) failureRollsBack(run int64, attempt int) githubtest.Dispatch {
 	})
 	return d
 }
+
+// deliverDispatchedRun delivers the outcome of a run of deploy.yml started by
+// a workflow dispatch, as GitHub reports a rollback run.
+func (s *scene) deliverDispatchedRun(id int64, conclusion string) {
+	s.T.Helper()
+	r := runPayload(s, id, 1, conclusion)
+	r.Event = "workflow_dispatch"
+	s.Deliver("workflow_run", s.WorkflowRun(r))
+}
+
+// rerunByHand re-runs the failed jobs of run as a person does, on GitHub.
+func (s *scene) rerunByHand(run int64) {
+	s.T.Helper()
+	resp, err := http.Post(fmt.Sprintf("%srepos/%s/actions/runs/%d/rerun-failed-jobs", s.GitHub.URL(), repo, run), "application/json", nil)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		s.T.Fatalf("re-run by hand: %d", resp.StatusCode)
+	}
+}
+
+// A person re-runs the deploy while its workflow rollback runs, and the
+// re-run fails too: the new decision follows a rollback of its own. The
+// first rollback's run, a run of deploy.yml too, then fails: it is
+// ripcord's own rollback, not a deploy to retry or roll back in turn.
+func TestEarlierRollbackRunIsNotTakenForADeploy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
+		s.healthyPrevious()
+		const run = 5030
+		s.failedRun(run)
+		first := s.failureRollsBack(run, 1)
+
+		s.rerunByHand(run)
+		s.GitHub.CompleteRun(repo, run, "failure")
+		second := s.failureRollsBack(run, 2)
+
+		s.GitHub.CompleteRun(repo, first.RunID, "failure")
+		s.deliverDispatchedRun(first.RunID, "failure")
+		s.Settle(jobKinds...)
+		if n := s.Int(`SELECT COUNT(*) FROM episodes WHERE run_id = $1`, first.RunID); n != 0 {
+			t.Errorf("the first rollback run %d was taken for a failed deploy (%d episodes)", first.RunID, n)
+		}
+		if n := len(s.GitHub.Dispatches(repo)); n != 2 {
+			t.Errorf("dispatches = %d, want 2: one rollback per decision", n)
+		}
+		if st := s.state(run); st != string(recoveryflow.StateRollingBack) {
+			t.Errorf("episode %s, want rolling_back with the second rollback: the first one's outcome ends nothing", st)
+		}
+
+		s.GitHub.CompleteRun(repo, second.RunID, "success")
+		s.deliverDispatchedRun(second.RunID, "success")
+		s.waitState(run, recoveryflow.StateRolledBack)
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+		if n := s.reruns(); n != 1 {
+			t.Errorf("re-runs = %d, want only the person's", n)
+		}
+		if n := len(s.GitHub.Issues(repo)); n != 0 {
+			t.Errorf("issues = %d, want none", n)
+		}
+	})
+}
+
+// GitHub accepts the rollback's dispatch without naming its run (204), and
+// the run fails before ripcord has found it: the episode follows that run
+// and its rollback fails visibly, instead of the run being taken for a
+// failed deploy and the episode waiting "Rolling back" for ever.
+func TestUnnamedRollbackRunIsFollowedNotTakenForADeploy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
+		s.GitHub.IgnoreRunDetails(repo)
+		s.healthyPrevious()
+		const run = 5031
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
+		d := s.GitHub.Dispatches(repo)[0]
+		s.WaitFor("the dispatch accepted without its run", wait, func() bool {
+			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) < 0
+		})
+		s.GitHub.CompleteRun(repo, d.RunID, "failure")
+		s.deliverDispatchedRun(d.RunID, "failure")
+		s.waitState(run, recoveryflow.StateAlerted)
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		if n := s.Int(`SELECT COUNT(*) FROM episodes WHERE run_id = $1`, d.RunID); n != 0 {
+			t.Errorf("the rollback run %d was taken for a failed deploy (%d episodes)", d.RunID, n)
+		}
+		if got := s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run); got != int(d.RunID) {
+			t.Errorf("rollback run %d, want %d", got, d.RunID)
+		}
+		want := []string{"failure_detected", "rollback_initiated", "rollback_failed", "manual_intervention_required"}
+		if got := s.auditTypes("checkout-v2"); !slices.Equal(got, want) {
+			t.Errorf("audit trail = %v, want %v", got, want)
+		}
+		if n := len(s.GitHub.Dispatches(repo)); n != 1 {
+			t.Errorf("dispatches = %d, want 1", n)
+		}
+	})
+}

@@ -30,6 +30,7 @@ type runInfo struct {
 	CreatedAt  time.Time
 	Path       string
 	HeadSHA    string
+	Event      string // what started it: push, workflow_dispatch, …
 }
 
 func (r runInfo) recoveryRun() recovery.Run {

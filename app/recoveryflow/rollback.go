@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/recovery"
 	"github.com/ripcord/ripcord/repoconfig"
@@ -94,6 +96,9 @@ const (
 	dispatchSkew  = time.Minute
 	dispatchLook  = 5 * time.Second
 	dispatchGrace = 2 * time.Minute
+	// dispatchWindow bounds how long after a dispatch GitHub has not named
+	// the run of, a dispatched run of the workflow is taken for its own.
+	dispatchWindow = dispatchGrace + dispatchSkew
 )
 
 func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
@@ -135,7 +140,7 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 		}
 		// Sent, and no run since: GitHub did not start one, so send it again.
 	}
-	if ep, err = w.mark(ctx, ep, dispatchSent); err != nil {
+	if ep, err = w.mark(ctx, ep, a, dispatchSent); err != nil {
 		return err
 	}
 	runID, err := dispatch(ctx, gh, owner, repo, a.Workflow, branch, map[string]any{a.Input: a.Version})
@@ -145,7 +150,7 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	f.metrics.effects.WithLabelValues("dispatch", "done").Inc()
 	f.deps.Log.Info("rollback dispatched", "repository", a.Repository, "workflow", a.Workflow, "version", a.Version, "run_id", runID)
 	if runID == 0 {
-		if _, err := w.mark(ctx, ep, dispatchAccepted); err != nil {
+		if _, err := w.mark(ctx, ep, a, dispatchAccepted); err != nil {
 			return err
 		}
 		return river.JobSnooze(dispatchLook)
@@ -156,10 +161,22 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 // mark stores mark as the episode's rollback run, with the time it was
 // set. It keeps Seq: nothing a user sees changed, and a write that moves
 // the episode on over it makes the mark moot.
-func (w *dispatchWorker) mark(ctx context.Context, ep Episode, mark int64) (Episode, error) {
+//
+// The dispatch is kept in rollback_dispatches too, beyond the episode's
+// decision: its run is then known as ripcord's rollback, not a deploy,
+// also while GitHub has not named it and after a new decision.
+func (w *dispatchWorker) mark(ctx context.Context, ep Episode, a DispatchArgs, mark int64) (Episode, error) {
 	next := ep
 	next.RollbackRunID, next.UpdatedAt = mark, w.f.deps.Now()
-	err := w.f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return saveEpisode(ctx, tx, next, ep.Seq) })
+	err := w.f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO rollback_dispatches (episode_repository, episode_run_id, attempt, repository,
+			workflow, dispatched_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (episode_repository, episode_run_id, attempt) DO NOTHING`,
+			ep.Repository, ep.RunID, ep.RunAttempt, a.Repository, a.Workflow, store.Micros(next.UpdatedAt))
+		return err
+	})
 	if err != nil {
 		return ep, fmt.Errorf("note the rollback dispatch of %s#%d: %w", ep.Repository, ep.RunID, err)
 	}
@@ -177,8 +194,21 @@ func (w *dispatchWorker) dispatched(ctx context.Context, ep Episode, attempt int
 		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
 			return err
 		}
+		if err := nameDispatchedRun(ctx, tx, next, runID); err != nil {
+			return err
+		}
 		return f.queueCheck(ctx, tx, next)
 	})
+}
+
+// nameDispatchedRun records runID as the run of ep's rollback dispatch.
+func nameDispatchedRun(ctx context.Context, tx *sql.Tx, ep Episode, runID int64) error {
+	_, err := tx.ExecContext(ctx, `UPDATE rollback_dispatches SET run_id = $4
+		WHERE episode_repository = $1 AND episode_run_id = $2 AND attempt = $3`, ep.Repository, ep.RunID, ep.RunAttempt, runID)
+	if err != nil {
+		return fmt.Errorf("record rollback run %d of %s#%d: %w", runID, ep.Repository, ep.RunID, err)
+	}
+	return nil
 }
 
 // notFound ends a rollback whose run ripcord cannot tell: a person has to
@@ -222,8 +252,8 @@ func (f *flow) unclaimed(ctx context.Context, runs []int64) ([]int64, error) {
 	var out []int64
 	for _, id := range runs {
 		var n int
-		if err := f.deps.DB.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM episodes WHERE rollback_run_id = $1 OR run_id = $1`,
-			id).Scan(&n); err != nil {
+		if err := f.deps.DB.Read.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM episodes WHERE rollback_run_id = $1 OR run_id = $1)
+			+ (SELECT COUNT(*) FROM rollback_dispatches WHERE run_id = $1)`, id).Scan(&n); err != nil {
 			return nil, fmt.Errorf("is run %d another episode's: %w", id, err)
 		}
 		if n == 0 {
@@ -298,6 +328,109 @@ func (f *flow) onRollbackRunFailure(d pipeline.Delivery, ep Episode, run runInfo
 	return func(ctx context.Context, tx *sql.Tx) error {
 		return f.rollbackFailed(ctx, tx, ep, why, d.ID)
 	}
+}
+
+// onRollbackRunSuccess closes the episode whose rollback run succeeded;
+// nil when it has moved on already.
+func (f *flow) onRollbackRunSuccess(d pipeline.Delivery, ep Episode, run runInfo) pipeline.Commit {
+	now := f.deps.Now()
+	next, ok := ep.RolledBack(now)
+	if !ok {
+		return nil
+	}
+	ev := auditEvent(next, records.AuditRollbackCompleted, d.ID, now, fmt.Sprintf(
+		"Rollback run %d succeeded: %s is back on %s.", run.ID, where(next.Environment, next.Cluster), targetName(next.Decision.Target)))
+	return f.saveEpisode(next, ep.Seq, ev)
+}
+
+// onDispatchedRun handles a completed run that no episode follows but that
+// a workflow rollback of recovery started: own is true then, and the run is
+// never a deploy to decide. It is the run of a dispatch recorded as run
+// run.ID, whose episode has a new decision since (a person re-ran the
+// deploy): its outcome ends nothing. Or it was dispatched (event
+// workflow_dispatch, the rollback's workflow, created since the dispatch)
+// while GitHub has not named the run of a dispatch (answered 204): the
+// episode still waiting for that run follows it and takes its outcome.
+func (f *flow) onDispatchedRun(ctx context.Context, d pipeline.Delivery, repo string, run runInfo) (pipeline.Commit, bool, error) {
+	workflow := "" // no dispatch has an empty workflow: only run_id matches
+	if run.Event == "workflow_dispatch" && !run.CreatedAt.IsZero() {
+		workflow = path.Base(run.Path)
+	}
+	created := store.Micros(run.CreatedAt)
+	rows, err := f.deps.DB.Read.QueryContext(ctx, `SELECT episode_repository, episode_run_id, attempt, run_id FROM rollback_dispatches
+		WHERE repository = $1 AND (run_id = $2 OR (run_id = 0 AND workflow = $3 AND dispatched_at BETWEEN $4 AND $5))`,
+		repo, run.ID, workflow, created-dispatchWindow.Microseconds(), created+dispatchSkew.Microseconds())
+	if err != nil {
+		return nil, false, fmt.Errorf("is run %d a rollback run: %w", run.ID, err)
+	}
+	type dispatchRow struct {
+		repository string
+		runID      int64
+		attempt    int
+		rollback   int64
+	}
+	var found []dispatchRow
+	for rows.Next() {
+		var r dispatchRow
+		if err := rows.Scan(&r.repository, &r.runID, &r.attempt, &r.rollback); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("is run %d a rollback run: %w", run.ID, err)
+		}
+		found = append(found, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("is run %d a rollback run: %w", run.ID, err)
+	}
+	var waiting []Episode
+	for _, r := range found {
+		if r.rollback == run.ID {
+			f.deps.Log.Info("run of an earlier rollback ended; its episode has decided anew since", "repository", repo,
+				"run_id", run.ID, "conclusion", run.Conclusion, "episode", RunKey(r.repository, r.runID))
+			return nil, true, nil
+		}
+		ep, ok, err := getEpisode(ctx, f.deps.DB.Read, r.repository, r.runID)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok && ep.State == StateRollingBack && ep.RunAttempt == r.attempt && ep.RollbackRunID < 0 {
+			waiting = append(waiting, ep)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return nil, false, nil
+	case len(waiting) > 1:
+		// Two rollbacks of this workflow wait for their runs: their
+		// dispatch jobs tell which is which; this delivery is retried then.
+		return nil, true, fmt.Errorf("run %d of %s may be the rollback run of %d episodes; waiting for their dispatches to name their runs",
+			run.ID, repo, len(waiting))
+	case len(waiting) == 0:
+		return nil, true, nil // a dispatch of an earlier decision: the episode moved on
+	}
+	ep := waiting[0]
+	return func(ctx context.Context, tx *sql.Tx) error {
+		next, ok := ep.RollbackDispatched(ep.RunAttempt, run.ID, f.deps.Now())
+		if !ok {
+			return nil
+		}
+		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+			return err // stale: the delivery is retried on fresh state
+		}
+		if err := nameDispatchedRun(ctx, tx, next, run.ID); err != nil {
+			return err
+		}
+		var then pipeline.Commit
+		if run.Conclusion == "success" {
+			then = f.onRollbackRunSuccess(d, next, run)
+		} else {
+			then = f.onRollbackRunFailure(d, next, run)
+		}
+		if then == nil {
+			return f.queueCheck(ctx, tx, next)
+		}
+		return then(ctx, tx)
+	}, true, nil
 }
 
 // rollbackFailed records that the episode's rollback did not happen, and

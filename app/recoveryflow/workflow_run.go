@@ -36,7 +36,7 @@ func (h *workflowRunHandler) Handle(ctx context.Context, d pipeline.Delivery) (p
 		return nil, nil
 	}
 	run := runInfo{ID: wr.GetID(), Attempt: max(wr.GetRunAttempt(), 1), Status: wr.GetStatus(), Conclusion: wr.GetConclusion(),
-		CreatedAt: wr.GetCreatedAt().Time, Path: wr.GetPath(), HeadSHA: wr.GetHeadSHA()}
+		CreatedAt: wr.GetCreatedAt().Time, Path: wr.GetPath(), HeadSHA: wr.GetHeadSHA(), Event: wr.GetEvent()}
 	repo := ev.GetRepo().GetFullName()
 	switch run.Conclusion {
 	case "failure", "timed_out", startupFailure:
@@ -59,8 +59,12 @@ func (f *flow) onStopped(ctx context.Context, d pipeline.Delivery, repo string, 
 	}
 	if !ok {
 		rb, ok, err := episodeByRollbackRun(ctx, f.deps.DB.Read, repo, run.ID)
-		if err != nil || !ok {
+		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			commit, _, err := f.onDispatchedRun(ctx, d, repo, run)
+			return commit, err
 		}
 		return f.onRollbackRunFailure(d, rb, run), nil
 	}
@@ -110,6 +114,12 @@ func (f *flow) onFailure(ctx context.Context, d pipeline.Delivery, repo string, 
 		ep, ok, err := episodeByRollbackRun(ctx, f.deps.DB.Read, repo, run.ID)
 		if err != nil || ok {
 			return f.onRollbackRunFailure(d, ep, run), err
+		}
+		// Nor is the rollback run of an earlier decision of an episode (a
+		// person re-ran the deploy meanwhile), nor one GitHub has not named
+		// yet (a dispatch answered 204).
+		if commit, own, err := f.onDispatchedRun(ctx, d, repo, run); err != nil || own {
+			return commit, err
 		}
 	}
 	if owned, err := rolloutflow.OwnsRun(ctx, f.deps.DB.Read, repo, run.ID); err != nil || owned {
@@ -189,14 +199,14 @@ func (f *flow) onSuccess(ctx context.Context, d pipeline.Delivery, repo string, 
 			return nil, nil
 		}
 	default:
-		if ep, ok, err = episodeByRollbackRun(ctx, f.deps.DB.Read, repo, run.ID); err != nil || !ok {
+		if ep, ok, err = episodeByRollbackRun(ctx, f.deps.DB.Read, repo, run.ID); err != nil {
 			return nil, err
 		}
-		if next, ok = ep.RolledBack(now); !ok {
-			return nil, nil
+		if !ok {
+			commit, _, err := f.onDispatchedRun(ctx, d, repo, run)
+			return commit, err
 		}
-		ev = auditEvent(next, records.AuditRollbackCompleted, d.ID, now, fmt.Sprintf(
-			"Rollback run %d succeeded: %s is back on %s.", run.ID, where(next.Environment, next.Cluster), targetName(next.Decision.Target)))
+		return f.onRollbackRunSuccess(d, ep, run), nil
 	}
 	return f.saveEpisode(next, ep.Seq, ev), nil
 }

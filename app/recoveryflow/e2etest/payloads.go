@@ -16,6 +16,7 @@ type Run struct {
 	Path       string // default .github/workflows/deploy.yml
 	HeadSHA    string
 	CreatedAt  time.Time // default now
+	Event      string    // default push; workflow_dispatch for a dispatched run
 }
 
 func name(repository string) string {
@@ -45,7 +46,10 @@ func (e *Env) WorkflowRun(r Run) []byte {
 		m["workflow"].(map[string]any)["path"] = r.Path
 		wr := m["workflow_run"].(map[string]any)
 		wr["id"], wr["run_attempt"], wr["status"], wr["conclusion"] = r.ID, r.Attempt, "completed", r.Conclusion
-		wr["path"], wr["head_sha"], wr["event"], wr["head_branch"] = r.Path, r.HeadSHA, "push", "main"
+		if r.Event == "" {
+			r.Event = "push"
+		}
+		wr["path"], wr["head_sha"], wr["event"], wr["head_branch"] = r.Path, r.HeadSHA, r.Event, "main"
 		stamp := r.CreatedAt.Format(time.RFC3339)
 		wr["created_at"], wr["run_started_at"], wr["updated_at"] = stamp, stamp, time.Now().UTC().Format(time.RFC3339)
 		for _, k := range []string{"repository", "head_repository"} {
