@@ -86,6 +86,7 @@ func (s *Server) periodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(s.stallScanInterval()),
 			func() (river.JobArgs, *river.InsertOpts) { return StallScanArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
+		recoveryflow.SweepJob(),
 	}
 }
 

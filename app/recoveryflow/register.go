@@ -70,7 +70,8 @@ type flow struct {
 
 // Register adds the recovery workers and returns the workflow_run handler.
 // Executors add rollback modes; mode workflow is built in. The /ripcord
-// retry command is RetryCommand, handed to commands.Register.
+// retry command is RetryCommand, handed to commands.Register; SweepJob is
+// the periodic job the server runs for overdue retries.
 func Register(d pipeline.Deps, executors ...RollbackExecutor) []pipeline.EventHandler {
 	f := newFlow(d, executors...)
 	river.AddWorker(d.Workers, &rerunWorker{f: f})
@@ -79,6 +80,7 @@ func Register(d pipeline.Deps, executors ...RollbackExecutor) []pipeline.EventHa
 	river.AddWorker(d.Workers, &dispatchWorker{f: f})
 	river.AddWorker(d.Workers, &commandRerunWorker{f: f})
 	river.AddWorker(d.Workers, &outcomeWorker{f: f})
+	river.AddWorker(d.Workers, &rerunSweepWorker{f: f})
 	return []pipeline.EventHandler{&workflowRunHandler{f: f}}
 }
 
