@@ -10,6 +10,7 @@ import (
 
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/recoveryflow"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -358,5 +359,33 @@ func TestUnnamedRollbackRunIsFollowedNotTakenForADeploy(t *testing.T) {
 		if n := len(s.GitHub.Dispatches(repo)); n != 1 {
 			t.Errorf("dispatches = %d, want 1", n)
 		}
+	})
+}
+
+// The rollback workflow lives in another repository (rollback.repository):
+// its run's outcome, reported by that repository, ends the episode.
+func TestRollbackRunInAnotherRepositoryEndsTheEpisode(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		const deployer = "acme/deployer"
+		cfg := strings.Replace(repoConfig(0, "1ms"), "          workflow: deploy.yml\n",
+			"          workflow: deploy.yml\n          repository: "+deployer+"\n", 1)
+		s := newScene(t, dbURL, cfg, app.Options{})
+		s.GitHub.PutFile(deployer, "main", ".github/workflows/deploy.yml", "on: workflow_dispatch\n")
+		s.healthyPrevious()
+		const run = 5032
+		s.failedRun(run)
+		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		s.deliverRun(run, 1, "failure")
+		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(deployer)) == 1 })
+		d := s.GitHub.Dispatches(deployer)[0]
+		s.WaitFor("the rollback run to be recorded", wait, func() bool {
+			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
+		})
+		s.GitHub.CompleteRun(deployer, d.RunID, "success")
+		s.Deliver("workflow_run", s.WorkflowRun(e2etest.Run{Repository: deployer, ID: d.RunID, Attempt: 1, Conclusion: "success",
+			HeadSHA: s.sha, Event: "workflow_dispatch"}))
+		s.waitState(run, recoveryflow.StateRolledBack)
+		s.Settle(jobKinds...)
+		s.logCalls(t)
 	})
 }

@@ -343,11 +343,13 @@ func (f *flow) onRollbackRunSuccess(d pipeline.Delivery, ep Episode, run runInfo
 	return f.saveEpisode(next, ep.Seq, ev)
 }
 
-// onDispatchedRun handles a completed run that no episode follows but that
-// a workflow rollback of recovery started: own is true then, and the run is
-// never a deploy to decide. It is the run of a dispatch recorded as run
-// run.ID, whose episode has a new decision since (a person re-ran the
-// deploy): its outcome ends nothing. Or it was dispatched (event
+// onDispatchedRun handles a completed run that no episode of its
+// repository follows but that a workflow rollback of recovery started: own
+// is true then, and the run is never a deploy to decide. It is the run of a
+// dispatch recorded as run run.ID: the rollback run of an episode in
+// another repository (rollback.repository), which its outcome ends, or of
+// an episode with a new decision since (a person re-ran the deploy), which
+// it does not. Or it was dispatched (event
 // workflow_dispatch, the rollback's workflow, created since the dispatch)
 // while GitHub has not named the run of a dispatch (answered 204): the
 // episode still waiting for that run follows it and takes its outcome.
@@ -385,6 +387,17 @@ func (f *flow) onDispatchedRun(ctx context.Context, d pipeline.Delivery, repo st
 	var waiting []Episode
 	for _, r := range found {
 		if r.rollback == run.ID {
+			// The rollback workflow may live in another repository than
+			// the episode (rollback.repository): its run is found here.
+			if ep, ok, err := getEpisode(ctx, f.deps.DB.Read, r.repository, r.runID); err != nil || (ok && ep.RollbackRunID == run.ID) {
+				if err != nil {
+					return nil, false, err
+				}
+				if run.Conclusion == "success" {
+					return f.onRollbackRunSuccess(d, ep, run), true, nil
+				}
+				return f.onRollbackRunFailure(d, ep, run), true, nil
+			}
 			f.deps.Log.Info("run of an earlier rollback ended; its episode has decided anew since", "repository", repo,
 				"run_id", run.ID, "conclusion", run.Conclusion, "episode", RunKey(r.repository, r.runID))
 			return nil, true, nil
