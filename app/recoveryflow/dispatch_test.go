@@ -22,10 +22,11 @@ import (
 
 // losesDispatchAnswers sends a workflow dispatch to GitHub and, while lose
 // is set, throws its answer away, as a connection that drops after GitHub
-// acted does.
+// acted does; while drop is set it fails the dispatch without sending it,
+// as a connection that drops before GitHub got the request does.
 type losesDispatchAnswers struct {
-	mu   sync.Mutex
-	lose bool
+	mu         sync.Mutex
+	lose, drop bool
 }
 
 func (l *losesDispatchAnswers) set(lose bool) {
@@ -34,16 +35,36 @@ func (l *losesDispatchAnswers) set(lose bool) {
 	l.lose = lose
 }
 
-func (l *losesDispatchAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(r)
+func (l *losesDispatchAnswers) setDrop(drop bool) {
 	l.mu.Lock()
-	lose := l.lose
+	defer l.mu.Unlock()
+	l.drop = drop
+}
+
+func (l *losesDispatchAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	lose, drop := l.lose, l.drop
 	l.mu.Unlock()
-	if err != nil || !lose || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/dispatches") {
+	isDispatch := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/dispatches")
+	if drop && isDispatch {
+		return nil, errors.New("connection reset by peer")
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || !lose || !isDispatch {
 		return resp, err
 	}
 	resp.Body.Close()
 	return nil, errors.New("connection reset by peer")
+}
+
+// checkoutEpisode reads the episode of acme/checkout's run id.
+func checkoutEpisode(t *testing.T, f *flow, id int64) Episode {
+	t.Helper()
+	ep, _, err := getEpisode(context.Background(), f.deps.DB.Read, "acme/checkout", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
 }
 
 // rollingBack stores an episode of run id whose retries are spent and
@@ -85,16 +106,7 @@ func TestRollbackDispatchIsSentOnce(t *testing.T) {
 		fake := githubtest.NewServer(t)
 		lossy := &losesDispatchAnswers{}
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), lossy)
-		ctx := context.Background()
 		fake.PutFile("acme/checkout", "main", "README.md", "checkout")
-		episode := func(id int64) Episode {
-			t.Helper()
-			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ep
-		}
 
 		t.Run("the answer is lost: the retried job follows the run", func(t *testing.T) {
 			rollingBack(t, f, 61)
@@ -111,7 +123,7 @@ func TestRollbackDispatchIsSentOnce(t *testing.T) {
 			if len(ds) != 1 {
 				t.Fatalf("dispatches = %d, want 1: the rollback was started twice", len(ds))
 			}
-			if ep := episode(61); ep.State != StateRollingBack || ep.RollbackRunID != ds[0].RunID {
+			if ep := checkoutEpisode(t, f, 61); ep.State != StateRollingBack || ep.RollbackRunID != ds[0].RunID {
 				t.Errorf("state %s, rollback run %d; want rolling_back, following run %d", ep.State, ep.RollbackRunID, ds[0].RunID)
 			}
 		})
@@ -130,7 +142,7 @@ func TestRollbackDispatchIsSentOnce(t *testing.T) {
 			if len(ds) != 1 {
 				t.Fatalf("dispatches = %d, want 1", len(ds))
 			}
-			if ep := episode(62); ep.State != StateRollingBack || ep.RollbackRunID != ds[0].RunID {
+			if ep := checkoutEpisode(t, f, 62); ep.State != StateRollingBack || ep.RollbackRunID != ds[0].RunID {
 				t.Errorf("state %s, rollback run %d; want rolling_back, following run %d", ep.State, ep.RollbackRunID, ds[0].RunID)
 			}
 		})
@@ -148,10 +160,49 @@ func TestRollbackDispatchIsSentOnce(t *testing.T) {
 			if n := len(fake.Dispatches("acme/checkout")) - before; n != 1 {
 				t.Errorf("dispatches = %d, want 1", n)
 			}
-			ep := episode(63)
+			ep := checkoutEpisode(t, f, 63)
 			if ep.State != StateAlerted || ep.Decision.Rule != RuleRollbackFailed || !strings.Contains(ep.Decision.Reason, "6300") {
 				t.Errorf("state %s, rule %s: %s; want rollback_failed naming the runs", ep.State, ep.Decision.Rule, ep.Decision.Reason)
 			}
 		})
+	})
+}
+
+// GitHub may list a dispatched run some seconds after it accepted the
+// dispatch: a retried job that finds no run yet must not take that for
+// "GitHub did not act" and start a second rollback. It sends again only
+// once the grace has passed with no run listed.
+func TestARetriedDispatchWaitsForGitHubToListItsRun(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		fake := githubtest.NewServer(t)
+		lossy := &losesDispatchAnswers{}
+		clock := ghclient.NewStepClock(time.Now().UTC())
+		f := workerFlow(t, dbURL, fake, clock, lossy)
+		fake.PutFile("acme/checkout", "main", "README.md", "checkout")
+		rollingBack(t, f, 64)
+		before := len(fake.Dispatches("acme/checkout"))
+		lossy.setDrop(true)
+		if err := dispatchJob(f, 64, 1); err == nil {
+			t.Fatal("a dispatch that never reached GitHub ended the job")
+		}
+		lossy.setDrop(false)
+		var snooze *river.JobSnoozeError
+		if err := dispatchJob(f, 64, 2); !errors.As(err, &snooze) {
+			t.Fatalf("retried job: %v, want a snooze while GitHub may not list the run yet", err)
+		}
+		if n := len(fake.Dispatches("acme/checkout")) - before; n != 0 {
+			t.Fatalf("dispatches = %d before the grace, want none: a run GitHub lists late would be a second rollback", n)
+		}
+		_ = clock.Sleep(context.Background(), dispatchGrace+time.Second)
+		if err := dispatchJob(f, 64, 3); err != nil {
+			t.Fatalf("after the grace: %v", err)
+		}
+		ds := fake.Dispatches("acme/checkout")[before:]
+		if len(ds) != 1 {
+			t.Fatalf("dispatches = %d after the grace, want 1", len(ds))
+		}
+		if ep := checkoutEpisode(t, f, 64); ep.State != StateRollingBack || ep.RollbackRunID != ds[0].RunID {
+			t.Errorf("state %s, rollback run %d; want rolling_back, following run %d", ep.State, ep.RollbackRunID, ds[0].RunID)
+		}
 	})
 }

@@ -132,13 +132,17 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 		case len(runs) > 1:
 			return w.notFound(ctx, ep, fmt.Sprintf("ripcord dispatched %s in %s but did not get GitHub's answer, and runs %s were dispatched since: it cannot tell which is the rollback",
 				a.Workflow, a.Repository, joinIDs(runs)))
-		case ep.RollbackRunID == dispatchAccepted && f.deps.Now().Sub(ep.UpdatedAt) < dispatchGrace:
+		case f.deps.Now().Sub(ep.UpdatedAt) < dispatchGrace:
+			// Accepted, or sent with its answer lost: GitHub may list the
+			// run some seconds after it acted, so no run yet is not yet
+			// "GitHub did not start one".
 			return river.JobSnooze(dispatchLook)
 		case ep.RollbackRunID == dispatchAccepted:
 			return w.notFound(ctx, ep, fmt.Sprintf("GitHub accepted the dispatch of %s in %s without naming its run, and no run of it appeared within %s",
 				a.Workflow, a.Repository, dispatchGrace))
 		}
-		// Sent, and no run since: GitHub did not start one, so send it again.
+		// Sent, and no run within the grace: GitHub did not start one, so
+		// send it again.
 	}
 	if ep, err = w.mark(ctx, ep, a, dispatchSent); err != nil {
 		return err
