@@ -252,7 +252,7 @@ func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi
 		case err == nil:
 			log.Info("action finished", "status", res.Status, "outcome", res.Outcome, "reason", res.Reason)
 			return
-		case errors.As(err, &se) && se.Status/100 == 4 && !retryable4xx(se.Status):
+		case errors.As(err, &se) && se.Status/100 == 4 && !retryable4xx(se):
 			log.Error("the server refused the action's result", "err", err)
 			return
 		case ctx.Err() != nil:
@@ -269,9 +269,13 @@ func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi
 }
 
 // retryable4xx: a token being rotated, a timeout or a rate limit may pass.
-func retryable4xx(status int) bool {
-	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout, http.StatusTooManyRequests:
+// A 403 that names a field is the server refusing what was sent, not the
+// token: it would answer the same for ever and hold up what waits behind.
+func retryable4xx(se *statusError) bool {
+	switch se.Status {
+	case http.StatusForbidden:
+		return !se.namesField()
+	case http.StatusUnauthorized, http.StatusRequestTimeout, http.StatusTooManyRequests:
 		return true
 	}
 	return false

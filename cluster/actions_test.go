@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/cluster/actionapi"
 )
 
@@ -169,5 +170,33 @@ func TestAnEmptyAnswerSoonerThanTheWaitIsNotPolledAgainAtOnce(t *testing.T) {
 	defer srv.mu.Unlock()
 	if n := len(srv.polls); n > 3 {
 		t.Errorf("%d polls in one second against a server that answers at once; want a pause between them", n)
+	}
+}
+
+// A result the server refuses with a 403 that names a field is refused for
+// good, as with a 400: reporting it again would get the same answer for
+// ever. (A 403 that names no field refuses the token and is retried; see
+// TestAnotherClustersTokenOnTheActionsAPISaysWhereTheTokenCameFrom.)
+func TestAResultRefusedBy403NamingAFieldIsNotReportedAgain(t *testing.T) {
+	var mu sync.Mutex
+	posts := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		posts++
+		pipeline.WriteError(w, http.StatusForbidden, "agent", "the action was claimed by agent agent-2, not agent-1")
+	}))
+	t.Cleanup(srv.Close)
+	r := newRunner(t, &actionServer{Server: srv}, fake.NewClientset(), t.TempDir(), 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.report(ctx, r.log, rollbackAction(), actionapi.Result{Status: actionapi.StatusDone})
+	if ctx.Err() != nil {
+		t.Fatal("report kept retrying a result the server refused with a 403 naming a field")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if posts != 1 {
+		t.Errorf("the result was posted %d times, want 1", posts)
 	}
 }

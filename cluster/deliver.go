@@ -275,15 +275,26 @@ func (e *statusError) refusesToken() bool {
 	return json.Unmarshal([]byte(e.Body), &body) == nil && body.Error != "" && body.Field == ""
 }
 
+// namesField reports whether the answer is the server's JSON error naming
+// a field: it refuses what was sent (one fact, one result), not the token,
+// and sending it again gets the same answer.
+func (e *statusError) namesField() bool {
+	var body struct {
+		Field string `json:"field"`
+	}
+	return json.Unmarshal([]byte(e.Body), &body) == nil && body.Field != ""
+}
+
 // isRejection: the server looked at the facts and will never take them as
-// they are. 401/403 (a token being rotated), 404 (a server without this
-// route yet), 408 and 429 may change, so they are retried.
+// they are. 401 and a 403 that names no field (a token being rotated), 404
+// (a server without this route yet), 408 and 429 may change, so they are
+// retried; a 403 that names a field refuses a fact, as a 400 does.
 func isRejection(err error) bool {
 	se, ok := err.(*statusError)
 	if !ok || se.Status < 400 || se.Status >= 500 {
 		return false
 	}
-	return se.Status != http.StatusNotFound && !retryable4xx(se.Status)
+	return se.Status != http.StatusNotFound && !retryable4xx(se)
 }
 
 func (d *deliverer) post(ctx context.Context, entries []SpoolEntry) error {

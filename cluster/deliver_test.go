@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +141,81 @@ func TestARefusedFactIsDroppedAloneAndTheRestKeepTheirOrder(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(d.metrics.factsFailed.WithLabelValues("rejected")); n != 1 || d.spool.Len() != 0 {
 		t.Errorf("rejected %v, spooled %d; want 1 rejected and nothing left", n, d.spool.Len())
+	}
+}
+
+// A 403 that names a field is the server refusing one fact (here one
+// naming another cluster's release, as app/facts.go answers it), not the
+// token: it would answer the same for ever, so the fact is dropped like a
+// 400's and the facts behind it are delivered. A 403 that names no field
+// refuses the token, which may be rotated: every fact stays spooled.
+func TestA403NamingAFieldDropsTheFactAndA403OfTheTokenKeepsThem(t *testing.T) {
+	var mu sync.Mutex
+	var received []int64
+	tokenRefused := false
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tokenRefused {
+			pipeline.WriteError(w, http.StatusForbidden, "", `this token belongs to cluster "prod-us", not "prod-eu"`)
+			return
+		}
+		var b struct{ Facts []records.Fact }
+		if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+			pipeline.WriteError(w, http.StatusBadRequest, "", err.Error())
+			return
+		}
+		for i, f := range b.Facts {
+			if f.ReleaseID == "checkout-v42:prod-us/prod" {
+				pipeline.WriteError(w, http.StatusForbidden, fmt.Sprintf("facts[%d].release_id", i),
+					"release checkout-v42:prod-us/prod is not of cluster prod-eu (it is of prod-us)")
+				return
+			}
+		}
+		for _, f := range b.Facts {
+			received = append(received, f.Generation)
+		}
+		pipeline.WriteJSON(w, http.StatusOK, map[string]any{"results": []any{}})
+	}))
+	t.Cleanup(srv.Close)
+	d := newTestDeliverer(t, srv.URL, 100)
+	logs := make(recordHandler, 16)
+	d.log = slog.New(logs)
+	for i := 1; i <= 4; i++ {
+		f := fact(i)
+		if i == 2 {
+			f.ReleaseID = "checkout-v42:prod-us/prod"
+		}
+		_ = d.enqueue(f)
+	}
+	if err := d.flush(context.Background()); err != nil {
+		t.Fatalf("flush with one fact refused by a 403 naming its field: %v", err)
+	}
+	mu.Lock()
+	got := append([]int64(nil), received...)
+	mu.Unlock()
+	if !slices.Equal(got, []int64{1, 3, 4}) {
+		t.Errorf("delivered %v, want [1 3 4]", got)
+	}
+	if n := testutil.ToFloat64(d.metrics.factsFailed.WithLabelValues("rejected")); n != 1 || d.spool.Len() != 0 {
+		t.Errorf("rejected %v, spooled %d; want 1 rejected and nothing left", n, d.spool.Len())
+	}
+	select {
+	case r := <-logs:
+		if r.Message != "the server refused a fact; dropping it" {
+			t.Errorf("logged %q, want the line a 400's refused fact logs", r.Message)
+		}
+	default:
+		t.Error("the dropped fact was not logged")
+	}
+
+	mu.Lock()
+	tokenRefused = true
+	mu.Unlock()
+	_ = d.enqueue(fact(5))
+	_ = d.enqueue(fact(6))
+	if err := d.flush(context.Background()); err == nil || d.spool.Len() != 2 {
+		t.Errorf("flush with the token refused by a 403: err %v, spooled %d; want an error and both facts kept", err, d.spool.Len())
 	}
 }
 
