@@ -119,7 +119,7 @@ func commandLines(body string) []string {
 }
 
 func unknownReply(word string) string {
-	msg := fmt.Sprintf("ripcord does not know the command %s.", codeSpan(Prefix+" "+word))
+	msg := fmt.Sprintf("ripcord does not know the command %s.", CodeSpan(Prefix+" "+word))
 	if s := suggest(strings.ToLower(word)); s != "" {
 		msg += fmt.Sprintf(" Did you mean `%s %s`?", Prefix, s)
 	}
@@ -138,11 +138,11 @@ func HelpText() string {
 	return b.String()
 }
 
-// codeSpan shows s, which a commenter typed, as inline code that s cannot
+// CodeSpan shows s, which a commenter typed, as inline code that s cannot
 // end early: the fence is one backtick longer than the longest run in s.
 // Otherwise a word like a`@acme/security` would close the span and have
 // ripcord's reply mention whoever the commenter chose.
-func codeSpan(s string) string {
+func CodeSpan(s string) string {
 	longest, run := 0, 0
 	for _, r := range s {
 		if r == '`' {

@@ -33,7 +33,8 @@ func (c approveCommand) Run(ctx context.Context, inv commands.Invocation) (comma
 	var refused *Refused
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return commands.Outcome{Reply: fmt.Sprintf("There is no rollout %q.", id)}, nil
+		// The id is the commenter's text: as code, so it mentions no one.
+		return commands.Outcome{Reply: "There is no rollout " + commands.CodeSpan(id) + "."}, nil
 	case errors.As(err, &refused):
 		return commands.Outcome{Reply: "Not approved: " + refused.Reason + "."}, nil
 	case err != nil:
