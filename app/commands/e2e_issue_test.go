@@ -33,6 +33,8 @@ func TestCommandsOnAnIssueAreAnswered(t *testing.T) {
 		}{
 			{"retry needs a pull request", "/ripcord retry", "`/ripcord retry` works in pull request comments only, not on issues"},
 			{"help lists the commands", "/ripcord help", "| `/ripcord retry` |"},
+			{"help says which work here", "/ripcord help", "in pull request and issue comments, one per comment, at the start of a line; " +
+				"`/ripcord retry` works in pull request comments only:"},
 			{"a typo gets a suggestion", "/ripcord rollbak", "Did you mean `/ripcord rollback`?"},
 			{"a quoted command does nothing", "> /ripcord retry\n\nwhat does this do?", ""},
 		}

@@ -21,16 +21,19 @@ const (
 // Spec describes one command for the help text.
 type Spec struct {
 	Name, Usage, Summary string
+	// OnIssues: the command works in issue comments too, not only in pull
+	// request comments (for a runner, its IssueRunner.RunsOnIssues).
+	OnIssues bool
 }
 
 // Specs are the commands ripcord understands, in the order help lists them.
 // A Usage is what the runner reads (rollbackflow.ParseArgs, rolloutflow's
 // approve) and what README.md documents: help is where people learn it.
 var Specs = []Spec{
-	{Retry, "/ripcord retry", "re-run the failed jobs of the latest failed deploy workflow run of this pull request's head commit"},
-	{Rollback, "/ripcord rollback [to RELEASE_ID] [reason]", "roll the environment back to the previous eligible release, or to the release (or image digest) named after `to`"},
-	{Approve, "/ripcord approve <rollout id> [note]", "approve the waiting stage of a rollout; its id is in the `ripcord/rollout` check run"},
-	{Help, "/ripcord help", "show this help"},
+	{Retry, "/ripcord retry", "re-run the failed jobs of the latest failed deploy workflow run of this pull request's head commit", false},
+	{Rollback, "/ripcord rollback [to RELEASE_ID] [reason]", "roll the environment back to the previous eligible release, or to the release (or image digest) named after `to`", true},
+	{Approve, "/ripcord approve <rollout id> [note]", "approve the waiting stage of a rollout; its id is in the `ripcord/rollout` check run", true},
+	{Help, "/ripcord help", "show this help", true},
 }
 
 // Kind says what a comment asks of ripcord.
@@ -129,13 +132,43 @@ func unknownReply(word string) string {
 // HelpText lists the commands.
 func HelpText() string {
 	var b strings.Builder
-	b.WriteString("ripcord understands these commands in pull request comments, one per comment, at the start of a line:\n\n")
+	b.WriteString(helpHeader(Specs) + "\n\n")
 	b.WriteString("| command | what it does |\n|---|---|\n")
 	for _, s := range Specs {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", s.Usage, s.Summary)
 	}
 	b.WriteString("\nWho may run them is set under `commands:` in `.github/ripcord.yml` (by default, write access to the repository).")
 	return b.String()
+}
+
+// helpHeader says where specs work, from their OnIssues: a header that
+// says "pull request comments" alone sends people away from issues where
+// most of them work.
+func helpHeader(specs []Spec) string {
+	var prOnly []string
+	for _, s := range specs {
+		if !s.OnIssues {
+			prOnly = append(prOnly, "`"+Prefix+" "+s.Name+"`")
+		}
+	}
+	const tail = ", one per comment, at the start of a line"
+	switch len(prOnly) {
+	case len(specs):
+		return "ripcord understands these commands in pull request comments" + tail + ":"
+	case 0:
+		return "ripcord understands these commands in pull request and issue comments" + tail + ":"
+	}
+	verb := "works"
+	if len(prOnly) > 1 {
+		verb = "work"
+	}
+	list := strings.Join(prOnly[:len(prOnly)-1], ", ")
+	if list != "" {
+		list += " and "
+	}
+	list += prOnly[len(prOnly)-1]
+	return "ripcord understands these commands in pull request and issue comments" + tail + "; " +
+		list + " " + verb + " in pull request comments only:"
 }
 
 // CodeSpan shows s, which a commenter typed, as inline code that s cannot

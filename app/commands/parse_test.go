@@ -94,3 +94,35 @@ func TestHelpShowsTheUsageREADMEDocuments(t *testing.T) {
 		}
 	}
 }
+
+// Rollback, approve and help work in issue comments too: help must not
+// send people to pull requests for them, and says which command does need
+// one. The header follows each command's OnIssues.
+func TestHelpSaysWhichCommandsWorkOnIssues(t *testing.T) {
+	first, _, _ := strings.Cut(HelpText(), "\n")
+	want := "ripcord understands these commands in pull request and issue comments, one per comment, at the start of a line; " +
+		"`/ripcord retry` works in pull request comments only:"
+	if first != want {
+		t.Errorf("help starts %q, want %q", first, want)
+	}
+	for _, c := range []struct {
+		name     string
+		onIssues []bool
+		want     string
+	}{
+		{"none on issues", []bool{false, false}, "in pull request comments, one per comment, at the start of a line:"},
+		{"all on issues", []bool{true, true}, "in pull request and issue comments, one per comment, at the start of a line:"},
+		{"two need a pull request", []bool{false, false, true},
+			"issue comments, one per comment, at the start of a line; `/ripcord a` and `/ripcord b` work in pull request comments only:"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var specs []Spec
+			for i, on := range c.onIssues {
+				specs = append(specs, Spec{Name: string(rune('a' + i)), OnIssues: on})
+			}
+			if got := helpHeader(specs); !strings.HasSuffix(got, c.want) {
+				t.Errorf("header %q, want it to end %q", got, c.want)
+			}
+		})
+	}
+}
