@@ -41,14 +41,17 @@ func (h *handler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Com
 	if err := json.Unmarshal(d.Body, &ev); err != nil {
 		return nil, fmt.Errorf("decode issue_comment event: %w", err)
 	}
-	// Created comments only: editing an old comment must not run it again.
 	// Bots never command ripcord, its own replies (which quote commands) least of all.
-	if ev.GetAction() != "created" || ev.GetComment().GetUser().GetType() == "Bot" || d.InstallationID == 0 {
+	action := ev.GetAction()
+	if (action != "created" && action != "edited") || ev.GetComment().GetUser().GetType() == "Bot" || d.InstallationID == 0 {
 		return nil, nil
 	}
 	c := comment{delivery: d, repository: ev.GetRepo().GetFullName(), number: ev.GetIssue().GetNumber(),
 		id: ev.GetComment().GetID(), user: ev.GetComment().GetUser().GetLogin(), body: ev.GetComment().GetBody()}
 	res := Parse(c.body)
+	if action == "edited" {
+		return h.edited(c, res), nil
+	}
 	if !ev.GetIssue().IsPullRequest() {
 		res = onIssue(res, h.pullRequestOnly)
 	}
@@ -59,6 +62,22 @@ func (h *handler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Com
 		return h.answer(c, res.Reply, nil), nil
 	}
 	return h.command(ctx, c, res.Command)
+}
+
+// editedReply answers a command written by editing a comment.
+const editedReply = "ripcord does not run commands from edited comments; post the command as a new comment."
+
+// edited is what an edited comment comes to. Editing an old comment must
+// not run it again, but someone who fixes a typo by editing would
+// otherwise hear nothing: a comment that holds a command line is answered
+// that commands run from new comments only. The reply takes the comment's
+// reply key, so a second edit, or an edit of a comment answered already,
+// posts nothing more.
+func (h *handler) edited(c comment, res Result) pipeline.Commit {
+	if res.Kind == Ignore {
+		return nil
+	}
+	return h.answer(c, editedReply, nil)
 }
 
 // pullRequestOnly reports whether the command has a runner that works in
