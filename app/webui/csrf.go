@@ -38,3 +38,7 @@ func validCSRF(clientSecret string, ss session, action, got string) bool {
 
 // rollbackAction is what a rollback form's token is bound to.
 func rollbackAction(releaseID string) string { return "POST /releases/" + releaseID + "/rollback" }
+
+// logoutAction is what a sign-out form's token is bound to: without it,
+// any page could sign a person out by posting to /logout.
+const logoutAction = "POST /logout"

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -341,19 +342,88 @@ func TestSignInCallback(t *testing.T) {
 			t.Errorf("callback with a used code = %d\n%s", w.Code, b)
 		}
 	})
-	t.Run("sign out forgets the session", func(t *testing.T) {
-		req := httptest.NewRequest(http.MethodPost, publicURL+"/logout", nil)
-		req.AddCookie(sessionCookieFor(t, app, "alice", "tok-alice"))
+}
+
+// Signing out takes a form with a token of the session, like the Roll back
+// form: GET /logout only shows the button, so another site's
+// <img src=".../logout"> or form cannot sign a person out.
+func TestSignOut(t *testing.T) {
+	f := newFixture(t, testdb.URL(t, "sqlite"))
+	f.seedShop(t)
+	app := appWith("https://github.example/")
+	_, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)
+	alice := sessionCookieFor(t, app, "alice", "tok-alice")
+	token := func(t *testing.T, page string) string {
+		t.Helper()
+		m := signOutForm.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no sign-out form with a token in\n%s", page)
+		}
+		return m[1]
+	}
+
+	t.Run("GET shows the button and signs no one out", func(t *testing.T) {
+		w := get(t, mux, "/logout", alice)
+		b := body(w)
+		if w.Code != http.StatusOK || cleared(w) || !strings.Contains(b, `id="sign-out-button"`) {
+			t.Fatalf("GET /logout = %d, cleared %v\n%s", w.Code, cleared(w), b)
+		}
+		token(t, b)
+	})
+	signOut := func(t *testing.T, tok string) *httptest.ResponseRecorder {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, publicURL+"/logout", strings.NewReader(url.Values{"csrf": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(alice)
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, req)
-		cleared := false
-		for _, c := range w.Result().Cookies() {
-			cleared = cleared || (c.Name == sessionCookie && c.MaxAge < 0)
+		return w
+	}
+	for _, c := range []struct{ name, tok string }{
+		{"no token", ""},
+		{"another session's token", mustToken(t, app, "bob", "tok-bob", "POST /logout")},
+		{"a Roll back form's token", mustToken(t, app, "alice", "tok-alice", rollbackAction("shop-3"))},
+	} {
+		t.Run("POST with "+c.name+" is refused and says what to do", func(t *testing.T) {
+			w := signOut(t, c.tok)
+			b := body(w)
+			if w.Code != http.StatusForbidden || cleared(w) || !strings.Contains(b, "use the Sign out button") {
+				t.Errorf("POST /logout = %d, cleared %v\n%s", w.Code, cleared(w), b)
+			}
+		})
+	}
+	for _, from := range []string{"/logout", "/"} {
+		t.Run("the form on "+from+" signs out", func(t *testing.T) {
+			w := signOut(t, token(t, body(get(t, mux, from, alice))))
+			if w.Code != http.StatusSeeOther || !cleared(w) {
+				t.Errorf("POST /logout = %d, cleared %v", w.Code, cleared(w))
+			}
+		})
+	}
+}
+
+// signOutForm finds a sign-out form's token on a page.
+var signOutForm = regexp.MustCompile(`<form method="post" action="/logout">\s*<input type="hidden" name="csrf" value="([^"]+)">`)
+
+// cleared reports whether the answer clears the session cookie.
+func cleared(w *httptest.ResponseRecorder) bool {
+	for _, c := range w.Result().Cookies() {
+		if c.Name == sessionCookie && c.MaxAge < 0 {
+			return true
 		}
-		if w.Code != http.StatusSeeOther || !cleared {
-			t.Errorf("POST /logout = %d, cleared %v", w.Code, cleared)
-		}
-	})
+	}
+	return false
+}
+
+// mustToken is the CSRF token of login's session (as sessionCookieFor
+// seals it) for action.
+func mustToken(t *testing.T, app pipeline.AppIdentity, login, token, action string) string {
+	t.Helper()
+	tok, err := csrfToken(app.ClientSecret, session{Login: login, Token: token, Expires: now.Add(time.Hour)}, action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 func TestSessionCookieIsSecureOnHTTPS(t *testing.T) {

@@ -41,7 +41,7 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 	}
 	rs, err := h.records.List(r.Context(), records.Filter{Limit: listLimit})
 	if err != nil {
-		h.internal(w, ss.Login, "list releases", err)
+		h.internal(w, ss, "list releases", err)
 		return
 	}
 	// What the page says of each record rests on the newest releases of
@@ -63,12 +63,12 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 	}
 	ran, err := h.records.NewestRan(r.Context(), max(widest, 1), targets)
 	if err != nil {
-		h.internal(w, ss.Login, "list releases", err)
+		h.internal(w, ss, "list releases", err)
 		return
 	}
 	deployed, err := h.deployed(r.Context(), rs, repos)
 	if err != nil {
-		h.internal(w, ss.Login, "read the releases' rollouts", err)
+		h.internal(w, ss, "read the releases' rollouts", err)
 		return
 	}
 	groups := buildGroups(rs, ran, repos, deployed, h.window, h.now())
@@ -79,7 +79,7 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	h.render(w, http.StatusOK, "releases", page{Title: "Releases", Login: ss.Login, Flash: h.takeFlash(w, r),
+	h.render(w, http.StatusOK, "releases", page{Title: "Releases", ss: ss, Flash: h.takeFlash(w, r),
 		Body: releasesBody{Groups: groups}})
 }
 
@@ -99,11 +99,11 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := h.records.Get(r.Context(), id)
 	if errors.Is(err, records.ErrNotFound) || (err == nil && !canRead(repos, rec.Repository)) {
-		h.noSuchRelease(w, ss.Login, id)
+		h.noSuchRelease(w, ss, id)
 		return
 	}
 	if err != nil {
-		h.internal(w, ss.Login, "read release", err)
+		h.internal(w, ss, "read release", err)
 		return
 	}
 	// The target's newest releases that ran, past the window by ReadAhead
@@ -114,17 +114,17 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	same, err := h.records.NewestRan(r.Context(), window+eligibility.ReadAhead,
 		[]records.Target{{App: rec.App, Environment: rec.Environment, Cluster: rec.Cluster}})
 	if err != nil {
-		h.internal(w, ss.Login, "read the newest releases", err)
+		h.internal(w, ss, "read the newest releases", err)
 		return
 	}
 	events, err := h.records.Audit(r.Context(), records.AuditFilter{ReleaseID: id, Limit: auditLimit, Oldest: true})
 	if err != nil {
-		h.internal(w, ss.Login, "read the release's audit events", err)
+		h.internal(w, ss, "read the release's audit events", err)
 		return
 	}
 	ro, rolledOut, err := h.rollouts.Rollout(r.Context(), id)
 	if err != nil {
-		h.internal(w, ss.Login, "read the release's rollout", err)
+		h.internal(w, ss, "read the release's rollout", err)
 		return
 	}
 	v := buildRelease(rec, same, window, events, ro, rolledOut, h.now())
@@ -134,7 +134,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	case v.Release.Eligible:
 		v.Form = h.form(ss, id, id)
 	}
-	h.render(w, http.StatusOK, "release", page{Title: "Release " + id, Login: ss.Login, Flash: h.takeFlash(w, r), Body: v})
+	h.render(w, http.StatusOK, "release", page{Title: "Release " + id, ss: ss, Flash: h.takeFlash(w, r), Body: v})
 }
 
 // window is the eligibility window of repository's releases: its
@@ -159,7 +159,7 @@ func (h *handler) readable(w http.ResponseWriter, r *http.Request, ss session, h
 		h.signInPage(w, here)
 		return nil, false
 	case err != nil:
-		h.gitHubDown(w, ss.Login, err)
+		h.gitHubDown(w, ss, err)
 		return nil, false
 	}
 	return repos, true
@@ -177,15 +177,15 @@ func (h *handler) signInPage(w http.ResponseWriter, next string) {
 		Body: signInBody{Next: "/login?" + url.Values{"next": {next}}.Encode(), CanSignIn: app.ClientID != "" && app.ClientSecret != ""}})
 }
 
-func (h *handler) gitHubDown(w http.ResponseWriter, login string, err error) {
+func (h *handler) gitHubDown(w http.ResponseWriter, ss session, err error) {
 	h.log.Warn("web page: GitHub call failed", "err", err)
-	h.say(w, http.StatusBadGateway, login, message{Heading: "GitHub did not answer",
+	h.say(w, http.StatusBadGateway, ss, message{Heading: "GitHub did not answer",
 		Text: "ripcord could not ask GitHub who you are or what you can read. Try again in a moment.", Link: "Sign in again", LinkTo: "/login"})
 }
 
-func (h *handler) internal(w http.ResponseWriter, login, what string, err error) {
+func (h *handler) internal(w http.ResponseWriter, ss session, what string, err error) {
 	h.log.Error("web page: "+what, "err", err)
-	h.say(w, http.StatusInternalServerError, login, message{Heading: "Something went wrong",
+	h.say(w, http.StatusInternalServerError, ss, message{Heading: "Something went wrong",
 		Text: "The server could not " + what + "; the details are in its log."})
 }
 

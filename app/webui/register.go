@@ -68,6 +68,6 @@ func (h *handler) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /releases/{id}/rollback", h.rollback)
 	mux.HandleFunc("GET /login", h.login)
 	mux.HandleFunc("GET /login/callback", h.callback)
-	mux.HandleFunc("GET /logout", h.logout)
+	mux.HandleFunc("GET /logout", h.logoutPage)
 	mux.HandleFunc("POST /logout", h.logout)
 }

@@ -14,7 +14,7 @@ var files embed.FS
 
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
-var pageNames = []string{"signin", "releases", "release", "message"}
+var pageNames = []string{"signin", "signout", "releases", "release", "message"}
 
 var pages = parsePages()
 
@@ -49,10 +49,14 @@ func parsePages() map[string]*template.Template {
 // page is what every template gets: the layout's parts and the page's own.
 type page struct {
 	Title string
-	Login string // who is signed in; empty when no one is
-	CSS   template.CSS
-	Flash *flash // the answer to the form that led here; nil when none
-	Body  any
+	// ss is who is signed in (zero when no one is): render sets Login and
+	// SignOut from it.
+	ss      session
+	Login   string
+	SignOut string // the sign-out form's CSRF token
+	CSS     template.CSS
+	Flash   *flash // the answer to the form that led here; nil when none
+	Body    any
 }
 
 // message is the body of the message page (errors, refusals).
@@ -67,6 +71,12 @@ type message struct {
 // 500 rather than half a page.
 func (h *handler) render(w http.ResponseWriter, status int, name string, p page) {
 	p.CSS = css
+	p.Login, p.SignOut = p.ss.Login, ""
+	if p.Login != "" {
+		// No token (no client secret) draws a form the server refuses,
+		// which says what to do: better than no way out.
+		p.SignOut, _ = csrfToken(h.app().ClientSecret, p.ss, logoutAction)
+	}
 	var buf bytes.Buffer
 	if err := pages[name].Execute(&buf, p); err != nil {
 		h.log.Error("render page", "page", name, "err", err)
@@ -81,6 +91,6 @@ func (h *handler) render(w http.ResponseWriter, status int, name string, p page)
 	_, _ = w.Write(buf.Bytes())
 }
 
-func (h *handler) say(w http.ResponseWriter, status int, login string, m message) {
-	h.render(w, status, "message", page{Title: m.Heading, Login: login, Body: m})
+func (h *handler) say(w http.ResponseWriter, status int, ss session, m message) {
+	h.render(w, status, "message", page{Title: m.Heading, ss: ss, Body: m})
 }

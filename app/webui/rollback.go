@@ -62,16 +62,16 @@ func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
 		h.signedOut(w, id)
 		return
 	case err != nil:
-		h.gitHubDown(w, ss.Login, err)
+		h.gitHubDown(w, ss, err)
 		return
 	}
 	rec, err := h.records.Get(r.Context(), id)
 	if errors.Is(err, records.ErrNotFound) || (err == nil && !canRead(repos, rec.Repository)) {
-		h.noSuchRelease(w, ss.Login, id)
+		h.noSuchRelease(w, ss, id)
 		return
 	}
 	if err != nil {
-		h.internal(w, ss.Login, "read release", err)
+		h.internal(w, ss, "read release", err)
 		return
 	}
 	back := "/releases/" + url.PathEscape(id)
@@ -79,20 +79,20 @@ func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
 	err = r.ParseForm()
 	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 		// Not "form refused": reloading the page would not help.
-		h.say(w, http.StatusRequestEntityTooLarge, ss.Login, message{Heading: "Form too large",
+		h.say(w, http.StatusRequestEntityTooLarge, ss, message{Heading: "Form too large",
 			Text: fmt.Sprintf("The form is larger than %d KiB; the reason may be %d characters at most.", maxForm>>10, maxReason),
 			Link: "Back to the release", LinkTo: back})
 		return
 	}
 	if err != nil || !validCSRF(h.app().ClientSecret, ss, rollbackAction(id), r.PostForm.Get(csrfField)) {
-		h.say(w, http.StatusForbidden, ss.Login, message{Heading: "Form refused",
+		h.say(w, http.StatusForbidden, ss, message{Heading: "Form refused",
 			Text: "This form did not come from your page here, or you signed in again since it was shown. Reload the page and try again.",
 			Link: "Back to the release", LinkTo: back})
 		return
 	}
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if reason == "" || len(reason) > maxReason {
-		h.say(w, http.StatusBadRequest, ss.Login, message{Heading: "Reason needed",
+		h.say(w, http.StatusBadRequest, ss, message{Heading: "Reason needed",
 			Text: fmt.Sprintf("reason: say why you roll back (1 to %d characters); it goes into the rollback pull request.", maxReason),
 			Link: "Back to the release", LinkTo: back})
 		return
@@ -101,7 +101,7 @@ func (h *handler) rollback(w http.ResponseWriter, r *http.Request) {
 		Cluster: rec.Cluster, To: strings.TrimSpace(r.PostForm.Get("to")), Reason: reason, User: ss.Login,
 		Repository: rec.Repository, Via: via, On: rec.ReleaseID})
 	if err != nil {
-		h.internal(w, ss.Login, "start the rollback", err)
+		h.internal(w, ss, "start the rollback", err)
 		return
 	}
 	h.setFlash(w, flashFor(out))
@@ -140,14 +140,14 @@ func flashFor(out rollbackflow.Outcome) flash {
 // for every id, so it does not tell whether the release exists.
 func (h *handler) signedOut(w http.ResponseWriter, id string) {
 	back := "/releases/" + url.PathEscape(id)
-	h.say(w, http.StatusForbidden, "", message{Heading: "Signed out",
+	h.say(w, http.StatusForbidden, session{}, message{Heading: "Signed out",
 		Text: fmt.Sprintf("You are not signed in any more (a sign-in lasts %d hours, and ends when GitHub stops accepting it), "+
 			"so nothing was rolled back. Sign in, then use the Roll back form again.", int(sessionLifetime.Hours())),
 		Link: "Sign in", LinkTo: "/login?" + url.Values{"next": {back}}.Encode()})
 }
 
-func (h *handler) noSuchRelease(w http.ResponseWriter, login, id string) {
-	h.say(w, http.StatusNotFound, login, message{Heading: "No such release",
+func (h *handler) noSuchRelease(w http.ResponseWriter, ss session, id string) {
+	h.say(w, http.StatusNotFound, ss, message{Heading: "No such release",
 		Text: "There is no release " + id + " in a repository you can read.", Link: "All releases", LinkTo: "/"})
 }
 
