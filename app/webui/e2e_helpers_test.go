@@ -184,7 +184,9 @@ func (s *site) do(t *testing.T, method, path string, form url.Values, cookies ..
 	return page{status: resp.StatusCode, location: resp.Header.Get("Location"), body: string(b), cookies: resp.Cookies()}
 }
 
-var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+// csrfInput finds the Roll back form's token: the page's Sign out form
+// carries a token too, for another action.
+var csrfInput = regexp.MustCompile(`<form class="rollback-form"[^>]*>\s*<input type="hidden" name="csrf" value="([^"]+)"`)
 
 // csrf is the token of the Roll back form on release id's page.
 func (s *site) csrf(t *testing.T, id string, who *http.Cookie) string {
