@@ -12,7 +12,9 @@
 // button — and the answer (queued, open already with its pull request, or
 // the refusal's reason) comes back as a one-time message on the release's
 // page. The form carries a token bound to the session and the release
-// (csrf.go), so another site cannot post it for someone.
+// (csrf.go), so another site cannot post it for someone. Signing out is a
+// form too (POST /logout with a token of the session; GET /logout only
+// shows its button), so another site cannot sign someone out.
 //
 // Pages are rendered on the server with html/template from embedded
 // templates and CSS: no build step, no JavaScript needed to read them. A
