@@ -1,6 +1,8 @@
 package actions
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -163,5 +165,70 @@ func TestFailedStatusWithFailureType(t *testing.T) {
 	fact := decodeFact(t, f.facts.got()[0].Body)
 	if fact.Status != "failed" || fact.FailureType != "deploy_failure" {
 		t.Errorf("status %q failure_type %q, want failed / deploy_failure", fact.Status, fact.FailureType)
+	}
+}
+
+// A workflow author who gets the server input wrong, or whose ripcord is
+// down, is told what to do about it, and with fail-on-error false the deploy
+// goes on.
+func TestFailedPostSaysWhatToDo(t *testing.T) {
+	redirect := httptest.NewServer(http.RedirectHandler("https://ripcord.example.com/api/v1/facts", http.StatusPermanentRedirect))
+	t.Cleanup(redirect.Close)
+	cases := []struct {
+		name   string
+		answer reply
+		server func(f *fakes) string
+		want   []string
+	}{
+		{"ripcord is down", reply{503, "upstream unavailable"}, nil,
+			[]string{"HTTP 503", "down or failing and did not record the fact", "its log"}},
+		{"a path that is not ripcord's API", reply{404, "404 page not found"}, nil,
+			[]string{"HTTP 404", "is not ripcord's facts API", "set input server to ripcord's public_url"}},
+		{"a URL that redirects", reply{}, func(*fakes) string { return redirect.URL },
+			[]string{"HTTP 308", "redirects to https://ripcord.example.com/api/v1/facts", "set input server to ripcord's public_url"}},
+		{"nothing listening", reply{}, func(f *fakes) string { f.rcServer.Close(); return f.rcURL },
+			[]string{"No answer from", "check that input server is ripcord's public_url", "can reach it"}},
+		{"a token for another audience", reply{401, `{"error":"OIDC token refused: wrong audience"}`}, nil,
+			[]string{"HTTP 401", `requested for audience "https://elsewhere.example.com"`, "must be ripcord's oidc.audience"}},
+		{"a web site that takes any POST", reply{200, "<html>\n<body>Welcome</body>\n</html>"}, nil,
+			[]string{"HTTP 200 without a fact id", "not ripcord and nothing was recorded", "<body>Welcome</body>", "Set input server to ripcord's public_url"}},
+	}
+	for _, tc := range cases {
+		for _, m := range failModes {
+			t.Run(tc.name+"/fail-on-error="+m.failOnError, func(t *testing.T) {
+				f := newFakes(t)
+				in := with(baseInputs(f), "fail-on-error", m.failOnError)
+				if tc.answer.status != 0 {
+					f.facts.script(tc.answer)
+				}
+				if tc.server != nil {
+					in["server"] = tc.server(f)
+				}
+				if tc.answer.status == 401 {
+					in["audience"] = "https://elsewhere.example.com"
+				}
+				r := runAction(t, f, in, nil)
+				checkFailed(t, r, m.code, m.kind, tc.want...)
+			})
+		}
+	}
+}
+
+// A server's answer is shown on one log line: a line of it that began with
+// :: would be taken by the runner as a workflow command.
+func TestAnswersCannotInjectWorkflowCommands(t *testing.T) {
+	f := newFakes(t)
+	f.facts.script(reply{502, "bad gateway\n::error::injected\r\n::add-mask::x"}, reply{200, answer})
+	r := runAction(t, f, baseInputs(f), nil)
+	if r.code != 0 || len(f.facts.got()) != 2 {
+		t.Fatalf("exit %d, %d posts\n%s", r.code, len(f.facts.got()), r.stdout)
+	}
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, "::error::") || strings.HasPrefix(line, "::add-mask::x") {
+			t.Errorf("the answer's text became a workflow command: %q\nstdout:\n%s", line, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "attempt 1 failed (HTTP 502: bad gateway ::error::injected  ::add-mask::x)") {
+		t.Errorf("the failed attempt is not reported on one line:\n%s", r.stdout)
 	}
 }

@@ -109,20 +109,32 @@ json_value() {
 
 # --- HTTP ---------------------------------------------------------------
 
+# one_line joins text's lines with spaces, for a plain log line: a line of
+# a server's answer that began with :: would be a workflow command.
+one_line() {
+  local s=${1//$'\r'/ }
+  printf '%s' "${s//$'\n'/ }"
+}
+
 # request WHAT URL OUT [curl options...] makes one HTTP request, retrying
 # connection errors and 5xx after each of RETRY_DELAYS. It returns 0 on a
 # 2xx, with the body in OUT; otherwise 1, with REQUEST_ERROR saying why. A
-# 4xx is not retried: the same request gets the same refusal.
+# 4xx is not retried: the same request gets the same refusal. Either way
+# REQUEST_CODE is the last HTTP status (000: no answer) and
+# REQUEST_LOCATION where a 3xx pointed.
 request() {
   local what=$1 url=$2 out=$3
   shift 3
   local -a delays
   read -r -a delays <<<"$RETRY_DELAYS"
-  local attempt=1 code rc why retry
+  local attempt=1 res code rc why retry
   while :; do
-    code=$(curl -sS -o "$out" -w '%{http_code}' --connect-timeout "$TIMEOUT" --max-time "$TIMEOUT" \
+    res=$(curl -sS -o "$out" -w '%{http_code} %{redirect_url}' --connect-timeout "$TIMEOUT" --max-time "$TIMEOUT" \
       "$@" "$url" 2>"$WORK/curl.err")
     rc=$?
+    code=${res%% *}
+    REQUEST_CODE=${code:-000} REQUEST_LOCATION=${res#* }
+    ((rc == 0)) || REQUEST_CODE=000
     if ((rc == 0)) && [[ $code == 2?? ]]; then
       return 0
     fi
@@ -138,7 +150,7 @@ request() {
       REQUEST_ERROR="$what failed after $attempt attempt(s): $why"
       return 1
     fi
-    echo "ripcord: $what: attempt $attempt failed ($why); retrying in ${delays[attempt - 1]}s"
+    echo "ripcord: $what: attempt $attempt failed ($(one_line "$why")); retrying in ${delays[attempt - 1]}s"
     sleep "${delays[attempt - 1]}"
     attempt=$((attempt + 1))
   done
@@ -216,6 +228,30 @@ oidc_token() {
   echo "::add-mask::$TOKEN"
 }
 
+# ripcord_advice says what to do about the failed post in REQUEST_*.
+ripcord_advice() {
+  case $REQUEST_CODE in
+  000)
+    printf '%s' "No answer from $SERVER: check that input server is ripcord's public_url and that this runner can reach it (DNS, firewall, proxy, TLS certificate)"
+    ;;
+  3??)
+    printf '%s' "$SERVER/api/v1/facts redirects${REQUEST_LOCATION:+ to $REQUEST_LOCATION}, which is not followed: set input server to ripcord's public_url"
+    ;;
+  401)
+    printf '%s' "The token was requested for audience \"$AUDIENCE\" (input audience; empty: input server), which must be ripcord's oidc.audience (its public_url unless set)"
+    ;;
+  404 | 405)
+    printf '%s' "$SERVER/api/v1/facts is not ripcord's facts API: set input server to ripcord's public_url (e.g. https://ripcord.example.com, no path)"
+    ;;
+  5??)
+    printf '%s' "ripcord at $SERVER is down or failing and did not record the fact: its operator can see why in its log"
+    ;;
+  *)
+    printf '%s' "ripcord's answer above says what it refused"
+    ;;
+  esac
+}
+
 set_output() {
   [[ -n ${GITHUB_OUTPUT:-} ]] || return 0
   local v=${2//$'\n'/ }
@@ -252,7 +288,7 @@ main() {
   printf 'Authorization: Bearer %s\n' "$TOKEN" >"$WORK/fact.hdr"
   request "POST $SERVER/api/v1/facts" "$SERVER/api/v1/facts" "$WORK/answer.json" \
     -X POST -H @"$WORK/fact.hdr" -H 'Content-Type: application/json' -H 'Accept: application/json' \
-    --data-binary @"$WORK/fact.json" || fail "$REQUEST_ERROR"
+    --data-binary @"$WORK/fact.json" || fail "$REQUEST_ERROR. $(ripcord_advice)"
 
   local answer id outcome state release
   answer=$(<"$WORK/answer.json")
@@ -260,7 +296,11 @@ main() {
   outcome=$(json_value outcome "$answer")
   state=$(json_value state "$answer")
   release=$(json_value release_id "$answer")
-  echo "ripcord: answered $answer"
+  # A server that answers any POST with 200 (a web site's catch-all page)
+  # is not ripcord, and nothing was recorded: say so rather than succeed.
+  [[ -n $id && -n $outcome ]] ||
+    fail "$SERVER answered HTTP $REQUEST_CODE without a fact id and outcome, so it is not ripcord and nothing was recorded: $(head -c 500 "$WORK/answer.json"). Set input server to ripcord's public_url"
+  echo "ripcord: answered $(one_line "$answer")"
   echo "ripcord: fact $id was $outcome; release ${release:-?} is ${state:-unknown}"
   set_output fact-id "$id"
   set_output outcome "$outcome"
