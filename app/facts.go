@@ -205,10 +205,29 @@ func (s *Server) verifyOIDC(w http.ResponseWriter, r *http.Request) (*oidcauth.C
 		return nil, false
 	}
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, "", "OIDC token refused: "+err.Error())
+		writeError(w, http.StatusUnauthorized, "", "OIDC token refused: "+err.Error()+s.oidcAdvice(err))
 		return nil, false
 	}
 	return claims, true
+}
+
+// oidcAdvice says what a workflow author (or ripcord's operator) can do
+// about a refused token, after the refusal itself.
+func (s *Server) oidcAdvice(err error) string {
+	switch {
+	case errors.Is(err, oidcauth.ErrWrongAudience):
+		return fmt.Sprintf("; request the token for audience %q (the ripcord action's audience input, which defaults to its server input), "+
+			"or set ripcord's oidc.audience to the audience the workflow requests", s.cfg.OIDC.Audience)
+	case errors.Is(err, oidcauth.ErrWrongIssuer):
+		return "; ripcord's oidc.issuer must be the issuer of your GitHub's Actions tokens " +
+			"(" + oidcauth.DefaultIssuer + " on github.com, https://HOST/_services/token on GitHub Enterprise Server)"
+	case errors.Is(err, oidcauth.ErrExpired), errors.Is(err, oidcauth.ErrNotYetValid):
+		return "; the ripcord action requests a fresh token for every post, so the clocks of ripcord's host and GitHub disagree: check ripcord's host's time (NTP)"
+	case errors.Is(err, oidcauth.ErrBadSignature):
+		return "; the token is not signed by a key of ripcord's oidc.issuer: send the job's own GitHub Actions OIDC token, as the ripcord action does"
+	default:
+		return "; send the job's GitHub Actions OIDC token, as the ripcord action does (permissions: id-token: write)"
+	}
 }
 
 func (s *Server) requireInstalled(w http.ResponseWriter, r *http.Request, repo string) bool {
@@ -218,7 +237,8 @@ func (s *Server) requireInstalled(w http.ResponseWriter, r *http.Request, repo s
 		return false
 	}
 	if !installed {
-		writeError(w, http.StatusForbidden, "repository", fmt.Sprintf("the ripcord App is not installed on %s", repo))
+		writeError(w, http.StatusForbidden, "repository", fmt.Sprintf(
+			"the ripcord App is not installed on %s: install it there (the App's page on GitHub, Configure, Repository access), then post again", repo))
 		return false
 	}
 	return true

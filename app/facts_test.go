@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +196,45 @@ func TestTaskFactsNeedAWorkflowTokenOfThatRepository(t *testing.T) {
 	var rec map[string]any
 	if code := ts.api(t, "/api/v1/releases/r-task", &rec); code != 200 || rec["state"] != "progressing" {
 		t.Errorf("an in_progress task fact for an unknown release should open it: %d %v", code, rec)
+	}
+}
+
+// A refused workflow token or repository is answered with what to do about
+// it: the workflow author reads the answer in the action's warning.
+func TestRefusedTaskFactsSayWhatToDo(t *testing.T) {
+	ts, issuer := factServer(t, testdb.URL(t, "sqlite"), nil)
+	fact := map[string]any{"source": "task", "repository": "acme/payments", "workflow_run_id": 42, "run_attempt": 1,
+		"status": "in_progress", "app": "payments", "environment": "prod", "cluster": "prod-eu", "version": "v1",
+		"release_id": "r-advice", "observed_at": time.Now().UTC().Format(time.RFC3339)}
+	payments := map[string]any{"repository": "acme/payments"}
+	cases := []struct {
+		name  string
+		token string
+		code  int
+		field string
+		want  []string
+	}{
+		{"a token for the server URL the workflow used, not ripcord's audience",
+			issuer.Token(t, payments, oidctest.WithAudience("http://localhost:8080")), 401, "",
+			[]string{`does not include ripcord's audience "` + oidctest.Audience + `"`,
+				`request the token for audience "` + oidctest.Audience + `"`, "action's audience input", "set ripcord's oidc.audience"}},
+		{"a token of another GitHub", issuer.Token(t, payments, oidctest.WithIssuer("https://ghes.example/_services/token")), 401, "",
+			[]string{"ripcord's oidc.issuer must be", "https://HOST/_services/token on GitHub Enterprise Server"}},
+		{"a token that expired", issuer.Token(t, payments, oidctest.WithExpiry(time.Now().Add(-10*time.Minute))), 401, "",
+			[]string{"token expired", "clocks", "(NTP)"}},
+		{"a repository the App is not installed on", issuer.Token(t, payments), 403, "repository",
+			[]string{"the ripcord App is not installed on acme/payments: install it there", "then post again"}},
+	}
+	for _, c := range cases {
+		var e apiError
+		code := ts.post(t, "/api/v1/facts", c.token, fact, &e)
+		if code != c.code || e.Field != c.field {
+			t.Errorf("%s: %d %q (%s), want %d naming %q", c.name, code, e.Field, e.Error, c.code, c.field)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(e.Error, w) {
+				t.Errorf("%s: answer %q does not say %q", c.name, e.Error, w)
+			}
+		}
 	}
 }
