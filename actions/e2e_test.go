@@ -127,3 +127,79 @@ func TestActionAgainstARealServer(t *testing.T) {
 		t.Errorf("token requests %+v, want two for audience %s", got, url)
 	}
 }
+
+// TestReRunsPostDistinctFacts: a re-run of the deploy job (a new run
+// attempt) is a new fact, and posting the same attempt's status again is
+// recognised as a duplicate, against a real server.
+func TestReRunsPostDistinctFacts(t *testing.T) {
+	issuer := oidctest.NewIssuer(t)
+	url := realServer(t, issuer)
+	installOn(t, url, "acme/checkout")
+	f := newFakes(t)
+	token := issuer.Token(t, map[string]any{"repository": "acme/checkout"}, oidctest.WithAudience(url))
+	f.token.script(reply{200, `{"count":1,"value":"` + token + `"}`})
+	inputs := map[string]string{"server": url, "app": "checkout", "environment": "prod", "cluster": "prod-eu",
+		"release-id": "c-78:prod-eu/prod", "image": "registry.example/shop/checkout:v78", "fail-on-error": "true"}
+
+	ids := map[string]string{}
+	for _, step := range []struct{ attempt, status, outcome string }{
+		{"1", "in_progress", "opened"},
+		{"1", "failed", "applied"},
+		{"2", "in_progress", "applied"},
+		{"2", "in_progress", "duplicate"}, // the same post again, e.g. a re-run step
+		{"2", "success", "applied"},
+	} {
+		r := runAction(t, f, with(inputs, "status", step.status), map[string]string{"GITHUB_RUN_ATTEMPT": step.attempt})
+		if r.code != 0 {
+			t.Fatalf("attempt %s %s: exit %d\n%s", step.attempt, step.status, r.code, r.stdout)
+		}
+		if !strings.Contains(r.outputs, "outcome="+step.outcome+"\n") {
+			t.Errorf("attempt %s %s: outputs %q, want outcome=%s", step.attempt, step.status, r.outputs, step.outcome)
+		}
+		id, _, _ := strings.Cut(strings.TrimPrefix(r.outputs, "fact-id="), "\n")
+		key := step.attempt + "/" + step.status
+		if prev, seen := ids[key]; seen && prev != id {
+			t.Errorf("the same attempt and status got fact ids %s and %s", prev, id)
+		}
+		ids[key] = id
+	}
+	distinct := map[string]bool{}
+	for _, id := range ids {
+		distinct[id] = true
+	}
+	if len(distinct) != 4 {
+		t.Errorf("fact ids %v: want 4 distinct facts (attempt 1 and 2, each in_progress and a result)", ids)
+	}
+}
+
+// TestRefusalsReachTheWorkflowAuthor: against a real server, a workflow
+// whose server input is not ripcord's public_url (so its token is for
+// another audience), or whose repository has no App installed, gets a
+// warning that says what to do, and the step succeeds.
+func TestRefusalsReachTheWorkflowAuthor(t *testing.T) {
+	issuer := oidctest.NewIssuer(t)
+	url := realServer(t, issuer)
+	installOn(t, url, "acme/checkout")
+	other := strings.Replace(url, "127.0.0.1", "localhost", 1)
+	cases := []struct {
+		name, server, repo string
+		want               []string
+	}{
+		{"server input not the public_url", other, "acme/checkout", []string{
+			"HTTP 401", `request the token for audience \"` + url + `\"`, // JSON-escaped in the answer
+			`The token was requested for audience "` + other + `"`, "fail-on-error is false"}},
+		{"a repository without the App", url, "acme/payments", []string{
+			"HTTP 403", "the ripcord App is not installed on acme/payments: install it there"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakes(t)
+			token := issuer.Token(t, map[string]any{"repository": tc.repo}, oidctest.WithAudience(strings.TrimSuffix(tc.server, "/")))
+			f.token.script(reply{200, `{"count":1,"value":"` + token + `"}`})
+			in := map[string]string{"server": tc.server, "app": "checkout", "environment": "prod", "cluster": "prod-eu",
+				"release-id": "c-79:prod-eu/prod", "status": "in_progress"}
+			r := runAction(t, f, in, map[string]string{"GITHUB_REPOSITORY": tc.repo})
+			checkFailed(t, r, 0, "warning", tc.want...)
+		})
+	}
+}
