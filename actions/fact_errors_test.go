@@ -1,10 +1,13 @@
 package actions
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // outcomes of a run that could not post, by fail-on-error.
@@ -230,5 +233,35 @@ func TestAnswersCannotInjectWorkflowCommands(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "attempt 1 failed (HTTP 502: bad gateway ::error::injected  ::add-mask::x)") {
 		t.Errorf("the failed attempt is not reported on one line:\n%s", r.stdout)
+	}
+}
+
+// A ripcord that takes the connection but never answers holds the job for
+// the documented bound only: each attempt ends after timeout seconds.
+func TestASilentRipcordHoldsTheJobBoundedly(t *testing.T) {
+	var posts atomic.Int32
+	stop := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body) // so a closed connection cancels r.Context()
+		select {
+		case <-r.Context().Done(): // curl gave up
+		case <-stop:
+		}
+	}))
+	t.Cleanup(silent.Close)
+	t.Cleanup(func() { close(stop) }) // runs first: Close waits for handlers
+	f := newFakes(t)
+	start := time.Now()
+	r := runAction(t, f, with(baseInputs(f), "server", silent.URL, "timeout", "1"), nil)
+	took := time.Since(start)
+	checkFailed(t, r, 0, "warning", "after 3 attempt(s)", "No answer from "+silent.URL)
+	if n := posts.Load(); n != 3 {
+		t.Errorf("ripcord got %d posts, want 3", n)
+	}
+	// 6 × timeout + the waits (0 here) is the documented bound; the rest
+	// is slack for a loaded machine, far below the harness's hang guard.
+	if limit := 6*time.Second + 20*time.Second; took > limit {
+		t.Errorf("the step took %s with timeout 1, want under %s", took, limit)
 	}
 }
