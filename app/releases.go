@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/app/deployments"
@@ -64,6 +65,13 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	var repoClaim string
 	if !viaToken {
+		// Release tooling sends the api_token: a missing or mistyped one is
+		// not a refused OIDC token, and must not be answered as one.
+		if raw, ok := bearer(r); !ok || strings.Count(raw, ".") != 2 {
+			writeError(w, http.StatusUnauthorized, "", "missing or wrong bearer token: it is neither the api_token nor a GitHub Actions OIDC token; "+
+				"send Authorization: Bearer <api_token>, or from a workflow the job's OIDC token (permissions: id-token: write)")
+			return
+		}
 		claims, ok := s.verifyOIDC(w, r)
 		if !ok {
 			return

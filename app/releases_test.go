@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/oidcauth/oidctest"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -180,4 +181,35 @@ func TestReleaseOpenedElsewhereStallsToo(t *testing.T) {
 			t.Errorf("stall events %v, want one for release merged", stall.Events)
 		}
 	})
+}
+
+// A release tool with a missing or mistyped api_token is told about the
+// api_token, not that its "OIDC token" is malformed; a workflow's refused
+// token is still answered as one.
+func TestReleaseRefusalsNameTheCredentialMeant(t *testing.T) {
+	ts, issuer := factServer(t, testdb.URL(t, "sqlite"), nil)
+	body := map[string]any{"release_id": "r-cred", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
+		"repository": "acme/checkout", "image": "registry.example/shop/checkout:v1"}
+	for _, c := range []struct {
+		name, token string
+		want        []string
+	}{
+		{"no token", "", []string{"neither the api_token nor", "Bearer <api_token>"}},
+		{"a mistyped api_token", "api-tokne", []string{"neither the api_token nor", "Bearer <api_token>"}},
+		{"a workflow token for another audience", issuer.Token(t, nil, oidctest.WithAudience("https://elsewhere")),
+			[]string{"OIDC token refused", "request the token for audience"}},
+	} {
+		var e apiError
+		if code := ts.post(t, "/api/v1/releases", c.token, body, &e); code != http.StatusUnauthorized {
+			t.Errorf("%s: %d %s, want 401", c.name, code, e.Error)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(e.Error, w) {
+				t.Errorf("%s: answer %q does not say %q", c.name, e.Error, w)
+			}
+		}
+		if strings.Contains(e.Error, "OIDC token refused") != strings.HasPrefix(c.name, "a workflow") {
+			t.Errorf("%s: answer %q", c.name, e.Error)
+		}
+	}
 }
