@@ -115,7 +115,8 @@ func TestMissingIDTokenPermission(t *testing.T) {
 			t.Run(unset+"/fail-on-error="+m.failOnError, func(t *testing.T) {
 				f := newFakes(t)
 				r := runAction(t, f, with(baseInputs(f), "fail-on-error", m.failOnError), map[string]string{unset: "-"})
-				checkFailed(t, r, m.code, m.kind, "the job needs `permissions: id-token: write`")
+				checkFailed(t, r, m.code, m.kind, unset+" is not set", "the job needs `permissions: id-token: write`",
+					"a job's own permissions block replaces the workflow's", "pull requests from forks")
 				if n := len(f.token.got()) + len(f.facts.got()); n != 0 {
 					t.Errorf("%d requests were made without a token", n)
 				}

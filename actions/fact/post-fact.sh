@@ -213,8 +213,10 @@ fact_json() {
 # oidc_token sets TOKEN to the job's OIDC token for the audience. It runs
 # in the main shell, not in $(...), so that fail can end the step.
 oidc_token() {
+  local unset=ACTIONS_ID_TOKEN_REQUEST_URL
+  [[ -n ${ACTIONS_ID_TOKEN_REQUEST_URL:-} ]] && unset=ACTIONS_ID_TOKEN_REQUEST_TOKEN
   if [[ -z ${ACTIONS_ID_TOKEN_REQUEST_URL:-} || -z ${ACTIONS_ID_TOKEN_REQUEST_TOKEN:-} ]]; then
-    fail "cannot get an OIDC token: ACTIONS_ID_TOKEN_REQUEST_URL is not set; the job needs \`permissions: id-token: write\`"
+    fail "cannot get an OIDC token: $unset is not set; the job needs \`permissions: id-token: write\` (a job's own permissions block replaces the workflow's; runs for pull requests from forks get no OIDC token at all)"
   fi
   local sep='?'
   [[ $ACTIONS_ID_TOKEN_REQUEST_URL == *\?* ]] && sep='&'
