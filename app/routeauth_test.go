@@ -93,11 +93,11 @@ var guardedRoutes = []guardedRoute{
 	{"GET /api/v1/clusters/{cluster}/actions", "/api/v1/clusters/prod-eu/actions", clusterOnly},
 	{"POST /api/v1/clusters/{cluster}/actions/{id}", "/api/v1/clusters/prod-eu/actions/a1", clusterOnly},
 	// The pages' Roll back button needs a GitHub sign-in (none of the API's
-	// bearers): without one the release is "not found", so that its
-	// existence is not told either. Its CSRF token is checked in webui's
-	// TestRollbackForm.
+	// bearers): without one it answers 403 "Signed out" whatever the id, so
+	// a release's existence is not told either. Its CSRF token is checked
+	// in webui's TestRollbackForm.
 	{"POST /releases/{id}/rollback", "/releases/r1/rollback",
-		refusing(http.StatusNotFound, noCredential, wrongBearer, apiTokenBearer, clusterBearer, oidcBearer)},
+		refusing(http.StatusForbidden, noCredential, wrongBearer, apiTokenBearer, clusterBearer, oidcBearer)},
 }
 
 // openRoutes answer without a credential, on purpose: probes and metrics
