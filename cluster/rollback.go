@@ -104,16 +104,7 @@ func (r *Rollbacker) patch(ctx context.Context, a actionapi.Action) (plan rollba
 			}
 			return nil
 		}
-		var rss []appsv1.ReplicaSet
-		if a.TargetVersion == "" {
-			list, err := r.Kube.AppsV1().ReplicaSets(a.Namespace).List(ctx, metav1.ListOptions{
-				LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
-			if err != nil {
-				return err
-			}
-			rss = list.Items
-		}
-		p, v := planRollback(a, d, rss)
+		p, v := planRollback(a, d)
 		plan = p
 		if v != nil {
 			return v

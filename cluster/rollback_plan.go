@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -71,12 +70,13 @@ type rollbackPlan struct {
 	Generation int64
 }
 
-// planRollback decides, from the live Deployment (and its ReplicaSets when
-// the action names no target), what to patch — or why nothing is: no
-// application container (failed), a live version that cannot be read or is
-// pinned by digest (alert), another version running (skip), no previous
-// version (alert).
-func planRollback(a actionapi.Action, d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet) (rollbackPlan, *verdict) {
+// planRollback decides, from the live Deployment, what to patch — or why
+// nothing is: no application container (failed), a live version that
+// cannot be read or is pinned by digest (alert), another version running
+// (skip), no target named by the server (alert: eligibility comes from the
+// server's records, and the agent never rolls back to a version it chose
+// itself, such as an older ReplicaSet's).
+func planRollback(a actionapi.Action, d *appsv1.Deployment) (rollbackPlan, *verdict) {
 	cs := d.Spec.Template.Spec.Containers
 	names := make([]string, len(cs))
 	for i, c := range cs {
@@ -96,13 +96,10 @@ func planRollback(a actionapi.Action, d *appsv1.Deployment, replicaSets []appsv1
 	case p.RunningVersion != a.FailedVersion:
 		return p, &verdict{Outcome: actionapi.OutcomeSkipped, Audit: records.AuditRollbackSkipped, Running: p.RunningVersion,
 			Reason: fmt.Sprintf("%s/%s runs %s, not the failed version %s: nothing to roll back", d.Namespace, d.Name, p.RunningVersion, a.FailedVersion)}
+	case a.TargetVersion == "":
+		return p, alert(ErrTypeNoPreviousVersion, "the server named no version to roll back to; the agent does not choose one itself")
 	}
 	p.TargetVersion = a.TargetVersion
-	if p.TargetVersion == "" {
-		if p.TargetVersion, err = PreviousVersion(d, replicaSets, a.FailedVersion); err != nil {
-			return p, alert(ErrTypeNoPreviousVersion, "%v", err)
-		}
-	}
 	if p.TargetImage, err = TargetImage(p.RunningImage, p.TargetVersion); err != nil {
 		return p, failed(ErrTypeInvalidTarget, "%v", err)
 	}
@@ -110,69 +107,6 @@ func planRollback(a actionapi.Action, d *appsv1.Deployment, replicaSets []appsv1
 		return p, failed(ErrTypeInvalidTarget, "%v", err)
 	}
 	return p, nil
-}
-
-// PreviousVersion is seed 000's fallback when the records know no target:
-// the version label of the second-newest ReplicaSet (by creation time) of
-// the Deployment that carries one. ReplicaSets of the failed version are
-// passed over, so a restart (a second ReplicaSet of the same version) does
-// not make the "previous" version the failed one again.
-func PreviousVersion(d *appsv1.Deployment, replicaSets []appsv1.ReplicaSet, failedVersion string) (string, error) {
-	type rsVersion struct {
-		rs      *appsv1.ReplicaSet
-		version string
-	}
-	var owned []rsVersion
-	for i := range replicaSets {
-		rs := &replicaSets[i]
-		if !ownedBy(rs, d) {
-			continue
-		}
-		if v := versionLabel(rs.Labels); v != "" {
-			owned = append(owned, rsVersion{rs, v})
-		} else if v := versionLabel(rs.Spec.Template.Labels); v != "" {
-			owned = append(owned, rsVersion{rs, v})
-		}
-	}
-	slices.SortFunc(owned, func(a, b rsVersion) int {
-		if c := b.rs.CreationTimestamp.Compare(a.rs.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return compareStrings(b.rs.Name, a.rs.Name)
-	})
-	for _, o := range owned {
-		if o.version != failedVersion {
-			return o.version, nil
-		}
-	}
-	return "", fmt.Errorf("no previous version: no ReplicaSet of %s/%s carries a %s (or %s) label other than the failed version %s",
-		d.Namespace, d.Name, VersionLabel, ShortVersionLabel, failedVersion)
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func ownedBy(rs *appsv1.ReplicaSet, d *appsv1.Deployment) bool {
-	for _, o := range rs.OwnerReferences {
-		if o.UID == d.UID {
-			return true
-		}
-	}
-	return false
-}
-
-func versionLabel(labels map[string]string) string {
-	if v := labels[VersionLabel]; v != "" {
-		return v
-	}
-	return labels[ShortVersionLabel]
 }
 
 // rollbackPatch is the strategic merge patch of a rollback: the one

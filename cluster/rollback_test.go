@@ -42,7 +42,6 @@ func TestPlanRollback(t *testing.T) {
 	for name, tc := range map[string]struct {
 		action  actionapi.Action
 		mut     func(*appsv1.Deployment)
-		rss     func(*appsv1.Deployment) []appsv1.ReplicaSet
 		outcome string // "" = planned
 		errType string
 		target  string
@@ -61,35 +60,13 @@ func TestPlanRollback(t *testing.T) {
 		"two containers and none named like the Deployment: fail without a change": {action: rollbackAction(),
 			mut:     func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "app" },
 			outcome: actionapi.OutcomeRollbackFailed, errType: ErrTypeContainer},
-		"no target from the records: second-newest versioned ReplicaSet": {
-			action: rollbackAction(func(a *actionapi.Action) { a.TargetVersion = "" }),
-			rss: func(d *appsv1.Deployment) []appsv1.ReplicaSet {
-				return []appsv1.ReplicaSet{replicaSet("rs-v0", "v0", t0, d), replicaSet("rs-v2", "v2", t0.Add(2*time.Hour), d),
-					replicaSet("rs-v1", "v1", t0.Add(time.Hour), d)}
-			}, target: "registry:5000/team/checkout:v1"},
-		"a restart of the failed version is passed over": {
-			action: rollbackAction(func(a *actionapi.Action) { a.TargetVersion = "" }),
-			rss: func(d *appsv1.Deployment) []appsv1.ReplicaSet {
-				return []appsv1.ReplicaSet{replicaSet("rs-v1", "v1", t0, d), replicaSet("rs-v2", "v2", t0.Add(time.Hour), d),
-					replicaSet("rs-v2b", "v2", t0.Add(2*time.Hour), d)}
-			}, target: "registry:5000/team/checkout:v1"},
-		"ReplicaSets of another Deployment do not count": {
-			action: rollbackAction(func(a *actionapi.Action) { a.TargetVersion = "" }),
-			rss: func(d *appsv1.Deployment) []appsv1.ReplicaSet {
-				other := deployment(func(o *appsv1.Deployment) { o.UID = "someone-else" })
-				return []appsv1.ReplicaSet{replicaSet("rs-v1", "v1", t0, other), replicaSet("rs-v2", "v2", t0.Add(time.Hour), d)}
-			}, outcome: actionapi.OutcomeAlert, errType: ErrTypeNoPreviousVersion},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := deployment()
 			if tc.mut != nil {
 				tc.mut(d)
 			}
-			var rss []appsv1.ReplicaSet
-			if tc.rss != nil {
-				rss = tc.rss(d)
-			}
-			plan, v := planRollback(tc.action, d, rss)
+			plan, v := planRollback(tc.action, d)
 			if tc.outcome == "" {
 				if v != nil {
 					t.Fatalf("verdict %+v, want a plan", v)
@@ -113,7 +90,7 @@ func TestRollbackPatchTouchesOnlyTheAppContainerAndTheVersionLabels(t *testing.T
 		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "checkout", "version": "stable"}}
 		d.Spec.Template.Labels = map[string]string{"app": "checkout", "version": "stable", VersionLabel: "v2"}
 	})
-	plan, v := planRollback(rollbackAction(), d, nil)
+	plan, v := planRollback(rollbackAction(), d)
 	if v != nil {
 		t.Fatal(v)
 	}

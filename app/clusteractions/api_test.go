@@ -203,3 +203,11 @@ func TestEnqueueNamesEveryBadField(t *testing.T) {
 		t.Errorf("a good action: %v", err)
 	}
 }
+
+func TestEnqueueRefusesARollbackWithoutATargetVersion(t *testing.T) {
+	a := rollback("r")
+	a.TargetVersion = ""
+	if err := a.Validate(); err == nil || !strings.Contains(err.Error(), "target_version") {
+		t.Errorf("Validate = %v; want target_version required, so that no agent picks the version itself", err)
+	}
+}

@@ -19,10 +19,9 @@ import (
 // Action is a cluster action to queue. For Kind "rollback" (the only kind):
 // roll Container (or the container named like Deployment, or its only one)
 // of Deployment in Namespace back to TargetVersion, if and only if
-// FailedVersion is the version running. An empty TargetVersion lets the
-// agent fall back to the Deployment's second-newest versioned ReplicaSet;
-// the recovery flow should pass the newest eligible healthy release's
-// version from the records instead.
+// FailedVersion is the version running. TargetVersion is required: it is
+// the eligible release the records chose, and the agent rolls back to
+// nothing else (it never guesses one from the cluster's ReplicaSets).
 type Action struct {
 	Cluster       string
 	Kind          string
@@ -76,8 +75,8 @@ func (a Action) Validate() error {
 	if !tag.MatchString(a.FailedVersion) {
 		bad("failed_version", "%q is not an image tag (the rollback happens only when this version runs)", a.FailedVersion)
 	}
-	if a.TargetVersion != "" && !tag.MatchString(a.TargetVersion) {
-		bad("target_version", "%q is not an image tag", a.TargetVersion)
+	if !tag.MatchString(a.TargetVersion) {
+		bad("target_version", "%q is not an image tag (the version to roll back to, from the records)", a.TargetVersion)
 	}
 	if a.TargetVersion != "" && a.TargetVersion == a.FailedVersion {
 		bad("target_version", "is the failed version %q", a.FailedVersion)

@@ -34,6 +34,13 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 	if ep.ReleaseID == "" {
 		return "", fmt.Errorf("kubernetes rollback of %s/%s: the failed release is unknown", ep.App, ep.Environment)
 	}
+	// The agent builds the image from the running one and a tag; a target
+	// pinned by digest only has none, and the agent must never pick one.
+	if req.Target.Version == "" {
+		return "", &recoveryflow.NotStarted{Reason: fmt.Sprintf(
+			"the kubernetes rollback of %s to release %s was not started: its image is pinned by digest only (%s), so there is no tag to set on the Deployment; roll back by hand",
+			where(ep), req.Target.ReleaseID, req.Target.Digest)}
+	}
 	rec := records.Record{ReleaseID: RollbackReleaseID(req.Key, ep.Cluster, ep.Environment), App: ep.App,
 		Environment: ep.Environment, Cluster: ep.Cluster, Repository: ep.Repository, Kind: records.KindRollback,
 		RollbackOf: ep.ReleaseID, RollbackReason: req.Reason, Image: req.Target.Version}
@@ -71,6 +78,10 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 func RollbackReleaseID(key, cluster, env string) string {
 	sum := sha256.Sum256([]byte(key))
 	return fmt.Sprintf("rollback-%s:%s/%s", hex.EncodeToString(sum[:])[:12], cluster, env)
+}
+
+func where(ep recoveryflow.Episode) string {
+	return fmt.Sprintf("%s in %s/%s", ep.App, ep.Cluster, ep.Environment)
 }
 
 func or(a, b string) string {

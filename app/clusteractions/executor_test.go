@@ -3,6 +3,7 @@ package clusteractions_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -91,6 +92,48 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 			if !strings.Contains(spec, want) {
 				t.Errorf("action %s lacks %s", spec, want)
 			}
+		}
+	})
+}
+
+// A target release pinned by digest only has no tag for the agent to set:
+// the rollback is not started (the episode ends rollback_failed with the
+// reason) rather than queued without a target for the agent to guess.
+func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		d := pipeline.Deps{DB: db, Records: records.NewStore(db), Now: func() time.Time { return now },
+			River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		pinned := records.Record{ReleaseID: "r1", App: "app", Environment: "prod", Cluster: "prod-eu", Kind: records.KindPromote,
+			Image: "registry:5000/team/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+		if err := db.InTx(ctx, func(tx *sql.Tx) error { _, _, err := d.Records.OpenRelease(ctx, tx, pinned, now); return err }); err != nil {
+			t.Fatal(err)
+		}
+		ep := recoveryflow.Episode{Repository: "acme/app", App: "app", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r2"}
+		ep.Context.Input = recovery.Input{FailedVersion: "v2"}
+		ep.Context.Config.Rollback = repoconfig.Rollback{Mode: repoconfig.ModeKubernetes, Namespace: "shop"}
+		req := recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep, Reason: "retries exhausted",
+			Target: recoveryflow.Target{ReleaseID: "r1", Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
+		var queueErr error
+		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			_, queueErr = clusteractions.KubernetesExecutor(d).Queue(ctx, tx, req)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var notStarted *recoveryflow.NotStarted
+		if !errors.As(queueErr, &notStarted) || !strings.Contains(notStarted.Reason, "digest") {
+			t.Errorf("Queue = %v; want NotStarted saying the target is pinned by digest", queueErr)
+		}
+		var n int
+		if err := db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cluster_actions`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%d actions queued (%v); want none without a version to roll back to", n, err)
 		}
 	})
 }

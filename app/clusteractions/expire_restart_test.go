@@ -25,7 +25,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 		if err := db.InTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-				Deployment: "checkout", FailedVersion: "v2", RollbackOf: "c2"})
+				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v2", RollbackOf: "c2"})
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -51,7 +51,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 		if err := db.InTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-				Deployment: "checkout", FailedVersion: "v3", RollbackOf: "c3"})
+				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v3", RollbackOf: "c3"})
 			return err
 		}); err != nil {
 			t.Fatal(err)

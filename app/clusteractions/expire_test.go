@@ -20,7 +20,7 @@ func TestAClaimWithoutAResultFailsAfterTheClaimTimeoutAndIsNotHandedOn(t *testin
 		if err := db.InTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-				Deployment: "checkout", FailedVersion: "v2", RollbackOf: "c2"})
+				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v2", RollbackOf: "c2"})
 			return err
 		}); err != nil {
 			t.Fatal(err)

@@ -23,9 +23,8 @@ type Action struct {
 	Deployment string `json:"deployment"`
 	Container  string `json:"container,omitempty"`
 	// TargetVersion is the image tag to roll back to: the newest eligible
-	// healthy release, as the server's records know it. Empty makes the
-	// agent fall back to the second-newest ReplicaSet carrying a version
-	// label.
+	// healthy release, as the server's records know it. The agent rolls
+	// back to no other: without one it alerts and changes nothing.
 	TargetVersion string `json:"target_version,omitempty"`
 	// FailedVersion is the tag that failed: the rollback happens only when
 	// it is the one running.
