@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -186,20 +187,57 @@ func (r *Rollbacker) waitRollout(ctx context.Context, a actionapi.Action, plan r
 			return apiFailure(err, a)
 		}
 		done, why := rolloutState(d, generation)
+		if why == "" && d.Status.ObservedGeneration >= generation {
+			if why, err = r.crashLooping(ctx, d, plan); err != nil && ctx.Err() == nil {
+				return apiFailure(err, a)
+			}
+		}
 		if why != "" {
 			return failed(ErrTypeRolloutFailed, "the rollout of %s/%s to %s failed: %s", a.Namespace, a.Deployment, plan.TargetImage, why)
 		}
 		if done {
 			return nil
 		}
-		last = fmt.Sprintf("observed generation %d of %d, %d updated, %d replicas, %d desired", d.Status.ObservedGeneration,
-			generation, d.Status.UpdatedReplicas, d.Status.Replicas, replicasOf(d.Spec.Replicas))
+		last = fmt.Sprintf("observed generation %d of %d, %d updated, %d available, %d replicas, %d desired", d.Status.ObservedGeneration,
+			generation, d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.Replicas, replicasOf(d.Spec.Replicas))
 		select {
 		case <-ctx.Done():
 			return failed(ErrTypeRolloutTimeout, "the rollout of %s/%s did not finish within %s: %s", a.Namespace, a.Deployment, timeout, last)
 		case <-time.After(poll):
 		}
 	}
+}
+
+// crashLooping names a pod of the patched revision (its application
+// container runs the target image) with a container in CrashLoopBackOff:
+// such a revision never becomes available, and waiting out the timeouts
+// would only hide why. "" when there is none.
+func (r *Rollbacker) crashLooping(ctx context.Context, d *appsv1.Deployment, plan rollbackPlan) (string, error) {
+	pods, err := r.Kube.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || !runsImage(p.Spec.Containers, plan.Container, plan.TargetImage) {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if w := c.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
+				return fmt.Sprintf("pod %s of the patched revision is crash-looping: container %s is in CrashLoopBackOff after %d restarts",
+					p.Name, c.Name, c.RestartCount), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+func runsImage(cs []corev1.Container, name, image string) bool {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Image == image
+		}
+	}
+	return false
 }
 
 func (r *Rollbacker) httpClient() *http.Client {

@@ -165,8 +165,8 @@ func rollbackPatch(d *appsv1.Deployment, container, image, version string, a act
 }
 
 // rolloutState says whether the patched revision has rolled out: the
-// controller observed generation, every replica is updated and no old
-// replica is left; failed says why it never will (the progress deadline,
+// controller observed generation, every replica is updated and available
+// and no old replica is left; failed says why it never will (the progress deadline,
 // or a paused Deployment, which takes the patch but rolls nothing out
 // until someone resumes it: ripcord does not resume what a person paused).
 func rolloutState(d *appsv1.Deployment, generation int64) (done bool, failed string) {
@@ -178,7 +178,7 @@ func rolloutState(d *appsv1.Deployment, generation int64) (done bool, failed str
 			d.Status.UpdatedReplicas, replicasOf(d.Spec.Replicas))
 	}
 	desired := replicasOf(d.Spec.Replicas)
-	done = d.Status.UpdatedReplicas == desired && d.Status.Replicas == desired
+	done = d.Status.UpdatedReplicas == desired && d.Status.Replicas == desired && d.Status.AvailableReplicas == desired
 	if !done && d.Spec.Paused {
 		return false, fmt.Sprintf("the Deployment is paused (spec.paused), so the patched revision does not roll out (%d of %d replicas updated); "+
 			"it rolls out once resumed: kubectl rollout resume deployment/%s -n %s", d.Status.UpdatedReplicas, desired, d.Name, d.Namespace)

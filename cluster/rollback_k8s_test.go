@@ -1,0 +1,114 @@
+package cluster_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/ripcord/ripcord/cluster"
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/internal/k8stest"
+)
+
+// Rollbacks against a real kube-apiserver, controller manager and kwok,
+// one control plane for every case (it is slow to start).
+func TestRollbackOnARealControlPlane(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	port := k8stest.ServePods(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"healthy"}`))
+	}))
+	for name, run := range map[string]func(*testing.T, *k8stest.Cluster, int){
+		"a crash-looping pod of the patched revision fails the rollout at once": crashLoopingRollback,
+	} {
+		t.Run(name, func(t *testing.T) { run(t, k, port) })
+	}
+}
+
+// realDeployment runs version v2 of name with one replica; its new pods
+// become available minReady after they are ready.
+func realDeployment(t *testing.T, k *k8stest.Cluster, name string, minReady int32, strategy appsv1.DeploymentStrategy) *appsv1.Deployment {
+	t.Helper()
+	one := int32(1)
+	pods := map[string]string{"app": name}
+	d := createDeployment(t, k, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", Labels: map[string]string{cluster.VersionLabel: "v2"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, MinReadySeconds: minReady, Strategy: strategy,
+			Selector: &metav1.LabelSelector{MatchLabels: pods},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "registry:5000/team/" + name + ":v2"}}}}},
+	})
+	waitWithin(t, time.Minute, name+" to roll out", func() bool {
+		cur, err := k.Kube.AppsV1().Deployments("shop").Get(t.Context(), name, metav1.GetOptions{})
+		return err == nil && cur.Status.ObservedGeneration == cur.Generation && cur.Status.AvailableReplicas == 1 && cur.Status.Replicas == 1
+	})
+	return d
+}
+
+func realRollbacker(k *k8stest.Cluster, port int) *cluster.Rollbacker {
+	h := cluster.DefaultHealth()
+	h.Port, h.Interval, h.Timeout, h.RequestTimeout = port, 250*time.Millisecond, 20*time.Second, 2*time.Second
+	return &cluster.Rollbacker{Kube: k.Kube, Health: h, RolloutTimeout: 40 * time.Second, RolloutPoll: 250 * time.Millisecond}
+}
+
+// realAction rolls name back from v2 to v1.
+func realAction(name string) actionapi.Action {
+	return actionapi.Action{ID: "act_" + name, Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
+		Deployment: name, TargetVersion: "v1", FailedVersion: "v2", ReleaseID: "rb-" + name, RollbackOf: name + "-2"}
+}
+
+// crashLoop makes every pod of name running image crash-loop, as a kubelet
+// reports a container that keeps exiting, until ctx ends.
+func crashLoop(ctx context.Context, t *testing.T, k *k8stest.Cluster, name, image string) {
+	pods := k.Kube.CoreV1().Pods("shop")
+	for ctx.Err() == nil {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err == nil {
+			for _, p := range list.Items {
+				if p.Spec.Containers[0].Image != image || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil ||
+					(len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil) {
+					continue
+				}
+				p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse},
+					{Type: corev1.ContainersReady, Status: corev1.ConditionFalse}}
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: name, Image: image, RestartCount: 4,
+					State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+						Message: "back-off 40s restarting failed container"}}}}
+				if _, err := pods.UpdateStatus(ctx, &p, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+					t.Logf("mark %s crash-looping: %v", p.Name, err)
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The new pod turns Ready, then its container keeps crashing. The old code
+// took the rollout for complete (updated, and no old pod with
+// maxUnavailable 1) while the pod was not available, and the health check
+// then waited out its whole timeout on a revision that could never pass.
+func crashLoopingRollback(t *testing.T, k *k8stest.Cluster, port int) {
+	unavailable := intstr.FromInt32(1)
+	surge := intstr.FromInt32(0)
+	realDeployment(t, k, "crashy", 5, appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &unavailable, MaxSurge: &surge}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go crashLoop(ctx, t, k, "crashy", "registry:5000/team/crashy:v1")
+	start := time.Now()
+	res := realRollbacker(k, port).Rollback(t.Context(), realAction("crashy"))
+	if res.Outcome != actionapi.OutcomeRollbackFailed || res.ErrorType != cluster.ErrTypeRolloutFailed || !strings.Contains(res.Reason, "CrashLoopBackOff") {
+		t.Errorf("after %s: %s %s: %s; want rollout_failed naming the crash loop", time.Since(start).Round(time.Millisecond),
+			res.Outcome, res.ErrorType, res.Reason)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the crash loop was reported after %s; want it before any timeout", took.Round(time.Second))
+	}
+}
