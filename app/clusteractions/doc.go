@@ -9,6 +9,8 @@
 //
 // States: pending → claimed (by one agent id) → done | failed. An action is
 // handed to one agent only, so it is carried out at most once; a claim with
-// no result after ClaimTimeout fails (the agent lost its state). The agent's
+// no result after ClaimTimeout fails (the agent lost its state), though
+// the claiming agent's own result, if it comes after all, replaces that.
+// The agent's
 // side of the guarantee is described in package cluster.
 package clusteractions

@@ -27,6 +27,11 @@ const (
 // with it its identity) leaves one behind.
 const ClaimTimeout = time.Hour
 
+// errTypeClaimExpired is the error type of a claim that got no result
+// within ClaimTimeout; its agent's own result, when it comes after all,
+// replaces it.
+const errTypeClaimExpired = "claim_expired"
+
 // claimGrace is how long after a server starts it expires no claim: an
 // agent that finished an action while the server was down reports it
 // within its backoff (30 s at most by default) once the server is back.
@@ -221,9 +226,9 @@ func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, no
 		reason := fmt.Sprintf("agent %s claimed the action at %s and reported no result within %s; it was not handed to another agent, so it may or may not have been carried out",
 			st.Agent, st.ClaimedAt.Format(time.RFC3339), ClaimTimeout)
 		res := actionapi.Result{Agent: st.Agent, Status: actionapi.StatusFailed, Outcome: actionapi.OutcomeRollbackFailed,
-			ErrorType: "claim_expired", Reason: reason,
+			ErrorType: errTypeClaimExpired, Reason: reason,
 			Audit: []actionapi.AuditEvent{{Type: string(records.AuditRollbackFailed), At: now, Message: reason,
-				Data: map[string]any{"error_type": "claim_expired"}}}}
+				Data: map[string]any{"error_type": errTypeClaimExpired}}}}
 		if _, err := s.finishTx(ctx, tx, st, res, now); err != nil {
 			return err
 		}
@@ -283,6 +288,12 @@ func decideFinish(st Stored, res actionapi.Result) (finishOutcome, string) {
 		if st.Result != nil && st.Agent == res.Agent && st.Result.Status == res.Status &&
 			st.Result.Outcome == res.Outcome && st.Result.ErrorType == res.ErrorType {
 			return finishRepeat, ""
+		}
+		// The claim expired while its agent could not reach the server
+		// (a network partition longer than ClaimTimeout): what that agent
+		// did replaces "may or may not have been carried out".
+		if st.Result != nil && st.Result.ErrorType == errTypeClaimExpired && st.Agent == res.Agent {
+			return finishRecorded, ""
 		}
 		return finishConflict, fmt.Sprintf("action %s already ended %s", st.ID, st.State)
 	}

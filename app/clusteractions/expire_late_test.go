@@ -1,0 +1,63 @@
+package clusteractions
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// An agent cut off from the server for longer than the claim timeout
+// carries the action out and reports it once it reaches the server again:
+// its result is what happened, and it must not be refused because the
+// server meanwhile wrote that the action may or may not have been done.
+// Another agent's result stays refused.
+func TestTheClaimingAgentsLateResultReplacesAnExpiredClaim(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		s := &actionStore{db: db, records: records.NewStore(db)}
+		var id string
+		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
+				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v2", RollbackOf: "c2"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		if got, err := s.claim(ctx, "prod-eu", "cut-off", false, now); err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		later := now.Add(ClaimTimeout + time.Minute)
+		if _, err := s.claim(ctx, "prod-eu", "other", false, later); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := Get(ctx, db.Read, id); st.State != StateFailed {
+			t.Fatalf("the claim did not expire: %s", st.State)
+		}
+		done := actionapi.Result{Agent: "cut-off", Status: actionapi.StatusDone, Outcome: actionapi.OutcomeRolledBack,
+			Audit: []actionapi.AuditEvent{{Type: string(records.AuditRollbackCompleted), At: later.Add(time.Second), Message: "rolled back"}}}
+		other := done
+		other.Agent = "other"
+		if _, outcome, _, err := s.finish(ctx, "prod-eu", id, other, later); err != nil || outcome != finishConflict {
+			t.Errorf("another agent's result: %v %v; want a conflict", outcome, err)
+		}
+		st, outcome, why, err := s.finish(ctx, "prod-eu", id, done, later.Add(time.Second))
+		if err != nil || outcome != finishRecorded || st.State != StateDone {
+			t.Fatalf("the claiming agent's late result: %v %s (%s), %v; want it recorded, done", outcome, st.State, why, err)
+		}
+		if _, outcome, _, _ := s.finish(ctx, "prod-eu", id, done, later.Add(2*time.Second)); outcome != finishRepeat {
+			t.Errorf("the same late result again: %v, want a repeat", outcome)
+		}
+		evs, err := records.NewStore(db).Audit(ctx, records.AuditFilter{ReleaseID: "c2", Oldest: true})
+		if err != nil || len(evs) != 2 || evs[0].Type != records.AuditRollbackFailed || evs[1].Type != records.AuditRollbackCompleted {
+			t.Errorf("audit %+v %v; want the expiry's rollback_failed, then the agent's rollback_completed", evs, err)
+		}
+	})
+}
