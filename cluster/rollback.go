@@ -129,6 +129,9 @@ func (r *Rollbacker) patch(ctx context.Context, a actionapi.Action) (plan rollba
 			a.Namespace, a.Deployment, plan.Container, img, plan.TargetImage)
 	}
 	plan.Generation = d.Generation
+	if c := deadlineExceeded(d); c != nil {
+		plan.StaleDeadline = c.LastUpdateTime.DeepCopy()
+	}
 	return plan, resumed, nil
 }
 
@@ -186,7 +189,7 @@ func (r *Rollbacker) waitRollout(ctx context.Context, a actionapi.Action, plan r
 		case err != nil:
 			return apiFailure(err, a)
 		}
-		done, why := rolloutState(d, generation)
+		done, why := rolloutState(d, generation, plan.StaleDeadline)
 		if why == "" && d.Status.ObservedGeneration >= generation {
 			if why, err = r.crashLooping(ctx, d, plan); err != nil && ctx.Err() == nil {
 				return apiFailure(err, a)

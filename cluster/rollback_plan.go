@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/ripcord/ripcord/cluster/actionapi"
@@ -68,6 +70,23 @@ type rollbackPlan struct {
 	// Generation is the Deployment's generation after the patch: the
 	// revision the rollout wait looks for.
 	Generation int64
+	// StaleDeadline is when the progress deadline of the revision that
+	// failed was exceeded, if the Deployment still said so right after the
+	// patch: the controller keeps that condition until the rollback makes
+	// progress, also in the first status of the patched generation, so it
+	// says nothing about the rollback.
+	StaleDeadline *metav1.Time
+}
+
+// deadlineExceeded is the Progressing condition of a Deployment that
+// exceeded its progress deadline; nil when it did not.
+func deadlineExceeded(d *appsv1.Deployment) *appsv1.DeploymentCondition {
+	for i, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // planRollback decides, from the live Deployment, what to patch — or why
@@ -169,11 +188,11 @@ func rollbackPatch(d *appsv1.Deployment, container, image, version string, a act
 // and no old replica is left; failed says why it never will (the progress deadline,
 // or a paused Deployment, which takes the patch but rolls nothing out
 // until someone resumes it: ripcord does not resume what a person paused).
-func rolloutState(d *appsv1.Deployment, generation int64) (done bool, failed string) {
+func rolloutState(d *appsv1.Deployment, generation int64, stale *metav1.Time) (done bool, failed string) {
 	if d.Status.ObservedGeneration < generation {
 		return false, ""
 	}
-	if DeploymentPhase(d) == records.PhaseDegraded {
+	if c := deadlineExceeded(d); c != nil && (stale == nil || !c.LastUpdateTime.Equal(stale)) {
 		return false, fmt.Sprintf("the Deployment exceeded its progress deadline (%d of %d replicas updated)",
 			d.Status.UpdatedReplicas, replicasOf(d.Spec.Replicas))
 	}

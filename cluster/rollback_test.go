@@ -238,17 +238,6 @@ func TestRollbackResumedAfterARestartDoesNotPatchAgain(t *testing.T) {
 	}
 }
 
-func TestRollbackWaitsForTheRolloutAndFailsOnItsDeadline(t *testing.T) {
-	cs := fake.NewClientset(servedDeployment(func(d *appsv1.Deployment) {
-		d.Status.UpdatedReplicas = 0
-		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}
-	})...)
-	res := newRollbacker(cs, 1).Rollback(context.Background(), rollbackAction())
-	if res.ErrorType != ErrTypeRolloutFailed || auditTypes(res) != "rollback_initiated rollback_failed" {
-		t.Errorf("result %+v, audit %s", res, auditTypes(res))
-	}
-}
-
 func TestAResumedRollbackOfADeploymentChangedSinceDoesNotClaimSuccess(t *testing.T) {
 	cs := fake.NewClientset(servedDeployment(withImage("registry:5000/team/checkout:v3"), func(d *appsv1.Deployment) {
 		d.Annotations[ActionAnnotation] = "act_1"
