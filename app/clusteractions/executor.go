@@ -41,7 +41,18 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 			"the kubernetes rollback of %s to release %s was not started: its image is pinned by digest only (%s), so there is no tag to set on the Deployment; roll back by hand",
 			where(ep), req.Target.ReleaseID, req.Target.Digest)}
 	}
-	rec := records.Record{ReleaseID: RollbackReleaseID(req.Key, ep.Cluster, ep.Environment), App: ep.App,
+	releaseID := RollbackReleaseID(req.Key, ep.Cluster, ep.Environment)
+	action := Action{Cluster: ep.Cluster, Kind: actionapi.KindRollback,
+		Namespace: or(rb.Namespace, ep.App), Deployment: or(rb.Deployment, ep.App), Container: rb.Container,
+		TargetVersion: req.Target.Version, FailedVersion: ep.Context.Input.FailedVersion,
+		ReleaseID: releaseID, RollbackOf: ep.ReleaseID, Reason: req.Reason, Key: req.Key}
+	// An action the agent could not be handed is a rollback that cannot
+	// start, said once; as an error it would fail the decision's
+	// transaction again at every retry.
+	if err := action.Validate(); err != nil {
+		return "", &recoveryflow.NotStarted{Reason: fmt.Sprintf("the kubernetes rollback of %s was not started: %v", where(ep), err)}
+	}
+	rec := records.Record{ReleaseID: releaseID, App: ep.App,
 		Environment: ep.Environment, Cluster: ep.Cluster, Repository: ep.Repository, Kind: records.KindRollback,
 		RollbackOf: ep.ReleaseID, RollbackReason: req.Reason, Image: req.Target.Version}
 	target, err := x.d.Records.Get(ctx, req.Target.ReleaseID)
@@ -65,10 +76,7 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 			return "", err
 		}
 	}
-	_, err = Enqueue(ctx, tx, Action{Cluster: ep.Cluster, Kind: actionapi.KindRollback,
-		Namespace: or(rb.Namespace, ep.App), Deployment: or(rb.Deployment, ep.App), Container: rb.Container,
-		TargetVersion: req.Target.Version, FailedVersion: ep.Context.Input.FailedVersion,
-		ReleaseID: rec.ReleaseID, RollbackOf: ep.ReleaseID, Reason: req.Reason, Key: req.Key})
+	_, err = Enqueue(ctx, tx, action)
 	// The rollback release's facts end the episode (recoveryflow.QueueRollbackOutcomes).
 	return rec.ReleaseID, err
 }

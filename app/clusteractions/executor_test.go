@@ -137,3 +137,37 @@ func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
 		}
 	})
 }
+
+// An action the agent cannot be handed (here a target version that is no
+// image tag, from a release recorded with a bare version) is a rollback
+// that does not start, with the field named: as a plain error it failed
+// the decision's transaction again at every retry of its job.
+func TestAKubernetesRollbackThatCannotBeQueuedIsNotStarted(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		d := pipeline.Deps{DB: db, Records: records.NewStore(db), Now: func() time.Time { return now },
+			River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		ep := recoveryflow.Episode{Repository: "acme/app", App: "app", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r2"}
+		ep.Context.Input = recovery.Input{FailedVersion: "v2"}
+		ep.Context.Config.Rollback = repoconfig.Rollback{Mode: repoconfig.ModeKubernetes, Namespace: "shop"}
+		req := recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep, Reason: "retries exhausted",
+			Target: recoveryflow.Target{ReleaseID: "r1", Version: "1.2.3+build.7"}}
+		var queueErr error
+		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			_, queueErr = clusteractions.KubernetesExecutor(d).Queue(ctx, tx, req)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var notStarted *recoveryflow.NotStarted
+		if !errors.As(queueErr, &notStarted) || !strings.Contains(notStarted.Reason, "target_version") {
+			t.Errorf("Queue = %v; want NotStarted naming target_version", queueErr)
+		}
+	})
+}
