@@ -9,8 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/cluster/actionapi"
@@ -26,7 +29,9 @@ func TestRollbackOnARealControlPlane(t *testing.T) {
 		_, _ = w.Write([]byte(`{"status":"healthy"}`))
 	}))
 	for name, run := range map[string]func(*testing.T, *k8stest.Cluster, int){
-		"a crash-looping pod of the patched revision fails the rollout at once": crashLoopingRollback,
+		"a crash-looping pod of the patched revision fails the rollout at once":  crashLoopingRollback,
+		"a person's change between the read and the patch is not overwritten":    changedBeforeThePatch,
+		"a patch RBAC forbids fails as a Kubernetes API error, changing nothing": forbiddenPatch,
 	} {
 		t.Run(name, func(t *testing.T) { run(t, k, port) })
 	}
@@ -110,5 +115,78 @@ func crashLoopingRollback(t *testing.T, k *k8stest.Cluster, port int) {
 	}
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("the crash loop was reported after %s; want it before any timeout", took.Round(time.Second))
+	}
+}
+
+// beforePatch runs change once, just before the first PATCH the client
+// sends reaches the API server.
+type beforePatch struct {
+	next   http.RoundTripper
+	change func()
+	done   bool
+}
+
+func (b *beforePatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPatch && !b.done {
+		b.done = true
+		b.change()
+	}
+	return b.next.RoundTrip(r)
+}
+
+// Someone deploys v3 after the agent read the Deployment (running the
+// failed v2) and before its patch lands: the patch is conditional on the
+// version read, so the agent reads again, finds v3 running and skips,
+// rather than put v1 over the person's deploy.
+func changedBeforeThePatch(t *testing.T, k *k8stest.Cluster, port int) {
+	realDeployment(t, k, "raced", 0, appsv1.DeploymentStrategy{})
+	cfg := rest.CopyConfig(k.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &beforePatch{next: rt, change: func() {
+			d, err := k.Kube.AppsV1().Deployments("shop").Get(t.Context(), "raced", metav1.GetOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			d.Spec.Template.Spec.Containers[0].Image = "registry:5000/team/raced:v3"
+			if _, err := k.Kube.AppsV1().Deployments("shop").Update(t.Context(), d, metav1.UpdateOptions{}); err != nil {
+				t.Error(err)
+			}
+		}}
+	})
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := realRollbacker(k, port)
+	r.Kube = kube
+	res := r.Rollback(t.Context(), realAction("raced"))
+	d, err := k.Kube.AppsV1().Deployments("shop").Get(t.Context(), "raced", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry:5000/team/raced:v3" || d.Annotations[cluster.ActionAnnotation] != "" {
+		t.Errorf("the Deployment runs %s (action annotation %q); want the person's v3 left alone", img, d.Annotations[cluster.ActionAnnotation])
+	}
+	if res.Outcome != actionapi.OutcomeSkipped || res.RunningVersion != "v3" {
+		t.Errorf("result %s %s: %s; want skipped, v3 running", res.Outcome, res.ErrorType, res.Reason)
+	}
+}
+
+// An agent whose Role may read Deployments and pods but not patch them.
+func forbiddenPatch(t *testing.T, k *k8stest.Cluster, port int) {
+	before := realDeployment(t, k, "guarded", 0, appsv1.DeploymentStrategy{})
+	kube, _ := agentClients(t, k, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "read-only-agent", Namespace: "shop"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}})
+	r := realRollbacker(k, port)
+	r.Kube = kube
+	res := r.Rollback(t.Context(), realAction("guarded"))
+	if res.Outcome != actionapi.OutcomeRollbackFailed || res.ErrorType != cluster.ErrTypeKubernetesAPI || !strings.Contains(res.Reason, "forbidden") {
+		t.Errorf("result %s %s: %s; want rollback_failed, kubernetes_api, saying the patch is forbidden", res.Outcome, res.ErrorType, res.Reason)
+	}
+	after, err := k.Kube.AppsV1().Deployments("shop").Get(t.Context(), "guarded", metav1.GetOptions{})
+	if err != nil || after.Generation != before.Generation {
+		t.Errorf("the Deployment changed (generation %d -> %d, %v)", before.Generation, after.Generation, err)
 	}
 }
