@@ -89,8 +89,10 @@ type HealthReport struct {
 	Reason string
 	// Healthy of Probed pods answered healthy in the last round.
 	Healthy, Probed int
-	// APIError is set when the check ended on a Kubernetes API error.
+	// APIError is set when the check ended on a Kubernetes API error,
+	// Err to that error.
 	APIError bool
+	Err      error
 }
 
 // CheckHealth waits for every replica of the Deployment to be ready and then
@@ -112,7 +114,7 @@ func CheckHealth(ctx context.Context, cs kubernetes.Interface, client *http.Clie
 			if ctx.Err() != nil {
 				return timedOut()
 			}
-			return HealthReport{Reason: fmt.Sprintf("read Deployment %s/%s: %v", namespace, name, err), APIError: true}
+			return HealthReport{Reason: fmt.Sprintf("read Deployment %s/%s: %v", namespace, name, err), APIError: true, Err: err}
 		}
 		desired := replicasOf(d.Spec.Replicas)
 		if d.Status.ReadyReplicas == desired {
@@ -121,7 +123,7 @@ func CheckHealth(ctx context.Context, cs kubernetes.Interface, client *http.Clie
 				if ctx.Err() != nil {
 					return timedOut()
 				}
-				return HealthReport{Reason: fmt.Sprintf("list the pods of %s/%s: %v", namespace, name, err), APIError: true}
+				return HealthReport{Reason: fmt.Sprintf("list the pods of %s/%s: %v", namespace, name, err), APIError: true, Err: err}
 			}
 			healthy, probed, detail := probePods(ctx, client, pods.Items, cfg)
 			if healthy >= cfg.MinHealthy {

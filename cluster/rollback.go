@@ -77,7 +77,10 @@ func (r *Rollbacker) Rollback(ctx context.Context, a actionapi.Action) actionapi
 	if !rep.Passed {
 		rec.add(records.AuditHealthCheckFailed, data, "%s", rep.Reason)
 		errType := ErrTypeHealthCheckFailed
-		if rep.APIError {
+		switch {
+		case rep.APIError && apierrors.IsNotFound(rep.Err):
+			errType = ErrTypeDeploymentNotFound
+		case rep.APIError:
 			errType = ErrTypeKubernetesAPI
 		}
 		return rec.end(failed(errType, "health check of %s/%s: %s", a.Namespace, a.Deployment, rep.Reason), plan)
