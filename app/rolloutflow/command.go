@@ -28,7 +28,8 @@ func (c approveCommand) Run(ctx context.Context, inv commands.Invocation) (comma
 	}
 	id := inv.Command.Args[0]
 	comment := strings.Join(inv.Command.Args[1:], " ")
-	via := fmt.Sprintf("`%s` on %s#%d", inv.Command.Line, inv.Repository, inv.PullRequest)
+	// The line is the commenter's text: a backtick in it must not end the span.
+	via := fmt.Sprintf("%s on %s#%d", commands.CodeSpan(inv.Command.Line), inv.Repository, inv.PullRequest)
 	reply, commit, err := c.x.prepareVote(ctx, id, inv.User, true, comment, via)
 	var refused *Refused
 	switch {

@@ -2,6 +2,8 @@ package rolloutflow
 
 import (
 	"context"
+	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,5 +30,26 @@ func TestAnUnknownRolloutIsEchoedAsCode(t *testing.T) {
 				t.Errorf("reply %q (commit %v), want %q and nothing done", out.Reply, out.Commit != nil, c.want)
 			}
 		})
+	}
+}
+
+// The command line goes into the audit trail as code; a backtick the
+// commenter typed must not end the span and turn the rest into markdown.
+func TestTheApprovingLineIsAuditedAsCode(t *testing.T) {
+	h := newHarness(t, "stop", "canary", time.Minute)
+	h.start(nil)
+	h.run(func(r Rollout) bool { return r.Machine.Status == PausedApproval })
+	line := "/ripcord approve " + h.id + " ok `@acme/security` said so"
+	out, err := approveCommand{x: h.x}.Run(context.Background(), commands.Invocation{Repository: testRepo, PullRequest: 7,
+		User: "bob", Command: commands.Command{Name: commands.Approve, Args: strings.Fields(line)[2:], Line: line}})
+	if err != nil || out.Commit == nil {
+		t.Fatalf("reply %q, err %v: want the approval to be taken", out.Reply, err)
+	}
+	if err := h.x.deps.DB.InTx(context.Background(), func(tx *sql.Tx) error { return out.Commit(context.Background(), tx) }); err != nil {
+		t.Fatal(err)
+	}
+	want := "(`` " + line + " `` on " + testRepo + "#7)"
+	if got := h.auditOf("approved"); len(got) != 1 || !strings.Contains(got[0], want) {
+		t.Errorf("audit %q, want one approval quoting the line as %q", got, want)
 	}
 }
