@@ -109,6 +109,48 @@ func TestA400IsNotRetriedAndItsBodyIsShown(t *testing.T) {
 	}
 }
 
+// fail-on-error is true or false in any case; anything else is taken as
+// false (a failed post warns and the deploy goes on), and said.
+func TestFailOnErrorValues(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		code  int
+		kind  string
+		warn  bool
+	}{
+		{"true", 1, "error", false},
+		{"True", 1, "error", false},
+		{"TRUE", 1, "error", false},
+		{"tRuE", 1, "error", false},
+		{"false", 0, "warning", false},
+		{"FALSE", 0, "warning", false},
+		{"", 0, "warning", false},
+		{"yes", 0, "warning", true},
+		{"1", 0, "warning", true},
+		{"TRUE ", 0, "warning", true},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			f := newFakes(t)
+			f.facts.script(reply{503, "down"})
+			r := runAction(t, f, with(baseInputs(f), "fail-on-error", tc.value), nil)
+			if r.code != tc.code {
+				t.Errorf("exit %d, want %d\n%s", r.code, tc.code, r.stdout)
+			}
+			var warned, failed bool
+			for _, line := range strings.Split(r.stdout, "\n") {
+				warned = warned || strings.Contains(line, `input fail-on-error must be true or false, got "`+tc.value+`": taking false`)
+				failed = failed || strings.HasPrefix(line, "::"+tc.kind+" title=ripcord::") && strings.Contains(line, "HTTP 503")
+			}
+			if warned != tc.warn {
+				t.Errorf("warned about the value: %v, want %v\n%s", warned, tc.warn, r.stdout)
+			}
+			if !failed {
+				t.Errorf("the failed post is not a ::%s::\n%s", tc.kind, r.stdout)
+			}
+		})
+	}
+}
+
 func TestMissingIDTokenPermission(t *testing.T) {
 	for _, m := range failModes {
 		for _, unset := range []string{"ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"} {

@@ -33,10 +33,20 @@ command_escape() {
   printf '%s' "$s"
 }
 
-fail_on_error() {
-  case ${INPUT_FAIL_ON_ERROR:-false} in
-  true | True | TRUE) return 0 ;;
-  *) return 1 ;;
+fail_on_error() { [[ $FAIL_ON_ERROR == true ]]; }
+
+# read_fail_on_error sets FAIL_ON_ERROR from the input, true or false in
+# any case. Anything else is taken as false, the safe side for a deploy,
+# with a warning that names it: a silent false would hide a typo until the
+# day ripcord is down.
+read_fail_on_error() {
+  local v=${INPUT_FAIL_ON_ERROR:-false}
+  FAIL_ON_ERROR=false
+  # Patterns, not ${v,,}: macOS ships bash 3.2.
+  case $v in
+  [Tt][Rr][Uu][Ee]) FAIL_ON_ERROR=true ;;
+  [Ff][Aa][Ll][Ss][Ee]) ;;
+  *) echo "::warning title=ripcord::$(command_escape "input fail-on-error must be true or false, got \"$v\": taking false (a failed post only warns)")" ;;
   esac
 }
 
@@ -266,6 +276,7 @@ main() {
   AUDIENCE=${INPUT_AUDIENCE:-$SERVER}
   TIMEOUT=${INPUT_TIMEOUT:-10}
   RUN_ATTEMPT=${GITHUB_RUN_ATTEMPT:-1}
+  read_fail_on_error
   case ${INPUT_MODE:-fact} in
   fact) ;;
   probe)
