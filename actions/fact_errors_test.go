@@ -184,6 +184,7 @@ func TestInvalidInputsAreRefusedBeforeAnyRequest(t *testing.T) {
 		{"no environment", []string{"environment", ""}, nil, "input environment is required"},
 		{"failure type on a success", []string{"failure-type", "build_failure"}, nil, "only meaningful with status failed"},
 		{"timeout that is not a number", []string{"timeout", "10s"}, nil, `timeout must be a whole number of seconds, got "10s"`},
+		{"a negative timeout", []string{"timeout", "-5"}, nil, `timeout must be a whole number of seconds, got "-5"`},
 		{"outside GitHub Actions", nil, map[string]string{"GITHUB_RUN_ID": "-"}, "GITHUB_RUN_ID"},
 		{"run attempt that is not a number", nil, map[string]string{"GITHUB_RUN_ATTEMPT": "two"}, "GITHUB_RUN_ATTEMPT"},
 	}

@@ -166,6 +166,22 @@ request() {
   done
 }
 
+# MAX_TIMEOUT bounds input timeout: the step holds the deploy job for up to
+# 6 × timeout + 6 seconds when ripcord is down, and a minute per attempt is
+# already far more than a healthy ripcord needs.
+MAX_TIMEOUT=60
+
+# check_timeout refuses a timeout that is not a number, and lowers one
+# above MAX_TIMEOUT to it with a warning rather than failing the step.
+check_timeout() {
+  [[ ${TIMEOUT} =~ ^[1-9][0-9]*$ ]] || fail "input timeout must be a whole number of seconds, got \"$TIMEOUT\""
+  # By length first: a long number would overflow bash's arithmetic.
+  if ((${#TIMEOUT} > ${#MAX_TIMEOUT} || TIMEOUT > MAX_TIMEOUT)); then
+    echo "::warning title=ripcord::$(command_escape "input timeout is at most $MAX_TIMEOUT seconds, got \"$TIMEOUT\": using $MAX_TIMEOUT")"
+    TIMEOUT=$MAX_TIMEOUT
+  fi
+}
+
 # --- the fact -----------------------------------------------------------
 
 validate() {
@@ -184,7 +200,7 @@ validate() {
   if [[ -n ${INPUT_FAILURE_TYPE:-} && $INPUT_STATUS != failed ]]; then
     fail "input failure-type is only meaningful with status failed, got status \"$INPUT_STATUS\""
   fi
-  [[ ${TIMEOUT} =~ ^[1-9][0-9]*$ ]] || fail "input timeout must be a whole number of seconds, got \"$TIMEOUT\""
+  check_timeout
   [[ ${GITHUB_REPOSITORY:-} =~ ^[^/]+/[^/]+$ ]] ||
     fail "GITHUB_REPOSITORY is \"${GITHUB_REPOSITORY:-}\", want owner/name: run this action in a GitHub Actions job"
   [[ ${GITHUB_RUN_ID:-} =~ ^[1-9][0-9]*$ ]] ||

@@ -16,7 +16,7 @@ probe_validate() {
   [[ -n ${INPUT_READING:-} ]] || fail "input reading is required with mode probe (the probe workflow's reading input)"
   [[ ${INPUT_PROBES:-} =~ ^[[:space:]]*\[.*\][[:space:]]*$ ]] ||
     fail "input probes must be the JSON list of the probe workflow's probes input, got \"${INPUT_PROBES:-}\""
-  [[ ${TIMEOUT} =~ ^[1-9][0-9]*$ ]] || fail "input timeout must be a whole number of seconds, got \"$TIMEOUT\""
+  check_timeout
   [[ ${GITHUB_RUN_ID:-} =~ ^[1-9][0-9]*$ ]] ||
     fail "GITHUB_RUN_ID is \"${GITHUB_RUN_ID:-}\", want a run id: run this action in a GitHub Actions job"
 }
