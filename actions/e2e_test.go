@@ -186,10 +186,10 @@ func TestRefusalsReachTheWorkflowAuthor(t *testing.T) {
 		want               []string
 	}{
 		{"server input not the public_url", other, "acme/checkout", []string{
-			"HTTP 401", `request the token for audience \"` + url + `\"`, // JSON-escaped in the answer
+			"HTTP 401", `request the token for audience "` + url + `"`, // unescaped from the answer's JSON
 			`The token was requested for audience "` + other + `"`, "fail-on-error is false"}},
 		{"a repository without the App", url, "acme/payments", []string{
-			"HTTP 403", "the ripcord App is not installed on acme/payments: install it there"}},
+			"HTTP 403", "the ripcord App is not installed on acme/payments: install it there", "(field repository). "}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,6 +200,10 @@ func TestRefusalsReachTheWorkflowAuthor(t *testing.T) {
 				"release-id": "c-79:prod-eu/prod", "status": "in_progress"}
 			r := runAction(t, f, in, map[string]string{"GITHUB_REPOSITORY": tc.repo})
 			checkFailed(t, r, 0, "warning", tc.want...)
+			// ripcord's JSON is shown by its message, not as the body it came in.
+			if msg, _ := annotation(r.stdout, "warning"); strings.Contains(msg, `\"`) || strings.Contains(msg, `"error"`) {
+				t.Errorf("the refusal is shown as raw JSON: %q", msg)
+			}
 		})
 	}
 }

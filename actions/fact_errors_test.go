@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ripcord/ripcord/app/pipeline"
 )
 
 // outcomes of a run that could not post, by fail-on-error.
@@ -94,18 +96,44 @@ func TestRipcordUnreachableIsRetriedThenReported(t *testing.T) {
 	}
 }
 
+// ripcord's refusal is shown by its error and field on one line, not as
+// the pretty-printed JSON with its escapes; an answer that is not
+// ripcord's JSON (a proxy's page) is shown as it came.
 func TestA400IsNotRetriedAndItsBodyIsShown(t *testing.T) {
-	for _, m := range failModes {
-		t.Run("fail-on-error="+m.failOnError, func(t *testing.T) {
-			f := newFakes(t)
-			body := `{"error":"release_id: is required","field":"release_id"}` + "\nsecond line"
-			f.facts.script(reply{400, body})
-			r := runAction(t, f, with(baseInputs(f), "fail-on-error", m.failOnError), nil)
-			if n := len(f.facts.got()); n != 1 {
-				t.Errorf("ripcord got %d posts, want 1: a 400 gets the same answer every time", n)
-			}
-			checkFailed(t, r, m.code, m.kind, "HTTP 400", body, "1 attempt")
-		})
+	// The body as ripcord's API writes it: indented, with Go's escapes.
+	rec := httptest.NewRecorder()
+	pipeline.WriteError(rec, http.StatusBadRequest, "release_id", `release_id: "c1" is not <app>:<cluster>/<environment>`)
+	ripcord := rec.Body.String()
+	if !strings.Contains(ripcord, `\u003capp\u003e`) || !strings.Contains(ripcord, "\n  ") {
+		t.Fatalf("ripcord's error body %q is no longer indented and escaped: make this test's point another way", ripcord)
+	}
+	proxy := "<html>\n<h1>400 Bad Request</h1>\n</html>"
+	cases := []struct {
+		name, body string
+		want       []string
+		not        string
+	}{
+		{"ripcord's JSON error", ripcord,
+			[]string{`HTTP 400: release_id: "c1" is not <app>:<cluster>/<environment> (field release_id)`}, `\"`},
+		{"ripcord's JSON error without a field", `{"error": "fact: not valid JSON"}`,
+			[]string{`HTTP 400: fact: not valid JSON. `}, "(field"},
+		{"not ripcord's JSON", proxy, []string{"HTTP 400: " + proxy}, ""},
+	}
+	for _, tc := range cases {
+		for _, m := range failModes {
+			t.Run(tc.name+"/fail-on-error="+m.failOnError, func(t *testing.T) {
+				f := newFakes(t)
+				f.facts.script(reply{400, tc.body})
+				r := runAction(t, f, with(baseInputs(f), "fail-on-error", m.failOnError), nil)
+				if n := len(f.facts.got()); n != 1 {
+					t.Errorf("ripcord got %d posts, want 1: a 400 gets the same answer every time", n)
+				}
+				checkFailed(t, r, m.code, m.kind, append(tc.want, "1 attempt")...)
+				if msg, _ := annotation(r.stdout, m.kind); tc.not != "" && strings.Contains(msg, tc.not) {
+					t.Errorf("::%s:: message %q still shows %q", m.kind, msg, tc.not)
+				}
+			})
+		}
 	}
 }
 

@@ -126,6 +126,58 @@ one_line() {
   printf '%s' "${s//$'\n'/ }"
 }
 
+# display_unescape undoes a JSON string's escapes for a log line: \" \\ \/
+# and the ASCII \u00XX that Go's encoder writes for < > &; a control
+# character becomes a space, and other \u escapes are left as they are.
+display_unescape() {
+  local s=$1 out='' c hex i
+  for ((i = 0; i < ${#s}; i++)); do
+    c=${s:i:1}
+    if [[ $c != \\ ]]; then
+      out+=$c
+      continue
+    fi
+    i=$((i + 1))
+    c=${s:i:1}
+    case $c in
+    b | f | n | r | t) out+=' ' ;;
+    u)
+      hex=${s:i+1:4}
+      if [[ $hex =~ ^00[0-7][0-9a-fA-F]$ ]]; then
+        i=$((i + 4))
+        if ((16#$hex < 32 || 16#$hex == 127)); then
+          out+=' '
+        else
+          printf -v c '%b' "\\x${hex:2}"
+          out+=$c
+        fi
+      else
+        out+='\u'
+      fi
+      ;;
+    *) out+=$c ;;
+    esac
+  done
+  printf '%s' "$out"
+}
+
+# answer_text is how a refusal in FILE is shown: ripcord's JSON error
+# ({"error", "field"}) as its message on one line, anything else (a
+# proxy's page, GitHub's answer) as the first 2000 bytes it sent.
+answer_text() {
+  local body error field
+  body=$(head -c 2000 "$1" 2>/dev/null)
+  if [[ $body =~ ^[[:space:]]*\{.*\}[[:space:]]*$ ]]; then
+    error=$(json_value error "$body")
+    field=$(json_value field "$body")
+    if [[ -n $error ]]; then
+      printf '%s' "$(one_line "$(display_unescape "$error")")${field:+ (field $(display_unescape "$field"))}"
+      return
+    fi
+  fi
+  printf '%s' "$body"
+}
+
 # request WHAT URL OUT [curl options...] makes one HTTP request, retrying
 # connection errors and 5xx after each of RETRY_DELAYS. It returns 0 on a
 # 2xx, with the body in OUT; otherwise 1, with REQUEST_ERROR saying why. A
@@ -153,7 +205,7 @@ request() {
       why=${why:-curl exited $rc}
       retry=1
     else
-      why="HTTP $code: $(head -c 2000 "$out" 2>/dev/null)"
+      why="HTTP $code: $(answer_text "$out")"
       [[ $code == 5?? ]] && retry=1 || retry=0
     fi
     if ((retry == 0 || attempt > ${#delays[@]})); then
