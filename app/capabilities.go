@@ -20,7 +20,7 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	var hs []EventHandler
 	hs = append(hs, configload.Register(d)...)
 	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d), clusteractions.KubernetesExecutor(d))...)
-	hs = append(hs, commands.Register(d, recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d), rolloutflow.ApproveCommand(d))...)
+	hs = append(hs, commands.Register(d, commandRunners(d)...)...)
 	hs = append(hs, rollbackflow.Register(d)...)
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config, d.Log))...)
 	hs = append(hs, gatesflow.Register(d)...)
@@ -29,4 +29,10 @@ func capabilities(d pipeline.Deps) []EventHandler {
 	hs = append(hs, webui.RegisterWith(d, webui.RolloutFlow(d))...)
 	hs = append(hs, rolloutflow.Register(d)...)
 	return hs
+}
+
+// commandRunners are the runners of the /ripcord commands a comment can
+// give, one per capability that takes commands.
+func commandRunners(d pipeline.Deps) []commands.Runner {
+	return []commands.Runner{recoveryflow.RetryCommand(d), rollbackflow.RollbackCommand(d), rolloutflow.ApproveCommand(d)}
 }
