@@ -32,6 +32,12 @@ const ClaimTimeout = time.Hour
 // replaces it.
 const errTypeClaimExpired = "claim_expired"
 
+// errTypeNotClaimed is the error type of an action no agent claimed within
+// ClaimTimeout of being queued: nothing was done, and it is never handed
+// out after that, since a rollback carried out hours or days after its
+// episode ended or alerted a person is one nobody expects.
+const errTypeNotClaimed = "not_claimed"
+
 // claimGrace is how long after a server starts it expires no claim: an
 // agent that finished an action while the server was down reports it
 // within its backoff (30 s at most by default) once the server is back.
@@ -131,7 +137,10 @@ func argsIf(cond bool, args ...any) []any {
 }
 
 // claim hands pending actions to agent (and, when resuming, the ones it
-// claimed before) after failing claims older than ClaimTimeout.
+// claimed before) after failing claims older than ClaimTimeout and pending
+// actions queued longer ago than that. The pending ones are also filtered
+// by their age here, so none too old is handed out even before it was
+// failed.
 func (s *actionStore) claim(ctx context.Context, cluster, agent string, resume bool, now time.Time) ([]actionapi.Action, error) {
 	var out []actionapi.Action
 	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
@@ -148,7 +157,8 @@ func (s *actionStore) claim(ctx context.Context, cluster, agent string, resume b
 			out = append(out, mine...)
 		}
 		pending, err := selectSpecs(ctx, tx, fmt.Sprintf(`SELECT id, spec FROM cluster_actions
-			WHERE cluster = $1 AND state = 'pending' ORDER BY created_at, id LIMIT %d`, claimBatch), cluster)
+			WHERE cluster = $1 AND state = 'pending' AND created_at >= $2 ORDER BY created_at, id LIMIT %d`, claimBatch),
+			cluster, store.Micros(notClaimedBefore(now)))
 		if err != nil {
 			return err
 		}
@@ -198,42 +208,72 @@ func (s *actionStore) expireBefore(now time.Time) (time.Time, bool) {
 	return now.Add(-ClaimTimeout), !now.Before(s.started.Add(claimGrace))
 }
 
-// expire fails the claims that got no result within ClaimTimeout.
+// notClaimedBefore is the queue time before which a pending action is no
+// longer handed out. Unlike a claim's expiry it has no grace after a server
+// start: the server's downtime makes a rollback no more expected, and no
+// agent holds the action, so there is no result to wait for.
+func notClaimedBefore(now time.Time) time.Time { return now.Add(-ClaimTimeout) }
+
+// expire fails the pending actions no agent claimed within ClaimTimeout,
+// and the claims that got no result within it.
 func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, now time.Time) error {
+	unclaimed, err := selectStored(ctx, tx, `SELECT `+storedColumns+` FROM cluster_actions
+		WHERE cluster = $1 AND state = 'pending' AND created_at < $2`, cluster, store.Micros(notClaimedBefore(now)))
+	if err != nil {
+		return fmt.Errorf("expire pending actions of %s: %w", cluster, err)
+	}
+	for _, st := range unclaimed {
+		reason := fmt.Sprintf("no agent of cluster %s took the action within %s of it being queued at %s; nothing was done, and it will not be handed out any more",
+			st.Cluster, ClaimTimeout, st.CreatedAt.Format(time.RFC3339))
+		if _, err := s.finishTx(ctx, tx, st, expiredResult("", errTypeNotClaimed, reason, now), now); err != nil {
+			return err
+		}
+	}
 	cutoff, expiring := s.expireBefore(now)
 	if !expiring {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions
+	stale, err := selectStored(ctx, tx, `SELECT `+storedColumns+` FROM cluster_actions
 		WHERE cluster = $1 AND state = 'claimed' AND claimed_at < $2`, cluster, store.Micros(cutoff))
 	if err != nil {
 		return fmt.Errorf("expire claims of %s: %w", cluster, err)
 	}
-	var stale []Stored
-	for rows.Next() {
-		st, err := scanStored(rows)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		stale = append(stale, st)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
 	for _, st := range stale {
 		reason := fmt.Sprintf("agent %s claimed the action at %s and reported no result within %s; it was not handed to another agent, so it may or may not have been carried out",
 			st.Agent, st.ClaimedAt.Format(time.RFC3339), ClaimTimeout)
-		res := actionapi.Result{Agent: st.Agent, Status: actionapi.StatusFailed, Outcome: actionapi.OutcomeRollbackFailed,
-			ErrorType: errTypeClaimExpired, Reason: reason,
-			Audit: []actionapi.AuditEvent{{Type: string(records.AuditRollbackFailed), At: now, Message: reason,
-				Data: map[string]any{"error_type": errTypeClaimExpired}}}}
-		if _, err := s.finishTx(ctx, tx, st, res, now); err != nil {
+		if _, err := s.finishTx(ctx, tx, st, expiredResult(st.Agent, errTypeClaimExpired, reason, now), now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// expiredResult is the result the server records for an action that timed
+// out: a failed rollback with its rollback_failed audit event, as the
+// episode and the audit log hear of any rollback that failed.
+func expiredResult(agent, errType, reason string, now time.Time) actionapi.Result {
+	return actionapi.Result{Agent: agent, Status: actionapi.StatusFailed, Outcome: actionapi.OutcomeRollbackFailed,
+		ErrorType: errType, Reason: reason,
+		Audit: []actionapi.AuditEvent{{Type: string(records.AuditRollbackFailed), At: now, Message: reason,
+			Data: map[string]any{"error_type": errType}}}}
+}
+
+// selectStored reads the actions a query selects (storedColumns).
+func selectStored(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]Stored, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Stored
+	for rows.Next() {
+		st, err := scanStored(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
 }
 
 // finishOutcome is how a reported result was taken.
