@@ -11,6 +11,9 @@
 // handed to one agent only, so it is carried out at most once; a claim with
 // no result after ClaimTimeout fails (the agent lost its state), though
 // the claiming agent's own result, if it comes after all, replaces that.
-// The agent's
+// A pending action no agent claimed within ClaimTimeout of being queued is
+// never handed out and fails (not_claimed: nothing was done), the same way,
+// with a rollback_failed audit event: a rollback carried out long after its
+// episode ended or alerted a person is one nobody expects. The agent's
 // side of the guarantee is described in package cluster.
 package clusteractions
