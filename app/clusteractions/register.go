@@ -9,7 +9,7 @@ import (
 // Register adds the agent's endpoints, guarded by auth (the cluster-token
 // rule, app.ClusterTokenCheck). Cluster actions react to no webhook.
 func Register(d pipeline.Deps, auth TokenCheck) []pipeline.EventHandler {
-	a := &api{store: &actionStore{db: d.DB, records: d.Records, started: d.Now()}, auth: auth, now: d.Now, log: d.Log, stopping: d.Stopping,
+	a := &api{store: &actionStore{db: d.DB, records: d.Records, river: d.River, log: d.Log, started: d.Now()}, auth: auth, now: d.Now, log: d.Log, stopping: d.Stopping,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ripcord_cluster_actions_finished_total",
 			Help: "Cluster actions whose agent reported a result, by outcome."}, []string{"outcome"})}
 	if d.Registerer != nil {

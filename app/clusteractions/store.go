@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
@@ -103,6 +107,10 @@ func scanStored(row scanner) (Stored, error) {
 type actionStore struct {
 	db      *store.DB
 	records *records.Store
+	// river queues, in an action's own transaction, the end of the
+	// recovery episode a failed rollback action leaves without a rollback.
+	river func() *river.Client[*sql.Tx]
+	log   *slog.Logger
 	// started is when this server started: see claimGrace.
 	started time.Time
 }
@@ -357,7 +365,53 @@ func (s *actionStore) finishTx(ctx context.Context, tx *sql.Tx, st Stored, res a
 		return st, fmt.Errorf("action %s: %w", st.ID, err)
 	}
 	st.State, st.Result, st.FinishedAt = state, &res, &now
+	if state == StateFailed {
+		if err := s.endEpisode(ctx, tx, st, res, now); err != nil {
+			return st, err
+		}
+	}
 	return st, nil
+}
+
+// endEpisode ends, in the action's transaction, the recovery episode of a
+// rollback action that failed or ended without rolling back (skipped, an
+// alert, a failure, an expiry): no fact of its rollback release may ever
+// come, and the stall alert 15 minutes later would say "stalled" instead
+// of why. The outcome job ends only an episode still rolling back, and is
+// unique per release and outcome, so a repeated or late failure alerts no
+// one twice. A successful action leaves the ending to the release's facts.
+func (s *actionStore) endEpisode(ctx context.Context, tx *sql.Tx, st Stored, res actionapi.Result, now time.Time) error {
+	release := st.Action.ReleaseID
+	if release == "" {
+		return nil // no rollback release: no episode waits on it
+	}
+	reason := fmt.Sprintf("rollback action %s in cluster %s ended %s", st.ID, st.Cluster, res.Outcome)
+	if res.ErrorType != "" {
+		reason += " (" + res.ErrorType + ")"
+	}
+	if res.Reason != "" {
+		reason += ": " + res.Reason
+	}
+	// A failure after the patch rolled out (a health check of the agent's
+	// own) may come when the facts already made the rollback release
+	// healthy, and with it the episode rolled_back: that episode is not
+	// changed here, but the release and the log say so.
+	rec, err := s.records.Get(ctx, release)
+	if err != nil && !errors.Is(err, records.ErrNotFound) {
+		return fmt.Errorf("action %s: %w", st.ID, err)
+	}
+	if err == nil && rec.State == records.StateHealthy {
+		s.log.Warn("a rollback action failed after its rollback release became healthy",
+			"action_id", st.ID, "cluster", st.Cluster, "rollback_release_id", release, "error_type", res.ErrorType, "reason", res.Reason)
+		ev := records.AuditEvent{Type: records.AuditRollbackFailed, ReleaseID: release, At: now,
+			Message: fmt.Sprintf("Rollback release %s is healthy by its facts, but %s.", release, reason),
+			Data: map[string]any{"action_id": st.ID, "cluster": st.Cluster, "agent": res.Agent,
+				"error_type": res.ErrorType, "release_state": string(rec.State)}}
+		if err := s.records.InsertAudit(ctx, tx, ev); err != nil {
+			return fmt.Errorf("action %s: %w", st.ID, err)
+		}
+	}
+	return recoveryflow.QueueRollbackFailed(ctx, tx, s.river(), release, reason)
 }
 
 // auditEvents turns the agent's events into audit events of the release the

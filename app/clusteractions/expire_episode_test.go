@@ -1,0 +1,80 @@
+package clusteractions
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/ripcord/ripcord/cluster/actionapi"
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// A claim that got no result within the claim timeout (claim_expired)
+// queues, in the transaction that fails it, the end of the episode that
+// waits on its rollback release, with the expiry's reason: the episode
+// does not wait for the stall alert.
+func TestAnExpiredClaimEndsItsEpisodeInTheSameTransaction(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: the episode's end is queued, not run
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		s := &actionStore{db: db, records: records.NewStore(db), river: func() *river.Client[*sql.Tx] { return rc },
+			log: slog.New(slog.NewTextHandler(io.Discard, nil)), started: now.Add(-time.Hour)}
+		var id string
+		if err := db.InTx(ctx, func(tx *sql.Tx) error {
+			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
+				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v2", RollbackOf: "c2", ReleaseID: "rb2"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		later := now.Add(ClaimTimeout + time.Minute)
+		for range 2 { // a second poll finds nothing more to expire
+			if _, err := s.claim(ctx, "prod-eu", "new-agent", false, later); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := `SELECT json(args) FROM river_job WHERE kind = 'recovery_rollback_outcome'`
+		if db.Dialect == store.Postgres {
+			q = `SELECT args::text FROM river_job WHERE kind = 'recovery_rollback_outcome'`
+		}
+		rows, err := db.Read.QueryContext(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var got []map[string]string
+		for rows.Next() {
+			var args string
+			if err := rows.Scan(&args); err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]string{}
+			if err := json.Unmarshal([]byte(args), &m); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m)
+		}
+		if len(got) != 1 || got[0]["release_id"] != "rb2" || got[0]["outcome"] != "failed" ||
+			!strings.Contains(got[0]["why"], "claim_expired") || !strings.Contains(got[0]["why"], "agent lost-agent claimed the action") ||
+			!strings.Contains(got[0]["why"], id) {
+			t.Errorf("queued episode ends %v, want one failed outcome of rb2 naming action %s and its expiry", got, id)
+		}
+	})
+}
