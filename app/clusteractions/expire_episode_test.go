@@ -50,6 +50,13 @@ func TestAnExpiredClaimEndsItsEpisodeInTheSameTransaction(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The lost agent's own failure, reported late, replaces the expiry
+		// but queues no second end: the episode is alerted once.
+		late := actionapi.Result{Agent: "lost-agent", Status: actionapi.StatusFailed, Outcome: actionapi.OutcomeRollbackFailed,
+			ErrorType: "rollout_timeout", Reason: "the rollout did not finish"}
+		if _, outcome, why, err := s.finish(ctx, "prod-eu", id, late, later.Add(time.Minute)); err != nil || outcome != finishRecorded {
+			t.Fatalf("late result: %v %s %v", outcome, why, err)
+		}
 		q := `SELECT json(args) FROM river_job WHERE kind = 'recovery_rollback_outcome'`
 		if db.Dialect == store.Postgres {
 			q = `SELECT args::text FROM river_job WHERE kind = 'recovery_rollback_outcome'`
