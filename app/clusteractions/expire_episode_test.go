@@ -33,14 +33,7 @@ func TestAnExpiredClaimEndsItsEpisodeInTheSameTransaction(t *testing.T) {
 		now := time.Now().UTC()
 		s := &actionStore{db: db, records: records.NewStore(db), river: func() *river.Client[*sql.Tx] { return rc },
 			log: slog.New(slog.NewTextHandler(io.Discard, nil)), started: now.Add(-time.Hour)}
-		var id string
-		if err := db.InTx(ctx, func(tx *sql.Tx) error {
-			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v2", RollbackOf: "c2", ReleaseID: "rb2"})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		id := enqueueRollback(t, db, "v2", "c2", "rb2")
 		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
 			t.Fatalf("claim: %v %v", got, err)
 		}

@@ -2,7 +2,6 @@ package clusteractions
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
 	"time"
@@ -20,19 +19,7 @@ func TestAPendingActionNoAgentTookWithinTheClaimTimeoutIsNeverHandedOut(t *testi
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		enqueue := func(failed, of string) string {
-			var id string
-			if err := db.InTx(ctx, func(tx *sql.Tx) error {
-				var err error
-				id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-					Deployment: "checkout", TargetVersion: "v1", FailedVersion: failed, RollbackOf: of})
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-			return id
-		}
-		old := enqueue("v2", "c2")
+		old := enqueueRollback(t, db, "v2", "c2", "")
 		queued := time.Now().UTC()
 		later := queued.Add(ClaimTimeout + time.Minute)
 		// A server that started just now: within claimGrace.
@@ -60,7 +47,7 @@ func TestAPendingActionNoAgentTookWithinTheClaimTimeoutIsNeverHandedOut(t *testi
 			t.Errorf("a result for the action that was never claimed: %v (%s) %v; want a conflict", outcome, why, err)
 		}
 
-		fresh := enqueue("v3", "c3")
+		fresh := enqueueRollback(t, db, "v3", "c3", "")
 		inside := time.Now().UTC().Add(ClaimTimeout - time.Minute)
 		if got, err := s.claim(ctx, "prod-eu", "agent-1", false, inside); err != nil || len(got) != 1 || got[0].ID != fresh {
 			t.Fatalf("an action queued %s ago: %+v %v; want it handed out", ClaimTimeout-time.Minute, got, err)

@@ -2,7 +2,6 @@ package clusteractions
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -21,15 +20,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 		db := testdb.OpenMigrated(t, dbURL)
 		now := time.Now().UTC()
 		s := &actionStore{db: db, records: records.NewStore(db), started: now.Add(-time.Hour)}
-		var id string
-		if err := db.InTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v2", RollbackOf: "c2"})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		id := enqueueRollback(t, db, "v2", "c2", "")
 		if got, err := s.claim(ctx, "prod-eu", "agent-1", false, now); err != nil || len(got) != 1 {
 			t.Fatalf("claim: %v %v", got, err)
 		}
@@ -48,14 +39,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 		}
 		// A claim that stays without a result still expires, once the
 		// agents had their time to report.
-		if err := db.InTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v3", RollbackOf: "c3"})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		id = enqueueRollback(t, db, "v3", "c3", "")
 		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
 			t.Fatalf("claim: %v %v", got, err)
 		}

@@ -2,11 +2,9 @@ package clusteractions
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
-	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -16,15 +14,7 @@ func TestAClaimWithoutAResultFailsAfterTheClaimTimeoutAndIsNotHandedOn(t *testin
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		s := &actionStore{db: db, records: records.NewStore(db)}
-		var id string
-		if err := db.InTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			id, err = Enqueue(ctx, tx, Action{Cluster: "prod-eu", Kind: actionapi.KindRollback, Namespace: "shop",
-				Deployment: "checkout", TargetVersion: "v1", FailedVersion: "v2", RollbackOf: "c2"})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		id := enqueueRollback(t, db, "v2", "c2", "")
 		now := time.Now().UTC()
 		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
 			t.Fatalf("claim: %v %v", got, err)
