@@ -152,9 +152,11 @@ func (f *flow) movedOn(ctx context.Context, ep Episode, run runInfo) error {
 	var ok bool
 	switch {
 	case run.Status != "completed":
+		// Usually a person's re-run, but not always: ripcord's own re-run
+		// whose bookkeeping failed after GitHub started it reads the same.
 		if next, ok = ep.WaitForRerun(ep.RunAttempt, run.Attempt, now); ok {
 			ev = auditEvent(next, records.AuditStateChanged, "", now, fmt.Sprintf(
-				"Retry %d of run %d was due, but attempt %d, re-run by a person, is running; ripcord waits for its outcome.",
+				"Retry %d of run %d was due, but attempt %d, started since, is running; ripcord waits for its outcome.",
 				ep.Decision.Attempt, run.ID, run.Attempt))
 		}
 	default:
