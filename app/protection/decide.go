@@ -70,9 +70,10 @@ func Decide(rules []Rule, runs []CheckRun, sha string, now time.Time) Decision {
 			"add `protection_rule: {enabled: true}` to it, or remove ripcord from the environment's protection rules"}
 	}
 	for _, r := range enabled {
-		if f, until, ok := freeze.Active(r.Freezes, r.Regions, now); ok {
-			return Decision{State: Rejected, Until: until, Comment: fmt.Sprintf("ripcord: %s %s is frozen until %s: %s%s",
-				r.App, r.Environment, until.UTC().Format(time.RFC3339), orDefault(f.Reason, "freeze window"), regionsNote(f.Regions))}
+		if f, _, ok := freeze.Active(r.Freezes, r.Regions, now); ok {
+			until := frozenUntil(enabled, now)
+			return Decision{State: Rejected, Until: until, Comment: fmt.Sprintf("ripcord: %s %s is frozen until %s: %s",
+				r.App, r.Environment, until.UTC().Format(time.RFC3339), which(f))}
 		}
 	}
 	if !slices.ContainsFunc(enabled, func(r Rule) bool { return r.Gates }) {
@@ -183,18 +184,41 @@ func names(rs []Rule) string {
 	return strings.Join(out, ", ")
 }
 
-func regionsNote(regions []string) string {
-	if len(regions) == 0 {
-		return ""
+// maxChain bounds how many windows frozenUntil follows from app to app, as
+// freeze.Active does within one app's windows.
+const maxChain = 1000
+
+// frozenUntil is when a deployment to the rules' environment may really go:
+// every enabled app's windows hold it, so the end of one app's window that
+// another app's window covers (or starts at) is no end.
+func frozenUntil(rules []Rule, now time.Time) time.Time {
+	until := now
+	for range maxChain {
+		next := until
+		for _, r := range rules {
+			if _, end, ok := freeze.Active(r.Freezes, r.Regions, until); ok && end.After(next) {
+				next = end
+			}
+		}
+		if !next.After(until) {
+			break
+		}
+		until = next
 	}
-	return " (regions " + strings.Join(regions, ", ") + ")"
+	return until
 }
 
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
+// which names the freeze for the comment: its reason (and regions), or,
+// without a reason, its times and regions, so a person can tell which of
+// the environment's windows holds the deployment.
+func which(f rollout.Freeze) string {
+	if f.Reason == "" {
+		return f.Describe()
 	}
-	return s
+	if len(f.Regions) == 0 {
+		return f.Reason
+	}
+	return f.Reason + " (regions " + strings.Join(f.Regions, ", ") + ")"
 }
 
 func short(sha string) string {

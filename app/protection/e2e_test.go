@@ -425,3 +425,57 @@ func servePullRequestWithHead(e *e2etest.Env, head string) {
 		_ = json.NewEncoder(w).Encode([]map[string]any{{"number": 7, "state": "closed", "head": map[string]any{"sha": head, "ref": "release-7"}}})
 	})
 }
+
+// A rejection by a freeze says which window holds the deployment and until
+// when, as README promises: a window without a reason is described by its
+// times and regions, and "until" is when the environment may really go,
+// also when another app's window on the same environment takes over as
+// the first one ends (a re-run at the first one's end would only be
+// rejected again).
+func TestProtectionRuleSaysWhichFreezeAndUntilWhen(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	stamp := func(t time.Time) string { return t.Format(time.RFC3339) }
+	tests := []struct {
+		name, cfg   string
+		wantComment string
+	}{
+		{"a window without a reason", `version: 1
+apps:
+  shop:
+    environments:
+      production:
+        cluster: prod-eu
+        protection_rule: {enabled: true}
+        freezes:
+          - {start: "` + stamp(now.Add(-time.Hour)) + `", end: "` + stamp(now.Add(time.Hour)) + `"}
+`, "ripcord: shop production is frozen until " + stamp(now.Add(time.Hour)) + ": freeze (" +
+			stamp(now.Add(-time.Hour)) + " to " + stamp(now.Add(time.Hour)) + ", all regions)"},
+		{"another app's window takes over as the first ends", `version: 1
+apps:
+  shop:
+    environments:
+      production:
+        cluster: prod-eu
+        protection_rule: {enabled: true}
+        freezes:
+          - {start: "` + stamp(now.Add(-time.Hour)) + `", end: "` + stamp(now.Add(time.Hour)) + `", reason: shop migration}
+  cart:
+    environments:
+      production:
+        cluster: prod-eu
+        protection_rule: {enabled: true}
+        freezes:
+          - {start: "` + stamp(now.Add(time.Hour)) + `", end: "` + stamp(now.Add(3*time.Hour)) + `", reason: cart migration}
+`, "ripcord: shop production is frozen until " + stamp(now.Add(3*time.Hour)) + ": shop migration"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startShop(t, tt.cfg)
+			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+			e.Install(repo)
+			if r := deploy(t, e, sha, int64(900+i)); r.State != "rejected" || r.Comment != tt.wantComment {
+				t.Errorf("review = %+v, want rejected with %q", r, tt.wantComment)
+			}
+		})
+	}
+}
