@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -477,5 +478,108 @@ apps:
 				t.Errorf("review = %+v, want rejected with %q", r, tt.wantComment)
 			}
 		})
+	}
+}
+
+// reviewPosts are the bodies ripcord posted to the review endpoint of repo,
+// whatever the fake answered.
+func reviewPosts(t *testing.T, e *e2etest.Env) []githubtest.GateReview {
+	t.Helper()
+	var out []githubtest.GateReview
+	for _, r := range e.GitHub.Requests() {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.Route, "/deployment_protection_rule") {
+			continue
+		}
+		var body struct {
+			EnvironmentName string `json:"environment_name"`
+			State, Comment  string
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("review body %s: %v", r.Body, err)
+		}
+		runID, _ := strconv.ParseInt(r.Params["run_id"], 10, 64)
+		out = append(out, githubtest.GateReview{RunID: runID, Environment: body.EnvironmentName, State: body.State, Comment: body.Comment})
+	}
+	return out
+}
+
+// GitHub may have taken an answer it replied 5xx to (a POST is not repeated
+// by the client for that reason). The job's next attempt must post that
+// same answer, not decide again: a freeze that began in between would
+// otherwise send "rejected" after an "approved" GitHub may have acted on.
+func TestProtectionRuleRepeatsItsAnswerAfterAFailedPost(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		now := time.Now().UTC().Truncate(time.Second)
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 50 * time.Millisecond})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
+		sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+		var mu sync.Mutex
+		answer := false
+		review := e.GitHub.Default("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule")
+		e.GitHub.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			mu.Lock()
+			ok := answer
+			mu.Unlock()
+			if !ok {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadGateway)
+				_, _ = w.Write([]byte(`{"message":"Server Error"}`))
+				return
+			}
+			review(w, r, p)
+		})
+		e.Install(repo)
+		e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+			Repo: repo, Environment: "production", RunID: 950, APIURL: e.GitHub.URL(), SHA: sha,
+			InstallationID: githubtest.InstallationID}))
+		e.WaitFor("the first answer", 20*time.Second, func() bool { return len(reviewPosts(t, e)) > 0 })
+		// A freeze begins before GitHub takes answers again.
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(-time.Hour), now.Add(time.Hour), false))
+		mu.Lock()
+		answer = true
+		mu.Unlock()
+		e.WaitFor("the answer GitHub takes", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+		e.Settle()
+		posts := reviewPosts(t, e)
+		if len(posts) < 2 {
+			t.Fatalf("posts = %+v, want the failed one and the one GitHub took", posts)
+		}
+		for _, p := range posts {
+			if p != posts[0] || p.State != "approved" {
+				t.Errorf("posts = %+v, want every one the first answer (approved, before the freeze)", posts)
+				break
+			}
+		}
+	})
+}
+
+// GitHub refusing the answer (4xx: the run was cancelled, nothing waits on
+// the rule any more, the App lacks the permission) will refuse it again:
+// the review ends after that one answer rather than post it for every
+// attempt of the job.
+func TestProtectionRuleStopsWhenGitHubRefusesTheAnswer(t *testing.T) {
+	now := time.Now().UTC()
+	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{RetryBase: time.Millisecond})
+	e.CheckRequestsAtCleanup(t)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	e.GitHub.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"message":"No pending custom deployment protection rule found"}`))
+	})
+	e.Install(repo)
+	e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+		Repo: repo, Environment: "production", RunID: 951, APIURL: e.GitHub.URL(), SHA: sha,
+		InstallationID: githubtest.InstallationID}))
+	e.WaitFor("the review to end", 30*time.Second, func() bool {
+		return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state IN ('completed', 'cancelled', 'discarded')`) == 1
+	})
+	if n := len(reviewPosts(t, e)); n != 1 {
+		t.Errorf("%d answers posted, want 1: GitHub refused it", n)
+	}
+	if s := e.String(`SELECT state FROM river_job WHERE kind = 'protection_review'`); s != "cancelled" {
+		t.Errorf("review job %s, want cancelled", s)
 	}
 }

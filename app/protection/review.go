@@ -3,7 +3,10 @@ package protection
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -59,13 +62,19 @@ func (w *reviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) err
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
+	if dec, ok := postedBefore(job); ok {
+		// An earlier attempt posted this answer and failed: GitHub may have
+		// taken it all the same, so it is the answer, whatever a decision
+		// now (a freeze that began since) would say.
+		return w.post(ctx, gh, a, dec)
+	}
 	rules, broken, err := w.rules(ctx, gh, a)
 	if err != nil {
 		return err
 	}
 	if broken != "" {
 		// A config that does not load protects nothing: fail closed, saying so.
-		return w.post(ctx, gh, a, Decision{State: Rejected, Comment: "ripcord: " + broken})
+		return w.answer(ctx, gh, a, Decision{State: Rejected, Comment: "ripcord: " + broken})
 	}
 	var runs []CheckRun
 	if needsGates(rules) {
@@ -80,6 +89,31 @@ func (w *reviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) err
 			return river.JobSnooze(gateWait)
 		}
 		dec = Decision{State: Rejected, Comment: dec.Comment + fmt.Sprintf(" — still running after %s; rejected", gateDeadline)}
+	}
+	return w.answer(ctx, gh, a, dec)
+}
+
+// posted is the answer an attempt of the job posts, kept as the job's
+// output (River stores it whether the attempt succeeds or fails).
+type posted struct {
+	State   string `json:"state"`
+	Comment string `json:"comment"`
+}
+
+// postedBefore is the answer an earlier attempt of job posted, if any.
+func postedBefore(job *river.Job[ReviewArgs]) (Decision, bool) {
+	var p posted
+	if out := job.Output(); len(out) == 0 || json.Unmarshal(out, &p) != nil || p.State == "" {
+		return Decision{}, false
+	}
+	return Decision{State: p.State, Comment: p.Comment}, true
+}
+
+// answer keeps dec as the job's answer before it posts it, so that a retry
+// posts the same one.
+func (w *reviewWorker) answer(ctx context.Context, gh *github.Client, a ReviewArgs, dec Decision) error {
+	if err := river.RecordOutput(ctx, posted{State: dec.State, Comment: dec.Comment}); err != nil {
+		return fmt.Errorf("keep the answer to run %d in %s: %w", a.RunID, a.Repository, err)
 	}
 	return w.post(ctx, gh, a, dec)
 }
@@ -132,6 +166,14 @@ func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs
 	comment := shorten(dec.Comment, maxComment)
 	_, err := gh.Actions.ReviewCustomDeploymentProtectionRule(ctx, owner, name, a.RunID, &github.ReviewCustomDeploymentProtectionRuleRequest{
 		EnvironmentName: a.Environment, State: dec.State, Comment: comment})
+	if refused(err) {
+		// The run was cancelled, the rule waits no more (answered already),
+		// or the App may not answer: asking again gets the same refusal.
+		w.deps.Log.Warn("GitHub refused the deployment protection rule's answer", "repository", a.Repository,
+			"environment", a.Environment, "run_id", a.RunID, "state", dec.State, "error", err)
+		return river.JobCancel(fmt.Errorf("GitHub refused the answer to the protection rule of run %d in %s (%s): %w",
+			a.RunID, a.Repository, dec.State, err))
+	}
 	if err != nil {
 		return fmt.Errorf("answer the protection rule of run %d in %s (%s): %w", a.RunID, a.Repository, dec.State, err)
 	}
@@ -139,6 +181,13 @@ func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs
 	w.deps.Log.Info("deployment protection rule answered", "repository", a.Repository, "environment", a.Environment,
 		"run_id", a.RunID, "state", dec.State, "comment", comment)
 	return nil
+}
+
+// refused reports a 4xx answer other than 429 (a rate limit, which passes).
+func refused(err error) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 400 && er.Response.StatusCode < 500 &&
+		er.Response.StatusCode != http.StatusTooManyRequests
 }
 
 // gateRuns lists the gate check runs of sha and, for each app/environment
