@@ -120,11 +120,23 @@ func TestDecide(t *testing.T) {
 }
 
 func TestRunIDFromTheCallbackURL(t *testing.T) {
-	id, err := runIDOf("https://api.github.com/repos/acme/shop/actions/runs/4242/deployment_protection_rule")
-	if err != nil || id != 4242 {
-		t.Fatalf("runIDOf = %d, %v; want 4242", id, err)
+	for _, callback := range []string{
+		"https://api.github.com/repos/acme/shop/actions/runs/4242/deployment_protection_rule",
+		"https://ghe.example/api/v3/repos/Acme/Shop/actions/runs/4242/deployment_protection_rule", // GitHub Enterprise Server; names are case-insensitive
+	} {
+		id, err := runIDOf(callback, "acme/shop")
+		if err != nil || id != 4242 {
+			t.Fatalf("runIDOf(%q) = %d, %v; want 4242", callback, id, err)
+		}
 	}
-	if _, err := runIDOf("https://api.github.com/repos/acme/shop/deployments/1"); err == nil {
-		t.Fatal("a callback URL without a run id was accepted")
+	for _, callback := range []string{
+		"https://api.github.com/repos/acme/shop/deployments/1",
+		"https://api.github.com/repos/acme/other/actions/runs/4242/deployment_protection_rule",
+		"https://api.github.com/repos/acme/shop/actions/runs/4242/approve",
+		"https://api.github.com/repos/acme/shop/actions/runs/0/deployment_protection_rule",
+	} {
+		if id, err := runIDOf(callback, "acme/shop"); err == nil {
+			t.Errorf("runIDOf(%q) = %d: accepted", callback, id)
+		}
 	}
 }

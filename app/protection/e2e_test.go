@@ -583,3 +583,55 @@ func TestProtectionRuleStopsWhenGitHubRefusesTheAnswer(t *testing.T) {
 		t.Errorf("review job %s, want cancelled", s)
 	}
 }
+
+// ripcord answers through the GitHub API it is configured with, for the
+// event's repository, and only reads the run id from
+// deployment_callback_url: it never sends the answer where the URL points.
+// A callback URL that names another repository's run, or no run, is not a
+// request ripcord can answer: the run id would be another repository's,
+// and answering the event's repository's run of that number could approve
+// a job nobody asked about. The delivery fails, saying why.
+func TestProtectionRuleAnswersOnlyTheEventsRepositorysRun(t *testing.T) {
+	now := time.Now().UTC()
+	tests := []struct{ name, callback, wantError string }{
+		{"another repository's run", "repos/acme/other/actions/runs/960/deployment_protection_rule", "names acme/other, not the event's repository acme/shop"},
+		{"another host, the event's repository", "https://callback.invalid/repos/acme/shop/actions/runs/961/deployment_protection_rule", ""},
+		{"no run", "repos/acme/shop/deployments/962", "names no workflow run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
+			sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+			e.Install(repo)
+			callback := tt.callback
+			if !strings.HasPrefix(callback, "https://") {
+				callback = e.GitHub.URL() + callback
+			}
+			body := e2etest.Edit(t, githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+				Repo: repo, Environment: "production", RunID: 1, APIURL: e.GitHub.URL(), SHA: sha,
+				InstallationID: githubtest.InstallationID}), func(m map[string]any) { m["deployment_callback_url"] = callback })
+			id := e.Deliver("deployment_protection_rule", body)
+			if tt.wantError == "" {
+				e.WaitFor("the review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+				e.Settle()
+				if r := e.GitHub.GateReviews(repo); len(r) != 1 || r[0].RunID != 961 || r[0].State != "approved" {
+					t.Errorf("reviews = %+v, want run 961 of %s approved through the configured API", r, repo)
+				}
+				return
+			}
+			e.WaitFor("the delivery to end", 20*time.Second, func() bool {
+				return e.String(`SELECT state FROM deliveries WHERE id = $1`, id) != "queued"
+			})
+			e.Settle()
+			if r := reviewPosts(t, e); len(r) != 0 {
+				t.Errorf("reviews = %+v, want none", r)
+			}
+			if s := e.String(`SELECT state FROM deliveries WHERE id = $1`, id); s != "failed" {
+				t.Errorf("delivery %s, want failed", s)
+			}
+			if got := e.String(`SELECT last_error FROM deliveries WHERE id = $1`, id); !strings.Contains(got, tt.wantError) {
+				t.Errorf("delivery error %q, want it to say %q", got, tt.wantError)
+			}
+		})
+	}
+}

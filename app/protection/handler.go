@@ -29,18 +29,19 @@ func (h handler) Handle(_ context.Context, d pipeline.Delivery) (pipeline.Commit
 	if ev.GetAction() != "requested" {
 		return nil, nil
 	}
-	runID, err := runIDOf(ev.GetDeploymentCallbackURL())
-	if err != nil {
-		return nil, pipeline.Permanent(err)
-	}
 	args := ReviewArgs{
-		Repository: ev.GetRepo().GetFullName(), Environment: ev.GetEnvironment(), RunID: runID,
+		Repository: ev.GetRepo().GetFullName(), Environment: ev.GetEnvironment(),
 		DeploymentID: ev.GetDeployment().GetID(), SHA: ev.GetDeployment().GetSHA(), InstallationID: d.InstallationID,
 		RequestedAt: h.deps.Now().Unix(),
 	}
 	if args.Repository == "" || args.InstallationID == 0 || args.Environment == "" {
 		return nil, nil // not an App delivery: nothing to answer as
 	}
+	runID, err := runIDOf(ev.GetDeploymentCallbackURL(), args.Repository)
+	if err != nil {
+		return nil, pipeline.Permanent(err)
+	}
+	args.RunID = runID
 	return func(ctx context.Context, tx *sql.Tx) error {
 		_, err := h.deps.River().InsertTx(ctx, tx, args, &river.InsertOpts{
 			MaxAttempts: reviewAttempts, UniqueOpts: river.UniqueOpts{ByArgs: true}})
@@ -52,19 +53,27 @@ func (h handler) Handle(_ context.Context, d pipeline.Delivery) (pipeline.Commit
 }
 
 // runIDOf reads the run id from deployment_callback_url,
-// ".../repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule".
-func runIDOf(callback string) (int64, error) {
+// ".../repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule",
+// which must name the event's repository. Only the run id is taken: the
+// answer goes to the configured GitHub API, never to the URL's host, and a
+// run of another repository is not one the event's repository's run of
+// that number may be answered for.
+func runIDOf(callback, repository string) (int64, error) {
 	u, err := url.Parse(callback)
 	if err != nil {
 		return 0, fmt.Errorf("deployment_callback_url %q: %w", callback, err)
 	}
+	// The tail of the path: GitHub Enterprise Server puts /api/v3 before it.
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	for i := 0; i+2 < len(parts); i++ {
-		if parts[i] == "actions" && parts[i+1] == "runs" {
-			if id, err := strconv.ParseInt(parts[i+2], 10, 64); err == nil && id > 0 {
-				return id, nil
+	if n := len(parts); n >= 7 {
+		p := parts[n-7:]
+		id, err := strconv.ParseInt(p[5], 10, 64)
+		if p[0] == "repos" && p[3] == "actions" && p[4] == "runs" && p[6] == "deployment_protection_rule" && err == nil && id > 0 {
+			if named := p[1] + "/" + p[2]; !strings.EqualFold(named, repository) {
+				return 0, fmt.Errorf("deployment_callback_url %q names %s, not the event's repository %s", callback, named, repository)
 			}
+			return id, nil
 		}
 	}
-	return 0, fmt.Errorf("deployment_callback_url %q names no workflow run (…/actions/runs/{run_id}/deployment_protection_rule)", callback)
+	return 0, fmt.Errorf("deployment_callback_url %q names no workflow run (…/repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule)", callback)
 }
