@@ -83,9 +83,11 @@ func coversWeekly(w rollout.Weekly, t time.Time) (time.Time, bool) {
 		// bad one is read in UTC rather than never holding.
 		loc = time.UTC
 	}
-	local := t.In(loc)
+	y, m, d := t.In(loc).Date()
 	for back := 1; back >= 0; back-- {
-		day := time.Date(local.Year(), local.Month(), local.Day()-back, 0, 0, 0, 0, loc)
+		// The calendar day, named at noon UTC: a local midnight the clocks
+		// skip would put time.Date's instant on the day before.
+		day := time.Date(y, m, d-back, 12, 0, 0, 0, time.UTC)
 		if !slices.Contains(w.Days, day.Weekday()) {
 			continue
 		}
@@ -97,16 +99,61 @@ func coversWeekly(w rollout.Weekly, t time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// occurrence is the window that starts on day. time.Date normalises the
-// minutes, so 24:00 is the next midnight and a DST change moves the
-// instants the way wall clocks do.
+// occurrence is the window that starts on day (a calendar day), as the
+// wall clocks of loc read it: where they read its start twice (clocks go
+// back) from the first time, where they read its end twice until the
+// second, and where they skip either, from or until the jump.
 func occurrence(w rollout.Weekly, day time.Time, loc *time.Location) (start, end time.Time) {
 	y, m, d := day.Date()
-	start = time.Date(y, m, d, 0, int(w.From), 0, 0, loc)
+	start = wallClock(y, m, d, int(w.From), loc, true)
 	endDay := d
 	if w.To <= w.From {
 		endDay++ // crosses midnight
 	}
-	end = time.Date(y, m, endDay, 0, int(w.To), 0, 0, loc)
-	return start, end
+	return start, wallClock(y, m, endDay, int(w.To), loc, false)
+}
+
+// wallClock is the instant the clocks of loc read minutes after the
+// midnight that begins y-m-d (1440 is the next midnight): the first or,
+// unless first, the last when they read it twice, and the jump when they
+// skip it (the first instant they read later). time.Date does not say which
+// it picks in either case.
+func wallClock(y int, m time.Month, d, minutes int, loc *time.Location, first bool) time.Time {
+	wall := time.Date(y, m, d, 0, minutes, 0, 0, time.UTC)
+	// The offsets on either side of a change the day may have; changes
+	// are months apart, so at most one falls between them.
+	_, before := wall.Add(-26 * time.Hour).In(loc).Zone()
+	_, after := wall.Add(26 * time.Hour).In(loc).Zone()
+	a := wall.Add(-time.Duration(before) * time.Second)
+	b := wall.Add(-time.Duration(after) * time.Second)
+	if b.Before(a) {
+		a, b = b, a
+	}
+	okA, okB := reads(a, wall, loc), reads(b, wall, loc)
+	switch {
+	case okA && okB && first:
+		return a
+	case okB:
+		return b
+	case okA:
+		return a
+	}
+	// Skipped: the jump is between a and b, where the offset changes.
+	lo, hi := a.Unix(), b.Unix()
+	_, offLo := a.In(loc).Zone()
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if _, off := time.Unix(mid, 0).In(loc).Zone(); off == offLo {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return time.Unix(hi, 0).In(loc)
+}
+
+// reads reports whether the clocks of loc read wall (given in UTC) at t.
+func reads(t, wall time.Time, loc *time.Location) bool {
+	l := t.In(loc)
+	return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), l.Second(), 0, time.UTC).Equal(wall)
 }

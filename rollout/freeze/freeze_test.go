@@ -116,3 +116,48 @@ func TestCoversAWindowCrossingMidnightInItsTimezone(t *testing.T) {
 		t.Error("Thursday night is not Friday night")
 	}
 }
+
+// A weekly window is read on the wall clocks of its timezone, also on the
+// days those clocks change: an hour they skip or repeat, and a midnight they
+// skip (America/Havana springs forward at 00:00, so 2026-03-08 begins at
+// 01:00), must neither move the window to another day nor open a gap in it.
+// Where the wall clock reads a window's start twice, it holds from the first
+// time; where it reads its end twice, until the second.
+func TestWeeklyWindowsOnTheDaysClocksChange(t *testing.T) {
+	tests := []struct {
+		name      string
+		freeze    rollout.Freeze
+		now       string
+		wantOK    bool
+		wantUntil string
+	}{
+		{"a sunday window on the sunday whose midnight is skipped",
+			weekly("America/Havana", 0, hm(2, 0), time.Sunday), "2026-03-08T05:30:00Z", true, "2026-03-08T06:00:00Z"},
+		{"a whole sunday on the sunday whose midnight is skipped",
+			weekly("America/Havana", 0, rollout.EndOfDay, time.Sunday), "2026-03-08T12:00:00Z", true, "2026-03-09T04:00:00Z"},
+		{"a saturday evening until 24:00 holds until sunday begins, though its midnight is skipped",
+			weekly("America/Havana", hm(22, 0), rollout.EndOfDay, time.Saturday), "2026-03-08T04:30:00Z", true, "2026-03-08T05:00:00Z"},
+		{"a window starting in the skipped hour holds from when the clocks jump",
+			weekly("Europe/Rome", hm(2, 30), hm(4, 0), time.Sunday), "2026-03-29T01:00:00Z", true, "2026-03-29T02:00:00Z"},
+		{"a window starting in the skipped hour has not begun before the jump",
+			weekly("Europe/Rome", hm(2, 30), hm(4, 0), time.Sunday), "2026-03-29T00:59:00Z", false, ""},
+		{"a window ending in the skipped hour ends when the clocks jump",
+			weekly("Europe/Rome", hm(1, 0), hm(2, 30), time.Sunday), "2026-03-29T00:59:00Z", true, "2026-03-29T01:00:00Z"},
+		{"a start the clock reads twice holds from the first time",
+			weekly("Europe/Rome", hm(2, 30), hm(3, 30), time.Sunday), "2026-10-25T00:45:00Z", true, "2026-10-25T02:30:00Z"},
+		{"an end the clock reads twice holds until the second time",
+			weekly("Europe/Rome", hm(22, 0), hm(2, 30), time.Saturday), "2026-10-25T01:15:00Z", true, "2026-10-25T01:30:00Z"},
+		{"a whole sunday of 25 hours",
+			weekly("Europe/Rome", 0, rollout.EndOfDay, time.Sunday), "2026-10-25T22:30:00Z", true, "2026-10-25T23:00:00Z"},
+		{"a sunday night into monday crosses the week's end",
+			weekly("UTC", hm(22, 0), hm(6, 0), time.Sunday), "2026-11-30T05:59:00Z", true, "2026-11-30T06:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, until, ok := Active([]rollout.Freeze{tt.freeze}, nil, at(tt.now))
+			if ok != tt.wantOK || (ok && !until.Equal(at(tt.wantUntil))) {
+				t.Errorf("Active at %s = %v until %s, want %v until %s", tt.now, ok, until.UTC().Format(time.RFC3339), tt.wantOK, tt.wantUntil)
+			}
+		})
+	}
+}
