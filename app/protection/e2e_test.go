@@ -1,6 +1,7 @@
 package protection_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -633,5 +635,63 @@ func TestProtectionRuleAnswersOnlyTheEventsRepositorysRun(t *testing.T) {
 				t.Errorf("delivery error %q, want it to say %q", got, tt.wantError)
 			}
 		})
+	}
+}
+
+// A gate still running makes the review wait, not answer: ripcord looks
+// again (every minute; here the test moves the job's time up rather than
+// wait) and answers once the gate has finished, once, however often GitHub
+// sends the request meanwhile and after.
+func TestProtectionRuleAnswersOnceWhenTheGatesFinish(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		now := time.Now().UTC()
+		e := e2etest.Start(t, dbURL, app.Options{})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
+		sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+		evaluation := gateExternalID(sha, "shop", "production", "pull_request opened")
+		e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Status: "in_progress", ExternalID: evaluation})
+		e.Install(repo)
+		request := githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+			Repo: repo, Environment: "production", RunID: 970, APIURL: e.GitHub.URL(), SHA: sha,
+			InstallationID: githubtest.InstallationID})
+		waiting := func() bool {
+			return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state = 'scheduled'`) == 1
+		}
+		e.Deliver("deployment_protection_rule", request)
+		e.WaitFor("the review to wait for the gate", 20*time.Second, waiting)
+		e.Deliver("deployment_protection_rule", request) // GitHub asks again
+		e.WaitFor("the repeat to be processed", 20*time.Second, func() bool {
+			return e.Int(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`) == 0
+		})
+		if !waiting() || len(reviewPosts(t, e)) != 0 {
+			t.Fatalf("reviews %+v while the gate runs, want none and the review waiting", reviewPosts(t, e))
+		}
+		if n := e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review'`); n != 1 {
+			t.Fatalf("%d review jobs, want 1", n)
+		}
+
+		e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: "success", ExternalID: evaluation})
+		moveUp(t, e)
+		e.WaitFor("the review", 30*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+		e.Deliver("deployment_protection_rule", request) // and again after the answer
+		e.Settle()
+		if r := reviewPosts(t, e); len(r) != 1 || r[0].RunID != 970 || r[0].State != "approved" ||
+			r[0].Comment != "ripcord: no freeze window is active and the gates passed: ripcord/provenance" {
+			t.Errorf("reviews = %+v, want one: run 970 approved by ripcord/provenance", r)
+		}
+	})
+}
+
+// moveUp makes the waiting review look again now, as it would a minute on.
+func moveUp(t *testing.T, e *e2etest.Env) {
+	t.Helper()
+	db, err := store.Open(context.Background(), e.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Write.Exec(`UPDATE river_job SET scheduled_at = created_at WHERE kind = 'protection_review' AND state = 'scheduled'`); err != nil {
+		t.Fatal(err)
 	}
 }
