@@ -3,7 +3,6 @@ package records
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 )
 
@@ -13,32 +12,8 @@ import (
 // opened any more (withdrawn already, or facts moved it on): nothing is
 // written then.
 func (s *Store) WithdrawRelease(ctx context.Context, tx *sql.Tx, releaseID, why string, data map[string]any, now time.Time) (Record, bool, error) {
-	now = storedTime(now)
-	fail := func(err error) (Record, bool, error) {
-		return Record{}, false, fmt.Errorf("withdraw release %s: %w", releaseID, err)
-	}
-	rec, err := s.getRecord(ctx, tx, releaseID)
-	if err == nil && rec == nil {
-		err = ErrNotFound
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if err := s.lockClusters(ctx, tx, rec.Cluster); err != nil {
-		return fail(err)
-	}
-	if rec, err = s.getRecord(ctx, tx, releaseID); err != nil || rec == nil {
-		return fail(fmt.Errorf("read again after locking: %w", firstErr(err, ErrNotFound)))
-	}
-	next, ev, ok := Withdraw(*rec, why, data, now)
-	if !ok {
-		return *rec, false, nil
-	}
-	if err := s.updateRecord(ctx, tx, next); err != nil {
-		return fail(err)
-	}
-	if err := s.insertAudit(ctx, tx, []AuditEvent{ev}); err != nil {
-		return fail(err)
-	}
-	return next, true, nil
+	return s.endOpened(ctx, tx, "withdraw", releaseID, now, func(r Record, now time.Time) (Record, []AuditEvent, bool) {
+		next, ev, ok := Withdraw(r, why, data, now)
+		return next, []AuditEvent{ev}, ok
+	})
 }
