@@ -11,6 +11,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
@@ -411,7 +412,28 @@ func (s *actionStore) endEpisode(ctx context.Context, tx *sql.Tx, st Stored, res
 			return fmt.Errorf("action %s: %w", st.ID, err)
 		}
 	}
+	if err == nil && rec.State == records.StateOpened {
+		if err := s.failRollbackRelease(ctx, tx, st, res, reason, now); err != nil {
+			return err
+		}
+	}
 	return recoveryflow.QueueRollbackFailed(ctx, tx, s.river(), release, reason)
+}
+
+// failRollbackRelease ends the rollback release of an action that failed
+// before any fact of it came (records.FailUnrun): nothing will report on
+// it, and left opened it would raise a second, "stalled" alert stall_after
+// later about a rollback whose episode already said why it failed. A
+// release the facts moved on is theirs to end, and is left alone.
+func (s *actionStore) failRollbackRelease(ctx context.Context, tx *sql.Tx, st Stored, res actionapi.Result, reason string, now time.Time) error {
+	data := map[string]any{"action_id": st.ID, "cluster": st.Cluster, "agent": res.Agent,
+		"outcome": res.Outcome, "error_type": res.ErrorType}
+	rec, ok, err := s.records.FailUnrunRelease(ctx, tx, st.Action.ReleaseID, reason, data, now)
+	if err != nil || !ok {
+		return err
+	}
+	// Its GitHub deployment must not stay in_progress for ever.
+	return deployments.Queue(ctx, tx, s.river(), s.log, []records.Record{rec})
 }
 
 // auditEvents turns the agent's events into audit events of the release the
