@@ -224,10 +224,13 @@ func (s *actionStore) expireBefore(now time.Time) (time.Time, bool) {
 func notClaimedBefore(now time.Time) time.Time { return now.Add(-ClaimTimeout) }
 
 // expire fails the pending actions no agent claimed within ClaimTimeout,
-// and the claims that got no result within it.
+// and the claims that got no result within it. Both in the order claim
+// hands actions out: two servers expiring the same cluster then lock its
+// rows (and, through finishTx, the cluster's records) in one order, and
+// on PostgreSQL one waits for the other instead of deadlocking.
 func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, now time.Time) error {
 	unclaimed, err := selectStored(ctx, tx, `SELECT `+storedColumns+` FROM cluster_actions
-		WHERE cluster = $1 AND state = 'pending' AND created_at < $2`, cluster, store.Micros(notClaimedBefore(now)))
+		WHERE cluster = $1 AND state = 'pending' AND created_at < $2 ORDER BY created_at, id`, cluster, store.Micros(notClaimedBefore(now)))
 	if err != nil {
 		return fmt.Errorf("expire pending actions of %s: %w", cluster, err)
 	}
@@ -243,7 +246,7 @@ func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, no
 		return nil
 	}
 	stale, err := selectStored(ctx, tx, `SELECT `+storedColumns+` FROM cluster_actions
-		WHERE cluster = $1 AND state = 'claimed' AND claimed_at < $2`, cluster, store.Micros(cutoff))
+		WHERE cluster = $1 AND state = 'claimed' AND claimed_at < $2 ORDER BY created_at, id`, cluster, store.Micros(cutoff))
 	if err != nil {
 		return fmt.Errorf("expire claims of %s: %w", cluster, err)
 	}
