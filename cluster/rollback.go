@@ -23,6 +23,13 @@ import (
 const (
 	DefaultRolloutTimeout = 300 * time.Second
 	defaultRolloutPoll    = 2 * time.Second
+	// MaxActionHealthTimeout caps the health timeout an action asks for
+	// (Health.Timeout): six times seed 000's 300 s default. The server
+	// fails a claim that has had no result for an hour
+	// (clusteractions.ClaimTimeout); an action's rollout wait (300 s by
+	// default) and health check must end well before that, or the agent
+	// is held in one action while the server has given up on it.
+	MaxActionHealthTimeout = 30 * time.Minute
 )
 
 // Rollbacker rolls a Deployment back as seed 000 describes: find the
@@ -67,10 +74,16 @@ func (r *Rollbacker) Rollback(ctx context.Context, a actionapi.Action) actionapi
 	if v := r.waitRollout(ctx, a, plan); v != nil {
 		return rec.end(v, plan)
 	}
-	rec.add(records.AuditHealthCheckStarted, nil, "checking the health of %s/%s", a.Namespace, a.Deployment)
 	cfg := r.Health
 	if a.Health != nil {
 		cfg = overrideHealth(cfg, *a.Health)
+	}
+	if asked, capped := capHealthTimeout(&cfg, a.Health); capped {
+		rec.add(records.AuditHealthCheckStarted, map[string]any{"timeout": cfg.Timeout.String(), "requested_timeout": asked.String()},
+			"checking the health of %s/%s for at most %s: the action asked for %s, more than the agent allows one action's health check",
+			a.Namespace, a.Deployment, cfg.Timeout, asked)
+	} else {
+		rec.add(records.AuditHealthCheckStarted, nil, "checking the health of %s/%s", a.Namespace, a.Deployment)
 	}
 	rep := CheckHealth(ctx, r.Kube, r.httpClient(), a.Namespace, a.Deployment, cfg)
 	data := map[string]any{"healthy_pods": rep.Healthy, "probed_pods": rep.Probed}
@@ -278,6 +291,21 @@ func overrideHealth(c HealthConfig, h actionapi.Health) HealthConfig {
 		c.Timeout = d
 	}
 	return c
+}
+
+// capHealthTimeout bounds the health timeout an action asked for to
+// MaxActionHealthTimeout and says what it asked when it was cut. The
+// agent's own --health-timeout is its operator's choice and is not capped.
+func capHealthTimeout(c *HealthConfig, h *actionapi.Health) (asked time.Duration, capped bool) {
+	if h == nil {
+		return 0, false
+	}
+	d, err := time.ParseDuration(h.Timeout)
+	if err != nil || d <= MaxActionHealthTimeout {
+		return 0, false
+	}
+	c.Timeout = MaxActionHealthTimeout
+	return d, true
 }
 
 // recorder collects the audit events of one action.

@@ -263,3 +263,39 @@ func TestRollbackOfAPausedDeploymentFailsAtOnceSayingSo(t *testing.T) {
 		t.Errorf("after %s: result %+v; want rollout_failed at once, naming the pause", time.Since(start).Round(time.Millisecond), res)
 	}
 }
+
+// An action may lengthen the health check, but not without bound: a
+// server or a bad config asking for days would hold the agent in one
+// action long after the server gave up on its claim (an hour). The cut
+// is said in the audit, so the person reading it knows why the check
+// ended sooner than asked.
+func TestAnActionsHealthTimeoutIsCappedAndTheAuditSaysSo(t *testing.T) {
+	port := podServers(t, healthy)
+	for name, tc := range map[string]struct {
+		timeout, want, requested string
+	}{
+		"days are cut to the cap":      {timeout: "1000h", want: "30m0s", requested: "1000h0m0s"},
+		"within the cap is kept as is": {timeout: "10m"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := fake.NewClientset(servedDeployment()...)
+			res := newRollbacker(cs, port).Rollback(context.Background(), rollbackAction(func(a *actionapi.Action) {
+				a.Health = &actionapi.Health{Timeout: tc.timeout}
+			}))
+			if res.Status != actionapi.StatusDone || len(res.Audit) < 2 || res.Audit[1].Type != string(records.AuditHealthCheckStarted) {
+				t.Fatalf("result %s %s: %s, audit %s", res.Outcome, res.ErrorType, res.Reason, auditTypes(res))
+			}
+			started := res.Audit[1]
+			if tc.want == "" {
+				if started.Data != nil {
+					t.Errorf("health_check_started %q %v; want no cap mentioned", started.Message, started.Data)
+				}
+				return
+			}
+			if started.Data["timeout"] != tc.want || started.Data["requested_timeout"] != tc.requested ||
+				!strings.Contains(started.Message, tc.want) || !strings.Contains(started.Message, tc.requested) {
+				t.Errorf("health_check_started %q %v; want the check capped at %s, saying %s was asked", started.Message, started.Data, tc.want, tc.requested)
+			}
+		})
+	}
+}
