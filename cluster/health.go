@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -98,7 +99,9 @@ type HealthReport struct {
 // CheckHealth waits for every replica of the Deployment to be ready and then
 // for at least MinHealthy of its Running pods to answer
 // {"status":"healthy"} with 200. An API error ends it at once;
-// MaxAppFailures application failures in a row end it early.
+// MaxAppFailures application failures in a row end it early. A
+// Deployment scaled to 0 replicas has no pod to ask: it passes once the
+// controller observed its generation and no replica runs.
 func CheckHealth(ctx context.Context, cs kubernetes.Interface, client *http.Client, namespace, name string, cfg HealthConfig) HealthReport {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -117,7 +120,17 @@ func CheckHealth(ctx context.Context, cs kubernetes.Interface, client *http.Clie
 			return HealthReport{Reason: fmt.Sprintf("read Deployment %s/%s: %v", namespace, name, err), APIError: true, Err: err}
 		}
 		desired := replicasOf(d.Spec.Replicas)
-		if d.Status.ReadyReplicas == desired {
+		if desired == 0 {
+			// Scaled to 0 on purpose: no pod will ever answer, so what can
+			// be verified is that the controller observed the current
+			// template and no pod of an older one is left.
+			if r, ok := scaledToZero(d); ok {
+				return HealthReport{Passed: true, Reason: r}
+			}
+			failures = 0
+			last = fmt.Sprintf("scaled to 0 replicas: observed generation %d of %d, %d replicas left", d.Status.ObservedGeneration,
+				d.Generation, d.Status.Replicas)
+		} else if d.Status.ReadyReplicas == desired {
 			pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
 			if err != nil {
 				if ctx.Err() != nil {
@@ -146,6 +159,17 @@ func CheckHealth(ctx context.Context, cs kubernetes.Interface, client *http.Clie
 		case <-time.After(cfg.Interval):
 		}
 	}
+}
+
+// scaledToZero says why a Deployment whose spec asks for 0 replicas is
+// verified: the controller observed its generation, and it runs no
+// replica, updated or not (updated == spec == 0).
+func scaledToZero(d *appsv1.Deployment) (string, bool) {
+	s := d.Status
+	if s.ObservedGeneration < d.Generation || s.Replicas != 0 || s.UpdatedReplicas != 0 {
+		return "", false
+	}
+	return fmt.Sprintf("scaled to 0 replicas: the controller observed generation %d and no pod runs, so there is no pod to ask", d.Generation), true
 }
 
 func replicasOf(r *int32) int32 {

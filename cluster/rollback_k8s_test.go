@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,6 +33,7 @@ func TestRollbackOnARealControlPlane(t *testing.T) {
 		"a crash-looping pod of the patched revision fails the rollout at once":  crashLoopingRollback,
 		"a person's change between the read and the patch is not overwritten":    changedBeforeThePatch,
 		"a patch RBAC forbids fails as a Kubernetes API error, changing nothing": forbiddenPatch,
+		"a Deployment scaled to 0 is verified by its patched template observed":  scaledToZeroRollback,
 	} {
 		t.Run(name, func(t *testing.T) { run(t, k, port) })
 	}
@@ -188,5 +190,47 @@ func forbiddenPatch(t *testing.T, k *k8stest.Cluster, port int) {
 	after, err := k.Kube.AppsV1().Deployments("shop").Get(t.Context(), "guarded", metav1.GetOptions{})
 	if err != nil || after.Generation != before.Generation {
 		t.Errorf("the Deployment changed (generation %d -> %d, %v)", before.Generation, after.Generation, err)
+	}
+}
+
+// A Deployment someone scaled to 0 (a paused service, a standby region)
+// runs the failed version in its template. Its rollback has no pod to ask
+// for health: the old check waited for a healthy pod that could never
+// come and failed the rollback; it is verified by the controller having
+// observed the patched template with no replica left.
+func scaledToZeroRollback(t *testing.T, k *k8stest.Cluster, port int) {
+	zero := int32(0)
+	pods := map[string]string{"app": "standby"}
+	createDeployment(t, k, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "standby", Namespace: "shop", Labels: map[string]string{cluster.VersionLabel: "v2"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: pods},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "standby", Image: "registry:5000/team/standby:v2"}}}}},
+	})
+	waitWithin(t, time.Minute, "standby to be observed", func() bool {
+		cur, err := k.Kube.AppsV1().Deployments("shop").Get(t.Context(), "standby", metav1.GetOptions{})
+		return err == nil && cur.Status.ObservedGeneration == cur.Generation
+	})
+	res := realRollbacker(k, port).Rollback(t.Context(), realAction("standby"))
+	if res.Status != actionapi.StatusDone || res.Outcome != actionapi.OutcomeRolledBack {
+		t.Fatalf("result %s %s: %s; want rolled_back", res.Outcome, res.ErrorType, res.Reason)
+	}
+	d, err := k.Kube.AppsV1().Deployments("shop").Get(t.Context(), "standby", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry:5000/team/standby:v1" || d.Status.ObservedGeneration != d.Generation ||
+		d.Status.Replicas != 0 || d.Status.UpdatedReplicas != 0 {
+		t.Errorf("after the rollback: image %s, observed generation %d of %d, %d replicas (%d updated); want v1 observed at 0",
+			img, d.Status.ObservedGeneration, d.Generation, d.Status.Replicas, d.Status.UpdatedReplicas)
+	}
+	var passed string
+	for _, e := range res.Audit {
+		if e.Type == "health_check_passed" {
+			passed = e.Message
+		}
+	}
+	if !strings.Contains(passed, "scaled to 0") || !strings.Contains(passed, fmt.Sprintf("generation %d", d.Generation)) {
+		t.Errorf("health_check_passed %q; want it to say the 0 replicas of generation %d were observed", passed, d.Generation)
 	}
 }
