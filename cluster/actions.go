@@ -18,6 +18,11 @@ import (
 // DefaultPollWait is how long one long poll for actions waits on the server.
 const DefaultPollWait = 30 * time.Second
 
+// stopReportGrace bounds the report of an action the agent stopped before
+// touching the cluster: a third of the 30 s Kubernetes gives a pod to
+// stop by default (terminationGracePeriodSeconds; the chart sets none).
+const stopReportGrace = 10 * time.Second
+
 // actionRunner long-polls the server for its cluster's actions and carries
 // each out once. The server never connects into the cluster: it queues, the
 // agent pulls.
@@ -207,10 +212,21 @@ func (r *actionRunner) carryOut(ctx context.Context, a actionapi.Action) {
 		} else {
 			log.Info("resuming an action started before a restart")
 		}
-		res := r.execute(ctx, a)
+		res, touched := r.execute(ctx, a, found)
 		if ctx.Err() != nil {
-			log.Info("stopping with the action unfinished; the next start resumes it")
-			return
+			if touched {
+				// The patch may have landed: only a start that reads the
+				// Deployment again can tell how the action ended.
+				log.Info("stopping with the action unfinished; the next start resumes it")
+				return
+			}
+			// Nothing was changed: saying so now spares the server
+			// waiting out its claim timeout, within the grace period the
+			// agent is given to stop.
+			log.Info("stopping before the action touched the cluster; reporting it not done")
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopReportGrace)
+			defer cancel()
 		}
 		e.Result = &res
 		if err := r.journal.put(e); err != nil {
@@ -221,12 +237,15 @@ func (r *actionRunner) carryOut(ctx context.Context, a actionapi.Action) {
 	r.report(ctx, log, a, *e.Result)
 }
 
-func (r *actionRunner) execute(ctx context.Context, a actionapi.Action) actionapi.Result {
+// execute carries out an action; touched says whether the cluster may
+// have been changed (see Rollbacker.rollback). earlierRun: the journal
+// says an earlier run of the agent started it.
+func (r *actionRunner) execute(ctx context.Context, a actionapi.Action, earlierRun bool) (actionapi.Result, bool) {
 	if a.Kind != actionapi.KindRollback {
 		rec := &recorder{now: r.now}
-		return rec.end(failed(ErrTypeUnsupported, "this agent does not know action kind %q", a.Kind), rollbackPlan{})
+		return rec.end(failed(ErrTypeUnsupported, "this agent does not know action kind %q", a.Kind), rollbackPlan{}), false
 	}
-	return r.roll.Rollback(ctx, a)
+	return r.roll.rollback(ctx, a, earlierRun)
 }
 
 func journalFailure(a actionapi.Action, err error) actionapi.Result {

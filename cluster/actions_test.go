@@ -130,6 +130,56 @@ func TestAnAgentStoppedMidActionLeavesItForTheNextStart(t *testing.T) {
 	}
 }
 
+// SIGTERM arrives after the agent claimed the action and read the
+// Deployment, before its patch. The old agent left the action claimed,
+// so the server waited out its claim timeout (an hour) for an action
+// nothing had been done for; now the agent reports it not done before it
+// exits, and records that in its journal, so a restart does not carry it
+// out after all.
+func TestAnAgentStoppedBeforeThePatchReportsTheActionNotDone(t *testing.T) {
+	cs := fake.NewClientset(servedDeployment()...)
+	srv := newActionServer(t)
+	r := newRunner(t, srv, cs, t.TempDir(), 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cs.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel() // the fake client answers all the same, as a read already on its way would
+		return false, nil, nil
+	})
+	r.carryOut(ctx, rollbackAction())
+	res := srv.resultsOf("act_1")
+	if len(res) != 1 || res[0].Status != actionapi.StatusFailed || res[0].Outcome != actionapi.OutcomeRollbackFailed ||
+		res[0].ErrorType != "agent_stopped" || res[0].Agent != "agent-1" {
+		t.Fatalf("reported %+v; want one rollback_failed, agent_stopped result", res)
+	}
+	if patches(cs) != 0 {
+		t.Errorf("%d patches; want none after SIGTERM", patches(cs))
+	}
+	if e, found, _ := r.journal.get("act_1"); !found || e.Result == nil || e.Result.ErrorType != "agent_stopped" {
+		t.Errorf("journal %+v (found %v); want the not-done result kept for a restart", e, found)
+	}
+}
+
+// A restarted agent resuming an action an earlier run started cannot
+// tell whether that run's patch landed until it has read the Deployment:
+// stopped before that read, it leaves the action for the next start.
+func TestAResumedActionStoppedBeforeItsReadIsNotReportedNotDone(t *testing.T) {
+	cs := fake.NewClientset(servedDeployment()...)
+	srv := newActionServer(t)
+	r := newRunner(t, srv, cs, t.TempDir(), 1)
+	if err := r.journal.put(journalEntry{Action: rollbackAction(), StartedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cs.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, context.Canceled
+	})
+	r.carryOut(ctx, rollbackAction())
+	if res := srv.resultsOf("act_1"); len(res) != 0 {
+		t.Errorf("reported %+v; want nothing until a start reads the Deployment", res)
+	}
+}
+
 func TestPollsAskForClaimedActionsAtStartAndAfterAnError(t *testing.T) {
 	srv := newActionServer(t)
 	srv.failPoll = 1

@@ -56,10 +56,22 @@ type Rollbacker struct {
 // agent patched it before it stopped: the patch is not repeated, the
 // rollout and health are verified.
 func (r *Rollbacker) Rollback(ctx context.Context, a actionapi.Action) actionapi.Result {
+	res, _ := r.rollback(ctx, a, false)
+	return res
+}
+
+// rollback is Rollback that also says whether the Deployment may carry
+// this action's patch (touched): a patch was sent, or a read found it, or
+// earlierRun (an earlier run of the agent started this action) and no
+// read since has shown the Deployment without it. An action cut short by
+// the agent stopping that has not touched the Deployment can be reported
+// as not done; one that has must be verified by the next start.
+func (r *Rollbacker) rollback(ctx context.Context, a actionapi.Action, earlierRun bool) (res actionapi.Result, touched bool) {
 	rec := &recorder{now: r.now}
-	plan, resumed, v := r.patch(ctx, a)
+	touched = earlierRun
+	plan, resumed, v := r.patch(ctx, a, &touched)
 	if v != nil {
-		return rec.end(v, plan)
+		return rec.end(v, plan), touched
 	}
 	if resumed {
 		rec.add(records.AuditRollbackInitiated, map[string]any{"target_image": plan.TargetImage, "resumed": true},
@@ -72,7 +84,7 @@ func (r *Rollbacker) Rollback(ctx context.Context, a actionapi.Action) actionapi
 			plan.RunningVersion, plan.TargetVersion)
 	}
 	if v := r.waitRollout(ctx, a, plan); v != nil {
-		return rec.end(v, plan)
+		return rec.end(v, plan), touched
 	}
 	cfg := r.Health
 	if a.Health != nil {
@@ -96,24 +108,29 @@ func (r *Rollbacker) Rollback(ctx context.Context, a actionapi.Action) actionapi
 		case rep.APIError:
 			errType = ErrTypeKubernetesAPI
 		}
-		return rec.end(failed(errType, "health check of %s/%s: %s", a.Namespace, a.Deployment, rep.Reason), plan)
+		return rec.end(failed(errType, "health check of %s/%s: %s", a.Namespace, a.Deployment, rep.Reason), plan), touched
 	}
 	rec.add(records.AuditHealthCheckPassed, data, "%s", rep.Reason)
 	rec.add(records.AuditRollbackCompleted, map[string]any{"target_image": plan.TargetImage},
 		"%s/%s rolled back to %s and healthy", a.Namespace, a.Deployment, plan.TargetVersion)
-	return rec.result(actionapi.StatusDone, actionapi.OutcomeRolledBack, plan)
+	return rec.result(actionapi.StatusDone, actionapi.OutcomeRolledBack, plan), touched
 }
 
 // patch reads the Deployment, plans the rollback and applies it, reading
-// again when the Deployment changed in between (409).
-func (r *Rollbacker) patch(ctx context.Context, a actionapi.Action) (plan rollbackPlan, resumed bool, v *verdict) {
+// again when the Deployment changed in between (409). It keeps touched
+// up to date (see rollback): a patch the API server refused with 409 was
+// not applied, one cut short may have been. When ctx ends before the
+// Deployment was touched, the verdict is ErrTypeAgentStopped.
+func (r *Rollbacker) patch(ctx context.Context, a actionapi.Action, touched *bool) (plan rollbackPlan, resumed bool, v *verdict) {
 	deployments := r.Kube.AppsV1().Deployments(a.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	var last error
+	attempt := func() error {
 		d, err := deployments.Get(ctx, a.Deployment, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if d.Annotations[ActionAnnotation] == a.ID {
+		*touched = d.Annotations[ActionAnnotation] == a.ID
+		if *touched {
 			plan, resumed = patchedPlan(a, d), true
 			if a.TargetVersion != "" && plan.TargetVersion != a.TargetVersion {
 				return failed(ErrTypeChangedSincePatch, "%s/%s was patched by this action, then changed to %q before the agent restarted; not verified as a rollback",
@@ -126,11 +143,25 @@ func (r *Rollbacker) patch(ctx context.Context, a actionapi.Action) (plan rollba
 		if v != nil {
 			return v
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		*touched = true
 		_, err = deployments.Patch(ctx, a.Deployment, types.StrategicMergePatchType, p.Patch, metav1.PatchOptions{})
 		return err
-	})
+	}
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { last = attempt(); return last })
+	if err == nil {
+		// RetryOnConflict takes an error that wraps context.Canceled
+		// for an interruption of its own backoff and returns nil.
+		err = last
+	}
 	if errors.As(err, &v) {
 		return plan, false, v
+	}
+	if err != nil && ctx.Err() != nil && !*touched {
+		return plan, false, failed(ErrTypeAgentStopped, "the agent stopped before it patched %s/%s: nothing was changed; the rollback was not carried out",
+			a.Namespace, a.Deployment)
 	}
 	if err != nil {
 		return plan, false, apiFailure(err, a)

@@ -35,6 +35,10 @@ const (
 	ErrTypeHealthCheckFailed  = "health_check_failed"
 	ErrTypeUnsupported        = "unsupported_action"
 	ErrTypeJournal            = "journal_unwritable"
+	// ErrTypeAgentStopped: the agent was stopped (SIGTERM) after it
+	// claimed the action and before it touched the Deployment; nothing
+	// was changed.
+	ErrTypeAgentStopped = "agent_stopped"
 )
 
 // verdict ends a rollback: why, and the audit event that says so.
