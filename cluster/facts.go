@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/ripcord/ripcord/records"
@@ -44,6 +45,12 @@ func skipf(code, format string, args ...any) *Skip {
 // observed the current spec yet (its status then describes the previous
 // one), or the Deployment names no release.
 func DeploymentFact(cluster string, d *appsv1.Deployment, now time.Time) (records.Fact, *Skip) {
+	return deploymentFact(cluster, d, now, nil)
+}
+
+// deploymentFact is DeploymentFact ignoring a ProgressDeadlineExceeded
+// condition last updated at stale (see deploymentPhase).
+func deploymentFact(cluster string, d *appsv1.Deployment, now time.Time, stale *metav1.Time) (records.Fact, *Skip) {
 	if d.Status.ObservedGeneration != d.Generation {
 		return records.Fact{}, skipf(SkipNotObserved, "status.observedGeneration %d != metadata.generation %d", d.Status.ObservedGeneration, d.Generation)
 	}
@@ -54,7 +61,7 @@ func DeploymentFact(cluster string, d *appsv1.Deployment, now time.Time) (record
 	f := records.Fact{
 		Source: records.SourceDeployment, Cluster: cluster, Namespace: d.Namespace, Name: d.Name,
 		UID: string(d.UID), Generation: d.Generation, ObservedGeneration: d.Status.ObservedGeneration,
-		Phase: DeploymentPhase(d), Images: images(d.Spec.Template.Spec.Containers), ReleaseID: release,
+		Phase: deploymentPhase(d, stale), Images: images(d.Spec.Template.Spec.Containers), ReleaseID: release,
 		ObservedAt: now.UTC(),
 	}
 	f.FactID = f.ID()
@@ -66,10 +73,17 @@ func DeploymentFact(cluster string, d *appsv1.Deployment, now time.Time) (record
 // while spec.paused, Healthy when every desired replica runs the current
 // template and is available and no old replica is left, else Progressing.
 func DeploymentPhase(d *appsv1.Deployment) records.Phase {
-	for _, c := range d.Status.Conditions {
-		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
-			return records.PhaseDegraded
-		}
+	return deploymentPhase(d, nil)
+}
+
+// deploymentPhase is DeploymentPhase, but a ProgressDeadlineExceeded
+// condition last updated at stale says nothing: it is the one the
+// controller keeps from a revision the Deployment no longer runs, until
+// the current one makes progress (the rollback's rolloutState ignores it
+// the same way).
+func deploymentPhase(d *appsv1.Deployment, stale *metav1.Time) records.Phase {
+	if c := deadlineExceeded(d); c != nil && (stale == nil || !c.LastUpdateTime.Equal(stale)) {
+		return records.PhaseDegraded
 	}
 	if d.Spec.Paused {
 		return records.PhasePaused

@@ -34,6 +34,7 @@ func TestRollbackOnARealControlPlane(t *testing.T) {
 		"a person's change between the read and the patch is not overwritten":    changedBeforeThePatch,
 		"a patch RBAC forbids fails as a Kubernetes API error, changing nothing": forbiddenPatch,
 		"a Deployment scaled to 0 is verified by its patched template observed":  scaledToZeroRollback,
+		"the failed revision's exceeded deadline is no fact of the rollback":     staleDeadlineFacts,
 	} {
 		t.Run(name, func(t *testing.T) { run(t, k, port) })
 	}

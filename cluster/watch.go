@@ -50,6 +50,9 @@ type watcher struct {
 	// guards refs and refCache.
 	serial sync.Mutex
 	refs   workloadRefs
+	// deadlines tells a progress deadline exceeded by a revision the
+	// Deployment no longer runs (staleDeadlines).
+	deadlines staleDeadlines
 	// refCache holds the Deployments Rollouts may reference; nil until
 	// the Rollout watch starts.
 	refCache cache.Store
@@ -80,6 +83,7 @@ type startedWatch struct {
 
 func newWatcher(cluster string, now func() time.Time, send func(records.Fact) error, m *metrics, log *slog.Logger) *watcher {
 	return &watcher{cluster: cluster, now: now, send: send, metrics: m, log: log, last: map[types.UID]string{}, refs: newWorkloadRefs(),
+		deadlines:   staleDeadlines{},
 		refsChanged: make(chan struct{}, 1)}
 }
 
@@ -127,7 +131,7 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 	if skip := w.withhold(d); skip != nil {
 		return records.Fact{}, skip, name
 	}
-	fact, skip := DeploymentFact(w.cluster, d, w.now())
+	fact, skip := deploymentFact(w.cluster, d, w.now(), w.deadlines.stale(d))
 	return fact, skip, name
 }
 
@@ -275,6 +279,7 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read fa
 				w.serial.Lock()
 				defer w.serial.Unlock()
 				track(obj, true)
+				delete(w.deadlines, m.GetUID())
 				w.mu.Lock()
 				delete(w.last, m.GetUID())
 				w.mu.Unlock()

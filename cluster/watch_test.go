@@ -10,6 +10,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -90,5 +91,59 @@ func TestWatcherReportsADeletedWorkload(t *testing.T) {
 	}
 	if err := d.Validate(); err != nil {
 		t.Errorf("the server would refuse the deletion fact: %v", err)
+	}
+}
+
+// The failed revision exceeded its progress deadline, and the rollback
+// goes back to the previous template (its ReplicaSet). The controller
+// keeps the old ProgressDeadlineExceeded condition, same lastUpdateTime,
+// in the first statuses of the patched generation: the old watch sent
+// them as Degraded, failing the rollback release on its first fact. A
+// scale of the failed revision keeps its condition meaningful, and a
+// deadline the rolled-back template exceeds itself is Degraded again.
+func TestWatcherIgnoresTheFailedRevisionsDeadlineAfterTheTemplateChanged(t *testing.T) {
+	var sent []records.Fact
+	w := newWatcher("prod-eu", func() time.Time { return t0 }, func(f records.Fact) error { sent = append(sent, f); return nil },
+		newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	exceeded := func(at time.Time) func(*appsv1.Deployment) {
+		return func(d *appsv1.Deployment) {
+			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+				Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(at), LastTransitionTime: metav1.NewTime(at)}}
+		}
+	}
+	stuck := func(d *appsv1.Deployment) {
+		d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 4, 1, 3
+	}
+	generation := func(spec, observed int64) func(*appsv1.Deployment) {
+		return func(d *appsv1.Deployment) { d.Generation, d.Status.ObservedGeneration = spec, observed }
+	}
+	rolledBack := func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Image = "registry:5000/team/checkout:v1"
+		d.Annotations[ReleaseIDAnnotation] = "rb1:prod-eu/prod"
+	}
+	failedAt := t0.Add(-time.Hour)
+	for _, step := range []struct {
+		what string
+		d    *appsv1.Deployment
+		want records.Phase // "" when no fact is sent
+	}{
+		{"the failed revision exceeds its deadline", deployment(exceeded(failedAt), stuck), records.PhaseDegraded},
+		{"a scale keeps the template: still the failed revision's deadline",
+			deployment(exceeded(failedAt), stuck, generation(5, 5), func(d *appsv1.Deployment) { d.Spec.Replicas = ptr(int32(4)) }),
+			records.PhaseDegraded},
+		{"the rollback's patch, not observed yet", deployment(exceeded(failedAt), stuck, generation(6, 5), rolledBack), ""},
+		{"the first status of the patched generation keeps the old condition",
+			deployment(exceeded(failedAt), stuck, generation(6, 6), rolledBack), records.PhaseProgressing},
+		{"the rolled-back template exceeds its own deadline",
+			deployment(exceeded(t0), stuck, generation(6, 6), rolledBack), records.PhaseDegraded},
+	} {
+		n := len(sent)
+		w.observe(w.deploymentFact, step.d, false)
+		switch {
+		case step.want == "" && len(sent) != n:
+			t.Errorf("%s: sent %s; want nothing", step.what, sent[n].Phase)
+		case step.want != "" && (len(sent) != n+1 || sent[n].Phase != step.want):
+			t.Errorf("%s: sent %v; want %s", step.what, phases(sent[n:]), step.want)
+		}
 	}
 }
