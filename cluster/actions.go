@@ -57,14 +57,8 @@ type actionRunner struct {
 	inflight map[string]bool
 	wg       sync.WaitGroup
 
-	// pollMu guards what /healthz says of the polls (pollTrouble): the
-	// last poll's error, nil after one the server answered, and since when
-	// they have failed in a row. patience is deliveryPatience; tests
-	// shorten it.
-	pollMu           sync.Mutex
-	pollErr          error
-	pollFailingSince time.Time
-	patience         time.Duration
+	// polls is what /healthz says of the polls (pollTrouble).
+	polls failureStreak
 }
 
 // earlyPause is the pause after a long poll the server answered with no
@@ -112,47 +106,20 @@ func (r *actionRunner) run(ctx context.Context) {
 }
 
 // notePoll records the outcome of one poll: nil when the server answered.
-func (r *actionRunner) notePoll(err error) {
-	r.pollMu.Lock()
-	defer r.pollMu.Unlock()
-	if err != nil && r.pollErr == nil {
-		r.pollFailingSince = time.Now()
-	}
-	r.pollErr = err
-}
+func (r *actionRunner) notePoll(err error) { r.polls.note(err) }
 
 // pollState is what /healthz says of the polls: the last one's error (nil
 // after one the server answered), since when they have failed in a row,
 // and whether that is longer than the agent's patience.
 func (r *actionRunner) pollState() (err error, since time.Time, sustained bool) {
-	r.pollMu.Lock()
-	defer r.pollMu.Unlock()
-	if r.pollErr == nil {
-		return nil, time.Time{}, false
-	}
-	return r.pollErr, r.pollFailingSince, time.Since(r.pollFailingSince) >= r.patience
+	return r.polls.state()
 }
 
 // pollTrouble says, for /healthz, that the polls for cluster actions have
 // failed for longer than the agent's patience and why: an agent that
-// cannot poll cannot roll back, whatever its deliveries do. It names
-// where the token came from when the server refused it; "" while they
-// have not failed for that long.
+// cannot poll cannot roll back, whatever its deliveries do.
 func (r *actionRunner) pollTrouble() string {
-	err, since, sustained := r.pollState()
-	if !sustained {
-		return ""
-	}
-	msg := fmt.Sprintf("cannot poll the server for cluster actions since %s (%s; no rollback reaches this agent): %v",
-		since.UTC().Format(time.RFC3339), time.Since(since).Round(time.Second), err)
-	var se *statusError
-	if errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden) {
-		msg += "; the server refuses the agent's token"
-		if r.tokenFrom != "" {
-			msg += ", read from " + r.tokenFrom
-		}
-	}
-	return msg
+	return r.polls.trouble("cannot poll the server for cluster actions", "no rollback reaches this agent", r.tokenFrom)
 }
 
 func (r *actionRunner) poll(ctx context.Context, resume bool) ([]actionapi.Action, error) {

@@ -158,7 +158,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 		RolloutPoll: cfg.RolloutPoll, Now: cfg.Now}
 	a.actions = &actionRunner{base: actionsURL(cfg.Server, cfg.Cluster), agent: a.id, http: cfg.HTTP, token: cfg.Token,
 		tokenFrom: cfg.TokenFrom, journal: j, roll: roll, wait: cfg.PollWait, maxBackoff: cfg.MaxBackoff, metrics: a.metrics, log: log, now: cfg.Now,
-		inflight: map[string]bool{}, patience: deliveryPatience}
+		inflight: map[string]bool{}, polls: failureStreak{patience: deliveryPatience}}
 	return a, nil
 }
 

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ripcord/ripcord/records"
@@ -48,19 +46,14 @@ type deliverer struct {
 	// tokenFrom says where the token comes from, logged when the server
 	// refuses it; "" when the caller did not say.
 	tokenFrom string
-	// patience is deliveryPatience; tests shorten it.
-	patience time.Duration
 
-	mu sync.Mutex
-	// lastErr is the last delivery's error, nil after one that succeeded;
-	// failingSince is when the deliveries began to fail in a row.
-	lastErr      error
-	failingSince time.Time
+	// streak is what /healthz says of the deliveries (deliveryTrouble).
+	streak failureStreak
 }
 
 func newDeliverer(spool *Spool, client *http.Client, server, cluster string, token func() (string, error), m *metrics, log *slog.Logger) *deliverer {
 	d := &deliverer{spool: spool, http: client, token: token, metrics: m, log: log, wake: make(chan struct{}, 1),
-		maxBackoff: deliverMaxBackoff, patience: deliveryPatience,
+		maxBackoff: deliverMaxBackoff, streak: failureStreak{patience: deliveryPatience},
 		url: strings.TrimSuffix(server, "/") + "/api/v1/facts/" + url.PathEscape(cluster)}
 	m.factsSpooled.Set(float64(spool.Len()))
 	return d
@@ -121,45 +114,19 @@ func (d *deliverer) run(ctx context.Context) {
 
 // note records the outcome of one delivery to the server, of facts or of
 // the inventory: nil when the server took it.
-func (d *deliverer) note(err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err != nil && d.lastErr == nil {
-		d.failingSince = time.Now()
-	}
-	d.lastErr = err
-}
+func (d *deliverer) note(err error) { d.streak.note(err) }
 
 // deliveryState is what /healthz says of the deliveries: the last one's
 // error (nil after a success), since when they have failed in a row, and
 // whether that is longer than the agent's patience.
 func (d *deliverer) deliveryState() (err error, since time.Time, sustained bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.lastErr == nil {
-		return nil, time.Time{}, false
-	}
-	return d.lastErr, d.failingSince, time.Since(d.failingSince) >= d.patience
+	return d.streak.state()
 }
 
 // deliveryTrouble says, for /healthz, that deliveries have failed for
-// longer than the agent's patience and why, naming where the token came
-// from when the server refused it; "" while they have not.
+// longer than the agent's patience and why.
 func (d *deliverer) deliveryTrouble() string {
-	err, since, sustained := d.deliveryState()
-	if !sustained {
-		return ""
-	}
-	msg := fmt.Sprintf("cannot deliver to the server since %s (%s; facts stay spooled): %v",
-		since.UTC().Format(time.RFC3339), time.Since(since).Round(time.Second), err)
-	var se *statusError
-	if errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden) {
-		msg += "; the server refuses the agent's token"
-		if d.tokenFrom != "" {
-			msg += ", read from " + d.tokenFrom
-		}
-	}
-	return msg
+	return d.streak.trouble("cannot deliver to the server", "facts stay spooled", d.tokenFrom)
 }
 
 // flush sends one batch. A batch the server refuses as bad input (a 4xx

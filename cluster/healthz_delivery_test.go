@@ -46,9 +46,9 @@ func TestHealthzSaysTheServerRefusesOrCannotBeReachedOnceItLasts(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a, waitFor := healthzAgent(t, srv.URL, "stale", from)
 	setPatience := func(p time.Duration) {
-		a.deliver.mu.Lock()
-		a.deliver.patience = p
-		a.deliver.mu.Unlock()
+		a.deliver.streak.mu.Lock()
+		a.deliver.streak.patience = p
+		a.deliver.streak.mu.Unlock()
 	}
 	setPatience(time.Hour)
 
@@ -101,9 +101,9 @@ func TestHealthzSaysTheActionsPollFailsOnceItLasts(t *testing.T) {
 	t.Cleanup(srv.Close)
 	a, waitFor := healthzAgent(t, srv.URL, "tok", "")
 	setPatience := func(p time.Duration) {
-		a.actions.pollMu.Lock()
-		a.actions.patience = p
-		a.actions.pollMu.Unlock()
+		a.actions.polls.mu.Lock()
+		a.actions.polls.patience = p
+		a.actions.polls.mu.Unlock()
 	}
 	setPatience(time.Hour)
 
