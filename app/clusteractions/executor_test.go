@@ -22,6 +22,49 @@ import (
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
+// kubernetesRollback is recovery's request to roll r2 of app (v2 failed)
+// in shop on prod-eu back to target, for mode kubernetes.
+func kubernetesRollback(target recoveryflow.Target) recoveryflow.RollbackRequest {
+	ep := recoveryflow.Episode{Repository: "acme/app", App: "app", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r2"}
+	ep.Context.Input = recovery.Input{FailedVersion: "v2"}
+	ep.Context.Config.Rollback = repoconfig.Rollback{Mode: repoconfig.ModeKubernetes, Namespace: "shop"}
+	return recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep, Target: target, Reason: "retries exhausted"}
+}
+
+// openRelease records rec, opened at now: the rollback's target.
+func openRelease(t *testing.T, db *store.DB, rec records.Record, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(tx *sql.Tx) error { _, _, err := records.NewStore(db).OpenRelease(ctx, tx, rec, now); return err }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// queueKubernetesRollback hands req to the executor for mode kubernetes in
+// a transaction of its own, on a clock stopped at now and an insert-only
+// job queue, and returns what Queue returned. The transaction commits
+// whatever Queue answers, as the decision's does for a rollback that is
+// not started, so a test sees what a refused Queue left behind.
+func queueKubernetesRollback(t *testing.T, db *store.DB, now time.Time, req recoveryflow.RollbackRequest) (string, error) {
+	t.Helper()
+	ctx := context.Background()
+	rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: the jobs it queues are looked at, not run
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := pipeline.Deps{DB: db, Records: records.NewStore(db), Now: func() time.Time { return now },
+		River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var id string
+	var queueErr error
+	if err := db.InTx(ctx, func(tx *sql.Tx) error {
+		id, queueErr = clusteractions.KubernetesExecutor(d).Queue(ctx, tx, req)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return id, queueErr
+}
+
 // A rollback decided for mode kubernetes opens the rollback release and
 // queues the action for the cluster's agent, once however often the
 // decision's transaction is replayed.
@@ -31,30 +74,15 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 		db := testdb.OpenMigrated(t, dbURL)
 		rs := records.NewStore(db)
 		now := time.Now().UTC()
-		rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: the deployment sync it queues
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := pipeline.Deps{DB: db, Records: rs, Now: func() time.Time { return now },
-			River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		good := records.Record{ReleaseID: "r1", App: "app", Environment: "prod", Cluster: "prod-eu", Kind: records.KindPromote,
 			Image: "registry:5000/team/app:v1", GitRevision: "aaaaaaaabbbbbbbbccccccccddddddddeeeeeeee"}
-		if err := db.InTx(ctx, func(tx *sql.Tx) error { _, _, err := rs.OpenRelease(ctx, tx, good, now); return err }); err != nil {
-			t.Fatal(err)
-		}
-		ep := recoveryflow.Episode{Repository: "acme/app", App: "app", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r2"}
-		ep.Context.Input = recovery.Input{FailedVersion: "v2"}
-		ep.Context.Config.Rollback = repoconfig.Rollback{Mode: repoconfig.ModeKubernetes, Namespace: "shop"}
-		req := recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep,
-			Target: recoveryflow.Target{ReleaseID: "r1", Version: "v1"}, Reason: "retries exhausted"}
-		x := clusteractions.KubernetesExecutor(d)
+		openRelease(t, db, good, now)
+		req := kubernetesRollback(recoveryflow.Target{ReleaseID: "r1", Version: "v1"})
 		var got []string
 		for range 2 { // a replayed decision must not queue a second action
-			if err := db.InTx(ctx, func(tx *sql.Tx) error {
-				id, err := x.Queue(ctx, tx, req)
-				got = append(got, id)
-				return err
-			}); err != nil {
+			id, err := queueKubernetesRollback(t, db, now, req)
+			got = append(got, id)
+			if err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -103,30 +131,11 @@ func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
 		now := time.Now().UTC()
-		d := pipeline.Deps{DB: db, Records: records.NewStore(db), Now: func() time.Time { return now },
-			River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		pinned := records.Record{ReleaseID: "r1", App: "app", Environment: "prod", Cluster: "prod-eu", Kind: records.KindPromote,
-			Image: "registry:5000/team/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
-		if err := db.InTx(ctx, func(tx *sql.Tx) error { _, _, err := d.Records.OpenRelease(ctx, tx, pinned, now); return err }); err != nil {
-			t.Fatal(err)
-		}
-		ep := recoveryflow.Episode{Repository: "acme/app", App: "app", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r2"}
-		ep.Context.Input = recovery.Input{FailedVersion: "v2"}
-		ep.Context.Config.Rollback = repoconfig.Rollback{Mode: repoconfig.ModeKubernetes, Namespace: "shop"}
-		req := recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep, Reason: "retries exhausted",
-			Target: recoveryflow.Target{ReleaseID: "r1", Digest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}
-		var queueErr error
-		if err := db.InTx(ctx, func(tx *sql.Tx) error {
-			_, queueErr = clusteractions.KubernetesExecutor(d).Queue(ctx, tx, req)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+			Image: "registry:5000/team/app@" + digest}
+		openRelease(t, db, pinned, now)
+		_, queueErr := queueKubernetesRollback(t, db, now, kubernetesRollback(recoveryflow.Target{ReleaseID: "r1", Digest: digest}))
 		var notStarted *recoveryflow.NotStarted
 		if !errors.As(queueErr, &notStarted) || !strings.Contains(notStarted.Reason, "digest") {
 			t.Errorf("Queue = %v; want NotStarted saying the target is pinned by digest", queueErr)
@@ -144,27 +153,9 @@ func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
 // the decision's transaction again at every retry of its job.
 func TestAKubernetesRollbackThatCannotBeQueuedIsNotStarted(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now().UTC()
-		d := pipeline.Deps{DB: db, Records: records.NewStore(db), Now: func() time.Time { return now },
-			River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		ep := recoveryflow.Episode{Repository: "acme/app", App: "app", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r2"}
-		ep.Context.Input = recovery.Input{FailedVersion: "v2"}
-		ep.Context.Config.Rollback = repoconfig.Rollback{Mode: repoconfig.ModeKubernetes, Namespace: "shop"}
-		req := recoveryflow.RollbackRequest{Key: "acme/app#9/1", Episode: ep, Reason: "retries exhausted",
-			Target: recoveryflow.Target{ReleaseID: "r1", Version: "1.2.3+build.7"}}
-		var queueErr error
-		if err := db.InTx(ctx, func(tx *sql.Tx) error {
-			_, queueErr = clusteractions.KubernetesExecutor(d).Queue(ctx, tx, req)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		_, queueErr := queueKubernetesRollback(t, db, time.Now().UTC(),
+			kubernetesRollback(recoveryflow.Target{ReleaseID: "r1", Version: "1.2.3+build.7"}))
 		var notStarted *recoveryflow.NotStarted
 		if !errors.As(queueErr, &notStarted) || !strings.Contains(notStarted.Reason, "target_version") {
 			t.Errorf("Queue = %v; want NotStarted naming target_version", queueErr)
