@@ -2,20 +2,14 @@ package clusteractions
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
-	"github.com/ripcord/ripcord/records"
 )
 
 // A claim that got no result within the claim timeout (claim_expired)
@@ -26,17 +20,7 @@ func TestAnExpiredClaimEndsItsEpisodeInTheSameTransaction(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: the episode's end is queued, not run
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now().UTC()
-		s := &actionStore{db: db, records: records.NewStore(db), river: func() *river.Client[*sql.Tx] { return rc },
-			log: slog.New(slog.NewTextHandler(io.Discard, nil)), started: now.Add(-time.Hour)}
-		id := enqueueRollback(t, db, "v2", "c2", "rb2")
-		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
-			t.Fatalf("claim: %v %v", got, err)
-		}
+		s, id, now := claimedRollback(t, db, "lost-agent", "rb2")
 		later := now.Add(ClaimTimeout + time.Minute)
 		for range 2 { // a second poll finds nothing more to expire
 			if _, err := s.claim(ctx, "prod-eu", "new-agent", false, later); err != nil {

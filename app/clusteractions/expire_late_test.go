@@ -19,12 +19,7 @@ func TestTheClaimingAgentsLateResultReplacesAnExpiredClaim(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		s := &actionStore{db: db, records: records.NewStore(db)}
-		id := enqueueRollback(t, db, "v2", "c2", "")
-		now := time.Now().UTC()
-		if got, err := s.claim(ctx, "prod-eu", "cut-off", false, now); err != nil || len(got) != 1 {
-			t.Fatalf("claim: %v %v", got, err)
-		}
+		s, id, now := claimedRollback(t, db, "cut-off", "")
 		later := now.Add(ClaimTimeout + time.Minute)
 		if _, err := s.claim(ctx, "prod-eu", "other", false, later); err != nil {
 			t.Fatal(err)

@@ -18,12 +18,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		now := time.Now().UTC()
-		s := &actionStore{db: db, records: records.NewStore(db), started: now.Add(-time.Hour)}
-		id := enqueueRollback(t, db, "v2", "c2", "")
-		if got, err := s.claim(ctx, "prod-eu", "agent-1", false, now); err != nil || len(got) != 1 {
-			t.Fatalf("claim: %v %v", got, err)
-		}
+		s, id, now := claimedRollback(t, db, "agent-1", "")
 		// The server goes down for two hours and starts again.
 		back := now.Add(2 * time.Hour)
 		restarted := &actionStore{db: db, records: records.NewStore(db), started: back}
@@ -40,9 +35,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 		// A claim that stays without a result still expires, once the
 		// agents had their time to report.
 		id = enqueueRollback(t, db, "v3", "c3", "")
-		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
-			t.Fatalf("claim: %v %v", got, err)
-		}
+		claimOne(t, s, "lost-agent", now)
 		if _, err := restarted.claim(ctx, "prod-eu", "agent-1", false, back.Add(claimGrace+time.Second)); err != nil {
 			t.Fatal(err)
 		}

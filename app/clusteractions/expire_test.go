@@ -13,12 +13,7 @@ func TestAClaimWithoutAResultFailsAfterTheClaimTimeoutAndIsNotHandedOn(t *testin
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		s := &actionStore{db: db, records: records.NewStore(db)}
-		id := enqueueRollback(t, db, "v2", "c2", "")
-		now := time.Now().UTC()
-		if got, err := s.claim(ctx, "prod-eu", "lost-agent", false, now); err != nil || len(got) != 1 {
-			t.Fatalf("claim: %v %v", got, err)
-		}
+		s, id, now := claimedRollback(t, db, "lost-agent", "")
 		later := now.Add(ClaimTimeout + time.Minute)
 		if work, _ := s.hasWork(ctx, "prod-eu", "new-agent", false, later); !work {
 			t.Error("hasWork does not see the stale claim, so no poll would expire it")
