@@ -70,6 +70,15 @@ func workerFlow(t *testing.T, dbURL string, fake *githubtest.Server, clock *ghcl
 		App: func() pipeline.AppIdentity { return pipeline.AppIdentity{Configured: true, ID: githubtest.AppID} }})
 }
 
+// rerunFixture is workerFlow with a fake GitHub of its own and a step
+// clock started now, as the re-run tests use it.
+func rerunFixture(t *testing.T, dbURL string) (*flow, *githubtest.Server, *ghclient.StepClock) {
+	t.Helper()
+	fake := githubtest.NewServer(t)
+	clock := ghclient.NewStepClock(time.Now().UTC())
+	return workerFlow(t, dbURL, fake, clock, nil), fake, clock
+}
+
 // scheduled stores an episode waiting for its first retry of run id.
 func scheduled(t *testing.T, f *flow, id int64, created time.Time) Episode {
 	t.Helper()
@@ -134,9 +143,7 @@ func TestScheduledRetriesArePacedUnderTheSecondaryLimit(t *testing.T) {
 
 func TestScheduledRetryAtFireTime(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		clock := ghclient.NewStepClock(time.Now().UTC())
-		f := workerFlow(t, dbURL, fake, clock, nil)
+		f, fake, clock := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		rerun := "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
 		reruns := func(id int64) int {
@@ -148,13 +155,6 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 			}
 			return n
 		}
-		after := func(id int64) Episode {
-			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ep
-		}
 
 		t.Run("the 30 days ran out during the backoff: no re-run, the decision moves on", func(t *testing.T) {
 			created := time.Now().Add(-recovery.MaxRunAge + time.Minute)
@@ -162,7 +162,7 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 			scheduled(t, f, 11, created)
 			clock.Sleep(ctx, 2*time.Minute) // the retry fires after the run turned 30 days old
 			fire(t, f, 11)
-			if ep := after(11); reruns(11) != 0 || ep.State != StateAlerted || ep.Decision.Rule != recovery.RuleRunTooOld {
+			if ep := checkoutEpisode(t, f, 11); reruns(11) != 0 || ep.State != StateAlerted || ep.Decision.Rule != recovery.RuleRunTooOld {
 				t.Errorf("re-runs %d, state %s, rule %s", reruns(11), ep.State, ep.Decision.Rule)
 			}
 		})
@@ -175,7 +175,7 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 			})
 			scheduled(t, f, 12, time.Now().Add(-time.Hour))
 			fire(t, f, 12)
-			ep := after(12)
+			ep := checkoutEpisode(t, f, 12)
 			if ep.State != StateAlerted || ep.Decision.Rule != RuleRerunRefused || !strings.Contains(ep.Decision.Reason, "Resource not accessible") {
 				t.Errorf("state %s, rule %s: %s", ep.State, ep.Decision.Rule, ep.Decision.Reason)
 			}
@@ -193,7 +193,7 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 				_, _ = io.WriteString(w, `{"id": 13, "run_attempt": 2, "status": "in_progress"}`)
 			})
 			fire(t, f, 13)
-			if ep := after(13); reruns(13) != 0 || ep.State != StateRetrying || !strings.Contains(RenderCheck(ep).Title, "attempt 2") {
+			if ep := checkoutEpisode(t, f, 13); reruns(13) != 0 || ep.State != StateRetrying || !strings.Contains(RenderCheck(ep).Title, "attempt 2") {
 				t.Errorf("re-runs %d, state %s, check run %q", reruns(13), ep.State, RenderCheck(ep).Title)
 			}
 		})
@@ -258,18 +258,13 @@ func countJobs(t *testing.T, f *flow, kind string) int {
 // running again. The re-run happened: the episode waits for it, no alert.
 func TestReRunAcceptedBehindA5xxIsNotAnAlert(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		clock := ghclient.NewStepClock(time.Now().UTC())
-		f := workerFlow(t, dbURL, fake, clock, nil)
+		f, fake, _ := rerunFixture(t, dbURL)
 		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 21, RunAttempt: 1})
 		fake.CompleteRun("acme/checkout", 21, "failure")
 		posts := acceptedBehindA502(fake, 21)
 		scheduled(t, f, 21, time.Now().Add(-time.Hour))
 		fire(t, f, 21)
-		ep, _, err := getEpisode(context.Background(), f.deps.DB.Read, "acme/checkout", 21)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ep := checkoutEpisode(t, f, 21)
 		if posts() < 2 {
 			t.Fatalf("the 502 was not repeated (%d requests): the test does not test the repeat", posts())
 		}
@@ -286,8 +281,7 @@ func TestReRunAcceptedBehindA5xxIsNotAnAlert(t *testing.T) {
 // re-run that is running.
 func TestCommandReRunAcceptedBehindA5xxIsNotRefused(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		f, fake, _ := rerunFixture(t, dbURL)
 		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 22, RunAttempt: 1})
 		fake.CompleteRun("acme/checkout", 22, "failure")
 		posts := acceptedBehindA502(fake, 22)
@@ -311,8 +305,7 @@ func TestCommandReRunAcceptedBehindA5xxIsNotRefused(t *testing.T) {
 // gives up: the episode becomes an alert that says why.
 func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		f, fake, _ := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		work := func(id int64, attempt int) error {
 			job := &river.Job[RerunArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: attempt, MaxAttempts: jobAttempts},
@@ -338,10 +331,7 @@ func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
 		t.Run("the run is gone", func(t *testing.T) {
 			scheduled(t, f, 31, time.Now().Add(-time.Hour))
 			_ = work(31, 1)
-			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", 31)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ep := checkoutEpisode(t, f, 31)
 			if ep.State != StateAlerted || !strings.Contains(ep.Decision.Reason, "Not Found") {
 				t.Errorf("state %s: %s; want an alert that quotes GitHub", ep.State, ep.Decision.Reason)
 			}
@@ -355,10 +345,7 @@ func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
 				t.Fatalf("state %s after the first attempt, want retry_scheduled: River tries again", ep.State)
 			}
 			_ = work(32, jobAttempts)
-			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", 32)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ep := checkoutEpisode(t, f, 32)
 			if ep.State != StateAlerted || !strings.Contains(ep.Decision.Reason, "Service Unavailable") {
 				t.Errorf("state %s: %s; want an alert that says what GitHub answered", ep.State, ep.Decision.Reason)
 			}
@@ -369,6 +356,38 @@ func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
 	})
 }
 
+// firedAfterAPersonsRerun has a person re-run attempt 1 of run id on
+// GitHub (attempt 2 then ends with conclusion; "" leaves it running),
+// stores the episode scheduled for ripcord's first retry and fires that
+// retry. It returns the episode as scheduled and as the firing left it,
+// and the check-run jobs the firing queued; ripcord re-running the run
+// itself is an error.
+func firedAfterAPersonsRerun(t *testing.T, f *flow, fake *githubtest.Server, id int64, conclusion string) (ep, after Episode, checks int) {
+	t.Helper()
+	gh, err := f.deps.GitHub.NewInstallationClient(githubtest.InstallationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: id})
+	if _, err := gh.Actions.RerunFailedJobsByID(context.Background(), "acme", "checkout", id); err != nil {
+		t.Fatal(err)
+	}
+	attempt2 := "is running"
+	if conclusion != "" {
+		fake.CompleteRun("acme/checkout", id, conclusion)
+		attempt2 = "ran already"
+	}
+	before := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
+	ep = scheduled(t, f, id, time.Now().Add(-time.Hour))
+	checks = countJobs(t, f, "recovery_check")
+	fire(t, f, id)
+	after = checkoutEpisode(t, f, id)
+	if n := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs") - before; n != 0 {
+		t.Errorf("re-runs = %d, want none: attempt 2 %s", n, attempt2)
+	}
+	return ep, after, countJobs(t, f, "recovery_check") - checks
+}
+
 // Webhooks arrive out of order: the success of a re-run a person started
 // comes before the failure of the attempt it re-ran, finds no episode to
 // close, and that failure then schedules a retry. When the retry falls due
@@ -376,14 +395,8 @@ func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
 // outcome instead of waiting for ever ("Retry 1 of 3", in progress).
 func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		clock := ghclient.NewStepClock(time.Now().UTC())
-		f := workerFlow(t, dbURL, fake, clock, nil)
+		f, fake, _ := rerunFixture(t, dbURL)
 		ctx := context.Background()
-		gh, err := f.deps.GitHub.NewInstallationClient(githubtest.InstallationID)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, c := range []struct {
 			id         int64
 			conclusion string
@@ -394,23 +407,8 @@ func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
 			{43, "failure", StateRetryScheduled}, // its own delivery decides it
 		} {
 			t.Run(c.conclusion, func(t *testing.T) {
-				fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: c.id})
 				// A person re-runs attempt 1, and attempt 2 ends.
-				if _, err := gh.Actions.RerunFailedJobsByID(ctx, "acme", "checkout", c.id); err != nil {
-					t.Fatal(err)
-				}
-				fake.CompleteRun("acme/checkout", c.id, c.conclusion)
-				before := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
-				ep := scheduled(t, f, c.id, time.Now().Add(-time.Hour))
-				checks := countJobs(t, f, "recovery_check")
-				fire(t, f, c.id)
-				after, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", c.id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs") - before; n != 0 {
-					t.Errorf("re-runs = %d, want none: attempt 2 ran already", n)
-				}
+				ep, after, checks := firedAfterAPersonsRerun(t, f, fake, c.id, c.conclusion)
 				if after.State != c.want {
 					t.Errorf("state %s (attempt %d), want %s", after.State, after.RunAttempt, c.want)
 				}
@@ -420,8 +418,8 @@ func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
 				if after.RunAttempt != 2 {
 					t.Errorf("run attempt %d, want 2", after.RunAttempt)
 				}
-				if n := countJobs(t, f, "recovery_check") - checks; n != 1 {
-					t.Errorf("check-run jobs queued = %d, want 1 to show the end", n)
+				if checks != 1 {
+					t.Errorf("check-run jobs queued = %d, want 1 to show the end", checks)
 				}
 				events, err := f.deps.Records.Audit(ctx, records.AuditFilter{ReleaseID: after.AlertKey()})
 				if err != nil {
@@ -441,8 +439,7 @@ func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
 // starts.
 func TestCommandReRunThatCannotBeCarriedOutIsAnswered(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		f, fake, _ := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		work := func(id int64, attempt int) error {
 			job := &river.Job[CommandRerunArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: attempt, MaxAttempts: jobAttempts},
@@ -516,32 +513,11 @@ func TestCommandReRunThatCannotBeCarriedOutIsAnswered(t *testing.T) {
 // waits for the person's re-run, whose outcome then decides.
 func TestScheduledRetryWaitsForARerunAPersonStarted(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		clock := ghclient.NewStepClock(time.Now().UTC())
-		f := workerFlow(t, dbURL, fake, clock, nil)
-		ctx := context.Background()
-		gh, err := f.deps.GitHub.NewInstallationClient(githubtest.InstallationID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, fake, clock := rerunFixture(t, dbURL)
 		const id = 44
-		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: id})
-		if _, err := gh.Actions.RerunFailedJobsByID(ctx, "acme", "checkout", id); err != nil {
-			t.Fatal(err)
-		}
-		before := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs")
-		ep := scheduled(t, f, id, time.Now().Add(-time.Hour))
+		ep, after, checks := firedAfterAPersonsRerun(t, f, fake, id, "")
 		if v := RenderCheck(ep); !strings.HasPrefix(v.Title, "Retry 1 of") {
 			t.Fatalf("setup: check run %q", v.Title)
-		}
-		checks := countJobs(t, f, "recovery_check")
-		fire(t, f, id)
-		after, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs") - before; n != 0 {
-			t.Errorf("re-runs = %d, want none: attempt 2 is running", n)
 		}
 		v := RenderCheck(after)
 		if v.Status != "in_progress" || v.Title != "Waiting for the re-run a person started (attempt 2)" {
@@ -550,8 +526,8 @@ func TestScheduledRetryWaitsForARerunAPersonStarted(t *testing.T) {
 		if strings.Contains(v.Summary, "next retry") || !strings.Contains(v.Summary, "ripcord waits for attempt 2") {
 			t.Errorf("summary still announces a retry, or does not say it waits for attempt 2:\n%s", v.Summary)
 		}
-		if n := countJobs(t, f, "recovery_check") - checks; n != 1 {
-			t.Errorf("check-run jobs queued = %d, want 1 to show the wait", n)
+		if checks != 1 {
+			t.Errorf("check-run jobs queued = %d, want 1 to show the wait", checks)
 		}
 		// Attempt 2's own delivery still decides: it is not taken for handled.
 		if _, ok := after.Fail(Failure{Attempt: 2, Decision: ep.Decision, Context: ep.Context, At: clock.Now()}); !ok {
@@ -562,11 +538,7 @@ func TestScheduledRetryWaitsForARerunAPersonStarted(t *testing.T) {
 		}
 		// Fired again (River retrying the job): nothing more happens.
 		fire(t, f, id)
-		again, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if again.Seq != after.Seq {
+		if again := checkoutEpisode(t, f, id); again.Seq != after.Seq {
 			t.Errorf("seq %d after a second firing, want %d", again.Seq, after.Seq)
 		}
 	})

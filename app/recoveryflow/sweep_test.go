@@ -10,7 +10,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -79,18 +78,8 @@ func sweep(t *testing.T, f *flow) {
 // while a job for it is alive), or alerts when that cannot help.
 func TestSweepEndsRetriesNoJobWillCarryOut(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		fake := githubtest.NewServer(t)
-		clock := ghclient.NewStepClock(time.Now().UTC())
-		f := workerFlow(t, dbURL, fake, clock, nil)
+		f, fake, clock := rerunFixture(t, dbURL)
 		ctx := context.Background()
-		episode := func(id int64) Episode {
-			t.Helper()
-			ep, _, err := getEpisode(ctx, f.deps.DB.Read, "acme/checkout", id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ep
-		}
 		rerunPosts := func() int { return fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs") }
 		for _, id := range []int64{71, 72, 73, 74} {
 			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: id})
@@ -103,8 +92,8 @@ func TestSweepEndsRetriesNoJobWillCarryOut(t *testing.T) {
 		queueRerun(t, f, ended, rivertype.JobStateCompleted)
 
 		sweep(t, f) // nothing is overdue yet: a due job may wait for a worker
-		if jobs := rerunJobs(t, f, 71); jobs[rivertype.JobStateAvailable] != 0 || episode(73).State != StateRetryScheduled {
-			t.Fatalf("swept before the retries were overdue: jobs of 71 %v, episode 73 %s", jobs, episode(73).State)
+		if jobs := rerunJobs(t, f, 71); jobs[rivertype.JobStateAvailable] != 0 || checkoutEpisode(t, f, 73).State != StateRetryScheduled {
+			t.Fatalf("swept before the retries were overdue: jobs of 71 %v, episode 73 %s", jobs, checkoutEpisode(t, f, 73).State)
 		}
 
 		clock.Sleep(ctx, rerunOverdue+time.Minute)
@@ -115,10 +104,10 @@ func TestSweepEndsRetriesNoJobWillCarryOut(t *testing.T) {
 		if jobs := rerunJobs(t, f, 72); jobs[rivertype.JobStateAvailable] != 1 || len(jobs) != 1 {
 			t.Errorf("jobs of the retry with a live job %v, want that one job only", jobs)
 		}
-		if ep := episode(72); ep.State != StateRetryScheduled || ep.Seq != alive.Seq {
+		if ep := checkoutEpisode(t, f, 72); ep.State != StateRetryScheduled || ep.Seq != alive.Seq {
 			t.Errorf("episode with a live job: %s (seq %d), want untouched", ep.State, ep.Seq)
 		}
-		if ep := episode(73); ep.State != StateAlerted || ep.Decision.Rule != RuleRerunLost {
+		if ep := checkoutEpisode(t, f, 73); ep.State != StateAlerted || ep.Decision.Rule != RuleRerunLost {
 			t.Errorf("episode whose job ended without re-running: %s, rule %s; want alerted %s", ep.State, ep.Decision.Rule, RuleRerunLost)
 		}
 		if n := countJobs(t, f, "recovery_alert"); n != 1 {
@@ -136,7 +125,7 @@ func TestSweepEndsRetriesNoJobWillCarryOut(t *testing.T) {
 		if n := rerunPosts() - before; n != 1 {
 			t.Errorf("re-runs = %d, want 1", n)
 		}
-		if ep := episode(71); ep.State != StateRetrying {
+		if ep := checkoutEpisode(t, f, 71); ep.State != StateRetrying {
 			t.Errorf("episode of the lost retry: %s, want retrying", ep.State)
 		}
 
@@ -149,7 +138,7 @@ func TestSweepEndsRetriesNoJobWillCarryOut(t *testing.T) {
 		if jobs := rerunJobs(t, f, 74); jobs[rivertype.JobStateAvailable] != 0 {
 			t.Errorf("jobs of a retry a day late %v, want none queued", jobs)
 		}
-		if ep := episode(74); ep.State != StateAlerted || ep.Decision.Rule != RuleRerunLost {
+		if ep := checkoutEpisode(t, f, 74); ep.State != StateAlerted || ep.Decision.Rule != RuleRerunLost {
 			t.Errorf("episode a day late: %s, rule %s; want alerted %s", ep.State, ep.Decision.Rule, RuleRerunLost)
 		}
 	})
