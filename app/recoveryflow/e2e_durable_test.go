@@ -56,8 +56,7 @@ func TestRetryScheduledBeforeARestartFiresOnceAfterIt(t *testing.T) {
 		s := newScene(t, dbURL, repoConfig(3, "3s"), app.Options{})
 		const run = 5005
 		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
+		s.failAttempt(run, 1)
 		s.waitState(run, recoveryflow.StateRetryScheduled)
 		s.WaitFor("the re-run to be scheduled", wait, func() bool {
 			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'recovery_rerun' AND state = 'scheduled'`) == 1

@@ -3,6 +3,8 @@ package recoveryflow_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +92,51 @@ func runPayload(s *scene, id int64, attempt int, conclusion string) e2etest.Run 
 func (s *scene) deliverRun(id int64, attempt int, conclusion string) string {
 	s.T.Helper()
 	return s.Deliver("workflow_run", s.WorkflowRun(runPayload(s, id, attempt, conclusion)))
+}
+
+// failAttempt reports attempt of run failed with a health check failure of
+// release checkout-v2 at v2: the bundled action's fact, then the run's
+// workflow_run event.
+func (s *scene) failAttempt(run int64, attempt int) {
+	s.T.Helper()
+	s.fact(run, attempt, "failed", "health_check_failure", "checkout-v2", "v2")
+	s.deliverRun(run, attempt, "failure")
+}
+
+// retrying adds deploy run run, fails its first attempt and waits for
+// ripcord to re-run it.
+func (s *scene) retrying(run int64) {
+	s.T.Helper()
+	s.failedRun(run)
+	s.failAttempt(run, 1)
+	s.waitState(run, recoveryflow.StateRetrying)
+}
+
+// stopped has a person cancel the re-run ripcord asked for (attempt 2 of
+// run) and waits for the episode to stop; it returns its "Stopped" check
+// run once the jobs settled.
+func (s *scene) stopped(run int64) githubtest.CheckRun {
+	s.T.Helper()
+	s.GitHub.CompleteRun(repo, run, "cancelled")
+	s.deliverRun(run, 2, "cancelled")
+	s.waitState(run, recoveryflow.StateStopped)
+	cr := s.waitCheck("Stopped")
+	s.Settle(jobKinds...)
+	return cr
+}
+
+// rerunByHand re-runs the failed jobs of run as a person does, on GitHub.
+func (s *scene) rerunByHand(run int64) {
+	s.T.Helper()
+	resp, err := http.Post(fmt.Sprintf("%srepos/%s/actions/runs/%d/rerun-failed-jobs", s.GitHub.URL(), repo, run), "application/json", nil)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		s.T.Fatalf("re-run by hand: %d", resp.StatusCode)
+	}
 }
 
 func (s *scene) reruns() int { return s.Count("POST", rerunPath, 201) }

@@ -1,8 +1,6 @@
 package recoveryflow_test
 
 import (
-	"io"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -20,17 +18,13 @@ func TestFailureThatSucceedsOnTheSecondRetry(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5001
-		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
-		s.waitState(run, recoveryflow.StateRetrying)
+		s.retrying(run)
 		if got := s.reruns(); got != 1 {
 			t.Fatalf("re-runs after the first failure = %d, want 1", got)
 		}
 
 		s.GitHub.CompleteRun(repo, run, "failure")
-		s.fact(run, 2, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 2, "failure")
+		s.failAttempt(run, 2)
 		s.WaitFor("the second re-run", wait, func() bool { return s.reruns() == 2 })
 		s.waitState(run, recoveryflow.StateRetrying)
 
@@ -103,16 +97,9 @@ func TestCancelledReRunEndsTheWait(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5008
-		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
-		s.waitState(run, recoveryflow.StateRetrying)
+		s.retrying(run)
 
-		s.GitHub.CompleteRun(repo, run, "cancelled")
-		s.deliverRun(run, 2, "cancelled")
-		s.waitState(run, recoveryflow.StateStopped)
-		cr := s.waitCheck("Stopped")
-		s.Settle(jobKinds...)
+		cr := s.stopped(run)
 		if cr.Status != "completed" || !strings.Contains(cr.Summary, "cancelled") {
 			t.Errorf("check run %s/%s: %q", cr.Status, cr.Conclusion, cr.Summary)
 		}
@@ -130,28 +117,12 @@ func TestRetryAfterAStopShowsOnANewCheckRun(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5009
-		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
-		s.waitState(run, recoveryflow.StateRetrying)
-		s.GitHub.CompleteRun(repo, run, "cancelled")
-		s.deliverRun(run, 2, "cancelled")
-		s.waitState(run, recoveryflow.StateStopped)
-		stopped := s.waitCheck("Stopped")
-		s.Settle(jobKinds...)
+		s.retrying(run)
+		stopped := s.stopped(run)
 
-		resp, err := http.Post(s.GitHub.URL()+"repos/"+repo+"/actions/runs/5009/rerun-failed-jobs", "application/json", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 201 {
-			t.Fatalf("re-run by hand: %d", resp.StatusCode)
-		}
+		s.rerunByHand(run)
 		s.GitHub.CompleteRun(repo, run, "failure")
-		s.fact(run, 3, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 3, "failure")
+		s.failAttempt(run, 3)
 		s.waitState(run, recoveryflow.StateRetrying)
 		s.WaitFor("a check run of the retry", wait, func() bool {
 			for _, c := range s.GitHub.CheckRuns(repo) {

@@ -23,22 +23,13 @@ func TestExhaustedRetriesRollBackByDispatchingThePreviousVersion(t *testing.T) {
 		s := newScene(t, dbURL, repoConfig(1, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5002
-		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
-		s.waitState(run, recoveryflow.StateRetrying)
+		s.retrying(run)
 
 		s.GitHub.CompleteRun(repo, run, "failure")
-		s.fact(run, 2, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 2, "failure")
-		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
-		d := s.GitHub.Dispatches(repo)[0]
+		d := s.failureRollsBack(run, 2)
 		if d.Workflow != "deploy.yml" || d.Ref != "main" || d.Inputs["version"] != "v1" || len(d.Inputs) != 1 {
 			t.Errorf("dispatch = %+v, want deploy.yml on main with inputs {version: v1}", d)
 		}
-		s.WaitFor("the rollback run to be recorded", wait, func() bool {
-			return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
-		})
 		if cr := s.waitCheck("Rolling back to v1"); cr.Status != "in_progress" {
 			t.Errorf("check run while rolling back: %s/%s, want in_progress until the rollback ends", cr.Status, cr.Conclusion)
 		}
@@ -175,8 +166,7 @@ func TestRefusedRollbackDispatchAlerts(t *testing.T) {
 		s.healthyPrevious()
 		const run = 5007
 		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
+		s.failAttempt(run, 1)
 		s.waitState(run, recoveryflow.StateAlerted)
 		s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
 		cr := s.waitCheck("Manual intervention required")
@@ -209,15 +199,7 @@ func TestNewFailureAfterAFailedRollbackDispatchesItsOwnRollback(t *testing.T) {
 		s.Settle(jobKinds...)
 
 		// A person re-runs the deploy run; attempt 2 fails the same way.
-		resp, err := http.Post(s.GitHub.URL()+"repos/"+repo+"/actions/runs/5010/rerun-failed-jobs", "application/json", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 201 {
-			t.Fatalf("re-run by hand: %d", resp.StatusCode)
-		}
+		s.rerunByHand(run)
 		s.GitHub.CompleteRun(repo, run, "failure")
 		second := s.failureRollsBack(run, 2)
 		s.GitHub.CompleteRun(repo, second.RunID, "success")
@@ -242,14 +224,14 @@ func (s *scene) rollbackRunFails(run int64) githubtest.Dispatch {
 }
 
 // failureRollsBack reports attempt of run failed (no retries are left) and
-// waits for the workflow rollback it dispatches, the attempt-th of the
-// scene, to be recorded on the episode; it returns that dispatch.
+// waits for the workflow rollback it dispatches, the scene's next one, to
+// be recorded on the episode; it returns that dispatch.
 func (s *scene) failureRollsBack(run int64, attempt int) githubtest.Dispatch {
 	s.T.Helper()
-	s.fact(run, attempt, "failed", "health_check_failure", "checkout-v2", "v2")
-	s.deliverRun(run, attempt, "failure")
-	s.WaitFor(fmt.Sprintf("rollback dispatch %d", attempt), wait, func() bool { return len(s.GitHub.Dispatches(repo)) == attempt })
-	d := s.GitHub.Dispatches(repo)[attempt-1]
+	n := len(s.GitHub.Dispatches(repo)) + 1
+	s.failAttempt(run, attempt)
+	s.WaitFor(fmt.Sprintf("rollback dispatch %d", n), wait, func() bool { return len(s.GitHub.Dispatches(repo)) == n })
+	d := s.GitHub.Dispatches(repo)[n-1]
 	s.WaitFor("the rollback run to be recorded", wait, func() bool {
 		return s.Int(`SELECT rollback_run_id FROM episodes WHERE run_id = $1`, run) == int(d.RunID)
 	})
@@ -263,20 +245,6 @@ func (s *scene) deliverDispatchedRun(id int64, conclusion string) {
 	r := runPayload(s, id, 1, conclusion)
 	r.Event = "workflow_dispatch"
 	s.Deliver("workflow_run", s.WorkflowRun(r))
-}
-
-// rerunByHand re-runs the failed jobs of run as a person does, on GitHub.
-func (s *scene) rerunByHand(run int64) {
-	s.T.Helper()
-	resp, err := http.Post(fmt.Sprintf("%srepos/%s/actions/runs/%d/rerun-failed-jobs", s.GitHub.URL(), repo, run), "application/json", nil)
-	if err != nil {
-		s.T.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 201 {
-		s.T.Fatalf("re-run by hand: %d", resp.StatusCode)
-	}
 }
 
 // A person re-runs the deploy while its workflow rollback runs, and the
@@ -333,8 +301,7 @@ func TestUnnamedRollbackRunIsFollowedNotTakenForADeploy(t *testing.T) {
 		s.healthyPrevious()
 		const run = 5031
 		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
+		s.failAttempt(run, 1)
 		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(repo)) == 1 })
 		d := s.GitHub.Dispatches(repo)[0]
 		s.WaitFor("the dispatch accepted without its run", wait, func() bool {
@@ -374,8 +341,7 @@ func TestRollbackRunInAnotherRepositoryEndsTheEpisode(t *testing.T) {
 		s.healthyPrevious()
 		const run = 5032
 		s.failedRun(run)
-		s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
-		s.deliverRun(run, 1, "failure")
+		s.failAttempt(run, 1)
 		s.WaitFor("the rollback dispatch", wait, func() bool { return len(s.GitHub.Dispatches(deployer)) == 1 })
 		d := s.GitHub.Dispatches(deployer)[0]
 		s.WaitFor("the rollback run to be recorded", wait, func() bool {
