@@ -300,6 +300,27 @@ func TestCommandReRunAcceptedBehindA5xxIsNotRefused(t *testing.T) {
 	})
 }
 
+// goneOrUnavailable makes the fake GitHub answer 404 for run gone, show
+// every other run as its first attempt, failed an hour ago, and answer
+// every re-run 503.
+func goneOrUnavailable(fake *githubtest.Server, gone int64) {
+	fake.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		if p["run_id"] == strconv.FormatInt(gone, 10) {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"message": "Not Found"}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id": `+p["run_id"]+`, "run_attempt": 1, "status": "completed", "conclusion": "failure", "created_at": "`+
+			time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)+`"}`)
+	})
+	fake.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"message": "Service Unavailable"}`)
+	})
+}
+
 // A scheduled retry GitHub keeps failing, or whose run GitHub no longer
 // knows, does not leave the episode "Retry 1 of 3" forever once the job
 // gives up: the episode becomes an alert that says why.
@@ -312,21 +333,7 @@ func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
 				Args: RerunArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID}}
 			return (&rerunWorker{f: f}).Work(ctx, job)
 		}
-		fake.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			if p["run_id"] == "31" {
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = io.WriteString(w, `{"message": "Not Found"}`)
-				return
-			}
-			_, _ = io.WriteString(w, `{"id": `+p["run_id"]+`, "run_attempt": 1, "status": "completed", "conclusion": "failure", "created_at": "`+
-				time.Now().UTC().Add(-time.Hour).Format(time.RFC3339)+`"}`)
-		})
-		fake.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `{"message": "Service Unavailable"}`)
-		})
+		goneOrUnavailable(fake, 31)
 
 		t.Run("the run is gone", func(t *testing.T) {
 			scheduled(t, f, 31, time.Now().Add(-time.Hour))
@@ -464,20 +471,7 @@ func TestCommandReRunThatCannotBeCarriedOutIsAnswered(t *testing.T) {
 			}
 			return out
 		}
-		fake.Handle("GET /repos/{owner}/{repo}/actions/runs/{run_id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			if p["run_id"] == "51" {
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = io.WriteString(w, `{"message": "Not Found"}`)
-				return
-			}
-			_, _ = io.WriteString(w, `{"id": `+p["run_id"]+`, "run_attempt": 1, "status": "completed", "conclusion": "failure"}`)
-		})
-		fake.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `{"message": "Service Unavailable"}`)
-		})
+		goneOrUnavailable(fake, 51)
 
 		t.Run("the run is gone", func(t *testing.T) {
 			if err := work(51, 1); err == nil {
