@@ -200,6 +200,13 @@ func (r *reduction) join(obs *Observation) (Record, bool) {
 		r.drift(obs, fmt.Sprintf("release %s is %s, yet it was observed again: a hand revert or an out-of-band deploy, not a rollback", id, rec.State))
 	case rec == nil:
 		r.drift(obs, fmt.Sprintf("release %s matches no record", id))
+		// The fact's id is not kept: the record may be opened after the
+		// workload reported (release tooling that posts once the deploy
+		// started), and the source's next resync of this same state must
+		// then reach it rather than be dropped as a repeat. Until then the
+		// stored observation keeps a resync from alerting again: it is a
+		// scale or restart of a release with no open record (cluster).
+		r.res.KeepFact = false
 	case rec.LastFactAt != nil && r.f.ObservedAt.Before(*rec.LastFactAt):
 		r.ignore(fmt.Sprintf("stale fact: observed at %s, before release %s's last fact (%s)",
 			stamp(r.f.ObservedAt), id, stamp(*rec.LastFactAt)))

@@ -174,9 +174,14 @@ func TestStoreDriftIsAuditedAndAlerted(t *testing.T) {
 		if evs[0].Data["workload"] != "checkout/checkout" {
 			t.Errorf("drift event data %v, want the workload", evs[0].Data)
 		}
-		// The same workload heartbeating the drifted release is a duplicate.
-		if again := applyFact(t, s, fact("R9", PhaseProgressing, 1), "delivery-8", at(3)); again.Outcome != OutcomeDuplicate {
-			t.Errorf("repeat of drift fact: %s, want duplicate", again.Outcome)
+		// The same workload heartbeating the drifted release alerts no
+		// second time. It is ignored, not a duplicate: a fact matching no
+		// record is not kept, so the heartbeat reaches the record once one
+		// is opened (TestResyncReachesARecordOpenedAfterItsFirstFact).
+		again := applyFact(t, s, fact("R9", PhaseProgressing, 1), "delivery-8", at(3))
+		if again.Outcome != OutcomeIgnored || len(again.Effects) != 0 || len(again.Audit) != 0 {
+			t.Errorf("repeat of drift fact: %s with effects %v and %d audit events, want ignored with none",
+				again.Outcome, effectTypes(again), len(again.Audit))
 		}
 	})
 }
