@@ -2,6 +2,7 @@ package app
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/ripcord/ripcord/eligibility"
@@ -21,9 +22,12 @@ const maxEligibilityWindow = 100
 func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	query := eligibility.Query{App: q.Get("app"), Environment: q.Get("environment"), Cluster: q.Get("cluster"), Image: q.Get("image")}
-	for field, v := range map[string]string{"app": query.App, "environment": query.Environment, "cluster": query.Cluster, "image": query.Image} {
-		if v == "" {
-			writeError(w, http.StatusBadRequest, field, field+" is required")
+	// In the documented order, so the field named is the same every time.
+	for _, p := range []struct{ field, v string }{
+		{"app", query.App}, {"environment", query.Environment}, {"cluster", query.Cluster}, {"image", query.Image},
+	} {
+		if p.v == "" {
+			writeError(w, http.StatusBadRequest, p.field, p.field+" is required")
 			return
 		}
 	}
@@ -54,5 +58,23 @@ func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, eligibility.Check(rs, query, window))
+	ans := eligibility.Check(rs, query, window)
+	if !ans.Eligible {
+		// A "no" says where else the image ran healthy, when it did (in
+		// another environment or cluster of the app): Check explains that
+		// from the app's other records (its newest records.DefaultListLimit),
+		// which the query above leaves out.
+		others, err := s.records.List(r.Context(), records.Filter{App: query.App})
+		if err != nil {
+			s.internalError(w, r, err)
+			return
+		}
+		others = slices.DeleteFunc(others, func(o records.Record) bool {
+			return o.Environment == query.Environment && o.Cluster == query.Cluster
+		})
+		if len(others) > 0 {
+			ans = eligibility.Check(append(rs, others...), query, window)
+		}
+	}
+	writeJSON(w, http.StatusOK, ans)
 }

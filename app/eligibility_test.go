@@ -143,3 +143,59 @@ func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
 		}
 	})
 }
+
+// An image that ran healthy in another cluster or environment of the app is
+// not eligible here (eligibility is per app, environment and cluster), and
+// the answer says where it was healthy, citing that record: the package
+// explains that "no" (eligibility.Check), but the API handed it only the
+// records of the asked target, so it answered that no release is recorded.
+func TestEligibilityAPINamesWhereTheImageWasHealthy(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
+		openRelease(t, ts, "r1", imageV1)
+		for _, phase := range []string{"Progressing", "Healthy"} {
+			ts.post(t, "/api/v1/facts/prod-eu", "tok-eu", clusterFact(phase, 1, "r1", imageV1), nil)
+		}
+		type answer struct {
+			Eligible bool
+			Reason   string
+			Evidence *eligibility.Evidence
+		}
+		for _, c := range []struct{ env, cluster string }{{"prod", "prod-us"}, {"staging", "prod-eu"}} {
+			var a answer
+			q := url.Values{"app": {"checkout"}, "environment": {c.env}, "cluster": {c.cluster}, "image": {imageV1}}
+			if code := ts.api(t, "/api/v1/eligibility?"+q.Encode(), &a); code != 200 {
+				t.Fatalf("eligibility: status %d", code)
+			}
+			want := fmt.Sprintf("%s was healthy in prod/prod-eu (release r1), not in %s/%s: eligibility is per app, environment and cluster",
+				imageV1, c.env, c.cluster)
+			if a.Eligible || a.Reason != want {
+				t.Errorf("%s/%s: eligible %v, reason %q; want not eligible, %q", c.env, c.cluster, a.Eligible, a.Reason, want)
+			}
+			if a.Evidence == nil || a.Evidence.ReleaseID != "r1" || a.Evidence.Position != 0 || a.Evidence.HealthyAt == nil {
+				t.Errorf("%s/%s: evidence %+v, want r1 (healthy, position 0: another target)", c.env, c.cluster, a.Evidence)
+			}
+		}
+	})
+}
+
+// Every missing parameter is a 400, and the one named is the first missing
+// in the documented order (app, environment, cluster, image), the same on
+// every call: the handler ranged over a map, so it named any of them.
+func TestEligibilityAPINamesTheFirstMissingParameter(t *testing.T) {
+	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, nil)
+	for _, c := range []struct{ query, field string }{
+		{"", "app"},
+		{"app=checkout", "environment"},
+		{"app=checkout&environment=prod", "cluster"},
+		{"app=checkout&environment=prod&cluster=prod-eu", "image"},
+	} {
+		for range 20 {
+			var e apiError
+			code := ts.api(t, "/api/v1/eligibility?"+c.query, &e)
+			if code != 400 || e.Field != c.field || e.Error != c.field+" is required" {
+				t.Fatalf("?%s: %d %+v, want 400 naming %s", c.query, code, e, c.field)
+			}
+		}
+	}
+}
