@@ -88,12 +88,9 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := q.record()
-	if rec.Cluster == "" {
-		writeError(w, http.StatusBadRequest, "cluster", "cluster: required")
-		return
-	}
-	if err := rec.Validate(); err != nil {
-		writeFieldError(w, err)
+	if err := rec.ValidateRegistered(); err != nil {
+		field, msg := releaseProblems(err)
+		writeError(w, http.StatusBadRequest, field, msg)
 		return
 	}
 	if !viaToken {
@@ -137,7 +134,9 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 	var conflict *records.ConflictError
 	switch {
 	case errors.As(err, &conflict):
-		writeError(w, http.StatusConflict, conflict.Field, conflict.Error())
+		c := *conflict
+		c.Field = requestField(c.Field)
+		writeError(w, http.StatusConflict, c.Field, c.Error())
 		return
 	case err != nil:
 		s.internalError(w, r, err)
@@ -148,6 +147,42 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, opened)
+}
+
+// requestField is the name a POST /api/v1/releases body gives a record
+// field: the pull request is sent as pr {url, number}.
+func requestField(field string) string {
+	switch field {
+	case "pr_url":
+		return "pr.url"
+	case "pr_number":
+		return "pr.number"
+	}
+	return field
+}
+
+// releaseProblems turns Record validation problems into the 400's field
+// (the first problem's) and message (every problem, "; " apart), with the
+// fields named as the request names them.
+func releaseProblems(err error) (field, msg string) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		var fe *records.FieldError
+		if !errors.As(e, &fe) {
+			parts = append(parts, e.Error())
+			continue
+		}
+		name := requestField(fe.Field)
+		if field == "" {
+			field = name
+		}
+		parts = append(parts, name+": "+fe.Message)
+	}
+	return field, strings.Join(parts, "; ")
 }
 
 func (s *Server) isAPIToken(r *http.Request) bool {

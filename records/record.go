@@ -85,11 +85,24 @@ func (r Record) ResolvedDigest() string {
 
 // Validate checks a record as a caller submits it (POST /api/v1/releases).
 // Each problem is a *FieldError naming the JSON field.
-func (r Record) Validate() error {
+func (r Record) Validate() error { return r.validate(false) }
+
+// ValidateRegistered checks a record as release tooling registers it (POST
+// /api/v1/releases): as Validate, and the cluster is required too, since
+// release ids are unique per app, environment and cluster. (A record a
+// workflow's task fact opens may name none.) The problems come in the
+// order the fields are documented: release_id, app, environment, cluster,
+// image, then the rest.
+func (r Record) ValidateRegistered() error { return r.validate(true) }
+
+func (r Record) validate(cluster bool) error {
 	var v problems
 	v.require("release_id", r.ReleaseID)
 	v.require("app", r.App)
 	v.require("environment", r.Environment)
+	if cluster {
+		v.require("cluster", r.Cluster)
+	}
 	v.require("image", r.Image)
 	switch r.Kind {
 	case KindPromote:
@@ -108,7 +121,9 @@ func (r Record) Validate() error {
 	if r.Digest != "" && !ValidDigest(r.Digest) {
 		v.add("digest", `must look like "sha256:<64 hex>" or "sha512:<128 hex>", got %q`, r.Digest)
 	}
-	if d := ParseImage(r.Image).Digest; d != "" && r.Digest != "" && d != r.Digest {
+	// A malformed digest is reported above; that it differs from the
+	// image's says nothing more.
+	if d := ParseImage(r.Image).Digest; d != "" && ValidDigest(r.Digest) && d != r.Digest {
 		v.add("digest", "%s differs from the digest pinned in image (%s)", r.Digest, d)
 	}
 	if r.PRNumber < 0 {
