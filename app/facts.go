@@ -287,12 +287,8 @@ func (s *Server) readFacts(w http.ResponseWriter, r *http.Request, cluster strin
 			facts[i].Cluster = cluster
 		}
 		if err := facts[i].Validate(); err != nil {
-			var rfe *records.FieldError
-			field := ""
-			if errors.As(err, &rfe) {
-				field = rfe.Field
-			}
-			writeError(w, http.StatusBadRequest, factField(batch, i, field), err.Error())
+			field, msg := fieldProblems(err, func(f string) string { return factField(batch, i, f) })
+			writeError(w, http.StatusBadRequest, field, msg)
 			return nil, false, false
 		}
 	}

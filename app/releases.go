@@ -89,7 +89,7 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := q.record()
 	if err := rec.ValidateRegistered(); err != nil {
-		field, msg := releaseProblems(err)
+		field, msg := fieldProblems(err, requestField)
 		writeError(w, http.StatusBadRequest, field, msg)
 		return
 	}
@@ -161,10 +161,10 @@ func requestField(field string) string {
 	return field
 }
 
-// releaseProblems turns Record validation problems into the 400's field
-// (the first problem's) and message (every problem, "; " apart), with the
-// fields named as the request names them.
-func releaseProblems(err error) (field, msg string) {
+// fieldProblems turns validation problems (records.FieldErrors, joined)
+// into a 400's field (the first problem's) and message (every problem,
+// "; " apart, on one line), each field renamed to what the request calls it.
+func fieldProblems(err error, rename func(string) string) (field, msg string) {
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -176,7 +176,7 @@ func releaseProblems(err error) (field, msg string) {
 			parts = append(parts, e.Error())
 			continue
 		}
-		name := requestField(fe.Field)
+		name := rename(fe.Field)
 		if field == "" {
 			field = name
 		}
