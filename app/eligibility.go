@@ -1,9 +1,11 @@
 package app
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/records"
@@ -26,10 +28,15 @@ func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
 	for _, p := range []struct{ field, v string }{
 		{"app", query.App}, {"environment", query.Environment}, {"cluster", query.Cluster}, {"image", query.Image},
 	} {
-		if p.v == "" {
+		if strings.TrimSpace(p.v) == "" {
 			writeError(w, http.StatusBadRequest, p.field, p.field+" is required")
 			return
 		}
+	}
+	if d := records.ParseImage(query.Image).Digest; d != "" && !records.ValidDigest(d) {
+		writeError(w, http.StatusBadRequest, "image",
+			fmt.Sprintf(`image: digest %q is not "sha256:<64 hex>" or "sha512:<128 hex>"`, d))
+		return
 	}
 	window := eligibility.DefaultWindow
 	if v := q.Get("window"); v != "" {

@@ -199,3 +199,31 @@ func TestEligibilityAPINamesTheFirstMissingParameter(t *testing.T) {
 		}
 	}
 }
+
+// A malformed query is a 400 naming the parameter, as DESIGN.md asks of
+// every bad input: an image pinned by something that is not a digest, or a
+// parameter of blanks, was answered 200 "not eligible", the problem only in
+// the reason, as if the records had been consulted.
+func TestEligibilityAPIRefusesAMalformedQuery(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
+		openRelease(t, ts, "r1", imageV1)
+		for _, c := range []struct {
+			name        string
+			q           url.Values
+			field, want string
+		}{
+			{"an image pinned by a short digest",
+				url.Values{"app": {"checkout"}, "environment": {"prod"}, "cluster": {"prod-eu"}, "image": {"registry.example/shop/checkout@sha256:abc"}},
+				"image", `image: digest "sha256:abc" is not "sha256:<64 hex>" or "sha512:<128 hex>"`},
+			{"a cluster of blanks",
+				url.Values{"app": {"checkout"}, "environment": {"prod"}, "cluster": {"  "}, "image": {imageV1}},
+				"cluster", "cluster is required"},
+		} {
+			var e apiError
+			if code := ts.api(t, "/api/v1/eligibility?"+c.q.Encode(), &e); code != 400 || e.Field != c.field || e.Error != c.want {
+				t.Errorf("%s: %d %+v, want 400 naming %s: %q", c.name, code, e, c.field, c.want)
+			}
+		}
+	})
+}
