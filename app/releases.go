@@ -14,6 +14,7 @@ import (
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/secret"
 	"github.com/ripcord/ripcord/records"
+	"github.com/tidwall/gjson"
 )
 
 // releaseRequest is the body of POST /api/v1/releases.
@@ -84,7 +85,7 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	var q releaseRequest
 	if err := decodeStrict(body, &q, ""); err != nil {
-		writeFieldError(w, err)
+		writeFieldError(w, nestedUnknownField(body, err))
 		return
 	}
 	rec := q.record()
@@ -147,6 +148,20 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, opened)
+}
+
+// nestedUnknownField names an unknown field inside pr by its path: Go's
+// decoder names it alone ("nuber"), which reads as a top-level field.
+func nestedUnknownField(body []byte, err error) error {
+	var fe *fieldError
+	if !errors.As(err, &fe) || fe.Message != "unknown field" || fe.Field == "" {
+		return err
+	}
+	key := gjson.Escape(fe.Field)
+	if !gjson.GetBytes(body, key).Exists() && gjson.GetBytes(body, "pr."+key).Exists() {
+		return &fieldError{Field: "pr." + fe.Field, Message: fe.Message}
+	}
+	return err
 }
 
 // requestField is the name a POST /api/v1/releases body gives a record

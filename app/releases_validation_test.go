@@ -54,6 +54,8 @@ func TestPostReleaseValidation(t *testing.T) {
 			"pr.number", "pr.number: must not be negative, got -1"},
 		{"pr.number of the wrong type", with(map[string]any{"pr": map[string]any{"number": "1"}}), "pr.number",
 			"pr.number: expected int, got JSON string"},
+		{"unknown field in pr", with(map[string]any{"pr": map[string]any{"url": "https://github.com/acme/checkout/pull/1", "nuber": 1}}),
+			"pr.nuber", "pr.nuber: unknown field"},
 		{"not an object", `[1]`, "", "expected records.releaseRequest"},
 		{"trailing data", `{"release_id": "r1"} {}`, "", "unexpected data after the JSON value"},
 		{"empty body", ``, "", "the body is empty or cut short: expected a JSON object"},
