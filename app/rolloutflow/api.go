@@ -108,14 +108,14 @@ func (a api) list(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, err)
 		return
 	}
+	runs, err := dispatchedOf(ctx, a.x.deps.DB.Read, ids)
+	if err != nil {
+		a.internal(w, err)
+		return
+	}
 	out := make([]StatusJSON, 0, len(ros))
 	for _, ro := range ros {
-		runs, err := listDispatched(ctx, a.x.deps.DB.Read, ro.ID)
-		if err != nil {
-			a.internal(w, err)
-			return
-		}
-		st := statusOf(ro, runs, nil)
+		st := statusOf(ro, runs[ro.ID], nil)
 		if l, ok := open[ro.ID]; ok {
 			st.Waiting = waitingFor(ro.Machine, l)
 		}

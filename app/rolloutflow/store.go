@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -289,6 +290,36 @@ func listDispatched(ctx context.Context, q querier, id string) ([]Dispatched, er
 			return nil, err
 		}
 		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// dispatchedOf is listDispatched of each of the rollouts ids, by id: one
+// query for them all (a page of the list), not one each.
+func dispatchedOf(ctx context.Context, q querier, ids []string) (map[string][]Dispatched, error) {
+	out := map[string][]Dispatched{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	in := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		in[i], args[i] = fmt.Sprintf("$%d", i+1), id
+	}
+	rows, err := q.QueryContext(ctx, `SELECT rollout_id, kind, stage, pass, batch, name, run_id, state
+		FROM rollout_batches WHERE rollout_id IN (`+strings.Join(in, ", ")+`) AND kind <> 'probe'
+		ORDER BY rollout_id, ord`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("batches of rollouts %s: %w", strings.Join(ids, ", "), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var d Dispatched
+		if err := rows.Scan(&id, &d.Ref.Kind, &d.Ref.Stage, &d.Ref.Pass, &d.Ref.Batch, &d.Name, &d.RunID, &d.State); err != nil {
+			return nil, err
+		}
+		out[id] = append(out[id], d)
 	}
 	return out, rows.Err()
 }
