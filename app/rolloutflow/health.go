@@ -2,6 +2,7 @@ package rolloutflow
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -27,6 +28,7 @@ type gateReader interface {
 // rollout/health. Probes with from: runners are the runners' (probes.go).
 type serverGate struct {
 	client *http.Client
+	log    *slog.Logger
 }
 
 func (g serverGate) read(ctx context.Context, snap Snapshot, s Scope, at time.Time) health.Reading {
@@ -37,7 +39,7 @@ func (g serverGate) read(ctx context.Context, snap Snapshot, s Scope, at time.Ti
 		h = &probes
 	}
 	r := health.Reader{HTTP: g.client, PrometheusURL: snap.Settings.PrometheusURL,
-		AlertmanagerURL: snap.Settings.AlertmanagerURL, Health: h}
+		AlertmanagerURL: snap.Settings.AlertmanagerURL, Health: h, Log: g.log}
 	return r.Read(ctx, s.Scope, at)
 }
 

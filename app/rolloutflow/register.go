@@ -33,12 +33,12 @@ func newExecutor(d pipeline.Deps) *executor {
 	// The gate's URLs are the repository config's (internal/outbound); the
 	// server's own Prometheus and Alertmanager stand in for those it does
 	// not name, through the same reading, so their hosts are allowed too.
-	x := &executor{deps: d, health: serverGate{client: outbound.Client(nil)}, metrics: newMetrics(d.Registerer)}
+	x := &executor{deps: d, health: serverGate{client: outbound.Client(nil), log: d.Log}, metrics: newMetrics(d.Registerer)}
 	if c := d.Config; c != nil {
 		x.server = Server{MaxParallel: c.Rollout.MaxParallel, PrometheusURL: c.Rollout.PrometheusURL,
 			AlertmanagerURL: c.Rollout.AlertmanagerURL}
 		allow := outbound.WithHostsOf(c.Outbound.Allow, c.Rollout.PrometheusURL, c.Rollout.AlertmanagerURL)
-		x.health = serverGate{client: outbound.Client(allow)}
+		x.health = serverGate{client: outbound.Client(allow), log: d.Log}
 	}
 	return x
 }

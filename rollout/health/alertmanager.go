@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/outbound"
@@ -112,12 +111,12 @@ func (r Reader) activeAlerts(ctx context.Context) ([]amAlert, error) {
 	if why := outbound.Redirect(resp); why != "" {
 		return nil, fmt.Errorf("the Alertmanager API answered %s, %s", resp.Status, why)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("read Alertmanager's answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the Alertmanager API answered %s: %.200s", resp.Status, strings.TrimSpace(string(body)))
+	if resp.StatusCode != http.StatusOK || len(body) > maxAPIBody {
+		return nil, fmt.Errorf("the Alertmanager API answered %s", r.unexpected("Alertmanager", resp, body, maxAPIBody+1))
 	}
 	var alerts []amAlert
 	if err := json.Unmarshal(body, &alerts); err != nil {

@@ -106,13 +106,14 @@ func (r Reader) query(ctx context.Context, query string, at time.Time) ([]float6
 	if why := outbound.Redirect(resp); why != "" {
 		return nil, fmt.Errorf("query Prometheus: answered %s, %s", resp.Status, why)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("read Prometheus's answer: %w", err)
 	}
 	var pr promResponse
-	if err := json.Unmarshal(body, &pr); err != nil {
-		return nil, fmt.Errorf("the answer from Prometheus (%s) is not an API response: %.200s", resp.Status, body)
+	if len(body) > maxAPIBody || json.Unmarshal(body, &pr) != nil {
+		return nil, fmt.Errorf("the answer from Prometheus is not an API response: %s",
+			r.unexpected("Prometheus", resp, body, maxAPIBody+1))
 	}
 	if pr.Status != "success" {
 		return nil, fmt.Errorf("query failed: %s: %s", pr.ErrorType, pr.Error)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -29,6 +30,10 @@ type Reader struct {
 	Health          *rollout.Health // with defaults filled, as in rollout.Plan
 	// Timeout bounds each request (default DefaultTimeout).
 	Timeout time.Duration
+	// Log receives what the gate's reasons leave out: an excerpt of an
+	// answer of Prometheus or Alertmanager that is not their API's (nil:
+	// slog.Default()).
+	Log *slog.Logger
 }
 
 // Read takes one reading of the scope at the instant at: metrics are
