@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // BranchPrefix starts every rollback branch. Gate workflows match "release-" branches, so
@@ -58,9 +60,49 @@ func BranchTarget(branch, env string) (sha8 string, ok bool) {
 // shortHex is a ShortSHA of a commit sha: eight lower-case hex digits.
 var shortHex = regexp.MustCompile(`^[0-9a-f]{8}$`)
 
+// TitleMax is the longest pull request title GitHub takes, in characters: a longer one is
+// refused with a 422 ("title is too long"), which no retry of the job would get past.
+const TitleMax = 256
+
 // Title is the pull request title and the commit subject: "Rollback: <app> <env> to <sha8>".
+// It is at most TitleMax characters: an app and environment too long for that are cut,
+// each ending in "…", the longer one first, so the title still starts "Rollback:" and still
+// ends with the target's revision.
 func Title(app, env, sha8 string) string {
-	return fmt.Sprintf("%s %s %s to %s", TitlePrefix, oneLine(app), oneLine(env), ShortSHA(sha8))
+	app, env = oneLine(app), oneLine(env)
+	fixed := fmt.Sprintf("%s   to %s", TitlePrefix, ShortSHA(sha8))
+	app, env = fitPair(app, env, TitleMax-utf8.RuneCountInString(fixed))
+	return fmt.Sprintf("%s %s %s to %s", TitlePrefix, app, env, ShortSHA(sha8))
+}
+
+// fitPair cuts a and b so that together they are at most budget characters: each keeps
+// at least half the budget, and the shorter one's unused share goes to the longer one.
+func fitPair(a, b string, budget int) (string, string) {
+	na, nb := utf8.RuneCountInString(a), utf8.RuneCountInString(b)
+	if na+nb <= budget {
+		return a, b
+	}
+	half := budget / 2
+	switch {
+	case na <= half:
+		return a, cut(b, budget-na)
+	case nb <= budget-half:
+		return cut(a, budget-nb), b
+	default:
+		return cut(a, half), cut(b, budget-half)
+	}
+}
+
+// cut shortens s to n characters, the last of them "…", when it is longer.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	return strings.TrimRightFunc(string(r[:n-1]), unicode.IsSpace) + "…"
 }
 
 // ShortSHA is the first eight characters of a git revision, lower-cased.
