@@ -4,12 +4,40 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
+
+// BodyMax is the longest pull request description GitHub takes (65536 characters; counted
+// here in bytes, which are never fewer): a longer one is refused with a 422 ("body is too
+// long") on every attempt.
+const BodyMax = 65536
+
+// reasonCut ends a reason Body had to cut.
+const reasonCut = "… (cut to fit GitHub's limit on a pull request description: the rollback commit's " + TrailerReason + " trailer has it whole)"
 
 // Body is the pull request description in markdown: what is replaced by what, why, the
 // eligibility evidence (or that the target is not eligible and gets every gate), and
-// links. Reviewers read it; gates do not trust it.
+// links. Reviewers read it; gates do not trust it. A reason too long for BodyMax is cut
+// and says where to read it whole.
 func Body(r Rollback) string {
+	reason := oneLine(reasonLine(r.Reason))
+	out := body(r, reason)
+	over := len(out) - BodyMax
+	if over <= 0 {
+		return out
+	}
+	keep := len(reason) - over - len(reasonCut)
+	if keep < 0 {
+		keep = 0
+	}
+	for keep > 0 && !utf8.RuneStart(reason[keep]) {
+		keep--
+	}
+	return body(r, strings.TrimRightFunc(reason[:keep], unicode.IsSpace)+reasonCut)
+}
+
+func body(r Rollback, reason string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Rollback of %s in %s\n\n", oneLine(r.App), oneLine(r.Environment))
 	fmt.Fprintf(&b, "This pull request rolls **%s** back in **%s**", oneLine(r.App), oneLine(r.Environment))
@@ -29,7 +57,7 @@ func Body(r Rollback) string {
 	}
 
 	// The reason is quoted: a "/ripcord approve" typed into it must not read as a command.
-	fmt.Fprintf(&b, "### Why\n\n> %s\n\n", oneLine(reasonLine(r.Reason)))
+	fmt.Fprintf(&b, "### Why\n\n> %s\n\n", reason)
 	b.WriteString("### Eligibility\n\n")
 	b.WriteString(eligibilityText(r))
 	b.WriteString("\n\nGates do not trust this text: each works eligibility out again from the release records.\n")

@@ -107,3 +107,49 @@ func TestOpenWithALongAppNameFitsGitHubsTitleLimit(t *testing.T) {
 		})
 	}
 }
+
+// A reason longer than GitHub takes in a pull request description (a long command
+// line, an API caller's pasted log) still gets its rollback pull request: the body
+// quotes the reason cut, says so, and the commit's trailer keeps it whole. Asking again
+// finds the same pull request and leaves its body as it is.
+func TestOpenWithALongReasonFitsGitHubsBodyLimit(t *testing.T) {
+	s := githubtest.NewServer(t)
+	s.SetClock(func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) })
+	githubLimits(t, s)
+	s.PutFile(gitops, "main", releaseFile, releaseYAML)
+	gh := rollbackpr.NewGitHub(s.Client())
+	req := request()
+	req.Rollback.Reason = strings.Repeat("the canary fails: 5xx über 2 % ", 2500)
+
+	res, err := rollbackpr.Open(context.Background(), gh, nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prs := s.PullRequests(gitops)
+	if len(prs) != 1 {
+		t.Fatalf("pull requests = %+v, want one", prs)
+	}
+	body := prs[0].Body
+	if n := utf8.RuneCountInString(body); n > 65536 || !utf8.ValidString(body) {
+		t.Errorf("body is %d characters (valid UTF-8: %v), want at most 65536", n, utf8.ValidString(body))
+	}
+	if !strings.Contains(body, "> the canary fails: 5xx über 2 % the canary") || !strings.Contains(body, "Ripcord-Rollback-Reason trailer has it whole") {
+		t.Errorf("body does not quote the start of the reason and say where the rest is:\n%.600s", body)
+	}
+	if !strings.Contains(body, "### Eligibility") {
+		t.Error("the body lost its eligibility section")
+	}
+	head, _ := s.Ref(gitops, "heads/"+res.Branch)
+	c, _ := s.Commit(gitops, head)
+	if got := rollbackpr.ParseTrailers(c.Message)["Ripcord-Rollback-Reason"]; got != strings.TrimSpace(req.Rollback.Reason) {
+		t.Errorf("the trailer holds %d bytes of the reason, want all %d", len(got), len(strings.TrimSpace(req.Rollback.Reason)))
+	}
+
+	again, err := rollbackpr.Open(context.Background(), gh, nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.PullRequest != res.PullRequest || again.PullRequestOutcome != rollbackpr.Reused {
+		t.Errorf("asking again = %+v, want pull request #%d reused as it is", again, res.PullRequest)
+	}
+}
