@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,66 @@ func TestOpenWithALongReasonFitsGitHubsBodyLimit(t *testing.T) {
 	}
 	if again.PullRequest != res.PullRequest || again.PullRequestOutcome != rollbackpr.Reused {
 		t.Errorf("asking again = %+v, want pull request #%d reused as it is", again, res.PullRequest)
+	}
+}
+
+// GitHub opens the pull request but its answer is lost (a 502 after the fact), and
+// then the label's answer is lost too: each retry of the job finds what the earlier
+// attempt made, so there is one branch, one rollback commit and one labelled pull
+// request in the end.
+func TestOpenAfterGitHubsAnswersWereLostMakesNothingTwice(t *testing.T) {
+	s := githubtest.NewServer(t)
+	s.SetClock(func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) })
+	base := s.PutFile(gitops, "main", releaseFile, releaseYAML)
+	lose := func(pattern string) {
+		do := s.Default(pattern)
+		lost := false
+		s.Handle(pattern, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			if lost {
+				do(w, r, p)
+				return
+			}
+			lost = true
+			do(httptest.NewRecorder(), r, p)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"message":"Server Error"}`))
+		})
+	}
+	lose("POST /repos/{owner}/{repo}/pulls")
+	lose("POST /repos/{owner}/{repo}/issues/{issue_number}/labels")
+	gh := rollbackpr.NewGitHub(s.Client())
+
+	var res rollbackpr.Result
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		// A new clock second: the retry writes a commit of its own, not the same object.
+		at := time.Date(2026, 11, 29, 12, 0, attempt, 0, time.UTC)
+		s.SetClock(func() time.Time { return at })
+		res, err = rollbackpr.Open(context.Background(), gh, nil, request())
+		if err == nil {
+			break
+		}
+		if rollbackpr.Permanent(err) {
+			t.Fatalf("attempt %d: a lost answer is taken as permanent: %v", attempt, err)
+		}
+		t.Logf("attempt %d: %v", attempt, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	prs := s.PullRequests(gitops)
+	if len(prs) != 1 || prs[0].Head != branch || prs[0].Number != res.PullRequest || len(prs[0].Labels) != 1 || prs[0].Labels[0] != rollbackpr.Label {
+		t.Errorf("pull requests = %+v, want one labelled from %s (result %+v)", prs, branch, res)
+	}
+	head, _ := s.Ref(gitops, "heads/"+branch)
+	c, _ := s.Commit(gitops, head)
+	if head != res.Commit || len(c.Parents) != 1 || c.Parents[0] != base {
+		t.Errorf("branch head %s (parents %v), result commit %s: want the first attempt's commit on %s", head, c.Parents, res.Commit, base)
+	}
+	for _, r := range s.Requests() {
+		if r.Invalid != "" {
+			t.Errorf("%s %s: %s", r.Method, r.Path, r.Invalid)
+		}
 	}
 }
