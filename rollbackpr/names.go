@@ -23,11 +23,30 @@ const Label = "ripcord:rollback"
 // BranchName is the branch for rolling env back to gitRevision:
 // release-rollback-<env>-<sha8>. The environment is folded into one valid git ref
 // component (letters, digits, "-", "_", single "."; anything else becomes "-"), so the
-// name always passes `git check-ref-format --branch`, and the same inputs always give the
-// same name, which is what makes a second start find the first one's branch.
+// name always passes `git check-ref-format --branch`, and cut when it is too long for git
+// to store (envComponent); the same inputs always give the same name, which is what makes
+// a second start find the first one's branch.
 func BranchName(env, gitRevision string) string {
 	// The revision part keeps no "." so the name can never end in ".lock".
-	return BranchPrefix + refComponent(env) + "-" + refComponent(strings.ReplaceAll(ShortSHA(gitRevision), ".", "-"))
+	return BranchPrefix + envComponent(env) + "-" + refComponent(strings.ReplaceAll(ShortSHA(gitRevision), ".", "-"))
+}
+
+// envMax is the longest environment part of a branch name. git keeps a branch as one
+// file, and its lock file as that name with ".lock": a name over 250 bytes is refused
+// ("File name too long"). The prefix, "-<sha8>" and OwnBranchName's "-of-<hash8>" take
+// the rest.
+const envMax = 250 - len(BranchPrefix) - len("-12345678") - len("-of-12345678")
+
+// envComponent is refComponent(env), cut to envMax for an environment named at length:
+// the first characters, "-" and eight hex digits of the SHA-256 of env, so that two long
+// names that differ only past the cut still get branches of their own.
+func envComponent(env string) string {
+	c := refComponent(env)
+	if len(c) <= envMax {
+		return c
+	}
+	sum := sha256.Sum256([]byte(env))
+	return strings.TrimRight(c[:envMax-len("-12345678")], ".-") + "-" + hex.EncodeToString(sum[:4])
 }
 
 // OwnBranchName is the branch for rolling env back to gitRevision when another rollback
@@ -44,7 +63,7 @@ func OwnBranchName(env, gitRevision, rollbackOf string) string {
 // (BranchName or OwnBranchName), names; ok is false when branch is not one. The branch
 // name is fixed when the pull request is opened, unlike its title, which people may edit.
 func BranchTarget(branch, env string) (sha8 string, ok bool) {
-	rest, ok := strings.CutPrefix(branch, BranchPrefix+refComponent(env)+"-")
+	rest, ok := strings.CutPrefix(branch, BranchPrefix+envComponent(env)+"-")
 	if !ok {
 		return "", false
 	}

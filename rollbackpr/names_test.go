@@ -103,3 +103,41 @@ func TestBranchTarget(t *testing.T) {
 		}
 	}
 }
+
+// An environment named at length (YAML keys have no limit) still gets a branch the real
+// git can store: git keeps a branch as one file and refuses a name too long for one
+// ("File name too long"), which GitHub, storing refs with git, would refuse too. Two long
+// names that differ only at their ends get branches of their own, and each branch still
+// says which revision it rolls back to.
+func TestBranchNameFitsWhatGitCanStore(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := git(t, dir, "", "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := git(t, dir, "", "commit", "-q", "--allow-empty", "-m", "base"); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("prod-eu-west-", 30)
+	envs := []string{long + "a", long + "b", strings.Repeat("prüfung ", 60), strings.Repeat("x", 600)}
+	seen := map[string]string{}
+	for _, env := range envs {
+		for _, name := range []string{rollbackpr.BranchName(env, fullSHA), rollbackpr.OwnBranchName(env, fullSHA, "r3:prod-eu/prod")} {
+			if _, err := git(t, dir, "", "branch", name); err != nil {
+				t.Errorf("git cannot store the branch for an environment of %d characters: %v", len(env), err)
+			}
+			if other, ok := seen[name]; ok {
+				t.Errorf("environments %q and %q get one branch %s", other, env, name)
+			}
+			seen[name] = env
+			if len(name) > 250 {
+				t.Errorf("branch %s is %d bytes, over the 250 git can lock", name, len(name))
+			}
+			if got, ok := rollbackpr.BranchTarget(name, env); !ok || got != "1a2b3c4d" {
+				t.Errorf("BranchTarget(%s) = %q, %v; want 1a2b3c4d", name, got, ok)
+			}
+		}
+	}
+	if got := rollbackpr.BranchName(strings.Repeat("e", 212), fullSHA); got != "release-rollback-"+strings.Repeat("e", 212)+"-1a2b3c4d" {
+		t.Errorf("an environment that fits is cut: %s", got)
+	}
+}
