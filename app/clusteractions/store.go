@@ -237,7 +237,7 @@ func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, no
 	for _, st := range unclaimed {
 		reason := fmt.Sprintf("no agent of cluster %s took the action within %s of it being queued at %s; nothing was done, and it will not be handed out any more",
 			st.Cluster, ClaimTimeout, st.CreatedAt.Format(time.RFC3339))
-		if _, err := s.finishTx(ctx, tx, st, expiredResult("", errTypeNotClaimed, reason, now), now); err != nil {
+		if _, _, err := s.finishIn(ctx, tx, st, expiredResult("", errTypeNotClaimed, reason, now), now, true); err != nil {
 			return err
 		}
 	}
@@ -253,7 +253,7 @@ func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, no
 	for _, st := range stale {
 		reason := fmt.Sprintf("agent %s claimed the action at %s and reported no result within %s; it was not handed to another agent, so it may or may not have been carried out",
 			st.Agent, st.ClaimedAt.Format(time.RFC3339), ClaimTimeout)
-		if _, err := s.finishTx(ctx, tx, st, expiredResult(st.Agent, errTypeClaimExpired, reason, now), now); err != nil {
+		if _, _, err := s.finishIn(ctx, tx, st, expiredResult(st.Agent, errTypeClaimExpired, reason, now), now, true); err != nil {
 			return err
 		}
 	}
@@ -353,28 +353,52 @@ func decideFinish(st Stored, res actionapi.Result) (finishOutcome, string) {
 
 // finishTx stores the result and writes its audit events.
 func (s *actionStore) finishTx(ctx context.Context, tx *sql.Tx, st Stored, res actionapi.Result, now time.Time) (Stored, error) {
+	st, _, err := s.finishIn(ctx, tx, st, res, now, false)
+	return st, err
+}
+
+// finishIn is finishTx; when guarded, it stores the result only if the
+// action is still in the state st was read in, and reports false, having
+// written nothing, when it is not. Expiry reads without locking: on
+// PostgreSQL a poll, an agent's result or another server's expiry may end or
+// claim the action between the read and the update, which then waits for
+// that transaction and must not end the action a second time (a second
+// audit event, a second episode end) or overwrite what the agent reported.
+func (s *actionStore) finishIn(ctx context.Context, tx *sql.Tx, st Stored, res actionapi.Result, now time.Time, guarded bool) (Stored, bool, error) {
 	state := StateFailed
 	if res.Status == actionapi.StatusDone {
 		state = StateDone
 	}
 	body, err := json.Marshal(res)
 	if err != nil {
-		return st, fmt.Errorf("action %s: encode result: %w", st.ID, err)
+		return st, false, fmt.Errorf("action %s: encode result: %w", st.ID, err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE cluster_actions SET state = $1, result = $2, finished_at = $3 WHERE id = $4`,
-		state, string(body), store.Micros(now), st.ID); err != nil {
-		return st, fmt.Errorf("action %s: store result: %w", st.ID, err)
+	query, args := `UPDATE cluster_actions SET state = $1, result = $2, finished_at = $3 WHERE id = $4`,
+		[]any{state, string(body), store.Micros(now), st.ID}
+	if guarded {
+		query, args = query+` AND state = $5`, append(args, st.State)
+	}
+	updated, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return st, false, fmt.Errorf("action %s: store result: %w", st.ID, err)
+	}
+	if guarded {
+		if n, err := updated.RowsAffected(); err != nil {
+			return st, false, fmt.Errorf("action %s: store result: %w", st.ID, err)
+		} else if n == 0 {
+			return st, false, nil
+		}
 	}
 	if err := s.records.InsertAudit(ctx, tx, auditEvents(st, res, now)...); err != nil {
-		return st, fmt.Errorf("action %s: %w", st.ID, err)
+		return st, false, fmt.Errorf("action %s: %w", st.ID, err)
 	}
 	st.State, st.Result, st.FinishedAt = state, &res, &now
 	if state == StateFailed {
 		if err := s.endEpisode(ctx, tx, st, res, now); err != nil {
-			return st, err
+			return st, false, err
 		}
 	}
-	return st, nil
+	return st, true, nil
 }
 
 // endEpisode ends, in the action's transaction, the recovery episode of a
