@@ -9,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/app/rolloutflow"
 	"github.com/ripcord/ripcord/internal/cdevents"
@@ -87,6 +88,7 @@ func (s *Server) periodicJobs() []*river.PeriodicJob {
 			func() (river.JobArgs, *river.InsertOpts) { return StallScanArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 		recoveryflow.SweepJob(),
+		clusteractions.SweepJob(),
 	}
 }
 
