@@ -14,6 +14,8 @@
 // A pending action no agent claimed within ClaimTimeout of being queued is
 // never handed out and fails (not_claimed: nothing was done), the same way,
 // with a rollback_failed audit event: a rollback carried out long after its
-// episode ended or alerted a person is one nobody expects. The agent's
-// side of the guarantee is described in package cluster.
+// episode ended or alerted a person is one nobody expects. Both expiries
+// run on each poll of the cluster and in a periodic sweep (SweepJob), so a
+// cluster whose agent is down has its actions ended too. The agent's side
+// of the guarantee is described in package cluster.
 package clusteractions
