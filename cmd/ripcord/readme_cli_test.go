@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -320,4 +321,47 @@ func apiCall(t *testing.T, method, u, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// Every Prometheus metric ripcord defines, the server's and the agent's, is
+// named in the README, so that an operator who scrapes /metrics can look up
+// what a series counts. The metrics are found in the source (a metric with
+// no observation yet is not on /metrics at all), so a metric added later is
+// caught too.
+func TestREADMENamesEveryMetric(t *testing.T) {
+	text := readme(t)
+	def := regexp.MustCompile(`(?:Name:\s*|NewDesc\(\s*)"(ripcord_[a-z0-9_]+)"`)
+	found := map[string]string{}
+	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range def.FindAllStringSubmatch(string(b), -1) {
+			found[m[1]] = path
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, must := range []string{"ripcord_webhook_deliveries_total", "ripcord_rollouts_unfinished", "ripcord_agent_facts_spooled"} {
+		if _, ok := found[must]; !ok {
+			t.Fatalf("the scan did not find %s: it no longer reads how metrics are defined", must)
+		}
+	}
+	for name, path := range found {
+		if !regexp.MustCompile("`" + name + "[`{]").MatchString(text) {
+			t.Errorf("the README does not name the metric %s (defined in %s)", name, path)
+		}
+	}
 }
