@@ -365,3 +365,56 @@ func TestREADMENamesEveryMetric(t *testing.T) {
 		}
 	}
 }
+
+// The README's intake figures say which session of PERFORMANCE.md they
+// come from, and that session holds them: the README once called them
+// "the latest runs" after a later session had measured again.
+func TestREADMEIntakeFiguresComeFromTheSessionTheyName(t *testing.T) {
+	text := readme(t)
+	_, section, ok := strings.Cut(text, "\n## Performance\n")
+	if !ok {
+		t.Fatal("the README has no Performance section")
+	}
+	m := regexp.MustCompile(`(?m)^Session (\d+)'s runs in PERFORMANCE\.md`).FindStringSubmatch(section)
+	if m == nil {
+		t.Fatal("the README's Performance section does not say which session of PERFORMANCE.md its table comes from (\"Session N's runs in PERFORMANCE.md\")")
+	}
+	perf, err := os.ReadFile("../../PERFORMANCE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, session, ok := strings.Cut(string(perf), "\n### Session "+m[1]+"\n")
+	if !ok {
+		t.Fatalf("PERFORMANCE.md has no section \"### Session %s\"", m[1])
+	}
+	if end := strings.Index(session, "\n#"); end >= 0 {
+		session = session[:end]
+	}
+	row := regexp.MustCompile(`(?m)^\| \(a\) HMAC only \|.*\n\|[-|]+\|\n(\|.*\|)$`).FindStringSubmatch(section)
+	if row == nil {
+		t.Fatal("the README's Performance section has no table of (a) to (d)")
+	}
+	cells := strings.Split(strings.Trim(row[1], "|"), "|")
+	if len(cells) != 7 {
+		t.Fatalf("the README's intake table has %d columns, want 7: %q", len(cells), row[1])
+	}
+	// (b) and (c) deliveries/s, c/b and d/b, each as the session wrote it.
+	checks := map[string]*regexp.Regexp{
+		cells[1]: regexp.MustCompile(`\d{1,3}(?:,\d{3})+`), cells[2]: regexp.MustCompile(`\d{1,3}(?:,\d{3})+`),
+		cells[4]: regexp.MustCompile(`0\.\d\d`), cells[5]: regexp.MustCompile(`0\.\d\d`),
+	}
+	for cell, figure := range checks {
+		if strings.Contains(cell, "target") {
+			cell, _, _ = strings.Cut(cell, "(")
+		}
+		figures := figure.FindAllString(cell, -1)
+		if len(figures) == 0 {
+			t.Errorf("the README's cell %q holds no figure", cell)
+		}
+		for _, f := range figures {
+			if !strings.Contains(session, f) {
+				t.Errorf("the README's figure %s (%q) is not in PERFORMANCE.md's session %s", f, strings.TrimSpace(cell), m[1])
+			}
+		}
+	}
+}
