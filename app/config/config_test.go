@@ -11,6 +11,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -490,5 +491,47 @@ func TestClusterTokenFileIsReadAgainWhenItChanges(t *testing.T) {
 	}
 	if got, err := list(); err != nil || !slices.Equal(got, []string{"newest", "static"}) {
 		t.Errorf("file rewritten: tokens %v (%v), want newest and static", got, err)
+	}
+}
+
+// The README's example settings file loads as it is written: its keys are
+// settings and its values have their shapes, so renaming or reshaping a
+// setting cannot leave the example behind. The files it names under
+// /run/secrets/ are made in a temporary folder (a private key for a .pem,
+// a token otherwise).
+func TestREADMEExampleSettingsFileLoads(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "\nAn example file:\n\n```yaml\n")
+	if !ok {
+		t.Fatal("the README shows no example settings file (\"An example file:\" and a yaml block)")
+	}
+	example, _, _ := strings.Cut(after, "```")
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	dir := t.TempDir()
+	files := 0
+	example = regexp.MustCompile(`/run/secrets/[A-Za-z0-9._-]+`).ReplaceAllStringFunc(example, func(p string) string {
+		content := "a-token\n"
+		if strings.HasSuffix(p, ".pem") {
+			content = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+		}
+		local := filepath.Join(dir, filepath.Base(p))
+		if err := os.WriteFile(local, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files++
+		return local
+	})
+	if files == 0 {
+		t.Fatal("the README's example names no file under /run/secrets/: the key file and token file it shows are gone")
+	}
+	c, err := load(t, nil, map[string]string{"RIPCORD_CONFIG": writeFile(t, "ripcord.yml", example)})
+	if err != nil {
+		t.Fatalf("the README's example settings file does not load: %v\n%s", err, example)
+	}
+	if !c.GitHub.AppConfigured() || len(c.Clusters) == 0 {
+		t.Errorf("the example configures no App or no cluster: %+v", c.GitHub)
 	}
 }
