@@ -102,7 +102,7 @@ func (w *syncWorker) sync(ctx context.Context, job int64, rec records.Record, r 
 		return err
 	}
 	if inst == 0 {
-		return w.skip(ctx, job, rec, r, "the ripcord App is not installed on "+rec.Repository)
+		return w.skip(ctx, job, rec, r, pipeline.NotInstalled(w.d.App, rec.Repository))
 	}
 	api, err := w.api(inst)
 	if err != nil {

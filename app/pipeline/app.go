@@ -20,3 +20,14 @@ type AppIdentity struct {
 	// "https://github.com/" or a GitHub Enterprise Server's base URL.
 	WebURL string
 }
+
+// NotInstalled says why no installation of the App can act on repository:
+// no App is configured at all (a server still being set up), or the App
+// is not installed there.
+func NotInstalled(app func() AppIdentity, repository string) string {
+	if app != nil && !app().Configured {
+		return "no GitHub App is configured, so ripcord cannot act on " + repository +
+			": set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY), or register one at /setup"
+	}
+	return "the ripcord App is not installed on " + repository
+}

@@ -83,7 +83,7 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answerError(w, r, "repository", err)
 		return
 	}
-	inst, err := installationOf(ctx, d.DB.Read, repo)
+	inst, err := installationOf(ctx, d, repo)
 	if err != nil {
 		h.answerError(w, r, "repository", err)
 		return

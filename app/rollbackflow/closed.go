@@ -154,7 +154,7 @@ func (h closedHandler) rollbacksOf(ctx context.Context, repository, htmlURL stri
 // repository (the app's) names for it, or repository itself when it names
 // none, or has no config that loads, or ripcord is not installed there.
 func (h closedHandler) rollbackRepository(ctx context.Context, repository, app, environment string) (string, error) {
-	inst, err := installationOf(ctx, h.deps.DB.Read, repository)
+	inst, err := installationOf(ctx, h.deps, repository)
 	var refused *Refused
 	if errors.As(err, &refused) {
 		return repository, nil

@@ -66,7 +66,7 @@ func (st *starter) stillOpen(ctx context.Context, plan Plan, rec records.Record)
 }
 
 func (st *starter) pullRequest(ctx context.Context, repository string, number int) (*github.PullRequest, error) {
-	inst, err := installationOf(ctx, st.deps.DB.Read, repository)
+	inst, err := installationOf(ctx, st.deps, repository)
 	if err != nil {
 		return nil, err
 	}

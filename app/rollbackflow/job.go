@@ -135,7 +135,7 @@ func (w *pullRequestWorker) work(ctx context.Context, job *river.Job[PullRequest
 	} else if !errors.Is(err, records.ErrNotFound) {
 		return fmt.Errorf("read release %s: %w", a.ReleaseID, err)
 	}
-	inst, err := installationOf(ctx, d.DB.Read, req.Repository)
+	inst, err := installationOf(ctx, d, req.Repository)
 	var refused *Refused
 	if errors.As(err, &refused) {
 		return w.fail(ctx, a, refused.Reason)

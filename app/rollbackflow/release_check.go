@@ -152,7 +152,7 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 	if a.Note == "" && r.UpdatedAt.UnixMicro() != a.Version {
 		return nil // a newer state has its own job
 	}
-	inst, err := installationOf(ctx, d.DB.Read, r.Repository)
+	inst, err := installationOf(ctx, d, r.Repository)
 	if err != nil {
 		return river.JobCancel(err)
 	}

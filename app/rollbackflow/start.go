@@ -141,10 +141,10 @@ func (st *starter) queue(ctx context.Context, tx *sql.Tx, a PullRequestArgs) (Qu
 }
 
 // installationOf is the installation that can write to repository.
-func installationOf(ctx context.Context, db *sql.DB, repository string) (int64, error) {
-	id, err := pipeline.InstallationOf(ctx, db, repository)
+func installationOf(ctx context.Context, d pipeline.Deps, repository string) (int64, error) {
+	id, err := pipeline.InstallationOf(ctx, d.DB.Read, repository)
 	if err == nil && id == 0 {
-		err = refuse("the ripcord App is not installed on %s", repository)
+		err = refuse("%s", pipeline.NotInstalled(d.App, repository))
 	}
 	return id, err
 }

@@ -87,7 +87,7 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (Outcome, error) 
 		}
 	}
 	st, d := s.st, s.st.deps
-	inst, err := installationOf(ctx, d.DB.Read, req.Repository)
+	inst, err := installationOf(ctx, d, req.Repository)
 	if err != nil {
 		return Outcome{}, err
 	}

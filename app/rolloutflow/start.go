@@ -160,7 +160,7 @@ func (x *executor) startNew(ctx context.Context, loader *configload.Loader, rec 
 // start but the ones create meets comes from here.
 func (x *executor) prepare(ctx context.Context, loader *configload.Loader, rec records.Record, a StartArgs, mergeSHA string) (records.Record, int64, Snapshot, error) {
 	fail := func(err error) (records.Record, int64, Snapshot, error) { return records.Record{}, 0, Snapshot{}, err }
-	inst, err := installationOf(ctx, x.deps.DB.Read, rec.Repository)
+	inst, err := installationOf(ctx, x.deps, rec.Repository)
 	if err != nil {
 		return fail(err)
 	}
@@ -471,10 +471,10 @@ func newID() string {
 }
 
 // installationOf is the installation that can write to repository.
-func installationOf(ctx context.Context, db *sql.DB, repository string) (int64, error) {
-	id, err := pipeline.InstallationOf(ctx, db, repository)
+func installationOf(ctx context.Context, d pipeline.Deps, repository string) (int64, error) {
+	id, err := pipeline.InstallationOf(ctx, d.DB.Read, repository)
 	if err == nil && id == 0 {
-		err = fmt.Errorf("the ripcord App is not installed on %s", repository)
+		err = errors.New(pipeline.NotInstalled(d.App, repository))
 	}
 	return id, err
 }

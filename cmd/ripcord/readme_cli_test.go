@@ -184,10 +184,10 @@ func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
 		// says why, and the command passes it on with exit status 1.
 		{"ripcord rollback --app checkout --environment prod [--cluster prod-eu] [--to RELEASE_ID|sha256:…] --reason \"…\"",
 			[]string{"rollback", "--app", "checkout", "--environment", "prod", "--cluster", "prod-eu", "--reason", "bad deploy"},
-			"", 1, "the ripcord App is not installed on acme/checkout"},
+			"", 1, "no GitHub App is configured, so ripcord cannot act on acme/checkout: set github.app_id"},
 		{"ripcord rollout start --app checkout --environment prod --version v42 [--repository acme/checkout]",
 			[]string{"rollout", "start", "--app", "checkout", "--environment", "prod", "--version", "v42", "--repository", "acme/checkout"},
-			"", 1, "the ripcord App is not installed on acme/checkout"},
+			"", 1, "no GitHub App is configured, so ripcord cannot act on acme/checkout: set github.app_id"},
 		{"ripcord rollout approve --user LOGIN [--reject] [--comment NOTE] ID",
 			[]string{"rollout", "approve", "--user", "octocat", "ro-0000000000"}, "", 1, `no rollout with id "ro-0000000000"`},
 		{"ripcord rollout abort --user LOGIN [--reason WHY] ID",
