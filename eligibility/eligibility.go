@@ -166,10 +166,20 @@ func (q Query) notEligible(all, here []records.Record, n int) Answer {
 			Evidence: evidence(r, 0),
 		}
 	}
+	if i := slices.IndexFunc(newestFirst(all, q.App, q.Environment, q.Cluster), func(r records.Record) bool {
+		return !r.Ran() && q.matches(r)
+	}); i >= 0 {
+		r := newestFirst(all, q.App, q.Environment, q.Cluster)[i]
+		return Answer{
+			Reason: fmt.Sprintf("%s is the image of release %s of %s, which has not run (it is %s): only releases that ran count",
+				q.Image, r.ReleaseID, q.where(), r.State),
+			Evidence: evidence(r, 0),
+		}
+	}
 	if len(here) == 0 {
 		return Answer{Reason: "no release of " + q.where() + " is recorded"}
 	}
-	reason := fmt.Sprintf("%s is not the image of any of the newest %d releases of %s", q.Image, n, q.where())
+	reason := fmt.Sprintf("%s is not the image of any of the newest %d releases of %s that ran", q.Image, n, q.where())
 	if q.byTag() {
 		reason += "; a tag is only compared with releases deployed by that same tag, so ask by digest to compare content"
 	}
