@@ -121,16 +121,12 @@ func openUnansweredOf(ctx context.Context, q querier, ids []string) (map[string]
 	if len(ids) == 0 {
 		return out, nil
 	}
-	in := make([]string, len(ids))
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		in[i], args[i] = fmt.Sprintf("$%d", i+1), id
-	}
+	in, args := inList(ids)
 	// The lines after each rollout's last that ended an outage, oldest
 	// first: the first is the open one (auditUnanswered writes one an
 	// outage).
 	rows, err := q.QueryContext(ctx, `SELECT a.rollout_id, a.at, a.message FROM rollout_audit a
-		WHERE a.rollout_id IN (`+strings.Join(in, ", ")+`) AND a.type = 'unanswered'
+		WHERE a.rollout_id IN (`+in+`) AND a.type = 'unanswered'
 		AND a.n > (SELECT COALESCE(MAX(b.n), 0) FROM rollout_audit b WHERE b.rollout_id = a.rollout_id
 			AND b.type IN ('dispatch', 'access-lost', 'rate-limited'))
 		ORDER BY a.rollout_id, a.n`, args...)

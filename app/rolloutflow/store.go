@@ -301,13 +301,9 @@ func dispatchedOf(ctx context.Context, q querier, ids []string) (map[string][]Di
 	if len(ids) == 0 {
 		return out, nil
 	}
-	in := make([]string, len(ids))
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		in[i], args[i] = fmt.Sprintf("$%d", i+1), id
-	}
+	in, args := inList(ids)
 	rows, err := q.QueryContext(ctx, `SELECT rollout_id, kind, stage, pass, batch, name, run_id, state
-		FROM rollout_batches WHERE rollout_id IN (`+strings.Join(in, ", ")+`) AND kind <> 'probe'
+		FROM rollout_batches WHERE rollout_id IN (`+in+`) AND kind <> 'probe'
 		ORDER BY rollout_id, ord`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("batches of rollouts %s: %w", strings.Join(ids, ", "), err)
@@ -455,4 +451,15 @@ func listAudit(ctx context.Context, q querier, id string) ([]AuditLine, error) {
 		out = append(out, l)
 	}
 	return out, rows.Err()
+}
+
+// inList is the placeholders of a SQL IN list of ids ("$1, $2, …") and
+// its arguments.
+func inList(ids []string) (string, []any) {
+	in := make([]string, len(ids))
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		in[i], args[i] = fmt.Sprintf("$%d", i+1), id
+	}
+	return strings.Join(in, ", "), args
 }
