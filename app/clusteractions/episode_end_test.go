@@ -32,6 +32,31 @@ type episodeK8s struct {
 // seedRollingBack opens the failed and the rollback release through the API
 // and stores the episode as the recovery flow leaves it once the kubernetes
 // executor queued the action: rolling_back on the rollback release.
+// claimedByAgentA seeds an episode rolling back through an action, and
+// has agent-a claim that action.
+func claimedByAgentA(t *testing.T, s *server, runID int64) (episodeK8s, string) {
+	t.Helper()
+	e := seedRollingBack(t, s, runID)
+	id := s.enqueue(e.actionOf)
+	if got, _ := poll(s, "agent-a", ""); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("poll: %+v, want action %s", got, id)
+	}
+	return e, id
+}
+
+// queuedAgo seeds an episode rolling back through an action that no agent
+// has claimed, queued age ago.
+func queuedAgo(t *testing.T, s *server, runID int64, age time.Duration) (episodeK8s, string) {
+	t.Helper()
+	e := seedRollingBack(t, s, runID)
+	id := s.enqueue(e.actionOf)
+	if _, err := s.db.Write.ExecContext(context.Background(), `UPDATE cluster_actions SET created_at = $1 WHERE id = $2`,
+		store.Micros(time.Now().Add(-age)), id); err != nil {
+		t.Fatal(err)
+	}
+	return e, id
+}
+
 func seedRollingBack(t *testing.T, s *server, runID int64) episodeK8s {
 	t.Helper()
 	e := episodeK8s{runID: runID, repoName: "acme/checkout", createdAt: time.Now().UTC(),
@@ -157,11 +182,7 @@ func TestAnActionsFailureEndsItsEpisodeAtOnceWithTheAgentsReason(t *testing.T) {
 			failedResult("agent-a", actionapi.OutcomeRollbackFailed, "health_check_failed", "0 of 2 pods answered /healthz"),
 		}
 		for i, res := range cases {
-			e := seedRollingBack(t, s, int64(100+i))
-			id := s.enqueue(e.actionOf)
-			if got, _ := poll(s, "agent-a", ""); len(got) != 1 || got[0].ID != id {
-				t.Fatalf("poll: %+v, want action %s", got, id)
-			}
+			e, id := claimedByAgentA(t, s, int64(100+i))
 			for range 2 { // the agent repeats a result whose answer it lost
 				var out map[string]any
 				if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, res, &out); code != http.StatusOK {
@@ -180,11 +201,7 @@ func TestAnActionsFailureEndsItsEpisodeAtOnceWithTheAgentsReason(t *testing.T) {
 		}
 
 		// Rolled back: the release's facts end the episode, not the action.
-		e := seedRollingBack(t, s, 200)
-		id := s.enqueue(e.actionOf)
-		if got, _ := poll(s, "agent-a", ""); len(got) != 1 || got[0].ID != id {
-			t.Fatalf("poll: %+v, want action %s", got, id)
-		}
+		e, id := claimedByAgentA(t, s, 200)
 		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, done("agent-a"), nil); code != http.StatusOK {
 			t.Fatalf("report done: %d", code)
 		}
@@ -200,13 +217,7 @@ func TestAnActionsFailureEndsItsEpisodeAtOnceWithTheAgentsReason(t *testing.T) {
 func TestAnActionNoAgentTookEndsItsEpisode(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
-		e := seedRollingBack(t, s, 300)
-		id := s.enqueue(e.actionOf)
-		old := time.Now().Add(-clusteractions.ClaimTimeout - time.Minute)
-		if _, err := s.db.Write.ExecContext(context.Background(), `UPDATE cluster_actions SET created_at = $1 WHERE id = $2`,
-			store.Micros(old), id); err != nil {
-			t.Fatal(err)
-		}
+		e, _ := queuedAgo(t, s, 300, clusteractions.ClaimTimeout+time.Minute)
 		for range 2 {
 			if got, code := poll(s, "agent-a", ""); code != http.StatusOK || len(got) != 0 {
 				t.Fatalf("poll: %d %+v, want nothing handed out", code, got)
@@ -231,11 +242,7 @@ func TestAnActionNoAgentTookEndsItsEpisode(t *testing.T) {
 func TestAHealthCheckFailureAfterTheRollbackReleaseIsHealthyIsRecordedOnIt(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
-		e := seedRollingBack(t, s, 400)
-		id := s.enqueue(e.actionOf)
-		if got, _ := poll(s, "agent-a", ""); len(got) != 1 || got[0].ID != id {
-			t.Fatalf("poll: %+v, want action %s", got, id)
-		}
+		e, id := claimedByAgentA(t, s, 400)
 		fact := map[string]any{"source": "deployment", "cluster": "prod-eu", "namespace": "shop", "name": "checkout",
 			"uid": "uid-400", "generation": 2, "observed_generation": 2, "phase": "Healthy",
 			"images": []string{"registry:5000/shop/checkout:v1"}, "release_id": e.rollback,

@@ -12,7 +12,6 @@ import (
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/cluster/actionapi"
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -83,11 +82,7 @@ func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
 			failedResult("agent-a", actionapi.OutcomeRollbackFailed, "deployment_not_found", "deployment shop/checkout not found"),
 		}
 		for i, res := range cases {
-			e := seedRollingBack(t, s, int64(500+i))
-			id := s.enqueue(e.actionOf)
-			if got, _ := poll(s, "agent-a", ""); len(got) != 1 || got[0].ID != id {
-				t.Fatalf("poll: %+v, want action %s", got, id)
-			}
+			e, id := claimedByAgentA(t, s, int64(500+i))
 			for range 2 { // a repeated result changes nothing more
 				if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, res, nil); code != http.StatusOK {
 					t.Fatalf("report %s: %d", res.Outcome, code)
@@ -114,13 +109,7 @@ func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
 func TestAnActionNoAgentTookEndsItsRollbackReleaseFailed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
-		e := seedRollingBack(t, s, 600)
-		id := s.enqueue(e.actionOf)
-		old := time.Now().Add(-clusteractions.ClaimTimeout - time.Minute)
-		if _, err := s.db.Write.ExecContext(context.Background(), `UPDATE cluster_actions SET created_at = $1 WHERE id = $2`,
-			store.Micros(old), id); err != nil {
-			t.Fatal(err)
-		}
+		e, id := queuedAgo(t, s, 600, clusteractions.ClaimTimeout+time.Minute)
 		if got, code := poll(s, "agent-a", ""); code != http.StatusOK || len(got) != 0 {
 			t.Fatalf("poll: %d %+v, want nothing handed out", code, got)
 		}
@@ -135,11 +124,7 @@ func TestAnActionNoAgentTookEndsItsRollbackReleaseFailed(t *testing.T) {
 func TestASuccessfulActionLeavesItsRollbackReleaseToTheFacts(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
-		e := seedRollingBack(t, s, 700)
-		id := s.enqueue(e.actionOf)
-		if got, _ := poll(s, "agent-a", ""); len(got) != 1 || got[0].ID != id {
-			t.Fatalf("poll: %+v, want action %s", got, id)
-		}
+		e, id := claimedByAgentA(t, s, 700)
 		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, done("agent-a"), nil); code != http.StatusOK {
 			t.Fatalf("report done: %d", code)
 		}

@@ -1,14 +1,12 @@
 package clusteractions_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/recoveryflow"
-	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -22,18 +20,8 @@ import (
 func TestAnActionNoAgentEverPollsForEndsThroughTheSweep(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
-		e := seedRollingBack(t, s, 800)
-		id := s.enqueue(e.actionOf)
-		if _, err := s.db.Write.ExecContext(context.Background(), `UPDATE cluster_actions SET created_at = $1 WHERE id = $2`,
-			store.Micros(time.Now().Add(-clusteractions.ClaimTimeout-time.Minute)), id); err != nil {
-			t.Fatal(err)
-		}
-		inTime := seedRollingBack(t, s, 801)
-		fresh := s.enqueue(inTime.actionOf)
-		if _, err := s.db.Write.ExecContext(context.Background(), `UPDATE cluster_actions SET created_at = $1 WHERE id = $2`,
-			store.Micros(time.Now().Add(-clusteractions.ClaimTimeout+10*time.Minute)), fresh); err != nil {
-			t.Fatal(err)
-		}
+		e, id := queuedAgo(t, s, 800, clusteractions.ClaimTimeout+time.Minute)
+		inTime, fresh := queuedAgo(t, s, 801, clusteractions.ClaimTimeout-10*time.Minute)
 		s.Stop()
 		s.Start() // the sweep runs on start; no agent of prod-eu polls at all
 
