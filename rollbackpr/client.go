@@ -61,4 +61,7 @@ var (
 	// ErrRejected is a 422 other than "already exists": GitHub understood the request
 	// and refused it — a tree or parent sha that does not exist, "No commits between".
 	ErrRejected = errors.New("rejected")
+	// ErrForbidden is a 403 that is not GitHub's rate limit: the App's installation may
+	// not do it (a permission it lacks, a repository it was not given). It is permanent.
+	ErrForbidden = errors.New("forbidden")
 )

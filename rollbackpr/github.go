@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/app/ghclient"
 )
 
 // NewGitHub implements GitHub with a go-github client (for a GitHub App, one built on the
 // installation's token). HTTP statuses become the package's errors: 404 is ErrNotFound,
-// 409 is ErrConflict, a 422 saying something "already exists" is ErrAlreadyExists, and
-// any other 422 is ErrRejected.
+// 409 is ErrConflict, a 422 saying something "already exists" is ErrAlreadyExists, any
+// other 422 is ErrRejected, and a 403 that is not GitHub's rate limit is ErrForbidden,
+// permanent (see Permanent).
 func NewGitHub(client *github.Client) GitHub {
 	return goGitHub{c: client}
 }
@@ -140,8 +144,45 @@ func classify(resp *github.Response, err error) error {
 		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
 	case status == http.StatusUnprocessableEntity:
 		return fmt.Errorf("%w: %w", ErrRejected, err)
+	case status == http.StatusForbidden && !rateLimited(resp, err):
+		// The installation lacks a permission (or the repository): retrying for
+		// hours gives the same answer, so the person who asked is told at once.
+		return permanent{fmt.Errorf("%w: %w; to open a rollback pull request the App needs the permissions %s "+
+			"on the repository", ErrForbidden, err, NeededPermissions)}
 	}
 	return err
+}
+
+// NeededPermissions are the App's permissions a rollback pull request is opened with:
+// the branch, its commit and the release file are contents, the pull request and its
+// label are pull_requests.
+const NeededPermissions = "contents: write and pull_requests: write"
+
+// rateLimited reports whether a 403 is GitHub's rate limit, which passes with time:
+// go-github's errors for the primary and secondary limits, the headers ghclient
+// reschedules by (Retry-After, x-ratelimit-remaining 0), or a message naming the
+// secondary limit without its documentation link.
+func rateLimited(resp *github.Response, err error) bool {
+	var rl *github.RateLimitError
+	var abuse *github.AbuseRateLimitError
+	if errors.As(err, &rl) || errors.As(err, &abuse) {
+		return true
+	}
+	if resp != nil && resp.Response != nil {
+		if _, ok := ghclient.RetryAt(resp.Header, time.Now()); ok {
+			return true
+		}
+	}
+	return strings.Contains(strings.ToLower(message(err)), "secondary rate limit")
+}
+
+// message is GitHub's message in err, or err's text when GitHub's answer had none.
+func message(err error) string {
+	var e *github.ErrorResponse
+	if errors.As(err, &e) && e.Message != "" {
+		return e.Message
+	}
+	return err.Error()
 }
 
 // alreadyExists recognises GitHub's two wordings: "Reference already exists" as the

@@ -202,8 +202,9 @@ func (e permanent) Unwrap() error { return e.err }
 // however often Open is called again: a request that does not validate, a
 // base branch or release file that does not exist, or a release file that
 // cannot be edited at the configured paths (read fresh from GitHub, not
-// from the cache). Any other error (GitHub down, a rate limit, a conflict)
-// may pass on a retry.
+// from the cache), or GitHub refusing the App with a 403 that is not its
+// rate limit (ErrForbidden: a permission the App lacks). Any other error
+// (GitHub down, a rate limit, a conflict) may pass on a retry.
 func Permanent(err error) bool {
 	var p permanent
 	var fe fileError

@@ -123,16 +123,58 @@ func TestRollbackCommandOnAReleaseFileItCannotEditIsAnswered(t *testing.T) {
 	})
 }
 
-// A failure that might pass on a retry (here the App may not write to the
-// GitOps repository) is retried; when the last attempt fails too, the
-// person who asked is told, rather than the job being dropped unheard.
-func TestRollbackCommandIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
+// A 403 that is not GitHub's rate limit (here the App may not write to the
+// GitOps repository) fails the same way however often the job tries: the
+// person who asked is told at once, after one attempt rather than hours of
+// retries, with GitHub's message and the permissions the App needs.
+func TestRollbackCommandWithoutThePermissionIsAnsweredAtOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusForbidden)
 			_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration"}`))
+		})
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+
+		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
+		got := s.replies(id)[1]
+		for _, want := range []string{"The rollback pull request was not opened", "Resource not accessible by integration",
+			"contents: write", "pull_requests: write"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("second reply = %q, want it to say %q", got, want)
+			}
+		}
+		if strings.Contains(got, "gave up after") {
+			t.Errorf("second reply = %q, want it answered at once, not after retries", got)
+		}
+		// The job records its cancellation just after the answer's transaction.
+		s.WaitFor("the job cancelled", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
+		})
+		if n := s.Int(`SELECT attempt FROM river_job WHERE kind = 'rollback_pull_request'`); n != 1 {
+			t.Errorf("the rollback pull request job ran %d attempts, want 1", n)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`); n != 1 {
+			t.Errorf("rollback_failed events on r3 = %d, want 1", n)
+		}
+	})
+}
+
+// A failure that might pass on a retry (here GitHub's rate limit, for longer
+// than the client waits) is retried; when the last attempt fails too, the
+// person who asked is told, rather than the job being dropped unheard.
+func TestRollbackCommandIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message":"You have exceeded a secondary rate limit."}`))
 		})
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
@@ -152,7 +194,7 @@ func TestRollbackCommandIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
 		})
 		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
 		if got := s.replies(id)[1]; !strings.Contains(got, "The rollback pull request was not opened: gave up after ") ||
-			!strings.Contains(got, "Resource not accessible by integration") {
+			!strings.Contains(got, "secondary rate limit") {
 			t.Errorf("second reply = %q", got)
 		}
 		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`); n != 1 {
