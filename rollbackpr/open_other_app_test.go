@@ -58,3 +58,41 @@ func TestOpenDoesNotTakeOverAnotherAppsOpenRollback(t *testing.T) {
 		})
 	}
 }
+
+// Two environments whose names fold to one branch name ("prod eu" and "prod-eu") roll
+// back to the same commit: the second is refused as for another app, and the refusal
+// says what holds the branch, another rollback of another app or environment, naming
+// the branch, rather than blaming an app that is the same.
+func TestOpenRefusesAnotherEnvironmentsOpenRollbackOnItsBranch(t *testing.T) {
+	gh, _ := newRepo(t)
+	req := request()
+	req.Rollback.Environment = "prod-eu"
+	first, err := rollbackpr.Open(context.Background(), gh, nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := gh.Branch(gitops, first.Branch)
+
+	other := request()
+	other.Rollback.Environment = "prod eu"
+	other.Rollback.ReleaseID, other.Rollback.RollbackOf = "rb-99:prod-eu/prod", "r-42:prod-eu/prod"
+	if b := rollbackpr.BranchName(other.Rollback.Environment, other.Rollback.GitRevision); b != first.Branch {
+		t.Fatalf("branch of %q = %s, want it to fold to %s", other.Rollback.Environment, b, first.Branch)
+	}
+	_, err = rollbackpr.Open(context.Background(), gh, nil, other)
+	if err == nil || !rollbackpr.Permanent(err) {
+		t.Fatalf("second Open: %v, want a permanent refusal", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{"branch " + first.Branch + " holds another rollback (of another app or environment)", first.URL} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("refusal %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "another app's rollback") {
+		t.Errorf("refusal %q calls the same app's rollback another app's", msg)
+	}
+	if now, _ := gh.Branch(gitops, first.Branch); now != head {
+		t.Errorf("branch %s moved from %s to %s", first.Branch, head, now)
+	}
+}

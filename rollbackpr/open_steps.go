@@ -167,9 +167,11 @@ func subjectOf(commit *github.RepositoryCommit) string {
 // or under hand commits a person pushed on top of it), is another app's with its pull
 // request open. The branch name holds the environment and the revision but not the app,
 // so two apps built from one commit (a monorepo) rolled back in the same environment of
-// one GitOps repository meet on one branch; replacing its head would turn the other
-// app's open rollback pull request into this one, and throw away the commits pushed on
-// it. A branch whose pull request was merged or closed is stale and may be replaced.
+// one GitOps repository meet on one branch, and so do two environments whose names fold
+// to one branch name (refComponent: "prod eu" and "prod-eu"); replacing its head would
+// turn the other rollback's open pull request into this one, and throw away the commits
+// pushed on it. A branch whose pull request was merged or closed is stale and may be
+// replaced.
 func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, under *github.RepositoryCommit, hand int) error {
 	if under == nil || subjectOf(under) == p.title {
 		return nil
@@ -185,9 +187,10 @@ func (p plan) notAnotherAppsOpenRollback(ctx context.Context, gh GitHub, under *
 	if hand > 0 {
 		onTop = fmt.Sprintf(" with %d commit(s) a person pushed on top", hand)
 	}
-	return permanent{fmt.Errorf("branch %s holds %s (%q%s), another app's rollback, whose pull request is open: "+
-		"the branch name does not name the app, so this rollback cannot be opened until that pull request is merged or closed",
-		p.branch, pr.GetHTMLURL(), subjectOf(under), onTop)}
+	return permanent{fmt.Errorf("branch %s holds another rollback (of another app or environment), %s (%q%s), whose "+
+		"pull request is open: the branch name names neither the app nor the environment exactly (two environments may "+
+		"fold to one branch name), so this rollback cannot be opened on branch %s until that pull request is merged or closed",
+		p.branch, pr.GetHTMLURL(), subjectOf(under), onTop, p.branch)}
 }
 
 // notAnOpenBranchBeyondTheWalk refuses a branch whose pull request is open when the walk
