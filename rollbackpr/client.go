@@ -42,7 +42,8 @@ type GitHub interface {
 	// UpdateRef moves a ref, force-pushing when force is set.
 	UpdateRef(ctx context.Context, owner, repo string, ref *github.Reference, force bool) (*github.Reference, error)
 	// FindPullRequest returns the open pull request from head (a branch of owner/repo)
-	// into base, or nil when there is none.
+	// into base, or, when there is none, into any other base (a person may retarget a
+	// rollback pull request); nil when head heads no open pull request.
 	FindPullRequest(ctx context.Context, owner, repo, head, base string) (*github.PullRequest, error)
 	// CreatePullRequest opens a pull request; ErrAlreadyExists when one is open for head.
 	CreatePullRequest(ctx context.Context, owner, repo string, pr *github.NewPullRequest) (*github.PullRequest, error)

@@ -95,19 +95,34 @@ func (g goGitHub) UpdateRef(ctx context.Context, owner, repo string, ref *github
 
 func (g goGitHub) FindPullRequest(ctx context.Context, owner, repo, head, base string) (*github.PullRequest, error) {
 	// GitHub filters by head only in the "owner:branch" form; a bare branch is ignored
-	// and every open pull request would come back.
+	// and every open pull request would come back. No base filter: a pull request a
+	// person retargeted is still this branch's, and a second one would be opened beside
+	// it if it were not found.
 	prs, resp, err := g.c.PullRequests.List(ctx, owner, repo, &github.PullRequestListOptions{
-		State: "open", Head: owner + ":" + head, Base: base,
+		State: "open", Head: owner + ":" + head,
 	})
 	if err := classify(resp, err); err != nil {
 		return nil, err
 	}
+	return pickPullRequest(prs, head, base), nil
+}
+
+// pickPullRequest is the pull request of prs from head into base if there is one, else
+// the first into any base.
+func pickPullRequest(prs []*github.PullRequest, head, base string) *github.PullRequest {
+	var found *github.PullRequest
 	for _, pr := range prs {
-		if pr.GetHead().GetRef() == head && pr.GetBase().GetRef() == base {
-			return pr, nil
+		if pr.GetHead().GetRef() != head {
+			continue
+		}
+		if pr.GetBase().GetRef() == base {
+			return pr
+		}
+		if found == nil {
+			found = pr
 		}
 	}
-	return nil, nil
+	return found
 }
 
 func (g goGitHub) CreatePullRequest(ctx context.Context, owner, repo string, pr *github.NewPullRequest) (*github.PullRequest, error) {

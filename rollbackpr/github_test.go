@@ -158,14 +158,14 @@ func TestNewGitHubRequests(t *testing.T) {
 			body: `{"message":"Rollback: x","tree":"7ree","parents":["b45e"]}`, want: "c0c0",
 		},
 		{
-			name: "FindPullRequest filters by owner:branch, base and open state", status: 200,
+			name: "FindPullRequest filters by owner:branch and open state, any base", status: 200,
 			response: `[{"number":7,"head":{"ref":"release-rollback-prod-1a2b3c4d"},"base":{"ref":"main"}}]`,
 			call: func(g rollbackpr.GitHub) (any, error) {
 				pr, err := g.FindPullRequest(ctx, "acme", "gitops", "release-rollback-prod-1a2b3c4d", "main")
 				return pr.GetNumber(), err
 			},
 			method: "GET", path: "/repos/acme/gitops/pulls",
-			query: "base=main&head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: 7,
+			query: "head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: 7,
 		},
 		{
 			name: "FindPullRequest ignores a pull request for another head", status: 200,
@@ -175,7 +175,28 @@ func TestNewGitHubRequests(t *testing.T) {
 				return pr == nil, err
 			},
 			method: "GET", path: "/repos/acme/gitops/pulls",
-			query: "base=main&head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: true,
+			query: "head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: true,
+		},
+		{
+			name: "FindPullRequest prefers the pull request into base", status: 200,
+			response: `[{"number":9,"head":{"ref":"release-rollback-prod-1a2b3c4d"},"base":{"ref":"release-1"}},` +
+				`{"number":7,"head":{"ref":"release-rollback-prod-1a2b3c4d"},"base":{"ref":"main"}}]`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				pr, err := g.FindPullRequest(ctx, "acme", "gitops", "release-rollback-prod-1a2b3c4d", "main")
+				return pr.GetNumber(), err
+			},
+			method: "GET", path: "/repos/acme/gitops/pulls",
+			query: "head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: 7,
+		},
+		{
+			name: "FindPullRequest finds one retargeted to another base", status: 200,
+			response: `[{"number":9,"head":{"ref":"release-rollback-prod-1a2b3c4d"},"base":{"ref":"release-1"}}]`,
+			call: func(g rollbackpr.GitHub) (any, error) {
+				pr, err := g.FindPullRequest(ctx, "acme", "gitops", "release-rollback-prod-1a2b3c4d", "main")
+				return pr.GetNumber(), err
+			},
+			method: "GET", path: "/repos/acme/gitops/pulls",
+			query: "head=acme%3Arelease-rollback-prod-1a2b3c4d&state=open", want: 9,
 		},
 		{
 			name: "CreatePullRequest opens a pull request", status: 201,

@@ -106,12 +106,22 @@ func (f *Fake) FindPullRequest(_ context.Context, owner, repoName, head, base st
 	if fail, ok := f.call("FindPullRequest"); ok {
 		return nil, fail.err
 	}
+	var found *PullRequest
 	for _, p := range f.repo(owner + "/" + repoName).pulls {
-		if p.State == "open" && p.Head == head && p.Base == base {
+		if p.State != "open" || p.Head != head {
+			continue
+		}
+		if p.Base == base {
 			return p.github(owner + "/" + repoName), nil
 		}
+		if found == nil {
+			found = p
+		}
 	}
-	return nil, nil
+	if found == nil {
+		return nil, nil
+	}
+	return found.github(owner + "/" + repoName), nil
 }
 
 func (f *Fake) CreatePullRequest(_ context.Context, owner, repoName string, pr *github.NewPullRequest) (*github.PullRequest, error) {
