@@ -175,7 +175,15 @@ func (p plan) open(ctx context.Context, gh GitHub, cache BaseCache) (Result, err
 	if cache != nil {
 		cache.Put(repo, base, file, snap)
 	}
-	return p.openAt(ctx, gh, snap)
+	res, err := p.openAt(ctx, gh, snap)
+	var refused branchRefused
+	if errors.As(err, &refused) && errors.Is(err, ErrRejected) {
+		// On a base read fresh the commit's shas are all known to GitHub: a 422 on the
+		// branch is a rule covering it, which no retry gets past.
+		return res, permanent{fmt.Errorf("%w: a branch protection rule or ruleset blocks ripcord's rollback branches "+
+			"(%s*): let the App create and force-push branches matching it, or exempt the App from the rule", err, BranchPrefix)}
+	}
+	return res, err
 }
 
 // baseMayHaveMoved reports whether err could come from a snapshot that is no longer the
@@ -184,6 +192,12 @@ func baseMayHaveMoved(err error) bool {
 	var fe fileError
 	return errors.As(err, &fe) || errors.Is(err, ErrNoChange) || errors.Is(err, ErrRejected) || errors.Is(err, ErrNotFound)
 }
+
+// branchRefused marks GitHub's refusal to create or move the rollback branch.
+type branchRefused struct{ err error }
+
+func (e branchRefused) Error() string { return e.err.Error() }
+func (e branchRefused) Unwrap() error { return e.err }
 
 // fileError marks a release file that cannot be edited as asked.
 type fileError struct{ err error }
@@ -203,7 +217,9 @@ func (e permanent) Unwrap() error { return e.err }
 // base branch or release file that does not exist, or a release file that
 // cannot be edited at the configured paths (read fresh from GitHub, not
 // from the cache), or GitHub refusing the App with a 403 that is not its
-// rate limit (ErrForbidden: a permission the App lacks). Any other error
+// rate limit (ErrForbidden: a permission the App lacks), or a 422 on the
+// rollback branch on a base read fresh (a branch protection rule or a
+// ruleset covering the rollback branches). Any other error
 // (GitHub down, a rate limit, a conflict) may pass on a retry.
 func Permanent(err error) bool {
 	var p permanent

@@ -50,7 +50,7 @@ func (p plan) placeCommit(ctx context.Context, gh GitHub, res *Result, base Snap
 		res.BranchOutcome, res.CommitOutcome, res.Commit = Created, Created, commit
 		return true, false, nil
 	case !errors.Is(err, ErrAlreadyExists):
-		return false, false, fmt.Errorf("create branch %s at %s: %w", p.branch, commit, err)
+		return false, false, branchRefused{fmt.Errorf("create branch %s at %s: %w", p.branch, commit, err)}
 	}
 
 	head, err := gh.GetRef(ctx, p.owner, p.repo, "heads/"+p.branch)
@@ -95,7 +95,7 @@ func (p plan) placeCommit(ctx context.Context, gh GitHub, res *Result, base Snap
 	// Stale (older base, other reason or values, its pull request closed or merged) or
 	// replaced by hand: replace it.
 	if _, err := gh.UpdateRef(ctx, p.owner, p.repo, &github.Reference{Ref: &ref, Object: &github.GitObject{SHA: &commit}}, true); err != nil {
-		return false, false, fmt.Errorf("move branch %s to %s: %w", p.branch, commit, err)
+		return false, false, branchRefused{fmt.Errorf("move branch %s to %s: %w", p.branch, commit, err)}
 	}
 	res.BranchOutcome, res.CommitOutcome, res.Commit = Updated, Created, commit
 	return false, false, nil

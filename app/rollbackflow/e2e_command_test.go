@@ -164,6 +164,39 @@ func TestRollbackCommandWithoutThePermissionIsAnsweredAtOnce(t *testing.T) {
 	})
 }
 
+// A ruleset covering ripcord's rollback branches refuses the branch however
+// often the job tries: the person who asked is told at once, after one
+// attempt, with GitHub's message and the branch pattern to let through.
+func TestRollbackCommandRefusedByABranchRuleIsAnsweredAtOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/refs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = w.Write([]byte(`{"message":"Repository rule violations found\n\nCannot create ref due to creations being restricted.\n\n"}`))
+		})
+		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+
+		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
+		got := s.replies(id)[1]
+		for _, want := range []string{"The rollback pull request was not opened", "creations being restricted",
+			"branch protection rule or ruleset", "release-rollback-*"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("second reply = %q, want it to say %q", got, want)
+			}
+		}
+		s.WaitFor("the job cancelled", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
+		})
+		if n := s.Int(`SELECT attempt FROM river_job WHERE kind = 'rollback_pull_request'`); n != 1 {
+			t.Errorf("the rollback pull request job ran %d attempts, want 1", n)
+		}
+	})
+}
+
 // A failure that might pass on a retry (here GitHub's rate limit, for longer
 // than the client waits) is retried; when the last attempt fails too, the
 // person who asked is told, rather than the job being dropped unheard.
