@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
-	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 // NewGitHub implements GitHub with a go-github client (for a GitHub App, one built on the
@@ -184,11 +184,11 @@ func rateLimited(resp *github.Response, err error) bool {
 		return true
 	}
 	if resp != nil && resp.Response != nil {
-		if _, ok := ghclient.RetryAt(resp.Header, time.Now()); ok {
+		if _, ok := ghlimit.RetryAt(resp.Header, time.Now()); ok {
 			return true
 		}
 	}
-	return strings.Contains(strings.ToLower(message(err)), "secondary rate limit")
+	return ghlimit.NamesSecondaryLimit([]byte(message(err)))
 }
 
 // message is GitHub's message in err, or err's text when GitHub's answer had none.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 // DefaultRateLimitMaxWait is the longest RateLimit holds one request. A
@@ -59,7 +61,7 @@ type limiter struct {
 func (l *limiter) roundTrip(next http.RoundTripper, req *http.Request) (*http.Response, error) {
 	scope := Scope(req)
 	if reset, ok := l.spent(scope); ok {
-		wait := max(reset.Add(resetMargin).Sub(l.clock.Now()), 0)
+		wait := max(reset.Add(ghlimit.ResetMargin).Sub(l.clock.Now()), 0)
 		if wait > l.maxWait || outlasts(req, wait) {
 			return notSent(req, reset), nil
 		}
@@ -106,21 +108,21 @@ func outlasts(req *http.Request, d time.Duration) bool {
 // headers do not decide, and leaves the body whole for the caller.
 func (l *limiter) refusal(resp *http.Response) (time.Duration, bool) {
 	var body []byte
-	if needsBody(resp.StatusCode, resp.Header) && resp.Body != nil {
+	if ghlimit.NeedsBody(resp.StatusCode, resp.Header) && resp.Body != nil {
 		body, _ = io.ReadAll(io.LimitReader(resp.Body, 16<<10))
 		resp.Body = struct {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(body), resp.Body), resp.Body}
 	}
-	return refusalWait(resp.StatusCode, resp.Header, body, l.clock.Now())
+	return ghlimit.RefusalWait(resp.StatusCode, resp.Header, body, l.clock.Now())
 }
 
 func (l *limiter) observe(scope string, h http.Header) {
 	if scope == "" {
 		return // an unknown identity must not hold back other requests
 	}
-	reset, ok := exhausted(h)
+	reset, ok := ghlimit.Exhausted(h)
 	if !ok {
 		return
 	}
@@ -136,7 +138,7 @@ func (l *limiter) spent(scope string) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	reset, ok := l.resets[scope]
-	if ok && !l.clock.Now().Before(reset.Add(resetMargin)) {
+	if ok && !l.clock.Now().Before(reset.Add(ghlimit.ResetMargin)) {
 		delete(l.resets, scope)
 		return time.Time{}, false
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 // Defaults for RetryPolicy.
@@ -108,7 +110,7 @@ func (p RetryPolicy) roundTrip(next http.RoundTripper, req *http.Request) (*http
 		}
 		delay := backoff(p.BaseDelay, p.MaxDelay, n, p.Jitter())
 		if resp != nil {
-			if ra, ok := retryAfter(resp.Header, p.Clock.Now()); ok && ra > delay {
+			if ra, ok := ghlimit.RetryAfter(resp.Header, p.Clock.Now()); ok && ra > delay {
 				delay = ra
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
 
-	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 // limitWait is how long to wait on a rate limit that names no time: GitHub
@@ -38,7 +38,7 @@ func rateLimited(err error, now time.Time) (time.Time, bool) {
 		return later(rl.Rate.Reset.Time, now), true
 	case errors.As(err, &abuse):
 		if abuse.Response != nil {
-			if at, ok := ghclient.RetryAt(abuse.Response.Header, now); ok {
+			if at, ok := ghlimit.RetryAt(abuse.Response.Header, now); ok {
 				return later(at, now), true
 			}
 		}
@@ -54,7 +54,7 @@ func rateLimited(err error, now time.Time) (time.Time, bool) {
 	if resp == nil || (resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests) {
 		return time.Time{}, false
 	}
-	if at, ok := ghclient.RetryAt(resp.Header, now); ok {
+	if at, ok := ghlimit.RetryAt(resp.Header, now); ok {
 		return later(at, now), true
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
