@@ -200,6 +200,11 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 		pipeline.WriteError(w, http.StatusUnprocessableEntity, "release_id", "release_id: "+rb.Error())
 		return
 	}
+	var invalid *configInvalid
+	if errors.As(err, &invalid) {
+		pipeline.WriteError(w, http.StatusUnprocessableEntity, invalid.field(), invalid.Error())
+		return
+	}
 	if errors.Is(err, errNoRollout) {
 		pipeline.WriteError(w, http.StatusUnprocessableEntity, "environment", "environment: "+q.Environment+" of "+q.App+" has no rollout: in .github/ripcord.yml")
 		return

@@ -64,6 +64,31 @@ func (w *startWorker) Work(ctx context.Context, job *river.Job[StartArgs]) error
 // errNoRollout is a release whose environment has no `rollout:`.
 var errNoRollout = errors.New("the environment has no rollout")
 
+// configInvalid is a start refused because the repository's config does
+// not validate. Its message lists every problem as `ripcord validate`
+// prints them, one a line, so that whoever starts the rollout fixes the
+// file in one go rather than one problem per try.
+type configInvalid struct {
+	release string
+	res     configload.Result
+}
+
+func (e *configInvalid) Error() string {
+	n := len(e.res.Problems)
+	lines := []string{fmt.Sprintf("rollout of %s: the repository config %s does not load, %d %s:",
+		e.release, e.res.Source, n, map[bool]string{true: "problem", false: "problems"}[n == 1])}
+	for _, p := range e.res.Problems {
+		lines = append(lines, p.Format(e.res.Source.Path))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *configInvalid) Unwrap() error { return configload.ErrInvalid }
+
+// field is the key of the first problem, which the answer names: empty
+// when that problem is with the whole file (a YAML syntax error).
+func (e *configInvalid) field() string { return e.res.Problems[0].Path }
+
 // rollbackNotStarted is a start of a rollback release other than its pull
 // request's merge: no rollout of it is started, but the rollout of the
 // release it rolls back was stopped (stopRolledBack), and stopped says how
@@ -171,6 +196,9 @@ func (x *executor) prepare(ctx context.Context, loader *configload.Loader, rec r
 	cfg, err := loader.Load(ctx, gh.Repositories, rec.Repository, "")
 	if err != nil {
 		return fail(err)
+	}
+	if cfg.Found && len(cfg.Problems) > 0 {
+		return fail(&configInvalid{release: rec.ReleaseID, res: cfg})
 	}
 	if !cfg.Valid() {
 		return fail(fmt.Errorf("rollout of %s: %w", rec.ReleaseID, cfg.Err()))
