@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/ripcord/ripcord/internal/mdtext"
 )
 
 // Prefix starts every command.
@@ -122,7 +124,7 @@ func commandLines(body string) []string {
 }
 
 func unknownReply(word string) string {
-	msg := fmt.Sprintf("ripcord does not know the command %s.", CodeSpan(Prefix+" "+word))
+	msg := fmt.Sprintf("ripcord does not know the command %s.", mdtext.CodeSpan(Prefix+" "+word))
 	if s := suggest(strings.ToLower(word)); s != "" {
 		msg += fmt.Sprintf(" Did you mean `%s %s`?", Prefix, s)
 	}
@@ -169,25 +171,4 @@ func helpHeader(specs []Spec) string {
 	list += prOnly[len(prOnly)-1]
 	return "ripcord understands these commands in pull request and issue comments" + tail + "; " +
 		list + " " + verb + " in pull request comments only:"
-}
-
-// CodeSpan shows s, which a commenter typed, as inline code that s cannot
-// end early: the fence is one backtick longer than the longest run in s.
-// Otherwise a word like a`@acme/security` would close the span and have
-// ripcord's reply mention whoever the commenter chose.
-func CodeSpan(s string) string {
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	if longest == 0 {
-		return "`" + s + "`"
-	}
-	fence := strings.Repeat("`", longest+1)
-	return fence + " " + s + " " + fence
 }

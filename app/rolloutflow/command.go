@@ -8,6 +8,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/mdtext"
 )
 
 // ApproveCommand is `/ripcord approve <rollout>` in a pull request or issue
@@ -29,13 +30,13 @@ func (c approveCommand) Run(ctx context.Context, inv commands.Invocation) (comma
 	id := inv.Command.Args[0]
 	comment := strings.Join(inv.Command.Args[1:], " ")
 	// The line is the commenter's text: a backtick in it must not end the span.
-	via := fmt.Sprintf("%s on %s#%d", commands.CodeSpan(inv.Command.Line), inv.Repository, inv.PullRequest)
+	via := fmt.Sprintf("%s on %s#%d", mdtext.CodeSpan(inv.Command.Line), inv.Repository, inv.PullRequest)
 	reply, commit, err := c.x.prepareVote(ctx, id, inv.User, true, comment, via)
 	var refused *Refused
 	switch {
 	case errors.Is(err, ErrNotFound):
 		// The id is the commenter's text: as code, so it mentions no one.
-		return commands.Outcome{Reply: "There is no rollout " + commands.CodeSpan(id) + "."}, nil
+		return commands.Outcome{Reply: "There is no rollout " + mdtext.CodeSpan(id) + "."}, nil
 	case errors.As(err, &refused):
 		return commands.Outcome{Reply: "Not approved: " + refused.Reason + "."}, nil
 	case err != nil:
