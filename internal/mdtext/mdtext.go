@@ -27,3 +27,25 @@ func CodeSpan(s string) string {
 	fence := strings.Repeat("`", longest+1)
 	return fence + " " + s + " " + fence
 }
+
+// Inert is s as it is when GitHub's markdown would render none of it as a
+// mention, a link, a reference or HTML, else s as a CodeSpan, where it
+// renders as typed. Plain text stays plain, so a gate reading reads as
+// prose, and only text that could do something is fenced.
+func Inert(s string) string {
+	if !active(s) {
+		return s
+	}
+	return CodeSpan(s)
+}
+
+// active reports whether markdown could make more of s than its text:
+// @mentions and email autolinks (@), HTML, autolinks and entities (< > &),
+// links and images ([ ]), issue references (#), and the bare URLs GitHub
+// links (://, www.).
+func active(s string) bool {
+	if strings.ContainsAny(s, "@<>&[]#") || strings.Contains(s, "://") {
+		return true
+	}
+	return strings.Contains(strings.ToLower(s), "www.")
+}

@@ -3,6 +3,8 @@ package status
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ripcord/ripcord/internal/mdtext"
 )
 
 // MaxSummary is GitHub's limit on a check run's output.summary (65,535
@@ -117,9 +119,14 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// cell makes text safe inside a table cell: no line breaks, no pipes, and
-// at most maxCell bytes.
-func cell(s string) string {
+// cell makes text safe inside a table cell: flat, and inert, since a
+// cell may quote free text (an abort's reason, an upstream's answer in a
+// gate's reading) that must not mention anyone or link anywhere in
+// ripcord's name.
+func cell(s string) string { return mdtext.Inert(flat(s)) }
+
+// flat is s on one line, with no pipes, in at most maxCell bytes.
+func flat(s string) string {
 	s = strings.NewReplacer("\r", " ", "\n", " ", "|", `\|`).Replace(s)
 	if len(s) > maxCell {
 		cut := maxCell
@@ -131,6 +138,7 @@ func cell(s string) string {
 	return s
 }
 
-func code(s string) string { return strings.ReplaceAll(cell(s), "`", "'") }
+// code is s for inside a code span (a stage's name): inert there already.
+func code(s string) string { return strings.ReplaceAll(flat(s), "`", "'") }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
