@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/internal/mdtext"
 	"github.com/ripcord/ripcord/rollout/status"
 )
 
@@ -193,7 +194,10 @@ func checkView(r Rollout, runs []Dispatched) view {
 	case st.Rollout.Stage != "":
 		title += ", stage " + st.Rollout.Stage
 	}
-	summary := fmt.Sprintf("Rollout `%s` of release `%s` (%s).\n\n", r.ID, r.ReleaseID, r.Version)
+	// The release id and version are free text from the API: in code
+	// spans they cannot mention anyone or link anywhere.
+	summary := fmt.Sprintf("Rollout %s of release %s (%s).\n\n",
+		mdtext.CodeSpan(r.ID), mdtext.CodeSpan(r.ReleaseID), mdtext.CodeSpan(r.Version))
 	if h := r.Snapshot.HeadFrom; h != "" && h != HeadFromRelease {
 		summary += fmt.Sprintf("Shown on `%s`: %s.\n\n", r.HeadSHA, h)
 	}
