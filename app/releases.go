@@ -133,7 +133,14 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		return s.scheduleStallCheck(r.Context(), tx, opened)
 	})
 	var conflict *records.ConflictError
+	var invalid *records.FieldError
 	switch {
+	case errors.As(err, &invalid):
+		// What only the store can check: rollback_of naming a release
+		// of another app, environment or cluster.
+		field, msg := fieldProblems(invalid, requestField)
+		writeError(w, http.StatusBadRequest, field, msg)
+		return
 	case errors.As(err, &conflict):
 		c := *conflict
 		c.Field = requestField(c.Field)

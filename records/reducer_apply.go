@@ -86,7 +86,12 @@ func (r *reduction) becameHealthy(rec *Record) []Record {
 			msg = fmt.Sprintf("rollback %s is healthy; %s was not open here, so nothing was marked rolled-back", rec.ReleaseID, rec.RollbackOf)
 		}
 		r.audit(AuditRollbackCompleted, rec.ReleaseID, msg, map[string]any{"rollback_of": rec.RollbackOf})
-		r.res.Effects = append(r.res.Effects, cdevent(CDEventServiceRolledBack, *rec))
+		// service.rolledback claims that rollback_of was rolled back: a
+		// release ripcord does not know (older than ripcord, or past
+		// retention) or one already closed was not, by this rollback.
+		if targetClosed {
+			r.res.Effects = append(r.res.Effects, cdevent(CDEventServiceRolledBack, *rec))
+		}
 	}
 	return closed
 }

@@ -64,14 +64,29 @@ func TestRollbackHealthyRollsBackItsTarget(t *testing.T) {
 	}
 }
 
-func TestRollbackOfAReleaseNotOpenStillCompletesOnce(t *testing.T) {
-	r2 := record("R2", StateProgressing, 20, rollbackOf("R1"), lastFact(21))
-	res := Reduce(Input{Fact: fact("R2", PhaseHealthy, 25), Record: &r2, EverHealthy: true, Now: at(26)})
-	if len(res.Records) != 1 {
-		t.Errorf("records = %v, want only R2", releaseIDs(res.Records))
-	}
-	if n := countType(res.Effects, CDEventServiceRolledBack); n != 1 {
-		t.Errorf("%d service.rolledback, want 1", n)
+// A rollback of a release ripcord does not know (older than ripcord, past
+// retention) or that is closed already completes, but sends no
+// service.rolledback: nothing was rolled back by it, and the event would
+// say something was. It still sends its own deployed or upgraded.
+func TestRollbackOfAReleaseNotOpenCompletesWithoutRolledBack(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		siblings []Record
+	}{
+		{"unknown", nil},
+		{"superseded already", []Record{record("R1", StateSuperseded, 0, healthyAt(5))}},
+	} {
+		r2 := record("R2", StateProgressing, 20, rollbackOf("R1"), lastFact(21))
+		res := Reduce(Input{Fact: fact("R2", PhaseHealthy, 25), Record: &r2, Siblings: c.siblings, EverHealthy: true, Now: at(26)})
+		if len(res.Records) != 1 {
+			t.Errorf("%s: records = %v, want only R2", c.name, releaseIDs(res.Records))
+		}
+		if want := []string{CDEventServiceUpgraded}; !slices.Equal(effectTypes(res), want) {
+			t.Errorf("%s: effects = %v, want %v and no service.rolledback", c.name, effectTypes(res), want)
+		}
+		if !hasAudit(res, AuditRollbackCompleted, "R2") {
+			t.Errorf("%s: audit = %v, want rollback_completed for R2", c.name, auditTypes(res))
+		}
 	}
 }
 

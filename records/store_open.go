@@ -23,6 +23,9 @@ func (s *Store) OpenRelease(ctx context.Context, tx *sql.Tx, r Record, now time.
 	if err != nil {
 		return Record{}, nil, err
 	}
+	if err := s.checkRollbackOf(ctx, tx, rec); err != nil {
+		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
+	}
 	if err := s.lockClusters(ctx, tx, rec.Cluster); err != nil {
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
@@ -45,6 +48,26 @@ func (s *Store) OpenRelease(ctx context.Context, tx *sql.Tx, r Record, now time.
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)
 	}
 	return rec, []AuditEvent{ev}, nil
+}
+
+// checkRollbackOf refuses a rollback naming a release of another app,
+// environment or cluster (a *FieldError on rollback_of): it could never
+// replace it, and eligibility, the pages and the CDEvents would read it as
+// if it had. A release ripcord does not know is accepted: it may be older
+// than ripcord, or past retention.
+func (s *Store) checkRollbackOf(ctx context.Context, tx *sql.Tx, rec Record) error {
+	if rec.Kind != KindRollback || rec.RollbackOf == "" {
+		return nil
+	}
+	of, err := s.getRecord(ctx, tx, rec.RollbackOf)
+	if err != nil || of == nil {
+		return err
+	}
+	if !of.SameTarget(rec) {
+		return &FieldError{Field: "rollback_of", Message: fmt.Sprintf("release %s is of app/environment/cluster %s/%s/%s, not %s/%s/%s",
+			of.ReleaseID, of.App, of.Environment, of.Cluster, rec.App, rec.Environment, rec.Cluster)}
+	}
+	return nil
 }
 
 // existing answers an open of a release that is stored already: the stored
