@@ -286,7 +286,7 @@ func (s *Server) readFacts(w http.ResponseWriter, r *http.Request, cluster strin
 		if facts[i].Cluster == "" {
 			facts[i].Cluster = cluster
 		}
-		if err := facts[i].Validate(); err != nil {
+		if err := facts[i].ValidateSent(); err != nil {
 			field, msg := fieldProblems(err, func(f string) string { return factField(batch, i, f) })
 			writeError(w, http.StatusBadRequest, field, msg)
 			return nil, false, false

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Source is who saw a fact.
@@ -170,20 +171,24 @@ func (f Fact) ID() string {
 // *FieldError naming the JSON field; all problems are returned together.
 func (f *Fact) Validate() error {
 	var v problems
+	f.validate(&v)
+	return errors.Join(v...)
+}
+
+func (f *Fact) validate(v *problems) {
 	if f.ObservedAt.IsZero() {
 		v.add("observed_at", "is required")
 	}
 	switch f.Source {
 	case SourceRollout, SourceDeployment, SourceArgoCD:
-		f.validateCluster(&v)
+		f.validateCluster(v)
 	case SourceTask:
-		f.validateTask(&v)
+		f.validateTask(v)
 	case "":
 		v.add("source", "is required (rollout, deployment, argocd or task)")
 	default:
 		v.add("source", "must be rollout, deployment, argocd or task, got %q", f.Source)
 	}
-	return errors.Join(v...)
 }
 
 // problems collects *FieldErrors.
@@ -197,6 +202,49 @@ func (p *problems) require(field, value string) {
 	if strings.TrimSpace(value) == "" {
 		p.add(field, "is required")
 	}
+}
+
+// atMost refuses a value longer than max characters (runes: a name a
+// caller types counts as it reads).
+func (p *problems) atMost(field, value string, max int) {
+	if n := utf8.RuneCountInString(value); n > max {
+		p.add(field, "must be at most %d characters, got %d", max, n)
+	}
+}
+
+// atMostBytes refuses a value longer than max bytes (free text, kept and
+// sent on as it came).
+func (p *problems) atMostBytes(field, value string, max int) {
+	if n := len(value); n > max {
+		p.add(field, "must be at most %d bytes, got %d", max, n)
+	}
+}
+
+// ValidateSent checks a fact as a source sends it (POST /api/v1/facts): as
+// Validate, and the fields that open or name a record are capped as on
+// POST /api/v1/releases (Record.ValidateRegistered). The caps apply to
+// what arrives, not in Validate: the reducer validates stored facts again
+// when it replays them, and one kept before the caps must still apply.
+// release_id is not capped here: cluster and workflow facts echo the ids
+// ripcord builds for rollbacks and rollouts (rollback-…:<cluster>/<env>),
+// which are not bounded by MaxIDLen.
+func (f *Fact) ValidateSent() error {
+	var v problems
+	f.validate(&v)
+	v.atMost("cluster", f.Cluster, MaxIDLen)
+	for i, img := range f.Images {
+		v.atMost(fmt.Sprintf("images[%d]", i), img, MaxImageLen)
+	}
+	if f.IsTask() {
+		v.atMost("repository", f.Repository, MaxRepositoryLen)
+		v.atMost("deployment_id", f.DeploymentID, MaxIDLen)
+		v.atMost("app", f.App, MaxIDLen)
+		v.atMost("environment", f.Environment, MaxIDLen)
+		v.atMost("version", f.Version, MaxImageLen)
+		// The commit becomes the record's git_revision.
+		v.atMost("metadata.commit", f.Metadata["commit"], MaxRevisionLen)
+	}
+	return errors.Join(v...)
 }
 
 func (f *Fact) validateCluster(v *problems) {

@@ -83,6 +83,24 @@ func (r Record) ResolvedDigest() string {
 	return ParseImage(r.Image).Digest
 }
 
+// Caps on the fields a caller sends (POST /api/v1/releases, and the same
+// fields in facts, Fact.ValidateSent). They bound what is stored, shown and
+// sent on; each is at least what the field can legitimately hold.
+const (
+	// MaxIDLen caps release_id, app, environment and cluster: a
+	// Kubernetes object name (a DNS subdomain) is at most 253.
+	MaxIDLen = 253
+	// MaxImageLen caps an image reference.
+	MaxImageLen = 1024
+	// MaxReasonBytes caps rollback_reason, in bytes.
+	MaxReasonBytes = 4096
+	// MaxRepositoryLen caps repository: GitHub's owner (39) "/" name (100).
+	MaxRepositoryLen = 140
+	// MaxRevisionLen caps git_revision and config_revision: a SHA-256
+	// commit id in hex (a SHA-1 one is 40).
+	MaxRevisionLen = 64
+)
+
 // Validate checks a record as a caller submits it (POST /api/v1/releases).
 // Each problem is a *FieldError naming the JSON field.
 func (r Record) Validate() error { return r.validate(false) }
@@ -90,20 +108,36 @@ func (r Record) Validate() error { return r.validate(false) }
 // ValidateRegistered checks a record as release tooling registers it (POST
 // /api/v1/releases): as Validate, and the cluster is required too, since
 // release ids are unique per app, environment and cluster. (A record a
-// workflow's task fact opens may name none.) The problems come in the
-// order the fields are documented: release_id, app, environment, cluster,
-// image, then the rest.
+// workflow's task fact opens may name none.) The fields are capped too
+// (MaxIDLen…): only here, where they arrive, not in Validate, which also
+// checks the records ripcord opens itself, whose ids it builds from
+// cluster and environment, and whose rollback reasons come from comments.
+// The problems come in the order the fields are documented: release_id,
+// app, environment, cluster, image, then the rest.
 func (r Record) ValidateRegistered() error { return r.validate(true) }
 
-func (r Record) validate(cluster bool) error {
+func (r Record) validate(registered bool) error {
 	var v problems
+	capped := func(field, value string, max int) {
+		if registered {
+			v.atMost(field, value, max)
+		}
+	}
 	v.require("release_id", r.ReleaseID)
+	capped("release_id", r.ReleaseID, MaxIDLen)
 	v.require("app", r.App)
+	capped("app", r.App, MaxIDLen)
 	v.require("environment", r.Environment)
-	if cluster {
+	capped("environment", r.Environment, MaxIDLen)
+	if registered {
 		v.require("cluster", r.Cluster)
 	}
+	capped("cluster", r.Cluster, MaxIDLen)
 	v.require("image", r.Image)
+	capped("image", r.Image, MaxImageLen)
+	capped("repository", r.Repository, MaxRepositoryLen)
+	capped("git_revision", r.GitRevision, MaxRevisionLen)
+	capped("config_revision", r.ConfigRevision, MaxRevisionLen)
 	switch r.Kind {
 	case KindPromote:
 		if r.RollbackOf != "" {
@@ -117,6 +151,9 @@ func (r Record) validate(cluster bool) error {
 		}
 	default:
 		v.add("kind", `must be "promote" or "rollback", got %q`, r.Kind)
+	}
+	if registered {
+		v.atMostBytes("rollback_reason", r.RollbackReason, MaxReasonBytes)
 	}
 	if r.Digest != "" && !ValidDigest(r.Digest) {
 		v.add("digest", `must look like "sha256:<64 hex>" or "sha512:<128 hex>", got %q`, r.Digest)

@@ -120,3 +120,29 @@ func TestRecordJSONUsesSnakeCaseNames(t *testing.T) {
 		t.Errorf("JSON %s: state and kind must use their user-facing spelling", b)
 	}
 }
+
+// The caps are for what callers send. A record ripcord opens itself (a
+// rollback whose id it builds from the cluster and environment, whose
+// reason comes from a comment) is checked by Validate, which has none; and
+// a fact is capped as it arrives (ValidateSent), not when the reducer
+// validates it again on a replay, so facts stored before the caps apply.
+func TestCapsApplyWhereFieldsArrive(t *testing.T) {
+	long := strings.Repeat("a", 253)
+	built := Record{ReleaseID: "rollback-0123abcd-abcdef:" + long + "/" + long, App: "checkout", Environment: long,
+		Cluster: long, Image: "registry.example/checkout:v1", Kind: KindRollback, RollbackOf: "r1",
+		RollbackReason: strings.Repeat("x", MaxReasonBytes+1)}
+	if err := built.Validate(); err != nil {
+		t.Errorf("Validate refused a record ripcord builds: %v", err)
+	}
+	if err := built.ValidateRegistered(); err == nil || !strings.Contains(err.Error(), "release_id: must be at most 253 characters") ||
+		!strings.Contains(err.Error(), "rollback_reason: must be at most 4096 bytes") {
+		t.Errorf("ValidateRegistered = %v, want release_id and rollback_reason over their caps", err)
+	}
+	f := fact("r1", PhaseHealthy, 1, func(f *Fact) { f.Images = []string{strings.Repeat("i", MaxImageLen+1)} })
+	if err := f.Validate(); err != nil {
+		t.Errorf("Validate refused a stored fact over a cap: %v", err)
+	}
+	if err := f.ValidateSent(); err == nil || err.Error() != "images[0]: must be at most 1024 characters, got 1025" {
+		t.Errorf("ValidateSent = %v, want images[0] over its cap", err)
+	}
+}
