@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +79,10 @@ func firstOf(vs ...string) string {
 	return ""
 }
 
+// problemLine is one problem of a refused body as the server words it:
+// the field's path, then what is wrong with it.
+var problemLine = regexp.MustCompile(`^[A-Za-z0-9_.\[\]]+: `)
+
 // apiError is a non-2xx answer, with the server's message.
 type apiError struct {
 	Status  int
@@ -88,11 +94,20 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string {
-	msg := fmt.Sprintf("server answered %d: %s", e.Status, e.Message)
+	message := e.Message
+	// The server says every problem of a refused body at once, "; " apart,
+	// each naming its field ("uid: is required; release_id: is required"):
+	// a line each reads better.
+	if parts := strings.Split(message, "; "); len(parts) > 1 && !slices.ContainsFunc(parts, func(p string) bool {
+		return !problemLine.MatchString(p)
+	}) {
+		message = strings.Join(parts, "\n")
+	}
+	msg := fmt.Sprintf("server answered %d: %s", e.Status, message)
 	// A message of several lines (a fact with several bad fields) names
 	// each line's field itself; the answer's field, the first of them,
 	// put after the last line named another line's field.
-	if e.Field != "" && !strings.Contains(e.Message, "\n") {
+	if e.Field != "" && !strings.Contains(message, "\n") {
 		msg += fmt.Sprintf(" (field %s)", e.Field)
 	}
 	if e.Hint != "" {
