@@ -49,6 +49,42 @@ func (s *scene) replies(id int64) []string {
 	return out
 }
 
+// rollbackRefused has GitHub refuse every request of route with status,
+// message and the headers given (name, value, …), and a person who may
+// write comment `/ripcord rollback` on a pull request; it returns the
+// comment's id.
+func (s *scene) rollbackRefused(route string, status int, message string, header ...string) int64 {
+	s.GitHub.Handle(route, func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(status)
+		body, _ := json.Marshal(map[string]string{"message": message})
+		_, _ = w.Write(body)
+	})
+	s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+	pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+	s.GitHub.SetPermission(appRepo, "octocat", "write")
+	return s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+}
+
+// answeredAtOnce waits for the reply to comment id that says the rollback
+// pull request was not opened, and for its job to be cancelled after one
+// attempt; it returns that reply.
+func (s *scene) answeredAtOnce(t *testing.T, id int64) string {
+	t.Helper()
+	s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
+	// The job records its cancellation just after the answer's transaction.
+	s.WaitFor("the job cancelled", wait, func() bool {
+		return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
+	})
+	if n := s.Int(`SELECT attempt FROM river_job WHERE kind = 'rollback_pull_request'`); n != 1 {
+		t.Errorf("the rollback pull request job ran %d attempts, want 1", n)
+	}
+	return s.replies(id)[1]
+}
+
 // /ripcord rollback in comments: a writer's opens the pull request and is
 // answered with its link; a reader's is refused with the reason; a second
 // one is told the rollback is open already; one on an issue works too.
@@ -130,18 +166,8 @@ func TestRollbackCommandOnAReleaseFileItCannotEditIsAnswered(t *testing.T) {
 func TestRollbackCommandWithoutThePermissionIsAnsweredAtOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`{"message":"Resource not accessible by integration"}`))
-		})
-		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
-		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-
-		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
-		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
-		got := s.replies(id)[1]
+		id := s.rollbackRefused("POST /repos/{owner}/{repo}/git/blobs", http.StatusForbidden, "Resource not accessible by integration")
+		got := s.answeredAtOnce(t, id)
 		for _, want := range []string{"The rollback pull request was not opened", "Resource not accessible by integration",
 			"contents: write", "pull_requests: write"} {
 			if !strings.Contains(got, want) {
@@ -150,13 +176,6 @@ func TestRollbackCommandWithoutThePermissionIsAnsweredAtOnce(t *testing.T) {
 		}
 		if strings.Contains(got, "gave up after") {
 			t.Errorf("second reply = %q, want it answered at once, not after retries", got)
-		}
-		// The job records its cancellation just after the answer's transaction.
-		s.WaitFor("the job cancelled", wait, func() bool {
-			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
-		})
-		if n := s.Int(`SELECT attempt FROM river_job WHERE kind = 'rollback_pull_request'`); n != 1 {
-			t.Errorf("the rollback pull request job ran %d attempts, want 1", n)
 		}
 		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`); n != 1 {
 			t.Errorf("rollback_failed events on r3 = %d, want 1", n)
@@ -170,29 +189,14 @@ func TestRollbackCommandWithoutThePermissionIsAnsweredAtOnce(t *testing.T) {
 func TestRollbackCommandRefusedByABranchRuleIsAnsweredAtOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/refs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			_, _ = w.Write([]byte(`{"message":"Repository rule violations found\n\nCannot create ref due to creations being restricted.\n\n"}`))
-		})
-		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
-		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-
-		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
-		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
-		got := s.replies(id)[1]
+		id := s.rollbackRefused("POST /repos/{owner}/{repo}/git/refs", http.StatusUnprocessableEntity,
+			"Repository rule violations found\n\nCannot create ref due to creations being restricted.\n\n")
+		got := s.answeredAtOnce(t, id)
 		for _, want := range []string{"The rollback pull request was not opened", "creations being restricted",
 			"branch protection rule or ruleset", "release-rollback-*"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("second reply = %q, want it to say %q", got, want)
 			}
-		}
-		s.WaitFor("the job cancelled", wait, func() bool {
-			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
-		})
-		if n := s.Int(`SELECT attempt FROM river_job WHERE kind = 'rollback_pull_request'`); n != 1 {
-			t.Errorf("the rollback pull request job ran %d attempts, want 1", n)
 		}
 	})
 }
@@ -203,17 +207,8 @@ func TestRollbackCommandRefusedByABranchRuleIsAnsweredAtOnce(t *testing.T) {
 func TestRollbackCommandIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Retry-After", "3600")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`{"message":"You have exceeded a secondary rate limit."}`))
-		})
-		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
-		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-
-		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+		id := s.rollbackRefused("POST /repos/{owner}/{repo}/git/blobs", http.StatusForbidden,
+			"You have exceeded a secondary rate limit.", "Retry-After", "3600")
 		// Make the next attempt the last one, so the test need not wait for ten.
 		db := testdb.Open(t, dbURL)
 		s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
