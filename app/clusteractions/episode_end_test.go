@@ -32,6 +32,27 @@ type episodeK8s struct {
 // seedRollingBack opens the failed and the rollback release through the API
 // and stores the episode as the recovery flow leaves it once the kubernetes
 // executor queued the action: rolling_back on the rollback release.
+// healthyFact posts the Healthy fact of the rollback release's workload
+// (uid), as the agent reports a rollout that went well, and waits for the
+// episode to end rolled_back by it.
+func (e episodeK8s) healthyFact(t *testing.T, s *server, uid string) {
+	t.Helper()
+	fact := map[string]any{"source": "deployment", "cluster": "prod-eu", "namespace": "shop", "name": "checkout",
+		"uid": uid, "generation": 2, "observed_generation": 2, "phase": "Healthy",
+		"images": []string{"registry:5000/shop/checkout:v1"}, "release_id": e.rollback,
+		"observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
+	if code := s.call(http.MethodPost, "/api/v1/facts/prod-eu", euToken, fact, nil); code != http.StatusOK {
+		t.Fatalf("post the healthy fact: %d", code)
+	}
+	deadline := time.Now().Add(waitFor)
+	for state, _ := e.read(t, s); state != string(recoveryflow.StateRolledBack); state, _ = e.read(t, s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("episode is %s, want rolled_back by its release's facts", state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // claimedByAgentA seeds an episode rolling back through an action, and
 // has agent-a claim that action.
 func claimedByAgentA(t *testing.T, s *server, runID int64) (episodeK8s, string) {
@@ -243,20 +264,7 @@ func TestAHealthCheckFailureAfterTheRollbackReleaseIsHealthyIsRecordedOnIt(t *te
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := claimedByAgentA(t, s, 400)
-		fact := map[string]any{"source": "deployment", "cluster": "prod-eu", "namespace": "shop", "name": "checkout",
-			"uid": "uid-400", "generation": 2, "observed_generation": 2, "phase": "Healthy",
-			"images": []string{"registry:5000/shop/checkout:v1"}, "release_id": e.rollback,
-			"observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
-		if code := s.call(http.MethodPost, "/api/v1/facts/prod-eu", euToken, fact, nil); code != http.StatusOK {
-			t.Fatalf("post the healthy fact: %d", code)
-		}
-		deadline := time.Now().Add(waitFor)
-		for state, _ := e.read(t, s); state != string(recoveryflow.StateRolledBack); state, _ = e.read(t, s) {
-			if time.Now().After(deadline) {
-				t.Fatalf("episode is %s, want rolled_back by its release's facts", state)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		e.healthyFact(t, s, "uid-400")
 		res := failedResult("agent-a", actionapi.OutcomeRollbackFailed, "health_check_failed", "0 of 2 pods answered /healthz")
 		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, res, nil); code != http.StatusOK {
 			t.Fatalf("report: %d", code)

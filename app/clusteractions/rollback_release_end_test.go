@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/clusteractions"
-	"github.com/ripcord/ripcord/app/recoveryflow"
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
@@ -132,20 +131,7 @@ func TestASuccessfulActionLeavesItsRollbackReleaseToTheFacts(t *testing.T) {
 		if rec, err := rs.Get(context.Background(), e.rollback); err != nil || rec.State != records.StateOpened {
 			t.Fatalf("rollback release after a successful action: %s %v, want opened until its facts", rec.State, err)
 		}
-		fact := map[string]any{"source": "deployment", "cluster": "prod-eu", "namespace": "shop", "name": "checkout",
-			"uid": "uid-700", "generation": 2, "observed_generation": 2, "phase": "Healthy",
-			"images": []string{"registry:5000/shop/checkout:v1"}, "release_id": e.rollback,
-			"observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
-		if code := s.call(http.MethodPost, "/api/v1/facts/prod-eu", euToken, fact, nil); code != http.StatusOK {
-			t.Fatalf("post the healthy fact: %d", code)
-		}
-		deadline := time.Now().Add(waitFor)
-		for state, _ := e.read(t, s); state != string(recoveryflow.StateRolledBack); state, _ = e.read(t, s) {
-			if time.Now().After(deadline) {
-				t.Fatalf("episode is %s, want rolled_back by its release's facts", state)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		e.healthyFact(t, s, "uid-700")
 		for id, want := range map[string]records.State{e.rollback: records.StateHealthy, e.failed: records.StateRolledBack} {
 			if rec, err := rs.Get(context.Background(), id); err != nil || rec.State != want {
 				t.Errorf("release %s is %s (%v), want %s", id, rec.State, err, want)
