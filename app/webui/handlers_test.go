@@ -124,11 +124,15 @@ func TestPages(t *testing.T) {
 			}
 		})
 		t.Run("a rollback names what it replaces and links its pull request", func(t *testing.T) {
+			// A rollback names a release of its own app, environment and
+			// cluster (the releases API refuses any other).
+			f.open(t, records.Record{ReleaseID: "shop-c1", App: "shop", Environment: "canary", Cluster: "eu-1", Repository: "acme/shop",
+				Image: "ghcr.io/acme/shop:v3", Kind: records.KindPromote, CreatedAt: t0.Add(160 * time.Minute)})
 			f.open(t, records.Record{ReleaseID: "shop-rb", App: "shop", Environment: "canary", Cluster: "eu-1", Repository: "acme/shop",
-				Image: "ghcr.io/acme/shop:v2", Kind: records.KindRollback, RollbackOf: "shop-3", RollbackReason: "errors",
+				Image: "ghcr.io/acme/shop:v2", Kind: records.KindRollback, RollbackOf: "shop-c1", RollbackReason: "errors",
 				PRURL: "https://github.example/acme/shop/pull/7", PRNumber: 7, CreatedAt: t0.Add(170 * time.Minute)})
 			b := body(get(t, mux, "/", alice))
-			for _, want := range []string{"rollback of shop-3", `<a href="https://github.example/acme/shop/pull/7">#7</a>`} {
+			for _, want := range []string{"rollback of shop-c1", `<a href="https://github.example/acme/shop/pull/7">#7</a>`} {
 				if !strings.Contains(b, want) {
 					t.Errorf("the page lacks %q", want)
 				}
