@@ -91,7 +91,7 @@ var settings = []Setting{
 	{Key: "rollout.alertmanager_url", Env: "RIPCORD_ROLLOUT_ALERTMANAGER_URL", Default: "",
 		Help: "Alertmanager that rollout health gates read when the repository config names no alertmanager_url", set: optionalHTTP(func(c *Config) *string { return &c.Rollout.AlertmanagerURL })},
 	{Key: "outbound.allow", Env: "RIPCORD_OUTBOUND_ALLOW", Default: "",
-		Help: "hosts, IP addresses and CIDR networks (prometheus.internal, 10.0.0.0/8), comma-separated, that the URLs a repository's .github/ripcord.yml chooses (prometheus_url, alertmanager_url, probes with from: server, policy_validation.url) may reach, beside the hosts of rollout.prometheus_url and rollout.alertmanager_url; empty: any address but the link-local (cloud metadata), unspecified and multicast ones, which are refused whatever the list says (README: Requests to URLs a repository chooses)", set: setOutboundAllow},
+		Help: "hosts, IP addresses and CIDR networks (prometheus.internal, 10.0.0.0/8), comma-separated, that the URLs a repository's .github/ripcord.yml chooses (prometheus_url, alertmanager_url, probes with from: server, policy_validation.url) may reach, beside the hosts of rollout.prometheus_url and rollout.alertmanager_url; empty: any address but the link-local and other cloud metadata ones, unspecified and multicast ones (also through NAT64 or 6to4), which are refused whatever the list says (README: Requests to URLs a repository chooses)", set: setOutboundAllow},
 }
 
 var byKey, byFlag = func() (map[string]Setting, map[string]Setting) {

@@ -3,8 +3,9 @@
 // with from: server, policy_validation.url). Whoever can push to a default
 // branch chooses them, so the server must not become their way into its
 // own network: the client never connects to link-local addresses (the
-// cloud metadata service at 169.254.169.254), unspecified or multicast
-// ones, checked on the address actually dialled so that a name resolving
+// cloud metadata service at 169.254.169.254), the metadata services at
+// other addresses, unspecified or multicast ones, nor to IPv6 addresses
+// that carry one of those through a NAT64 or 6to4 gateway, checked on the address actually dialled so that a name resolving
 // there is refused too; it follows no redirects; and the server may limit
 // it to listed hosts and networks (outbound.allow). Loopback and private
 // networks stay allowed by default: Prometheus at http://prometheus:9090
@@ -83,10 +84,60 @@ func normalHost(h string) string { return strings.TrimSuffix(strings.ToLower(h),
 // Limited reports whether outbound.allow lists anything.
 func (r Rules) Limited() bool { return len(r.hosts) > 0 || len(r.nets) > 0 }
 
-// metadataV6 is the IPv6 address of AWS's instance metadata service: a
-// unique local address, which the private networks allowed by default
-// would let through.
-var metadataV6 = netip.MustParseAddr("fd00:ec2::254")
+// Cloud metadata services at addresses the private networks allowed by
+// default would let through: AWS's IPv6 one (a unique local address) and
+// Alibaba Cloud's (in the carrier-grade NAT range, 100.64.0.0/10).
+var (
+	metadataV6      = netip.MustParseAddr("fd00:ec2::254")
+	metadataAlibaba = netip.MustParseAddr("100.100.100.200")
+)
+
+// IPv6 prefixes that carry an IPv4 address a gateway may forward to: the
+// well-known and the local-use NAT64 prefixes (RFC 6052, RFC 8215), whose
+// last 32 bits are the IPv4 address, and 6to4 (RFC 3056), whose bits 16-47
+// are. On a network with a NAT64 gateway, 64:ff9b::a9fe:a9fe is the
+// metadata service.
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	nat6416   = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
+
+// embeddedV4 returns the IPv4 address an IPv6 address of a translating
+// prefix carries.
+func embeddedV4(a netip.Addr) (netip.Addr, bool) {
+	b := a.As16()
+	switch {
+	case !a.Is6():
+		return netip.Addr{}, false
+	case nat64.Contains(a), nat6416.Contains(a):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
+
+// fixedRefusal says why a is never called, whatever outbound.allow says,
+// or "" when it may be.
+func fixedRefusal(a netip.Addr) string {
+	if v4, ok := embeddedV4(a); ok {
+		if why := fixedRefusal(v4); why != "" {
+			return "carries " + v4.String() + ", which " + why
+		}
+	}
+	switch {
+	case a.IsLinkLocalUnicast():
+		return "is link-local"
+	case a == metadataV6, a == metadataAlibaba:
+		return "is the cloud metadata service"
+	case a.IsUnspecified():
+		return "is unspecified"
+	case a.IsMulticast():
+		return "is multicast"
+	}
+	return ""
+}
 
 // Check says whether the client may connect to address (ip:port, as the
 // dialer has it once the name is resolved) for a URL whose host is host.
@@ -101,15 +152,8 @@ func (r Rules) Check(host, address string) error {
 	refuse := func(why string) error {
 		return &RefusedError{Host: host, Address: a.String(), Why: why}
 	}
-	switch {
-	case a.IsLinkLocalUnicast():
-		return refuse("is link-local")
-	case a == metadataV6:
-		return refuse("is the cloud metadata service")
-	case a.IsUnspecified():
-		return refuse("is unspecified")
-	case a.IsMulticast():
-		return refuse("is multicast")
+	if why := fixedRefusal(a); why != "" {
+		return refuse(why)
 	}
 	if !r.Limited() || r.hosts[normalHost(host)] {
 		return nil

@@ -16,6 +16,10 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	nat64Listed, err := ParseAllow([]string{"64:ff9b::/96"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, host, address string
 		rules               Rules
@@ -26,6 +30,14 @@ func TestCheck(t *testing.T) {
 		{"the metadata service as an IPv4-mapped IPv6 address", "metadata.example", "[::ffff:169.254.169.254]:80", open, "is link-local"},
 		{"IPv6 link-local", "fe80::1", "[fe80::1%eth0]:80", open, "is link-local"},
 		{"AWS's IPv6 metadata service", "fd00:ec2::254", "[fd00:ec2::254]:80", open, "is the cloud metadata service"},
+		{"Alibaba Cloud's metadata service", "100.100.100.200", "100.100.100.200:80", open, "is the cloud metadata service"},
+		{"the metadata service through NAT64's well-known prefix", "metadata.example", "[64:ff9b::a9fe:a9fe]:80", open, "carries 169.254.169.254, which is link-local"},
+		{"the metadata service through a local-use NAT64 prefix", "metadata.example", "[64:ff9b:1::a9fe:a9fe]:80", open, "carries 169.254.169.254, which is link-local"},
+		{"the metadata service through 6to4", "metadata.example", "[2002:a9fe:a9fe::1]:80", open, "carries 169.254.169.254, which is link-local"},
+		{"Alibaba's metadata service through NAT64", "metadata.example", "[64:ff9b::6464:64c8]:80", open, "carries 100.100.100.200, which is the cloud metadata service"},
+		{"unspecified IPv4 through NAT64", "x.example", "[64:ff9b::]:80", open, "carries 0.0.0.0, which is unspecified"},
+		{"a public address through NAT64", "prom.example", "[64:ff9b::203.0.113.9]:9090", open, ""},
+		{"the rest of carrier-grade NAT by default", "prom.example", "100.100.100.201:9090", open, ""},
 		{"unspecified IPv4, which reaches the machine itself", "0.0.0.0", "0.0.0.0:9090", open, "is unspecified"},
 		{"unspecified IPv6", "::", "[::]:9090", open, "is unspecified"},
 		{"multicast", "224.0.0.1", "224.0.0.1:80", open, "is multicast"},
@@ -38,6 +50,7 @@ func TestCheck(t *testing.T) {
 		{"a listed address", "prom.other", "192.168.7.7:9090", limited, ""},
 		{"loopback not listed", "localhost", "127.0.0.1:9090", limited, "is not in the server's outbound.allow"},
 		{"link-local even when listed", "169.254.169.254", "169.254.169.254:80", limited, "is link-local"},
+		{"the metadata service through NAT64 even when its network is listed", "64:ff9b::a9fe:a9fe", "[64:ff9b::a9fe:a9fe]:80", nat64Listed, "carries 169.254.169.254, which is link-local"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := c.rules.Check(c.host, c.address)
