@@ -2,21 +2,17 @@ package actions
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/oidcauth/oidctest"
+	"github.com/ripcord/ripcord/internal/testserve"
 )
 
 const (
@@ -28,26 +24,11 @@ const (
 // tokens for the audience of its own URL, as the action's default audience is.
 func realServer(t *testing.T, issuer *oidctest.Issuer) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String()
-	cfg := config.Defaults()
-	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "ripcord.db")
-	cfg.PublicURL, cfg.APIToken = url, e2eToken
-	cfg.GitHub.WebhookSecrets = []string{e2eSecret}
-	cfg.OIDC.Issuer, cfg.OIDC.Audience = issuer.URL(), url
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return url
+	return testserve.Start(t, func(cfg *config.Config, url string) {
+		cfg.PublicURL, cfg.APIToken = url, e2eToken
+		cfg.GitHub.WebhookSecrets = []string{e2eSecret}
+		cfg.OIDC.Issuer, cfg.OIDC.Audience = issuer.URL(), url
+	})
 }
 
 // installOn delivers a signed installation event naming repo, as GitHub does

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/testserve"
 )
 
 // PERFORMANCE.md's intake section says what `ripcord serve` does with the
@@ -21,25 +16,12 @@ import (
 // it once said they were worked by the job queue, after they had come to be
 // stored ignored, which changes what (c) and (d) measure.
 func TestPerformanceDescribesWhatTheServerDoesWithTheLoad(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Defaults()
-	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "bench.db")
-	cfg.GitHub.WebhookSecrets = []string{benchSecret}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
+	url := testserve.Start(t, func(cfg *config.Config, _ string) {
+		cfg.GitHub.WebhookSecrets = []string{benchSecret}
+	})
 
 	b := body(12 << 10)
-	req, err := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/api/github/hook", strings.NewReader(string(b)))
+	req, err := http.NewRequest(http.MethodPost, url+"/api/github/hook", strings.NewReader(string(b)))
 	if err != nil {
 		t.Fatal(err)
 	}

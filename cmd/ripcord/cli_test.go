@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -14,33 +12,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/internal/testbin"
 	"github.com/ripcord/ripcord/internal/testnet"
+	"github.com/ripcord/ripcord/internal/testserve"
 )
 
 // inProcessServer runs the server in this test process on loopback.
 func inProcessServer(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Defaults()
-	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "cli.db")
-	cfg.APIToken = "cli-token"
-	cfg.Clusters = config.TokensOf(map[string]string{"prod-eu": "eu-token"})
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String()
+	return testserve.Start(t, func(cfg *config.Config, _ string) {
+		cfg.APIToken = "cli-token"
+		cfg.Clusters = config.TokensOf(map[string]string{"prod-eu": "eu-token"})
+	})
 }
 
 // ripcord runs the built binary and returns its exit code and output.
