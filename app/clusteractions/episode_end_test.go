@@ -204,12 +204,7 @@ func TestAnActionsFailureEndsItsEpisodeAtOnceWithTheAgentsReason(t *testing.T) {
 		}
 		for i, res := range cases {
 			e, id := claimedByAgentA(t, s, int64(100+i))
-			for range 2 { // the agent repeats a result whose answer it lost
-				var out map[string]any
-				if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, res, &out); code != http.StatusOK {
-					t.Fatalf("report %s: %d %v", res.Outcome, code, out)
-				}
-			}
+			s.reportTwice(id, res)
 			e.waitEnded(t, s, res.Reason)
 			state, d := e.read(t, s)
 			if !strings.Contains(d.Reason, id) || (res.ErrorType != "" && !strings.Contains(d.Reason, res.ErrorType)) {

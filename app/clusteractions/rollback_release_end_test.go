@@ -82,11 +82,7 @@ func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
 		}
 		for i, res := range cases {
 			e, id := claimedByAgentA(t, s, int64(500+i))
-			for range 2 { // a repeated result changes nothing more
-				if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, res, nil); code != http.StatusOK {
-					t.Fatalf("report %s: %d", res.Outcome, code)
-				}
-			}
+			s.reportTwice(id, res) // a repeated result changes nothing more
 			// Same transaction as the result: failed before any job ran.
 			e.rollbackReleaseFailed(t, s, id, res.Reason)
 			e.waitEnded(t, s, res.Reason)

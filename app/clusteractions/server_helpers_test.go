@@ -16,6 +16,7 @@ import (
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/clusteractions"
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
@@ -170,4 +171,17 @@ func (s *server) call(method, path, token string, body any, out any) int {
 		}
 	}
 	return resp.StatusCode
+}
+
+// reportTwice posts the agent's result of action id twice, as an agent
+// does that lost the first answer and repeats the result, and fails the
+// test unless both are taken (200).
+func (s *server) reportTwice(id string, res actionapi.Result) {
+	s.t.Helper()
+	for range 2 {
+		var out map[string]any
+		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, res, &out); code != http.StatusOK {
+			s.t.Fatalf("report %s: %d %v", res.Outcome, code, out)
+		}
+	}
 }
