@@ -505,6 +505,15 @@ func reviewPosts(t *testing.T, e *e2etest.Env) []githubtest.GateReview {
 	return out
 }
 
+// refuseReview answers a review post as GitHub answers one it does not
+// take: status, with GitHub's JSON error body saying message.
+func refuseReview(w http.ResponseWriter, status int, message string) {
+	body, _ := json.Marshal(map[string]string{"message": message})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
 // GitHub may have taken an answer it replied 5xx to (a POST is not repeated
 // by the client for that reason). The job's next attempt must post that
 // same answer, not decide again: a freeze that began in between would
@@ -524,9 +533,7 @@ func TestProtectionRuleRepeatsItsAnswerAfterAFailedPost(t *testing.T) {
 			ok := answer
 			mu.Unlock()
 			if !ok {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadGateway)
-				_, _ = w.Write([]byte(`{"message":"Server Error"}`))
+				refuseReview(w, http.StatusBadGateway, "Server Error")
 				return
 			}
 			review(w, r, p)
@@ -567,9 +574,7 @@ func TestProtectionRuleStopsWhenGitHubRefusesTheAnswer(t *testing.T) {
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
 	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
 	e.GitHub.Handle("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnprocessableEntity)
-		_, _ = w.Write([]byte(`{"message":"No pending custom deployment protection rule found"}`))
+		refuseReview(w, http.StatusUnprocessableEntity, "No pending custom deployment protection rule found")
 	})
 	e.Install(repo)
 	e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
