@@ -188,6 +188,17 @@ func failedResult(agent, outcome, errType, reason string) actionapi.Result {
 		Audit: []actionapi.AuditEvent{{Type: string(audit), At: time.Now(), Message: reason}}}
 }
 
+// endedBeforeThePatch are the results of agent-a ending a rollback action
+// without having changed the deployment: a skip, an alert, a failure
+// before the patch.
+func endedBeforeThePatch() []actionapi.Result {
+	return []actionapi.Result{
+		failedResult("agent-a", actionapi.OutcomeSkipped, "", "checkout runs v3, not the failed v2: nothing to roll back"),
+		failedResult("agent-a", actionapi.OutcomeAlert, "pinned_by_digest", "checkout is pinned by digest sha256:abc"),
+		failedResult("agent-a", actionapi.OutcomeRollbackFailed, "deployment_not_found", "deployment shop/checkout not found"),
+	}
+}
+
 // A rollback action the agent ends without rolling back (a skip, an alert,
 // a failure before or after the patch) ends its episode at once,
 // rollback_failed with the agent's reason, and only once however often the
@@ -196,12 +207,8 @@ func failedResult(agent, outcome, errType, reason string) actionapi.Result {
 func TestAnActionsFailureEndsItsEpisodeAtOnceWithTheAgentsReason(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
-		cases := []actionapi.Result{
-			failedResult("agent-a", actionapi.OutcomeSkipped, "", "checkout runs v3, not the failed v2: nothing to roll back"),
-			failedResult("agent-a", actionapi.OutcomeAlert, "pinned_by_digest", "checkout is pinned by digest sha256:abc"),
-			failedResult("agent-a", actionapi.OutcomeRollbackFailed, "deployment_not_found", "deployment shop/checkout not found"),
-			failedResult("agent-a", actionapi.OutcomeRollbackFailed, "health_check_failed", "0 of 2 pods answered /healthz"),
-		}
+		cases := append(endedBeforeThePatch(),
+			failedResult("agent-a", actionapi.OutcomeRollbackFailed, "health_check_failed", "0 of 2 pods answered /healthz"))
 		for i, res := range cases {
 			e, id := claimedByAgentA(t, s, int64(100+i))
 			s.reportTwice(id, res)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/clusteractions"
-	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -75,11 +74,7 @@ func (e episodeK8s) rollbackReleaseFailed(t *testing.T, s *server, actionID, why
 func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
-		cases := []actionapi.Result{
-			failedResult("agent-a", actionapi.OutcomeSkipped, "", "checkout runs v3, not the failed v2: nothing to roll back"),
-			failedResult("agent-a", actionapi.OutcomeAlert, "pinned_by_digest", "checkout is pinned by digest sha256:abc"),
-			failedResult("agent-a", actionapi.OutcomeRollbackFailed, "deployment_not_found", "deployment shop/checkout not found"),
-		}
+		cases := endedBeforeThePatch()
 		for i, res := range cases {
 			e, id := claimedByAgentA(t, s, int64(500+i))
 			s.reportTwice(id, res) // a repeated result changes nothing more
