@@ -20,7 +20,8 @@ import (
 // SQLite database of its own in the test's temporary folder, then with
 // whatever configure sets; configure is given the server's base URL, for
 // the settings that name it (public_url, an OIDC audience), and may be nil.
-// The server logs nowhere and stops when the test ends. Start returns the
+// The server logs nowhere and stops when the test ends; an error it stops
+// with fails the test. Start returns the
 // base URL ("http://127.0.0.1:PORT").
 func Start(t testing.TB, configure func(cfg *config.Config, url string)) string {
 	t.Helper()
@@ -43,6 +44,11 @@ func Start(t testing.TB, configure func(cfg *config.Config, url string)) string 
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server stopped with an error: %v", err)
+		}
+	})
 	return url
 }
