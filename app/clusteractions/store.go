@@ -300,15 +300,26 @@ const (
 
 // finish records an agent's result: only for the agent that claimed it,
 // once; a repeat of the same status is accepted and changes nothing.
+//
+// On PostgreSQL the action is read FOR UPDATE: two results for one action
+// (two replicas of an agent, or a retry racing the first request) would
+// otherwise both read it claimed, and both be stored, each with its audit
+// events and its end of the episode. Locked, the second waits for the first
+// and is judged against its result: a repeat, or a conflict. SQLite's one
+// writer already runs the two transactions one after the other.
 func (s *actionStore) finish(ctx context.Context, cluster, id string, res actionapi.Result, now time.Time) (Stored, finishOutcome, string, error) {
 	var (
 		st      Stored
 		outcome finishOutcome
 		why     string
 	)
+	lock := ""
+	if s.db.Dialect == store.Postgres {
+		lock = ` FOR UPDATE`
+	}
 	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		st, err = scanStored(tx.QueryRowContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions WHERE id = $1 AND cluster = $2`, id, cluster))
+		st, err = scanStored(tx.QueryRowContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions WHERE id = $1 AND cluster = $2`+lock, id, cluster))
 		if errors.Is(err, sql.ErrNoRows) {
 			outcome, why = finishNotFound, fmt.Sprintf("cluster %s has no action %s", cluster, id)
 			return nil
