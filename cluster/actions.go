@@ -173,7 +173,7 @@ func (r *actionRunner) carryOut(ctx context.Context, a actionapi.Action) {
 			if err := r.journal.put(e); err != nil {
 				// Without the journal a restart could repeat the action.
 				res := journalFailure(a, err)
-				r.report(ctx, log, a, res)
+				_ = r.report(ctx, log, a, res)
 				return
 			}
 		} else {
@@ -190,10 +190,14 @@ func (r *actionRunner) carryOut(ctx context.Context, a actionapi.Action) {
 			// Nothing was changed: saying so now spares the server
 			// waiting out its claim timeout, within the grace period the
 			// agent is given to stop.
-			log.Info("stopping before the action touched the cluster; reporting it not done")
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopReportGrace)
 			defer cancel()
+			if res.ErrorType == ErrTypeAgentStopped {
+				log.Info("stopping before the action touched the cluster; giving it back to the server")
+				r.giveBack(ctx, log, a, res)
+				return
+			}
 		}
 		e.Result = &res
 		if err := r.journal.put(e); err != nil {
@@ -201,7 +205,7 @@ func (r *actionRunner) carryOut(ctx context.Context, a actionapi.Action) {
 		}
 	}
 	r.metrics.actions.WithLabelValues(a.Kind, e.Result.Outcome).Inc()
-	r.report(ctx, log, a, *e.Result)
+	_ = r.report(ctx, log, a, *e.Result)
 }
 
 // execute carries out an action; touched says whether the cluster may
@@ -215,19 +219,51 @@ func (r *actionRunner) execute(ctx context.Context, a actionapi.Action, earlierR
 	return r.roll.rollback(ctx, a, earlierRun)
 }
 
+// giveBack reports an action the agent was stopped before starting
+// (stopped, its rollback_failed agent_stopped result) as not_started, so
+// the server puts it back to pending for this agent's next start or another
+// replica, rather than end the episode with an alert about a rollback that
+// was never tried. The journal keeps the action started without a result:
+// if the server never heard, the next start with this state folder resumes
+// it, reading the Deployment before it patches. A server from before
+// not_started refuses it naming the field (400 on outcome or status): it
+// then gets stopped, as it always did, and the journal keeps that result
+// so the action is not carried out after all.
+func (r *actionRunner) giveBack(ctx context.Context, log *slog.Logger, a actionapi.Action, stopped actionapi.Result) {
+	back := actionapi.Result{Status: actionapi.StatusNotStarted, Outcome: actionapi.OutcomeNotStarted,
+		ErrorType: stopped.ErrorType, Reason: stopped.Reason + "; the action goes back to the server for the agent's next start or another replica"}
+	err := r.report(ctx, log, a, back)
+	var se *statusError
+	if !errors.As(err, &se) || se.Status != http.StatusBadRequest || !se.refusesFields("outcome", "status") {
+		r.metrics.actions.WithLabelValues(a.Kind, back.Outcome).Inc()
+		return
+	}
+	log.Info("the server does not know not_started results; reporting the action failed, as servers before it expect")
+	e := journalEntry{Action: a, StartedAt: r.now(), Result: &stopped}
+	if old, found, _ := r.journal.get(a.ID); found {
+		e.StartedAt = old.StartedAt
+	}
+	if err := r.journal.put(e); err != nil {
+		log.Error("cannot record the action's result in the journal", "err", err)
+	}
+	r.metrics.actions.WithLabelValues(a.Kind, stopped.Outcome).Inc()
+	_ = r.report(ctx, log, a, stopped)
+}
+
 func journalFailure(a actionapi.Action, err error) actionapi.Result {
 	rec := &recorder{now: time.Now}
 	return rec.end(failed(ErrTypeJournal, "not started: %v", err), rollbackPlan{})
 }
 
 // report posts the result until the server takes it, refuses it for good,
-// or the agent stops (the journal keeps it for the next start).
-func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi.Action, res actionapi.Result) {
+// or the agent stops (the journal keeps it for the next start). It returns
+// nil once the server took it, else the last error.
+func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi.Action, res actionapi.Result) error {
 	res.Agent = r.agent
 	body, err := json.Marshal(res)
 	if err != nil {
 		log.Error("cannot encode the action's result", "err", err)
-		return
+		return err
 	}
 	u := r.base + "/" + url.PathEscape(a.ID)
 	backoff := time.Second
@@ -237,17 +273,17 @@ func (r *actionRunner) report(ctx context.Context, log *slog.Logger, a actionapi
 		switch {
 		case err == nil:
 			log.Info("action finished", "status", res.Status, "outcome", res.Outcome, "reason", res.Reason)
-			return
+			return nil
 		case errors.As(err, &se) && se.Status/100 == 4 && !retryable4xx(se):
 			log.Error("the server refused the action's result", "err", err)
-			return
+			return err
 		case ctx.Err() != nil:
-			return
+			return err
 		}
 		log.Warn("cannot report the action's result; retrying", append([]any{"err", err, "retry_in", backoff}, refusedActionsToken(err, r.tokenFrom)...)...)
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, r.maxBackoff)

@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,12 +133,13 @@ func TestAnAgentStoppedMidActionLeavesItForTheNextStart(t *testing.T) {
 }
 
 // SIGTERM arrives after the agent claimed the action and read the
-// Deployment, before its patch. The old agent left the action claimed,
-// so the server waited out its claim timeout (an hour) for an action
-// nothing had been done for; now the agent reports it not done before it
-// exits, and records that in its journal, so a restart does not carry it
-// out after all.
-func TestAnAgentStoppedBeforeThePatchReportsTheActionNotDone(t *testing.T) {
+// Deployment, before its patch. Nothing was tried, so the agent gives the
+// action back (not_started, saying why, with no audit event: no rollback
+// began) for its next start or another replica, instead of failing it and
+// with it the episode. The journal keeps the action started without a
+// result: should the server not have heard, the next start with this state
+// folder resumes it, reading the Deployment before it patches.
+func TestAnAgentStoppedBeforeThePatchGivesTheActionBack(t *testing.T) {
 	cs := fake.NewClientset(servedDeployment()...)
 	srv := newActionServer(t)
 	r := newRunner(t, srv, cs, t.TempDir(), 1)
@@ -147,15 +150,71 @@ func TestAnAgentStoppedBeforeThePatchReportsTheActionNotDone(t *testing.T) {
 	})
 	r.carryOut(ctx, rollbackAction())
 	res := srv.resultsOf("act_1")
-	if len(res) != 1 || res[0].Status != actionapi.StatusFailed || res[0].Outcome != actionapi.OutcomeRollbackFailed ||
-		res[0].ErrorType != "agent_stopped" || res[0].Agent != "agent-1" {
-		t.Fatalf("reported %+v; want one rollback_failed, agent_stopped result", res)
+	if len(res) != 1 || res[0].Status != actionapi.StatusNotStarted || res[0].Outcome != actionapi.OutcomeNotStarted ||
+		res[0].ErrorType != "agent_stopped" || res[0].Agent != "agent-1" || len(res[0].Audit) != 0 ||
+		!strings.Contains(res[0].Reason, "nothing was changed") {
+		t.Fatalf("reported %+v; want one not_started result, agent_stopped, with its reason and no audit event", res)
 	}
 	if patches(cs) != 0 {
 		t.Errorf("%d patches; want none after SIGTERM", patches(cs))
 	}
+	if e, found, _ := r.journal.get("act_1"); !found || e.Result != nil {
+		t.Errorf("journal %+v (found %v); want the action started, without a result, for a restart to resume", e, found)
+	}
+
+	// The restarted agent (same state folder) is handed the action again
+	// and carries it out.
+	port := podServers(t, healthy)
+	again := newRunner(t, srv, cs, r.journal.dir, port)
+	again.carryOut(context.Background(), rollbackAction())
+	if res := srv.resultsOf("act_1"); len(res) != 2 || res[1].Status != actionapi.StatusDone {
+		t.Errorf("after the restart: reported %+v; want the rollback done", res)
+	}
+	if patches(cs) != 1 {
+		t.Errorf("%d patches; want the restarted agent's one", patches(cs))
+	}
+}
+
+// A server from before not_started answers it 400 naming the outcome, as
+// any outcome it does not know. The agent then reports the action failed,
+// agent_stopped, as agents before not_started did, so that server ends the
+// episode at once rather than wait out its claim timeout; the journal keeps
+// that result, so a restart does not carry the action out after all.
+func TestAnAgentStoppedBeforeThePatchTellsAnOldServerTheActionFailed(t *testing.T) {
+	var mu sync.Mutex
+	var posted []actionapi.Result
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var res actionapi.Result
+		_ = json.NewDecoder(r.Body).Decode(&res)
+		mu.Lock()
+		posted = append(posted, res)
+		mu.Unlock()
+		if res.Outcome == actionapi.OutcomeNotStarted {
+			// What app/clusteractions answered before it knew not_started.
+			pipeline.WriteError(w, http.StatusBadRequest, "outcome",
+				fmt.Sprintf("outcome must be rolled_back, skipped, alert or rollback_failed, got %q", res.Outcome))
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	cs := fake.NewClientset(servedDeployment()...)
+	r := newRunner(t, &actionServer{Server: srv}, cs, t.TempDir(), 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cs.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		cancel()
+		return false, nil, nil
+	})
+	r.carryOut(ctx, rollbackAction())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(posted) != 2 || posted[0].Status != actionapi.StatusNotStarted ||
+		posted[1].Status != actionapi.StatusFailed || posted[1].Outcome != actionapi.OutcomeRollbackFailed ||
+		posted[1].ErrorType != "agent_stopped" || len(posted[1].Audit) != 1 || posted[1].Audit[0].Type != "rollback_failed" {
+		t.Fatalf("posted %+v; want not_started, then rollback_failed agent_stopped with its audit event", posted)
+	}
 	if e, found, _ := r.journal.get("act_1"); !found || e.Result == nil || e.Result.ErrorType != "agent_stopped" {
-		t.Errorf("journal %+v (found %v); want the not-done result kept for a restart", e, found)
+		t.Errorf("journal %+v (found %v); want the failed result kept for a restart", e, found)
 	}
 }
 

@@ -252,6 +252,23 @@ func (e *statusError) namesField() bool {
 	return json.Unmarshal([]byte(e.Body), &body) == nil && body.Field != ""
 }
 
+// refusesFields reports whether the answer is the server's JSON error
+// naming one of fields.
+func (e *statusError) refusesFields(fields ...string) bool {
+	var body struct {
+		Field string `json:"field"`
+	}
+	if json.Unmarshal([]byte(e.Body), &body) != nil {
+		return false
+	}
+	for _, f := range fields {
+		if body.Field == f {
+			return true
+		}
+	}
+	return false
+}
+
 // isRejection: the server looked at the facts and will never take them as
 // they are. 401 and a 403 that names no field (a token being rotated), 404
 // (a server without this route yet), 408 and 429 may change, so they are

@@ -37,7 +37,9 @@ const (
 	ErrTypeJournal            = "journal_unwritable"
 	// ErrTypeAgentStopped: the agent was stopped (SIGTERM) after it
 	// claimed the action and before it touched the Deployment; nothing
-	// was changed.
+	// was changed. The agent gives the action back (not_started, see
+	// actionRunner.giveBack); only a server that does not know that
+	// status is told rollback_failed.
 	ErrTypeAgentStopped = "agent_stopped"
 )
 

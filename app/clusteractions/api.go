@@ -136,7 +136,12 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 	case outcome == finishConflict:
 		pipeline.WriteError(w, http.StatusConflict, "", why)
 	default:
-		if outcome == finishRecorded {
+		switch {
+		case outcome == finishRecorded && res.Status == actionapi.StatusNotStarted:
+			a.results.WithLabelValues(res.Outcome).Inc()
+			a.log.Info("cluster action given back without being started; it is pending again", "cluster", cluster, "action", id,
+				"agent", res.Agent, "error_type", res.ErrorType, "reason", res.Reason)
+		case outcome == finishRecorded:
 			a.results.WithLabelValues(res.Outcome).Inc()
 			a.log.Info("cluster action finished", "cluster", cluster, "action", id, "status", res.Status,
 				"outcome", res.Outcome, "error_type", res.ErrorType, "reason", res.Reason)
@@ -148,6 +153,7 @@ func (a *api) report(w http.ResponseWriter, r *http.Request) {
 var outcomes = map[string]string{
 	actionapi.OutcomeRolledBack: actionapi.StatusDone, actionapi.OutcomeSkipped: actionapi.StatusFailed,
 	actionapi.OutcomeAlert: actionapi.StatusFailed, actionapi.OutcomeRollbackFailed: actionapi.StatusFailed,
+	actionapi.OutcomeNotStarted: actionapi.StatusNotStarted,
 }
 
 // decodeResult reads the body strictly; a problem comes back as the status
@@ -179,10 +185,13 @@ func checkResult(body []byte, res *actionapi.Result) (string, string) {
 	}
 	status, known := outcomes[res.Outcome]
 	if !known {
-		return "outcome", fmt.Sprintf("outcome must be rolled_back, skipped, alert or rollback_failed, got %q", res.Outcome)
+		return "outcome", fmt.Sprintf("outcome must be rolled_back, skipped, alert, rollback_failed or not_started, got %q", res.Outcome)
 	}
 	if res.Status != status {
 		return "status", fmt.Sprintf("status must be %q for outcome %s, got %q", status, res.Outcome, res.Status)
+	}
+	if res.Status == actionapi.StatusNotStarted && len(res.Audit) > 0 {
+		return "audit", "a not_started result carries no audit events: nothing happened yet"
 	}
 	for i, e := range res.Audit {
 		if !records.AuditType(e.Type).Valid() {

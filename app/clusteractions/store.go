@@ -328,8 +328,12 @@ func (s *actionStore) finish(ctx context.Context, cluster, id string, res action
 			return err
 		}
 		outcome, why = decideFinish(st, res)
-		if outcome != finishRecorded {
+		switch {
+		case outcome != finishRecorded:
 			return nil
+		case res.Status == actionapi.StatusNotStarted:
+			st, err = requeue(ctx, tx, st)
+			return err
 		}
 		st, err = s.finishTx(ctx, tx, st, res, now)
 		return err
@@ -337,7 +341,10 @@ func (s *actionStore) finish(ctx context.Context, cluster, id string, res action
 	return st, outcome, why, err
 }
 
-// decideFinish is whether a result may be recorded for a stored action.
+// decideFinish is whether a result may be recorded for a stored action. A
+// not_started result (the claimant gives the action back untouched) is
+// recorded by putting the action back to pending; said again by the same
+// agent while it is pending, it is a repeat.
 func decideFinish(st Stored, res actionapi.Result) (finishOutcome, string) {
 	switch st.State {
 	case StateClaimed:
@@ -346,8 +353,16 @@ func decideFinish(st Stored, res actionapi.Result) (finishOutcome, string) {
 		}
 		return finishRecorded, ""
 	case StatePending:
+		if res.Status == actionapi.StatusNotStarted && st.Agent != "" && st.Agent == res.Agent {
+			return finishRepeat, ""
+		}
 		return finishConflict, fmt.Sprintf("action %s was never claimed: poll GET /api/v1/clusters/%s/actions first", st.ID, st.Cluster)
 	default:
+		if res.Status == actionapi.StatusNotStarted {
+			// An action that ended (an expired claim included) is never
+			// handed out again.
+			return finishConflict, fmt.Sprintf("action %s already ended %s; it is not handed out again", st.ID, st.State)
+		}
 		if st.Result != nil && st.Agent == res.Agent && st.Result.Status == res.Status &&
 			st.Result.Outcome == res.Outcome && st.Result.ErrorType == res.ErrorType {
 			return finishRepeat, ""
@@ -360,6 +375,21 @@ func decideFinish(st Stored, res actionapi.Result) (finishOutcome, string) {
 		}
 		return finishConflict, fmt.Sprintf("action %s already ended %s", st.ID, st.State)
 	}
+}
+
+// requeue puts an action its claimant gave back untouched (not_started)
+// back to pending, for the next poll of any agent of the cluster. It keeps
+// the agent, so that agent saying it again is a repeat, and its queue time,
+// so expire still fails it not_claimed once no agent has taken it within
+// ClaimTimeout of being queued: an agent stopped again and again cannot
+// keep it waiting for ever. It writes no audit event and leaves the episode
+// alone: nothing happened.
+func requeue(ctx context.Context, tx *sql.Tx, st Stored) (Stored, error) {
+	if _, err := tx.ExecContext(ctx, `UPDATE cluster_actions SET state = 'pending', claimed_at = 0 WHERE id = $1 AND state = 'claimed'`, st.ID); err != nil {
+		return st, fmt.Errorf("action %s: put back to pending: %w", st.ID, err)
+	}
+	st.State, st.ClaimedAt = StatePending, nil
+	return st, nil
 }
 
 // finishTx stores the result and writes its audit events.

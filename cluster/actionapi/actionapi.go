@@ -60,6 +60,12 @@ type Actions struct {
 const (
 	StatusDone   = "done"
 	StatusFailed = "failed"
+	// StatusNotStarted does not end the action: the agent gives it back
+	// without having touched the cluster (it was stopped before its
+	// patch), and the server puts it back to pending for the restarted
+	// agent or another replica to claim. The action's expiry, counted
+	// from when it was queued, still bounds how long it may wait.
+	StatusNotStarted = "not_started"
 )
 
 // Outcomes say what a finished rollback did, in seed 000's words.
@@ -76,6 +82,11 @@ const (
 	// OutcomeRollbackFailed: the rollback was attempted and failed
 	// (rollback_failed with its error type).
 	OutcomeRollbackFailed = "rollback_failed"
+	// OutcomeNotStarted: nothing was tried, nothing was changed, and the
+	// action is handed out again (status not_started; Reason says why,
+	// ErrorType classifies it, e.g. agent_stopped). No audit event: the
+	// rollback has not happened yet, so none of seed 000's events is true.
+	OutcomeNotStarted = "not_started"
 )
 
 // Result is the body of POST /api/v1/clusters/{cluster}/actions/{id}.
