@@ -30,11 +30,12 @@ func TestRollbackOnARealControlPlane(t *testing.T) {
 		_, _ = w.Write([]byte(`{"status":"healthy"}`))
 	}))
 	for name, run := range map[string]func(*testing.T, *k8stest.Cluster, int){
-		"a crash-looping pod of the patched revision fails the rollout at once":  crashLoopingRollback,
-		"a person's change between the read and the patch is not overwritten":    changedBeforeThePatch,
-		"a patch RBAC forbids fails as a Kubernetes API error, changing nothing": forbiddenPatch,
-		"a Deployment scaled to 0 is verified by its patched template observed":  scaledToZeroRollback,
-		"the failed revision's exceeded deadline is no fact of the rollback":     staleDeadlineFacts,
+		"a crash-looping pod of the patched revision fails the rollout at once":      crashLoopingRollback,
+		"a person's change between the read and the patch is not overwritten":        changedBeforeThePatch,
+		"a patch RBAC forbids fails as a Kubernetes API error, changing nothing":     forbiddenPatch,
+		"a Deployment scaled to 0 is verified by its patched template observed":      scaledToZeroRollback,
+		"the failed revision's exceeded deadline is no fact of the rollback":         staleDeadlineFacts,
+		"an agent started after the rollback ignores the failed revision's deadline": staleDeadlineAfterRestart,
 	} {
 		t.Run(name, func(t *testing.T) { run(t, k, port) })
 	}

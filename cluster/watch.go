@@ -51,8 +51,11 @@ type watcher struct {
 	serial sync.Mutex
 	refs   workloadRefs
 	// deadlines tells a progress deadline exceeded by a revision the
-	// Deployment no longer runs (staleDeadlines).
-	deadlines staleDeadlines
+	// Deployment no longer runs (staleDeadlines); replicaSets reads the
+	// ReplicaSet such a condition names, nil until the Deployment watch
+	// starts.
+	deadlines   staleDeadlines
+	replicaSets replicaSetGetter
 	// refCache holds the Deployments Rollouts may reference; nil until
 	// the Rollout watch starts.
 	refCache cache.Store
@@ -101,6 +104,7 @@ func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, name
 	inf := f.Apps().V1().Deployments().Informer()
 	w.serial.Lock()
 	w.tracked = inf.GetStore()
+	w.replicaSets = getReplicaSet(ctx, cs)
 	w.serial.Unlock()
 	w.countRestarts(inf, "deployments")
 	handled := w.handle(inf, "deployments", w.deploymentFact, w.trackDeployment)
@@ -131,7 +135,7 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 	if skip := w.withhold(d); skip != nil {
 		return records.Fact{}, skip, name
 	}
-	fact, skip := deploymentFact(w.cluster, d, w.now(), w.deadlines.stale(d))
+	fact, skip := deploymentFact(w.cluster, d, w.now(), w.deadlines.stale(d, w.replicaSets))
 	return fact, skip, name
 }
 
