@@ -31,6 +31,10 @@ const (
 	AuditApprovalGranted AuditType = "approval_granted"
 	AuditStateChanged    AuditType = "state_changed"
 	AuditReleaseOpened   AuditType = "release_opened"
+	// AuditRollbackRequeued: an agent gave a cluster rollback action back
+	// untouched (it was stopped before the patch); the action waits for
+	// the next agent's poll again.
+	AuditRollbackRequeued AuditType = "rollback_requeued"
 )
 
 // AuditTypes lists every known audit type, for filters and validation.
@@ -42,6 +46,7 @@ var AuditTypes = []AuditType{
 	AuditFactReceived, AuditFactIgnored, AuditDriftDetected, AuditStallDetected,
 	AuditGateEvaluated, AuditCommandReceived, AuditCommandRefused,
 	AuditApprovalGranted, AuditStateChanged, AuditReleaseOpened,
+	AuditRollbackRequeued,
 }
 
 // Valid reports whether t is a known audit type.

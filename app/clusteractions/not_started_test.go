@@ -11,6 +11,7 @@ import (
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
 )
 
 func notStarted(agent string) actionapi.Result {
@@ -50,8 +51,11 @@ func TestAnActionGivenBackNotStartedIsHandedOutAgain(t *testing.T) {
 		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, notStarted("agent-c"), nil); code != http.StatusConflict {
 			t.Errorf("not_started from an agent that never claimed it: %d; want 409", code)
 		}
-		if evs := s.audit("c2:prod-eu/prod"); len(evs) != 0 {
-			t.Errorf("audit of the failed release: %+v; want nothing: no rollback was tried", evs)
+		// No rollback was tried, but the release being rolled back says
+		// its rollback waits again, once, however often the agent says so.
+		if evs := s.audit("c2:prod-eu/prod"); len(evs) != 1 || evs[0].Type != records.AuditRollbackRequeued ||
+			evs[0].Data["action_id"] != id || evs[0].Data["agent"] != "agent-a" {
+			t.Errorf("audit of the failed release: %+v; want one rollback_requeued event naming the action and agent-a", evs)
 		}
 		if ended := s.audit("rb1:prod-eu/prod"); len(ended) != 0 {
 			t.Errorf("audit of the rollback release: %+v; want nothing", ended)

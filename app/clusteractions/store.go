@@ -332,8 +332,10 @@ func (s *actionStore) finish(ctx context.Context, cluster, id string, res action
 		case outcome != finishRecorded:
 			return nil
 		case res.Status == actionapi.StatusNotStarted:
-			st, err = requeue(ctx, tx, st)
-			return err
+			if st, err = requeue(ctx, tx, st); err != nil {
+				return err
+			}
+			return s.records.InsertAudit(ctx, tx, requeuedEvent(st, res, now))
 		}
 		st, err = s.finishTx(ctx, tx, st, res, now)
 		return err
@@ -390,6 +392,28 @@ func requeue(ctx context.Context, tx *sql.Tx, st Stored) (Stored, error) {
 	}
 	st.State, st.ClaimedAt = StatePending, nil
 	return st, nil
+}
+
+// requeuedEvent tells the story of the release being rolled back that its
+// rollback did not start and waits for an agent again: without it, the
+// release's audit would show nothing between "rollback initiated" and an
+// agent's result, however long the wait.
+func requeuedEvent(st Stored, res actionapi.Result, now time.Time) records.AuditEvent {
+	release := st.Action.RollbackOf
+	if release == "" {
+		release = st.Action.ReleaseID
+	}
+	msg := fmt.Sprintf("Agent %s gave rollback action %s in cluster %s back untouched", res.Agent, st.ID, st.Cluster)
+	if res.Reason != "" {
+		msg += " (" + res.Reason + ")"
+	}
+	msg += "; it is pending again, for the next agent of the cluster that polls."
+	data := map[string]any{"action_id": st.ID, "cluster": st.Cluster, "agent": res.Agent,
+		"namespace": st.Action.Namespace, "deployment": st.Action.Deployment, "error_type": res.ErrorType}
+	if st.Action.ReleaseID != "" {
+		data["rollback_release_id"] = st.Action.ReleaseID
+	}
+	return records.AuditEvent{Type: records.AuditRollbackRequeued, ReleaseID: release, At: now, Message: msg, Data: data}
 }
 
 // finishTx stores the result and writes its audit events.
