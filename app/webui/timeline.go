@@ -177,7 +177,7 @@ func eventClass(t records.AuditType) string {
 		return "bad"
 	case records.AuditHealthCheckPassed, records.AuditRollbackCompleted, records.AuditApprovalGranted:
 		return "ok"
-	case records.AuditRollbackInitiated, records.AuditRetryInitiated:
+	case records.AuditRollbackInitiated, records.AuditRetryInitiated, records.AuditRollbackRequeued:
 		return "running"
 	}
 	return "done"
