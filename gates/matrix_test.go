@@ -64,7 +64,7 @@ func TestClassPolicyMatrix(t *testing.T) {
 	for _, pr := range prs {
 		for _, set := range gateSets {
 			t.Run(pr.name+"/"+set.name, func(t *testing.T) {
-				s := Assess(history(), Subject{
+				s := Assess(history(), nil, Subject{
 					App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + pr.digest, Digest: pr.digest,
 					Title: pr.title, HeadBranch: pr.branch, Body: pr.body,
 				}, 5)
@@ -101,14 +101,14 @@ func TestClassPolicyMatrix(t *testing.T) {
 }
 
 func TestProcessGateFailureBlocksEligibleRollback(t *testing.T) {
-	s := Assess(history(), Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest}, 5)
+	s := Assess(history(), nil, Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest}, 5)
 	if c, _ := Conclude(Process, Failed("no change reference"), s.EligibleRollback()); c != Failure {
 		t.Fatalf("process gate on an eligible rollback concluded %q, want failure: process gates are unchanged on rollbacks", c)
 	}
 }
 
 func TestAdvisorySummaryNamesTheRecord(t *testing.T) {
-	s := Assess(history(), Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest}, 5)
+	s := Assess(history(), nil, Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest}, 5)
 	out := Render(NameImageScan, Content, Failed("1 critical vulnerability", Finding{Severity: "critical", ID: "CVE-2024-3094", Message: "xz backdoor"}), s)
 	for _, want := range []string{AdvisoryWords, "r2", "CVE-2024-3094", "| critical |"} {
 		if !strings.Contains(out.Summary, want) {
@@ -121,7 +121,7 @@ func TestAdvisorySummaryNamesTheRecord(t *testing.T) {
 }
 
 func TestOrdinaryPromotionSummarySaysBlocking(t *testing.T) {
-	s := Assess(history(), Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + badDigest, Digest: badDigest, Title: "Rollback: checkout"}, 5)
+	s := Assess(history(), nil, Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + badDigest, Digest: badDigest, Title: "Rollback: checkout"}, 5)
 	out := Render(NameSBOM, Content, Failed("no SBOM attestation"), s)
 	if !strings.Contains(out.Summary, "Ordinary promotion, blocking") || strings.Contains(out.Summary, AdvisoryWords) {
 		t.Fatalf("summary of an ineligible Rollback: PR should say it is blocking:\n%s", out.Summary)
@@ -129,7 +129,7 @@ func TestOrdinaryPromotionSummarySaysBlocking(t *testing.T) {
 }
 
 func TestGitRevisionComesFromTheRecordOfTheDigest(t *testing.T) {
-	s := Assess(history(), Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest}, 5)
+	s := Assess(history(), nil, Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest}, 5)
 	if s.GitRevision != "abcdef0123456789" {
 		t.Fatalf("git revision %q, want the one release r2 recorded", s.GitRevision)
 	}

@@ -88,7 +88,7 @@ func TestSASTIsAdvisoryOnAnEligibleRollbackOnly(t *testing.T) {
 		{"eligible rollback reports and passes", oldDigest, Neutral},
 		{"ineligible Rollback: PR blocks", badDigest, Failure},
 	} {
-		s := Assess(history(), Subject{Repository: "acme/checkout", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		s := Assess(history(), nil, Subject{Repository: "acme/checkout", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 			Image: "reg/checkout@" + c.digest, Digest: c.digest, Title: "Rollback: checkout", GitRevision: "abcdef0123456789"}, 5)
 		r := Evaluate(context.Background(), []Gate{SAST{GitHub: f, Severity: "high"}}, s)[0]
 		if r.Output.Conclusion != c.want {

@@ -2,6 +2,7 @@ package gates
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ripcord/ripcord/eligibility"
@@ -15,6 +16,13 @@ import (
 // git revision the digest was built from. Nothing here reads the PR's
 // title, branch or trailers.
 //
+// elsewhere are the app's records of its other environments and clusters
+// (GET /api/v1/eligibility reads the app's newest records.DefaultListLimit):
+// they never make a digest eligible, which stays per app, environment and
+// cluster, but a "no" says where else the digest ran healthy, as the API's
+// answer does, so the check run and the API give the same reason. Nor do
+// they ever name the git revision.
+//
 // The revision is taken only from a record of s.Owner's, or one with no
 // repository (the api token, a cluster): any record with the digest may
 // have been registered, never run, with whatever revision its caller
@@ -22,9 +30,20 @@ import (
 // first release, a record from before ownership, a rollback another
 // repository's config started) would make commit-signing and sast judge a
 // commit of that repository's choosing.
-func Assess(rs []records.Record, s Subject, window int) Subject {
+func Assess(rs, elsewhere []records.Record, s Subject, window int) Subject {
 	q := eligibility.Query{App: s.App, Environment: s.Environment, Cluster: s.Cluster, Image: s.ImageRef()}
 	s.Eligibility = eligibility.Check(rs, q, window)
+	if !s.Eligibility.Eligible {
+		var others []records.Record
+		for _, r := range elsewhere {
+			if r.App == s.App && (r.Environment != s.Environment || r.Cluster != s.Cluster) {
+				others = append(others, r)
+			}
+		}
+		if len(others) > 0 {
+			s.Eligibility = eligibility.Check(append(slices.Clone(rs), others...), q, window)
+		}
+	}
 	if s.Eligibility.Eligible && s.Digest == "" {
 		// Eligibility rests on the digest that ran healthy (DESIGN.md): a tag
 		// may point at other content by now, which no content gate can even

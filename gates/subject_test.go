@@ -21,7 +21,7 @@ func (v *verifier) CommitVerification(_ context.Context, repository, sha string)
 func TestAssessFindsTheRevisionAndItsRepository(t *testing.T) {
 	rs := history()
 	rs[1].Repository = "acme/checkout-src"
-	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+	s := Assess(rs, nil, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 		Image: "reg/checkout", Digest: oldDigest, Owner: "acme/checkout-src"}, 5)
 	if s.GitRevision != "abcdef0123456789" || s.SourceRepository != "acme/checkout-src" {
 		t.Fatalf("assessed revision %q in %q, want abcdef0123456789 in acme/checkout-src", s.GitRevision, s.SourceRepository)
@@ -35,7 +35,7 @@ func TestAssessFindsTheRevisionAndItsRepository(t *testing.T) {
 	}
 	// A monorepo (no repository on the record) asks the PR's.
 	rs[1].Repository = ""
-	s = Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout", Digest: oldDigest}, 5)
+	s = Assess(rs, nil, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout", Digest: oldDigest}, 5)
 	if s.CodeRepository() != "acme/gitops" {
 		t.Errorf("code repository %q, want the PR's acme/gitops", s.CodeRepository())
 	}
@@ -50,7 +50,7 @@ func TestAssessCountsOnlyReleasesThatRan(t *testing.T) {
 		rs = append([]records.Record{{ReleaseID: id, App: "checkout", Environment: "prod", Cluster: "prod-eu",
 			Image: "reg/checkout@" + oldDigest, Digest: oldDigest, State: records.StateOpened, CreatedAt: rs[0].CreatedAt.Add(time.Hour)}}, rs...)
 	}
-	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+	s := Assess(rs, nil, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 		Image: "reg/checkout", Digest: oldDigest}, 2)
 	if !s.EligibleRollback() || s.Eligibility.Evidence == nil || s.Eligibility.Evidence.ReleaseID != "r2" {
 		t.Fatalf("eligibility = %+v, want eligible by r2, the second-newest release that ran", s.Eligibility)
@@ -63,7 +63,7 @@ func TestAssessCountsOnlyReleasesThatRan(t *testing.T) {
 func TestAssessGrantsNoAdvisoryToATag(t *testing.T) {
 	rs := history()
 	rs[1].Image = "reg/checkout:v2@" + oldDigest
-	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+	s := Assess(rs, nil, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 		Image: "reg/checkout:v2"}, 5)
 	if s.EligibleRollback() {
 		t.Fatalf("a tag-only release file got the advisory treatment: %s", s.Eligibility.Reason)
@@ -92,13 +92,13 @@ func TestAssessTakesTheRevisionFromTheOwnersRecordsOnly(t *testing.T) {
 	rs = append([]records.Record{foreign}, rs...)
 	subject := Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 		Image: "reg/checkout", Digest: oldDigest, Owner: "Acme/Checkout-Src"}
-	s := Assess(rs, subject, 5)
+	s := Assess(rs, nil, subject, 5)
 	if s.GitRevision != "abcdef0123456789" || s.SourceRepository != "acme/checkout-src" {
 		t.Fatalf("assessed revision %q in %q (%s), want the owner's abcdef0123456789 in acme/checkout-src", s.GitRevision, s.SourceRepository, s.GitRevisionSource)
 	}
 	// Only the other repository's record names the digest: unknown, so
 	// the gates that need the revision fail closed.
-	s = Assess(rs[:2], subject, 5) // evil-1 and r3
+	s = Assess(rs[:2], nil, subject, 5) // evil-1 and r3
 	if s.GitRevision != "" {
 		t.Errorf("assessed revision %q in %q from another repository's record, want none", s.GitRevision, s.SourceRepository)
 	}
@@ -113,12 +113,12 @@ func TestAssessTakesTheRevisionFromTheOwnersRecordsOnly(t *testing.T) {
 func TestAssessSaysWhetherTheRevisionsReleaseRan(t *testing.T) {
 	rs := []records.Record{{ReleaseID: "pending-1", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 		Image: "reg/checkout@" + newDigest, Digest: newDigest, GitRevision: "0123456789abcdef", State: records.StateOpened}}
-	s := Assess(rs, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+	s := Assess(rs, nil, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 		Image: "reg/checkout", Digest: newDigest}, 5)
 	if s.GitRevision != "0123456789abcdef" || strings.Contains(s.GitRevisionSource, "ran") || !strings.Contains(s.GitRevisionSource, "not run") {
 		t.Errorf("revision %q %q, want 0123456789abcdef from pending-1, saying it has not run", s.GitRevision, s.GitRevisionSource)
 	}
-	s = Assess(history(), Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+	s = Assess(history(), nil, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
 		Image: "reg/checkout", Digest: oldDigest}, 5)
 	if !strings.Contains(s.GitRevisionSource, "from release r2, which ran this digest") {
 		t.Errorf("revision source %q, want r2, which ran this digest", s.GitRevisionSource)
@@ -157,7 +157,7 @@ func TestGatesSayWhyTheRevisionIsUnknown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Assess(tt.rs, tt.s, 5)
+			s := Assess(tt.rs, nil, tt.s, 5)
 			if s.GitRevision != "" {
 				t.Fatalf("revision %q, want none", s.GitRevision)
 			}
@@ -176,5 +176,43 @@ func TestGatesSayWhyTheRevisionIsUnknown(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The app's records elsewhere explain a "no" as the eligibility API does
+// (where the digest ran healthy), but never make the digest eligible here
+// nor name the commit it was built from: eligibility is per app,
+// environment and cluster, and the revision comes only from this target's
+// records.
+func TestAssessSaysWhereElseTheDigestRanHealthy(t *testing.T) {
+	healthy := time.Date(2026, 10, 2, 9, 0, 0, 0, time.UTC)
+	elsewhere := []records.Record{
+		{ReleaseID: "s7", App: "checkout", Environment: "staging", Cluster: "staging-eu", Image: "reg/checkout@" + newDigest,
+			Digest: newDigest, GitRevision: "5ca1ab1e00000000", State: records.StateHealthy, HealthyAt: &healthy, CreatedAt: healthy},
+		{ReleaseID: "other-app", App: "billing", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + newDigest,
+			Digest: newDigest, State: records.StateHealthy, HealthyAt: &healthy, CreatedAt: healthy},
+	}
+	subject := Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout", Digest: newDigest}
+	s := Assess(history(), elsewhere, subject, 5)
+	if s.EligibleRollback() {
+		t.Fatalf("a digest healthy only in staging is eligible in prod: %+v", s.Eligibility)
+	}
+	want := "was healthy in staging/staging-eu (release s7), not in prod/prod-eu"
+	if !strings.Contains(s.Eligibility.Reason, want) {
+		t.Errorf("reason %q, want it to say %q", s.Eligibility.Reason, want)
+	}
+	if s.GitRevision != "" {
+		t.Errorf("revision %q taken from staging's record, want none from another environment", s.GitRevision)
+	}
+	// Another app's record says nothing of this one.
+	s = Assess(history(), elsewhere[1:], subject, 5)
+	if strings.Contains(s.Eligibility.Reason, "was healthy in") {
+		t.Errorf("reason %q cites another app's record", s.Eligibility.Reason)
+	}
+	// An eligible digest keeps its own answer.
+	s = Assess(history(), elsewhere, Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout", Digest: oldDigest}, 5)
+	if !s.EligibleRollback() || s.Eligibility.Evidence.ReleaseID != "r2" {
+		t.Errorf("eligibility %+v, want eligible by r2", s.Eligibility)
 	}
 }

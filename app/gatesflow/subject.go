@@ -44,7 +44,18 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if s.Owner, err = w.deps.Records.Owner(ctx, t.app, t.env); err != nil {
 		return err
 	}
-	s = gates.Assess(rs, s, cfg.Eligibility.Window)
+	if a := gates.Assess(rs, nil, s, cfg.Eligibility.Window); a.Eligibility.Eligible {
+		s = a
+	} else {
+		// The app's other environments and clusters, read only for a "no"
+		// as the eligibility API reads them: they say where else the digest
+		// ran healthy, so the check run gives the API's reason.
+		elsewhere, err := w.deps.Records.List(ctx, records.Filter{App: t.app})
+		if err != nil {
+			return fmt.Errorf("release records of %s: %w", t.app, err)
+		}
+		s = gates.Assess(rs, elsewhere, s, cfg.Eligibility.Window)
+	}
 
 	g, _ := cfg.GatesFor(t.app, t.env)
 	var schema schemaFile

@@ -49,7 +49,7 @@ func TestContentGatesAreAdvisoryOnAnEligibleRollback(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := gates.Assess(history, gates.Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu",
+			s := gates.Assess(history, nil, gates.Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu",
 				Image: c.image.String(), Digest: c.image.DigestStr(), Title: c.title}, 5)
 			for _, r := range gates.Evaluate(context.Background(), gs, s) {
 				if r.Output.Conclusion != c.want[r.Gate] {
@@ -59,7 +59,7 @@ func TestContentGatesAreAdvisoryOnAnEligibleRollback(t *testing.T) {
 		})
 	}
 	// Integrity blocks an eligible rollback too.
-	s := gates.Assess(history, gates.Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: healthy.String(), Digest: healthy.DigestStr()}, 5)
+	s := gates.Assess(history, nil, gates.Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: healthy.String(), Digest: healthy.DigestStr()}, 5)
 	strict := Provenance{Source: v, Trust: trust, BuilderID: "https://github.com/other/builder", SourceRepository: source}
 	if r := gates.Evaluate(context.Background(), []gates.Gate{strict}, s)[0]; r.Output.Conclusion != gates.Failure {
 		t.Errorf("provenance with a wrong builder on an eligible rollback: %s, want failure", r.Output.Conclusion)
