@@ -117,6 +117,14 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss, "read the newest releases", err)
 		return
 	}
+	// The app's newest records, as GET /api/v1/eligibility reads them: a
+	// release that is no rollback target here says where else its image
+	// ran healthy (only what the person can read).
+	app, err := h.records.List(r.Context(), records.Filter{App: rec.App})
+	if err != nil {
+		h.internal(w, ss, "read the app's releases", err)
+		return
+	}
 	events, err := h.records.Audit(r.Context(), records.AuditFilter{ReleaseID: id, Limit: auditLimit, Oldest: true})
 	if err != nil {
 		h.internal(w, ss, "read the release's audit events", err)
@@ -127,7 +135,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss, "read the release's rollout", err)
 		return
 	}
-	v := buildRelease(rec, same, window, events, ro, rolledOut, h.now())
+	v := buildRelease(rec, same, readableOf(app, repos), window, events, ro, rolledOut, h.now())
 	switch {
 	case (v.Release.Current || isRunning(rec, same)) && hasTarget(sameOrSelf(rec, same), window):
 		v.Form = h.form(ss, id, "")

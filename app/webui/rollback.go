@@ -166,7 +166,7 @@ func isRunning(rec records.Record, same []records.Record) bool {
 // or an opened one eligible, whichever place they have in same.
 func hasTarget(same []records.Record, window int) bool {
 	for _, r := range same {
-		if buildRow(r, same, window, r.CreatedAt).Eligible {
+		if buildRow(r, same, nil, window, r.CreatedAt).Eligible {
 			return true
 		}
 	}

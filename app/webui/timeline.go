@@ -111,8 +111,9 @@ type releaseView struct {
 
 // buildRelease lays out one release: events oldest first (whatever order
 // they come in), the people named in them, and its rollout's stages.
-func buildRelease(rec records.Record, same []records.Record, window int, events []records.AuditEvent, ro Rollout, rolledOut bool, now time.Time) releaseView {
-	v := releaseView{Release: buildRow(rec, sameOrSelf(rec, same), window, now), Record: rec, RollbackFrom: rollbackCLI(rec, "")}
+// elsewhere are as buildRow takes them.
+func buildRelease(rec records.Record, same, elsewhere []records.Record, window int, events []records.AuditEvent, ro Rollout, rolledOut bool, now time.Time) releaseView {
+	v := releaseView{Release: buildRow(rec, sameOrSelf(rec, same), elsewhere, window, now), Record: rec, RollbackFrom: rollbackCLI(rec, "")}
 	sorted := slices.Clone(events)
 	slices.SortStableFunc(sorted, func(a, b records.AuditEvent) int { return a.At.Compare(b.At) })
 	seen := map[string]bool{}

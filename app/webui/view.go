@@ -110,7 +110,7 @@ func buildGroups(rs, ran []records.Record, repos map[string]bool, deployed map[s
 			groups = append(groups, group{App: r.App, Environment: r.Environment})
 		}
 		same := byTarget[targetKey(r)]
-		row := buildRow(r, same, window(r.Repository), now)
+		row := buildRow(r, same, visible, window(r.Repository), now)
 		if st, ok := deployed[r.ReleaseID]; ok {
 			row.rolledOut(st)
 		}
@@ -151,7 +151,7 @@ func buildTargetOf(same []records.Record, window int, now time.Time) (target, bo
 	i := slices.IndexFunc(same, func(r records.Record) bool { return r.ReleaseID == cur })
 	tg := buildTarget(same[i])
 	for _, r := range same {
-		if r.ReleaseID != cur && buildRow(r, same, window, now).Eligible {
+		if r.ReleaseID != cur && buildRow(r, same, nil, window, now).Eligible {
 			tg.HasEligible = true
 			break
 		}
@@ -178,8 +178,11 @@ func running(same []records.Record) string {
 
 // buildRow describes r; same are the records of r's app, environment and
 // cluster, newest first, which eligibility counts, the newest window of
-// those that ran.
-func buildRow(r records.Record, same []records.Record, window int, now time.Time) row {
+// those that ran. elsewhere are records of r's app the person can read,
+// of any target (those of r's own are left out): they never make r
+// eligible, but a "no" says where else its image ran healthy, as
+// GET /api/v1/eligibility does; nil when only the verdict matters.
+func buildRow(r records.Record, same, elsewhere []records.Record, window int, now time.Time) row {
 	out := row{ReleaseID: r.ReleaseID, Cluster: r.Cluster, Kind: r.Kind, RollbackOf: r.RollbackOf,
 		State: r.State, StateClass: stateClass(r.State), Image: r.Image, Digest: shortDigest(r.ResolvedDigest()),
 		PRURL: r.PRURL, PRNumber: r.PRNumber, CreatedAt: r.CreatedAt, When: ago(r.CreatedAt, now)}
@@ -193,8 +196,16 @@ func buildRow(r records.Record, same []records.Record, window int, now time.Time
 		out.Eligibility = "the current release here"
 		return out
 	}
-	ans := eligibility.Check(same, eligibility.Query{App: r.App, Environment: r.Environment, Cluster: r.Cluster,
-		Image: imageQuery(r)}, window)
+	q := eligibility.Query{App: r.App, Environment: r.Environment, Cluster: r.Cluster, Image: imageQuery(r)}
+	ans := eligibility.Check(same, q, window)
+	if !ans.Eligible {
+		others := slices.DeleteFunc(slices.Clone(elsewhere), func(o records.Record) bool {
+			return o.App != r.App || targetKey(o) == targetKey(r)
+		})
+		if len(others) > 0 {
+			ans = eligibility.Check(append(slices.Clone(same), others...), q, window)
+		}
+	}
 	out.Eligible, out.Eligibility = ans.Eligible, ans.Reason
 	if ans.Eligible {
 		out.RollbackCLI = rollbackCLI(r, r.ReleaseID)

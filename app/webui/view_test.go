@@ -124,7 +124,7 @@ func TestBuildReleaseTimeline(t *testing.T) {
 		{Type: records.AuditCommandReceived, At: t0.Add(10 * time.Minute), Data: map[string]any{"user": "octocat", "command": "retry"}},
 		{Type: records.AuditCommandReceived, At: t0.Add(15 * time.Minute), Data: map[string]any{"user": "octocat"}},
 	}
-	v := buildRelease(r, nil, eligibility.DefaultWindow, events, Rollout{}, false, t0.Add(time.Hour))
+	v := buildRelease(r, nil, nil, eligibility.DefaultWindow, events, Rollout{}, false, t0.Add(time.Hour))
 	var types []records.AuditType
 	for _, e := range v.Events {
 		types = append(types, e.Type)
