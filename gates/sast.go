@@ -12,7 +12,20 @@ import (
 // pull request), not by commit, so the adapter finds sha's analysis first;
 // a commit no analysis covers is an error, and the gate fails closed.
 type CodeScanning interface {
-	OpenAlerts(ctx context.Context, repository, sha string) ([]Alert, error)
+	OpenAlerts(ctx context.Context, repository, sha string) (Scan, error)
+}
+
+// Scan is what GitHub lists for a commit: the open alerts of Ref, the ref
+// an analysis of the commit was made on, as of that ref's newest analysis,
+// which is of commit Newest. That is a later commit than the one asked
+// about once the ref moved on (a rollback's commit, an older release's):
+// the alerts are then Newest's, and the check run must say so rather
+// than put them on the release's commit. Ref and Newest are empty when
+// not known.
+type Scan struct {
+	Ref    string
+	Newest string
+	Alerts []Alert
 }
 
 // Alert is an open code-scanning alert, with the rule's severities as
@@ -78,17 +91,17 @@ func (g SAST) Evaluate(ctx context.Context, s Subject) Verdict {
 	if s.GitRevision == "" {
 		return s.revisionUnknown()
 	}
-	alerts, err := g.GitHub.OpenAlerts(ctx, s.CodeRepository(), s.GitRevision)
+	scan, err := g.GitHub.OpenAlerts(ctx, s.CodeRepository(), s.GitRevision)
 	if err != nil {
 		return Errored(fmt.Sprintf("could not read code-scanning alerts of %s at %s: %v", s.CodeRepository(), short(s.GitRevision), err))
 	}
-	return judgeAlerts(alerts, g.Severity, min, s)
+	return judgeAlerts(scan, g.Severity, min, s)
 }
 
-func judgeAlerts(alerts []Alert, threshold string, min int, s Subject) Verdict {
+func judgeAlerts(scan Scan, threshold string, min int, s Subject) Verdict {
 	var fs []Finding
 	below := 0
-	for _, a := range alerts {
+	for _, a := range scan.Alerts {
 		level, r := a.Level()
 		if r < min {
 			below++
@@ -107,6 +120,11 @@ func judgeAlerts(alerts []Alert, threshold string, min int, s Subject) Verdict {
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return rankOf(fs[i].Severity) > rankOf(fs[j].Severity) })
 	at := fmt.Sprintf("%s at %s", s.CodeRepository(), short(s.GitRevision))
+	if scan.Newest != "" && !strings.EqualFold(scan.Newest, s.GitRevision) {
+		at = fmt.Sprintf("%s on %s as of its newest analysis, of commit %s, not of the release's commit %s "+
+			"(GitHub lists a ref's alerts as of its newest analysis only)",
+			s.CodeRepository(), scan.Ref, short(scan.Newest), short(s.GitRevision))
+	}
 	if len(fs) > 0 {
 		return Failed(fmt.Sprintf("%d open code-scanning alert(s) at or above %s in %s", len(fs), threshold, at), fs...)
 	}

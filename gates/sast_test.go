@@ -15,10 +15,10 @@ type alertsFake struct {
 	consults int
 }
 
-func (f *alertsFake) OpenAlerts(_ context.Context, repository, ref string) ([]Alert, error) {
+func (f *alertsFake) OpenAlerts(_ context.Context, repository, ref string) (Scan, error) {
 	f.consults++
 	f.repo, f.ref = repository, ref
-	return f.alerts, f.err
+	return Scan{Alerts: f.alerts}, f.err
 }
 
 func TestSASTGate(t *testing.T) {

@@ -26,22 +26,22 @@ func (c commits) CommitVerification(ctx context.Context, repository, sha string)
 // scanning adapts go-github to gates.CodeScanning.
 type scanning struct{ gh *github.Client }
 
-func (c scanning) OpenAlerts(ctx context.Context, repository, sha string) ([]gates.Alert, error) {
+func (c scanning) OpenAlerts(ctx context.Context, repository, sha string) (gates.Scan, error) {
 	owner, name, _ := strings.Cut(repository, "/")
-	ref, err := c.analysedRef(ctx, owner, name, sha)
+	ref, newest, err := c.analysedRef(ctx, owner, name, sha)
 	if err != nil {
-		return nil, err
+		return gates.Scan{}, err
 	}
 	opts := &github.AlertListOptions{State: "open", Ref: ref, ListOptions: github.ListOptions{PerPage: 100}}
-	var out []gates.Alert
+	out := gates.Scan{Ref: ref, Newest: newest}
 	for {
 		page, resp, err := c.gh.CodeScanning.ListAlertsForRepo(ctx, owner, name, opts)
 		if err != nil {
-			return nil, fmt.Errorf("list code-scanning alerts of %s at %s: %w", repository, ref, err)
+			return gates.Scan{}, fmt.Errorf("list code-scanning alerts of %s at %s: %w", repository, ref, err)
 		}
 		for _, a := range page {
 			loc := a.GetMostRecentInstance().GetLocation()
-			out = append(out, gates.Alert{
+			out.Alerts = append(out.Alerts, gates.Alert{
 				Number: a.GetNumber(), RuleID: a.GetRule().GetID(), Severity: a.GetRule().GetSeverity(),
 				SecuritySeverity: a.GetRule().GetSecuritySeverityLevel(), Description: a.GetRule().GetDescription(),
 				Tool: a.GetTool().GetName(), Path: loc.GetPath(), Line: loc.GetStartLine(), URL: a.GetHTMLURL(),
@@ -58,17 +58,25 @@ func (c scanning) OpenAlerts(ctx context.Context, repository, sha string) ([]gat
 // analyses newest first, and a release's commit is a recent one.
 const analysesPages = 3
 
-// analysedRef finds the ref an analysis of sha was made on.
-func (c scanning) analysedRef(ctx context.Context, owner, name, sha string) (string, error) {
+// analysedRef finds the ref an analysis of sha was made on, and the
+// commit of that ref's newest analysis, whose alerts GitHub lists for it.
+func (c scanning) analysedRef(ctx context.Context, owner, name, sha string) (ref, newest string, err error) {
 	opts := &github.AnalysesListOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	newestOf := map[string]string{} // ref: the commit of its newest analysis
 	for range analysesPages {
 		page, resp, err := c.gh.CodeScanning.ListAnalysesForRepo(ctx, owner, name, opts)
 		if err != nil {
-			return "", fmt.Errorf("list code-scanning analyses of %s/%s: %w", owner, name, err)
+			return "", "", fmt.Errorf("list code-scanning analyses of %s/%s: %w", owner, name, err)
 		}
 		for _, a := range page {
-			if a.GetCommitSHA() == sha && a.GetRef() != "" {
-				return a.GetRef(), nil
+			if a.GetRef() == "" {
+				continue
+			}
+			if _, ok := newestOf[a.GetRef()]; !ok {
+				newestOf[a.GetRef()] = a.GetCommitSHA() // newest first
+			}
+			if a.GetCommitSHA() == sha {
+				return a.GetRef(), newestOf[a.GetRef()], nil
 			}
 		}
 		if resp.NextPage == 0 {
@@ -76,5 +84,5 @@ func (c scanning) analysedRef(ctx context.Context, owner, name, sha string) (str
 		}
 		opts.ListOptions.Page = resp.NextPage
 	}
-	return "", fmt.Errorf("no code-scanning analysis of commit %s among the newest %d of %s/%s: run code scanning on it", sha, analysesPages*100, owner, name)
+	return "", "", fmt.Errorf("no code-scanning analysis of commit %s among the newest %d of %s/%s: run code scanning on it", sha, analysesPages*100, owner, name)
 }

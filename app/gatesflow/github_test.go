@@ -51,6 +51,37 @@ func TestSASTReadsOpenAlertsAtTheRevision(t *testing.T) {
 	}
 }
 
+// GitHub lists a ref's alerts as of its newest analysis: once the branch
+// moved past the release's commit (a rollback's, an older release's), the
+// alerts are a later commit's, and the check run says so instead of
+// putting them on the release's commit, which it did.
+func TestSASTSaysWhichCommitTheAlertsAreOf(t *testing.T) {
+	s, gh := fakeGitHub(t)
+	const rev, later = "abcdef0123456789abcdef0123456789abcdef01", "5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e"
+	cs := githubtest.ServeCodeScanning(s)
+	cs.AnalyzedCommit("acme/checkout", "refs/heads/main", rev)
+	cs.AnalyzedCommit("acme/checkout", "refs/heads/feature", "0123456789012345678901234567890123456789")
+	cs.AnalyzedCommit("acme/checkout", "refs/heads/main", later)
+	cs.Analyzed("acme/checkout", "refs/heads/main", githubtest.CodeScanningAlert{RuleID: "go/sql-injection", SecuritySeverity: "high"})
+	subject := gates.Subject{Repository: "acme/checkout", GitRevision: rev}
+	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), subject)
+	want := "on refs/heads/main as of its newest analysis, of commit 5ca1ab1e5ca1, not of the release's commit abcdef012345"
+	if v.Outcome != gates.Fail || !strings.Contains(v.Summary, want) {
+		t.Fatalf("verdict %s %q, want the alert of main's newest analysis, saying %q", v.Outcome, v.Summary, want)
+	}
+	// The release's commit is the branch's newest analysis: its alerts are its own.
+	subject.GitRevision = later
+	v = gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), subject)
+	if want := "in acme/checkout at 5ca1ab1e5ca1"; v.Outcome != gates.Fail || !strings.HasSuffix(v.Summary, want) {
+		t.Fatalf("verdict %s %q, want it to end %q", v.Outcome, v.Summary, want)
+	}
+	for _, r := range s.Requests() {
+		if r.Invalid != "" {
+			t.Errorf("%s %s: GitHub would reject: %s", r.Method, r.Path, r.Invalid)
+		}
+	}
+}
+
 // Another commit's analysis on the same branch is not this commit's.
 func TestSASTNeedsAnAnalysisOfTheRevisionItself(t *testing.T) {
 	s, gh := fakeGitHub(t)

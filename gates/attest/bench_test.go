@@ -10,7 +10,9 @@ import (
 // noAlerts is a code-scanning answer with nothing open.
 type noAlerts struct{}
 
-func (noAlerts) OpenAlerts(context.Context, string, string) ([]gates.Alert, error) { return nil, nil }
+func (noAlerts) OpenAlerts(context.Context, string, string) (gates.Scan, error) {
+	return gates.Scan{}, nil
+}
 
 // benchRelease is one signed release with provenance, SBOM and scan, and
 // its gates: the three registry gates, sast (GitHub faked) and the
