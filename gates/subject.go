@@ -31,6 +31,14 @@ import (
 // repository's config started) would make commit-signing and sast judge a
 // commit of that repository's choosing.
 func Assess(rs, elsewhere []records.Record, s Subject, window int) Subject {
+	if c := s.DigestConflict(); c != "" {
+		// Neither digest is the release's: no record may vouch for it.
+		s.Eligibility = eligibility.Answer{Reason: c}
+		if s.GitRevision == "" {
+			s.GitRevisionUnknown = c
+		}
+		return s
+	}
 	q := eligibility.Query{App: s.App, Environment: s.Environment, Cluster: s.Cluster, Image: s.ImageRef()}
 	s.Eligibility = eligibility.Check(rs, q, window)
 	if !s.Eligibility.Eligible {
@@ -68,6 +76,20 @@ func Assess(rs, elsewhere []records.Record, s Subject, window int) Subject {
 		s.GitRevisionUnknown = noRevision(rs, s)
 	}
 	return s
+}
+
+// DigestConflict says why the release file pins no one digest when its
+// image carries a digest ("repo@sha256:…") and its digest field another:
+// which of the two runs depends on how the file is deployed, so the gates
+// must judge neither (a PR could otherwise pin an eligible, signed digest
+// in one field and run the other). "" when there is no conflict.
+func (s Subject) DigestConflict() string {
+	d := records.ParseImage(s.Image).Digest
+	if d == "" || s.Digest == "" || strings.EqualFold(d, s.Digest) {
+		return ""
+	}
+	return fmt.Sprintf("the release file pins two digests, %s in its image and %s in its digest field: "+
+		"which one runs depends on how the file is deployed, so neither is judged; pin one", shortDigest(d), shortDigest(s.Digest))
 }
 
 // noRevision says why no record Assess trusts gives the commit s's digest

@@ -216,3 +216,29 @@ func TestAssessSaysWhereElseTheDigestRanHealthy(t *testing.T) {
 		t.Errorf("eligibility %+v, want eligible by r2", s.Eligibility)
 	}
 }
+
+// A release file whose image carries one digest and whose digest field
+// another pins no one digest: which runs depends on how it is deployed. It
+// was judged by the digest field alone, so a PR could pin an eligible,
+// signed digest there and another in the image, and get the advisory
+// treatment and the commit of the eligible one.
+func TestAssessJudgesNeitherOfTwoDigests(t *testing.T) {
+	s := Assess(history(), nil, Subject{Repository: "acme/gitops", App: "checkout", Environment: "prod", Cluster: "prod-eu",
+		Image: "reg/checkout@" + newDigest, Digest: oldDigest}, 5)
+	if s.EligibleRollback() || !strings.Contains(s.Eligibility.Reason, "pins two digests") {
+		t.Errorf("eligibility %+v, want not eligible, saying the file pins two digests", s.Eligibility)
+	}
+	if s.GitRevision != "" || !strings.Contains(s.GitRevisionUnknown, "pins two digests") {
+		t.Errorf("revision %q (unknown: %q), want none, saying the file pins two digests", s.GitRevision, s.GitRevisionUnknown)
+	}
+	v := Values{Fields: fields}.Evaluate(context.Background(), Subject{Image: "reg.example.com/checkout@" + oldDigest, Digest: newDigest,
+		ReleaseFile: "deploy/prod.yaml", ReleaseFileContent: []byte(goodRelease)})
+	if v.Outcome != Fail || len(v.Findings) != 1 || v.Findings[0].Line != 6 || !strings.Contains(v.Summary, "pins two digests") {
+		t.Errorf("values: %s %q %+v, want a failure on the digest's line 6", v.Outcome, v.Summary, v.Findings)
+	}
+	// One digest in both places is one digest.
+	s = Assess(history(), nil, Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest}, 5)
+	if !s.EligibleRollback() {
+		t.Errorf("eligibility %+v: want eligible by r2, one digest in both places", s.Eligibility)
+	}
+}

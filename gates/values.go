@@ -50,15 +50,26 @@ func (g Values) Evaluate(_ context.Context, s Subject) Verdict {
 		return Failed(fmt.Sprintf("the release file cannot be read as JSON values: %v", err), Finding{Message: err.Error(), Path: s.ReleaseFile, Line: 1})
 	}
 	verr := sch.Validate(inst)
+	var conflict []Finding
+	if c := s.DigestConflict(); c != "" {
+		line := 1
+		if n := Lookup(&doc, g.Fields.Digest); n != nil {
+			line = n.Line
+		}
+		conflict = []Finding{{Message: c, Path: s.ReleaseFile, Line: line}}
+	}
 	if verr == nil {
+		if conflict != nil {
+			return Failed(fmt.Sprintf("%s is valid against %s but %s", s.ReleaseFile, g.schemaName(), conflict[0].Message), conflict...)
+		}
 		return Passed(fmt.Sprintf("%s is valid against %s", s.ReleaseFile, g.schemaName()))
 	}
 	ve, ok := verr.(*jsonschema.ValidationError)
 	if !ok {
 		return Errored(fmt.Sprintf("validate %s: %v", s.ReleaseFile, verr))
 	}
-	fs := violations(ve, &doc, s.ReleaseFile)
-	return Failed(fmt.Sprintf("%s has %d schema violation(s) against %s", s.ReleaseFile, len(fs), g.schemaName()), fs...)
+	fs := append(violations(ve, &doc, s.ReleaseFile), conflict...)
+	return Failed(fmt.Sprintf("%s has %d schema violation(s) against %s", s.ReleaseFile, len(fs)-len(conflict), g.schemaName()), fs...)
 }
 
 func (g Values) schemaName() string {

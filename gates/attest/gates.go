@@ -89,6 +89,9 @@ func evidence(ctx context.Context, src Source, t Trust, s gates.Subject) (Report
 	if s.Digest == "" {
 		return stop(gates.Errored("the release file pins no image digest, so there is nothing to verify"))
 	}
+	if c := s.DigestConflict(); c != "" {
+		return stop(gates.Failed(c))
+	}
 	if t.Err != nil {
 		return stop(gates.Errored(fmt.Sprintf("trust material unreadable: %v", t.Err)))
 	}

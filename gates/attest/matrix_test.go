@@ -2,6 +2,7 @@ package attest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,5 +64,27 @@ func TestContentGatesAreAdvisoryOnAnEligibleRollback(t *testing.T) {
 	strict := Provenance{Source: v, Trust: trust, BuilderID: "https://github.com/other/builder", SourceRepository: source}
 	if r := gates.Evaluate(context.Background(), []gates.Gate{strict}, s)[0]; r.Output.Conclusion != gates.Failure {
 		t.Errorf("provenance with a wrong builder on an eligible rollback: %s, want failure", r.Output.Conclusion)
+	}
+}
+
+// Provenance judges the one digest the release pins: a file whose image
+// names an unsigned digest and whose digest field a signed one fails,
+// instead of passing on the signed one while the other may be what runs.
+func TestProvenanceFailsTwoDigests(t *testing.T) {
+	srv := startRegistry(t)
+	key := newSigner(t)
+	signed := pushImage(t, srv, "acme/checkout")
+	signedEntity(t, signed).Sign(key.Signer, nil).Attest(key.Signer, "slsaprovenance", provenanceV02(builder, source), nil).Push()
+	unsigned := pushImage(t, srv, "acme/checkout")
+	g := Provenance{Source: NewVerifier(Registries{}, 0), Trust: Trust{Policy: key.policy()}, BuilderID: builder, SourceRepository: source}
+	s := gates.Subject{App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: signed.String(), Digest: signed.DigestStr()}
+	if r := gates.Evaluate(context.Background(), []gates.Gate{g}, s)[0]; r.Output.Conclusion != gates.Success {
+		t.Fatalf("provenance of the signed digest: %s (%s), want success", r.Output.Conclusion, r.Output.Title)
+	}
+	s.Image = unsigned.String()
+	r := gates.Evaluate(context.Background(), []gates.Gate{g}, s)[0]
+	if r.Output.Conclusion != gates.Failure || !strings.Contains(r.Output.Title, "pins two digests") {
+		t.Errorf("provenance of a file pinning %s in its image and the signed digest in its digest field: %s (%s), want failure",
+			unsigned.DigestStr(), r.Output.Conclusion, r.Output.Title)
 	}
 }
