@@ -49,13 +49,16 @@ func (h pullRequestHandler) Handle(_ context.Context, d pipeline.Delivery) (pipe
 	default:
 		return nil, nil
 	}
-	if args.Label != "" || args.Edited != "" || ev.GetAction() == "synchronize" {
+	if args.Label != "" || args.Edited != "" || ev.GetAction() == "synchronize" || ev.GetAction() == "reopened" {
 		// Each change is its own evaluation (a label added, removed and
 		// added again is three); a redelivery of one stays one. So is each
 		// push: one that brings the pull request back to a head it had
 		// before (a force push) must judge the pull request as it is now,
 		// not be dropped as that head's first push again, whose verdict
-		// predates what changed while the head was elsewhere.
+		// predates what changed while the head was elsewhere. So is each
+		// reopening: closed and reopened again at the same head, the pull
+		// request is judged as it is now (the config, the release records
+		// moved on), not dropped as that head's first reopening.
 		args.Trigger += " " + d.ID
 	}
 	if args.Repository == "" || args.InstallationID == 0 || args.HeadSHA == "" {
