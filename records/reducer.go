@@ -10,7 +10,8 @@ import (
 type Outcome string
 
 const (
-	// OutcomeApplied: the fact moved or tracked an existing record.
+	// OutcomeApplied: the fact moved or tracked an existing record, or,
+	// late but Healthy, recorded its healthy_at (Reason says so).
 	OutcomeApplied Outcome = "applied"
 	// OutcomeDuplicate: the fact was applied already and its workload
 	// showed nothing else since (Repeat); nothing changes.
@@ -208,8 +209,11 @@ func (r *reduction) join(obs *Observation) (Record, bool) {
 		// scale or restart of a release with no open record (cluster).
 		r.res.KeepFact = false
 	case rec.LastFactAt != nil && r.f.ObservedAt.Before(*rec.LastFactAt):
-		r.ignore(fmt.Sprintf("stale fact: observed at %s, before release %s's last fact (%s)",
-			stamp(r.f.ObservedAt), id, stamp(*rec.LastFactAt)))
+		stale := fmt.Sprintf("stale fact: observed at %s, before release %s's last fact (%s)",
+			stamp(r.f.ObservedAt), id, stamp(*rec.LastFactAt))
+		if !r.lateHealthy(stale) {
+			r.ignore(stale)
+		}
 	default:
 		return *rec, true
 	}

@@ -56,7 +56,10 @@ func (r *reduction) setState(rec *Record, to State, why string, extra map[string
 // becameHealthy runs when rec enters healthy. It sets healthy_at the first
 // time, closes the older releases rec replaces, and — only the first time,
 // so a restart or resync never repeats them — sends the CDEvents. It
-// returns the siblings it changed.
+// returns the siblings it changed. service.rolledback goes with marking
+// rollback_of rolled-back, which happens once (rolled-back is final): a
+// rollback whose healthy_at a late fact recorded (lateHealthy) while it
+// was degraded marks its target only when it turns healthy now.
 func (r *reduction) becameHealthy(rec *Record) []Record {
 	first := rec.HealthyAt == nil
 	if first {
@@ -65,22 +68,12 @@ func (r *reduction) becameHealthy(rec *Record) []Record {
 	}
 	// Read before closing anything: a sibling superseded just now still
 	// counts as having been healthy before.
-	everHealthy := r.in.EverHealthy
-	for _, s := range r.in.Siblings {
-		if s.ReleaseID != rec.ReleaseID && s.SameTarget(*rec) && s.HealthyAt != nil {
-			everHealthy = true
-		}
-	}
+	deployed := r.deployedEvent(*rec)
 	closed, targetClosed := r.closeSiblings(*rec)
-	if !first {
-		return closed
+	if first {
+		r.res.Effects = append(r.res.Effects, deployed)
 	}
-	typ := CDEventServiceDeployed
-	if everHealthy {
-		typ = CDEventServiceUpgraded
-	}
-	r.res.Effects = append(r.res.Effects, cdevent(typ, *rec))
-	if rec.Kind == KindRollback {
+	if rec.Kind == KindRollback && (first || targetClosed) {
 		msg := fmt.Sprintf("rollback %s is healthy; %s is rolled-back", rec.ReleaseID, rec.RollbackOf)
 		if !targetClosed {
 			msg = fmt.Sprintf("rollback %s is healthy; %s was not open here, so nothing was marked rolled-back", rec.ReleaseID, rec.RollbackOf)
@@ -94,6 +87,21 @@ func (r *reduction) becameHealthy(rec *Record) []Record {
 		}
 	}
 	return closed
+}
+
+// deployedEvent is the CDEvent rec's first healthy sends: service.upgraded
+// when a release of its target was healthy before, else service.deployed.
+func (r *reduction) deployedEvent(rec Record) Effect {
+	everHealthy := r.in.EverHealthy
+	for _, s := range r.in.Siblings {
+		if s.ReleaseID != rec.ReleaseID && s.SameTarget(rec) && s.HealthyAt != nil {
+			everHealthy = true
+		}
+	}
+	if everHealthy {
+		return cdevent(CDEventServiceUpgraded, rec)
+	}
+	return cdevent(CDEventServiceDeployed, rec)
 }
 
 // closeSiblings marks the releases rec replaces: the one a rollback names

@@ -26,9 +26,13 @@ func (r *reduction) cluster() {
 	// Sources are level-triggered: a newer observation already says
 	// everything an older one could, so a late one is dropped rather than
 	// allowed to move the record backwards.
+	// A late Healthy fact still records healthy_at (lateHealthy).
 	if prev != nil && f.ObservedAt.Before(prev.ObservedAt) {
-		r.ignore(fmt.Sprintf("stale fact: observed at %s, before the last observation of %s (%s)",
-			stamp(f.ObservedAt), f.WorkloadKey(), stamp(prev.ObservedAt)))
+		stale := fmt.Sprintf("stale fact: observed at %s, before the last observation of %s (%s)",
+			stamp(f.ObservedAt), f.WorkloadKey(), stamp(prev.ObservedAt))
+		if !r.lateHealthy(stale) {
+			r.ignore(stale)
+		}
 		return
 	}
 	if f.ReleaseID == "" {

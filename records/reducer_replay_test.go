@@ -139,6 +139,9 @@ type replayStep struct {
 	states map[string]State
 	// quiet: the step writes no audit event.
 	quiet bool
+	// healthySince are the minutes whose time healthy_at must hold after
+	// the step.
+	healthySince map[string]int
 }
 
 func deliver(f Fact, now int, want Outcome, states map[string]State) replayStep {
@@ -172,7 +175,18 @@ func (s *memStore) run(steps []replayStep) {
 				s.t.Fatalf("step %d (%s at minute %d): %s is %s, want %s", i, describeFact(st.fact), st.now, rel, got, want)
 			}
 		}
+		for rel, m := range st.healthySince {
+			if got := s.recs[rel].HealthyAt; got == nil || !got.Equal(at(m)) {
+				s.t.Fatalf("step %d (%s at minute %d): %s healthy_at %v, want %s", i, describeFact(st.fact), st.now, rel, got, at(m))
+			}
+		}
 	}
+}
+
+// withHealthySince adds a healthy_at check to a step.
+func withHealthySince(st replayStep, since map[string]int) replayStep {
+	st.healthySince = since
+	return st
 }
 
 func (s *memStore) effectTypes() []string {
@@ -344,6 +358,28 @@ func replaySequences() []replaySequence {
 				CDEventServiceDeployed + ":R1", CDEventServiceUpgraded + ":R2",
 				CDEventServiceUpgraded + ":R3", CDEventServiceRolledBack + ":R3",
 			},
+		},
+		{
+			// The Healthy fact is delivered after the Degraded one observed
+			// later: the state stays degraded, but the release did reach
+			// healthy, so healthy_at records when (eligibility counts it)
+			// and the next release is an upgrade. The redelivery is a
+			// duplicate.
+			name: "a Healthy fact delivered after a later Degraded still records healthy_at",
+			steps: slices.Concat([]replayStep{
+				register(record("R1", "", 0)),
+				deliver(fact("R1", PhaseProgressing, 1), 1, OutcomeApplied, states{"R1": StateProgressing}),
+				deliver(fact("R1", PhaseDegraded, 20, step(4)), 20, OutcomeApplied, states{"R1": StateDegraded}),
+				withHealthySince(deliver(fact("R1", PhaseHealthy, 10, step(4)), 21, OutcomeApplied, states{"R1": StateDegraded}),
+					map[string]int{"R1": 10}),
+				withHealthySince(deliver(fact("R1", PhaseHealthy, 10, step(4)), 22, OutcomeDuplicate, states{"R1": StateDegraded}),
+					map[string]int{"R1": 10}),
+				// Later than the Degraded one: healthy for real, and healthy_at
+				// keeps the first time.
+				withHealthySince(deliver(fact("R1", PhaseHealthy, 23, step(4)), 23, OutcomeApplied, states{"R1": StateHealthy}),
+					map[string]int{"R1": 10}),
+			}, release2()),
+			effects: []string{CDEventServiceDeployed + ":R1", CDEventServiceUpgraded + ":R2"},
 		},
 		{
 			name: "workflow deploy: fails, is re-run, succeeds; the success is redelivered",
