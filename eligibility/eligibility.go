@@ -5,10 +5,11 @@
 //
 // An image is eligible when one of the newest N (default 5) records of that
 // exact app, environment and cluster reached healthy (healthy_at set,
-// whatever its state is now) with that image. Only releases that ran count:
-// an opened record (a pull request not merged, closed unmerged, or a
-// rollback whose own pull request is being judged) takes no place among the
-// N, so it cannot push an eligible target out of the window.
+// whatever its state is now) with that image. Only releases that ran (a
+// fact reached them) count: an opened record (a pull request not merged,
+// closed unmerged, or a rollback whose own pull request is being judged) or
+// one whose deployment failed before it changed the workload takes no place
+// among the N, so it cannot push an eligible target out of the window.
 //
 // Digests and tags: a query pinned by digest ("sha256:…" or
 // "repo@sha256:…") matches records by digest alone, whatever repository
@@ -200,8 +201,10 @@ func newestFirst(rs []records.Record, app, env, cluster string) []records.Record
 	return out
 }
 
-// ran drops the records that never ran, except keep: opened ones (their
-// pull request not merged yet) and withdrawn ones (closed without merging).
+// ran drops the records that never ran (records.Record.Ran: no fact came),
+// except keep: opened ones (their pull request not merged yet), withdrawn
+// ones (closed without merging) and those that failed before they changed
+// the workload.
 func ran(rs []records.Record, keep string) []records.Record {
 	return slices.DeleteFunc(rs, func(r records.Record) bool {
 		return !r.Ran() && r.ReleaseID != keep

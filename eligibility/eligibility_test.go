@@ -47,8 +47,22 @@ func withdrawn(r *records.Record) {
 }
 
 func state(s records.State) func(*records.Record) { return func(r *records.Record) { r.State = s } }
+
+// neverHealthy: a release that is in state s and never reached healthy.
+// An opened one got no fact either: a fact moves a release out of opened.
 func neverHealthy(s records.State) func(*records.Record) {
-	return func(r *records.Record) { r.HealthyAt, r.State = nil, s }
+	return func(r *records.Record) {
+		r.HealthyAt, r.State = nil, s
+		if s == records.StateOpened {
+			r.LastFactAt = nil
+		}
+	}
+}
+
+// failedUnrun is a release whose deployment failed before it changed the
+// workload (records.FailUnrun): failed with no fact, so it never ran.
+func failedUnrun(r *records.Record) {
+	r.HealthyAt, r.State, r.LastFactAt = nil, records.StateFailed, nil
 }
 func cluster(c string) func(*records.Record) { return func(r *records.Record) { r.Cluster = c } }
 func rollbackOf(id string) func(*records.Record) {
@@ -121,6 +135,12 @@ func TestCheck(t *testing.T) {
 		{"a withdrawn record (its pull request closed unmerged) takes no place in the window",
 			append([]records.Record{rec("RB", 70, "v2", withdrawn), rec("P8", 80, "v8", withdrawn)}, six()...),
 			query(digest("v2")), 0, true, "R2", 5, "the fifth-newest"},
+		{"a release that failed before it ran (no fact) takes no place in the window",
+			append([]records.Record{rec("F8", 80, "v8", failedUnrun), rec("F7", 70, "v7", failedUnrun)}, six()...),
+			query(digest("v2")), 0, true, "R2", 5, "the fifth-newest"},
+		{"a release that failed before it ran is not one that ran",
+			[]records.Record{rec("F7", 70, "v7", failedUnrun), rec("R6", 60, "v6", state(records.StateHealthy))},
+			query(digest("v7")), 0, false, "F7", 0, "is the image of release F7 of checkout in prod/prod-eu, which has not run (it is failed)"},
 		{"an opened record alone is not a release that ran",
 			[]records.Record{rec("R7", 70, "v7", neverHealthy(records.StateOpened)), rec("R6", 60, "v6", state(records.StateHealthy))},
 			query(digest("v7")), 0, false, "R7", 0, "is the image of release R7 of checkout in prod/prod-eu, which has not run (it is opened)"},

@@ -54,6 +54,13 @@ func TestSelectTarget(t *testing.T) {
 				rec("R5", 50, "v5", neverHealthy(records.StateFailed)),
 				rec("R4", 40, "v4"),
 			}, "R6", 3, "R4", "the third-newest"},
+		{"releases that failed before they ran take no place in the window, and are not current",
+			[]records.Record{
+				rec("F8", 80, "v8", failedUnrun),
+				rec("R6", 60, "v6", state(records.StateHealthy)),
+				rec("R5", 50, "v5", neverHealthy(records.StateFailed)),
+				rec("R4", 40, "v4"),
+			}, "R6", 3, "R4", "the third-newest"},
 		{"current outside the window",
 			six(), "R1", 5, "", "R1 is not among the newest 5"},
 		{"current release not recorded",

@@ -30,9 +30,11 @@ func (f fixed) Evaluate(context.Context, Subject) Verdict { return f.v }
 // ago; the bad digest is the current, failed release.
 func history() []records.Record {
 	healthy := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	// Both ran: facts came (records.Record.Ran).
+	failedAt, lastHealthy := healthy.Add(3*time.Hour), healthy.Add(time.Hour)
 	return []records.Record{
-		{ReleaseID: "r3", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + badDigest, Digest: badDigest, State: records.StateFailed, CreatedAt: healthy.Add(2 * time.Hour)},
-		{ReleaseID: "r2", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest, GitRevision: "abcdef0123456789", State: records.StateSuperseded, HealthyAt: &healthy, CreatedAt: healthy.Add(-time.Hour)},
+		{ReleaseID: "r3", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + badDigest, Digest: badDigest, State: records.StateFailed, CreatedAt: healthy.Add(2 * time.Hour), LastFactAt: &failedAt},
+		{ReleaseID: "r2", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "reg/checkout@" + oldDigest, Digest: oldDigest, GitRevision: "abcdef0123456789", State: records.StateSuperseded, HealthyAt: &healthy, CreatedAt: healthy.Add(-time.Hour), LastFactAt: &lastHealthy},
 	}
 }
 

@@ -132,3 +132,16 @@ func TestFailUnrunReleaseStoresTheEndOnceAndNoStallFollows(t *testing.T) {
 		}
 	})
 }
+
+// A release failed before it ran got no fact: it did not run (it takes no
+// place in an eligibility window and is not the release running there),
+// and it was not withdrawn either.
+func TestFailedUnrunDidNotRun(t *testing.T) {
+	rec, _, ok := FailUnrun(record("R1", StateOpened, 0), "the agent failed before its patch", nil, at(1))
+	if !ok || rec.Ran() || rec.Withdrawn() {
+		t.Errorf("failed unrun: ok %v, Ran %v, Withdrawn %v; want ok, neither ran nor withdrawn", ok, rec.Ran(), rec.Withdrawn())
+	}
+	if r := record("R2", StateFailed, 0, lastFact(1)); !r.Ran() {
+		t.Error("a release a fact failed did not run")
+	}
+}

@@ -10,10 +10,11 @@ import (
 )
 
 // NewestRan counts only releases that ran: an opened release (its pull
-// request not merged) and a withdrawn one (closed without merging) take no
-// place among a target's newest, so they cannot push a release that ran
-// out of an eligibility window.
-func TestNewestRanLeavesOutOpenedAndWithdrawnReleases(t *testing.T) {
+// request not merged), a withdrawn one (closed without merging) and one
+// whose deployment failed before any fact (FailUnrun) take no place among a
+// target's newest, so they cannot push a release that ran out of an
+// eligibility window.
+func TestNewestRanLeavesOutReleasesThatNeverRan(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		ctx := context.Background()
@@ -30,6 +31,16 @@ func TestNewestRanLeavesOutOpenedAndWithdrawnReleases(t *testing.T) {
 			t.Fatal(err)
 		}
 		openRelease(t, s, record("O3", StateOpened, 5))
+		openRelease(t, s, record("F4", StateOpened, 6))
+		if err := s.db.InTx(ctx, func(tx *sql.Tx) error {
+			_, ok, err := s.FailUnrunRelease(ctx, tx, "F4", "the agent failed before its patch", nil, at(7))
+			if err == nil && !ok {
+				t.Error("F4 was not failed")
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 
 		got, err := s.NewestRan(ctx, 5, []Target{{App: "checkout", Environment: "prod", Cluster: "prod-eu"}})
 		if err != nil {
@@ -40,7 +51,7 @@ func TestNewestRanLeavesOutOpenedAndWithdrawnReleases(t *testing.T) {
 			ids = append(ids, r.ReleaseID)
 		}
 		if !slices.Equal(ids, []string{"R1"}) {
-			t.Errorf("NewestRan = %v, want [R1]: the withdrawn W2 and the opened O3 never ran", ids)
+			t.Errorf("NewestRan = %v, want [R1]: the withdrawn W2, the opened O3 and F4, failed before it ran, never ran", ids)
 		}
 	})
 }

@@ -92,9 +92,8 @@ type Target struct{ App, Environment, Cluster string }
 const newestRanChunk = 200
 
 // NewestRan returns, for each of targets, its n newest records that ran
-// (every state but opened, and not withdrawn: those never ran and take no place
-// in an eligibility window),
-// newest first. Unlike the newest records of the whole store, which one
+// (Ran: a fact came; opened, withdrawn and failed-before-running ones never
+// ran and take no place in an eligibility window), newest first. Unlike the newest records of the whole store, which one
 // busy target can fill, this holds each target's window whatever the
 // number of records.
 func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Record, error) {

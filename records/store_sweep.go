@@ -16,8 +16,9 @@ const sweepBatch = 500
 // Sweep deletes records past retention: settled ones (healthy, failed,
 // superseded…; never one still rolling out) whose last change is older than
 // retention, except the newest keep records of each app, environment and
-// cluster that ran (opened ones, never deleted here, and withdrawn ones,
-// deleted past retention whatever their place, take no place) — the
+// cluster that ran (opened ones, never deleted here, and settled ones that
+// never ran — withdrawn, failed before running — deleted past retention
+// whatever their place, take no place) — the
 // window an eligibility check reads, so a record that makes an image
 // eligible is never lost. keep must be at least the largest
 // eligibility window configured. Sweep runs in its own transactions of
@@ -68,7 +69,8 @@ func (s *Store) sweepCandidates(ctx context.Context, cutoff int64, keep int, set
 		FROM records WHERE `+ranCondition+`) ranked
 		WHERE position > $1 AND updated_at < $2 AND state IN (`+placeholders(3, len(settled))+`)
 		UNION ALL
-		SELECT release_id FROM records WHERE `+withdrawnCondition+` AND updated_at < $2`,
+		SELECT release_id FROM records WHERE NOT (`+ranCondition+`) AND updated_at < $2
+			AND state IN (`+placeholders(3, len(settled))+`)`,
 		append([]any{keep, cutoff}, settled...)...)
 	if err != nil {
 		return nil, fmt.Errorf("sweep releases: find old releases: %w", err)

@@ -16,7 +16,7 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 	now := at(0).Add(200 * day)
 	recent := func(r *Record) { r.UpdatedAt = now.Add(-day) }
 	inUS := func(r *Record) { r.Cluster = "prod-us" }
-	history := []Record{
+	history := thatRan([]Record{
 		// Newest five of checkout/prod/prod-eu: kept however old.
 		record("A9", StateHealthy, 9, healthyAt(9)),
 		record("A8", StateSuperseded, 8),
@@ -30,7 +30,7 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 		record("A1", StateSuperseded, 1, healthyAt(1)), // healthy once, but out of the window: deleted
 		record("B2", StateSuperseded, 2, inUS),         // another cluster's own window
 		record("B1", StateSuperseded, 1, inUS),
-	}
+	})
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		for _, r := range history {
@@ -74,7 +74,7 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
-	history := []Record{
+	history := thatRan([]Record{
 		record("O2", StateOpened, 12),
 		record("O1", StateOpened, 11),
 		record("A9", StateHealthy, 9, healthyAt(9)),
@@ -83,7 +83,7 @@ func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
 		record("A6", StateFailed, 6),
 		record("A5", StateSuperseded, 5, healthyAt(5)), // fifth-newest that ran: eligible, kept
 		record("A4", StateSuperseded, 4),               // past the window: deleted
-	}
+	})
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		for _, r := range history {
@@ -125,12 +125,54 @@ func TestSweepTakesWithdrawnReleasesOutOfTheWindowAndDeletesThem(t *testing.T) {
 	})
 }
 
+// A release that left opened without a fact never ran either: one whose
+// deployment failed before it changed the workload (FailUnrun), or one a
+// newer release superseded before any fact came. Like a withdrawn one it
+// takes no place among the newest that are kept and goes past retention.
+func TestSweepTakesReleasesThatNeverRanOutOfTheWindow(t *testing.T) {
+	const day = 24 * time.Hour
+	now := at(0).Add(200 * day)
+	noFact := func(r *Record) { r.LastFactAt = nil }
+	history := []Record{
+		record("F11", StateFailed, 11, noFact),
+		record("S10", StateSuperseded, 10, noFact),
+		record("A9", StateHealthy, 9, healthyAt(9), lastFact(9)),
+		record("A8", StateSuperseded, 8, lastFact(8)),
+		record("A7", StateSuperseded, 7, lastFact(7)),
+		record("A6", StateFailed, 6, lastFact(6)),
+		record("A5", StateSuperseded, 5, healthyAt(5), lastFact(5)), // fifth-newest that ran: kept
+		record("A4", StateFailed, 4, lastFact(4)),                   // past the window
+		record("F3", StateFailed, 3, noFact),
+	}
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		for _, r := range history {
+			putRecord(t, s, r)
+		}
+		n, left := sweep(t, s, now, 90*day)
+		if want := []string{"A5", "A6", "A7", "A8", "A9"}; n != 4 || !slices.Equal(left, want) {
+			t.Fatalf("swept %d, left %v; want 4 swept (F11, S10, A4, F3), left %v", n, left, want)
+		}
+	})
+}
+
+// thatRan gives every record of rs that is not opened a fact at its
+// creation: they ran (Record.Ran), as the sweep tests' histories mean.
+func thatRan(rs []Record) []Record {
+	for i := range rs {
+		if rs[i].State != StateOpened && rs[i].LastFactAt == nil {
+			rs[i].LastFactAt = ptime(rs[i].CreatedAt)
+		}
+	}
+	return rs
+}
+
 func TestSweepDeletesInBatchesAndCountsAll(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		total := sweepBatch + 7 // more than one batch
 		for i := range total {
-			putRecord(t, s, record(fmt.Sprintf("R%04d", i), StateSuperseded, i))
+			putRecord(t, s, record(fmt.Sprintf("R%04d", i), StateSuperseded, i, lastFact(i)))
 		}
 		n, err := s.Sweep(context.Background(), at(0).Add(48*time.Hour), time.Hour, 5)
 		if err != nil {

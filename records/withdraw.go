@@ -13,16 +13,16 @@ import (
 // target, and a new release may take its place.
 func (r Record) Withdrawn() bool { return r.State == StateAborted && r.LastFactAt == nil }
 
-// Ran reports whether the release left opened because the cluster or a
-// workflow reported on it: it is, or was, the release running there.
-func (r Record) Ran() bool { return r.State != StateOpened && !r.Withdrawn() }
+// Ran reports whether the cluster or a workflow reported on the release (a
+// fact was applied to it): it is, or was, the release running there. The
+// state alone does not say so: a release leaves opened without a fact when
+// it is withdrawn, when its deployment failed before it changed the
+// workload (FailUnrun), or when a newer release became healthy first
+// (superseded); none of those ran.
+func (r Record) Ran() bool { return r.LastFactAt != nil }
 
-// withdrawnCondition and ranCondition are Withdrawn and Ran in SQL, for
-// queries over the records table.
-const (
-	withdrawnCondition = `(state = 'aborted' AND last_fact_at IS NULL)`
-	ranCondition       = `state <> 'opened' AND NOT ` + withdrawnCondition
-)
+// ranCondition is Ran in SQL, for queries over the records table.
+const ranCondition = `last_fact_at IS NOT NULL`
 
 // Withdraw ends a release that will never run: its pull request was closed
 // without merging. The state machine has no state for "never ran", so the

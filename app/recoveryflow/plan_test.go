@@ -45,6 +45,9 @@ func rec(id, image string, healthy bool, age time.Duration) records.Record {
 		at := r.CreatedAt.Add(time.Minute)
 		r.HealthyAt, r.State = &at, records.StateSuperseded
 	}
+	// It ran: facts moved it (records.Record.Ran).
+	last := r.CreatedAt.Add(2 * time.Minute)
+	r.LastFactAt = &last
 	return r
 }
 
@@ -142,7 +145,7 @@ func TestPlan(t *testing.T) {
 // opened is a release whose pull request is not merged: it never ran.
 func opened(id, image string, age time.Duration) records.Record {
 	r := rec(id, image, false, age)
-	r.State = records.StateOpened
+	r.State, r.LastFactAt = records.StateOpened, nil
 	return r
 }
 

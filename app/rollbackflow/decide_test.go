@@ -21,6 +21,10 @@ func rec(n int, state records.State, healthy bool) records.Record {
 		h := r.CreatedAt.Add(time.Second)
 		r.HealthyAt = &h
 	}
+	if state != records.StateOpened { // it ran: a fact moved it (records.Record.Ran)
+		f := r.CreatedAt.Add(2 * time.Second)
+		r.LastFactAt = &f
+	}
 	return r
 }
 

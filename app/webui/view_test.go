@@ -17,6 +17,10 @@ func rec(id, app, env, cluster, repo, image string, state records.State, created
 		at := created.Add(time.Minute)
 		r.HealthyAt = &at
 	}
+	if state != records.StateOpened { // it ran: a fact moved it (records.Record.Ran)
+		last := created.Add(2 * time.Minute)
+		r.LastFactAt = &last
+	}
 	return r
 }
 
