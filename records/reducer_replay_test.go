@@ -351,6 +351,8 @@ func replaySequences() []replaySequence {
 				deliver(fact("R3", PhaseProgressing, 61, gen(5), image(imageOf("R1"))), 61, OutcomeApplied, states{"R3": StateProgressing, "R2": StateHealthy}),
 				deliver(fact("R3", PhaseHealthy, 65, gen(5), step(4), image(imageOf("R1"))), 65, OutcomeApplied,
 					states{"R3": StateHealthy, "R2": StateRolledBack, "R1": StateSuperseded}),
+				// Redelivered: a duplicate, which sends nothing again.
+				deliver(fact("R3", PhaseHealthy, 65, gen(5), step(4), image(imageOf("R1"))), 66, OutcomeDuplicate, states{"R2": StateRolledBack}),
 				deliver(fact("R3", PhaseProgressing, 90, gen(6), image(imageOf("R1"))), 90, OutcomeApplied, states{"R3": StateProgressing}),
 				deliver(fact("R3", PhaseHealthy, 92, gen(6), image(imageOf("R1"))), 92, OutcomeApplied, states{"R3": StateHealthy}),
 			}),
