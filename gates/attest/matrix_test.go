@@ -26,9 +26,11 @@ func TestContentGatesAreAdvisoryOnAnEligibleRollback(t *testing.T) {
 	// unsigned: integrity and content both fail.
 	unsigned := pushImage(t, srv, "acme/checkout")
 	at := time.Date(2026, 10, 1, 12, 0, 0, 0, time.UTC)
+	// Both ran: facts came (records.Record.Ran).
+	failedAt, lastHealthy := at.Add(3*time.Hour), at.Add(time.Hour)
 	history := []records.Record{
-		{ReleaseID: "r3", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: unsigned.String(), Digest: unsigned.DigestStr(), State: records.StateFailed, CreatedAt: at.Add(2 * time.Hour)},
-		{ReleaseID: "r2", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: healthy.String(), Digest: healthy.DigestStr(), State: records.StateSuperseded, HealthyAt: &at, CreatedAt: at.Add(-time.Hour)},
+		{ReleaseID: "r3", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: unsigned.String(), Digest: unsigned.DigestStr(), State: records.StateFailed, CreatedAt: at.Add(2 * time.Hour), LastFactAt: &failedAt},
+		{ReleaseID: "r2", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: healthy.String(), Digest: healthy.DigestStr(), State: records.StateSuperseded, HealthyAt: &at, CreatedAt: at.Add(-time.Hour), LastFactAt: &lastHealthy},
 	}
 	v := NewVerifier(Registries{}, 0)
 	trust := Trust{Policy: key.policy()}
