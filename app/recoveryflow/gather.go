@@ -58,7 +58,7 @@ func (f *flow) gather(ctx context.Context, gh *github.Client, repository string,
 	if err != nil {
 		return err
 	}
-	if g.Failed != nil && g.Failed.State == records.StateOpened && g.Failed.SameTarget(records.Record{
+	if g.Failed != nil && !g.Failed.Ran() && g.Failed.SameTarget(records.Record{
 		App: deploy.App, Environment: deploy.Environment, Cluster: cluster}) {
 		// Not among the releases that ran, but the previous target is
 		// chosen from it, as when the newest records were read whatever

@@ -264,12 +264,12 @@ func liveRelease(rs []records.Record, running []string) (records.Record, bool) {
 	return newestThatRan(rs)
 }
 
-// newestThatRan is the first of rs (newest first) that is not opened: a
-// release whose pull request is not merged never ran, so it is neither
-// what runs nor something to go back to.
+// newestThatRan is the first of rs (newest first) that ran: a release no
+// fact reached (its pull request not merged, or its rollback action failed
+// before the patch) is neither what runs nor something to go back to.
 func newestThatRan(rs []records.Record) (records.Record, bool) {
 	for _, r := range rs {
-		if r.State != records.StateOpened {
+		if r.Ran() {
 			return r, true
 		}
 	}

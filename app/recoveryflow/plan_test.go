@@ -102,6 +102,8 @@ func TestPlan(t *testing.T) {
 			&v2, []records.Record{v2}, nil, recovery.RuleNoPreviousVersion, repoconfig.FailureUnknown, FromNone, "", false, "v2/v2", nil},
 		{"a release whose pull request is not merged is neither what runs nor a target", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
 			&v2, []records.Record{opened("r4", "v4", time.Second), v2, opened("r0", "v0", 90*time.Minute), v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2", nil},
+		{"a rollback that failed before its patch (no fact) is not what runs", 4, staging, taskFact(1, records.TaskFailed, "health_check_failure", "staging"),
+			&v2, []records.Record{failedUnrun("r4", "v1", time.Second), v2, v1}, nil, recovery.RuleRollback, "health_check_failure", FromFact, "v1", false, "v2/v2", nil},
 		// Seed 000: the live version is what the cluster runs; a release
 		// that failed before any pod ran it is not, so there is nothing to
 		// roll back.
@@ -146,6 +148,15 @@ func TestPlan(t *testing.T) {
 func opened(id, image string, age time.Duration) records.Record {
 	r := rec(id, image, false, age)
 	r.State, r.LastFactAt = records.StateOpened, nil
+	return r
+}
+
+// failedUnrun is a release that ended failed before any fact reached it
+// (records.FailUnrun: its cluster action failed before the patch): it
+// never ran.
+func failedUnrun(id, image string, age time.Duration) records.Record {
+	r := rec(id, image, false, age)
+	r.LastFactAt = nil
 	return r
 }
 

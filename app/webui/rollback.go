@@ -152,12 +152,12 @@ func (h *handler) noSuchRelease(w http.ResponseWriter, ss session, id string) {
 }
 
 // isRunning reports whether rec is what its environment runs: the newest
-// release in same (newest first) that left opened, as rollbackflow decides.
+// release in same (newest first) that ran, as rollbackflow decides.
 // While a rollback's pull request is open, the release it replaces is still
 // running, and its page still offers the form (which then says the rollback
 // is open already).
 func isRunning(rec records.Record, same []records.Record) bool {
-	return rec.State != records.StateOpened && running(same) == rec.ReleaseID
+	return rec.Ran() && running(same) == rec.ReleaseID
 }
 
 // hasTarget reports whether some release in same (newest first) other than

@@ -165,11 +165,11 @@ func newestFirst(a, b records.Record) int {
 }
 
 // running is the release id that same (newest first, one app,
-// environment and cluster) runs: the newest record that left opened, as
-// rollbackflow and recovery decide; "" when every record is opened.
+// environment and cluster) runs: the newest record that ran (a fact reached
+// it), as rollbackflow and recovery decide; "" when none did.
 func running(same []records.Record) string {
 	for _, r := range same {
-		if r.State != records.StateOpened {
+		if r.Ran() {
 			return r.ReleaseID
 		}
 	}

@@ -191,3 +191,37 @@ func TestBuildGroupsCurrentIsTheNewestReleaseThatRan(t *testing.T) {
 
 // defaultWindow is every repository's window when none has a config kept.
 func defaultWindow(string) int { return eligibility.DefaultWindow }
+
+// A rollback whose cluster action failed before the patch ends failed with
+// no fact (records.FailUnrun): it never ran, so the release it was to
+// replace is still what runs there, on the list and on its page alike.
+func TestBuildGroupsARollbackThatFailedBeforeRunningIsNotCurrent(t *testing.T) {
+	rb := rec("a-4", "shop", "prod", "eu", "acme/shop", "shop:v2", records.StateFailed, t0.Add(3*time.Hour), false)
+	rb.Kind, rb.RollbackOf, rb.LastFactAt = records.KindRollback, "a-3", nil
+	rs := []records.Record{
+		rec("a-2", "shop", "prod", "eu", "acme/shop", "shop:v2", records.StateHealthy, t0.Add(time.Hour), true),
+		rec("a-3", "shop", "prod", "eu", "acme/shop", "shop:v3", records.StateDegraded, t0.Add(2*time.Hour), false),
+		rb,
+	}
+	groups := buildGroups(rs, nil, map[string]bool{"acme/shop": true}, nil, defaultWindow, t0.Add(4*time.Hour))
+	if len(groups) != 1 {
+		t.Fatalf("groups %+v, want shop/prod only", groups)
+	}
+	rows := map[string]row{}
+	for _, r := range groups[0].Rows {
+		rows[r.ReleaseID] = r
+	}
+	if r := rows["a-4"]; r.Current {
+		t.Errorf("a-4, a rollback that never ran, is shown current")
+	}
+	if r := rows["a-3"]; !r.Current {
+		t.Errorf("a-3, the newest release that ran, is not shown current")
+	}
+	if tg := groups[0].Targets; len(tg) != 1 || tg[0].Current != "a-3" {
+		t.Errorf("targets %+v, want current a-3", tg)
+	}
+	newestFirst := []records.Record{rb, rs[1], rs[0]}
+	if isRunning(rb, newestFirst) || !isRunning(rs[1], newestFirst) {
+		t.Errorf("the release page: a-4 running %v, a-3 running %v; want a-3", isRunning(rb, newestFirst), isRunning(rs[1], newestFirst))
+	}
+}
