@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -69,6 +70,10 @@ func runAgent(args []string) int {
 	if code, stop := flagRange(fs, "health-port", 0, 65535); stop {
 		return code
 	}
+	if !validLogLevel(*logLevel) {
+		fmt.Fprintf(os.Stderr, "ripcord agent: --log-level must be debug, info, warn or error, not %q\n", *logLevel)
+		return 2
+	}
 	// A misspelt variable (RIPCORD_CLUSTER_TOKN in a pod spec) is said
 	// first: it may be why what follows refuses to start.
 	log := newLogger(*logLevel)
@@ -77,6 +82,10 @@ func runAgent(args []string) int {
 	cluster.LogClientGoTo(log)
 	for _, u := range config.CheckEnv(os.Environ()) {
 		log.Warn(u.String(), "variable", u.Name)
+	}
+	if problems := agentFlagProblems(fs, *name, *server, *rollouts, *listen); len(problems) > 0 {
+		fmt.Fprintln(os.Stderr, "ripcord agent: "+strings.Join(problems, "; "))
+		return 2
 	}
 	fileFrom := "environment variable RIPCORD_CLUSTER_TOKEN_FILE"
 	fs.Visit(func(f *flag.Flag) {
@@ -150,6 +159,50 @@ func agentServer(h http.Handler, readTimeout time.Duration) *http.Server {
 	read := cmp.Or(readTimeout, agentReadTimeout)
 	return &http.Server{Handler: h, ReadHeaderTimeout: min(agentReadHeaderTimeout, read),
 		ReadTimeout: read, IdleTimeout: agentIdleTimeout, MaxHeaderBytes: agentMaxHeaderBytes}
+}
+
+// validLogLevel is whether level is one --log-level takes: slog read any
+// other word as info, so `--log-level verbose` gave no debug lines and no
+// word about why.
+func validLogLevel(level string) bool {
+	switch level {
+	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+// agentFlagProblems checks, naming the flags, what the agent would
+// otherwise refuse only once it had found a cluster to watch (a missing
+// --cluster, an --rollouts or --server it does not take) or once it had
+// connected to it (a --listen that is not host:port): run on a laptop,
+// the first answer was "not in a cluster and no --kubeconfig", and fixing
+// that brought the next problem.
+func agentFlagProblems(fs *flag.FlagSet, name, server, rollouts, listen string) []string {
+	from := func(flagName, env string) string {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == flagName })
+		if given || env == "" || os.Getenv(env) == "" {
+			return "--" + flagName
+		}
+		return "--" + flagName + " (from " + env + ")"
+	}
+	var problems []string
+	if strings.TrimSpace(name) == "" {
+		problems = append(problems, "--cluster is required (or set RIPCORD_CLUSTER): the cluster's name in the server's clusters setting")
+	}
+	if u, err := url.Parse(server); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		problems = append(problems, fmt.Sprintf("%s %q is not an http(s) URL (for example https://ripcord.example.com)", from("server", "RIPCORD_SERVER"), server))
+	}
+	switch rollouts {
+	case cluster.RolloutsAuto, cluster.RolloutsOn, cluster.RolloutsOff:
+	default:
+		problems = append(problems, fmt.Sprintf("--rollouts must be auto, on or off, not %q", rollouts))
+	}
+	if _, port, err := net.SplitHostPort(listen); err != nil || port == "" {
+		problems = append(problems, fmt.Sprintf("--listen %q is not host:port (for example :9090 or 127.0.0.1:9090)", listen))
+	}
+	return problems
 }
 
 // agentToken reads the cluster token from --token-file on each request, or

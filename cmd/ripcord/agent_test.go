@@ -34,3 +34,51 @@ func TestAgentRefusesToStartWithoutWhatItNeeds(t *testing.T) {
 		})
 	}
 }
+
+// A flag the agent cannot use is named before the agent looks for a
+// cluster: on a laptop without one, a missing --cluster, a bad --rollouts,
+// --server, --listen or --log-level were answered "not in a cluster and no
+// --kubeconfig" (or, for --log-level, taken as info without a word), and
+// the flag's own problem came only once a cluster was found.
+func TestAgentNamesABadFlagBeforeLookingForACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	clean := []string{"RIPCORD_CLUSTER_TOKEN=eu-token", "RIPCORD_CLUSTER_TOKEN_FILE=", "RIPCORD_CLUSTER=", "RIPCORD_SERVER=",
+		"KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", "RIPCORD_AGENT_STATE=" + dir}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"no cluster", nil, []string{}, []string{"--cluster is required (or set RIPCORD_CLUSTER)"}},
+		{"rollouts", nil, []string{"--cluster", "prod-eu", "--rollouts", "maybe"}, []string{`--rollouts must be auto, on or off, not "maybe"`}},
+		{"server flag", nil, []string{"--cluster", "prod-eu", "--server", "ftp://ripcord.example.com"}, []string{`--server "ftp://ripcord.example.com" is not an http(s) URL`}},
+		{"server from the environment", []string{"RIPCORD_SERVER=127.0.0.1:8080"}, []string{"--cluster", "prod-eu"}, []string{`--server (from RIPCORD_SERVER) "127.0.0.1:8080" is not an http(s) URL`}},
+		{"listen", nil, []string{"--cluster", "prod-eu", "--listen", "nope"}, []string{`--listen "nope" is not host:port`}},
+		{"log level", nil, []string{"--cluster", "prod-eu", "--log-level", "verbose"}, []string{`ripcord agent: --log-level must be debug, info, warn or error, not "verbose"`}},
+		{"every problem at once", nil, []string{"--rollouts", "maybe", "--listen", "nope"}, []string{"--cluster is required", "--rollouts must be", "--listen \"nope\""}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errOut := ripcord(t, append(clean, c.env...), append([]string{"agent"}, c.args...)...)
+			if code != 2 || strings.Contains(errOut, "not in a cluster") {
+				t.Errorf("exit %d, stderr %q; want 2 and the flag named before any cluster is looked for", code, errOut)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q; want it to say %q", errOut, w)
+				}
+			}
+		})
+	}
+	// Good values of those flags pass: the agent goes on to look for a
+	// cluster, and finds none here.
+	code, _, errOut := ripcord(t, clean, "agent", "--cluster", "prod-eu", "--rollouts", "on", "--server", "https://ripcord.example.com",
+		"--listen", "127.0.0.1:0", "--log-level", "debug")
+	if code != 2 || !strings.Contains(errOut, "not in a cluster and no --kubeconfig") {
+		t.Errorf("good flags: exit %d, stderr %q; want 2 and no cluster found", code, errOut)
+	}
+}
