@@ -111,6 +111,24 @@ func noArgs(fs *flag.FlagSet) (code int, stop bool) {
 	return 2, true
 }
 
+// oneArg ends a command that takes exactly one argument (what, such as
+// RELEASE_ID) when it was given none or several, saying which, then its
+// usage line: the usage line alone left a user to find out whether the id
+// was missing, or one of two words was taken for a second argument (a
+// --reason without quotes).
+func oneArg(fs *flag.FlagSet, what, usage string) (code int, stop bool) {
+	switch fs.NArg() {
+	case 1:
+		return 0, false
+	case 0:
+		fmt.Fprintf(os.Stderr, "%s: %s is required\n", fs.Name(), what)
+	default:
+		fmt.Fprintf(os.Stderr, "%s: unexpected argument %q; it takes one %s (a value with spaces needs quotes)\n", fs.Name(), fs.Arg(1), what)
+	}
+	fmt.Fprintln(os.Stderr, "usage: "+usage)
+	return 2, true
+}
+
 // required ends a command when flags it needs are empty, naming every one
 // of them at once and in the order given: one at a time, in the random
 // order of a map, a user who left out two learnt of the second only at the

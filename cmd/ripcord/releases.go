@@ -83,9 +83,8 @@ func runReleases(args []string) int {
 		if code, stop := noArgs(fs); stop {
 			return code
 		}
-	} else if fs.NArg() != 1 {
-		fmt.Fprintf(os.Stderr, "usage: ripcord releases %s RELEASE_ID [flags]\n", sub)
-		return 2
+	} else if code, stop := oneArg(fs, "RELEASE_ID", "ripcord releases "+sub+" RELEASE_ID [flags]"); stop {
+		return code
 	}
 	if limit != nil {
 		if code, stop := flagRange(fs, "limit", 1, 1000); stop {

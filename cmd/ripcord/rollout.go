@@ -105,9 +105,8 @@ func rolloutStatus(args []string) int {
 		if code, stop := noArgs(fs); stop {
 			return code
 		}
-	} else if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout status ROLLOUT_ID | --release-id RELEASE_ID")
-		return 2
+	} else if code, stop := oneArg(fs, "ROLLOUT_ID (or --release-id)", "ripcord rollout status ROLLOUT_ID | --release-id RELEASE_ID"); stop {
+		return code
 	}
 	c, err := client()
 	if err != nil {
@@ -198,9 +197,8 @@ func rolloutVote(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout approve ROLLOUT_ID --user LOGIN [--reject]")
-		return 2
+	if code, stop := oneArg(fs, "ROLLOUT_ID", "ripcord rollout approve ROLLOUT_ID --user LOGIN [--reject]"); stop {
+		return code
 	}
 	if strings.TrimSpace(*user) == "" {
 		fmt.Fprintln(os.Stderr, "ripcord rollout approve: --user is required: the GitHub login of who approves "+
@@ -222,9 +220,8 @@ func rolloutAbort(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: ripcord rollout abort ROLLOUT_ID --user LOGIN [--reason WHY]")
-		return 2
+	if code, stop := oneArg(fs, "ROLLOUT_ID", "ripcord rollout abort ROLLOUT_ID --user LOGIN [--reason WHY]"); stop {
+		return code
 	}
 	if strings.TrimSpace(*user) == "" {
 		fmt.Fprintln(os.Stderr, "ripcord rollout abort: --user is required: the GitHub login of who aborts "+
