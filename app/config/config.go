@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	suggestion "github.com/ripcord/ripcord/internal/suggest"
 )
 
 // Config is the server's configuration after loading.
@@ -294,7 +296,12 @@ func flatten(file, prefix string, n *yaml.Node, out map[string]sourced, errs *[]
 			flatten(file, key+".", v, out, errs)
 			continue
 		}
-		*errs = append(*errs, &Error{Key: key, Source: where(k), Message: "unknown key; known keys: " + strings.Join(keysUnder(prefix), ", ")})
+		known := keysUnder(prefix)
+		msg := "unknown key; "
+		if near := nearestKey(k.Value, known); near != "" {
+			msg += "did you mean " + near + "? "
+		}
+		*errs = append(*errs, &Error{Key: key, Source: where(k), Message: msg + "known keys: " + strings.Join(known, ", ")})
 	}
 }
 
@@ -391,6 +398,20 @@ func isSection(key string) bool {
 		}
 	}
 	return false
+}
+
+// nearestKey is the known key closest to word, a key of the file that is
+// none, as the environment's typos are told theirs (nearestEnv): the flag's
+// spelling (log-level), the environment's (webhook_secret) or a slip of a
+// letter. It is "" when even the closest is too far to be a typo.
+func nearestKey(word string, known []string) string {
+	best, bestDist := "", max(2, len(word)/3)+1
+	for _, k := range known {
+		if d := suggestion.Distance(word, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best
 }
 
 func keysUnder(prefix string) []string {

@@ -535,3 +535,31 @@ func TestREADMEExampleSettingsFileLoads(t *testing.T) {
 		t.Errorf("the example configures no App or no cluster: %+v", c.GitHub)
 	}
 }
+
+// An unknown key of the settings file names the key it most likely meant,
+// as a misspelt RIPCORD_* variable does: the flag's spelling (log-level),
+// the environment variable's (webhook_secret, from
+// RIPCORD_GITHUB_WEBHOOK_SECRET) or a slip of a letter was answered with
+// the list of every key, left to be searched for the one meant.
+func TestUnknownFileKeyNamesTheKeyMeant(t *testing.T) {
+	cases := []struct {
+		file, want string
+	}{
+		{"log-level: debug\n", "bad.yml:1:1): unknown key; did you mean log_level? known keys: api_token,"},
+		{"lisen: 127.0.0.1:8080\n", "did you mean listen?"},
+		{"github:\n  webhook_secret: s3cret\n", "bad.yml:2:3): unknown key; did you mean webhook_secrets? known keys: api_url, app_id, private_key, webhook_secrets"},
+		{"rollout:\n  max-parallel: 4\n", "did you mean max_parallel?"},
+	}
+	for _, c := range cases {
+		env := map[string]string{"RIPCORD_CONFIG": writeFile(t, "bad.yml", c.file)}
+		_, err := load(t, nil, env)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("file %q: error %v; want it to say %q", c.file, err, c.want)
+		}
+	}
+	// A key far from every known one is no typo: no guess, only the list.
+	env := map[string]string{"RIPCORD_CONFIG": writeFile(t, "bad.yml", "frobnicate: 1\n")}
+	if _, err := load(t, nil, env); err == nil || strings.Contains(err.Error(), "did you mean") || !strings.Contains(err.Error(), "known keys: api_token") {
+		t.Errorf("a key far from every known one: error %v; want the known keys and no guess", err)
+	}
+}
