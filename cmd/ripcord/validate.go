@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -40,6 +41,9 @@ examples:
 flags:
 `
 
+// defaultRepoConfig is the file validate checks when it is given none.
+const defaultRepoConfig = ".github/ripcord.yml"
+
 // maxParallelKey is the server's setting that --max-parallel stands for.
 const maxParallelKey = "rollout.max_parallel"
 
@@ -74,8 +78,9 @@ func runValidate(args []string) int {
 		fmt.Fprintf(os.Stderr, "ripcord validate: %s %d, from %s\n", maxParallelKey, maxParallel, source)
 	}
 	args = fs.Args()
-	if len(args) == 0 {
-		args = []string{".github/ripcord.yml"}
+	defaulted := len(args) == 0
+	if defaulted {
+		args = []string{defaultRepoConfig}
 	}
 	bad, unreadable := false, false
 	for _, u := range config.CheckEnv(os.Environ()) {
@@ -85,6 +90,13 @@ func runValidate(args []string) int {
 	for _, file := range args {
 		data, err := os.ReadFile(file)
 		if err != nil {
+			if defaulted && errors.Is(err, os.ErrNotExist) {
+				// Said as "open .github/ripcord.yml: no such file or
+				// directory", it read as if the user had named that file.
+				wd, _ := os.Getwd()
+				err = fmt.Errorf("no FILE given, and there is no %s in %s: name the file (ripcord validate path/to/ripcord.yml), "+
+					"or run it in the repository's top folder", defaultRepoConfig, wd)
+			}
 			fmt.Fprintln(os.Stderr, "ripcord validate:", err)
 			unreadable = true
 			continue
