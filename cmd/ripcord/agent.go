@@ -214,7 +214,10 @@ func agentToken(file, fileFrom string) (tok func() (string, error), from string,
 	if file != "" {
 		tok := cluster.TokenFile(file)
 		if _, err := tok(); err != nil {
-			return nil, "", err
+			// Named by RIPCORD_CLUSTER_TOKEN_FILE, left in a shell or a
+			// unit file, the file was otherwise a mystery on the command
+			// line that has no --token-file.
+			return nil, "", fmt.Errorf("%w (the file given by %s)", err, fileFrom)
 		}
 		return tok, fmt.Sprintf("file %s given by %s", file, fileFrom), nil
 	}

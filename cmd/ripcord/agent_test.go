@@ -82,3 +82,32 @@ func TestAgentNamesABadFlagBeforeLookingForACluster(t *testing.T) {
 		t.Errorf("good flags: exit %d, stderr %q; want 2 and no cluster found", code, errOut)
 	}
 }
+
+// A token file the agent cannot read is named with what gave it: from
+// RIPCORD_CLUSTER_TOKEN_FILE, which a command line without --token-file
+// does not show, the refusal "token-file: open …" left the user to find
+// where the path came from.
+func TestAgentSaysWhatNamedATokenFileItCannotRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope")
+	clean := []string{"RIPCORD_CLUSTER_TOKEN=", "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", "RIPCORD_AGENT_STATE=" + dir}
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"environment", []string{"RIPCORD_CLUSTER_TOKEN_FILE=" + missing}, nil, "(the file given by environment variable RIPCORD_CLUSTER_TOKEN_FILE)"},
+		{"flag", []string{"RIPCORD_CLUSTER_TOKEN_FILE="}, []string{"--token-file", missing}, "(the file given by flag --token-file)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errOut := ripcord(t, append(clean, c.env...), append([]string{"agent", "--cluster", "prod-eu"}, c.args...)...)
+			if code != 2 || !strings.Contains(errOut, missing) || !strings.Contains(errOut, c.want) {
+				t.Errorf("exit %d, stderr %q; want 2, the file and %q", code, errOut, c.want)
+			}
+		})
+	}
+}
