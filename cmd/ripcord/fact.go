@@ -72,6 +72,14 @@ func runFact(args []string) int {
 			return 2
 		}
 	}
+	// A task fact's fields (repository, workflow_run_id, status, app, ...)
+	// have no flags: sent, it was refused by the server with a list of
+	// fields the user had no way to type.
+	if *file == "" && *f["source"] == "task" {
+		fmt.Fprintln(os.Stderr, "ripcord fact: a task fact (--source task) needs --file: its fields "+
+			"(repository, workflow_run_id, status, app, environment, ...) have no flags; write it as JSON")
+		return 2
+	}
 	if code, stop := notNegative(fs, "generation", "observed-generation", "step", "step-count"); stop {
 		return code
 	}
