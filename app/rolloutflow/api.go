@@ -293,9 +293,11 @@ func (a api) open(ctx context.Context, q *startRequest) (*records.Record, error)
 	}
 	switch {
 	case q.Repository == "":
-		return nil, bad("repository", "repository: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
+		return nil, bad("repository", "repository: required, no earlier release of "+q.App+" in "+q.Environment+" names one; "+
+			"pass the app's repository (owner/name) as \"repository\" in the request body, or --repository to ripcord rollout start")
 	case q.Cluster == "":
-		return nil, bad("cluster", "cluster: required, no earlier release of "+q.App+" in "+q.Environment+" names one")
+		return nil, bad("cluster", "cluster: required, no earlier release of "+q.App+" in "+q.Environment+" names one; "+
+			"pass it as \"cluster\" in the request body, or --cluster to ripcord rollout start")
 	}
 	if q.ReleaseID == "" {
 		q.ReleaseID = fmt.Sprintf("%s-%s:%s/%s", q.App, q.Version, q.Cluster, q.Environment)
