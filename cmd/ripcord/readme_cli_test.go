@@ -182,8 +182,8 @@ func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
 			[]string{"rollout", "status", "--release-id", "readme-1"}, "", 1, "release readme-1 has no rollout"},
 		// Without GitHub these cannot go through; the server's refusal
 		// says why, and the command passes it on with exit status 1.
-		{"ripcord rollback --app checkout --environment prod [--cluster prod-eu] [--to RELEASE_ID|sha256:…] --reason \"…\"",
-			[]string{"rollback", "--app", "checkout", "--environment", "prod", "--cluster", "prod-eu", "--reason", "bad deploy"},
+		{"ripcord rollback --app checkout --environment prod [--cluster prod-eu] [--to RELEASE_ID|sha256:…] [--repository acme/checkout] --reason \"…\"",
+			[]string{"rollback", "--app", "checkout", "--environment", "prod", "--cluster", "prod-eu", "--repository", "acme/checkout", "--reason", "bad deploy"},
 			"", 1, "no GitHub App is configured, so ripcord cannot act on acme/checkout: set github.app_id"},
 		{"ripcord rollout start --app checkout --environment prod --version v42 [--repository acme/checkout]",
 			[]string{"rollout", "start", "--app", "checkout", "--environment", "prod", "--version", "v42", "--repository", "acme/checkout"},
