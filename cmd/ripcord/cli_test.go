@@ -191,7 +191,7 @@ func TestValidateExitCodes(t *testing.T) {
 		{"a missing file before a file with a problem", nil, []string{filepath.Join(dir, "missing.yml"), typo}, 2, typo + ":3:3:", "no such file"},
 		{"a missing file before a valid one", nil, []string{filepath.Join(dir, "missing.yml"), good}, 2, "", good + ": valid"},
 		{"a file with a problem, then a folder", nil, []string{typo, dir}, 2, typo + ":3:3:", "is a directory"},
-		{"help", nil, []string{"-h"}, 0, "", "usage: ripcord validate"},
+		{"help", nil, []string{"-h"}, 0, "usage: ripcord validate", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -208,7 +208,7 @@ func TestValidateExitCodes(t *testing.T) {
 		})
 	}
 	// The page says what each exit status means.
-	_, _, help := ripcord(t, nil, "validate", "-h")
+	_, help, _ := ripcord(t, nil, "validate", "-h")
 	help = strings.Join(strings.Fields(help), " ")
 	for _, want := range []string{"Exit status: 0 when everything is valid; 1 when a file or the environment has a problem;",
 		"2 when the command is used wrongly: an unknown flag, a bad flag value,",

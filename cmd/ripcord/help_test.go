@@ -133,7 +133,7 @@ func TestEveryHelpPageSaysWhatItDoesAndGivesExamples(t *testing.T) {
 	help := map[string]string{}
 	for _, page := range helpPages {
 		name := "ripcord " + strings.Join(page, " ")
-		code, _, text := ripcord(t, nil, append(page, "-h")...)
+		code, text, _ := ripcord(t, nil, append(page, "-h")...)
 		if code != 0 {
 			t.Errorf("%s -h: exit %d\n%s", name, code, text)
 			continue
@@ -193,8 +193,8 @@ func TestVersionCommandLine(t *testing.T) {
 		stderrHas string
 	}{
 		{"the version", []string{"version"}, 0, "ripcord ", ""},
-		{"help", []string{"version", "-h"}, 0, "", "usage: ripcord version"},
-		{"long help", []string{"version", "--help"}, 0, "", "usage: ripcord version"},
+		{"help", []string{"version", "-h"}, 0, "usage: ripcord version", ""},
+		{"long help", []string{"version", "--help"}, 0, "usage: ripcord version", ""},
 		{"an argument it does not take", []string{"version", "extra"}, 2, "", `unexpected argument "extra"`},
 		{"a flag it does not have", []string{"version", "--json"}, 2, "", "flag provided but not defined"},
 	}
@@ -225,7 +225,7 @@ func TestFactHelpNamesTheFactsJSONFields(t *testing.T) {
 			fields[name] = true
 		}
 	}
-	code, _, help := ripcord(t, nil, "fact", "-h")
+	code, help, _ := ripcord(t, nil, "fact", "-h")
 	if code != 0 {
 		t.Fatalf("ripcord fact -h: exit code %d\n%s", code, help)
 	}
@@ -244,7 +244,7 @@ func TestFactHelpNamesTheFactsJSONFields(t *testing.T) {
 // and the source it defaults to: the server refuses any other, and a
 // newcomer had to learn them from that refusal.
 func TestFactHelpNamesTheSourcesAndPhases(t *testing.T) {
-	code, _, help := ripcord(t, nil, "fact", "-h")
+	code, help, _ := ripcord(t, nil, "fact", "-h")
 	if code != 0 {
 		t.Fatalf("ripcord fact -h: exit code %d\n%s", code, help)
 	}
@@ -275,12 +275,12 @@ func TestHelpCommandShowsTheCommandsPage(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	for _, page := range [][]string{{"releases"}, {"releases", "list"}, {"rollout", "approve"}, {"validate"}, {"version"}} {
-		_, _, want := ripcord(t, nil, append(page, "-h")...)
+		_, want, _ := ripcord(t, nil, append(page, "-h")...)
 		name := strings.Join(page, " ")
-		code, stdout, got := ripcord(t, nil, append([]string{"help"}, page...)...)
-		if code != 0 || got != want || stdout != "" {
-			t.Errorf("ripcord help %s: exit %d, stdout %q, stderr:\n%s\nwant exit 0 and the page of ripcord %s -h:\n%s",
-				name, code, stdout, got, name, want)
+		code, got, stderr := ripcord(t, nil, append([]string{"help"}, page...)...)
+		if code != 0 || got != want || stderr != "" {
+			t.Errorf("ripcord help %s: exit %d, stderr %q, stdout:\n%s\nwant exit 0 and the page of ripcord %s -h:\n%s",
+				name, code, stderr, got, name, want)
 		}
 	}
 	code, _, stderr := ripcord(t, nil, "help", "nosuch")

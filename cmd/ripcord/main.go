@@ -2,6 +2,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,11 +43,12 @@ func run(args []string) int {
 	if len(args) > 1 && args[0] == "help" {
 		return run(append(args[1:], "-h"))
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage()
-		if len(args) == 0 {
-			return 2
-		}
+	if len(args) == 0 {
+		usage(os.Stderr)
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(os.Stdout)
 		return 0
 	}
 	for _, c := range commands {
@@ -55,24 +57,43 @@ func run(args []string) int {
 		}
 	}
 	fmt.Fprintf(os.Stderr, "ripcord: unknown command %q\n", args[0])
-	usage()
+	usage(os.Stderr)
 	return 2
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: ripcord <command> [flags]\n\ncommands:")
+// usage lists the commands: on stdout when it was asked for (ripcord -h,
+// ripcord help), so that it can be paged or searched, and on stderr after
+// a mistake.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: ripcord <command> [flags]\n\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'ripcord <command> -h' (or 'ripcord help <command>') for what a command does, examples and its flags.")
+	fmt.Fprintln(w, "\nRun 'ripcord <command> -h' (or 'ripcord help <command>') for what a command does, examples and its flags.")
 }
 
 // parse parses a command's flags. stop says the command must end with code:
-// 0 after -h or --help (the usage went to stderr), 2 for a bad flag (the
-// flag package has said which).
+// 0 after -h or --help (the command's page went to stdout), 2 for a bad
+// flag (the flag package has said which on stderr, with the page).
 // Flags may come before or after the positional arguments
 // (`ripcord releases show ID --json`); after "--" everything is positional.
 func parse(fs *flag.FlagSet, args []string) (code int, stop bool) {
+	// What the flag package prints while parsing is held until it is known
+	// whether it is a page asked for, which goes to stdout (ripcord serve -h
+	// | less), or an error and the page, which go to stderr. A flag set
+	// given another output (tests) keeps it.
+	if fs.Output() == io.Writer(os.Stderr) {
+		var said bytes.Buffer
+		fs.SetOutput(&said)
+		defer func() {
+			fs.SetOutput(nil) // stderr, for a usage line printed later
+			w := os.Stderr
+			if stop && code == 0 {
+				w = os.Stdout
+			}
+			_, _ = w.Write(said.Bytes())
+		}()
+	}
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -231,6 +252,16 @@ func wrap(text string, width int) string {
 		line += len(word)
 	}
 	return b.String()
+}
+
+// helpOut is where a command group's page goes and the code it ends with:
+// asked for (args start with -h), stdout and 0; given for want of a
+// subcommand, stderr and 2.
+func helpOut(args []string) (io.Writer, int) {
+	if len(args) == 0 {
+		return os.Stderr, 2
+	}
+	return os.Stdout, 0
 }
 
 // isHelp reports whether arg asks for help rather than naming a subcommand.

@@ -93,7 +93,7 @@ func checkFlags(t *testing.T, where, line string, help map[string]string) {
 	}
 	key := strings.Join(cmd, " ")
 	if _, ok := help[key]; !ok {
-		code, _, page := ripcord(t, nil, append(cmd, "-h")...)
+		code, page, _ := ripcord(t, nil, append(cmd, "-h")...)
 		if code != 0 {
 			t.Fatalf("ripcord %s -h: exit %d\n%s", key, code, page)
 		}

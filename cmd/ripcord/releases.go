@@ -43,13 +43,11 @@ var releasesPages = map[string]struct {
 
 func runReleases(args []string) int {
 	if len(args) == 0 || isHelp(args[0]) {
+		w, code := helpOut(args)
 		page := releasesPages[""]
-		writePage(os.Stderr, "ripcord releases list [flags] | show RELEASE_ID [flags] | audit RELEASE_ID [flags]", page.about, page.examples)
-		fmt.Fprintln(os.Stderr, "\nRun 'ripcord releases list -h' (or show, audit) for its flags.")
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+		writePage(w, "ripcord releases list [flags] | show RELEASE_ID [flags] | audit RELEASE_ID [flags]", page.about, page.examples)
+		fmt.Fprintln(w, "\nRun 'ripcord releases list -h' (or show, audit) for its flags.")
+		return code
 	}
 	sub, args := args[0], args[1:]
 	if sub != "list" && sub != "show" && sub != "audit" {

@@ -17,18 +17,16 @@ import (
 // to /api/v1/rollouts.
 func runRollout(args []string) int {
 	if len(args) == 0 || isHelp(args[0]) {
-		writePage(os.Stderr, "ripcord rollout start|status|list|approve|abort [flags]",
+		w, code := helpOut(args)
+		writePage(w, "ripcord rollout start|status|list|approve|abort [flags]",
 			"Rolls releases out in waves, where the environment's .github/ripcord.yml has targets and a rollout "+
 				"section: starts a rollout, shows one, lists an environment's, or approves or aborts one.", []string{
 				"ripcord rollout start --app checkout --environment prod --version v42",
 				"ripcord rollout list --app checkout --environment prod --unfinished",
 				"ripcord rollout approve --user octocat ro-3f9a1c2b7d",
 			})
-		fmt.Fprintln(os.Stderr, "\nRun 'ripcord rollout start -h' (or status, list, approve, abort) for its flags.")
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+		fmt.Fprintln(w, "\nRun 'ripcord rollout start -h' (or status, list, approve, abort) for its flags.")
+		return code
 	}
 	sub, args := args[0], args[1:]
 	switch sub {

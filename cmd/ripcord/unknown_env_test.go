@@ -179,7 +179,7 @@ func eachAPICommand(t *testing.T, test func(t *testing.T, url string, c apiComma
 // command that talks to the server is held to the tests below.
 func TestAPICommandsListsEveryCommandWithAToken(t *testing.T) {
 	for _, page := range helpPages {
-		code, _, help := ripcord(t, nil, append(page, "-h")...)
+		code, help, _ := ripcord(t, nil, append(page, "-h")...)
 		if code != 0 || !strings.Contains(help, "\n  -token string") {
 			continue
 		}
