@@ -45,10 +45,19 @@ type RerunSweepArgs struct{}
 // Kind names the job in the queue.
 func (RerunSweepArgs) Kind() string { return "recovery_rerun_sweep" }
 
+// sweepUnique keeps one sweep queued or running at a time: a sweep slower
+// than SweepInterval, or a second server's sweep inserted on its start
+// (RunOnStart) or after a change of leader, would otherwise stack copies
+// that read the same episodes. A completed sweep does not hold back the next.
+var sweepUnique = river.UniqueOpts{ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}
+
 // SweepJob is the periodic job of the sweep, for the server's River client.
 func SweepJob() *river.PeriodicJob {
 	return river.NewPeriodicJob(river.PeriodicInterval(SweepInterval),
-		func() (river.JobArgs, *river.InsertOpts) { return RerunSweepArgs{}, nil },
+		func() (river.JobArgs, *river.InsertOpts) {
+			return RerunSweepArgs{}, &river.InsertOpts{UniqueOpts: sweepUnique}
+		},
 		&river.PeriodicJobOpts{RunOnStart: true})
 }
 
