@@ -81,6 +81,9 @@ func (w *pullRequestWorker) Timeout(*river.Job[PullRequestArgs]) time.Duration {
 
 func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequestArgs]) error {
 	err := w.work(ctx, job)
+	if until, ok := limitedUntil(err, w.deps.Now()); ok && ctx.Err() == nil {
+		return w.snoozeForLimit(ctx, job.Args, until, err)
+	}
 	var cancelled *river.JobCancelError
 	if err == nil || job.Attempt < job.MaxAttempts || errors.As(err, &cancelled) {
 		return err

@@ -1,0 +1,148 @@
+package rollbackflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// refuseForLimit has GitHub refuse every blob the rollback pull request
+// writes, as it does when the App's rate limit is spent, with the headers
+// given (name, value, …), until lift is set; it counts the refusals.
+func (s *scene) refuseForLimit(lift *atomic.Bool, refused *atomic.Int32, header ...string) {
+	route := "POST /repos/{owner}/{repo}/git/blobs"
+	create := s.GitHub.Default(route)
+	s.GitHub.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		if lift.Load() {
+			create(w, r, p)
+			return
+		}
+		refused.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(http.StatusForbidden)
+		body, _ := json.Marshal(map[string]string{"message": "API rate limit exceeded for installation."})
+		_, _ = w.Write(body)
+	})
+}
+
+// pullRequestJob is the rollback pull request job, read through River.
+func pullRequestJob(t *testing.T, dbURL string) *rivertype.JobRow {
+	t.Helper()
+	rc, err := river.NewClient(testdb.Open(t, dbURL).RiverDriver(), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rc.JobList(context.Background(), river.NewJobListParams().Kinds("rollback_pull_request").
+		States(rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable, rivertype.JobStateRunning,
+			rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Jobs) != 1 {
+		t.Fatalf("rollback pull request jobs = %d, want 1", len(res.Jobs))
+	}
+	return res.Jobs[0]
+}
+
+// GitHub's rate limit, spent for longer than the client holds a request,
+// is not a failure of the rollback: its job waits until the time GitHub
+// names (Retry-After, else x-ratelimit-reset), not River's backoff, at most
+// an hour, and the wait is not counted as an attempt. The person who asked
+// is told when it tries again (except when the installation's own limit is
+// spent: that comment waits for the reset like every other request).
+// Once the limit lifts, the pull request is opened.
+func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// header is the refusal's headers at now.
+		header func(now time.Time) []string
+		// wait is how long after now the job tries again.
+		wait time.Duration
+		// told: the installation's limit is not spent, so the notice is
+		// posted.
+		told bool
+	}{
+		{"secondary limit with Retry-After", func(time.Time) []string { return []string{"Retry-After", "1200"} },
+			20 * time.Minute, true},
+		{"primary limit spent until x-ratelimit-reset", func(now time.Time) []string {
+			return []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(now.Add(25*time.Minute).Unix(), 10)}
+		}, 25*time.Minute + time.Second, false},
+		{"a time past the bound waits an hour", func(time.Time) []string { return []string{"Retry-After", "10800"} },
+			time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				s := newScene(t, dbURL)
+				var lift atomic.Bool
+				var refused atomic.Int32
+				start := time.Now().Truncate(time.Second)
+				s.refuseForLimit(&lift, &refused, tc.header(start)...)
+				s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
+				pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
+				s.GitHub.SetPermission(appRepo, "octocat", "write")
+				id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
+
+				s.WaitFor("the job waiting for the rate limit", wait, func() bool {
+					return refused.Load() > 0 && pullRequestJob(t, dbURL).State == rivertype.JobStateScheduled
+				})
+				end := time.Now()
+				job := pullRequestJob(t, dbURL)
+				if job.Attempt != 0 {
+					t.Errorf("attempt = %d after waiting for the rate limit, want 0: the wait is not a failed attempt", job.Attempt)
+				}
+				lo, hi := start.Add(tc.wait-2*time.Second), end.Add(tc.wait+2*time.Second)
+				if job.ScheduledAt.Before(lo) || job.ScheduledAt.After(hi) {
+					t.Errorf("tried again at %s, want %s after the refusal (between %s and %s)", job.ScheduledAt.UTC().Format(time.RFC3339),
+						tc.wait, lo.UTC().Format(time.RFC3339), hi.UTC().Format(time.RFC3339))
+				}
+				again := job.ScheduledAt.UTC().Format("15:04")
+				if tc.told {
+					s.WaitFor("the notice of when it tries again", wait, func() bool {
+						for _, r := range s.replies(id) {
+							if strings.Contains(r, "rate limit") && strings.Contains(r, "tries again at") && strings.Contains(r, again) {
+								return true
+							}
+						}
+						return false
+					})
+				}
+				if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed'`); n != 0 {
+					t.Errorf("rollback_failed events = %d, want none: a rate limit is no failure", n)
+				}
+				if tc.told {
+					// The limit lifts at the time named; the job runs then
+					// (here made due at once) and opens the pull request.
+					lift.Store(true)
+					if _, err := testdb.Open(t, dbURL).Write.Exec(`UPDATE river_job SET scheduled_at = created_at
+						WHERE kind = 'rollback_pull_request' AND state = 'scheduled'`); err != nil {
+						t.Fatal(err)
+					}
+					s.WaitFor("the pull request link", wait, func() bool {
+						for _, r := range s.replies(id) {
+							if strings.Contains(r, "/pull/") {
+								return true
+							}
+						}
+						return false
+					})
+					if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
+						t.Errorf("pull requests on %s = %d, want 1", gitops, n)
+					}
+				}
+			})
+		})
+	}
+}
