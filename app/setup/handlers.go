@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -51,7 +52,9 @@ func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
 	app := h.d.App()
 	public := h.d.Config.PublicURL
 	if app.Configured {
-		render(w, http.StatusOK, configuredPage, configuredView(app, public))
+		v := configuredView(app, public)
+		h.installed(r, &v)
+		render(w, http.StatusOK, configuredPage, v)
 		return
 	}
 	stored, ok, err := h.o.Store.Registered(r.Context())
@@ -85,6 +88,35 @@ func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
 		v.OrgAction, v.OrgManifest = FormAction(app.WebURL, org, state), manifestJSON(public, org, state, h.o.Events)
 	}
 	render(w, status, registerPage, v)
+}
+
+// installed fills in v what GitHub's return from installing the App says:
+// GitHub sends the admin to the App's setup URL, this page, with
+// ?installation_id=…&setup_action=install (update: repositories changed;
+// request: an organisation owner must approve it first). The page then
+// says whether ripcord has recorded the installation's webhook, which
+// tells a webhook URL GitHub cannot reach from a delivery on its way.
+func (h *handlers) installed(r *http.Request, v *statusView) {
+	q := r.URL.Query()
+	action := q.Get("setup_action")
+	id, err := strconv.ParseInt(q.Get("installation_id"), 10, 64)
+	switch {
+	case action == "request":
+		v.Requested = true
+		return
+	case action != "install" && action != "update", err != nil, id <= 0:
+		return
+	}
+	v.Installation = id
+	var n int
+	err = h.d.DB.Read.QueryRowContext(r.Context(),
+		`SELECT COUNT(*) FROM installation_repositories WHERE installation_id = $1`, id).Scan(&n)
+	if err != nil {
+		h.d.Log.Warn("set-up page: look for the installation", "installation_id", id, "err", err)
+		v.Unknown = true
+		return
+	}
+	v.Recorded = n
 }
 
 func manifestJSON(public, org, state string, events []string) string {

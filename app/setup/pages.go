@@ -34,6 +34,17 @@ type statusView struct {
 	// configured. GitHub created a second App before sending the admin
 	// back, and that one is not used.
 	Refused bool
+	// Installation is the installation GitHub has just sent the admin
+	// back from (setup_action install or update); 0 when none.
+	Installation int64
+	// Recorded is how many of its repositories ripcord has recorded from
+	// GitHub's installation webhook: 0 while it has not arrived.
+	Recorded int
+	// Unknown: the database could not say.
+	Unknown bool
+	// Requested: GitHub asked an organisation owner to approve the
+	// installation (setup_action request).
+	Requested bool
 }
 
 func configuredView(app pipeline.AppIdentity, public string) statusView {
@@ -100,7 +111,20 @@ keep App <code>{{.ID}}</code>{{if .Slug}} (<code>{{.Slug}}</code>){{end}}, the o
 {{end}}<p>The GitHub App is configured: App id <code>{{.ID}}</code>{{if .Slug}} (<code>{{.Slug}}</code>){{end}}.
 Webhooks are received at <code>{{.Hook}}</code>.</p>
 {{if .Restart}}<p>It was registered through another ripcord server sharing this database: restart this one to use it.</p>{{end}}
-{{if .InstallURL}}<p><a href="{{.InstallURL}}">Install the App</a> on the repositories ripcord should protect, then commit a <code>.github/ripcord.yml</code>.</p>
+{{if .Installation}}<h2>Installed</h2>
+<p>GitHub has installed the App (installation <code>{{.Installation}}</code>).
+{{if .Unknown}}ripcord cannot tell now whether GitHub's webhook about it arrived: reload this page in a moment.
+{{else if .Recorded}}ripcord has received GitHub's webhook about it and recorded {{.Recorded}} {{if eq .Recorded 1}}repository{{else}}repositories{{end}}: webhooks reach <code>{{.Hook}}</code>.
+{{else}}ripcord has not received GitHub's webhook about it yet. GitHub sends it at once to <code>{{.Hook}}</code>: reload this page in a few seconds.
+If it still says so, open the App's settings on GitHub (among <a href="{{.Settings}}">your GitHub Apps</a>, or your organisation's), <strong>Advanced</strong>, <strong>Recent Deliveries</strong>:
+each delivery shows ripcord's answer (202 when it was taken; a connection error or timeout means GitHub cannot reach that address, the <code>public_url</code> setting; 401 means the webhook secret differs).
+{{end}}</p>
+<p>Next, commit a <code>.github/ripcord.yml</code> to each repository ripcord should protect (<code>ripcord validate</code> checks one before you commit it).
+To add or remove repositories later, use <a href="{{if .InstallURL}}{{.InstallURL}}{{else}}{{.Settings}}{{end}}">the App's installation settings</a>.</p>
+{{else if .Requested}}<h2>Installation requested</h2>
+<p>GitHub has asked an owner of the organisation to approve the App's installation. Once they approve it, GitHub sends ripcord a webhook and the App works there:
+then commit a <code>.github/ripcord.yml</code> to each repository ripcord should protect.</p>
+{{else if .InstallURL}}<p><a href="{{.InstallURL}}">Install the App</a> on the repositories ripcord should protect, then commit a <code>.github/ripcord.yml</code>.</p>
 {{else}}<p>Install it from its page among <a href="{{.Settings}}">your GitHub Apps</a>, then commit a <code>.github/ripcord.yml</code>.</p>{{end}}
 {{template "bottom"}}`))
 
