@@ -202,7 +202,7 @@ func TestInvalidInputsAreRefusedBeforeAnyRequest(t *testing.T) {
 		job    map[string]string
 		want   string
 	}{
-		{"job.status spelling is not a fact status", []string{"status", "failure"}, nil, `status must be in_progress, success or failed, got "failure"`},
+		{"job.status spelling is not a fact status", []string{"status", "failure"}, nil, `status must be in_progress, success, failed or cancelled, got "failure"`},
 		{"empty status", []string{"status", ""}, nil, "status must be"},
 		{"server without scheme", []string{"server", "ripcord.example.com"}, nil, "server must be an http(s) URL"},
 		{"server with another scheme", []string{"server", "ftp://ripcord.example.com"}, nil, "server must be an http(s) URL"},

@@ -241,8 +241,8 @@ validate() {
   [[ ${INPUT_SERVER:-} =~ ^https?://[^/[:space:]]+(/[^[:space:]]*)?$ ]] ||
     fail "input server must be an http(s) URL such as https://ripcord.example.com, got \"${INPUT_SERVER:-}\""
   case ${INPUT_STATUS:-} in
-  in_progress | success | failed) ;;
-  *) fail "input status must be in_progress, success or failed, got \"${INPUT_STATUS:-}\"" ;;
+  in_progress | success | failed | cancelled) ;;
+  *) fail "input status must be in_progress, success, failed or cancelled, got \"${INPUT_STATUS:-}\"" ;;
   esac
   local pair
   for pair in app:INPUT_APP environment:INPUT_ENVIRONMENT release-id:INPUT_RELEASE_ID; do
@@ -356,6 +356,16 @@ main() {
   *) fail "input mode must be fact or probe, got \"$INPUT_MODE\"" ;;
   esac
   validate
+  if [[ $INPUT_STATUS == cancelled ]]; then
+    # Someone (or a concurrency group, or fail-fast of a matrix) stopped
+    # the job: that is no failed deploy, and a failed fact would mark the
+    # release failed and could have recovery roll it back. ripcord's facts
+    # know no cancelled status, so nothing is posted: the release stays as
+    # its last fact left it, and a later deploy or the cluster says more.
+    echo "::notice title=ripcord::$(command_escape "the deploy job was cancelled: no fact is posted (a cancelled deploy is no failed one, so ripcord neither retries nor rolls back release $INPUT_RELEASE_ID); it stays as its last fact left it")"
+    set_output outcome cancelled
+    return
+  fi
 
   WORK=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ripcord.XXXXXX") || fail "cannot create a temporary directory"
   trap 'rm -rf "$WORK"' EXIT
