@@ -146,3 +146,30 @@ func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
 		})
 	}
 }
+
+// A rollback asked for with the Roll back button waits for GitHub's rate
+// limit the same way, and its check run's note says when it tries again.
+func TestRollBackButtonSaysWhenItTriesAgainAfterGitHubsRateLimit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		var lift atomic.Bool
+		var refused atomic.Int32
+		s.refuseForLimit(&lift, &refused, "Retry-After", "1800")
+		s.GitHub.SetPermission(appRepo, "octocat", "write")
+		failed := "r3:prod-eu/prod"
+		s.WaitFor("r3's check run with its button", wait, func() bool {
+			cr, ok := s.releaseCheck(failed)
+			return ok && cr.Status == "completed" && len(cr.Actions) == 1
+		})
+		s.click(failed, sha(3), "octocat")
+		s.WaitFor("the job waiting for the rate limit", wait, func() bool {
+			return refused.Load() > 0 && pullRequestJob(t, dbURL).State == rivertype.JobStateScheduled
+		})
+		again := pullRequestJob(t, dbURL).ScheduledAt.UTC().Format("15:04")
+		s.WaitFor("the check run's note of when it tries again", wait, func() bool {
+			cr, _ := s.releaseCheck(failed)
+			return strings.Contains(cr.Summary, "@octocat") && strings.Contains(cr.Summary, "tries again at") &&
+				strings.Contains(cr.Summary, again)
+		})
+	})
+}
