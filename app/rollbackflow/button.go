@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/riverqueue/river"
-
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/records"
 )
@@ -86,9 +84,7 @@ func (h buttonHandler) answer(rec records.Record, d pipeline.Delivery, user stri
 			Data: map[string]any{"user": user, "button": RollbackAction}}); err != nil {
 			return err
 		}
-		_, err := h.st.deps.River().InsertTx(ctx, tx, ReleaseCheckArgs{ReleaseID: rec.ReleaseID,
-			Version: rec.UpdatedAt.UnixMicro(), Note: "@" + user + ": " + reply},
-			&river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
-		return err
+		return queueNote(ctx, tx, h.st.deps.River(), ReleaseCheckArgs{ReleaseID: rec.ReleaseID,
+			Version: rec.UpdatedAt.UnixMicro(), Note: "@" + user + ": " + reply})
 	}
 }

@@ -56,9 +56,7 @@ func answer(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r *Reply
 	case r == nil:
 		return nil
 	case r.Check != "":
-		_, err := rc.InsertTx(ctx, tx, ReleaseCheckArgs{ReleaseID: r.Check, Note: "@" + r.User + ": " + body},
-			&river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
-		return err
+		return queueNote(ctx, tx, rc, ReleaseCheckArgs{ReleaseID: r.Check, Note: "@" + r.User + ": " + body})
 	}
 	return commands.QueueReply(ctx, tx, rc, commands.ReplyArgs{Repository: r.Repository, Number: r.Number,
 		InstallationID: r.InstallationID, Key: r.Key + "-done", Body: "@" + r.User + " " + body, After: r.Key})

@@ -59,6 +59,34 @@ func QueueReleaseChecks(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.T
 	return nil
 }
 
+// queueNote queues the job that shows a.Note in the release's check run,
+// keeping the note as the release's newest in the same transaction: the
+// job of an earlier note that runs (or is retried) after a later one's
+// shows the later note too, instead of putting the earlier text back
+// ("opening the pull request…" over its link).
+func queueNote(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], a ReleaseCheckArgs) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO release_check_notes (release_id, note) VALUES ($1, $2)
+		ON CONFLICT (release_id) DO UPDATE SET note = excluded.note`, a.ReleaseID, a.Note); err != nil {
+		return fmt.Errorf("keep the check run note of %s: %w", a.ReleaseID, err)
+	}
+	_, err := rc.InsertTx(ctx, tx, a, &river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true}})
+	return err
+}
+
+// newestNote is the release's newest note (queueNote), or note when none is
+// kept (a job queued before notes were).
+func newestNote(ctx context.Context, db *sql.DB, releaseID, note string) (string, error) {
+	var kept string
+	err := db.QueryRowContext(ctx, `SELECT note FROM release_check_notes WHERE release_id = $1`, releaseID).Scan(&kept)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return note, nil
+	case err != nil:
+		return "", fmt.Errorf("read the check run note of %s: %w", releaseID, err)
+	}
+	return kept, nil
+}
+
 // CheckView is what a release's check run says.
 type CheckView struct {
 	Status, Conclusion, Title, Summary string
@@ -164,7 +192,13 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 	if err != nil {
 		return err
 	}
-	return writeReleaseCheck(ctx, gh, d.App().ID, r, RenderReleaseCheck(r, target, ans, a.Note), d.Now())
+	note := a.Note
+	if note != "" {
+		if note, err = newestNote(ctx, d.DB.Read, r.ReleaseID, note); err != nil {
+			return err
+		}
+	}
+	return writeReleaseCheck(ctx, gh, d.App().ID, r, RenderReleaseCheck(r, target, ans, note), d.Now())
 }
 
 // target is the rollback the records offer for r: the newest eligible
