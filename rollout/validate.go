@@ -320,7 +320,11 @@ func checkPlacement(s *Spec, members [][]int, ts []Target) []Problem {
 func placementProblem(w Wave, t Target, ti int, label string) (Problem, bool) {
 	v, ok := t.Labels[label]
 	why := fmt.Sprintf("wave %s splits by %s", w.Name, w.By)
-	if w.By == "" {
+	switch {
+	case w.By == ByAZ && label == LabelRegion:
+		// An az label alone looks like enough for by: az; say why it is not.
+		why += ", and each AZ's pass runs in its region (passes are <wave>/<region>/<az>)"
+	case w.By == "":
 		why = fmt.Sprintf("wave %s spans several regions and each pass runs in one", w.Name)
 	}
 	switch {

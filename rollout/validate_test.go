@@ -61,7 +61,18 @@ rollout:
   - {host: a1, labels: {az: eu-1a}}
 rollout:
   waves: [{name: w, select: "az=eu-1a", by: az}]
-`, noRollback, []wantProblem{{"targets[0].labels", 2, "{az", "a1 has no region label"}}},
+`, noRollback, []wantProblem{{"targets[0].labels", 2, "{az", "a1 has no region label, but wave w splits by az, and each AZ's pass runs in its region"}}},
+
+		{"by region names every target without a region", `targets:
+  - {host: a1, labels: {tier: web, region: eu-1}}
+  - {host: a2, labels: {tier: web}}
+  - {host: a3, labels: {tier: web, az: eu-1a}}
+rollout:
+  waves: [{name: w, select: "tier=web", by: region}]
+`, noRollback, []wantProblem{
+			{"targets[1].labels", 3, "{tier", "a2 has no region label, but wave w splits by region:"},
+			{"targets[2].labels", 4, "{tier", "a3 has no region label, but wave w splits by region:"},
+		}},
 
 		{"an undivided wave over several regions needs a region on every target", `targets:
   - {host: a1, labels: {region: eu-1}}
