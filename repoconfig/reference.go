@@ -128,7 +128,7 @@ var rolloutDoc = mapping("rollout", "Roll releases out over targets in waves, wi
 	scalar("max_unavailable", quantity, rollout.DefaultMaxUnavailable.String(), "", "Targets out of service at once."),
 	scalar("on_failure", "string", string(rollout.Stop), one(string(rollout.Stop), string(rollout.RollbackWave), string(rollout.RollbackAll)),
 		"What happens to the stages already run when a pass fails."),
-	scalar("approvals_between", "list of strings", "", "wave names", "Waves after which the rollout waits for approval."),
+	scalar("approvals_between", "list of strings", "", "wave names", "Waves after which the rollout waits for approval; not the last wave, which no wave follows."),
 	mapping("health", "What the gate after each stage reads.",
 		scalar("interval", "duration", formatDuration(rollout.DefaultHealthInterval), "", "Time between health reads."),
 		scalar("failures_to_stop", "integer", fmt.Sprint(rollout.DefaultFailuresToStop), "1 or more", "Failed reads in a row that fail the stage."),

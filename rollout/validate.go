@@ -153,8 +153,15 @@ func (c *specCheck) approvals() {
 		names[i] = w.Name
 	}
 	for i, a := range c.s.ApprovalsBetween {
-		if !slices.Contains(names, a) {
+		switch {
+		case !slices.Contains(names, a):
 			c.add(indexPath("approvals_between", i), "approvals_between names %q, which is no wave; the waves are %s", a, strings.Join(names, ", "))
+		case a == names[len(names)-1]:
+			// The seed's approval is between waves: after the last one
+			// there is nothing left to hold back, and an approval asked
+			// for there would only be skipped.
+			c.add(indexPath("approvals_between", i), "approvals_between names %q, the last wave: an approval holds back the waves after it, and none follows %s; name an earlier wave or remove it",
+				a, a)
 		}
 	}
 }

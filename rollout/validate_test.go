@@ -170,6 +170,13 @@ rollout:
   approvals_between: [canary]
 `, noRollback, []wantProblem{{"rollout.approvals_between[0]", 7, "canary", `approvals_between names "canary", which is no wave; the waves are all`}}},
 
+		{"approvals_between names the last wave", targetsDoc + `rollout:
+  waves:
+    - {name: eu, select: "region=eu-1"}
+    - {name: us, select: "region=us-1"}
+  approvals_between: [eu, us]
+`, noRollback, []wantProblem{{"rollout.approvals_between[1]", 9, "us]", `approvals_between names "us", the last wave: an approval holds back the waves after it, and none follows us`}}},
+
 		{"two waves with the same name", targetsDoc + `rollout:
   waves:
     - {name: eu, select: "region=eu-1"}
