@@ -1,6 +1,7 @@
 package repoconfig
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,43 @@ func TestParallelIsCheckedAgainstTheServersMaxParallel(t *testing.T) {
 	got := strings.Join(ValidateWith("ripcord.yml", []byte(doc), Options{MaxParallel: 4}), "\n")
 	if !strings.Contains(got, "parallel 8 is more than this server allows (max_parallel 4)") {
 		t.Fatalf("with max_parallel 4:\n%s", got)
+	}
+}
+
+// A freeze holds stages and deployments by their targets' regions, so an
+// environment's freeze naming a region none of its targets is in (a typo)
+// would never hold anything: it is refused at the region, naming those that
+// exist, with or without a rollout.
+func TestAnEnvironmentFreezeOnARegionNoTargetIsInIsRefused(t *testing.T) {
+	typo := `          - {weekly: {days: [fri], from: "16:00", to: "08:00"}, regions: [eu-1, eu-wset], reason: fridays}
+`
+	noTargets := `version: 1
+apps:
+  shop:
+    environments:
+      prod:
+        cluster: prod-eu
+        protection_rule: {enabled: true}
+        freezes:
+` + typo
+	for _, tc := range []struct{ name, doc, want string }{
+		{"without a rollout", plainProtectedDoc + typo,
+			`ripcord.yml:13:81: apps.shop.environments.prod.freezes[1].regions[1]: freeze region "eu-wset" is the region of no target, so the window would hold nothing; the regions are eu-1, us-1`},
+		{"with a rollout", wavesDoc + "        freezes:\n" + typo,
+			`ripcord.yml:17:81: apps.shop.environments.prod.freezes[0].regions[1]: freeze region "eu-wset" is the region of no target, so the window would hold nothing; the regions are eu-1`},
+		{"without targets", noTargets,
+			`ripcord.yml:9:75: apps.shop.environments.prod.freezes[0].regions[0]: freeze region "eu-1" is the region of no target, so the window would hold nothing; there are no targets`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Validate("ripcord.yml", []byte(tc.doc))
+			if !slices.Contains(got, tc.want) {
+				t.Fatalf("problems:\n%s\nwant %s", strings.Join(got, "\n"), tc.want)
+			}
+		})
+	}
+	// The regions that exist are no problem.
+	ok := plainProtectedDoc + strings.Replace(typo, "eu-1, eu-wset", "eu-1, us-1", 1)
+	if got := Validate("ripcord.yml", []byte(ok)); len(got) > 0 {
+		t.Errorf("a freeze on the targets' regions: %q", got)
 	}
 }

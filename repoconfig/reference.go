@@ -169,7 +169,7 @@ var freezesDoc = items("freezes", "",
 		scalar("from", "string", "", `time of day, "00:00" to "23:59"`, "When the window starts; required."),
 		scalar("to", "string", "", `time of day, up to "24:00"`, "When the window ends; required."),
 		scalar("timezone", "string", rollout.DefaultFreezeTimezone, "IANA timezone, like Europe/Rome", "Where from and to are read.")),
-	scalar("regions", "list of strings", "every region", "", "The regions the window blocks."),
+	scalar("regions", "list of strings", "every region", "region labels of the targets", "The regions the window blocks; each must be the region of one of the environment's targets."),
 	scalar("reason", "string", "", "", "Why, shown when a stage or deployment is held."),
 )
 

@@ -31,23 +31,21 @@ func planRollouts(cfg *Config, opts Options) []Problem {
 }
 
 // environmentProtection reads the environment's own freezes, protection
-// rule and target regions, which apply with or without a rollout.
+// rule and target regions, which apply with or without a rollout. A
+// freeze's regions must be those of the environment's targets: a freeze
+// holds a stage or a deployment by its targets' regions, so one naming a
+// region no target is in (a typo, eu-wset) would never hold anything.
 func environmentProtection(env *Environment, path string) []rollout.Problem {
 	var ps []rollout.Problem
-	if env.freezes != nil {
-		fs, fp := rollout.ParseFreezes(env.freezes, path+".freezes")
-		env.Freezes, ps = fs, append(ps, fp...)
-	}
-	if env.protectionRule != nil {
-		r, rp := rollout.ParseProtectionRule(env.protectionRule, path+".protection_rule")
-		if r != nil {
-			env.ProtectionRule = *r
-		}
-		ps = append(ps, rp...)
-	}
+	var targets rollout.Targets
+	targetsRead := true
 	if env.Targets != nil {
-		targets, tp := rollout.ParseTargets(env.Targets, path+".targets")
+		var tp []rollout.Problem
+		targets, tp = rollout.ParseTargets(env.Targets, path+".targets")
 		ps = append(ps, tp...)
+		// Regions of targets that did not read are no ground to refuse a
+		// freeze on: the targets' own problems say what to fix.
+		targetsRead = len(tp) == 0
 		seen := map[string]bool{}
 		for _, t := range targets {
 			if r := t.Labels[rollout.LabelRegion]; r != "" && !seen[r] {
@@ -56,6 +54,23 @@ func environmentProtection(env *Environment, path string) []rollout.Problem {
 			}
 		}
 		slices.Sort(env.Regions)
+	}
+	if env.freezes != nil {
+		var fs []rollout.Freeze
+		var fp []rollout.Problem
+		if targetsRead {
+			fs, fp = rollout.ParseEnvironmentFreezes(env.freezes, path+".freezes", targets)
+		} else {
+			fs, fp = rollout.ParseFreezes(env.freezes, path+".freezes")
+		}
+		env.Freezes, ps = fs, append(ps, fp...)
+	}
+	if env.protectionRule != nil {
+		r, rp := rollout.ParseProtectionRule(env.protectionRule, path+".protection_rule")
+		if r != nil {
+			env.ProtectionRule = *r
+		}
+		ps = append(ps, rp...)
 	}
 	return ps
 }

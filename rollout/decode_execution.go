@@ -20,6 +20,17 @@ func ParseFreezes(n *yaml.Node, path string) ([]Freeze, []Problem) {
 	return fs, d.problems
 }
 
+// ParseEnvironmentFreezes is ParseFreezes for an environment's own
+// freezes, which also refuses a region that none of the environment's
+// targets is in: such a window would never hold anything, and a typo in a
+// region (eu-wset) would go unnoticed until the window failed to hold.
+func ParseEnvironmentFreezes(n *yaml.Node, path string, targets Targets) ([]Freeze, []Problem) {
+	d := newDecoder()
+	path = cmp.Or(path, "freezes")
+	fs := d.freezes(resolve(n), path)
+	return fs, append(d.problems, freezeRegionProblems(fs, d.at, path, targets)...)
+}
+
 // ParseProtectionRule reads the value of a `protection_rule` key; path is
 // that key's path (default "protection_rule").
 func ParseProtectionRule(n *yaml.Node, path string) (*ProtectionRule, []Problem) {

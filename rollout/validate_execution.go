@@ -41,6 +41,12 @@ func (c *specCheck) workflowFile(rel, name string) {
 // a typo there (us1 for us-1) would silently let every stage through the
 // window it was meant to hold.
 func checkFreezeRegions(s *Spec, ts []Target) []Problem {
+	return freezeRegionProblems(s.Freezes, s.at, s.path("freezes"), ts)
+}
+
+// freezeRegionProblems is checkFreezeRegions for freezes read at path,
+// their positions in at.
+func freezeRegionProblems(fs []Freeze, at positions, path string, ts []Target) []Problem {
 	var known []string
 	for _, t := range ts {
 		if r, ok := t.Labels[LabelRegion]; ok && !slices.Contains(known, r) {
@@ -48,13 +54,19 @@ func checkFreezeRegions(s *Spec, ts []Target) []Problem {
 		}
 	}
 	slices.Sort(known)
+	regions := "the regions are " + strings.Join(known, ", ")
+	switch {
+	case len(ts) == 0:
+		regions = "there are no targets"
+	case len(known) == 0:
+		regions = "no target has a region label"
+	}
 	var problems []Problem
-	for i, f := range s.Freezes {
+	for i, f := range fs {
 		for j, r := range f.Regions {
 			if !slices.Contains(known, r) {
-				problems = append(problems, s.problem(indexPath(joinPath(indexPath("freezes", i), "regions"), j),
-					"freeze region %q is the region of no target, so the window would hold nothing; the regions are %s",
-					r, strings.Join(known, ", ")))
+				problems = append(problems, at.problem(indexPath(joinPath(indexPath(path, i), "regions"), j),
+					"freeze region %q is the region of no target, so the window would hold nothing; %s", r, regions))
 			}
 		}
 	}
