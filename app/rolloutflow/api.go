@@ -210,12 +210,21 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		status := startRefusal(err, a.x.deps.Now())
-		if status >= 500 {
-			a.x.deps.Log.Warn("rollout not started: retry later", "release", args.ReleaseID, "status", status, "error", err)
+		now := a.x.deps.Now()
+		ref := startRefusal(err, now)
+		if ref.status >= 500 {
+			a.x.deps.Log.Warn("rollout not started: retry later", "release", args.ReleaseID, "status", ref.status, "error", err)
 			err = fmt.Errorf("%w; nothing was stored: send the same request again later", err)
 		}
-		pipeline.WriteError(w, status, "", err.Error())
+		if !ref.retry.IsZero() {
+			secs := int64((ref.retry.Sub(now) + time.Second - 1) / time.Second)
+			w.Header().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		}
+		msg := err.Error()
+		if ref.why != "" {
+			msg = ref.why + ": " + msg
+		}
+		pipeline.WriteError(w, ref.status, ref.field, msg)
 		return
 	}
 	st, err := a.x.Status(ctx, ro.ID)
@@ -226,30 +235,63 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 	pipeline.WriteJSON(w, http.StatusCreated, st)
 }
 
-// startRefusal is the status that answers a start refused with err: 503
-// when the database or GitHub's rate limit is the cause, 502 when GitHub
-// did not answer (a 5xx, or no answer at all), so that a caller knows the
-// same request may succeed later (nothing was stored); 422 otherwise, a
-// cause the caller must fix (the App not installed, the configuration).
-func startRefusal(err error, now time.Time) int {
+// refusal is how a refused start is answered: its status, the field
+// that names what to fix, and when to send it again (zero when unknown).
+type refusal struct {
+	status int
+	field  string
+	retry  time.Time
+	why    string // put before the error, when it alone does not say
+}
+
+// startRefusal answers a start refused with err: 503 when the database or
+// GitHub's rate limit is the cause (with the limit's reset when GitHub
+// named it), 502 when GitHub did not answer (a 5xx, or no answer at all),
+// so that a caller knows the same request may succeed later (nothing was
+// stored); 422 otherwise, a cause the caller must fix, named in field: the
+// repository for the App not installed there (or its installation deleted
+// or suspended) and for GitHub refusing to read it, the file for a missing
+// config. 422 rather than 409 for the App not installed: 409 is this
+// endpoint's answer to a release opened meanwhile with other content, and a
+// client that reads the status alone must not mistake one for the other;
+// like the config, the installation is something to fix before sending
+// the same request again.
+func startRefusal(err error, now time.Time) refusal {
 	var er *github.ErrorResponse
 	var ue *url.Error
+	var missing *configMissing
+	var ni *notInstalled
 	switch {
 	case store.Unavailable(err):
-		return http.StatusServiceUnavailable
+		return refusal{status: http.StatusServiceUnavailable}
 	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 500, tokenUnanswered(err):
-		return http.StatusBadGateway
+		return refusal{status: http.StatusBadGateway}
 	}
-	if _, limited := rateLimited(err, now); limited {
-		return http.StatusServiceUnavailable
+	if at, named, limited := rateLimitReset(err, now); limited {
+		r := refusal{status: http.StatusServiceUnavailable}
+		if named {
+			r.retry = at
+		}
+		return r
+	}
+	if status, ok := installationRefused(err); ok {
+		return refusal{status: http.StatusUnprocessableEntity, field: "repository",
+			why: fmt.Sprintf("GitHub refuses the ripcord App a token for the repository's installation (%d: deleted or suspended); install the App on the repository again", status)}
+	}
+	if errors.As(err, &ni) {
+		return refusal{status: http.StatusUnprocessableEntity, field: "repository"}
+	}
+	if errors.As(err, &missing) {
+		return refusal{status: http.StatusUnprocessableEntity, field: missing.field()}
 	}
 	if errors.As(err, &er) {
-		return http.StatusUnprocessableEntity // GitHub answered: a refusal
+		// GitHub answered: a refusal to read the repository.
+		return refusal{status: http.StatusUnprocessableEntity, field: "repository"}
 	}
 	if errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded) {
-		return http.StatusBadGateway
+		return refusal{status: http.StatusBadGateway}
 	}
-	return http.StatusUnprocessableEntity
+	return refusal{status: http.StatusUnprocessableEntity}
 }
 
 // badRequest is a 4xx naming the field that is wrong.

@@ -28,6 +28,15 @@ const limitWait = time.Minute
 // whose headers name a time, that go-github leaves an *ErrorResponse; and
 // the same answers on the App's request for an installation token.
 func rateLimited(err error, now time.Time) (time.Time, bool) {
+	at, _, limited := rateLimitReset(err, now)
+	return at, limited
+}
+
+// rateLimitReset is rateLimited, also saying whether GitHub named the
+// time (a reset, a Retry-After still ahead) rather than ripcord assuming
+// limitWait: only a named time is worth passing on to a caller as when to
+// come back.
+func rateLimitReset(err error, now time.Time) (at time.Time, named, limited bool) {
 	var rl *github.RateLimitError
 	var abuse *github.AbuseRateLimitError
 	var er *github.ErrorResponse
@@ -35,32 +44,33 @@ func rateLimited(err error, now time.Time) (time.Time, bool) {
 	var resp *http.Response
 	switch {
 	case errors.As(err, &rl):
-		return later(rl.Rate.Reset.Time, now), true
+		return later(rl.Rate.Reset.Time, now), rl.Rate.Reset.Time.After(now), true
 	case errors.As(err, &abuse):
 		if abuse.Response != nil {
 			if at, ok := ghlimit.RetryAt(abuse.Response.Header, now); ok {
-				return later(at, now), true
+				return later(at, now), at.After(now), true
 			}
 		}
 		if abuse.RetryAfter != nil {
-			return later(now.Add(*abuse.RetryAfter), now), true
+			at := now.Add(*abuse.RetryAfter)
+			return later(at, now), at.After(now), true
 		}
-		return now.Add(limitWait), true
+		return now.Add(limitWait), false, true
 	case errors.As(err, &er):
 		resp = er.Response
 	case errors.As(err, &he):
 		resp = he.Response
 	}
 	if resp == nil || (resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests) {
-		return time.Time{}, false
+		return time.Time{}, false, false
 	}
 	if at, ok := ghlimit.RetryAt(resp.Header, now); ok {
-		return later(at, now), true
+		return later(at, now), at.After(now), true
 	}
 	if resp.StatusCode == http.StatusTooManyRequests {
-		return now.Add(limitWait), true
+		return now.Add(limitWait), false, true
 	}
-	return time.Time{}, false // a 403 that is no rate limit: a refusal
+	return time.Time{}, false, false // a 403 that is no rate limit: a refusal
 }
 
 // later is at, or, when that is not after now (GitHub's clock is behind,

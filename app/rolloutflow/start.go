@@ -17,6 +17,7 @@ import (
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/records"
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 // StartArgs starts the rollout of a release whose environment has
@@ -85,9 +86,41 @@ func (e *configInvalid) Error() string {
 
 func (e *configInvalid) Unwrap() error { return configload.ErrInvalid }
 
-// field is the key of the first problem, which the answer names: empty
-// when that problem is with the whole file (a YAML syntax error).
-func (e *configInvalid) field() string { return e.res.Problems[0].Path }
+// field is the key of the first problem, which the answer names; for a
+// problem with the whole file (a YAML syntax error), which has no key, the
+// file and its line (.github/ripcord.yml:12), so that the answer still
+// points at what to fix.
+func (e *configInvalid) field() string {
+	p := e.res.Problems[0]
+	switch {
+	case p.Path != "":
+		return p.Path
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d", e.res.Source.Path, p.Line)
+	}
+	return e.res.Source.Path
+}
+
+// configMissing is a start refused because neither the repository nor its
+// organisation has a config: the answer names the file to add. The
+// message names the release's repository itself: after the fallback the
+// load's source is the organisation's .github repository.
+type configMissing struct {
+	release, repository string
+}
+
+func (e *configMissing) Error() string {
+	return fmt.Sprintf("rollout of %s: no %s in %s or its organisation's %s repository: add one with the app's environment and its rollout:",
+		e.release, repoconfig.Path, e.repository, configload.OrgRepository)
+}
+
+func (e *configMissing) field() string { return repoconfig.Path }
+
+// notInstalled is a start refused because ripcord cannot act on the
+// release's repository: the answer names the repository.
+type notInstalled struct{ msg string }
+
+func (e *notInstalled) Error() string { return e.msg }
 
 // rollbackNotStarted is a start of a rollback release other than its pull
 // request's merge: no rollout of it is started, but the rollout of the
@@ -199,6 +232,9 @@ func (x *executor) prepare(ctx context.Context, loader *configload.Loader, rec r
 	}
 	if cfg.Found && len(cfg.Problems) > 0 {
 		return fail(&configInvalid{release: rec.ReleaseID, res: cfg})
+	}
+	if !cfg.Found {
+		return fail(&configMissing{release: rec.ReleaseID, repository: rec.Repository})
 	}
 	if !cfg.Valid() {
 		return fail(fmt.Errorf("rollout of %s: %w", rec.ReleaseID, cfg.Err()))
@@ -501,8 +537,13 @@ func newID() string {
 // installationOf is the installation that can write to repository.
 func installationOf(ctx context.Context, d pipeline.Deps, repository string) (int64, error) {
 	id, err := pipeline.InstallationOf(ctx, d.DB.Read, repository)
-	if err == nil && id == 0 {
+	switch {
+	case err != nil || id != 0:
+	case d.App != nil && !d.App().Configured:
+		// The server's own setup, not the repository, is what to fix.
 		err = errors.New(pipeline.NotInstalled(d.App, repository))
+	default:
+		err = &notInstalled{pipeline.NotInstalled(d.App, repository)}
 	}
 	return id, err
 }
