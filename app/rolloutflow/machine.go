@@ -113,6 +113,9 @@ type Bake struct {
 	From  time.Time `json:"from,omitzero"`
 	Reads int       `json:"reads"` // index of the last reading taken
 	Red   int       `json:"red"`   // consecutive red readings
+	// Last is when the last reading was taken (as of); zero in machines
+	// stored before it was kept.
+	Last time.Time `json:"last,omitzero"`
 }
 
 // Rollback is on_failure's work: the batches to dispatch again with the

@@ -140,7 +140,16 @@ func (m *Machine) gate(in Inputs, b *Bake, d time.Duration, probesOnly bool, req
 		return Action{}, gatePassed
 	}
 	next := b.Reads + 1
-	if due := readAt(b.From, h.Interval, d, next); in.Now.Before(due) {
+	due := readAt(b.From, h.Interval, d, next)
+	if next > n && due.Before(b.Last.Add(h.Interval)) {
+		// A red reading at or past the bake's end is read again an
+		// interval after it was taken, not on the bake's schedule: one
+		// taken late (after a long stop) would else be read again at
+		// once, and failures_to_stop would count two looks at the same
+		// moment as two readings.
+		due = b.Last.Add(h.Interval)
+	}
+	if in.Now.Before(due) {
 		return Action{Kind: ActWait, Until: due}, gatePending
 	}
 	// After a long stop, readings whose time has passed are not made up:
@@ -183,8 +192,8 @@ func readAt(from time.Time, interval, d time.Duration, n int) time.Time {
 	return from.Add(min(time.Duration(n)*interval, d))
 }
 
-// Observe applies a reading the shell took for req.
-func (m *Machine) Observe(req ReadRequest, green bool, reasons string) {
+// Observe applies a reading the shell took for req, as of at.
+func (m *Machine) Observe(req ReadRequest, at time.Time, green bool, reasons string) {
 	b := &m.Bake
 	if req.Pass >= 0 {
 		if req.Pass >= len(m.Passes) || m.Passes[req.Pass].BatchBake == nil {
@@ -192,7 +201,7 @@ func (m *Machine) Observe(req ReadRequest, green bool, reasons string) {
 		}
 		b = m.Passes[req.Pass].BatchBake
 	}
-	b.Reads = req.N
+	b.Reads, b.Last = req.N, at
 	if green {
 		b.Red = 0
 		return

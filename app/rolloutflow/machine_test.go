@@ -59,13 +59,13 @@ func TestBakeTransitions(t *testing.T) {
 	})
 	t.Run("a red last reading is read again, not failed at once", func(t *testing.T) {
 		m := baking(p)
-		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 1}, true, "")
-		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 2}, false, "metric x red")
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 1}, t0.Add(30*time.Second), true, "")
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 2}, t0.Add(time.Minute), false, "metric x red")
 		act, _ := m.Next(inputs(p, t0.Add(time.Minute), runs))
 		if act.Kind != ActWait || !act.Until.Equal(t0.Add(90*time.Second)) || m.Stages[0].State != StageBaking {
 			t.Fatalf("action %+v state %s, want another reading at 1m30s", act, m.Stages[0].State)
 		}
-		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 3}, true, "")
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 3}, t0.Add(90*time.Second), true, "")
 		act, _ = m.Next(inputs(p, t0.Add(90*time.Second), runs))
 		if m.Stages[0].State != StageSucceeded || act.Kind != ActDispatch || act.Ref.Stage != 1 {
 			t.Fatalf("state %s action %+v, want a passed then the next stage dispatched", m.Stages[0].State, act)
@@ -73,11 +73,61 @@ func TestBakeTransitions(t *testing.T) {
 	})
 	t.Run("failures_to_stop red readings fail before the bake is over", func(t *testing.T) {
 		m := baking(p)
-		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 1}, false, "metric x red")
-		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 2}, false, "metric x red")
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 1}, t0.Add(30*time.Second), false, "metric x red")
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 2}, t0.Add(time.Minute), false, "metric x red")
 		act, _ := m.Next(inputs(p, t0.Add(time.Minute), runs))
 		if act.Kind != ActDone || m.Status != Failed || m.Stages[0].Gate != "metric x red" {
 			t.Fatalf("action %+v status %s gate %q", act, m.Status, m.Stages[0].Gate)
+		}
+	})
+}
+
+// Seed 001: at the end of the bake the last reading must be green. A red
+// reading taken before the bake's end is never the last word: the stage
+// neither passes on it nor fails on it alone, but is read again at the end
+// (or, after a long stop, once, as of then) and judged on that reading.
+func TestARedReadingBeforeTheBakesEndIsReadAgainAtTheEnd(t *testing.T) {
+	p := twoStages(rollout.Stop)
+	p.Health.FailuresToStop = 3
+	runs := map[Ref]Run{deployA: {State: RunSuccess}}
+	redBeforeTheEnd := func() Machine {
+		m := baking(p)
+		m.Observe(ReadRequest{Pass: -1, Batch: -1, N: 1}, t0.Add(30*time.Second), false, "metric x red")
+		return m
+	}
+	t.Run("not passed on it: the end is read", func(t *testing.T) {
+		m := redBeforeTheEnd()
+		act, _ := m.Next(inputs(p, t0.Add(59*time.Second), runs))
+		if act.Kind != ActWait || !act.Until.Equal(t0.Add(time.Minute)) || m.Stages[0].State != StageBaking {
+			t.Fatalf("action %+v state %s, want a wait for the reading at the bake's end", act, m.Stages[0].State)
+		}
+		act, _ = m.Next(inputs(p, t0.Add(time.Minute), runs))
+		if act.Kind != ActRead || act.Read.N != 2 || m.Stages[0].State != StageBaking {
+			t.Fatalf("action %+v state %s, want reading 2 at the bake's end", act, m.Stages[0].State)
+		}
+		m.Observe(act.Read, t0.Add(time.Minute), true, "")
+		act, _ = m.Next(inputs(p, t0.Add(time.Minute), runs))
+		if m.Stages[0].State != StageSucceeded || act.Kind != ActDispatch || act.Ref.Stage != 1 {
+			t.Fatalf("state %s action %+v, want passed on the green reading at the end", m.Stages[0].State, act)
+		}
+	})
+	t.Run("after a long stop one reading as of then decides", func(t *testing.T) {
+		for _, green := range []bool{true, false} {
+			m := redBeforeTheEnd()
+			late := t0.Add(10 * time.Minute)
+			act, _ := m.Next(inputs(p, late, runs))
+			if act.Kind != ActRead || act.Read.N != 2 || m.Stages[0].State != StageBaking {
+				t.Fatalf("action %+v state %s, want one reading (2) taken now, not a verdict on the one before the stop", act, m.Stages[0].State)
+			}
+			m.Observe(act.Read, late, green, "metric x red")
+			act, _ = m.Next(inputs(p, late, runs))
+			switch {
+			case green && (m.Stages[0].State != StageSucceeded || act.Kind != ActDispatch):
+				t.Errorf("green now: state %s action %+v, want passed", m.Stages[0].State, act)
+			case !green && (m.Stages[0].State != StageBaking || act.Kind != ActWait || !act.Until.Equal(late.Add(30*time.Second))):
+				// Two reds of three: read on, an interval later.
+				t.Errorf("red now: state %s action %+v, want another reading at %s", m.Stages[0].State, act, late.Add(30*time.Second))
+			}
 		}
 	})
 }

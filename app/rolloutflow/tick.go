@@ -346,7 +346,7 @@ func (x *executor) read(ctx context.Context, r *Rollout, req ReadRequest, evs []
 		}
 	}
 	why := strings.Join(reasons, "; ")
-	r.Machine.Observe(req, green, why)
+	r.Machine.Observe(req, now, green, why)
 	name := "gate@" + r.Snapshot.Plan.Stages[req.Stage].Name
 	if req.Pass >= 0 {
 		name = rollout.GateReadName(r.Snapshot.Plan.Stages[req.Stage].Passes[req.Pass].Name, req.Batch, req.N)
