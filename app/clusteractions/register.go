@@ -15,7 +15,7 @@ func Register(d pipeline.Deps, auth TokenCheck) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &expirySweepWorker{store: s, now: d.Now})
 	a := &api{store: s, auth: auth, now: d.Now, log: d.Log, stopping: d.Stopping,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ripcord_cluster_actions_finished_total",
-			Help: "Cluster actions whose agent reported a result, by outcome."}, []string{"outcome"})}
+			Help: "Results agents reported for cluster actions, by outcome; not_started gives the action back, and its next result is counted again."}, []string{"outcome"})}
 	if d.Registerer != nil {
 		d.Registerer.MustRegister(a.results)
 	}
