@@ -47,7 +47,13 @@ func newCache(max int) *cache {
 	return &cache{max: max, order: list.New(), entries: map[string]*list.Element{}, inflight: map[string]*call{}, now: time.Now}
 }
 
-func (c *cache) do(ctx context.Context, key string, verify func() (Report, error)) (Report, error) {
+// sharedFor bounds a verification: it runs on a context of its own, not
+// on that of the caller that started it, so that this caller giving up (its
+// job cancelled, timed out or superseded) does not fail every other caller
+// waiting for the same digest with its "context canceled".
+const sharedFor = 5 * time.Minute
+
+func (c *cache) do(ctx context.Context, key string, verify func(context.Context) (Report, error)) (Report, error) {
 	c.mu.Lock()
 	if el, ok := c.entries[key]; ok {
 		e := el.Value.(*entry)
@@ -59,21 +65,30 @@ func (c *cache) do(ctx context.Context, key string, verify func() (Report, error
 		c.order.Remove(el)
 		delete(c.entries, key)
 	}
-	if cl, ok := c.inflight[key]; ok {
+	if err := ctx.Err(); err != nil {
 		c.mu.Unlock()
-		select {
-		case <-cl.done:
-			return cl.report, cl.err
-		case <-ctx.Done():
-			return Report{}, fmt.Errorf("waiting for the verification of %s: %w", key, ctx.Err())
-		}
+		return Report{}, fmt.Errorf("verify %s: %w", key, err)
 	}
-	cl := &call{done: make(chan struct{})}
-	c.inflight[key] = cl
+	cl, ok := c.inflight[key]
+	if !ok {
+		cl = &call{done: make(chan struct{})}
+		c.inflight[key] = cl
+		go c.run(ctx, key, cl, verify)
+	}
 	c.mu.Unlock()
+	select {
+	case <-cl.done:
+		return cl.report, cl.err
+	case <-ctx.Done():
+		return Report{}, fmt.Errorf("waiting for the verification of %s: %w", key, ctx.Err())
+	}
+}
 
-	cl.report, cl.err = verify()
-
+// run verifies for every caller of key, and keeps an answer without error.
+func (c *cache) run(ctx context.Context, key string, cl *call, verify func(context.Context) (Report, error)) {
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedFor)
+	defer cancel()
+	cl.report, cl.err = verify(vctx)
 	c.mu.Lock()
 	delete(c.inflight, key)
 	if cl.err == nil {
@@ -81,7 +96,6 @@ func (c *cache) do(ctx context.Context, key string, verify func() (Report, error
 	}
 	c.mu.Unlock()
 	close(cl.done)
-	return cl.report, cl.err
 }
 
 func (c *cache) putLocked(key string, r Report) {

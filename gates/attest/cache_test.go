@@ -108,7 +108,7 @@ func TestCacheDropsTheLeastRecentlyUsed(t *testing.T) {
 	c := newCache(2)
 	ctx := context.Background()
 	calls := 0
-	verify := func() (Report, error) { calls++; return Report{}, nil }
+	verify := func(context.Context) (Report, error) { calls++; return Report{}, nil }
 	for _, k := range []string{"a", "b", "a", "c", "a", "b"} {
 		if _, err := c.do(ctx, k, verify); err != nil {
 			t.Fatal(err)
@@ -124,7 +124,7 @@ func TestConcurrentCallersWaitForOneVerification(t *testing.T) {
 	c := newCache(4)
 	started, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
-	verify := func() (Report, error) {
+	verify := func(context.Context) (Report, error) {
 		if calls.Add(1) == 1 {
 			close(started)
 		}
@@ -186,5 +186,65 @@ func TestAnAbsentSignatureIsAskedAgainSoon(t *testing.T) {
 	now = now.Add(time.Second)
 	if _, err := v.Verify(context.Background(), d.String(), key.policy()); err == nil {
 		t.Fatalf("after %s the complete answer still stood in for the registry", CompleteFor)
+	}
+}
+
+// blockFirst holds the first registry request until release is closed,
+// whatever its context says, and says when it arrived.
+type blockFirst struct {
+	once     sync.Once
+	arrived  chan struct{}
+	release  chan struct{}
+	requests atomic.Int64
+}
+
+func (b *blockFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.requests.Add(1) == 1 {
+		b.once.Do(func() { close(b.arrived) })
+		select {
+		case <-b.release:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Two gate jobs check one digest: the second waits for the first's
+// verification. The first job giving up (cancelled, timed out) must not
+// fail the second with the first's "context canceled": the second would
+// report "could not decide" about a signed image.
+func TestACallerGivingUpDoesNotFailTheOthersWaiting(t *testing.T) {
+	key, image := signedRelease(t)
+	net := &blockFirst{arrived: make(chan struct{}), release: make(chan struct{})}
+	v := NewVerifier(Registries{Transport: net}, 0)
+	first, giveUp := context.WithCancel(context.Background())
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(first, image, key.policy())
+		firstDone <- err
+	}()
+	<-net.arrived
+	second := make(chan error, 1)
+	var got Report
+	go func() {
+		var err error
+		got, err = v.Verify(context.Background(), image, key.policy())
+		second <- err
+	}()
+	// Let the second caller join the verification in flight before the
+	// first gives up (on the old code it otherwise starts one of its own,
+	// and the test proves nothing; it cannot fail the new code).
+	time.Sleep(100 * time.Millisecond)
+	giveUp()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the caller that gave up got %v, want its own context's error", err)
+	}
+	close(net.release)
+	if err := <-second; err != nil {
+		t.Fatalf("the caller still waiting got %v, want the verification's answer", err)
+	}
+	if got.Signed == "" {
+		t.Errorf("the caller still waiting got %+v, want the image signed", got)
 	}
 }

@@ -56,7 +56,7 @@ func (v *Verifier) Verify(ctx context.Context, image string, p Policy) (Report, 
 		return Report{}, err
 	}
 	key := d.String() + " " + p.Hash()
-	return v.cache.do(ctx, key, func() (Report, error) { return v.verify(ctx, d, p) })
+	return v.cache.do(ctx, key, func(ctx context.Context) (Report, error) { return v.verify(ctx, d, p) })
 }
 
 func (v *Verifier) verify(ctx context.Context, d name.Digest, p Policy) (Report, error) {
