@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/outbound"
@@ -97,6 +98,8 @@ func (g PolicyValidation) Evaluate(ctx context.Context, s Subject) Verdict {
 	if err := json.Unmarshal(raw, &pr); err != nil {
 		return Errored(fmt.Sprintf(`policy service %s answered something other than {"result", "reason"}: %v`, g.URL, err))
 	}
+	// The reason is the check run's title, which is one line.
+	pr.Reason = strings.Join(strings.Fields(pr.Reason), " ")
 	switch pr.Result {
 	case "pass":
 		return Passed(orDefault(pr.Reason, "the policy service allowed the release"))

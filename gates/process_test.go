@@ -66,6 +66,10 @@ func TestPolicyValidation(t *testing.T) {
 		{"service refuses with a reason", func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"result":"fail","reason":"change freeze until Monday"}`))
 		}, Fail, "change freeze until Monday"},
+		// The reason becomes the check run's one-line title.
+		{"a reason on several lines is read as one", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte(`{"result":"fail","reason":"change freeze\n\tuntil Monday\r\n"}`))
+		}, Fail, "change freeze until Monday"},
 		{"service errors: fails closed", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "boom", http.StatusBadGateway)
 		}, Error, "HTTP 502"},
