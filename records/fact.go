@@ -35,13 +35,16 @@ const (
 	PhaseDeleted     Phase = "Deleted"
 )
 
-// TaskStatus is a deploy workflow's status, as in MANA's webhook contract.
+// TaskStatus is a deploy workflow's status, as in MANA's webhook contract,
+// plus cancelled: the deploy job was stopped on purpose (a person, a
+// concurrency group, a matrix's fail-fast), which is no failed deploy.
 type TaskStatus string
 
 const (
 	TaskInProgress TaskStatus = "in_progress"
 	TaskSuccess    TaskStatus = "success"
 	TaskFailed     TaskStatus = "failed"
+	TaskCancelled  TaskStatus = "cancelled"
 )
 
 // Fact is what a source saw, not what it means: the reducer decides that.
@@ -301,11 +304,11 @@ func (f *Fact) validateTask(v *problems) {
 		v.add("run_attempt", "must be 1 or more, got %d", f.RunAttempt)
 	}
 	switch f.Status {
-	case TaskInProgress, TaskSuccess, TaskFailed:
+	case TaskInProgress, TaskSuccess, TaskFailed, TaskCancelled:
 	case "":
-		v.add("status", "is required (in_progress, success or failed)")
+		v.add("status", "is required (in_progress, success, failed or cancelled)")
 	default:
-		v.add("status", "must be in_progress, success or failed, got %q", f.Status)
+		v.add("status", "must be in_progress, success, failed or cancelled, got %q", f.Status)
 	}
 	v.require("app", f.App)
 	v.require("environment", f.Environment)

@@ -3,6 +3,7 @@ package records
 import (
 	"fmt"
 	"maps"
+	"strings"
 )
 
 // apply tracks an accepted fact on rec and moves rec to target when that
@@ -26,11 +27,20 @@ func (r *reduction) apply(rec Record, target State) {
 			r.ignore(fmt.Sprintf("release %s: %v", rec.ReleaseID, err))
 			return
 		}
-		r.setState(&rec, target, r.describe(), nil)
-		switch target {
-		case StateHealthy:
+		switch {
+		case r.cancelled():
+			// A cancelled deploy is no failure: no failure_detected, and
+			// the state_changed event says who or what stopped it.
+			why, data := r.cancelledBy()
+			r.setState(&rec, target, why, data)
+		default:
+			r.setState(&rec, target, r.describe(), nil)
+		}
+		switch {
+		case target == StateHealthy:
 			closed = r.becameHealthy(&rec)
-		case StateDegraded, StateAborted, StateFailed:
+		case r.cancelled():
+		case target == StateDegraded, target == StateAborted, target == StateFailed:
 			d := map[string]any{"state": string(target)}
 			if r.f.FailureType != "" {
 				d["failure_type"] = r.f.FailureType
@@ -40,6 +50,33 @@ func (r *reduction) apply(rec Record, target State) {
 	}
 	r.res.KeepFact = true
 	r.res.Records = append([]Record{rec}, closed...)
+}
+
+// cancelled reports whether the fact is a task fact saying the deploy job
+// was cancelled.
+func (r *reduction) cancelled() bool { return r.f.IsTask() && r.f.Status == TaskCancelled }
+
+// cancelledBy says which run stopped the release, and who started it, for
+// the state_changed event of a cancelled task fact: GitHub does not tell
+// the job who cancelled it, so the run, its attempt and its actor are what
+// there is to go on.
+func (r *reduction) cancelledBy() (string, map[string]any) {
+	f := r.f
+	data := map[string]any{"cancelled": true, "repository": f.Repository,
+		"workflow_run_id": f.WorkflowRunID, "run_attempt": f.RunAttempt}
+	run := fmt.Sprintf("run %d attempt %d of %s", f.WorkflowRunID, f.RunAttempt, f.Repository)
+	var about []string
+	for _, k := range []string{"workflow", "job", "actor"} {
+		if v := f.Metadata[k]; v != "" {
+			data[k] = v
+			about = append(about, k+" "+v)
+		}
+	}
+	if len(about) > 0 {
+		run += " (" + strings.Join(about, ", ") + ")"
+	}
+	return fmt.Sprintf("the deploy job of %s/%s in %s was cancelled; a cancelled deploy is no failed one, so recovery neither retries nor rolls it back",
+		f.App, f.Environment, run), data
 }
 
 // setState moves rec and writes the state_changed event every transition

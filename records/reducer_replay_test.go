@@ -394,6 +394,25 @@ func replaySequences() []replaySequence {
 			},
 			effects: []string{CDEventServiceDeployed + ":d-1"},
 		},
+		{
+			name: "workflow deploy: cancelled, redelivered, then re-run and succeeds",
+			steps: []replayStep{
+				deliver(taskFact("d-1", TaskInProgress, 1), 1, OutcomeOpened, states{"d-1": StateProgressing}),
+				deliver(taskFact("d-1", TaskCancelled, 5), 5, OutcomeApplied, states{"d-1": StateAborted}),
+				deliver(taskFact("d-1", TaskCancelled, 5), 6, OutcomeDuplicate, states{"d-1": StateAborted}),
+				deliver(taskFact("d-1", TaskInProgress, 8, attempt(2)), 8, OutcomeApplied, states{"d-1": StateProgressing}),
+				deliver(taskFact("d-1", TaskSuccess, 12, attempt(2)), 12, OutcomeApplied, states{"d-1": StateHealthy}),
+			},
+			effects: []string{CDEventServiceDeployed + ":d-1"},
+		},
+		{
+			name: "workflow deploy: cancelled before its first fact opens the release aborted",
+			steps: []replayStep{
+				deliver(taskFact("d-2", TaskCancelled, 2), 2, OutcomeOpened, states{"d-2": StateAborted}),
+				deliver(taskFact("d-2", TaskSuccess, 9, attempt(2)), 9, OutcomeApplied, states{"d-2": StateHealthy}),
+			},
+			effects: []string{CDEventServiceDeployed + ":d-2"},
+		},
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // lost in_progress must not make the success that follows it unusable.
 // The record is created in opened and moved at once to the state the
 // status names (in_progress → progressing, success → healthy, failed →
-// failed), so the audit trail shows both steps.
+// failed, cancelled → aborted), so the audit trail shows both steps.
 func (r *reduction) task() {
 	if r.in.Record == nil {
 		r.open()
@@ -54,6 +54,11 @@ func taskTarget(s TaskStatus) State {
 		return StateProgressing
 	case TaskSuccess:
 		return StateHealthy
+	case TaskCancelled:
+		// The release was called off, not failed: aborted, as a canary a
+		// person aborts. A later fact (a re-run) moves it on like any
+		// aborted release.
+		return StateAborted
 	default: // TaskFailed; Validate rejects anything else.
 		return StateFailed
 	}

@@ -49,6 +49,8 @@ func TestTaskStatusMapsToState(t *testing.T) {
 		{"failed -> failed", StateProgressing, TaskFailed, StateFailed},
 		{"re-run in_progress after a failure -> progressing", StateFailed, TaskInProgress, StateProgressing},
 		{"in_progress clears an abort", StateAborted, TaskInProgress, StateProgressing},
+		{"cancelled -> aborted", StateProgressing, TaskCancelled, StateAborted},
+		{"a re-run's success after a cancel -> healthy", StateAborted, TaskSuccess, StateHealthy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := record("R1", tc.from, 0, lastFact(1))
@@ -125,5 +127,58 @@ func TestTaskFactOfAnotherRepositoryOrTargetIsIgnored(t *testing.T) {
 				t.Errorf("an ignored fact changed records %v, effects %v or was kept", releaseIDs(res.Records), effectTypes(res))
 			}
 		})
+	}
+}
+
+// A cancelled deploy job is no failed one: the release is called off
+// (aborted), the audit trail says which run and attempt stopped it and who
+// started that run, and nothing says it failed. The fact is a fact: the
+// release ran (a cancel usually lands while the workload rolls out), so it
+// is not withdrawn, and it no longer waits for a first fact.
+func TestTaskCancelledAbortsAndSaysWhichRun(t *testing.T) {
+	r := record("R1", StateProgressing, 0, lastFact(1))
+	f := taskFact("R1", TaskCancelled, 5, attempt(2), func(f *Fact) {
+		f.Metadata["actor"], f.Metadata["job"] = "octocat", "deploy"
+	})
+	res := Reduce(Input{Fact: f, Record: &r, Now: at(6)})
+	if res.Outcome != OutcomeApplied || !res.KeepFact {
+		t.Fatalf("outcome = %s (%s) keep = %v, want applied and kept", res.Outcome, res.Reason, res.KeepFact)
+	}
+	got := recordOf(t, res, "R1")
+	if got.State != StateAborted || got.LastFactAt == nil || !got.LastFactAt.Equal(at(5)) || !got.Ran() || got.Withdrawn() {
+		t.Errorf("R1 = %s last_fact_at %v ran %v withdrawn %v, want aborted at minute 5, ran, not withdrawn",
+			got.State, got.LastFactAt, got.Ran(), got.Withdrawn())
+	}
+	if want := []AuditType{AuditFactReceived, AuditDeploymentReceived, AuditStateChanged}; !slices.Equal(auditTypes(res), want) {
+		t.Fatalf("audit = %v, want %v (no failure_detected: a cancel is no failure)", auditTypes(res), want)
+	}
+	ev := res.Audit[2]
+	for _, s := range []string{"progressing -> aborted", "cancelled", "run 123456789 attempt 2 of acme/checkout", "actor octocat", "job deploy"} {
+		if !strings.Contains(ev.Message, s) {
+			t.Errorf("state_changed message %q does not say %q", ev.Message, s)
+		}
+	}
+	for k, v := range map[string]any{"workflow_run_id": int64(123456789), "run_attempt": 2, "actor": "octocat", "cancelled": true, "to": "aborted"} {
+		if ev.Data[k] != v {
+			t.Errorf("state_changed data[%s] = %v, want %v (data %v)", k, ev.Data[k], v, ev.Data)
+		}
+	}
+	if len(res.Effects) != 0 {
+		t.Errorf("effects = %v, want none", effectTypes(res))
+	}
+}
+
+func TestTaskCancelledIsAValidStatusWithoutFailureType(t *testing.T) {
+	f := taskFact("R1", TaskCancelled, 1)
+	if err := f.ValidateSent(); err != nil {
+		t.Errorf("cancelled fact: %v, want valid", err)
+	}
+	f.FailureType = "deploy_failure"
+	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "failure_type") {
+		t.Errorf("cancelled fact with a failure_type: %v, want failure_type refused", err)
+	}
+	f = taskFact("R1", "canceled", 1)
+	if err := f.Validate(); err == nil || !strings.Contains(err.Error(), "in_progress, success, failed or cancelled") {
+		t.Errorf("status canceled: %v, want the four statuses named", err)
 	}
 }
