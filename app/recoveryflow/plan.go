@@ -157,9 +157,24 @@ func chooseDeploy(deploys []repoconfig.Deploy, fact *records.Fact) (repoconfig.D
 // pickFact chooses the task fact a failed run's release is read from, among
 // the facts of configured deploys: a failed fact of this attempt first, then
 // the newest attempt's, failed before others, newest observation first.
+//
+// A release whose deploy job was cancelled in this attempt (a person, a
+// concurrency group, the fail-fast of a matrix whose other leg failed) did
+// not fail: none of its facts is picked, so recovery never retries or rolls
+// back a release because its deploy was cancelled. Without another fact the
+// run is decided as one that posted none.
 func pickFact(facts []records.Fact, attempt int, deploys []repoconfig.Deploy) *records.Fact {
+	cancelled := map[string]bool{}
+	for _, f := range facts {
+		if f.Status == records.TaskCancelled && f.RunAttempt == attempt {
+			cancelled[f.ReleaseKey()] = true
+		}
+	}
 	var cands []records.Fact
 	for _, f := range facts {
+		if f.Status == records.TaskCancelled || cancelled[f.ReleaseKey()] {
+			continue
+		}
 		for _, d := range deploys {
 			if f.App == d.App && f.Environment == d.Environment {
 				cands = append(cands, f)

@@ -184,6 +184,10 @@ func TestPickFact(t *testing.T) {
 	older := *taskFact(1, records.TaskFailed, "older", "staging")
 	progress := *taskFact(2, records.TaskInProgress, "", "staging")
 	this := *taskFact(2, records.TaskFailed, "this", "staging")
+	cancelled := *taskFact(2, records.TaskCancelled, "", "staging")
+	cancelledBefore := *taskFact(1, records.TaskCancelled, "", "staging")
+	otherRelease := *taskFact(2, records.TaskFailed, "prod-eu down", "staging")
+	otherRelease.ReleaseID = "r2-eu" // a matrix's other leg: its failure cancelled this one
 	cases := []struct {
 		name  string
 		facts []records.Fact
@@ -193,6 +197,11 @@ func TestPickFact(t *testing.T) {
 		{"an unconfigured environment's fact never counts", []records.Fact{other}, "-"},
 		{"the newest attempt before an older failure", []records.Fact{older, progress}, ""},
 		{"an older failure when that is all there is", []records.Fact{older}, "older"},
+		{"a cancelled deploy is never the failure", []records.Fact{cancelled}, "-"},
+		{"nor its in_progress of the same attempt", []records.Fact{progress, cancelled}, "-"},
+		{"nor an older failure of the release whose deploy was cancelled now", []records.Fact{older, progress, cancelled}, "-"},
+		{"another release's failure of this attempt still counts", []records.Fact{cancelled, otherRelease}, "prod-eu down"},
+		{"a cancel of an older attempt leaves this attempt's facts alone", []records.Fact{cancelledBefore, progress}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
