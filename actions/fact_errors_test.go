@@ -337,3 +337,35 @@ func TestASilentRipcordHoldsTheJobBoundedly(t *testing.T) {
 		t.Errorf("the step took %s with timeout 1, want under %s", took, limit)
 	}
 }
+
+// A server older than the cancelled status refuses it as it refuses any
+// unknown status: 400 on field status. That is no fault of the deploy or
+// of the inputs, so the step says to upgrade the server instead of only
+// quoting the refusal; a 400 on another field is shown as any refusal.
+func TestCancelledRefusedByAnOlderServerSaysToUpgradeIt(t *testing.T) {
+	old := httptest.NewRecorder() // the answer as a server before the status wrote it
+	pipeline.WriteError(old, http.StatusBadRequest, "status", `status: must be in_progress, success or failed, got "cancelled"`)
+	other := httptest.NewRecorder()
+	pipeline.WriteError(other, http.StatusBadRequest, "app", "app: is required")
+	for _, m := range failModes {
+		t.Run("older server/fail-on-error="+m.failOnError, func(t *testing.T) {
+			f := newFakes(t)
+			f.facts.script(reply{400, old.Body.String()})
+			r := runAction(t, f, with(baseInputs(f), "status", "cancelled", "fail-on-error", m.failOnError), nil)
+			if n := len(f.facts.got()); n != 1 {
+				t.Errorf("ripcord got %d posts, want 1", n)
+			}
+			checkFailed(t, r, m.code, m.kind, "does not know status cancelled", "upgrade the server",
+				"release c1:prod-eu/prod stays as its last fact left it", `got "cancelled" (field status)`)
+		})
+	}
+	t.Run("another refusal of a cancelled fact", func(t *testing.T) {
+		f := newFakes(t)
+		f.facts.script(reply{400, other.Body.String()})
+		r := runAction(t, f, with(baseInputs(f), "status", "cancelled"), nil)
+		checkFailed(t, r, 0, "warning", "app: is required (field app)", "ripcord's answer above says what it refused")
+		if msg, _ := annotation(r.stdout, "warning"); strings.Contains(msg, "upgrade") {
+			t.Errorf("a refusal on field app says to upgrade the server: %q", msg)
+		}
+	})
+}

@@ -332,6 +332,17 @@ ripcord_advice() {
   esac
 }
 
+# fail_post reports the failed post in REQUEST_*. A server older than the
+# cancelled status refuses it with a 400 on field status: that is no
+# problem of the deploy or of the inputs, so say plainly what to do.
+fail_post() {
+  if [[ $INPUT_STATUS == cancelled && $REQUEST_CODE == 400 &&
+    $(json_value field "$(head -c 2000 "$WORK/answer.json" 2>/dev/null)") == status ]]; then
+    fail "ripcord at $SERVER does not know status cancelled: it is older than this action, upgrade the server. Until then a cancelled deploy cannot be recorded, and release $INPUT_RELEASE_ID stays as its last fact left it ($(one_line "$REQUEST_ERROR"))"
+  fi
+  fail "$REQUEST_ERROR. $(ripcord_advice)"
+}
+
 set_output() {
   [[ -n ${GITHUB_OUTPUT:-} ]] || return 0
   local v=${2//$'\n'/ }
@@ -356,16 +367,6 @@ main() {
   *) fail "input mode must be fact or probe, got \"$INPUT_MODE\"" ;;
   esac
   validate
-  if [[ $INPUT_STATUS == cancelled ]]; then
-    # Someone (or a concurrency group, or fail-fast of a matrix) stopped
-    # the job: that is no failed deploy, and a failed fact would mark the
-    # release failed and could have recovery roll it back. ripcord's facts
-    # know no cancelled status, so nothing is posted: the release stays as
-    # its last fact left it, and a later deploy or the cluster says more.
-    echo "::notice title=ripcord::$(command_escape "the deploy job was cancelled: no fact is posted (a cancelled deploy is no failed one, so ripcord neither retries nor rolls back release $INPUT_RELEASE_ID); it stays as its last fact left it")"
-    set_output outcome cancelled
-    return
-  fi
 
   WORK=$(mktemp -d "${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ripcord.XXXXXX") || fail "cannot create a temporary directory"
   trap 'rm -rf "$WORK"' EXIT
@@ -379,7 +380,7 @@ main() {
   printf 'Authorization: Bearer %s\n' "$TOKEN" >"$WORK/fact.hdr"
   request "POST $SERVER/api/v1/facts" "$SERVER/api/v1/facts" "$WORK/answer.json" \
     -X POST -H @"$WORK/fact.hdr" -H 'Content-Type: application/json' -H 'Accept: application/json' \
-    --data-binary @"$WORK/fact.json" || fail "$REQUEST_ERROR. $(ripcord_advice)"
+    --data-binary @"$WORK/fact.json" || fail_post
 
   local answer id outcome state release
   answer=$(<"$WORK/answer.json")
