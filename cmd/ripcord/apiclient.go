@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 // apiClient talks to a ripcord server's /api/v1 for the CLI commands.
@@ -89,8 +90,12 @@ type apiError struct {
 	Message string
 	Field   string
 	// Hint is the CLI's own word on what to fix, when it knows more than
-	// the server: where a refused token came from.
+	// the server: where a refused token came from, or when the server
+	// asks to be asked again.
 	Hint string
+	// retryAfter is the answer's Retry-After, when it has one.
+	retryAfter    time.Duration
+	hasRetryAfter bool
 }
 
 func (e *apiError) Error() string {
@@ -118,21 +123,38 @@ func (e *apiError) Error() string {
 
 // do sends a request and decodes the JSON answer into out. Connection errors
 // and 5xx are retried with backoff; 4xx are not (they will not change).
+// A 5xx with a Retry-After is asked again once that time has passed, in
+// place of the backoff's next step, if it passes within what is left of
+// the backoff; if not, retrying within the backoff is pointless (GitHub's
+// rate limit, behind a 503, may be an hour away) and do stops at once,
+// saying when to try again.
 func (c *apiClient) do(ctx context.Context, method, path string, body []byte, out any) error {
+	left := c.backoff * (1<<c.retries - 1)
 	var last error
-	for attempt := 0; attempt <= c.retries; attempt++ {
-		if attempt > 0 {
-			fmt.Fprintf(os.Stderr, "retrying in %s (attempt %d of %d): %v\n", c.backoff<<(attempt-1), attempt+1, c.retries+1, last)
-			select {
-			case <-time.After(c.backoff << (attempt - 1)):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+	for attempt := 0; ; attempt++ {
 		last = c.once(ctx, method, path, body, out)
 		var ae *apiError
-		if last == nil || (errors.As(last, &ae) && ae.Status < 500) {
+		isAnswer := errors.As(last, &ae)
+		if last == nil || (isAnswer && ae.Status < 500) {
 			return last
+		}
+		if isAnswer && ae.hasRetryAfter && (attempt == c.retries || ae.retryAfter > left) {
+			ae.Hint = retryHint(time.Now(), ae.retryAfter)
+			return ae
+		}
+		if attempt == c.retries {
+			break
+		}
+		wait, why := min(c.backoff<<attempt, left), ""
+		if isAnswer && ae.hasRetryAfter {
+			wait, why = ae.retryAfter, ", as the server's Retry-After asks"
+		}
+		left -= wait
+		fmt.Fprintf(os.Stderr, "retrying in %s (attempt %d of %d%s): %v\n", wait, attempt+2, c.retries+1, why, last)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	var ae *apiError
@@ -140,6 +162,37 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte, ou
 		return fmt.Errorf("%w; no server answered at %s, whose URL %s", last, c.server, c.serverFrom)
 	}
 	return last
+}
+
+// retryHint says when a Retry-After of wait from now ends, on the user's
+// clock (now's zone: the local one): "try again after 14:05 UTC (in 42
+// min)". The time is rounded up, so that trying at the time said is never
+// too early; a wait under two minutes is said to the second.
+func retryHint(now time.Time, wait time.Duration) string {
+	at := now.Add(wait)
+	if wait < 2*time.Minute {
+		secs := (wait + time.Second - 1) / time.Second
+		if t := at.Truncate(time.Second); t.Before(at) {
+			at = t.Add(time.Second)
+		}
+		return fmt.Sprintf("try again after %s (in %d s)", at.Format("15:04:05 MST"), secs)
+	}
+	if t := at.Truncate(time.Minute); t.Before(at) {
+		at = t.Add(time.Minute)
+	}
+	layout := "15:04 MST"
+	if y, m, d := now.Date(); at.Day() != d || at.Month() != m || at.Year() != y {
+		layout = "Jan 2 15:04 MST"
+	}
+	mins := int((wait + time.Minute - 1) / time.Minute)
+	in := fmt.Sprintf("%d min", mins)
+	if mins >= 60 {
+		in = fmt.Sprintf("%d h", mins/60)
+		if mins%60 != 0 {
+			in += fmt.Sprintf(" %d min", mins%60)
+		}
+	}
+	return fmt.Sprintf("try again after %s (in %s)", at.Format(layout), in)
 }
 
 func (c *apiClient) once(ctx context.Context, method, path string, body []byte, out any) error {
@@ -170,6 +223,7 @@ func (c *apiClient) once(ctx context.Context, method, path string, body []byte, 
 			e.Error = strings.TrimSpace(string(data))
 		}
 		ae := &apiError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
+		ae.retryAfter, ae.hasRetryAfter = ghlimit.RetryAfter(resp.Header, time.Now())
 		if resp.StatusCode == http.StatusUnauthorized {
 			ae.Hint = c.tokenHint
 		}
