@@ -93,6 +93,9 @@ type apiError struct {
 	// the server: where a refused token came from, or when the server
 	// asks to be asked again.
 	Hint string
+	// rename, when set, gives the name the user wrote for a field the
+	// server names: the flag of a fact typed from flags.
+	rename func(field string) string
 	// retryAfter is the answer's Retry-After, when it has one.
 	retryAfter    time.Duration
 	hasRetryAfter bool
@@ -103,16 +106,27 @@ func (e *apiError) Error() string {
 	// The server says every problem of a refused body at once, "; " apart,
 	// each naming its field ("uid: is required; release_id: is required"):
 	// a line each reads better.
-	if parts := strings.Split(message, "; "); len(parts) > 1 && !slices.ContainsFunc(parts, func(p string) bool {
-		return !problemLine.MatchString(p)
-	}) {
+	parts := strings.Split(message, "; ")
+	problems := !slices.ContainsFunc(parts, func(p string) bool { return !problemLine.MatchString(p) })
+	if problems && e.rename != nil {
+		for i, p := range parts {
+			field, rest, _ := strings.Cut(p, ": ")
+			parts[i] = e.rename(field) + ": " + rest
+		}
+		message = strings.Join(parts, "; ")
+	}
+	if problems && len(parts) > 1 {
 		message = strings.Join(parts, "\n")
 	}
 	msg := fmt.Sprintf("server answered %d: %s", e.Status, message)
 	// A message of several lines (a fact with several bad fields) names
 	// each line's field itself; the answer's field, the first of them,
 	// put after the last line named another line's field.
-	if e.Field != "" && !strings.Contains(message, "\n") {
+	switch {
+	case e.Field == "" || strings.Contains(message, "\n"):
+	case e.rename != nil && e.rename(e.Field) != e.Field:
+		msg += fmt.Sprintf(" (flag %s)", e.rename(e.Field))
+	default:
 		msg += fmt.Sprintf(" (field %s)", e.Field)
 	}
 	if e.Hint != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,26 +25,18 @@ func runFact(args []string) int {
 		"ripcord fact --cluster prod-eu --namespace shop --name checkout --uid 6f1e2c --generation 3 --phase Healthy --release-id checkout-v42:prod-eu/prod --image registry.example/shop/checkout:v42")
 	client := clientFlags(fs, "RIPCORD_CLUSTER_TOKEN", "the cluster's token")
 	file := fs.String("file", "", "JSON file with one fact or {\"facts\": [...]}; - reads stdin")
-	cluster := fs.String("cluster", "", "cluster the fact is from (required)")
-	f := map[string]*string{}
-	// What the server accepts, so that a fact typed from the flags is not
-	// refused for a value the page did not name.
-	values := map[string]string{
-		"source": ": deployment (the default), rollout or argocd; a task fact needs --file",
-		"phase":  ": Progressing, Paused, Healthy, Degraded, SyncFailed or Deleted",
+	str, num, yes := map[string]*string{}, map[string]*int64{}, map[string]*bool{}
+	for _, ff := range factFlags {
+		switch ff.kind {
+		case flagNumber:
+			num[ff.flag] = fs.Int64(ff.flag, 0, ff.help())
+		case flagBool:
+			yes[ff.flag] = fs.Bool(ff.flag, false, ff.help())
+		default:
+			str[ff.flag] = fs.String(ff.flag, "", ff.help())
+		}
 	}
-	for _, name := range []string{"source", "namespace", "name", "uid", "phase", "release-id", "pod-hash", "revision"} {
-		f[name] = fs.String(name, "", "fact field "+strings.ReplaceAll(name, "-", "_")+values[name])
-	}
-	// The fact holds a list of images; the flag gives one, so its help
-	// names the field it fills rather than a field "image" that a --file
-	// fact would be refused for.
-	f["image"] = fs.String("image", "", "the workload's image: fact field images, a list of this one")
-	generation := fs.Int64("generation", 0, "metadata.generation")
-	observed := fs.Int64("observed-generation", 0, "status.observedGeneration (default: --generation)")
-	step := fs.Int("step", 0, "canary step")
-	steps := fs.Int("step-count", 0, "canary step count")
-	abort := fs.Bool("abort", false, "the rollout was aborted")
+	cluster := str["cluster"]
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
@@ -75,7 +68,7 @@ func runFact(args []string) int {
 	// A task fact's fields (repository, workflow_run_id, status, app, ...)
 	// have no flags: sent, it was refused by the server with a list of
 	// fields the user had no way to type.
-	if *file == "" && *f["source"] == "task" {
+	if *file == "" && *str["source"] == "task" {
 		fmt.Fprintln(os.Stderr, "ripcord fact: a task fact (--source task) needs --file: its fields "+
 			"(repository, workflow_run_id, status, app, environment, ...) have no flags; write it as JSON")
 		return 2
@@ -92,17 +85,25 @@ func runFact(args []string) int {
 	if *file != "" {
 		body, err = readInput(*file)
 	} else {
-		if *observed == 0 {
-			*observed = *generation
+		if *num["observed-generation"] == 0 {
+			*num["observed-generation"] = *num["generation"]
 		}
-		fact := map[string]any{"source": firstOf(*f["source"], "deployment"), "cluster": *cluster,
-			"namespace": *f["namespace"], "name": *f["name"], "uid": *f["uid"], "generation": *generation,
-			"observed_generation": *observed, "phase": *f["phase"], "step": *step, "step_count": *steps,
-			"pod_hash": *f["pod-hash"], "abort": *abort, "release_id": *f["release-id"],
-			"revision": *f["revision"], "observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
-		if *f["image"] != "" {
-			fact["images"] = []string{*f["image"]}
+		fact := map[string]any{"observed_at": time.Now().UTC().Format(time.RFC3339Nano)}
+		for _, ff := range factFlags {
+			switch {
+			case ff.kind == flagNumber:
+				fact[ff.field] = *num[ff.flag]
+			case ff.kind == flagBool:
+				fact[ff.field] = *yes[ff.flag]
+			case ff.field == "images":
+				if *str[ff.flag] != "" {
+					fact[ff.field] = []string{*str[ff.flag]}
+				}
+			default:
+				fact[ff.field] = *str[ff.flag]
+			}
 		}
+		fact["source"] = firstOf(*str["source"], "deployment")
 		body, err = json.Marshal(fact)
 	}
 	if err != nil {
@@ -111,6 +112,12 @@ func runFact(args []string) int {
 	}
 	var out json.RawMessage
 	if err := c.do(context.Background(), "POST", "/api/v1/facts/"+url.PathEscape(*cluster), body, &out); err != nil {
+		// A refusal names the fact's JSON fields; a fact typed from flags
+		// has the flags' names, which a file's fact does not.
+		var ae *apiError
+		if *file == "" && errors.As(err, &ae) {
+			ae.rename = factFlagOf
+		}
 		fmt.Fprintln(os.Stderr, "ripcord fact:", err)
 		return 1
 	}
@@ -123,4 +130,66 @@ func readInput(name string) ([]byte, error) {
 		return io.ReadAll(os.Stdin)
 	}
 	return os.ReadFile(name)
+}
+
+// factFlag is a flag of a fact typed from flags and the fact's JSON field
+// it fills. The -h page names the field after the flag, and a refusal
+// that names the field is said with the flag, both from factFlags, so
+// that the page and the message never disagree.
+type factFlag struct {
+	flag, field string
+	kind        flagKind
+	// about is what the page says besides the field: for source and
+	// phase the values the server accepts, so that a fact typed from the
+	// flags is not refused for a value the page did not name.
+	about string
+}
+
+type flagKind int
+
+const (
+	flagString flagKind = iota
+	flagNumber
+	flagBool
+)
+
+var factFlags = []factFlag{
+	{flag: "cluster", field: "cluster", about: "the cluster the fact is from, whose URL it is posted to (required)"},
+	{flag: "source", field: "source", about: "deployment (the default), rollout or argocd; a task fact needs --file"},
+	{flag: "namespace", field: "namespace"},
+	{flag: "name", field: "name"},
+	{flag: "uid", field: "uid"},
+	{flag: "phase", field: "phase", about: "Progressing, Paused, Healthy, Degraded, SyncFailed or Deleted"},
+	{flag: "release-id", field: "release_id"},
+	{flag: "pod-hash", field: "pod_hash"},
+	{flag: "revision", field: "revision"},
+	// The fact holds a list of images; the flag gives one, so its help
+	// names the field it fills rather than a field "image" that a --file
+	// fact would be refused for.
+	{flag: "image", field: "images", about: "the workload's image, sent as a list of this one"},
+	{flag: "generation", field: "generation", kind: flagNumber, about: "the workload's metadata.generation"},
+	{flag: "observed-generation", field: "observed_generation", kind: flagNumber,
+		about: "the workload's status.observedGeneration (default: --generation)"},
+	{flag: "step", field: "step", kind: flagNumber, about: "canary step"},
+	{flag: "step-count", field: "step_count", kind: flagNumber, about: "canary step count"},
+	{flag: "abort", field: "abort", kind: flagBool, about: "the rollout was aborted"},
+}
+
+func (ff factFlag) help() string {
+	if ff.about == "" {
+		return "fact field " + ff.field
+	}
+	return "fact field " + ff.field + ": " + ff.about
+}
+
+// factFlagOf is the flag that fills a fact's field ("images[0]" is
+// --image's), or field itself when no flag fills it (observed_at).
+func factFlagOf(field string) string {
+	name, _, _ := strings.Cut(field, "[")
+	for _, ff := range factFlags {
+		if ff.field == name {
+			return "--" + ff.flag
+		}
+	}
+	return field
 }
