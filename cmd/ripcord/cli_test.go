@@ -474,6 +474,7 @@ func TestCommandLineIsCheckedBeforeTheToken(t *testing.T) {
 // listen setting, where its value came from and how to set another, as a
 // bad setting's line does: "bind: address already in use" alone left a
 // newcomer whose default 127.0.0.1:8080 was taken to find the setting.
+// And it stops before it opens the database.
 func TestServeNamesTheListenSettingItCannotListenOn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
@@ -495,9 +496,16 @@ func TestServeNamesTheListenSettingItCannotListenOn(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := append([]string{"RIPCORD_DATABASE=sqlite://" + filepath.Join(t.TempDir(), "ripcord.db"),
+			dir := t.TempDir()
+			env := append([]string{"RIPCORD_DATABASE=sqlite://" + filepath.Join(dir, "ripcord.db"),
 				"RIPCORD_PUBLIC_URL=", "RIPCORD_CONFIG="}, c.env...)
 			code, _, stderr := ripcord(t, env, append([]string{"serve"}, c.args...)...)
+			// The port is tried before the database: serve applied the
+			// migrations first, creating a database in a fresh folder
+			// for a server that was never going to start.
+			if files, err := os.ReadDir(dir); err != nil || len(files) != 0 {
+				t.Errorf("serve on a taken port left %v in the database's folder (%v); want nothing touched", files, err)
+			}
 			for _, want := range []string{
 				"config: listen (from " + c.from + "): cannot listen on " + addr + ": bind: address already in use",
 				"another process listens there",

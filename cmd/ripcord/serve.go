@@ -27,8 +27,9 @@ var configPages = map[string]struct {
 		"runs the job queue, and serves /api/v1, the set-up page and the releases page. " +
 		"Every setting is a flag, a RIPCORD_* environment variable or a key of the --config file " +
 		"(flag, then environment, then file, then default; the README's configuration reference lists them). " +
-		"It applies the database migrations at start, and stops on SIGTERM or SIGINT after finishing " +
-		"the requests and jobs in flight.", []string{
+		"It listens first, so that an address it cannot listen on stops it before the database is touched, " +
+		"then applies the database migrations; requests wait, unanswered, until they are done. " +
+		"It stops on SIGTERM or SIGINT after finishing the requests and jobs in flight.", []string{
 		"ripcord serve",
 		"ripcord serve --listen 0.0.0.0:8080 --public-url https://ripcord.example.com --database postgres://ripcord:secret@db:5432/ripcord",
 		"ripcord serve --config /etc/ripcord/ripcord.yml",
@@ -103,16 +104,27 @@ func runServe(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Listen before the database is opened: a taken port is then reported
+	// before migrations touch anything (they created ./ripcord.db in a
+	// fresh folder first). Until Run serves, the kernel queues connections
+	// and nothing answers them, so /healthz and /readyz answer only once
+	// the server is ready to serve them.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		if msg, ok := listenProblem(cfg, err); ok {
+			log.Error(msg)
+		} else {
+			log.Error("cannot listen", "listen", cfg.Listen, "err", err)
+		}
+		return 1
+	}
 	srv, err := app.New(ctx, cfg, app.Options{Logger: log})
 	if err != nil {
+		ln.Close()
 		log.Error("cannot start", "err", err)
 		return 1
 	}
-	if err := srv.Run(ctx, nil); err != nil {
-		if msg, ok := listenProblem(cfg, err); ok {
-			log.Error(msg)
-			return 1
-		}
+	if err := srv.Run(ctx, ln); err != nil {
 		log.Error("server stopped with an error", "err", err)
 		return 1
 	}
