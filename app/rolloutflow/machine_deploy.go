@@ -122,7 +122,10 @@ const (
 
 // gate runs a bake of d: readings every health interval (the last one at
 // the end), failing at failures_to_stop consecutive red ones and unless the
-// last is green. Without anything to read it is a durable wait.
+// last is green. Without anything to read it is a durable wait. It is the
+// one judge of readings: a gate with checks passes only on a reading, and
+// failures_to_stop is at least 1 even in a plan that left it 0 (a 0 would
+// fail the stage before its first reading).
 func (m *Machine) gate(in Inputs, b *Bake, d time.Duration, probesOnly bool, req ReadRequest) (Action, gateVerdict) {
 	h := in.Plan.Health
 	n := readings(h, d, probesOnly)
@@ -133,7 +136,7 @@ func (m *Machine) gate(in Inputs, b *Bake, d time.Duration, probesOnly bool, req
 		}
 		return Action{}, gatePassed
 	}
-	if b.Red >= h.FailuresToStop {
+	if b.Red >= max(h.FailuresToStop, 1) {
 		return Action{}, gateFailed
 	}
 	if b.Reads >= n && b.Red == 0 {
@@ -154,8 +157,7 @@ func (m *Machine) gate(in Inputs, b *Bake, d time.Duration, probesOnly bool, req
 	}
 	// After a long stop, readings whose time has passed are not made up:
 	// the one due last stands for them. Past the bake, a red last reading
-	// is read again every interval until green or failures_to_stop (as
-	// rollout/health.Judge rules).
+	// is read again every interval until green or failures_to_stop.
 	for next < n && !in.Now.Before(readAt(b.From, h.Interval, d, next+1)) {
 		next++
 	}

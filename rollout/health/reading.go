@@ -1,12 +1,14 @@
 // Package health reads and judges the health gate after a stage of a
 // rollout (seed 001, "Health gate"): probes to the stage's targets,
 // Prometheus metrics and Alertmanager alerts, each reading green or red
-// with the reason a status page shows, and the pure verdict over the
-// readings of a bake. The executor owns the clock and the waits.
+// with the reason a status page shows. The verdict over the readings of a
+// bake is the executor's (app/rolloutflow), which owns the clock and the
+// waits.
 package health
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ripcord/ripcord/rollout"
@@ -117,6 +119,19 @@ func Merge(rs ...Reading) Reading {
 		out.Alerts = append(out.Alerts, r.Alerts...)
 	}
 	return out.finish()
+}
+
+// LastReason is the red reason a status shows for a reading, the seed's
+// stages[].gate ("metric error-rate (us-1/us-1a): value 0.2 above max 0.01");
+// several red checks are joined with "; ".
+func LastReason(r Reading) string {
+	if r.Green {
+		return ""
+	}
+	if len(r.Reasons) == 0 {
+		return "red"
+	}
+	return strings.Join(r.Reasons, "; ")
 }
 
 // finish adds the reasons of red results not yet listed and sets Green.
