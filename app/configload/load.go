@@ -116,8 +116,13 @@ func (l *Loader) Load(ctx context.Context, gh ContentsGetter, repository, ref st
 	}
 	res, err := l.read(ctx, gh, owner, name, ref)
 	if err == nil && !res.Found && ref == "" && name != OrgRepository {
-		res, err = l.read(ctx, gh, owner, OrgRepository, "")
-		res.Source.Fallback = res.Found
+		// Without the organisation's file either, the result stays the
+		// repository's own: Err names the repository asked about.
+		var org Result
+		if org, err = l.read(ctx, gh, owner, OrgRepository, ""); err == nil && org.Found {
+			res = org
+			res.Source.Fallback = true
+		}
 	}
 	if err == nil && ref == "" {
 		// What the default branch says now: a config, or none to use
@@ -188,11 +193,13 @@ func (l *Loader) store(sha string, p parsed) {
 var ErrInvalid = errors.New("the repository config does not load")
 
 // Err is nil for a valid config and otherwise says why there is none to use,
-// naming the first problem.
+// naming the first problem. For a config not found it names the repository
+// asked about first, then where else Load looked: the organisation's
+// .github repository, for a default-branch read.
 func (r Result) Err() error {
 	switch {
 	case !r.Found:
-		return fmt.Errorf("no %s in %s or its organisation's %s repository", repoconfig.Path, r.Source.Repository, OrgRepository)
+		return r.missing()
 	case r.Config == nil && len(r.Problems) == 1:
 		return fmt.Errorf("%w: %s: %s", ErrInvalid, r.Source, r.Problems[0].Error())
 	case r.Config == nil && len(r.Problems) > 1:
@@ -201,4 +208,17 @@ func (r Result) Err() error {
 		return fmt.Errorf("%w: %s", ErrInvalid, r.Source)
 	}
 	return nil
+}
+
+// missing says where no config was found, as Load looked.
+func (r Result) missing() error {
+	src := r.Source
+	owner, name, _ := strings.Cut(src.Repository, "/")
+	switch {
+	case src.Ref != "":
+		return fmt.Errorf("no %s in %s at %s", repoconfig.Path, src.Repository, src.Ref)
+	case name == OrgRepository:
+		return fmt.Errorf("no %s in %s, the organisation's %s repository", repoconfig.Path, src.Repository, OrgRepository)
+	}
+	return fmt.Errorf("no %s in %s, nor in its organisation's %s/%s repository", repoconfig.Path, src.Repository, owner, OrgRepository)
 }

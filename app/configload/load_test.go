@@ -69,6 +69,33 @@ func TestLoad(t *testing.T) {
 		if err != nil || res.Found || res.Err() == nil {
 			t.Fatalf("Load = %+v, %v; want not found, without an error", res, err)
 		}
+		if got := contentReads(fake, "acme/.github"); len(got) != 1 {
+			t.Errorf("reads of the organisation's repository: %v, want one", got)
+		}
+	})
+	// The answer to a repository without a config sends its people to that
+	// repository, and says the organisation's was looked at too; never the
+	// organisation's .github as the repository without one.
+	t.Run("a missing config is named where it was asked for", func(t *testing.T) {
+		fake := githubtest.NewServer(t)
+		gh := client(t, fake).Repositories
+		sha := fake.PutFile("acme/checkout", "main", "README.md", "no config here")
+		for _, tt := range []struct{ repository, ref, want string }{
+			{"acme/checkout", "", "no .github/ripcord.yml in acme/checkout, nor in its organisation's acme/.github repository"},
+			{"acme/.github", "", "no .github/ripcord.yml in acme/.github, the organisation's .github repository"},
+			{"acme/checkout", sha, "no .github/ripcord.yml in acme/checkout at " + sha},
+		} {
+			res, err := NewLoader().Load(ctx, gh, tt.repository, tt.ref)
+			if err != nil || res.Found {
+				t.Fatalf("Load(%s, %q) = %+v, %v; want not found", tt.repository, tt.ref, res, err)
+			}
+			if got := res.Err(); got == nil || got.Error() != tt.want {
+				t.Errorf("Load(%s, %q).Err() = %v, want %q", tt.repository, tt.ref, got, tt.want)
+			}
+			if res.Source.Repository != tt.repository || res.Source.Fallback {
+				t.Errorf("Load(%s, %q).Source = %+v, want the repository asked about, no fallback", tt.repository, tt.ref, res.Source)
+			}
+		}
 	})
 	t.Run("an invalid file is found with its problems", func(t *testing.T) {
 		fake := githubtest.NewServer(t)

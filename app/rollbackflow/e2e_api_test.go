@@ -88,6 +88,7 @@ func TestRollbackThroughTheAPI(t *testing.T) {
 func TestRollbackAPIRefusals(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
+		s.Install("acme/billing") // without a config, nor one in acme/.github
 		cases := []struct{ name, body, field, msg string }{
 			{"missing reason", `{"app":"checkout","environment":"prod"}`, "reason", "reason is required"},
 			{"unknown field", `{"app":"checkout","environment":"prod","reason":"x","force":true}`, "force", "unknown field"},
@@ -98,6 +99,10 @@ func TestRollbackAPIRefusals(t *testing.T) {
 			// body's field and the command's flag.
 			{"repository unknown", `{"app":"billing","environment":"prod","reason":"x"}`, "repository",
 				`pass the app's repository (owner/name) as "repository" in the request body, or --repository to ripcord rollback`},
+			// The repository asked about is the one to add the file to; the
+			// organisation's is where ripcord looked next.
+			{"no config", `{"app":"billing","environment":"prod","reason":"x","repository":"acme/billing"}`, "repository",
+				"no .github/ripcord.yml in acme/billing, nor in its organisation's acme/.github repository"},
 		}
 		for _, c := range cases {
 			status, out := s.Do("POST", "/api/v1/rollbacks", "application/json", []byte(c.body))

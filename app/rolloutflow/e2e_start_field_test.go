@@ -84,7 +84,7 @@ func refusalsNameWhatToFix(t *testing.T, dbURL string) {
 	e.GitHub.Handle(token, e.GitHub.Default(token))
 
 	refused("no config in the repository nor its organisation", http.StatusUnprocessableEntity, ".github/ripcord.yml",
-		"no .github/ripcord.yml in acme/checkout")
+		"no .github/ripcord.yml in acme/checkout, nor in its organisation's acme/.github repository: add one")
 
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", "version: 1\napps:\n  checkout: [\n")
 	refused("a YAML syntax error", http.StatusUnprocessableEntity, ".github/ripcord.yml:3", ".github/ripcord.yml:3:1: invalid YAML")

@@ -102,16 +102,16 @@ func (e *configInvalid) field() string {
 }
 
 // configMissing is a start refused because neither the repository nor its
-// organisation has a config: the answer names the file to add. The
-// message names the release's repository itself: after the fallback the
-// load's source is the organisation's .github repository.
+// organisation has a config: the answer names the file to add, and where
+// the load found none (the release's repository, then its organisation's
+// .github repository).
 type configMissing struct {
-	release, repository string
+	release string
+	missing error // the load's Err
 }
 
 func (e *configMissing) Error() string {
-	return fmt.Sprintf("rollout of %s: no %s in %s or its organisation's %s repository: add one with the app's environment and its rollout:",
-		e.release, repoconfig.Path, e.repository, configload.OrgRepository)
+	return fmt.Sprintf("rollout of %s: %v: add one with the app's environment and its rollout:", e.release, e.missing)
 }
 
 func (e *configMissing) field() string { return repoconfig.Path }
@@ -234,7 +234,7 @@ func (x *executor) prepare(ctx context.Context, loader *configload.Loader, rec r
 		return fail(&configInvalid{release: rec.ReleaseID, res: cfg})
 	}
 	if !cfg.Found {
-		return fail(&configMissing{release: rec.ReleaseID, repository: rec.Repository})
+		return fail(&configMissing{release: rec.ReleaseID, missing: cfg.Err()})
 	}
 	if !cfg.Valid() {
 		return fail(fmt.Errorf("rollout of %s: %w", rec.ReleaseID, cfg.Err()))
