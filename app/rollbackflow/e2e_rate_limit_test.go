@@ -82,6 +82,11 @@ func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
 		}, 25*time.Minute + time.Second, false},
 		{"a time past the bound waits an hour", func(time.Time) []string { return []string{"Retry-After", "10800"} },
 			time.Hour, true},
+		// GitHub's clock behind ours: sent again at once, the request
+		// would meet the same refusal, each a new "tries again" comment.
+		{"a reset already past waits a minute", func(now time.Time) []string {
+			return []string{"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(now.Add(-30*time.Second).Unix(), 10)}
+		}, time.Minute, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {

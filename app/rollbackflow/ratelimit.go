@@ -3,14 +3,10 @@ package rollbackflow
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
-	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/commands"
@@ -24,63 +20,17 @@ const maxLimitWait = time.Hour
 
 // limitedUntil reports whether err is GitHub's rate limit, which the
 // client (app/ghclient) gave back rather than wait out, and when the
-// request may be sent again. GitHub said "later", not "no": nothing was
-// done, so the job waits for that time instead of River's backoff, which
-// would spend attempts against a limit that has not lifted. go-github
-// reports a spent primary limit as *github.RateLimitError and a secondary
-// one as *github.AbuseRateLimitError; a 429, or a 403 whose headers name a
-// time, stays an *github.ErrorResponse; the installation token's request
-// fails with ghinstallation's *HTTPError.
+// request may be sent again (ghlimit.Lifts, which rollouts read the same
+// way). GitHub said "later", not "no": nothing was done, so the job waits
+// for that time instead of River's backoff, which would spend attempts
+// against a limit that has not lifted.
 func limitedUntil(err error, now time.Time) (time.Time, bool) {
-	var rl *github.RateLimitError
-	var abuse *github.AbuseRateLimitError
-	var er *github.ErrorResponse
-	var he *ghinstallation.HTTPError
-	var resp *http.Response
-	switch {
-	case errors.As(err, &rl):
-		if rl.Response != nil {
-			if at, ok := ghlimit.RetryAt(rl.Response.Header, now); ok {
-				return at, true
-			}
-		}
-		return rl.Rate.Reset.Add(ghlimit.ResetMargin), true
-	case errors.As(err, &abuse):
-		if abuse.Response != nil {
-			if at, ok := ghlimit.RetryAt(abuse.Response.Header, now); ok {
-				return at, true
-			}
-		}
-		if abuse.RetryAfter != nil {
-			return now.Add(*abuse.RetryAfter), true
-		}
-		return now.Add(ghlimit.SecondaryLimitWait), true
-	case errors.As(err, &er):
-		resp = er.Response
-		if resp != nil && resp.StatusCode == http.StatusForbidden && ghlimit.NamesSecondaryLimit([]byte(er.Message)) {
-			if at, ok := ghlimit.RetryAt(resp.Header, now); ok {
-				return at, true
-			}
-			return now.Add(ghlimit.SecondaryLimitWait), true
-		}
-	case errors.As(err, &he):
-		resp = he.Response
-	}
-	if resp == nil || (resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests) {
-		return time.Time{}, false
-	}
-	if at, ok := ghlimit.RetryAt(resp.Header, now); ok {
-		return at, true
-	}
-	if resp.StatusCode == http.StatusTooManyRequests {
-		return now.Add(ghlimit.SecondaryLimitWait), true
-	}
-	return time.Time{}, false // a 403 that is no rate limit: a refusal
+	at, _, limited := ghlimit.Lifts(err, now)
+	return at, limited
 }
 
 // limitWait is how long to snooze until at: never past maxLimitWait, and
-// at least a second, so a reset that GitHub's clock puts in the past is
-// not retried in a tight loop.
+// never under a second.
 func limitWait(at, now time.Time) time.Duration {
 	return min(max(at.Sub(now), time.Second), maxLimitWait)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
@@ -267,7 +268,7 @@ func startRefusal(err error, now time.Time) refusal {
 	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 500, tokenUnanswered(err):
 		return refusal{status: http.StatusBadGateway}
 	}
-	if at, named, limited := rateLimitReset(err, now); limited {
+	if at, named, limited := ghlimit.Lifts(err, now); limited {
 		r := refusal{status: http.StatusServiceUnavailable}
 		if named {
 			r.retry = at

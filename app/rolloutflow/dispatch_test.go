@@ -1,6 +1,7 @@
 package rolloutflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,6 +26,7 @@ type access struct {
 	repo     int
 	dispatch int
 	header   http.Header // sent with a dispatch's status
+	message  string      // GitHub's message with a dispatch's status ("": the status's text)
 	batches  []string    // the dispatches that started a run, as "batch version"
 }
 
@@ -59,7 +61,7 @@ func answerAccess(h *harness) *access {
 			if status == 0 {
 				a.batches = append(a.batches, fmt.Sprint(in.Inputs["batch"], " ", in.Inputs["version"]))
 			}
-			header := a.header
+			header, message := a.header, cmp.Or(a.message, http.StatusText(status))
 			a.mu.Unlock()
 			w.Header().Set("Content-Type", "application/json")
 			if status != 0 {
@@ -67,7 +69,7 @@ func answerAccess(h *harness) *access {
 					w.Header()[k] = v
 				}
 				w.WriteHeader(status)
-				fmt.Fprintf(w, `{"message":%q}`, http.StatusText(status))
+				fmt.Fprintf(w, `{"message":%q}`, message)
 				return
 			}
 			run := h.gh.AddWorkflowRun(testRepo, githubtest.WorkflowRun{Name: "deploy", Path: ".github/workflows/" + p["workflow_id"],

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -22,15 +23,20 @@ func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
 		token  bool // the token request is limited, not the dispatch
 		status int
 		header func(now time.Time) (http.Header, time.Time) // and when the request may be sent again
+		// message is GitHub's ("": the status's text).
+		message string
 		// fresh: go-github's client keeps a spent primary limit until its
 		// reset by the wall clock, which the fake clock has left behind.
 		// A fresh executor (as after a restart) has no such memory.
 		fresh bool
 	}{
-		{"primary limit spent (403)", false, http.StatusForbidden, primaryLimit, true},
-		{"secondary limit (403, Retry-After)", false, http.StatusForbidden, retryAfter, false},
-		{"too many requests (429, Retry-After)", false, http.StatusTooManyRequests, retryAfter, false},
-		{"installation token, primary limit spent (403)", true, http.StatusForbidden, primaryLimit, false},
+		{"primary limit spent (403)", false, http.StatusForbidden, primaryLimit, "", true},
+		{"secondary limit (403, Retry-After)", false, http.StatusForbidden, retryAfter, "", false},
+		{"too many requests (429, Retry-After)", false, http.StatusTooManyRequests, retryAfter, "", false},
+		{"installation token, primary limit spent (403)", true, http.StatusForbidden, primaryLimit, "", false},
+		// GitHub may name its secondary limit in the message alone, with
+		// no header saying until when.
+		{"secondary limit named in the message only (403)", false, http.StatusForbidden, secondaryMessage, secondaryLimited, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {
@@ -46,7 +52,7 @@ func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
 					h.x = h.executor() // no token of the installation cached
 				} else {
 					a.mu.Lock()
-					a.dispatch, a.header = c.status, header
+					a.dispatch, a.header, a.message = c.status, header, c.message
 					a.mu.Unlock()
 				}
 				h.tick()
@@ -56,8 +62,8 @@ func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
 						r.Machine.Status, r.Machine.Phase, r.Machine.Stage, r.Machine.Failure)
 				}
 				h.noBatch(t, "while GitHub's rate limit is spent")
-				if r.WakeAt.Before(until) || r.WakeAt.After(until.Add(time.Second)) {
-					t.Errorf("next tick at %s, want at the limit's end %s", r.WakeAt, until)
+				if !r.WakeAt.Equal(until) {
+					t.Errorf("next tick at %s, want when the limit lifts %s", r.WakeAt, until)
 				}
 				limited := h.auditOf("rate-limited")
 				if len(limited) != 1 || !strings.Contains(limited[0], "deploy@canary#0") ||
@@ -138,14 +144,27 @@ func TestARateLimitIsSaidOncePerEpisode(t *testing.T) {
 	})
 }
 
-// primaryLimit is a spent primary rate limit that resets in 30 minutes.
+// primaryLimit is a spent primary rate limit that resets in 30 minutes;
+// the request may be sent again ghlimit.ResetMargin after the reset,
+// which has GitHub's clock and whole seconds, whichever of go-github's
+// errors (or ghinstallation's) says it.
 func primaryLimit(now time.Time) (http.Header, time.Time) {
 	reset := now.Add(30 * time.Minute).Truncate(time.Second)
 	h := http.Header{}
 	h.Set("X-RateLimit-Limit", "5000")
 	h.Set("X-RateLimit-Remaining", "0")
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-	return h, reset
+	return h, reset.Add(ghlimit.ResetMargin)
+}
+
+// secondaryLimited is GitHub's message on a secondary-limit refusal.
+const secondaryLimited = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
+
+// secondaryMessage is a refusal whose headers name no time: it lifts
+// ghlimit.SecondaryLimitWait after it. The client gives it back rather
+// than hold the request that long (longer than one attempt may take).
+func secondaryMessage(now time.Time) (http.Header, time.Time) {
+	return http.Header{}, now.Add(ghlimit.SecondaryLimitWait)
 }
 
 // retryAfter asks for 10 minutes, past what the client waits.
