@@ -13,11 +13,6 @@ import (
 	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
-// maxLimitWait bounds how long a rollback pull request waits for GitHub's
-// rate limit: a reset is at most an hour away, and a time further out (a
-// clock far off, a header misread) must not park a rollback for longer.
-const maxLimitWait = time.Hour
-
 // limitedUntil reports whether err is GitHub's rate limit, which the
 // client (app/ghclient) gave back rather than wait out, and when the
 // request may be sent again (ghlimit.Lifts, which rollouts read the same
@@ -29,19 +24,13 @@ func limitedUntil(err error, now time.Time) (time.Time, bool) {
 	return at, limited
 }
 
-// limitWait is how long to snooze until at: never past maxLimitWait, and
-// never under a second.
-func limitWait(at, now time.Time) time.Duration {
-	return min(max(at.Sub(now), time.Second), maxLimitWait)
-}
-
 // snoozeForLimit has the job wait for GitHub's rate limit to lift, not
 // counted as an attempt (River's snooze does not count one), and tells who
 // asked when it tries again, once for each time it names.
 func (w *pullRequestWorker) snoozeForLimit(ctx context.Context, a PullRequestArgs, until time.Time, cause error) error {
 	d := w.deps
 	now := d.Now()
-	wait := limitWait(until, now)
+	wait := ghlimit.Snooze(until, now)
 	again := now.Add(wait).UTC().Truncate(time.Second)
 	d.Log.Warn("rollback pull request not opened yet: GitHub's rate limit; tried again after it lifts",
 		"release_id", a.ReleaseID, "until", until.UTC().Format(time.RFC3339), "again", again.Format(time.RFC3339), "error", cause)

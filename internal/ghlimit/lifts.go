@@ -85,3 +85,14 @@ func retryAt(resp *http.Response, now time.Time) (time.Time, bool) {
 	}
 	return RetryAt(resp.Header, now)
 }
+
+// MaxSnooze bounds how long a job waits for a rate limit at a time: a
+// reset is at most an hour away, and a time further out (a clock far off,
+// a header misread) must not park the job for longer; it asks again then.
+const MaxSnooze = time.Hour
+
+// Snooze is how long a job waits for a limit that lifts at at: never past
+// MaxSnooze, and never under a second.
+func Snooze(at, now time.Time) time.Duration {
+	return min(max(at.Sub(now), time.Second), MaxSnooze)
+}
