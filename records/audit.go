@@ -35,6 +35,10 @@ const (
 	// untouched (it was stopped before the patch); the action waits for
 	// the next agent's poll again.
 	AuditRollbackRequeued AuditType = "rollback_requeued"
+	// AuditRollbackRateLimited: the rollback pull request of a rollback of
+	// the release waits for GitHub's rate limit to lift, and says until
+	// when; once per wait (a reset), not per try of the job meanwhile.
+	AuditRollbackRateLimited AuditType = "rollback_rate_limited"
 )
 
 // AuditTypes lists every known audit type, for filters and validation.
@@ -46,7 +50,7 @@ var AuditTypes = []AuditType{
 	AuditFactReceived, AuditFactIgnored, AuditDriftDetected, AuditStallDetected,
 	AuditGateEvaluated, AuditCommandReceived, AuditCommandRefused,
 	AuditApprovalGranted, AuditStateChanged, AuditReleaseOpened,
-	AuditRollbackRequeued,
+	AuditRollbackRequeued, AuditRollbackRateLimited,
 }
 
 // Valid reports whether t is a known audit type.

@@ -178,3 +178,48 @@ func TestRollBackButtonSaysWhenItTriesAgainAfterGitHubsRateLimit(t *testing.T) {
 		})
 	})
 }
+
+// A rollback started through the API (or by recovery) has nobody to reply
+// to: its wait for GitHub's rate limit is written on the release rolled
+// back, with until when, once per wait, not again for each try of the job
+// that meets the same reset.
+func TestARollbackWaitingForGitHubsRateLimitIsAudited(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		var lift atomic.Bool
+		var refused atomic.Int32
+		reset := time.Now().Add(25 * time.Minute).Truncate(time.Second)
+		s.refuseForLimit(&lift, &refused, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
+		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json", []byte(`{"app":"checkout","environment":"prod","reason":"r3 leaks memory"}`))
+		if status != 202 {
+			t.Fatalf("POST /api/v1/rollbacks = %d %s", status, out)
+		}
+		until := reset.Add(time.Second).UTC().Format(time.RFC3339)
+		limited := func() int {
+			return s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_rate_limited' AND release_id = $1`, "r3:prod-eu/prod")
+		}
+		var tried time.Time // when the job last ran
+		for try := range 2 {
+			if try > 0 {
+				// The job tries again before the reset (its snooze ended,
+				// as one capped at an hour does): the same wait.
+				s.Exec(`UPDATE river_job SET scheduled_at = created_at WHERE kind = 'rollback_pull_request' AND state = 'scheduled'`)
+			}
+			s.WaitFor("the job waiting for the rate limit", wait, func() bool {
+				j := pullRequestJob(t, dbURL)
+				if refused.Load() == 0 || j.State != rivertype.JobStateScheduled || j.AttemptedAt == nil || !j.AttemptedAt.After(tried) {
+					return false
+				}
+				tried = *j.AttemptedAt
+				return true
+			})
+			if n := limited(); n != 1 {
+				t.Fatalf("try %d: rollback_rate_limited events on r3 = %d, want 1", try, n)
+			}
+		}
+		msg := s.String(`SELECT message FROM audit_events WHERE type = 'rollback_rate_limited' AND release_id = $1`, "r3:prod-eu/prod")
+		if !strings.Contains(msg, "rate limit") || !strings.Contains(msg, until) {
+			t.Errorf("rollback_rate_limited message %q, want it to name GitHub's rate limit and %s", msg, until)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/commands"
 	"github.com/ripcord/ripcord/internal/ghlimit"
+	"github.com/ripcord/ripcord/records"
 )
 
 // limitedUntil reports whether err is GitHub's rate limit, which the
@@ -34,6 +35,10 @@ func (w *pullRequestWorker) snoozeForLimit(ctx context.Context, a PullRequestArg
 	again := now.Add(wait).UTC().Truncate(time.Second)
 	d.Log.Warn("rollback pull request not opened yet: GitHub's rate limit; tried again after it lifts",
 		"release_id", a.ReleaseID, "until", until.UTC().Format(time.RFC3339), "again", again.Format(time.RFC3339), "error", cause)
+	if err := w.auditLimited(ctx, a, until, again); err != nil {
+		// The job waits all the same; the log above says it.
+		d.Log.Error("rollback pull request: the rate-limit audit event was not written", "release_id", a.ReleaseID, "error", err)
+	}
 	if a.Reply != nil {
 		body := fmt.Sprintf("GitHub's rate limit for ripcord is spent, so the rollback pull request is not opened yet: "+
 			"ripcord tries again at %s (in %s).", again.Format("2006-01-02 15:04:05 UTC"), wait.Round(time.Second))
@@ -56,4 +61,34 @@ func answerLater(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r *
 	return commands.QueueReply(ctx, tx, rc, commands.ReplyArgs{Repository: r.Repository, Number: r.Number,
 		InstallationID: r.InstallationID, Key: r.Key + "-rate-limited-" + strconv.FormatInt(again.Unix(), 10),
 		Body: "@" + r.User + " " + body, After: r.Key})
+}
+
+// auditLimited writes, on the release rolled back, that the rollback waits
+// for GitHub's rate limit until until: a rollback started by recovery or
+// the API has nobody to tell but its release's story. Once per wait: a try
+// of the job that meets the limit with the same time (a snooze ends at
+// most an hour on, before a reset further out; the client holds back the
+// installation's requests until its reset) adds nothing.
+func (w *pullRequestWorker) auditLimited(ctx context.Context, a PullRequestArgs, until, again time.Time) error {
+	d := w.deps
+	stamp := until.UTC().Truncate(time.Second).Format(time.RFC3339)
+	said, err := d.Records.Audit(ctx, records.AuditFilter{ReleaseID: a.Plan.Record.RollbackOf, Type: records.AuditRollbackRateLimited})
+	if err != nil {
+		return err
+	}
+	for _, e := range said {
+		if e.Data["rollback_release_id"] == a.ReleaseID {
+			if e.Data["until"] == stamp {
+				return nil
+			}
+			break // the newest wait of this rollback was for another time
+		}
+	}
+	return d.DB.InTx(ctx, func(tx *sql.Tx) error {
+		return d.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackRateLimited,
+			ReleaseID: a.Plan.Record.RollbackOf, At: d.Now(),
+			Message: fmt.Sprintf("rollback %s: the rollback pull request waits for GitHub's rate limit, spent until %s; tried again at %s",
+				a.ReleaseID, stamp, again.UTC().Format(time.RFC3339)),
+			Data: map[string]any{"rollback_release_id": a.ReleaseID, "until": stamp}})
+	})
 }

@@ -178,7 +178,8 @@ func eventClass(t records.AuditType) string {
 		return "bad"
 	case records.AuditHealthCheckPassed, records.AuditRollbackCompleted, records.AuditApprovalGranted:
 		return "ok"
-	case records.AuditRollbackInitiated, records.AuditRetryInitiated, records.AuditRollbackRequeued:
+	case records.AuditRollbackInitiated, records.AuditRetryInitiated, records.AuditRollbackRequeued,
+		records.AuditRollbackRateLimited:
 		return "running"
 	}
 	return "done"
