@@ -7,6 +7,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
 )
 
 // The Roll back button answers in the check run it was clicked on:
@@ -16,18 +17,7 @@ import (
 func TestRollBackButtonPostsThePullRequestLinkInTheCheckRun(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-		failed := "r3:prod-eu/prod"
-		s.WaitFor("r3's check run with its button", wait, func() bool {
-			cr, ok := s.releaseCheck(failed)
-			return ok && cr.Status == "completed" && len(cr.Actions) == 1
-		})
-		s.click(failed, sha(3), "octocat")
-		s.WaitFor("the rollback release", wait, func() bool {
-			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) == 1
-		})
-		rec := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
-		s.Settle(append(jobKinds, "release_check")...)
+		failed, rec := s.clickRollBack()
 		if cr, _ := s.releaseCheck(failed); !strings.Contains(cr.Summary, rec.PRURL) {
 			t.Errorf("r3's check run after the pull request opened does not link it (%s):\n%s", rec.PRURL, cr.Summary)
 		}
@@ -66,18 +56,7 @@ func TestRollBackButtonWhosePullRequestCannotBeOpenedSaysSo(t *testing.T) {
 func TestAClickAnswersJobRunLateKeepsThePullRequestLink(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-		failed := "r3:prod-eu/prod"
-		s.WaitFor("r3's check run with its button", wait, func() bool {
-			cr, ok := s.releaseCheck(failed)
-			return ok && cr.Status == "completed" && len(cr.Actions) == 1
-		})
-		s.click(failed, sha(3), "octocat")
-		s.WaitFor("the rollback release", wait, func() bool {
-			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) == 1
-		})
-		rec := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
-		s.Settle(append(jobKinds, "release_check")...)
+		failed, rec := s.clickRollBack()
 		if cr, _ := s.releaseCheck(failed); !strings.Contains(cr.Summary, rec.PRURL) {
 			t.Fatalf("r3's check run does not link the pull request (%s):\n%s", rec.PRURL, cr.Summary)
 		}
@@ -122,4 +101,24 @@ func firstNoteJob(t *testing.T, s *scene, dbURL, releaseID string) (id int64, at
 	}
 	t.Fatalf("no release_check job answered the click on %s", releaseID)
 	return 0, 0
+}
+
+// clickRollBack has octocat (who may write) click r3's Roll back button and
+// waits until the rollback release is recorded and every job has run. It
+// returns r3's id and the rollback release.
+func (s *scene) clickRollBack() (string, records.Record) {
+	s.T.Helper()
+	s.GitHub.SetPermission(appRepo, "octocat", "write")
+	failed := "r3:prod-eu/prod"
+	s.WaitFor("r3's check run with its button", wait, func() bool {
+		cr, ok := s.releaseCheck(failed)
+		return ok && cr.Status == "completed" && len(cr.Actions) == 1
+	})
+	s.click(failed, sha(3), "octocat")
+	s.WaitFor("the rollback release", wait, func() bool {
+		return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) == 1
+	})
+	rec := s.waitRelease(s.String(`SELECT release_id FROM records WHERE kind = 'rollback'`))
+	s.Settle(append(jobKinds, "release_check")...)
+	return failed, rec
 }
