@@ -159,7 +159,7 @@ func classify(resp *github.Response, err error) error {
 		return fmt.Errorf("%w: %w", ErrAlreadyExists, err)
 	case status == http.StatusUnprocessableEntity:
 		return fmt.Errorf("%w: %w", ErrRejected, err)
-	case status == http.StatusForbidden && !rateLimited(resp, err):
+	case status == http.StatusForbidden && !limited(err):
 		// The installation lacks a permission (or the repository): retrying for
 		// hours gives the same answer, so the person who asked is told at once.
 		return permanent{fmt.Errorf("%w: %w; to open a rollback pull request the App needs the permissions %s "+
@@ -173,31 +173,11 @@ func classify(resp *github.Response, err error) error {
 // label are pull_requests.
 const NeededPermissions = "contents: write and pull_requests: write"
 
-// rateLimited reports whether a 403 is GitHub's rate limit, which passes with time:
-// go-github's errors for the primary and secondary limits, the headers ghclient
-// reschedules by (Retry-After, x-ratelimit-remaining 0), or a message naming the
-// secondary limit without its documentation link.
-func rateLimited(resp *github.Response, err error) bool {
-	var rl *github.RateLimitError
-	var abuse *github.AbuseRateLimitError
-	if errors.As(err, &rl) || errors.As(err, &abuse) {
-		return true
-	}
-	if resp != nil && resp.Response != nil {
-		if _, ok := ghlimit.RetryAt(resp.Header, time.Now()); ok {
-			return true
-		}
-	}
-	return ghlimit.NamesSecondaryLimit([]byte(message(err)))
-}
-
-// message is GitHub's message in err, or err's text when GitHub's answer had none.
-func message(err error) string {
-	var e *github.ErrorResponse
-	if errors.As(err, &e) && e.Message != "" {
-		return e.Message
-	}
-	return err.Error()
+// limited reports whether a 403 is GitHub's rate limit, which passes with time,
+// read as every other job reads it.
+func limited(err error) bool {
+	_, _, limited := ghlimit.Lifts(err, time.Now())
+	return limited
 }
 
 // alreadyExists recognises GitHub's two wordings: "Reference already exists" as the
