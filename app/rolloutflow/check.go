@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/mdtext"
 	"github.com/ripcord/ripcord/rollout/status"
 )
@@ -61,7 +62,7 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 		// write would be spent against it (ratewait.go).
 		x.deps.Log.Warn("rollout check run not written: GitHub's rate limit; written after its reset", "rollout", r.ID,
 			"installation", r.InstallationID, "until", lim.reset.UTC().Format(time.RFC3339))
-		return river.JobSnooze(lim.reset.Sub(x.deps.Now()))
+		return river.JobSnooze(ghlimit.Snooze(lim.reset, x.deps.Now()))
 	}
 	gh, err := x.deps.GitHub.NewInstallationClient(r.InstallationID)
 	if err != nil {
@@ -143,7 +144,7 @@ func (x *executor) checkLimited(ctx context.Context, r Rollout, until time.Time,
 	if err != nil {
 		return err
 	}
-	return river.JobSnooze(until.Sub(x.deps.Now()))
+	return river.JobSnooze(ghlimit.Snooze(until, x.deps.Now()))
 }
 
 // writeCheck creates or updates the rollout's check run.

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -260,4 +262,32 @@ func heldRollout(t *testing.T, dbURL string) *harness {
 // checkJob is the check run job of h's rollout, on h's executor.
 func checkJob(h *harness) (*checkWorker, *river.Job[CheckArgs]) {
 	return &checkWorker{x: h.x}, &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+}
+
+// A reset GitHub names hours ahead (a clock far off, a header misread) does
+// not park the check run job for that long: it waits at most
+// ghlimit.MaxSnooze at a time, as every job waiting for GitHub does, and
+// asks again then, both when the refusal is new and when the stored limit
+// still holds.
+func TestARateLimitedCheckRunWaitsAtMostAnHourAtATime(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		h := heldRollout(t, dbURL)
+		create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
+		header := http.Header{}
+		header.Set("Retry-After", strconv.Itoa(int((3 * time.Hour).Seconds())))
+		create.mu.Lock()
+		create.status, create.header = http.StatusForbidden, header
+		create.mu.Unlock()
+		w, job := checkJob(h)
+		for _, when := range []string{"on the refusal", "while the stored limit holds"} {
+			var snooze *river.JobSnoozeError
+			if err := w.Work(context.Background(), job); !errors.As(err, &snooze) || snooze.Duration != ghlimit.MaxSnooze {
+				t.Fatalf("check run job %s, 3 h before the reset: %v; want it snoozed %s", when, err, ghlimit.MaxSnooze)
+			}
+			h.clock.set(h.clock.Now().Add(ghlimit.MaxSnooze))
+		}
+		if n := len(h.gh.CheckRuns(testRepo)); n != 0 {
+			t.Fatalf("%d check runs while the rate limit is spent", n)
+		}
+	})
 }
