@@ -23,22 +23,7 @@ import (
 // git revision r1 ran was unknown.
 func TestGatesJudgeEligibilityAmongTheReleasesThatRan(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		e := e2etest.Start(t, dbURL, app.Options{})
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      sast: {severity: high}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`)
-		e.Install(repo)
-		cs := githubtest.ServeCodeScanning(e.GitHub)
+		e, cs := startSast(t, dbURL, "")
 		digest := func(n int) string { return fmt.Sprintf("sha256:%064x", n) }
 		commit := func(n int) string { return fmt.Sprintf("%040x", 0xc0de00+n) }
 		// r1 healthy, r2..r5 failed: r1 is the fifth newest release that ran.
@@ -86,4 +71,28 @@ apps:
 			t.Errorf("sast on an eligible rollback with no alert: %s, want success", cr.Conclusion)
 		}
 	})
+}
+
+// startSast starts ripcord with checkout's sast gate and its prod
+// environment (cluster prod-eu, rolled back through deploy/prod.yaml), plus
+// the environments more names (indented as prod's), installed on repo,
+// with GitHub's code-scanning alerts served.
+func startSast(t *testing.T, dbURL, more string) (*e2etest.Env, *githubtest.CodeScanning) {
+	t.Helper()
+	e := e2etest.Start(t, dbURL, app.Options{})
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
+apps:
+  checkout:
+    gates:
+      sast: {severity: high}
+    environments:
+      prod:
+        cluster: prod-eu
+        rollback:
+          mode: pull-request
+          file: deploy/prod.yaml
+          fields: {image: image.repository, digest: image.digest}
+`+more)
+	e.Install(repo)
+	return e, githubtest.ServeCodeScanning(e.GitHub)
 }

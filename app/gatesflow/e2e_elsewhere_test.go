@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ripcord/ripcord/app"
-	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/eligibility"
-	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -23,28 +20,13 @@ import (
 // reviewer to guess why an image that ran fine is not a rollback target.
 func TestContentGateSaysWhereElseTheDigestRanHealthyAsTheAPIDoes(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		e := e2etest.Start(t, dbURL, app.Options{})
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      sast: {severity: high}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-      staging:
+		e, cs := startSast(t, dbURL, `      staging:
         cluster: staging-eu
         rollback:
           mode: pull-request
           file: deploy/staging.yaml
           fields: {image: image.repository, digest: image.digest}
 `)
-		e.Install(repo)
-		cs := githubtest.ServeCodeScanning(e.GitHub)
 		for i, f := range []struct{ id, env, cluster, digest string }{
 			{"prod-1", "prod", "prod-eu", digestA},
 			{"staging-1", "staging", "staging-eu", digestB},
