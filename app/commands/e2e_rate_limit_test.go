@@ -2,8 +2,6 @@ package commands_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -48,7 +46,7 @@ func TestRepliesAndReactionsWaitForGitHubsRateLimit(t *testing.T) {
 				start := time.Now().Truncate(time.Second)
 				for _, route := range []string{"POST /repos/{owner}/{repo}/issues/{issue_number}/comments",
 					"POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions"} {
-					refuseForLimit(e, route, &lift, &refused, tc.header(start)...)
+					e.GitHub.RefuseForRateLimit(route, &lift, &refused, tc.header(start)...)
 				}
 				id := comment(t, e, issue, "octocat", "/ripcord help")
 
@@ -96,27 +94,6 @@ func TestRepliesAndReactionsWaitForGitHubsRateLimit(t *testing.T) {
 			})
 		})
 	}
-}
-
-// refuseForLimit has GitHub refuse route, as it does when the App's rate
-// limit is spent, with the headers given (name, value, …), until lift is
-// set; it counts the refusals.
-func refuseForLimit(e *e2etest.Env, route string, lift *atomic.Bool, refused *atomic.Int32, header ...string) {
-	def := e.GitHub.Default(route)
-	e.GitHub.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-		if lift.Load() {
-			def(w, r, p)
-			return
-		}
-		refused.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(http.StatusForbidden)
-		body, _ := json.Marshal(map[string]string{"message": "API rate limit exceeded for installation."})
-		_, _ = w.Write(body)
-	})
 }
 
 // jobs are the jobs of kind, read through River.

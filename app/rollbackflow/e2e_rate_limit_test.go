@@ -2,8 +2,6 @@ package rollbackflow_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,25 +15,9 @@ import (
 )
 
 // refuseForLimit has GitHub refuse every blob the rollback pull request
-// writes, as it does when the App's rate limit is spent, with the headers
-// given (name, value, …), until lift is set; it counts the refusals.
+// writes for its rate limit (githubtest.RefuseForRateLimit).
 func (s *scene) refuseForLimit(lift *atomic.Bool, refused *atomic.Int32, header ...string) {
-	route := "POST /repos/{owner}/{repo}/git/blobs"
-	create := s.GitHub.Default(route)
-	s.GitHub.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-		if lift.Load() {
-			create(w, r, p)
-			return
-		}
-		refused.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(http.StatusForbidden)
-		body, _ := json.Marshal(map[string]string{"message": "API rate limit exceeded for installation."})
-		_, _ = w.Write(body)
-	})
+	s.GitHub.RefuseForRateLimit("POST /repos/{owner}/{repo}/git/blobs", lift, refused, header...)
 }
 
 // pullRequestJob is the rollback pull request job, read through River.
