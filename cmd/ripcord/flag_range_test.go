@@ -12,7 +12,8 @@ import (
 // before any request: `releases list
 // --limit 0` was sent and refused by the server, the agent used a
 // negative --min-healthy or health timeout as given, and `ripcord fact`
-// sent a negative generation or step for the server to refuse.
+// sent a negative generation or step for the server to refuse, or a task
+// fact without --file.
 func TestFlagsOutOfRangeAreRefusedBeforeAnyRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -41,6 +42,11 @@ func TestFlagsOutOfRangeAreRefusedBeforeAnyRequest(t *testing.T) {
 		{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout", "--generation", "3", "--observed-generation", "-1"}, "ripcord fact: --observed-generation must not be negative, not -1"},
 		{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout", "--step", "-1", "--step-count", "4"}, "ripcord fact: --step must not be negative, not -1"},
 		{[]string{"fact", "--cluster", "prod-eu", "--name", "checkout", "--step", "1", "--step-count", "-4"}, "ripcord fact: --step-count must not be negative, not -4"},
+		// A task fact's fields have no flags: it was sent, and the server's
+		// answer listed fields (repository, workflow_run_id, status, ...)
+		// that no flag of the command can give.
+		{[]string{"fact", "--cluster", "prod-eu", "--source", "task", "--name", "checkout"}, "ripcord fact: a task fact (--source task) needs --file: its fields " +
+			"(repository, workflow_run_id, status, app, environment, ...) have no flags; write it as JSON"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
