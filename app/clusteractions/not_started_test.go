@@ -3,7 +3,6 @@ package clusteractions_test
 import (
 	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -64,18 +63,11 @@ func TestAnActionGivenBackNotStartedIsHandedOutAgain(t *testing.T) {
 		if got, _ := poll(s, "agent-b", ""); len(got) != 1 || got[0].ID != id {
 			t.Fatalf("another replica's poll: %+v; want the action given back", got)
 		}
-		var refusal struct{ Error string }
-		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, notStarted("agent-a"), &refusal); code != http.StatusConflict ||
-			!strings.Contains(refusal.Error, "claimed by agent agent-b") {
-			t.Errorf("agent a's not_started once agent b claimed it: %d %q; want 409", code, refusal.Error)
-		}
+		s.refused(id, notStarted("agent-a"), "claimed by agent agent-b", "agent a's not_started once agent b claimed it")
 		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, done("agent-b"), &ans); code != http.StatusOK || ans.State != "done" {
 			t.Fatalf("agent b's result: %d %+v", code, ans)
 		}
-		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, notStarted("agent-b"), &refusal); code != http.StatusConflict ||
-			!strings.Contains(refusal.Error, "already ended done") {
-			t.Errorf("not_started after the action ended: %d %q; want 409", code, refusal.Error)
-		}
+		s.refused(id, notStarted("agent-b"), "already ended done", "not_started after the action ended")
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,6 +142,17 @@ func (s *server) audit(release string) []records.AuditEvent {
 		s.t.Fatalf("audit of %s: %v", release, err)
 	}
 	return evs
+}
+
+// refused posts result for action id, as the EU cluster's agent, and
+// wants a 409 whose error says want; what names the result in the failure.
+func (s *server) refused(id string, result any, want, what string) {
+	s.t.Helper()
+	var refusal struct{ Error string }
+	if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, result, &refusal); code != http.StatusConflict ||
+		!strings.Contains(refusal.Error, want) {
+		s.t.Errorf("%s: %d %q; want 409 saying %q", what, code, refusal.Error, want)
+	}
 }
 
 // call sends a request with a bearer token and decodes the JSON answer.
