@@ -31,13 +31,7 @@ func TestRollBackButtonWhosePullRequestCannotBeOpenedSaysSo(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(gitops, "main", releaseFile, strings.Replace(releaseYAML, "  ref: ghcr.io/acme/checkout:v3\n", "", 1))
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-		failed := "r3:prod-eu/prod"
-		s.WaitFor("r3's check run with its button", wait, func() bool {
-			cr, ok := s.releaseCheck(failed)
-			return ok && cr.Status == "completed" && len(cr.Actions) == 1
-		})
-		s.click(failed, sha(3), "octocat")
+		failed := s.clickR3()
 		s.WaitFor("the rollback_failed audit event", wait, func() bool {
 			return s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = $1`, failed) == 1
 		})
@@ -103,10 +97,9 @@ func firstNoteJob(t *testing.T, s *scene, dbURL, releaseID string) (id int64, at
 	return 0, 0
 }
 
-// clickRollBack has octocat (who may write) click r3's Roll back button and
-// waits until the rollback release is recorded and every job has run. It
-// returns r3's id and the rollback release.
-func (s *scene) clickRollBack() (string, records.Record) {
+// clickR3 has octocat (who may write) click r3's Roll back button once its
+// check run shows it, and returns r3's id.
+func (s *scene) clickR3() string {
 	s.T.Helper()
 	s.GitHub.SetPermission(appRepo, "octocat", "write")
 	failed := "r3:prod-eu/prod"
@@ -115,6 +108,15 @@ func (s *scene) clickRollBack() (string, records.Record) {
 		return ok && cr.Status == "completed" && len(cr.Actions) == 1
 	})
 	s.click(failed, sha(3), "octocat")
+	return failed
+}
+
+// clickRollBack has octocat (who may write) click r3's Roll back button and
+// waits until the rollback release is recorded and every job has run. It
+// returns r3's id and the rollback release.
+func (s *scene) clickRollBack() (string, records.Record) {
+	s.T.Helper()
+	failed := s.clickR3()
 	s.WaitFor("the rollback release", wait, func() bool {
 		return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) == 1
 	})

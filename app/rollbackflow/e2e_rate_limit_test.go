@@ -142,13 +142,7 @@ func TestRollBackButtonSaysWhenItTriesAgainAfterGitHubsRateLimit(t *testing.T) {
 		var lift atomic.Bool
 		var refused atomic.Int32
 		s.refuseForLimit(&lift, &refused, "Retry-After", "1800")
-		s.GitHub.SetPermission(appRepo, "octocat", "write")
-		failed := "r3:prod-eu/prod"
-		s.WaitFor("r3's check run with its button", wait, func() bool {
-			cr, ok := s.releaseCheck(failed)
-			return ok && cr.Status == "completed" && len(cr.Actions) == 1
-		})
-		s.click(failed, sha(3), "octocat")
+		failed := s.clickR3()
 		s.WaitFor("the job waiting for the rate limit", wait, func() bool {
 			return refused.Load() > 0 && pullRequestJob(t, dbURL).State == rivertype.JobStateScheduled
 		})
