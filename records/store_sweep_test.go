@@ -96,64 +96,53 @@ func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
 	})
 }
 
-// A withdrawn release (its pull request closed unmerged: aborted with no
-// fact) never ran either: it takes no place among the newest that are kept,
-// and, having nothing to keep it for, goes once it is past retention.
-func TestSweepTakesWithdrawnReleasesOutOfTheWindowAndDeletesThem(t *testing.T) {
-	const day = 24 * time.Hour
-	now := at(0).Add(200 * day)
-	withdrawn := func(r *Record) { r.LastFactAt = nil }
-	history := []Record{
-		record("W10", StateAborted, 10, withdrawn),
-		record("A9", StateHealthy, 9, healthyAt(9), lastFact(9)),
-		record("A8", StateSuperseded, 8, lastFact(8)),
-		record("A7", StateSuperseded, 7, lastFact(7)),
-		record("A6", StateFailed, 6, lastFact(6)),
-		record("A5", StateSuperseded, 5, healthyAt(5), lastFact(5)), // fifth-newest that ran: kept
-		record("A4", StateAborted, 4, lastFact(4)),                  // an abort the cluster reported, past the window
-		record("W3", StateAborted, 3, withdrawn),
-	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
-		s, _ := openStore(t, dbURL)
-		for _, r := range history {
-			putRecord(t, s, r)
-		}
-		n, left := sweep(t, s, now, 90*day)
-		if want := []string{"A5", "A6", "A7", "A8", "A9"}; n != 3 || !slices.Equal(left, want) {
-			t.Fatalf("swept %d, left %v; want 3 swept (W10, A4, W3), left %v", n, left, want)
-		}
-	})
-}
-
-// A release that left opened without a fact never ran either: one whose
-// deployment failed before it changed the workload (FailUnrun), or one a
-// newer release superseded before any fact came. Like a withdrawn one it
-// takes no place among the newest that are kept and goes past retention.
-func TestSweepTakesReleasesThatNeverRanOutOfTheWindow(t *testing.T) {
+// A release that never ran takes no place among the newest that are kept
+// and, having nothing to keep it for, goes once it is past retention:
+// one withdrawn (its pull request closed unmerged: aborted with no fact),
+// one whose deployment failed before it changed the workload (FailUnrun),
+// or one a newer release superseded before any fact came.
+func TestSweepTakesReleasesThatNeverRanOutOfTheWindowAndDeletesThem(t *testing.T) {
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
 	noFact := func(r *Record) { r.LastFactAt = nil }
-	history := []Record{
-		record("F11", StateFailed, 11, noFact),
-		record("S10", StateSuperseded, 10, noFact),
+	ran := []Record{
 		record("A9", StateHealthy, 9, healthyAt(9), lastFact(9)),
 		record("A8", StateSuperseded, 8, lastFact(8)),
 		record("A7", StateSuperseded, 7, lastFact(7)),
 		record("A6", StateFailed, 6, lastFact(6)),
 		record("A5", StateSuperseded, 5, healthyAt(5), lastFact(5)), // fifth-newest that ran: kept
-		record("A4", StateFailed, 4, lastFact(4)),                   // past the window
-		record("F3", StateFailed, 3, noFact),
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
-		s, _ := openStore(t, dbURL)
-		for _, r := range history {
-			putRecord(t, s, r)
-		}
-		n, left := sweep(t, s, now, 90*day)
-		if want := []string{"A5", "A6", "A7", "A8", "A9"}; n != 4 || !slices.Equal(left, want) {
-			t.Fatalf("swept %d, left %v; want 4 swept (F11, S10, A4, F3), left %v", n, left, want)
-		}
-	})
+	for _, c := range []struct {
+		name         string
+		newer, older []Record
+		swept        []string
+	}{
+		{"withdrawn", []Record{record("W10", StateAborted, 10, noFact)},
+			[]Record{
+				record("A4", StateAborted, 4, lastFact(4)), // an abort the cluster reported, past the window
+				record("W3", StateAborted, 3, noFact),
+			}, []string{"W10", "A4", "W3"}},
+		{"failed or superseded without a fact", []Record{
+			record("F11", StateFailed, 11, noFact),
+			record("S10", StateSuperseded, 10, noFact),
+		}, []Record{
+			record("A4", StateFailed, 4, lastFact(4)), // past the window
+			record("F3", StateFailed, 3, noFact),
+		}, []string{"F11", "S10", "A4", "F3"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.Each(t, func(t *testing.T, dbURL string) {
+				s, _ := openStore(t, dbURL)
+				for _, r := range slices.Concat(c.newer, ran, c.older) {
+					putRecord(t, s, r)
+				}
+				n, left := sweep(t, s, now, 90*day)
+				if want := []string{"A5", "A6", "A7", "A8", "A9"}; n != len(c.swept) || !slices.Equal(left, want) {
+					t.Fatalf("swept %d, left %v; want %d swept %v, left %v", n, left, len(c.swept), c.swept, want)
+				}
+			})
+		})
+	}
 }
 
 // thatRan gives every record of rs that is not opened a fact at its
