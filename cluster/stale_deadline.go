@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
 	"regexp"
 	"time"
@@ -43,8 +44,15 @@ type deadlineSeen struct {
 // pod template is not the Deployment's is not the revision that runs now
 // (aboutAnotherTemplate). Where that cannot be told (another message, a
 // ReplicaSet the agent cannot read), the condition counts, as before. It
-// is used under watcher.serial.
+// is used under watcher.serial; the ReplicaSet is read before that lock
+// is taken (toRead), so a slow API server holds up no other event.
 type staleDeadlines map[types.UID]deadlineSeen
+
+// errNotRead is a replicaSetGetter's answer for a ReplicaSet that was not
+// read before the watcher's lock was taken (a Deployment's fact made again
+// on a Rollout's event): the condition counts, and the Deployment's next
+// event reads it.
+var errNotRead = errors.New("the ReplicaSet was not read before the event")
 
 // replicaSetGetter reads one ReplicaSet from the API server.
 type replicaSetGetter func(namespace, name string) (*appsv1.ReplicaSet, error)
@@ -64,8 +72,10 @@ func getReplicaSet(ctx context.Context, cs kubernetes.Interface) replicaSetGette
 
 // stale is the lastUpdateTime of d's ProgressDeadlineExceeded condition
 // when that condition was reported for another pod template than d's,
-// nil when there is none or it is about d's template; it records what it
-// sees. get reads the ReplicaSet the condition names; nil reads none.
+// nil when there is none, it is about d's template, or that cannot be
+// told; it records what it sees. get reads the ReplicaSet the condition
+// names; nil reads none, and, as errNotRead, leaves the condition counting
+// without recording it, to be looked at again.
 func (s staleDeadlines) stale(d *appsv1.Deployment, get replicaSetGetter) *metav1.Time {
 	c := deadlineExceeded(d)
 	if c == nil {
@@ -96,7 +106,11 @@ func (s staleDeadlines) stale(d *appsv1.Deployment, get replicaSetGetter) *metav
 		// It named another template's ReplicaSet than the one d had
 		// then, and d's template changed since: look again.
 	}
-	seen = deadlineSeen{at: *c.LastUpdateTime.DeepCopy(), template: current, foreign: aboutAnotherTemplate(d, c, get)}
+	foreign, known := aboutAnotherTemplate(d, c, get)
+	if !known {
+		return nil
+	}
+	seen = deadlineSeen{at: *c.LastUpdateTime.DeepCopy(), template: current, foreign: foreign}
 	s[d.UID] = seen
 	if seen.foreign {
 		return seen.at.DeepCopy()
@@ -110,21 +124,46 @@ func (s staleDeadlines) stale(d *appsv1.Deployment, get replicaSetGetter) *metav
 // condition, message and all, until a later revision makes progress.
 var timedOutMessage = regexp.MustCompile(`^ReplicaSet "([^"]+)" has timed out progressing\.$`)
 
+// toRead names the ReplicaSet stale would read for d now, "" when it
+// would read none: the watcher reads it before it takes its lock. It
+// changes nothing in s.
+func (s staleDeadlines) toRead(d *appsv1.Deployment) (namespace, name string) {
+	probe := staleDeadlines{}
+	if seen, ok := s[d.UID]; ok {
+		probe[d.UID] = seen
+	}
+	probe.stale(d, func(ns, n string) (*appsv1.ReplicaSet, error) {
+		namespace, name = ns, n
+		return nil, errNotRead
+	})
+	return namespace, name
+}
+
 // aboutAnotherTemplate reports whether c, d's exceeded progress deadline,
 // names a ReplicaSet of d whose pod template is not d's: the revision that
-// timed out is not the one d runs now. false when that cannot be told.
-func aboutAnotherTemplate(d *appsv1.Deployment, c *appsv1.DeploymentCondition, get replicaSetGetter) bool {
+// timed out is not the one d runs now. foreign is false when that cannot
+// be told: a message that names no ReplicaSet (the controller's wording
+// when the Deployment had no new ReplicaSet, or another one), a ReplicaSet
+// gone or unreadable. known is false when the ReplicaSet was not read
+// (no get, or errNotRead): that may change at the next look.
+func aboutAnotherTemplate(d *appsv1.Deployment, c *appsv1.DeploymentCondition, get replicaSetGetter) (foreign, known bool) {
 	m := timedOutMessage.FindStringSubmatch(c.Message)
-	if m == nil || get == nil {
-		return false
+	if m == nil {
+		return false, true
+	}
+	if get == nil {
+		return false, false
 	}
 	rs, err := get(d.Namespace, m[1])
+	if errors.Is(err, errNotRead) {
+		return false, false
+	}
 	if err != nil || !metav1.IsControlledBy(rs, d) {
 		// Gone (a history limit of 0 deletes it) or unreadable: the
 		// condition keeps counting rather than hide a real failure.
-		return false
+		return false, true
 	}
-	return !sameTemplate(rs.Spec.Template, d.Spec.Template)
+	return !sameTemplate(rs.Spec.Template, d.Spec.Template), true
 }
 
 // sameTemplate compares a ReplicaSet's pod template with its Deployment's

@@ -53,9 +53,12 @@ type watcher struct {
 	// deadlines tells a progress deadline exceeded by a revision the
 	// Deployment no longer runs (staleDeadlines); replicaSets reads the
 	// ReplicaSet such a condition names, nil until the Deployment watch
-	// starts.
+	// starts, and never under serial (readReplicaSet): a slow read would
+	// hold up every event and the inventory. read is what readReplicaSet
+	// read for the event being handled, nil outside a Deployment's event.
 	deadlines   staleDeadlines
 	replicaSets replicaSetGetter
+	read        replicaSetGetter
 	// refCache holds the Deployments Rollouts may reference; nil until
 	// the Rollout watch starts.
 	refCache cache.Store
@@ -135,7 +138,7 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 	if skip := w.withhold(d); skip != nil {
 		return records.Fact{}, skip, name
 	}
-	fact, skip := deploymentFact(w.cluster, d, w.now(), w.deadlines.stale(d, w.replicaSets))
+	fact, skip := deploymentFact(w.cluster, d, w.now(), w.deadlines.stale(d, w.read))
 	return fact, skip, name
 }
 
@@ -263,14 +266,20 @@ type factOf func(obj any) (fact records.Fact, skip *Skip, name string)
 func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read factOf, track func(obj any, gone bool)) cache.ResourceEventHandlerRegistration {
 	reg, _ := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
+			rs := w.readReplicaSet(obj)
 			w.serial.Lock()
 			defer w.serial.Unlock()
+			w.read = rs
+			defer func() { w.read = nil }()
 			track(obj, false)
 			w.observe(read, obj, true)
 		},
 		UpdateFunc: func(old, obj any) {
+			rs := w.readReplicaSet(obj)
 			w.serial.Lock()
 			defer w.serial.Unlock()
+			w.read = rs
+			defer func() { w.read = nil }()
 			resync := resourceVersion(old) == resourceVersion(obj)
 			track(obj, false)
 			w.observe(read, obj, resync)
@@ -292,6 +301,32 @@ func (w *watcher) handle(inf cache.SharedIndexInformer, resource string, read fa
 		},
 	})
 	return reg
+}
+
+// readReplicaSet reads, without holding serial, the ReplicaSet the
+// exceeded progress deadline of obj (a Deployment) names, when
+// staleDeadlines needs it to tell whether that condition is about the
+// template that runs; it answers for that one ReplicaSet, errNotRead for
+// any other. nil when nothing needs reading.
+func (w *watcher) readReplicaSet(obj any) replicaSetGetter {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return nil
+	}
+	w.serial.Lock()
+	namespace, name := w.deadlines.toRead(d)
+	get := w.replicaSets
+	w.serial.Unlock()
+	if name == "" || get == nil {
+		return nil
+	}
+	rs, err := get(namespace, name)
+	return func(ns, n string) (*appsv1.ReplicaSet, error) {
+		if ns != namespace || n != name {
+			return nil, errNotRead
+		}
+		return rs, err
+	}
 }
 
 // countRestarts counts inf's watches (and lists) that ended in an error.
