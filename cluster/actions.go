@@ -30,11 +30,14 @@ const stopReportGrace = 10 * time.Second
 // At most once: the server hands a pending action to one agent id and marks
 // it claimed; the agent writes it to its journal before it touches the
 // cluster; its PATCH carries the action id (ActionAnnotation) and the
-// resourceVersion it read. A restarted agent (same state folder, same id)
-// asks for its claimed actions again ("resume"), and for each one the
-// journal knows, it reports the stored result or resumes without patching
-// twice. An agent that lost its state folder has a new id and never sees
-// the old claims; the server fails them after its claim timeout.
+// resourceVersion it read. A restarted agent asks for its claimed actions
+// again ("resume"), and for each one the journal knows, it reports the
+// stored result or resumes without patching twice. Its id does not live in
+// the state folder (DefaultAgentID): a new pod that lost the folder with
+// its emptyDir resumes its predecessor's claims without their journal,
+// reading the Deployment for this action's ActionAnnotation before it
+// patches. The processes of one id take turns through a Lease
+// (Agent.runActions), so only one of them asks for the id's claims.
 type actionRunner struct {
 	base    string // server + /api/v1/clusters/{cluster}/actions
 	agent   string

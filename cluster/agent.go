@@ -47,10 +47,17 @@ type Config struct {
 	// Namespace limits the watch; "" watches every namespace.
 	Namespace string
 	Resync    time.Duration
-	// StateDir holds the spool, the action journal and the agent id.
+	// StateDir holds the spool and the action journal (and the agent's
+	// id when it may not use its Lease, see runActions).
 	StateDir string
-	SpoolMax int
-	PollWait time.Duration
+	// ID is the agent's id towards the server; "" is DefaultAgentID of
+	// Cluster and Namespace. The agents of one id take turns carrying
+	// out actions through a Lease named after it in LeaseNamespace (""
+	// is Namespace, or "default" when that is "" too).
+	ID             string
+	LeaseNamespace string
+	SpoolMax       int
+	PollWait       time.Duration
 	// MaxBackoff caps the pause between two attempts to reach the server
 	// (default 30 s).
 	MaxBackoff time.Duration
@@ -67,14 +74,18 @@ type Config struct {
 
 // Agent is a running `ripcord agent`.
 type Agent struct {
-	cfg     Config
-	kube    kubernetes.Interface
-	dyn     dynamic.Interface
-	id      string
-	metrics *metrics
-	deliver *deliverer
-	watch   *watcher
-	actions *actionRunner
+	cfg  Config
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+	// id is guarded by mu: without its Lease the agent takes another
+	// (runActions). explicitID: Config.ID gave it.
+	id         string
+	explicitID bool
+	leaseNS    string
+	metrics    *metrics
+	deliver    *deliverer
+	watch      *watcher
+	actions    *actionRunner
 	// watchJoined wakes sendInventories when a watch joins the inventory.
 	watchJoined chan struct{}
 
@@ -107,6 +118,9 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	if cfg.StateDir == "" {
 		problems = append(problems, "state-dir is required")
 	}
+	if cfg.ID != "" && !actionIDPattern.MatchString(cfg.ID) {
+		problems = append(problems, fmt.Sprintf("agent id %q must be 1 to 100 of A-Z a-z 0-9 _ -", cfg.ID))
+	}
 	switch cfg.Rollouts {
 	case "":
 		cfg.Rollouts = RolloutsAuto
@@ -136,9 +150,13 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 		cfg.Now = time.Now
 	}
 	a := &Agent{cfg: cfg, kube: kube, dyn: dyn, metrics: newMetrics(), watchJoined: make(chan struct{}, 1)}
-	var err error
-	if a.id, err = agentID(cfg.StateDir); err != nil {
-		return nil, err
+	a.id, a.explicitID = cfg.ID, cfg.ID != ""
+	if a.id == "" {
+		a.id = DefaultAgentID(cfg.Cluster, cfg.Namespace)
+	}
+	a.leaseNS = cmpOr(cfg.LeaseNamespace, cmpOr(cfg.Namespace, "default"))
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent: create %s: %w", cfg.StateDir, err)
 	}
 	spool, err := OpenSpool(filepath.Join(cfg.StateDir, "spool"), cfg.SpoolMax)
 	if err != nil {
@@ -163,7 +181,11 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 }
 
 // ID is the agent's identity towards the server.
-func (a *Agent) ID() string { return a.id }
+func (a *Agent) ID() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.id
+}
 
 // Run watches, delivers and carries out actions until ctx ends; the spool
 // and the journal keep what is unfinished for the next start.
@@ -189,7 +211,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); a.deliver.run(ctx) }()
-	go func() { defer wg.Done(); a.actions.run(ctx) }()
+	go func() { defer wg.Done(); a.runActions(ctx, log) }()
 	// The Rollouts are listed before the Deployments: a tracked Deployment
 	// a tracked Rollout references is not reported, not even once at the
 	// start. Rollouts that cannot be listed cannot tell which, and do not
@@ -206,7 +228,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() { defer wg.Done(); a.followRollouts(ctx, log, w) }()
 	}
 	deployments := a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync, afterRollouts)
-	log.Info("ripcord agent started", "agent", a.id, "server", a.cfg.Server, "namespace", cmpOr(a.cfg.Namespace, "(all)"),
+	log.Info("ripcord agent started", "agent", a.ID(), "server", a.cfg.Server, "namespace", cmpOr(a.cfg.Namespace, "(all)"),
 		"rollouts", d.served, "resync", a.cfg.Resync, "spooled", a.deliver.spool.Len())
 	// The Deployment watch starts once the Rollouts are listed or failing.
 	if cache.WaitForCacheSync(ctx.Done(), deployments.synced) {
@@ -270,9 +292,9 @@ func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 		delivery = strings.TrimPrefix(delivery+"; "+poll, "; ")
 	}
 	a.mu.Lock()
-	listed, waitingFor := a.listed, a.waitingFor
+	listed, waitingFor, id := a.listed, a.waitingFor, a.id
 	a.mu.Unlock()
-	body := map[string]any{"status": "ok", "agent": a.id, "cluster": a.cfg.Cluster,
+	body := map[string]any{"status": "ok", "agent": id, "cluster": a.cfg.Cluster,
 		"spooled": a.deliver.spool.Len(), "last_delivery_error": "", "last_poll_error": ""}
 	if err, since, _ := a.deliver.deliveryState(); err != nil {
 		body["last_delivery_error"], body["last_delivery_error_since"] = err.Error(), since.UTC().Format(time.RFC3339)

@@ -122,15 +122,19 @@ func agentID(stateDir string) (string, error) {
 	return id, nil
 }
 
-func sanitizeID(s string) string {
+func sanitizeID(s string) string { return sanitizeIDTo(s, 40) }
+
+// sanitizeIDTo is s with what an id may not hold replaced by '-', cut to
+// n bytes.
+func sanitizeIDTo(s string, n int) string {
 	b := []byte(s)
 	for i, c := range b {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			b[i] = '-'
 		}
 	}
-	if len(b) > 40 {
-		b = b[:40]
+	if len(b) > n {
+		b = b[:n]
 	}
 	if len(b) == 0 {
 		return "agent"
