@@ -170,6 +170,50 @@ func TestAgentRBACIsExactlyWhatItUses(t *testing.T) {
 	}
 }
 
+// The agent's pods share one agent id and take turns through a Lease in
+// the release's namespace, whatever namespace the agent watches: without
+// the right to it, an agent falls back to an id of its own per state
+// folder, and a new pod cannot finish what the one before it claimed.
+func TestAgentMayTakeTurnsThroughItsLease(t *testing.T) {
+	for _, values := range []string{"agent-enabled.yaml", "agent-namespaced.yaml"} {
+		t.Run(values, func(t *testing.T) {
+			objs := mustRender(t, values)
+			role, ok := find(objs, "Role")["ripcord-agent-lease"]
+			if !ok {
+				t.Fatalf("no Role ripcord-agent-lease in %v", kinds(objs))
+			}
+			want := "[{apiGroups: [coordination.k8s.io], resources: [leases], verbs: [get, create, update]}]"
+			if got := get(role, "rules"); !reflect.DeepEqual(got, fromYAML(t, want)) {
+				t.Errorf("rules = %v; want %v", got, fromYAML(t, want))
+			}
+			if got := get(role, "metadata", "namespace"); got != "ripcord" {
+				t.Errorf("lease Role in namespace %v; want the release's, ripcord, the agent pod's own", got)
+			}
+			b := find(objs, "RoleBinding")["ripcord-agent-lease"]
+			if got := get(b, "subjects"); !reflect.DeepEqual(got, fromYAML(t, "[{kind: ServiceAccount, name: ripcord-agent, namespace: ripcord}]")) {
+				t.Errorf("lease RoleBinding subjects = %v", got)
+			}
+			if got := get(b, "roleRef"); !reflect.DeepEqual(got, fromYAML(t, "{apiGroup: rbac.authorization.k8s.io, kind: Role, name: ripcord-agent-lease}")) {
+				t.Errorf("lease RoleBinding roleRef = %v", got)
+			}
+		})
+	}
+}
+
+// The agent's state folder is an emptyDir unless agent.stateClaim names a
+// PersistentVolumeClaim, which keeps the spool of unsent facts across pods.
+func TestAgentStateIsAnEmptyDirOrTheClaimGiven(t *testing.T) {
+	for values, want := range map[string]string{
+		"agent-enabled.yaml":     "{name: state, emptyDir: {sizeLimit: 256Mi}}",
+		"agent-state-claim.yaml": "{name: state, persistentVolumeClaim: {claimName: ripcord-agent-state}}",
+	} {
+		d := find(mustRender(t, values), "Deployment")["ripcord-agent"]
+		if got := volumesOf(d)["state"]; !reflect.DeepEqual(got, fromYAML(t, want)) {
+			t.Errorf("%s: state volume = %v; want %v", values, got, fromYAML(t, want))
+		}
+	}
+}
+
 func TestAgentTalksToTheReleaseServer(t *testing.T) {
 	objs := mustRender(t, "agent-enabled.yaml")
 	d, ok := find(objs, "Deployment")["ripcord-agent"]
