@@ -41,7 +41,9 @@ func runAgent(args []string) int {
 	tokenFile := fs.String("token-file", os.Getenv("RIPCORD_CLUSTER_TOKEN_FILE"), "file holding the cluster's token, read on every request (env RIPCORD_CLUSTER_TOKEN_FILE; or set RIPCORD_CLUSTER_TOKEN)")
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (env KUBECONFIG); empty uses the in-cluster service account")
 	namespace := fs.String("namespace", "", "watch one namespace only (default: all)")
-	stateDir := fs.String("state-dir", firstOf(os.Getenv("RIPCORD_AGENT_STATE"), "ripcord-agent"), "folder for the fact spool, the action journal and the agent id; keep it across restarts (env RIPCORD_AGENT_STATE)")
+	stateDir := fs.String("state-dir", firstOf(os.Getenv("RIPCORD_AGENT_STATE"), "ripcord-agent"), "folder for the fact spool and the action journal; keep it across restarts, and facts not yet sent survive a new pod only on a persistent volume (env RIPCORD_AGENT_STATE)")
+	agentID := fs.String("agent-id", "", "the agent's id towards the server (default: made from --cluster and --namespace, the same for every pod of one deployment of the agent, so a new pod finishes or gives back the actions the one before it claimed); the agents of one id take turns through a Lease")
+	leaseNamespace := fs.String("lease-namespace", "", "namespace of the agent's Lease (default: the pod's own namespace in a cluster, else --namespace, else default)")
 	listen := fs.String("listen", ":9090", "address of /healthz and /metrics")
 	resync := fs.Duration("resync", cluster.DefaultResync, "re-send every tracked workload's current state this often")
 	spoolMax := fs.Int("spool-max", cluster.DefaultSpoolMax, "facts kept on disk while the server is unreachable; past it the oldest are dropped")
@@ -114,6 +116,7 @@ func runAgent(args []string) int {
 		return 2
 	}
 	agent, err := cluster.New(cluster.Config{Cluster: *name, Server: *server, Token: token, TokenFrom: tokenFrom, Namespace: *namespace,
+		ID: *agentID, LeaseNamespace: firstOf(*leaseNamespace, podNamespace(*kubeconfig), *namespace),
 		Resync: *resync, StateDir: *stateDir, SpoolMax: *spoolMax, PollWait: *pollWait, Rollouts: *rollouts,
 		Health: h, RolloutTimeout: *rolloutTimeout, Log: log}, kube, dyn)
 	if err != nil {
@@ -229,6 +232,22 @@ func agentToken(file, fileFrom string) (tok func() (string, error), from string,
 		return nil, "", fmt.Errorf("RIPCORD_CLUSTER_TOKEN holds %d words; it must hold one token", len(toks))
 	}
 	return nil, "", errors.New("no token: pass --token-file or set RIPCORD_CLUSTER_TOKEN")
+}
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace is the agent's own namespace when it runs in a pod (no
+// --kubeconfig): where the chart grants it its Lease. "" elsewhere.
+func podNamespace(kubeconfig string) string {
+	if kubeconfig != "" {
+		return ""
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // restConfig uses the kubeconfig when one is named, else the pod's service
