@@ -51,7 +51,7 @@ func TestRenderedObjectsPassServerSideDryRun(t *testing.T) {
 	cluster.Namespace(releaseNamespace)
 	installCRD(ctx, t, cluster, serviceMonitorCRD)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cluster.Kube.Discovery()))
-	for _, values := range []string{"", "sqlite-default.yaml", "postgres-replicas-3.yaml", "agent-enabled.yaml", "agent-namespaced.yaml", "cluster-tokens-secret.yaml"} {
+	for _, values := range []string{"", "sqlite-default.yaml", "postgres-replicas-3.yaml", "agent-enabled.yaml", "agent-namespaced.yaml", "agent-state-claim.yaml", "cluster-tokens-secret.yaml"} {
 		t.Run("values="+values, func(t *testing.T) {
 			for _, o := range mustRender(t, values) {
 				u := toUnstructured(t, o)
