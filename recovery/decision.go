@@ -73,6 +73,10 @@ type Input struct {
 	RollbackMode string
 	// AvailableModes are the rollback modes this build can carry out.
 	AvailableModes []string
+	// Due is set when a scheduled retry is decided again as it falls due:
+	// its backoff has been waited, so a retry is due now and GitHub's
+	// limits are checked now, not one more backoff later.
+	Due bool
 }
 
 // Run is the failed workflow run as GitHub reported it.

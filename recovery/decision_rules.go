@@ -26,6 +26,9 @@ func Decide(in Input) Decision {
 
 	if attempt <= in.Policy.MaxRetries {
 		wait := in.Policy.Backoff(attempt)
+		if in.Due {
+			wait = 0
+		}
 		at := in.Now.Add(wait)
 		rule, why := runLimit(in.Run, at)
 		if rule == "" {

@@ -100,6 +100,11 @@ func TestDecide(t *testing.T) {
 			reasonHas: []string{"30 days"}},
 		{name: "backoff that carries the re-run past 30 days is not scheduled",
 			in: failing(func(in *Input) { in.Run.CreatedAt = now.Add(-MaxRunAge + 5*time.Second); in.Previous = nil }), action: ActionAlert, rule: RuleRunTooOld, events: humanNeeded},
+		{name: "a scheduled retry falling due checks the 30 days at its time, not one backoff later",
+			in: failing(func(in *Input) { in.Run.CreatedAt = now.Add(-MaxRunAge + 5*time.Second); in.Due = true }), action: ActionRetry, rule: RuleRetry, events: retried,
+			backoff: 0},
+		{name: "a scheduled retry falling due after the 30 days is not re-run",
+			in: failing(func(in *Input) { in.Run.CreatedAt = now.Add(-MaxRunAge); in.Due = true; in.Previous = nil }), action: ActionAlert, rule: RuleRunTooOld, events: humanNeeded},
 		{name: "limit hit on a previous release that is not eligible names the limit",
 			in: failing(func(in *Input) { in.Run.Completed = false; in.Previous.Eligible = false }), action: ActionAlert, rule: RuleRunNotCompleted, events: humanNeeded},
 

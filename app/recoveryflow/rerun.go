@@ -100,7 +100,7 @@ func (w *rerunWorker) work(ctx context.Context, job *river.Job[RerunArgs]) error
 		return f.movedOn(ctx, ep, run)
 	}
 	in := ep.Context.Input
-	in.Now, in.Run = f.deps.Now(), run.recoveryRun()
+	in.Now, in.Run, in.Due = f.deps.Now(), run.recoveryRun(), true
 	if d := recovery.Decide(in); d.Action != recovery.ActionRetry {
 		return f.redecide(ctx, ep, d, in)
 	}

@@ -166,6 +166,18 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 				t.Errorf("re-runs %d, state %s, rule %s", reruns(11), ep.State, ep.Decision.Rule)
 			}
 		})
+		t.Run("due before the 30 days ran out: re-run, its limit checked at its time and not one backoff later", func(t *testing.T) {
+			// The first retry waits 10s and falls due 5s before the run
+			// turns 30 days old: GitHub accepts the re-run then.
+			created := clock.Now().Add(-recovery.MaxRunAge + 15*time.Second)
+			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 15, CreatedAt: created})
+			scheduled(t, f, 15, created)
+			clock.Sleep(ctx, 10*time.Second)
+			fire(t, f, 15)
+			if ep := checkoutEpisode(t, f, 15); reruns(15) != 1 || ep.State != StateRetrying {
+				t.Errorf("re-runs %d, state %s, rule %s: %s", reruns(15), ep.State, ep.Decision.Rule, ep.Decision.Reason)
+			}
+		})
 		t.Run("GitHub refuses: an alert that quotes GitHub", func(t *testing.T) {
 			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 12})
 			fake.Handle("POST "+rerun, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
