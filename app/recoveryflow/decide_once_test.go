@@ -1,0 +1,113 @@
+package recoveryflow
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+const onceConfig = `version: 1
+apps:
+  checkout:
+    environments:
+      staging:
+        cluster: staging-eu
+        workflows: [deploy.yml]
+        rollback: {mode: workflow, workflow: deploy.yml, input: version}
+`
+
+// failedRunDelivery is GitHub's workflow_run completed payload for a failed
+// first attempt of acme/checkout's deploy run id, as delivery deliveryID.
+func failedRunDelivery(t *testing.T, deliveryID string, id int64, sha string) pipeline.Delivery {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(githubtest.LoadPayload(t, "workflow_run", "completed.payload.json"), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["action"] = "completed"
+	m["installation"] = map[string]any{"id": githubtest.InstallationID}
+	m["repository"].(map[string]any)["full_name"] = "acme/checkout"
+	wr := m["workflow_run"].(map[string]any)
+	wr["id"], wr["run_attempt"], wr["status"], wr["conclusion"] = id, 1, "completed", "failure"
+	wr["path"], wr["head_sha"] = ".github/workflows/deploy.yml", sha
+	wr["created_at"] = time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Delivery{ID: deliveryID, Event: "workflow_run", Action: "completed", InstallationID: githubtest.InstallationID,
+		Repository: "acme/checkout", Body: body}
+}
+
+// Two deliveries of one failure (GitHub sending twice, under two delivery
+// ids) decided side by side, as two drain rounds or two replicas do: both
+// read no episode, both decide, both commit at the same time. Seed 000
+// decides a failure once: one episode, retry_count 1, one set of audit
+// events, one re-run queued.
+func TestTwoDeliveriesOfOneFailureAtOnceAreDecidedOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		fake := githubtest.NewServer(t)
+		sha := fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", onceConfig)
+		const run = 71
+		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: run, HeadSHA: sha})
+		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		h := &workflowRunHandler{f: f}
+
+		var commits []pipeline.Commit
+		for _, id := range []string{"delivery-a", "delivery-b"} {
+			c, err := h.Handle(ctx, failedRunDelivery(t, id, run, sha))
+			if err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			if c == nil {
+				t.Fatalf("%s decided nothing: both must decide before either commits", id)
+			}
+			commits = append(commits, c)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(commits))
+		for i, c := range commits {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return c(ctx, tx) })
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("commit %d: %v (a delivery that lost the race must end quietly, not be retried)", i, err)
+			}
+		}
+
+		ep := checkoutEpisode(t, f, run)
+		if ep.State != StateRetryScheduled || ep.RetryCount != 1 || ep.Seq != 1 {
+			t.Errorf("episode %s, retry_count %d, seq %d; want retry_scheduled, 1, 1", ep.State, ep.RetryCount, ep.Seq)
+		}
+		events, err := f.deps.Records.Audit(ctx, records.AuditFilter{ReleaseID: RunKey("acme/checkout", run), Oldest: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for _, e := range events {
+			types = append(types, string(e.Type))
+		}
+		if !slices.Equal(types, []string{"failure_detected", "retry_initiated"}) {
+			t.Errorf("audit events %v: the failure was decided more than once", types)
+		}
+		if n := countJobs(t, f, RerunArgs{}.Kind()); n != 1 {
+			t.Errorf("re-run jobs = %d, want 1", n)
+		}
+	})
+}
