@@ -118,6 +118,16 @@ func TestDecide(t *testing.T) {
 			in: failing(func(in *Input) { in.FailureType = "build_failure"; in.Run.Attempt = 51 }), action: ActionAlert, rule: RuleBuildFailure, events: humanNeeded,
 			reasonHas: []string{"re-run 50 times", "build_failure"}},
 
+		// Seed 000, Known Behaviours: "build-and-test.yml reports
+		// build_failure/test_failure with namespace: ci and no
+		// workflow_run_id. These produce an alert because no Deployment
+		// exists to retry or roll back."
+		{name: "seed 000: a build_failure with no workflow_run_id produces an alert",
+			in: failing(func(in *Input) { in.FailureType = "build_failure"; in.Run = Run{} }), action: ActionAlert, rule: RuleRunUnknown, events: humanNeeded,
+			reasonHas: []string{"run is not known"}},
+		{name: "seed 000: a test_failure with no workflow_run_id produces an alert, also once retries are spent",
+			in: failing(func(in *Input) { in.FailureType = "test_failure"; in.Run = Run{}; in.RetryCount = 4 }), action: ActionAlert, rule: RuleTestFailure, events: humanNeeded},
+
 		// Rule 3: roll back only what is running, to a safe target.
 		{name: "rollback names the target and its evidence",
 			in: failing(func(in *Input) { in.RetryCount = 4 }), action: ActionRollback, rule: RuleRollback, events: rolledBack, wantTarget: true,
