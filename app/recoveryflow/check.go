@@ -46,6 +46,9 @@ func RenderCheck(ep Episode) CheckView {
 		v.Conclusion, v.Title = "neutral", fmt.Sprintf("Stopped: attempt %d did not finish", ep.RunAttempt)
 	case StateSkipped:
 		v.Conclusion, v.Title = "neutral", "Rollback skipped: another version is running"
+		if d.Rule == RuleSkipRollbackUnderWay {
+			v.Title = "Rollback skipped: this release is being rolled back already"
+		}
 	default:
 		v.Conclusion, v.Title = "failure", "Manual intervention required"
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -108,6 +109,80 @@ func TestTwoDeliveriesOfOneFailureAtOnceAreDecidedOnce(t *testing.T) {
 		}
 		if n := countJobs(t, f, RerunArgs{}.Kind()); n != 1 {
 			t.Errorf("re-run jobs = %d, want 1", n)
+		}
+	})
+}
+
+// taskFact applies the fact the bundled action posts in run of
+// acme/checkout's deploy to staging.
+func applyTaskFact(t *testing.T, f *flow, run int64, status records.TaskStatus, release, version string) {
+	t.Helper()
+	fact := records.Fact{Source: records.SourceTask, Repository: "acme/checkout", WorkflowRunID: run, RunAttempt: 1, Status: status,
+		App: "checkout", Environment: "staging", Cluster: "staging-eu", ReleaseID: release, Version: version, ObservedAt: time.Now().UTC()}
+	if status == records.TaskFailed {
+		fact.FailureType = "health_check_failure"
+	}
+	if err := f.deps.DB.InTx(context.Background(), func(tx *sql.Tx) error {
+		_, err := f.deps.Records.ApplyFact(context.Background(), tx, fact, "", time.Now().UTC())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two runs that deployed one release fail, with the retries spent, and
+// their decisions commit side by side (two replicas): the release is
+// rolled back once, and the other run's failure is rollback_skipped.
+func TestTwoRunsOfOneReleaseDecidedAtOnceRollBackOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		fake := githubtest.NewServer(t)
+		sha := fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", onceConfig+"recovery: {max_retries: 0}\n")
+		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+		applyTaskFact(t, f, 4001, records.TaskSuccess, "checkout-v1", "v1")
+		runs := []int64{81, 82}
+		for _, run := range runs {
+			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: run, HeadSHA: sha})
+			applyTaskFact(t, f, run, records.TaskFailed, "checkout-v2", "v2")
+		}
+		h := &workflowRunHandler{f: f}
+		var commits []pipeline.Commit
+		for _, run := range runs {
+			c, err := h.Handle(ctx, failedRunDelivery(t, fmt.Sprintf("delivery-%d", run), run, sha))
+			if err != nil || c == nil {
+				t.Fatalf("run %d: decided nothing (%v)", run, err)
+			}
+			commits = append(commits, c)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(commits))
+		for i, c := range commits {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return c(ctx, tx) })
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("commit %d: %v", i, err)
+			}
+		}
+		var states []string
+		for _, run := range runs {
+			ep := checkoutEpisode(t, f, run)
+			states = append(states, string(ep.State))
+			if ep.State == StateSkipped && ep.Decision.Rule != RuleSkipRollbackUnderWay {
+				t.Errorf("run %d skipped by rule %s", run, ep.Decision.Rule)
+			}
+		}
+		slices.Sort(states)
+		if !slices.Equal(states, []string{string(StateRollingBack), string(StateSkipped)}) {
+			t.Errorf("states %v, want one rolling_back and one skipped", states)
+		}
+		if n := countJobs(t, f, DispatchArgs{}.Kind()); n != 1 {
+			t.Errorf("rollback dispatch jobs = %d, want 1", n)
 		}
 	})
 }

@@ -355,3 +355,50 @@ func TestRollbackRunInAnotherRepositoryEndsTheEpisode(t *testing.T) {
 		s.logCalls(t)
 	})
 }
+
+// One release deployed by two runs (the deploy started twice on one
+// commit) that fail at once with the retries spent is one failed deploy:
+// seed 000 decides it once. One run's recovery rolls back; the other's is
+// rollback_skipped naming it, and the target is dispatched once.
+func TestTwoFailedRunsOfOneReleaseRollBackOnce(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
+		s.healthyPrevious()
+		runs := []int64{5101, 5102}
+		for _, run := range runs {
+			s.failedRun(run)
+			s.fact(run, 1, "failed", "health_check_failure", "checkout-v2", "v2")
+		}
+		for _, run := range runs {
+			s.deliverRun(run, 1, "failure") // at once
+		}
+		s.WaitFor("both failures decided", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM episodes WHERE run_id IN ($1, $2) AND state <> 'retry_scheduled'`, runs[0], runs[1]) == 2
+		})
+		s.Settle(jobKinds...)
+		s.logCalls(t)
+
+		if n := len(s.GitHub.Dispatches(repo)); n != 1 {
+			t.Errorf("rollback dispatches = %d, want 1: the failed release was rolled back twice", n)
+		}
+		states := []string{s.state(runs[0]), s.state(runs[1])}
+		slices.Sort(states)
+		if !slices.Equal(states, []string{"rolling_back", "skipped"}) {
+			t.Errorf("episode states = %v, want one rolling_back and one skipped", states)
+		}
+		got := s.auditTypes("checkout-v2")
+		slices.Sort(got)
+		want := []string{"failure_detected", "failure_detected", "rollback_initiated", "rollback_skipped"}
+		if !slices.Equal(got, want) {
+			t.Errorf("audit events = %v, want %v", got, want)
+		}
+		skipped := runs[0]
+		if s.state(runs[1]) == "skipped" {
+			skipped = runs[1]
+		}
+		if d := s.String(`SELECT decision FROM episodes WHERE run_id = $1`, skipped); !strings.Contains(d, `"skip-rollback-under-way"`) ||
+			!strings.Contains(d, fmt.Sprintf("run %d too", runs[0]+runs[1]-skipped)) {
+			t.Errorf("skipped episode's decision %s does not say which run's recovery rolls back", d)
+		}
+	})
+}

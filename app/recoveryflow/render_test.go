@@ -36,6 +36,11 @@ func TestRenderCheck(t *testing.T) {
 		{"a recovered run is green", renderable(StateRecovered, recovery.ActionRetry), "completed", "success", "Recovered: attempt 2 succeeded"},
 		{"a rollback in flight is in progress and names its target", renderable(StateRollingBack, recovery.ActionRollback), "in_progress", "", "Rolling back to v1"},
 		{"a skip is neutral", renderable(StateSkipped, recovery.ActionSkip), "completed", "neutral", "Rollback skipped: another version is running"},
+		{"a skip behind another run's rollback of the release says so", func() Episode {
+			ep := renderable(StateSkipped, recovery.ActionSkip)
+			ep.Decision.Rule = RuleSkipRollbackUnderWay
+			return ep
+		}(), "completed", "neutral", "Rollback skipped: this release is being rolled back already"},
 		{"an alert fails the check", renderable(StateAlerted, recovery.ActionAlert), "completed", "failure", "Manual intervention required"},
 	}
 	for _, c := range cases {

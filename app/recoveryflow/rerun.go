@@ -263,6 +263,10 @@ func (f *flow) redecide(ctx context.Context, ep Episode, d recovery.Decision, in
 		return err
 	}
 	return f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+		next, err := f.rollbackOnce(ctx, tx, next)
+		if err != nil {
+			return err
+		}
 		if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
 			return err // stale: River retries the job, which then finds the new state
 		}

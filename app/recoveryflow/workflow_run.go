@@ -170,7 +170,11 @@ func (f *flow) onFailure(ctx context.Context, d pipeline.Delivery, repo string, 
 		return nil, err
 	}
 	return func(ctx context.Context, tx *sql.Tx) error {
-		err := saveEpisode(ctx, tx, next, prev.Seq)
+		next, err := f.rollbackOnce(ctx, tx, next)
+		if err != nil {
+			return err
+		}
+		err = saveEpisode(ctx, tx, next, prev.Seq)
 		if errors.Is(err, errStale) {
 			if cur, ok, rerr := getEpisode(ctx, tx, repo, run.ID); rerr == nil && ok && cur.RunAttempt >= run.Attempt {
 				return nil // another delivery of this attempt won: it was decided once
