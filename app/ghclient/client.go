@@ -38,8 +38,8 @@ type Config struct {
 	Cache     CacheConfig
 }
 
-// Middlewares is the stack New installs, outermost first: Retry,
-// RateLimit, Pace, Cache, Metrics (doc.go says why in this order).
+// Middlewares is the stack New installs, outermost first: RateLimit,
+// Retry, Pace, Cache, Metrics (doc.go says why in this order).
 func Middlewares(cfg Config) ([]githubapp.ClientMiddleware, error) {
 	clock := clockOr(cfg.Clock)
 	if cfg.Retry.Clock == nil {
@@ -56,8 +56,8 @@ func Middlewares(cfg Config) ([]githubapp.ClientMiddleware, error) {
 		return nil, err
 	}
 	return []githubapp.ClientMiddleware{
-		Retry(cfg.Retry),
 		RateLimit(cfg.RateLimit),
+		Retry(cfg.Retry),
 		Pace(cfg.Pace),
 		Cache(cfg.Cache),
 		metrics,

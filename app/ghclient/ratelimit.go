@@ -18,6 +18,9 @@ import (
 // DefaultRateLimitMaxWait is the longest RateLimit holds one request. A
 // secondary limit asks for about a minute; a spent primary limit may need
 // most of an hour, which is a job to reschedule, not a request to hold.
+// Only the caller's own deadline shortens it: Middlewares puts RateLimit
+// outside Retry, whose per-attempt deadline (DefaultRetryAttemptTimeout)
+// bounds each request sent, not the wait between them.
 const DefaultRateLimitMaxWait = 90 * time.Second
 
 // RateLimitPolicy bounds RateLimit. A zero field takes its default.

@@ -38,7 +38,9 @@ type RetryPolicy struct {
 	MaxDelay time.Duration
 	// AttemptTimeout bounds one attempt, reading its body included; a
 	// negative value means none. It replaces http.Client.Timeout, which
-	// would bound all attempts and the waits between them together.
+	// would bound all attempts and the waits between them together. It
+	// bounds what the middlewares inside Retry do (Pace's waits too), not
+	// RateLimit's wait for GitHub's limit, which sits outside Retry.
 	AttemptTimeout time.Duration
 	Clock          Clock
 	// Jitter returns a number in [0,1); tests fix it.
