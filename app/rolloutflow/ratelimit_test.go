@@ -161,10 +161,12 @@ func primaryLimit(now time.Time) (http.Header, time.Time) {
 const secondaryLimited = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."
 
 // secondaryMessage is a refusal whose headers name no time: it lifts
-// ghlimit.SecondaryLimitWait after it. The client gives it back rather
-// than hold the request that long (longer than one attempt may take).
+// ghlimit.SecondaryLimitWait after it. That is within what the client
+// holds a request (ghclient.DefaultRateLimitMaxWait), so the client waits
+// it out and sends the dispatch once more; refused again, it gives that
+// refusal back, which lifts SecondaryLimitWait after the second answer.
 func secondaryMessage(now time.Time) (http.Header, time.Time) {
-	return http.Header{}, now.Add(ghlimit.SecondaryLimitWait)
+	return http.Header{}, now.Add(2 * ghlimit.SecondaryLimitWait)
 }
 
 // retryAfter asks for 10 minutes, past what the client waits.
