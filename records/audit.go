@@ -37,7 +37,9 @@ const (
 	AuditRollbackRequeued AuditType = "rollback_requeued"
 	// AuditRollbackRateLimited: the rollback pull request of a rollback of
 	// the release waits for GitHub's rate limit to lift, and says until
-	// when; once per wait (a reset), not per try of the job meanwhile.
+	// when; once per wait (a reset), not per try of the job meanwhile; and
+	// once more, with data alert: true, when the rollback has waited more
+	// than an hour since its first wait and ripcord alerts.
 	AuditRollbackRateLimited AuditType = "rollback_rate_limited"
 )
 

@@ -22,6 +22,9 @@ const (
 const (
 	AlertDrift = "drift"
 	AlertStall = "stall"
+	// AlertRollbackRateLimited: a rollback pull request has waited for
+	// GitHub's rate limit for more than an hour (app/rollbackflow).
+	AlertRollbackRateLimited = "rollback_rate_limited"
 )
 
 // Effect is something to do outside the store once the transaction that

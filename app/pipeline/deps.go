@@ -50,4 +50,8 @@ type Deps struct {
 	// the server's group commit, with the jobs of their effects. An error
 	// means none was applied; a fact the reducer ignores is no error.
 	ApplyFacts func(facts []records.Fact) error
+	// RaiseAlert counts and logs an alert (ripcord_alerts_total{type}) the
+	// way the stall and drift alerts are raised; call it once the
+	// transaction that wrote its audit event committed. nil raises none.
+	RaiseAlert func(records.Effect)
 }

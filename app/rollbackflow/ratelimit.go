@@ -63,32 +63,97 @@ func answerLater(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r *
 		Body: "@" + r.User + " " + body, After: r.Key})
 }
 
+// alertAfter is how long, in all, a rollback pull request may wait for
+// GitHub's rate limit from its first rate-limited try before ripcord alerts,
+// once: a limit that lifts within the hour is GitHub pacing the App; one
+// that keeps a rollback from being opened longer needs a person (something
+// else spends the installation's limit), while the job keeps waiting.
+const alertAfter = time.Hour
+
+// maxLimitEvents bounds the rollback_rate_limited events read for one
+// release: one per wait, a wait an hour at most.
+const maxLimitEvents = 1000
+
+// limitWaits is what the audit trail says of one rollback's waits for
+// GitHub's rate limit.
+type limitWaits struct {
+	first   time.Time // when the first wait was written; zero when none was
+	until   string    // until when the newest wait was, as written
+	alerted bool      // the wait has alerted already
+}
+
+func (w *pullRequestWorker) limitWaits(ctx context.Context, a PullRequestArgs) (limitWaits, error) {
+	said, err := w.deps.Records.Audit(ctx, records.AuditFilter{ReleaseID: a.Plan.Record.RollbackOf,
+		Type: records.AuditRollbackRateLimited, Oldest: true, Limit: maxLimitEvents})
+	if err != nil {
+		return limitWaits{}, err
+	}
+	var lw limitWaits
+	for _, e := range said {
+		if e.Data["rollback_release_id"] != a.ReleaseID {
+			continue
+		}
+		if lw.first.IsZero() {
+			lw.first = e.At
+		}
+		lw.until, _ = e.Data["until"].(string)
+		lw.alerted = lw.alerted || e.Data["alert"] == true
+	}
+	return lw, nil
+}
+
 // auditLimited writes, on the release rolled back, that the rollback waits
 // for GitHub's rate limit until until: a rollback started by recovery or
 // the API has nobody to tell but its release's story. Once per wait: a try
 // of the job that meets the limit with the same time (a snooze ends at
 // most an hour on, before a reset further out; the client holds back the
-// installation's requests until its reset) adds nothing.
+// installation's requests until its reset) adds nothing. Once the rollback
+// has waited more than alertAfter since its first wait, it alerts (once).
 func (w *pullRequestWorker) auditLimited(ctx context.Context, a PullRequestArgs, until, again time.Time) error {
 	d := w.deps
 	stamp := until.UTC().Truncate(time.Second).Format(time.RFC3339)
-	said, err := d.Records.Audit(ctx, records.AuditFilter{ReleaseID: a.Plan.Record.RollbackOf, Type: records.AuditRollbackRateLimited})
+	lw, err := w.limitWaits(ctx, a)
 	if err != nil {
 		return err
 	}
-	for _, e := range said {
-		if e.Data["rollback_release_id"] == a.ReleaseID {
-			if e.Data["until"] == stamp {
-				return nil
-			}
-			break // the newest wait of this rollback was for another time
-		}
-	}
-	return d.DB.InTx(ctx, func(tx *sql.Tx) error {
-		return d.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditRollbackRateLimited,
-			ReleaseID: a.Plan.Record.RollbackOf, At: d.Now(),
+	now := d.Now()
+	var events []records.AuditEvent
+	if lw.until != stamp {
+		events = append(events, records.AuditEvent{Type: records.AuditRollbackRateLimited,
+			ReleaseID: a.Plan.Record.RollbackOf, At: now,
 			Message: fmt.Sprintf("rollback %s: the rollback pull request waits for GitHub's rate limit, spent until %s; tried again at %s",
 				a.ReleaseID, stamp, again.UTC().Format(time.RFC3339)),
 			Data: map[string]any{"rollback_release_id": a.ReleaseID, "until": stamp}})
-	})
+	}
+	var alert *records.Effect
+	if !lw.alerted && !lw.first.IsZero() && now.Sub(lw.first) > alertAfter {
+		ev, eff := limitAlert(a, lw.first, now, stamp, again)
+		events, alert = append(events, ev), &eff
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	err = d.DB.InTx(ctx, func(tx *sql.Tx) error { return d.Records.InsertAudit(ctx, tx, events...) })
+	if err == nil && alert != nil && d.RaiseAlert != nil {
+		d.RaiseAlert(*alert)
+	}
+	return err
+}
+
+// limitAlert is the alert of a rollback that has waited for GitHub's rate
+// limit since first: a rollback_rate_limited event marked alert, on the
+// release rolled back, and the alert raised as the stall alert is.
+func limitAlert(a PullRequestArgs, first, now time.Time, until string, again time.Time) (records.AuditEvent, records.Effect) {
+	since := first.UTC().Truncate(time.Second).Format(time.RFC3339)
+	msg := fmt.Sprintf("release %s is still not rolled back: the pull request of its rollback %s has waited for GitHub's rate limit "+
+		"for %s, since %s; GitHub says the limit lasts until %s; ripcord keeps waiting and tries again at %s",
+		a.Plan.Record.RollbackOf, a.ReleaseID, now.Sub(first).Round(time.Second), since, until, again.UTC().Format(time.RFC3339))
+	ev := records.AuditEvent{Type: records.AuditRollbackRateLimited, ReleaseID: a.Plan.Record.RollbackOf, At: now,
+		Message: "alert: " + msg,
+		Data:    map[string]any{"rollback_release_id": a.ReleaseID, "until": until, "since": since, "alert": true}}
+	eff := records.Effect{Kind: records.EffectAlert, Type: records.AlertRollbackRateLimited,
+		Key: "alert/" + records.AlertRollbackRateLimited + "/" + a.ReleaseID, ReleaseID: a.Plan.Record.RollbackOf, Message: msg,
+		Data: map[string]string{"rollback_release_id": a.ReleaseID, "since": since, "until": until,
+			"app": a.Plan.Record.App, "environment": a.Plan.Record.Environment, "cluster": a.Plan.Record.Cluster}}
+	return ev, eff
 }
