@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,8 +83,15 @@ func (e *Env) Config() *config.Config {
 }
 
 func (e *Env) start() {
+	e.T.Helper()
+	if err := e.launch(); err != nil {
+		e.T.Fatalf("e2etest: %v", err)
+	}
+}
+
+// launch starts the server; unlike start it may run on any goroutine.
+func (e *Env) launch() error {
 	t := e.T
-	t.Helper()
 	opts := e.Options
 	if opts.Logger == nil {
 		opts.Logger = logger()
@@ -92,12 +100,12 @@ func (e *Env) start() {
 	srv, err := app.New(ctx, e.Config(), opts)
 	if err != nil {
 		cancel()
-		t.Fatalf("e2etest: start server: %v", err)
+		return fmt.Errorf("start server: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		cancel()
-		t.Fatalf("e2etest: listen: %v", err)
+		return fmt.Errorf("listen: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, ln) }()
@@ -107,6 +115,54 @@ func (e *Env) start() {
 		if err := <-done; err != nil {
 			t.Errorf("e2etest: server stopped with an error: %v", err)
 		}
+	}
+	return nil
+}
+
+// StartReplicas starts n servers at once on one fresh database, as an
+// operator's replicas behind a load balancer start after a rollout (all of
+// them migrating the database as they start), with one fake GitHub and OIDC
+// issuer. They stop when the test ends.
+func StartReplicas(t testing.TB, dbURL string, opts app.Options, n int) []*Env {
+	t.Helper()
+	gh, issuer := githubtest.NewServer(t), oidctest.NewIssuer(t)
+	envs := make([]*Env, n)
+	for i := range envs {
+		envs[i] = &Env{T: t, GitHub: gh, Issuer: issuer, DBURL: dbURL, Options: opts}
+	}
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatalf("e2etest: open the database for inspection: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, e := range envs {
+			e.Stop()
+		}
+		_ = db.Close()
+	})
+	for _, e := range envs {
+		e.db = db
+	}
+	StartAll(t, envs...)
+	return envs
+}
+
+// StartAll starts stopped servers at once, as replicas start together
+// after a rollout of their Deployment.
+func StartAll(t testing.TB, envs ...*Env) {
+	t.Helper()
+	errs := make([]error, len(envs))
+	var wg sync.WaitGroup
+	for i, e := range envs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = e.launch()
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("e2etest: start replicas: %v", err)
 	}
 }
 
