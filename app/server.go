@@ -119,6 +119,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := db.ClaimForServe(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	res, err := db.Migrate(ctx)
 	if err != nil {
 		db.Close()

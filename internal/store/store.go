@@ -66,6 +66,7 @@ type DB struct {
 	checkpointer *checkpointer
 	stmts        stmtCache
 	wal          *walSync // SQLite only
+	serveLock    *os.File // SQLite only: see ClaimForServe
 	gate         sync.Mutex
 }
 
@@ -313,6 +314,9 @@ func (db *DB) Close() error {
 	}
 	if db.wal != nil {
 		db.wal.close()
+	}
+	if db.serveLock != nil {
+		err = errors.Join(err, db.serveLock.Close())
 	}
 	return err
 }
