@@ -62,7 +62,12 @@ func newScene(t *testing.T, dbURL string) *scene {
 // newSceneWith is newScene with the server's options opts.
 func newSceneWith(t *testing.T, dbURL string, opts app.Options) *scene {
 	t.Helper()
-	e := e2etest.Start(t, dbURL, opts)
+	return sceneOn(t, e2etest.Start(t, dbURL, opts))
+}
+
+// sceneOn sets up newScene's repositories and releases with server e.
+func sceneOn(t *testing.T, e *e2etest.Env) *scene {
+	t.Helper()
 	s := &scene{Env: e, configHead: e.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", repoConfig)}
 	e.GitHub.PutFile(gitops, "main", releaseFile, releaseYAML)
 	e.Install(appRepo)

@@ -30,6 +30,11 @@ const raceEnvironments = 8
 // than GitHub's 80 a minute.
 func raceScene(t *testing.T, dbURL string) (*scene, []string) {
 	s := newSceneWith(t, dbURL, app.Options{GitHubClock: ghclient.NewStepClock(time.Now().UTC())})
+	return s, raceEnvironmentsOf(s)
+}
+
+// raceEnvironmentsOf adds raceScene's environments to s.
+func raceEnvironmentsOf(s *scene) []string {
 	cfg := repoConfig
 	var envs []string
 	for i := range raceEnvironments {
@@ -54,13 +59,16 @@ func raceScene(t *testing.T, dbURL string) (*scene, []string) {
 			s.factIn(env, int64(8000+10*i+n+1), status, fmt.Sprintf("r%d:prod-eu/%s", n+1, env), image(n+1), sha(n+1))
 		}
 	}
-	return s, envs
+	return envs
 }
 
 // post is POST /api/v1/rollbacks from any goroutine (Env.Do may stop the
 // test, which only the test's goroutine may do).
-func post(s *scene, body string) (int, string, error) {
-	req, err := http.NewRequest("POST", s.URL+"/api/v1/rollbacks", bytes.NewReader([]byte(body)))
+func post(s *scene, body string) (int, string, error) { return postTo(s.URL, body) }
+
+// postTo is post to the server at url.
+func postTo(url, body string) (int, string, error) {
+	req, err := http.NewRequest("POST", url+"/api/v1/rollbacks", bytes.NewReader([]byte(body)))
 	if err != nil {
 		return 0, "", err
 	}
