@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -301,7 +303,16 @@ func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pen
 // insertPostgres stores the whole batch in one statement: on PostgreSQL a
 // statement costs a round trip, so one per delivery made a commit of many
 // deliveries wait on as many round trips.
+//
+// The rows go in in the order of their ids, not of their arrival: another
+// replica's batch may hold some of the same deliveries (a redelivery sent
+// to it), and the insert of one waits for the other's uncommitted row of
+// the same id. In arrival order two such batches could each hold a row the
+// other waits for, and PostgreSQL ended one as a deadlock, failing every
+// delivery of it; in one order, one waits for the other and then finds
+// its rows stored.
 func (w *groupWriter) insertPostgres(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) error {
+	batch = slices.SortedFunc(slices.Values(batch), func(a, b *pendingWrite) int { return strings.Compare(a.d.ID, b.d.ID) })
 	n := len(batch)
 	ids, events, actions, repos := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	installations, received := make([]int64, n), make([]int64, n)
