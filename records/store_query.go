@@ -34,6 +34,23 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	if f.State != "" && !f.State.Valid() {
 		return nil, &FieldError{Field: "state", Message: fmt.Sprintf("unknown state %q", f.State)}
 	}
+	q, args := listQuery(f)
+	rows, err := s.db.Read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list releases: %w", err)
+	}
+	rs, err := scanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list releases: %w", err)
+	}
+	return rs, nil
+}
+
+// listQuery is List's statement. An app or an environment alone is
+// served by its own index (records_app, records_environment, migration
+// 00027) in the list's order, so a page reads its rows and stops, however
+// long the history; other filters are checked on the rows walked.
+func listQuery(f Filter) (string, []any) {
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, v string }{
@@ -50,15 +67,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	}
 	args = append(args, limitOr(f.Limit, DefaultListLimit))
 	q += newestFirst + fmt.Sprintf(` LIMIT $%d`, len(args))
-	rows, err := s.db.Read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list releases: %w", err)
-	}
-	rs, err := scanRecords(rows)
-	if err != nil {
-		return nil, fmt.Errorf("list releases: %w", err)
-	}
-	return rs, nil
+	return q, args
 }
 
 // Newest returns the n newest records of one app, environment and cluster,
@@ -88,7 +97,7 @@ func (s *Store) Newest(ctx context.Context, app, env, cluster string, n int) ([]
 type Target struct{ App, Environment, Cluster string }
 
 // newestRanChunk bounds the targets of one NewestRan query (three
-// parameters each).
+// parameters and one arm of a UNION ALL each; SQLite allows 500 arms).
 const newestRanChunk = 200
 
 // NewestRan returns, for each of targets, its n newest records that ran
@@ -101,20 +110,10 @@ func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Recor
 		return nil, fmt.Errorf("newest releases that ran: n must be positive, got %d", n)
 	}
 	var out []Record
+	targets = distinct(targets)
 	for start := 0; start < len(targets); start += newestRanChunk {
-		chunk := targets[start:min(start+newestRanChunk, len(targets))]
-		args := []any{n}
-		rowsSQL := make([]string, len(chunk))
-		for i, t := range chunk {
-			rowsSQL[i] = "(" + placeholders(len(args)+1, 3) + ")"
-			args = append(args, t.App, t.Environment, t.Cluster)
-		}
-		rows, err := s.db.Read.QueryContext(ctx, `SELECT `+recordColumns+` FROM (
-			SELECT `+recordColumns+`, ROW_NUMBER() OVER (
-				PARTITION BY app, environment, cluster ORDER BY created_at DESC, release_id DESC) AS position
-			FROM records WHERE `+ranCondition+`
-				AND (app, environment, cluster) IN (VALUES `+strings.Join(rowsSQL, ", ")+`)) ranked
-			WHERE position <= $1`+newestFirst, args...)
+		q, args := newestRanQuery(n, targets[start:min(start+newestRanChunk, len(targets))])
+		rows, err := s.db.Read.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("newest releases that ran: %w", err)
 		}
@@ -128,4 +127,36 @@ func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Recor
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
 	})
 	return out, nil
+}
+
+// newestRanQuery reads each target's n newest records that ran, one arm
+// of a UNION ALL per target: each arm walks the records_target index from
+// its target's newest record and stops after n, so the cost is the
+// window's, not the history's. (Numbering the records of the targets with
+// ROW_NUMBER, as this did before, read and sorted every one of them: for
+// the releases page's hundreds of targets, most of the table.)
+func newestRanQuery(n int, targets []Target) (string, []any) {
+	args := []any{n}
+	arms := make([]string, len(targets))
+	for i, t := range targets {
+		arms[i] = fmt.Sprintf(`SELECT `+recordColumns+` FROM (SELECT `+recordColumns+` FROM records
+			WHERE app = $%d AND environment = $%d AND cluster = $%d AND `+ranCondition+newestFirst+` LIMIT $1) t%d`,
+			len(args)+1, len(args)+2, len(args)+3, i)
+		args = append(args, t.App, t.Environment, t.Cluster)
+	}
+	return strings.Join(arms, " UNION ALL "), args
+}
+
+// distinct is targets without repeats, in their first order: a target
+// asked for twice must not have its records twice.
+func distinct(targets []Target) []Target {
+	seen := make(map[Target]bool, len(targets))
+	out := make([]Target, 0, len(targets))
+	for _, t := range targets {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
 }

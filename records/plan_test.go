@@ -1,0 +1,173 @@
+package records_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// The reads behind the list pages, the eligibility API, the gates and the
+// sweep must not walk a whole table as the history grows: each must
+// search an index for its rows, and a page must read them in the order it
+// lists them rather than sort them all for a LIMIT (PERFORMANCE.md,
+// session 18). SQLite plans without statistics (ripcord never runs
+// ANALYZE), so the plan of an empty database is the plan of a year's.
+func TestHotReadsSearchAnIndex(t *testing.T) {
+	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
+	plans := planReads(t, db)
+	s := records.NewStore(db)
+	ctx := context.Background()
+	targets := []records.Target{{App: "shop", Environment: "prod", Cluster: "eu"}, {App: "shop", Environment: "prod", Cluster: "us"}}
+	for _, c := range []struct {
+		name string
+		read func() error
+		// want is in the plan of every statement the read runs; an
+		// ordered walk of a whole index (SCAN … USING INDEX) is allowed
+		// only where want names it.
+		want string
+	}{
+		{"the newest releases", func() error { _, err := s.List(ctx, records.Filter{Limit: 50}); return err },
+			"SCAN records USING INDEX records_created"},
+		{"an app's releases", func() error { _, err := s.List(ctx, records.Filter{App: "shop"}); return err },
+			"SEARCH records USING INDEX records_app (app=?)"},
+		{"an environment's releases", func() error { _, err := s.List(ctx, records.Filter{Environment: "prod"}); return err },
+			"SEARCH records USING INDEX records_environment (environment=?)"},
+		{"an app's failed releases", func() error {
+			_, err := s.List(ctx, records.Filter{App: "shop", State: records.StateFailed})
+			return err
+		}, "SEARCH records USING INDEX"},
+		{"a target's releases", func() error {
+			_, err := s.List(ctx, records.Filter{App: "shop", Environment: "prod", Cluster: "eu"})
+			return err
+		}, "SEARCH records USING INDEX records_target (app=? AND environment=? AND cluster=?)"},
+		{"the newest releases that ran of several targets", func() error { _, err := s.NewestRan(ctx, 15, targets); return err },
+			"SEARCH records USING INDEX records_target (app=? AND environment=? AND cluster=?)"},
+		{"a release's timeline", func() error {
+			_, err := s.Audit(ctx, records.AuditFilter{ReleaseID: "r1", Oldest: true, Limit: 1000})
+			return err
+		}, "SEARCH audit_events USING INDEX audit_events_release (release_id=?)"},
+		{"a release's events of one type", func() error {
+			_, err := s.Audit(ctx, records.AuditFilter{ReleaseID: "r1", Type: records.AuditGateEvaluated})
+			return err
+		}, "SEARCH audit_events USING INDEX audit_events_release (release_id=?)"},
+		{"a delivery's events of one type", func() error {
+			_, err := s.Audit(ctx, records.AuditFilter{DeliveryID: "d1", Type: records.AuditFactReceived})
+			return err
+		}, "SEARCH audit_events USING INDEX audit_events_delivery (delivery_id=?)"},
+		{"the events of one type", func() error {
+			_, err := s.Audit(ctx, records.AuditFilter{Type: records.AuditDriftDetected})
+			return err
+		}, "SEARCH audit_events USING INDEX audit_events_type (type=?)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plans.reset()
+			if err := c.read(); err != nil {
+				t.Fatal(err)
+			}
+			got := plans.taken()
+			if len(got) == 0 {
+				t.Fatal("the read ran no query")
+			}
+			for _, p := range got {
+				if !strings.Contains(p.plan, c.want) {
+					t.Errorf("plan of %s\n%s\nhas no %q", oneLine(p.query), p.plan, c.want)
+				}
+				for _, line := range strings.Split(p.plan, "\n") {
+					scan := strings.Contains(line, "SCAN records") || strings.Contains(line, "SCAN audit_events")
+					if (scan && !strings.Contains(c.want, strings.TrimSpace(line))) || strings.Contains(line, "TEMP B-TREE FOR ORDER BY") {
+						t.Errorf("plan of %s\n%s\nhas %q: it reads the whole table, or sorts all its matches", oneLine(p.query), p.plan, strings.TrimSpace(line))
+					}
+				}
+			}
+		})
+	}
+}
+
+func oneLine(q string) string { return strings.Join(strings.Fields(q), " ") }
+
+type plannedQuery struct{ query, plan string }
+
+// planLog keeps the plan of every query run through the read pool.
+type planLog struct {
+	mu    sync.Mutex
+	plans []plannedQuery
+}
+
+func (l *planLog) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.plans = nil
+}
+
+func (l *planLog) taken() []plannedQuery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.plans
+}
+
+// planReads puts a read pool in db that asks SQLite for the plan of each
+// query (EXPLAIN QUERY PLAN, with the query's own arguments) before it
+// runs it, so the test sees the statements the store really sends.
+func planReads(t *testing.T, db *store.DB) *planLog {
+	t.Helper()
+	path, err := store.SQLitePath(db.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &planLog{}
+	read := sql.OpenDB(planConnector{drv: db.Read.Driver(), dsn: "file:" + path + "?_pragma=query_only(ON)", log: l})
+	old := db.Read
+	db.Read = read
+	t.Cleanup(func() { old.Close() })
+	return l
+}
+
+type planConnector struct {
+	drv driver.Driver
+	dsn string
+	log *planLog
+}
+
+func (c planConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := c.drv.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return planConn{Conn: conn, log: c.log}, nil
+}
+
+func (c planConnector) Driver() driver.Driver { return c.drv }
+
+type planConn struct {
+	driver.Conn
+	log *planLog
+}
+
+func (c planConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	q, ok := c.Conn.(driver.QueryerContext)
+	if !ok {
+		return nil, fmt.Errorf("the SQLite driver's connection runs no queries directly")
+	}
+	rows, err := q.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args)
+	if err != nil {
+		return nil, fmt.Errorf("plan of %s: %w", query, err)
+	}
+	var lines []string
+	vals := make([]driver.Value, len(rows.Columns()))
+	for rows.Next(vals) == nil {
+		lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
+	}
+	rows.Close()
+	c.log.mu.Lock()
+	c.log.plans = append(c.log.plans, plannedQuery{query: query, plan: strings.Join(lines, "\n")})
+	c.log.mu.Unlock()
+	return q.QueryContext(ctx, query, args)
+}
