@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,6 +48,53 @@ func TestDeliveriesAreListedNewestFirstFromAnAscendingIndex(t *testing.T) {
 			}
 			if strings.Contains(def, "DESC") || !strings.Contains(def, "(received_at, id)") {
 				t.Errorf("deliveries_received_at is %q, want it on (received_at, id) ascending", def)
+			}
+		}
+	})
+}
+
+// The hourly sweep's look for stranded deliveries reads deliveries_retrying,
+// which holds only the deliveries queued after an attempt: walking the
+// whole deliveries table for them, as it did, costs a year of deliveries
+// every hour (PERFORMANCE.md, session 18).
+func TestStrandedDeliveriesAreFoundWithoutWalkingEveryDelivery(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		db := testdb.OpenMigrated(t, dbURL)
+		ctx := context.Background()
+		switch db.Dialect {
+		case store.SQLite:
+			rows, err := db.Read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+strandedSQL(db.Dialect), sweepChunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, unused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range plan {
+				if strings.HasPrefix(line, "SCAN d") && line != "SCAN d USING INDEX deliveries_retrying" {
+					t.Errorf("the stranded deliveries' plan has %q (all of it: %q), want a scan of deliveries_retrying only", line, plan)
+				}
+			}
+			if !slices.Contains(plan, "SCAN d USING INDEX deliveries_retrying") {
+				t.Errorf("the stranded deliveries' plan is %q, want it to read deliveries_retrying", plan)
+			}
+		default:
+			var def string
+			if err := db.Read.QueryRowContext(ctx, `SELECT indexdef FROM pg_indexes WHERE indexname = 'deliveries_retrying'`).Scan(&def); err != nil {
+				t.Fatalf("deliveries_retrying: %v", err)
+			}
+			if !strings.Contains(def, "(received_at, id)") || !strings.Contains(def, "attempts > 0") {
+				t.Errorf("deliveries_retrying is %q, want it on (received_at, id) of the deliveries queued after an attempt", def)
 			}
 		}
 	})

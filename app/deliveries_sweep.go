@@ -77,6 +77,17 @@ func liveRetryJob(dialect store.Dialect, idColumn string) string {
 		AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))`
 }
 
+// strandedSQL reads the oldest stranded deliveries, $1 at most, with the
+// state of their last retry job: along deliveries_retrying (migration
+// 00027), which holds only the deliveries queued after an attempt.
+func strandedSQL(dialect store.Dialect) string {
+	return `SELECT d.id, d.event, d.attempts, d.last_error,
+		COALESCE((SELECT CAST(j.state AS TEXT) FROM river_job j WHERE j.kind = 'delivery' AND ` + riverJobArg(dialect, "delivery_id") + ` = d.id
+			ORDER BY j.id DESC LIMIT 1), '')
+		FROM deliveries d WHERE d.state = 'queued' AND d.attempts > 0 AND NOT ` + liveRetryJob(dialect, "d.id") + `
+		ORDER BY d.received_at, d.id LIMIT $1`
+}
+
 // failStrandedDeliveries marks the stranded deliveries failed, with a
 // last_error that says what happened and the error last recorded, and
 // returns them as they now are.
@@ -84,11 +95,7 @@ func failStrandedDeliveries(ctx context.Context, db *store.DB) ([]Delivery, erro
 	var failed []Delivery
 	err := db.InTx(ctx, func(tx *sql.Tx) error {
 		failed = failed[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT d.id, d.event, d.attempts, d.last_error,
-			COALESCE((SELECT CAST(j.state AS TEXT) FROM river_job j WHERE j.kind = 'delivery' AND `+riverJobArg(db.Dialect, "delivery_id")+` = d.id
-				ORDER BY j.id DESC LIMIT 1), '')
-			FROM deliveries d WHERE d.state = 'queued' AND d.attempts > 0 AND NOT `+liveRetryJob(db.Dialect, "d.id")+`
-			ORDER BY d.received_at, d.id LIMIT $1`, sweepChunk) // more are rare; the next sweep takes them
+		rows, err := tx.QueryContext(ctx, strandedSQL(db.Dialect), sweepChunk) // more are rare; the next sweep takes them
 		if err != nil {
 			return err
 		}
