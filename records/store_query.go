@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 // DefaultListLimit is how many records List returns when the filter says
@@ -46,20 +48,41 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	return rs, nil
 }
 
-// listQuery is List's statement. An app or an environment alone is
-// served by its own index (records_app, records_environment, migration
-// 00027) in the list's order, so a page reads its rows and stops, however
-// long the history; other filters are checked on the rows walked.
+// listQuery is List's statement. A page is read along one index in the
+// list's order, so it reads its rows and stops however long the history
+// is: a whole target's records_target; else an app's or an environment's
+// own (records_app, records_environment, migration 00027); else a
+// state's records_state. The other filters are checked on the rows it
+// yields, written as expressions (the column joined to an empty string)
+// that no index serves: given two indexes SQLite, which plans without
+// statistics, took an environment's for an app's environment and walked
+// every app's records of that environment.
 func listQuery(f Filter) (string, []any) {
+	indexed := map[string]bool{}
+	switch {
+	case f.App != "" && f.Environment != "" && f.Cluster != "":
+		indexed["app"], indexed["environment"], indexed["cluster"] = true, true, true
+	case f.App != "":
+		indexed["app"] = true
+	case f.Environment != "":
+		indexed["environment"] = true
+	default:
+		indexed["state"] = true
+	}
 	var where []string
 	var args []any
 	for _, c := range []struct{ col, v string }{
 		{"app", f.App}, {"environment", f.Environment}, {"cluster", f.Cluster}, {"state", string(f.State)},
 	} {
-		if c.v != "" {
-			args = append(args, c.v)
-			where = append(where, fmt.Sprintf("%s = $%d", c.col, len(args)))
+		if c.v == "" {
+			continue
 		}
+		args = append(args, c.v)
+		col := c.col
+		if !indexed[col] {
+			col += " || ''"
+		}
+		where = append(where, fmt.Sprintf("%s = $%d", col, len(args)))
 	}
 	q := `SELECT ` + recordColumns + ` FROM records`
 	if len(where) > 0 {
@@ -109,25 +132,66 @@ func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Recor
 	if n <= 0 {
 		return nil, fmt.Errorf("newest releases that ran: n must be positive, got %d", n)
 	}
-	var out []Record
-	targets = distinct(targets)
-	for start := 0; start < len(targets); start += newestRanChunk {
-		q, args := newestRanQuery(n, targets[start:min(start+newestRanChunk, len(targets))])
-		rows, err := s.db.Read.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, fmt.Errorf("newest releases that ran: %w", err)
-		}
-		rs, err := scanRecords(rows)
-		if err != nil {
-			return nil, fmt.Errorf("newest releases that ran: %w", err)
-		}
-		out = append(out, rs...)
+	read := s.newestRanChunks
+	if s.db.Dialect == store.SQLite {
+		read = s.newestRanEach
+	}
+	out, err := read(ctx, n, distinct(targets))
+	if err != nil {
+		return nil, fmt.Errorf("newest releases that ran: %w", err)
 	}
 	slices.SortStableFunc(out, func(a, b Record) int {
 		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ReleaseID, a.ReleaseID))
 	})
 	return out, nil
 }
+
+// newestRanEach runs one prepared statement per target: SQLite compiles
+// a statement of newestRanChunk arms in tens of milliseconds, far longer
+// than it takes to run a small one that many times in process.
+func (s *Store) newestRanEach(ctx context.Context, n int, targets []Target) ([]Record, error) {
+	st, err := s.readStmt(ctx, newestRanOneQuery)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, t := range targets {
+		rows, err := st.QueryContext(ctx, t.App, t.Environment, t.Cluster, n)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := scanRecords(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// newestRanChunks reads newestRanChunk targets a statement: on
+// PostgreSQL a statement per target would cost a round trip each.
+func (s *Store) newestRanChunks(ctx context.Context, n int, targets []Target) ([]Record, error) {
+	var out []Record
+	for start := 0; start < len(targets); start += newestRanChunk {
+		q, args := newestRanQuery(n, targets[start:min(start+newestRanChunk, len(targets))])
+		rows, err := s.db.Read.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, err
+		}
+		rs, err := scanRecords(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// newestRanOneQuery is one target's n newest records that ran, along
+// records_target from its newest record.
+const newestRanOneQuery = `SELECT ` + recordColumns + ` FROM records
+	WHERE app = $1 AND environment = $2 AND cluster = $3 AND ` + ranCondition + newestFirst + ` LIMIT $4`
 
 // newestRanQuery reads each target's n newest records that ran, one arm
 // of a UNION ALL per target: each arm walks the records_target index from
