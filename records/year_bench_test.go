@@ -2,10 +2,13 @@ package records_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ripcord/ripcord/eligibility"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/internal/testdb/yearseed"
 	"github.com/ripcord/ripcord/records"
@@ -30,6 +33,7 @@ func BenchmarkYear(b *testing.B) {
 			h := yearseed.Seed(b, db, yearseed.Year)
 			b.Logf("%s: seeded a year in %s", engine, time.Since(start).Round(time.Millisecond))
 			s := records.NewStore(db)
+			logYearPlans(b, db, h)
 			benchYearQueries(b, ctx, s, h)
 		})
 	}
@@ -158,10 +162,74 @@ func benchYearQueries(b *testing.B, ctx context.Context, s *records.Store, h yea
 		elsewhere, err := s.List(ctx, records.Filter{App: app})
 		return len(ran) + len(newest) + len(elsewhere), err
 	})
-	// The records sweep, with a retention longer than the history: it
-	// ranks every target's records and deletes none, so every round
-	// measures the same work.
+	// The hourly records sweep as the server runs it (app/effects.go: the
+	// default retention of 14 days, and the newest 100 of each target
+	// kept): the year's targets hold 100 records each, so it ranks them
+	// all and deletes none, and every round measures the same work.
 	run("sweep", func() (int, error) {
-		return s.Sweep(ctx, h.End, 2*365*24*time.Hour, eligibility.DefaultWindow)
+		return s.Sweep(ctx, h.End, 14*24*time.Hour, 100)
 	})
+}
+
+// logYearPlans prints the plan of each statement BenchmarkYear measures
+// (go test -v): EXPLAIN QUERY PLAN on SQLite, EXPLAIN on PostgreSQL, which
+// plans with the statistics of the seeded year.
+func logYearPlans(b *testing.B, db *store.DB, h yearseed.History) {
+	t := h.Targets[len(h.Targets)/3]
+	release := yearseed.ReleaseID(h.Size.Records / 2)
+	type stmt struct {
+		name  string
+		query string
+		args  []any
+	}
+	list := func(name string, f records.Filter) stmt {
+		q, args := records.ListQuery(f)
+		return stmt{name, q, args}
+	}
+	audit := func(name string, f records.AuditFilter) stmt {
+		q, args := records.AuditQuery(f)
+		return stmt{name, q, args}
+	}
+	ran, ranArgs := records.NewestRanQuery(15, []records.Target{{App: t.App, Environment: t.Environment, Cluster: t.Cluster},
+		{App: h.Targets[0].App, Environment: h.Targets[0].Environment, Cluster: h.Targets[0].Cluster}})
+	for _, s := range []stmt{
+		list("releases", records.Filter{Limit: 50}),
+		list("releases?app=", records.Filter{App: t.App, Limit: 50}),
+		list("releases?environment=", records.Filter{Environment: t.Environment, Limit: 50}),
+		list("releases?environment=(rare)", records.Filter{Environment: h.RareEnvironment, Limit: 50}),
+		list("releases?cluster=", records.Filter{Cluster: t.Cluster, Limit: 50}),
+		list("releases?state=", records.Filter{State: records.StateHealthy, Limit: 50}),
+		list("releases?app=&environment=", records.Filter{App: t.App, Environment: t.Environment, Limit: 50}),
+		list("releases?app=&state=", records.Filter{App: t.App, State: records.StateFailed, Limit: 50}),
+		audit("audit of a release", records.AuditFilter{ReleaseID: release, Limit: 1000, Oldest: true}),
+		audit("audit?release_id=&type=", records.AuditFilter{ReleaseID: release, Type: records.AuditGateEvaluated, Limit: 50}),
+		audit("audit?type=", records.AuditFilter{Type: records.AuditGateEvaluated, Limit: 50}),
+		{"owner", records.OwnerQuery(db.Dialect), []any{t.App, t.Environment}},
+		{"newest ran, one target (SQLite)", records.NewestRanOneSQL, []any{t.App, t.Environment, t.Cluster, 15}},
+		{"newest ran, two targets (PostgreSQL)", ran, ranArgs},
+	} {
+		explain := "EXPLAIN QUERY PLAN "
+		if db.Dialect == store.Postgres {
+			explain = "EXPLAIN "
+		}
+		rows, err := db.Read.Query(explain+s.query, s.args...)
+		if err != nil {
+			b.Fatalf("plan of %s: %v", s.name, err)
+		}
+		cols, _ := rows.Columns()
+		var lines []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				b.Fatal(err)
+			}
+			lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
+		}
+		rows.Close()
+		b.Logf("plan of %s:\n\t%s", s.name, strings.Join(lines, "\n\t"))
+	}
 }

@@ -1,0 +1,11 @@
+package records
+
+// The statements of the list reads, for BenchmarkYear to print their
+// plans.
+var (
+	ListQuery       = listQuery
+	AuditQuery      = auditQuery
+	NewestRanQuery  = newestRanQuery
+	OwnerQuery      = ownerQuery
+	NewestRanOneSQL = newestRanOneQuery
+)
