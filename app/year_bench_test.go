@@ -12,13 +12,11 @@ import (
 // BenchmarkYearDeliveries seeds a year of webhook deliveries (200,000,
 // yearseed.Year) and measures GET /api/v1/deliveries and
 // /api/v1/deliveries/{id}, and the reads of the hourly deliveries sweep.
-// It only runs with -bench.
+// It only runs when -bench names it (yearseed.SkipUnlessNamed).
 //
-//	go test -run '^$' -bench YearDeliveries -benchtime 200x ./app
+//	go test -run '^$' -bench YearDeliveries -benchtime 20x ./app
 func BenchmarkYearDeliveries(b *testing.B) {
-	if testing.Short() {
-		b.Skip("loads a year of deliveries")
-	}
+	yearseed.SkipUnlessNamed(b, "YearDeliveries")
 	for _, engine := range testdb.Engines {
 		b.Run(engine, func(b *testing.B) {
 			ctx := context.Background()

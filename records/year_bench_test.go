@@ -17,14 +17,13 @@ import (
 // BenchmarkYear seeds a year of history (yearseed.Year: 100,000 releases,
 // 1,000,000 audit events) and measures every read of records and audit
 // events behind the API, the web pages, the gates and the sweep, each as
-// the caller makes it. It only runs with -bench; loading the year takes
-// about 20 s on SQLite.
+// the caller makes it. It only runs when -bench names it
+// (yearseed.SkipUnlessNamed): loading the year takes about 35 s of CPU on
+// SQLite, and the sweep a second a round.
 //
-//	go test -run '^$' -bench Year -benchtime 200x ./records
+//	go test -run '^$' -bench Year -benchtime 20x -v ./records
 func BenchmarkYear(b *testing.B) {
-	if testing.Short() {
-		b.Skip("loads a year of history")
-	}
+	yearseed.SkipUnlessNamed(b, "Year")
 	for _, engine := range testdb.Engines {
 		b.Run(engine, func(b *testing.B) {
 			ctx := context.Background()

@@ -13,13 +13,11 @@ import (
 // batches and audit lines, yearseed.Year) and measures what GET
 // /api/v1/rollouts reads for a page, the rollout of one release, and what
 // the web UI's releases page asks of the rollouts of its opened releases.
-// It only runs with -bench.
+// It only runs when -bench names it (yearseed.SkipUnlessNamed).
 //
-//	go test -run '^$' -bench YearRollouts -benchtime 200x ./app/rolloutflow
+//	go test -run '^$' -bench YearRollouts -benchtime 20x ./app/rolloutflow
 func BenchmarkYearRollouts(b *testing.B) {
-	if testing.Short() {
-		b.Skip("loads a year of rollouts")
-	}
+	yearseed.SkipUnlessNamed(b, "YearRollouts")
 	for _, engine := range testdb.Engines {
 		b.Run(engine, func(b *testing.B) {
 			ctx := context.Background()

@@ -13,6 +13,7 @@ package yearseed
 import (
 	"context"
 	"database/sql"
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -69,6 +70,21 @@ func Environment(e int) string { return fmt.Sprintf("env-%d", e) }
 
 // ReleaseID is the release id of record i.
 func ReleaseID(i int) string { return fmt.Sprintf("rel-%07d", i) }
+
+// SkipUnlessNamed skips a benchmark of a year unless -bench names it:
+// seeding a year takes minutes on a loaded machine, and `make bench` runs
+// every benchmark 2,000 times (-bench . -benchtime 2000x), which would
+// make the records sweep alone, at a second a round, take over half an
+// hour.
+func SkipUnlessNamed(b *testing.B, name string) {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("loads a year of history")
+	}
+	if f := flag.Lookup("test.bench"); f == nil || !strings.Contains(f.Value.String(), name) {
+		b.Skipf("loads a year of history: run it by name, -bench %s", name)
+	}
+}
 
 // Seed writes size's history into db, which must be migrated and empty.
 func Seed(tb testing.TB, db *store.DB, size Size) History {
