@@ -3,9 +3,9 @@ package records
 // The statements of the list reads, for BenchmarkYear to print their
 // plans.
 var (
-	ListQuery       = listQuery
-	AuditQuery      = auditQuery
-	NewestRanQuery  = newestRanQuery
-	OwnerQuery      = ownerQuery
-	NewestRanOneSQL = newestRanOneQuery
+	ListQuery           = listQuery
+	AuditQuery          = auditQuery
+	OwnerQuery          = ownerQuery
+	NewestRanOneSQL     = newestRanOneQuery
+	NewestRanLateralSQL = newestRanLateralQuery
 )

@@ -119,10 +119,6 @@ func (s *Store) Newest(ctx context.Context, app, env, cluster string, n int) ([]
 // eligibility ranks records within.
 type Target struct{ App, Environment, Cluster string }
 
-// newestRanChunk bounds the targets of one NewestRan query (three
-// parameters and one arm of a UNION ALL each; SQLite allows 500 arms).
-const newestRanChunk = 200
-
 // NewestRan returns, for each of targets, its n newest records that ran
 // (Ran: a fact came; opened, withdrawn and failed-before-running ones never
 // ran and take no place in an eligibility window), newest first. Unlike the newest records of the whole store, which one
@@ -132,7 +128,7 @@ func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Recor
 	if n <= 0 {
 		return nil, fmt.Errorf("newest releases that ran: n must be positive, got %d", n)
 	}
-	read := s.newestRanChunks
+	read := s.newestRanLateral
 	if s.db.Dialect == store.SQLite {
 		read = s.newestRanEach
 	}
@@ -146,9 +142,9 @@ func (s *Store) NewestRan(ctx context.Context, n int, targets []Target) ([]Recor
 	return out, nil
 }
 
-// newestRanEach runs one prepared statement per target: SQLite compiles
-// a statement of newestRanChunk arms in tens of milliseconds, far longer
-// than it takes to run a small one that many times in process.
+// newestRanEach runs one prepared statement per target (SQLite has no
+// LATERAL): in process, running a small statement once per target costs
+// less than compiling one statement that reads them all.
 func (s *Store) newestRanEach(ctx context.Context, n int, targets []Target) ([]Record, error) {
 	st, err := s.readStmt(ctx, newestRanOneQuery)
 	if err != nil {
@@ -169,47 +165,36 @@ func (s *Store) newestRanEach(ctx context.Context, n int, targets []Target) ([]R
 	return out, nil
 }
 
-// newestRanChunks reads newestRanChunk targets a statement: on
-// PostgreSQL a statement per target would cost a round trip each.
-func (s *Store) newestRanChunks(ctx context.Context, n int, targets []Target) ([]Record, error) {
-	var out []Record
-	for start := 0; start < len(targets); start += newestRanChunk {
-		q, args := newestRanQuery(n, targets[start:min(start+newestRanChunk, len(targets))])
-		rows, err := s.db.Read.QueryContext(ctx, q, args...)
-		if err != nil {
-			return nil, err
-		}
-		rs, err := scanRecords(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rs...)
+// newestRanLateral reads all the targets in one statement on PostgreSQL,
+// where a statement per target would cost a round trip each: for each
+// target, its newest records that ran along records_target, n of them.
+// The text is constant, so the driver's statement cache serves it,
+// whatever the number of targets.
+func (s *Store) newestRanLateral(ctx context.Context, n int, targets []Target) ([]Record, error) {
+	apps, envs, clusters := make([]string, len(targets)), make([]string, len(targets)), make([]string, len(targets))
+	for i, t := range targets {
+		apps[i], envs[i], clusters[i] = t.App, t.Environment, t.Cluster
 	}
-	return out, nil
+	rows, err := s.db.Read.QueryContext(ctx, newestRanLateralQuery, n, apps, envs, clusters)
+	if err != nil {
+		return nil, err
+	}
+	return scanRecords(rows)
 }
 
 // newestRanOneQuery is one target's n newest records that ran, along
-// records_target from its newest record.
+// records_target from its newest record, which stops after n. (Numbering
+// the records of the targets with ROW_NUMBER, as NewestRan did before,
+// read and sorted every one of them: for the releases page's hundreds of
+// targets, most of the table.)
 const newestRanOneQuery = `SELECT ` + recordColumns + ` FROM records
 	WHERE app = $1 AND environment = $2 AND cluster = $3 AND ` + ranCondition + newestFirst + ` LIMIT $4`
 
-// newestRanQuery reads each target's n newest records that ran, one arm
-// of a UNION ALL per target: each arm walks the records_target index from
-// its target's newest record and stops after n, so the cost is the
-// window's, not the history's. (Numbering the records of the targets with
-// ROW_NUMBER, as this did before, read and sorted every one of them: for
-// the releases page's hundreds of targets, most of the table.)
-func newestRanQuery(n int, targets []Target) (string, []any) {
-	args := []any{n}
-	arms := make([]string, len(targets))
-	for i, t := range targets {
-		arms[i] = fmt.Sprintf(`SELECT `+recordColumns+` FROM (SELECT `+recordColumns+` FROM records
-			WHERE app = $%d AND environment = $%d AND cluster = $%d AND `+ranCondition+newestFirst+` LIMIT $1) t%d`,
-			len(args)+1, len(args)+2, len(args)+3, i)
-		args = append(args, t.App, t.Environment, t.Cluster)
-	}
-	return strings.Join(arms, " UNION ALL "), args
-}
+// newestRanLateralQuery is newestRanOneQuery for each of the targets
+// given as three arrays.
+const newestRanLateralQuery = `SELECT r.* FROM unnest($2::text[], $3::text[], $4::text[]) AS t(app, environment, cluster)
+	CROSS JOIN LATERAL (SELECT ` + recordColumns + ` FROM records
+		WHERE app = t.app AND environment = t.environment AND cluster = t.cluster AND ` + ranCondition + newestFirst + ` LIMIT $1) r`
 
 // distinct is targets without repeats, in their first order: a target
 // asked for twice must not have its records twice.

@@ -189,9 +189,7 @@ func logYearPlans(b *testing.B, db *store.DB, h yearseed.History) {
 		q, args := records.AuditQuery(f)
 		return stmt{name, q, args}
 	}
-	ran, ranArgs := records.NewestRanQuery(15, []records.Target{{App: t.App, Environment: t.Environment, Cluster: t.Cluster},
-		{App: h.Targets[0].App, Environment: h.Targets[0].Environment, Cluster: h.Targets[0].Cluster}})
-	for _, s := range []stmt{
+	stmts := []stmt{
 		list("releases", records.Filter{Limit: 50}),
 		list("releases?app=", records.Filter{App: t.App, Limit: 50}),
 		list("releases?environment=", records.Filter{Environment: t.Environment, Limit: 50}),
@@ -205,8 +203,13 @@ func logYearPlans(b *testing.B, db *store.DB, h yearseed.History) {
 		audit("audit?type=", records.AuditFilter{Type: records.AuditGateEvaluated, Limit: 50}),
 		{"owner", records.OwnerQuery(db.Dialect), []any{t.App, t.Environment}},
 		{"newest ran, one target (SQLite)", records.NewestRanOneSQL, []any{t.App, t.Environment, t.Cluster, 15}},
-		{"newest ran, two targets (PostgreSQL)", ran, ranArgs},
-	} {
+	}
+	if db.Dialect == store.Postgres {
+		stmts = append(stmts, stmt{"newest ran, two targets (PostgreSQL)", records.NewestRanLateralSQL,
+			[]any{15, []string{t.App, h.Targets[0].App}, []string{t.Environment, h.Targets[0].Environment},
+				[]string{t.Cluster, h.Targets[0].Cluster}}})
+	}
+	for _, s := range stmts {
 		explain := "EXPLAIN QUERY PLAN "
 		if db.Dialect == store.Postgres {
 			explain = "EXPLAIN "
