@@ -92,7 +92,7 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) 
 	if f.Type != "" && !f.Type.Valid() {
 		return nil, &FieldError{Field: "type", Message: fmt.Sprintf("unknown audit type %q", f.Type)}
 	}
-	q, args := auditQuery(f)
+	q, args := auditQuery(f, s.db.Dialect)
 	rows, err := s.db.Read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read audit events: %w", err)
@@ -120,8 +120,10 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditEvent, error) 
 // narrowest filter given is an index's: a release has tens of events, a
 // delivery a few, a type hundreds of thousands. The others are written
 // as expressions (the column joined to an empty string), which no index
-// serves, and are checked on the rows that one yields.
-func auditQuery(f AuditFilter) (string, []any) {
+// serves, and are checked on the rows that one yields. That is for
+// SQLite, which plans without statistics; PostgreSQL has them, and chose
+// well.
+func auditQuery(f AuditFilter, dialect store.Dialect) (string, []any) {
 	var where []string
 	var args []any
 	indexed := false
@@ -133,7 +135,7 @@ func auditQuery(f AuditFilter) (string, []any) {
 		}
 		args = append(args, c.v)
 		col := c.col
-		if indexed {
+		if indexed && dialect == store.SQLite {
 			col += " || ''"
 		}
 		indexed = true

@@ -36,7 +36,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 	if f.State != "" && !f.State.Valid() {
 		return nil, &FieldError{Field: "state", Message: fmt.Sprintf("unknown state %q", f.State)}
 	}
-	q, args := listQuery(f)
+	q, args := listQuery(f, s.db.Dialect)
 	rows, err := s.db.Read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list releases: %w", err)
@@ -56,10 +56,14 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 // yields, written as expressions (the column joined to an empty string)
 // that no index serves: given two indexes SQLite, which plans without
 // statistics, took an environment's for an app's environment and walked
-// every app's records of that environment.
-func listQuery(f Filter) (string, []any) {
+// every app's records of that environment. PostgreSQL plans with the
+// statistics of the table and is left to choose: an environment's
+// healthy releases, say, are few, and it reads them from records_state.
+func listQuery(f Filter, dialect store.Dialect) (string, []any) {
 	indexed := map[string]bool{}
 	switch {
+	case dialect != store.SQLite:
+		indexed["app"], indexed["environment"], indexed["cluster"], indexed["state"] = true, true, true, true
 	case f.App != "" && f.Environment != "" && f.Cluster != "":
 		indexed["app"], indexed["environment"], indexed["cluster"] = true, true, true
 	case f.App != "":

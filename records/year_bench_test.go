@@ -182,11 +182,11 @@ func logYearPlans(b *testing.B, db *store.DB, h yearseed.History) {
 		args  []any
 	}
 	list := func(name string, f records.Filter) stmt {
-		q, args := records.ListQuery(f)
+		q, args := records.ListQuery(f, db.Dialect)
 		return stmt{name, q, args}
 	}
 	audit := func(name string, f records.AuditFilter) stmt {
-		q, args := records.AuditQuery(f)
+		q, args := records.AuditQuery(f, db.Dialect)
 		return stmt{name, q, args}
 	}
 	stmts := []stmt{
