@@ -104,7 +104,7 @@ func Seed(tb testing.TB, db *store.DB, size Size) History {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	defer func() { _ = tx.Rollback() }() // after Commit it does nothing
 	if db.Dialect == store.SQLite {
 		// A million audit events go into four indexes each, at places
 		// all over them: with SQLite's default 2 MB cache every insert
@@ -113,7 +113,7 @@ func Seed(tb testing.TB, db *store.DB, size Size) History {
 		if _, err := tx.ExecContext(ctx, `PRAGMA cache_size = -262144`); err != nil {
 			tb.Fatal(err)
 		}
-		defer db.Write.ExecContext(ctx, `PRAGMA cache_size = -2000`) //nolint:errcheck // a throwaway database
+		defer func() { _, _ = db.Write.ExecContext(ctx, `PRAGMA cache_size = -2000`) }()
 	}
 	s := &seeder{ctx: ctx, tx: tx, dialect: db.Dialect, h: &h, step: step}
 	for _, fill := range []struct {
