@@ -18,7 +18,7 @@ import (
 // 1,000,000 audit events) and measures every read of records and audit
 // events behind the API, the web pages, the gates and the sweep, each as
 // the caller makes it. It only runs when -bench names it
-// (yearseed.SkipUnlessNamed): loading the year takes about 35 s of CPU on
+// (yearseed.SkipUnlessNamed): loading the year takes about 16 s of CPU on
 // SQLite, and the sweep a second a round.
 //
 //	go test -run '^$' -bench Year -benchtime 20x -v ./records
