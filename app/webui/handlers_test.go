@@ -334,6 +334,21 @@ func TestSignInCallback(t *testing.T) {
 			})
 		}
 	})
+	// Go's http.Redirect cleans a path, so /./\evil.example became the
+	// Location /\evil.example, which browsers read as the host
+	// evil.example: a sign-in link that passed localPath sent the person
+	// signing in to another site.
+	t.Run("a return address never leaves the server, however it is spelled", func(t *testing.T) {
+		for _, next := range []string{`/./\evil.example`, `/a/../\evil.example/x`, `/.\/evil.example`, "/.//evil.example", `/\/evil.example`} {
+			cookie, state := startSignIn(t, mux, next)
+			w := get(t, mux, "/login/callback?code=code-alice&state="+state, cookie)
+			loc := w.Header().Get("Location")
+			// Browsers read a backslash as a slash.
+			if as := strings.ReplaceAll(loc, `\`, "/"); w.Code != http.StatusSeeOther || !strings.HasPrefix(as, "/") || strings.HasPrefix(as, "//") {
+				t.Errorf("next=%q: callback = %d to %q, another host", next, w.Code, loc)
+			}
+		}
+	})
 	// A reloaded callback page sends a code GitHub took already: GitHub
 	// answered, so the page must not say it did not, and signing in again
 	// (back to the page asked for) is the way on.

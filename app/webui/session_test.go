@@ -55,6 +55,7 @@ func TestLocalPath(t *testing.T) {
 		{"another host", "https://evil.example/", "/"},
 		{"a scheme-relative host", "//evil.example/x", "/"},
 		{"a backslash host", `/\evil.example`, "/"},
+		{"a backslash host behind a dot segment, which http.Redirect cleans away", `/./\evil.example`, "/"},
 		{"a relative path", "releases", "/"},
 	} {
 		if got := localPath(c.in); got != c.want {

@@ -169,9 +169,12 @@ func (h *handler) setCookie(w http.ResponseWriter, name, value string, maxAge in
 }
 
 // localPath keeps a return address on this server: a path, never another
-// host ("//evil.example" or "/\evil.example" are hosts to browsers).
+// host ("//evil.example" or "/\evil.example" are hosts to browsers). A
+// backslash anywhere is refused, not only at the start: http.Redirect
+// cleans the path, and "/./\evil.example" comes out of it as
+// "/\evil.example". The pages' own addresses escape theirs (%5C).
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, `/\`) {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
 		return "/"
 	}
 	if u, err := url.Parse(next); err != nil || u.Host != "" || u.Scheme != "" {
