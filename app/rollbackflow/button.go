@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/records"
@@ -30,6 +31,15 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		return nil, err
 	}
 	repository, user := ev.GetRepo().GetFullName(), ev.GetSender().GetLogin()
+	if !strings.EqualFold(rec.Repository, repository) {
+		// ripcord draws a release's button in the release's repository
+		// only: a click from another repository that names it is none of
+		// ripcord's buttons, and must neither be checked against that
+		// repository's permissions nor answered in the release's trail.
+		h.st.deps.Log.Warn("ignored a Roll back click on a check run of another repository than its release's",
+			"release_id", rec.ReleaseID, "release_repository", rec.Repository, "repository", repository, "user", user, "delivery", d.ID)
+		return nil, nil
+	}
 	gh, err := h.st.deps.GitHub.NewInstallationClient(ev.GetInstallation().GetID())
 	if err != nil {
 		return nil, fmt.Errorf("github client for installation %d: %w", ev.GetInstallation().GetID(), err)

@@ -48,3 +48,41 @@ func TestRollbackCommandFromAnotherRepositoryIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// A check run's Roll back button rolls back the release the check run is
+// about, in that release's repository: a requested_action delivered from
+// another repository that names it (a check run ripcord never drew there)
+// must not act on it, nor write the clicker's name into its trail and its
+// check run. Before, the click was checked against the other repository's
+// permissions and config, and its answer went into acme/checkout's check
+// run as "@mallory clicked Roll back".
+func TestRollBackButtonFromAnotherRepositoryIsIgnored(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		const other = "acme/impostor"
+		s.GitHub.PutFile(other, "main", ".github/ripcord.yml", repoConfig)
+		s.Install(other)
+		s.GitHub.SetPermission(other, "mallory", "admin")
+		failed := "r3:prod-eu/prod"
+		s.WaitFor("r3's check run with its button", wait, func() bool {
+			cr, ok := s.releaseCheck(failed)
+			return ok && cr.Status == "completed" && len(cr.Actions) == 1
+		})
+
+		s.Deliver("check_run", e2etest.Edit(t, s.clickBody(failed, sha(3), "mallory"), func(m map[string]any) {
+			repo := m["repository"].(map[string]any)
+			repo["full_name"], repo["name"] = other, "impostor"
+		}))
+		s.Settle(append(jobKinds, "release_check")...)
+
+		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE message LIKE '%mallory%'`); n != 0 {
+			t.Errorf("%d audit events name mallory's click on %s's release, want none", n, appRepo)
+		}
+		if cr, _ := s.releaseCheck(failed); strings.Contains(cr.Summary, "mallory") {
+			t.Errorf("r3's check run in %s answers mallory's click from %s:\n%s", appRepo, other, cr.Summary)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`); n != 0 {
+			t.Errorf("rollback releases = %d, want none", n)
+		}
+	})
+}
