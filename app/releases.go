@@ -106,6 +106,13 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		if !s.requireOwner(w, r, repoClaim, rec.App, rec.Environment, "app") {
 			return
 		}
+		if q.FreezeOverride {
+			// A freeze restrains what the repository's workflows deploy:
+			// one of them must not lift it for itself.
+			writeError(w, http.StatusForbidden, "freeze_override", "a workflow's OIDC token cannot override freezes; "+
+				"open the release without freeze_override, and start its rollout with the api_token: ripcord rollout start --freeze-override")
+			return
+		}
 	}
 	var opened records.Record
 	var created bool
