@@ -156,6 +156,9 @@ func (s *Server) postTaskFacts(w http.ResponseWriter, r *http.Request) {
 	if ok := s.requireInstalled(w, r, claims.Repository); !ok {
 		return
 	}
+	if !s.requireOwnReleases(w, r, claims.Repository, facts, batch) {
+		return
+	}
 	owners := map[[2]string]bool{}
 	for i, f := range facts {
 		key := [2]string{f.App, f.Environment}
@@ -168,6 +171,37 @@ func (s *Server) postTaskFacts(w http.ResponseWriter, r *http.Request) {
 		owners[key] = true
 	}
 	s.applyFacts(w, r, facts, batch)
+}
+
+// requireOwnReleases refuses with 403 a task fact of a workflow of repo
+// that names a release of another repository. The store would ignore it
+// (records' foreignTask), but an ignored fact is answered with the state
+// of the release it names and leaves a fact_ignored event in that
+// release's timeline: another repository's workflow could read the one
+// and write the other. A release registered without a repository takes
+// any, as the store lets it.
+func (s *Server) requireOwnReleases(w http.ResponseWriter, r *http.Request, repo string, facts []records.Fact, batch bool) bool {
+	for i, f := range facts {
+		if f.ReleaseKey() == "" {
+			continue
+		}
+		rec, err := s.records.Get(r.Context(), f.ReleaseKey())
+		switch {
+		case errors.Is(err, records.ErrNotFound):
+		case err != nil:
+			s.internalError(w, r, err)
+			return false
+		case rec.Repository != "" && !strings.EqualFold(rec.Repository, repo):
+			field := "release_id"
+			if f.ReleaseID == "" {
+				field = "deployment_id" // the release's key when it names no release_id
+			}
+			writeError(w, http.StatusForbidden, factField(batch, i, field), fmt.Sprintf(
+				"release %s is not of %s: a workflow's token may post task facts of its own repository's releases only", f.ReleaseKey(), repo))
+			return false
+		}
+	}
+	return true
 }
 
 // requireOwner refuses with 403, naming field, a workflow of repo that
