@@ -55,3 +55,35 @@ func TestAWorkflowCannotReachAnotherRepositorysReleaseThroughAFact(t *testing.T)
 		}
 	})
 }
+
+// The same holds for POST /api/v1/releases: before, a workflow of
+// acme/payments that sent checkout's release id with its own app was
+// answered 409 with what co-1 holds ("app: release co-1 exists with
+// \"checkout\""), field after field.
+func TestAWorkflowCannotReadAnotherRepositorysReleaseThroughAConflict(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts, issuer := factServer(t, dbURL, nil)
+		ts.install(t, "acme/payments")
+		release := func(repo, app string) map[string]any {
+			return map[string]any{"release_id": "co-1", "app": app, "environment": "prod", "cluster": "prod-eu",
+				"repository": repo, "image": imageV1}
+		}
+		checkoutTok := issuer.Token(t, map[string]any{"repository": "acme/checkout"})
+		paymentsTok := issuer.Token(t, map[string]any{"repository": "acme/payments"})
+		if code := ts.post(t, "/api/v1/releases", checkoutTok, release("acme/checkout", "checkout"), nil); code != http.StatusCreated {
+			t.Fatalf("acme/checkout's release co-1: status %d, want 201", code)
+		}
+		var refused apiError
+		code := ts.post(t, "/api/v1/releases", paymentsTok, release("acme/payments", "payments"), &refused)
+		if code != http.StatusForbidden || refused.Field != "release_id" || strings.Contains(refused.Error, "checkout") {
+			t.Errorf("acme/payments sending co-1: %d %+v, want 403 on release_id that tells nothing of co-1", code, refused)
+		}
+		// The owner's own workflow still hears which field differs.
+		refused = apiError{}
+		other := release("acme/checkout", "checkout")
+		other["image"] = "registry.example/shop/checkout:v2"
+		if code := ts.post(t, "/api/v1/releases", checkoutTok, other, &refused); code != http.StatusConflict || refused.Field != "image" {
+			t.Errorf("acme/checkout sending co-1 with another image: %d %+v, want 409 on image", code, refused)
+		}
+	})
+}

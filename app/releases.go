@@ -149,6 +149,9 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, field, msg)
 		return
 	case errors.As(err, &conflict):
+		if !viaToken && !s.ownRelease(w, r, q.ReleaseID, repoClaim) {
+			return
+		}
 		c := *conflict
 		c.Field = requestField(c.Field)
 		writeError(w, http.StatusConflict, c.Field, c.Error())
@@ -212,6 +215,28 @@ func fieldProblems(err error, rename func(string) string) (field, msg string) {
 		parts = append(parts, name+": "+fe.Message)
 	}
 	return field, strings.Join(parts, "; ")
+}
+
+// ownRelease answers 403, naming no value of it, when release id is of
+// another repository than repo, the workflow's that sent it: the 409 of a
+// release sent again names what the stored one holds, which is for its
+// own repository's workflows to read. A release registered without a
+// repository is answered as before.
+func (s *Server) ownRelease(w http.ResponseWriter, r *http.Request, id, repo string) bool {
+	stored, err := s.records.Get(r.Context(), id)
+	if errors.Is(err, records.ErrNotFound) {
+		return true // swept since: the conflict's answer is all there is
+	}
+	if err != nil {
+		s.internalError(w, r, err)
+		return false
+	}
+	if stored.Repository != "" && !strings.EqualFold(stored.Repository, repo) {
+		writeError(w, http.StatusForbidden, "release_id", fmt.Sprintf(
+			"release %s is not of %s: a workflow's token may open its own repository's releases only", id, repo))
+		return false
+	}
+	return true
 }
 
 func (s *Server) isAPIToken(r *http.Request) bool {
