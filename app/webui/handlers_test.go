@@ -151,6 +151,20 @@ func TestPages(t *testing.T) {
 				t.Errorf("the release id in the 404 page is not escaped:\n%s", b)
 			}
 		})
+		// pr.url is whatever a release's sender wrote (api_token or a
+		// workflow's OIDC token): the pages link it, so a script URL must
+		// come out inert, as html/template's URL filter makes it.
+		t.Run("a pull request link that is a script does not run", func(t *testing.T) {
+			f.open(t, records.Record{ReleaseID: "shop-js", App: "shop", Environment: "canary", Cluster: "eu-2", Repository: "acme/shop",
+				Image: "ghcr.io/acme/shop:v9", Kind: records.KindPromote, PRURL: "javascript:alert(document.cookie)", PRNumber: 9,
+				CreatedAt: t0.Add(180 * time.Minute)})
+			for _, path := range []string{"/", "/releases/shop-js"} {
+				b := body(get(t, mux, path, alice))
+				if !strings.Contains(b, "#9") || strings.Contains(strings.ToLower(b), "javascript:") {
+					t.Errorf("GET %s links the pull request as a script (or not at all):\n%s", path, b)
+				}
+			}
+		})
 		t.Run("a user who can read nothing sees no release", func(t *testing.T) {
 			b := body(get(t, mux, "/", mallory))
 			if strings.Contains(b, "shop-") || strings.Contains(b, "vault") || !strings.Contains(b, "No releases in repositories you can read") {
