@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ripcord/ripcord/internal/mdtext"
 )
 
 // BodyMax is the longest pull request description GitHub takes (65536 characters; counted
@@ -27,14 +29,20 @@ func Body(r Rollback) string {
 	if over <= 0 {
 		return out
 	}
-	keep := len(reason) - over - len(reasonCut)
-	if keep < 0 {
-		keep = 0
+	// The reason is shown inert (body), whose fence depends on the text
+	// kept: cut again until the whole fits.
+	keep := len(reason)
+	for {
+		keep = max(keep-over-len(reasonCut), 0)
+		for keep > 0 && !utf8.RuneStart(reason[keep]) {
+			keep--
+		}
+		out = body(r, strings.TrimRightFunc(reason[:keep], unicode.IsSpace)+reasonCut)
+		if over = len(out) - BodyMax; over <= 0 || keep == 0 {
+			return out
+		}
+		keep += len(reasonCut)
 	}
-	for keep > 0 && !utf8.RuneStart(reason[keep]) {
-		keep--
-	}
-	return body(r, strings.TrimRightFunc(reason[:keep], unicode.IsSpace)+reasonCut)
 }
 
 func body(r Rollback, reason string) string {
@@ -57,7 +65,9 @@ func body(r Rollback, reason string) string {
 	}
 
 	// The reason is quoted: a "/ripcord approve" typed into it must not read as a command.
-	fmt.Fprintf(&b, "### Why\n\n> %s\n\n", reason)
+	// And inert: a mention typed into it (@team, #12) would notify, and a link would
+	// look as if ripcord vouched for it.
+	fmt.Fprintf(&b, "### Why\n\n> %s\n\n", mdtext.Inert(reason))
 	b.WriteString("### Eligibility\n\n")
 	b.WriteString(eligibilityText(r))
 	b.WriteString("\n\nGates do not trust this text: each works eligibility out again from the release records.\n")

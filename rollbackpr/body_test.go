@@ -48,7 +48,7 @@ func TestBodyGolden(t *testing.T) {
 func TestBodySaysWhatMatters(t *testing.T) {
 	r := sampleRollback()
 	body := rollbackpr.Body(r)
-	for _, want := range []string{"c0ffee-42:prod-eu/prod", "rb-7f3a:prod-eu/prod", r.Digest, r.Replaced.Digest, "> canary aborted: 5xx > 2%", "**Eligible rollback target.**", "abc-41:prod-eu/prod", "2026-10-09T14:03:00Z", "newest 5 releases", "(https://ripcord.example/releases/rb-7f3a)"} {
+	for _, want := range []string{"c0ffee-42:prod-eu/prod", "rb-7f3a:prod-eu/prod", r.Digest, r.Replaced.Digest, "> `canary aborted: 5xx > 2%`", "**Eligible rollback target.**", "abc-41:prod-eu/prod", "2026-10-09T14:03:00Z", "newest 5 releases", "(https://ripcord.example/releases/rb-7f3a)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %q:\n%s", want, body)
 		}
@@ -76,5 +76,26 @@ func TestBodyTableSurvivesAPipe(t *testing.T) {
 	r.Image = "weird|image"
 	if body := rollbackpr.Body(r); !strings.Contains(body, "`weird\\|image`") {
 		t.Errorf("a | in a value must be escaped in the table:\n%s", body)
+	}
+}
+
+// A reason is someone's words: a mention or an issue reference typed into
+// it must not notify anyone from ripcord's pull request, nor a link look
+// as if ripcord vouched for it. A reason too long for GitHub is cut so that
+// the whole body fits, however its inert form is fenced.
+func TestBodyShowsTheReasonInert(t *testing.T) {
+	r := sampleRollback()
+	r.Reason = "@acme/sre says #12 broke it, see https://evil.example"
+	body := rollbackpr.Body(r)
+	if !strings.Contains(body, "> `` "+r.Reason+" ``") && !strings.Contains(body, "> `"+r.Reason+"`") {
+		t.Errorf("the reason is not shown as code:\n%s", body)
+	}
+	r.Reason = "@sre " + strings.Repeat("a`b``c ", 20000)
+	body = rollbackpr.Body(r)
+	if len(body) > rollbackpr.BodyMax || !strings.Contains(body, "cut to fit") {
+		t.Errorf("a long reason gives a body of %d bytes (max %d), cut: %t", len(body), rollbackpr.BodyMax, strings.Contains(body, "cut to fit"))
+	}
+	if regexp.MustCompile("(?m)^> @sre").MatchString(body) {
+		t.Errorf("the cut reason's mention is bare:\n%.300s", body)
 	}
 }
