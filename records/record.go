@@ -10,6 +10,7 @@ package records
 
 import (
 	"errors"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -99,6 +100,8 @@ const (
 	// MaxRevisionLen caps git_revision and config_revision: a SHA-256
 	// commit id in hex (a SHA-1 one is 40).
 	MaxRevisionLen = 64
+	// MaxURLLen caps pr.url: a pull request's address is far shorter.
+	MaxURLLen = 2048
 )
 
 // Validate checks a record as a caller submits it (POST /api/v1/releases).
@@ -165,6 +168,13 @@ func (r Record) validate(registered bool) error {
 	}
 	if r.PRNumber < 0 {
 		v.add("pr_number", "must not be negative, got %d", r.PRNumber)
+	}
+	if registered && r.PRURL != "" {
+		// The pages and check runs link it: only a web address may be one.
+		capped("pr_url", r.PRURL, MaxURLLen)
+		if u, err := url.Parse(r.PRURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			v.add("pr_url", "must be the pull request's http(s) address, got %q", r.PRURL)
+		}
 	}
 	if r.State != "" && !r.State.Valid() {
 		v.add("state", "unknown state %q", r.State)
