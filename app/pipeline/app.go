@@ -1,5 +1,11 @@
 package pipeline
 
+import (
+	"errors"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+)
+
 // AppIdentity is what the server knows of its GitHub App right now: from the
 // configuration, or registered through the set-up page (and then swapped in
 // without a restart). Pages and capabilities read it through Deps.App on
@@ -20,6 +26,23 @@ type AppIdentity struct {
 	// "https://github.com/" or a GitHub Enterprise Server's base URL.
 	WebURL string
 }
+
+// NoApp is a request refused because the server has no GitHub App
+// (github.app_id and github.private_key unset, none registered at /setup):
+// the server's set-up, not the request, is what to fix, so every API
+// answers it 503, the same way. It is ghclient.ErrNotConfigured (errors.Is),
+// which a GitHub call fails with in the same situation.
+type NoApp struct{ Repository string }
+
+func (e *NoApp) Error() string { return NotInstalled(notConfigured, e.Repository) }
+
+func (e *NoApp) Is(target error) bool { return target == ghclient.ErrNotConfigured }
+
+func notConfigured() AppIdentity { return AppIdentity{} }
+
+// AppNotConfigured reports whether err comes from the server having no
+// GitHub App: a *NoApp, or a GitHub call that failed for want of one.
+func AppNotConfigured(err error) bool { return errors.Is(err, ghclient.ErrNotConfigured) }
 
 // NotInstalled says why no installation of the App can act on repository:
 // no App is configured at all (a server still being set up), or the App

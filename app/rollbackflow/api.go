@@ -161,6 +161,17 @@ func (h apiHandler) repository(r *http.Request, b rollbackBody) (string, error) 
 }
 
 func (h apiHandler) answerError(w http.ResponseWriter, r *http.Request, field string, err error) {
+	if pipeline.AppNotConfigured(err) {
+		// The server's set-up, not the request, is what to fix: 503, as
+		// POST /api/v1/rollouts answers it, naming the settings.
+		var noApp *pipeline.NoApp
+		msg := err.Error()
+		if errors.As(err, &noApp) {
+			msg = noApp.Error()
+		}
+		pipeline.WriteError(w, http.StatusServiceUnavailable, "", msg)
+		return
+	}
 	var refused *Refused
 	if errors.As(err, &refused) {
 		status := http.StatusUnprocessableEntity

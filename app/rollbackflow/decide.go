@@ -77,9 +77,14 @@ type Refused struct {
 	// in the same app, environment and cluster: the reason this one is not
 	// started (one rollback pull request at a time per environment).
 	Open *records.Record
+	// cause, when set, is what the refusal comes from (a *pipeline.NoApp),
+	// for an API to answer it as it answers the same cause elsewhere.
+	cause error
 }
 
 func (r *Refused) Error() string { return r.Reason }
+
+func (r *Refused) Unwrap() error { return r.cause }
 
 func refuse(format string, args ...any) error { return &Refused{Reason: fmt.Sprintf(format, args...)} }
 

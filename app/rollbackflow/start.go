@@ -143,7 +143,12 @@ func (st *starter) queue(ctx context.Context, tx *sql.Tx, a PullRequestArgs) (Qu
 // installationOf is the installation that can write to repository.
 func installationOf(ctx context.Context, d pipeline.Deps, repository string) (int64, error) {
 	id, err := pipeline.InstallationOf(ctx, d.DB.Read, repository)
-	if err == nil && id == 0 {
+	switch {
+	case err != nil || id != 0:
+	case d.App != nil && !d.App().Configured:
+		noApp := &pipeline.NoApp{Repository: repository}
+		err = &Refused{Reason: noApp.Error(), cause: noApp}
+	default:
 		err = refuse("%s", pipeline.NotInstalled(d.App, repository))
 	}
 	return id, err

@@ -213,7 +213,7 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		now := a.x.deps.Now()
 		ref := startRefusal(err, now)
-		if ref.status >= 500 {
+		if ref.status >= 500 && !ref.setup {
 			a.x.deps.Log.Warn("rollout not started: retry later", "release", args.ReleaseID, "status", ref.status, "error", err)
 			err = fmt.Errorf("%w; nothing was stored: send the same request again later", err)
 		}
@@ -243,20 +243,25 @@ type refusal struct {
 	field  string
 	retry  time.Time
 	why    string // put before the error, when it alone does not say
+	// setup: the server's own set-up is the cause (no GitHub App), which
+	// the error names; sending the request again changes nothing until
+	// it is fixed, so the answer does not say to.
+	setup bool
 }
 
 // startRefusal answers a start refused with err: 503 when the database or
 // GitHub's rate limit is the cause (with the limit's reset when GitHub
 // named it), 502 when GitHub did not answer (a 5xx, or no answer at all),
 // so that a caller knows the same request may succeed later (nothing was
-// stored); 422 otherwise, a cause the caller must fix, named in field: the
-// repository for the App not installed there (or its installation deleted
-// or suspended) and for GitHub refusing to read it, the file for a missing
-// config. 422 rather than 409 for the App not installed: 409 is this
-// endpoint's answer to a release opened meanwhile with other content, and a
-// client that reads the status alone must not mistake one for the other;
-// like the config, the installation is something to fix before sending
-// the same request again.
+// stored); 503 too when the server has no GitHub App (its set-up, not the
+// request, is what to fix, as every API answers it); 422 otherwise, a
+// cause the caller must fix, named in field: the repository for the App
+// not installed there (or its installation deleted or suspended) and for
+// GitHub refusing to read it, the file for a missing config. 422 rather
+// than 409 for the App not installed: 409 is this endpoint's answer to a
+// release opened meanwhile with other content, and a client that reads the
+// status alone must not mistake one for the other; like the config, the
+// installation is something to fix before sending the same request again.
 func startRefusal(err error, now time.Time) refusal {
 	var er *github.ErrorResponse
 	var ue *url.Error
@@ -265,6 +270,8 @@ func startRefusal(err error, now time.Time) refusal {
 	switch {
 	case store.Unavailable(err):
 		return refusal{status: http.StatusServiceUnavailable}
+	case pipeline.AppNotConfigured(err):
+		return refusal{status: http.StatusServiceUnavailable, setup: true}
 	case errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 500, tokenUnanswered(err):
 		return refusal{status: http.StatusBadGateway}
 	}

@@ -541,7 +541,7 @@ func installationOf(ctx context.Context, d pipeline.Deps, repository string) (in
 	case err != nil || id != 0:
 	case d.App != nil && !d.App().Configured:
 		// The server's own setup, not the repository, is what to fix.
-		err = errors.New(pipeline.NotInstalled(d.App, repository))
+		err = &pipeline.NoApp{Repository: repository}
 	default:
 		err = &notInstalled{pipeline.NotInstalled(d.App, repository)}
 	}

@@ -1,0 +1,52 @@
+package rolloutflow_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// A server started without a GitHub App (no github.app_id and
+// github.private_key) refuses to start a rollout or a rollback because of
+// its own set-up, not the request: both APIs answer 503 naming the settings
+// to configure, with no field (nothing in the request is wrong), before and
+// after an installation of the repository is stored.
+func TestStartWithoutAppIsTheServersSetUp(t *testing.T) {
+	testdb.Each(t, startWithoutApp)
+}
+
+func startWithoutApp(t *testing.T, dbURL string) {
+	e := e2etest.StartWith(t, dbURL, app.Options{}, func(c *config.Config) { c.GitHub.AppID, c.GitHub.PrivateKey = 0, nil })
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)
+	requests := []struct{ name, path, body string }{
+		{"rollout start", "/api/v1/rollouts", `{"repository": "acme/checkout", "app": "checkout", "environment": "prod",
+			"cluster": "prod-eu", "version": "v2", "author": "alice"}`},
+		{"rollback", "/api/v1/rollbacks", `{"repository": "acme/checkout", "app": "checkout", "environment": "prod",
+			"cluster": "prod-eu", "reason": "errors up"}`},
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, r := range requests {
+			code, body := e.Do("POST", r.path, "application/json", []byte(r.body))
+			var got struct{ Error, Field string }
+			_ = json.Unmarshal(body, &got)
+			if code != http.StatusServiceUnavailable || got.Field != "" ||
+				!strings.Contains(got.Error, "github.app_id") || !strings.Contains(got.Error, "github.private_key") {
+				t.Errorf("%s, %s: answered %d %s, want 503 with no field naming github.app_id and github.private_key",
+					when, r.name, code, body)
+			}
+		}
+	}
+	check("no installation stored")
+	e.Install(repo)
+	check("an installation stored")
+	if n := e.Int(`SELECT COUNT(*) FROM records`); n != 0 {
+		t.Errorf("%d releases stored by refused requests, want 0", n)
+	}
+}
