@@ -119,7 +119,7 @@ var rolloutDoc = mapping("rollout", "Roll releases out over targets in waves, wi
 	items("waves", "The rollout's steps, in order.",
 		scalar("name", "string", "", "", "The wave's name, used by approvals_between and in its stages' names; required."),
 		scalar("select", "string", "", "label conditions, like region=eu-1, canary!=true", "The wave's targets; required."),
-		scalar("by", "string", "one undivided pass", one(string(rollout.ByAZ), string(rollout.ByRegion)), "Split the wave into one pass per availability zone or region."),
+		scalar("by", "string", "one undivided pass", one(string(rollout.ByAZ), string(rollout.ByRegion)), "Split the wave into one pass per availability zone or region; every target of the wave then needs the labels region and az."),
 		scalar("parallel_regions", "integer", fmt.Sprint(rollout.DefaultParallelRegions), "1 or more", "How many regions one stage updates together."),
 		scalar("bake", "duration", "0s", "", "How long health must hold after the wave before the next one starts."),
 		scalar("batch_bake", "duration", "no gate between batches", "", "A health gate after every batch of a pass but the last; 0s is a single read."),

@@ -183,10 +183,10 @@ rollout:
 
 func TestRegionOrder(t *testing.T) {
 	doc := `targets:
-  - {host: a, labels: {region: eu-1}}
-  - {host: b, labels: {region: us-1}}
-  - {host: c, labels: {region: ap-1}}
-  - {host: d, labels: {region: eu-2}}
+  - {host: a, labels: {region: eu-1, az: eu-1a}}
+  - {host: b, labels: {region: us-1, az: us-1a}}
+  - {host: c, labels: {region: ap-1, az: ap-1a}}
+  - {host: d, labels: {region: eu-2, az: eu-2a}}
 rollout:
   %s
   waves: [{name: w, select: "region!=none", by: region}]

@@ -299,16 +299,16 @@ func assign(s *Spec, sels []*Selector, ts []Target) ([][]int, []Problem) {
 }
 
 // checkPlacement makes sure a wave's targets carry the labels its division
-// needs: region (and az) with by, and region when an undivided wave spans
-// several regions, since a pass runs in one region.
+// needs: region and az with by (either one: seed 001, "con by i target
+// devono avere le etichette region e az"), and region when an undivided
+// wave spans several regions, since a pass runs in one region.
 func checkPlacement(s *Spec, members [][]int, ts []Target) []Problem {
 	var problems []Problem
 	for wi, w := range s.Waves {
 		need := []string{LabelRegion}
 		switch {
-		case w.By == ByAZ:
+		case w.By == ByAZ, w.By == ByRegion:
 			need = append(need, LabelAZ)
-		case w.By == ByRegion:
 		case w.By == "" && spansRegions(members[wi], ts):
 		default:
 			continue
@@ -331,6 +331,9 @@ func placementProblem(w Wave, t Target, ti int, label string) (Problem, bool) {
 	case w.By == ByAZ && label == LabelRegion:
 		// An az label alone looks like enough for by: az; say why it is not.
 		why += ", and each AZ's pass runs in its region (passes are <wave>/<region>/<az>)"
+	case w.By == ByRegion && label == LabelAZ:
+		// A region label alone looks like enough for by: region.
+		why += ", and a wave with by needs both region and az on every target"
 	case w.By == "":
 		why = fmt.Sprintf("wave %s spans several regions and each pass runs in one", w.Name)
 	}

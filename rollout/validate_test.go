@@ -52,10 +52,17 @@ rollout:
 `, noRollback, []wantProblem{{"targets[0].labels", 2, "{region", "a1 has no az label, but wave w splits by az"}}},
 
 		{"by region needs the region label", `targets:
-  - {host: a1, labels: {tier: web}}
+  - {host: a1, labels: {tier: web, az: eu-1a}}
 rollout:
   waves: [{name: w, select: "tier=web", by: region}]
 `, noRollback, []wantProblem{{"targets[0].labels", 2, "{tier", "a1 has no region label, but wave w splits by region"}}},
+
+		{"by region needs the az label too", `targets:
+  - {host: a1, labels: {tier: web, region: eu-1, az: eu-1a}}
+  - {host: a2, labels: {tier: web, region: eu-1}}
+rollout:
+  waves: [{name: w, select: "tier=web", by: region}]
+`, noRollback, []wantProblem{{"targets[1].labels", 3, "{tier", "a2 has no az label, but wave w splits by region, and a wave with by needs both region and az on every target: add labels: {az: …}"}}},
 
 		{"by az needs the region label too", `targets:
   - {host: a1, labels: {az: eu-1a}}
@@ -64,8 +71,8 @@ rollout:
 `, noRollback, []wantProblem{{"targets[0].labels", 2, "{az", "a1 has no region label, but wave w splits by az, and each AZ's pass runs in its region"}}},
 
 		{"by region names every target without a region", `targets:
-  - {host: a1, labels: {tier: web, region: eu-1}}
-  - {host: a2, labels: {tier: web}}
+  - {host: a1, labels: {tier: web, region: eu-1, az: eu-1a}}
+  - {host: a2, labels: {tier: web, az: eu-1b}}
   - {host: a3, labels: {tier: web, az: eu-1a}}
 rollout:
   waves: [{name: w, select: "tier=web", by: region}]
