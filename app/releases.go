@@ -89,7 +89,7 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := q.record()
-	if err := rec.ValidateRegistered(); err != nil {
+	if err := rec.ValidateRegistered(s.storedID(r.Context())); err != nil {
 		field, msg := fieldProblems(err, requestField)
 		writeError(w, http.StatusBadRequest, field, msg)
 		return

@@ -215,6 +215,15 @@ func (p *problems) atMost(field, value string, max int) {
 	}
 }
 
+// atMostID is atMost(field, id, MaxIDLen), passing an id over it that
+// names a stored release.
+func (p *problems) atMostID(field, id string, stored StoredID) {
+	if utf8.RuneCountInString(id) > MaxIDLen && stored != nil && stored(id) {
+		return
+	}
+	p.atMost(field, id, MaxIDLen)
+}
+
 // atMostBytes refuses a value longer than max bytes (free text, kept and
 // sent on as it came).
 func (p *problems) atMostBytes(field, value string, max int) {
@@ -228,12 +237,13 @@ func (p *problems) atMostBytes(field, value string, max int) {
 // POST /api/v1/releases (Record.ValidateRegistered). The caps apply to
 // what arrives, not in Validate: the reducer validates stored facts again
 // when it replays them, and one kept before the caps must still apply.
-// release_id is not capped here: cluster and workflow facts echo the ids
-// ripcord builds for rollbacks and rollouts (rollback-…:<cluster>/<env>),
-// which are not bounded by MaxIDLen.
-func (f *Fact) ValidateSent() error {
+// release_id is capped too: the ids ripcord builds for rollbacks, which
+// cluster and workflow facts echo, are shortened to MaxIDLen; one built
+// longer before that passes when it names a stored release (stored).
+func (f *Fact) ValidateSent(stored StoredID) error {
 	var v problems
 	f.validate(&v)
+	v.atMostID("release_id", f.ReleaseID, stored)
 	v.atMost("cluster", f.Cluster, MaxIDLen)
 	for i, img := range f.Images {
 		v.atMost(fmt.Sprintf("images[%d]", i), img, MaxImageLen)

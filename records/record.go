@@ -88,8 +88,11 @@ func (r Record) ResolvedDigest() string {
 // fields in facts, Fact.ValidateSent). They bound what is stored, shown and
 // sent on; each is at least what the field can legitimately hold.
 const (
-	// MaxIDLen caps release_id, app, environment and cluster: a
-	// Kubernetes object name (a DNS subdomain) is at most 253.
+	// MaxIDLen caps release_id, rollback_of, app, environment and cluster:
+	// a Kubernetes object name (a DNS subdomain) is at most 253. The ids
+	// ripcord builds for rollbacks are shortened to it too
+	// (rollbackpr.Shorten); one built longer before that is still accepted
+	// where it names a stored release (StoredID).
 	MaxIDLen = 253
 	// MaxImageLen caps an image reference.
 	MaxImageLen = 1024
@@ -104,9 +107,15 @@ const (
 	MaxURLLen = 2048
 )
 
+// StoredID reports whether a release id is stored; it is asked only about
+// an id over MaxIDLen, which only ripcord itself built, before its ids were
+// shortened to the cap: such a release is still named by its facts and by
+// a rollback of it. nil: none is.
+type StoredID func(releaseID string) bool
+
 // Validate checks a record as a caller submits it (POST /api/v1/releases).
 // Each problem is a *FieldError naming the JSON field.
-func (r Record) Validate() error { return r.validate(false) }
+func (r Record) Validate() error { return r.validate(false, nil) }
 
 // ValidateRegistered checks a record as release tooling registers it (POST
 // /api/v1/releases): as Validate, and the cluster is required too, since
@@ -116,10 +125,11 @@ func (r Record) Validate() error { return r.validate(false) }
 // checks the records ripcord opens itself, whose ids it builds from
 // cluster and environment, and whose rollback reasons come from comments.
 // The problems come in the order the fields are documented: release_id,
-// app, environment, cluster, image, then the rest.
-func (r Record) ValidateRegistered() error { return r.validate(true) }
+// app, environment, cluster, image, then the rest. rollback_of is capped
+// as release_id is, unless it names a stored release (stored).
+func (r Record) ValidateRegistered(stored StoredID) error { return r.validate(true, stored) }
 
-func (r Record) validate(registered bool) error {
+func (r Record) validate(registered bool, stored StoredID) error {
 	var v problems
 	capped := func(field, value string, max int) {
 		if registered {
@@ -148,6 +158,9 @@ func (r Record) validate(registered bool) error {
 		}
 	case KindRollback:
 		v.require("rollback_of", r.RollbackOf)
+		if registered {
+			v.atMostID("rollback_of", r.RollbackOf, stored)
+		}
 		v.require("rollback_reason", r.RollbackReason)
 		if r.RollbackOf != "" && r.RollbackOf == r.ReleaseID {
 			v.add("rollback_of", "cannot name the rollback release itself")

@@ -134,15 +134,30 @@ func TestCapsApplyWhereFieldsArrive(t *testing.T) {
 	if err := built.Validate(); err != nil {
 		t.Errorf("Validate refused a record ripcord builds: %v", err)
 	}
-	if err := built.ValidateRegistered(); err == nil || !strings.Contains(err.Error(), "release_id: must be at most 253 characters") ||
+	if err := built.ValidateRegistered(nil); err == nil || !strings.Contains(err.Error(), "release_id: must be at most 253 characters") ||
 		!strings.Contains(err.Error(), "rollback_reason: must be at most 4096 bytes") {
 		t.Errorf("ValidateRegistered = %v, want release_id and rollback_reason over their caps", err)
+	}
+	old := strings.Repeat("r", MaxIDLen+1)
+	stored := func(id string) bool { return id == old }
+	for _, id := range []string{old, strings.Repeat("u", MaxIDLen+1)} {
+		sent := fact(id, PhaseHealthy, 1)
+		err := sent.ValidateSent(stored)
+		if want := id != old; (err != nil) != want || (want && err.Error() != "release_id: must be at most 253 characters, got 254") {
+			t.Errorf("ValidateSent of release_id %.8s… (stored: %v) = %v", id, !want, err)
+		}
+		rb := Record{ReleaseID: "rb", App: "checkout", Environment: "prod", Cluster: "prod-eu", Image: "registry.example/checkout:v1",
+			Kind: KindRollback, RollbackOf: id, RollbackReason: "errors up"}
+		err = rb.ValidateRegistered(stored)
+		if want := id != old; (err != nil) != want || (want && err.Error() != "rollback_of: must be at most 253 characters, got 254") {
+			t.Errorf("ValidateRegistered of rollback_of %.8s… (stored: %v) = %v", id, !want, err)
+		}
 	}
 	f := fact("r1", PhaseHealthy, 1, func(f *Fact) { f.Images = []string{strings.Repeat("i", MaxImageLen+1)} })
 	if err := f.Validate(); err != nil {
 		t.Errorf("Validate refused a stored fact over a cap: %v", err)
 	}
-	if err := f.ValidateSent(); err == nil || err.Error() != "images[0]: must be at most 1024 characters, got 1025" {
+	if err := f.ValidateSent(nil); err == nil || err.Error() != "images[0]: must be at most 1024 characters, got 1025" {
 		t.Errorf("ValidateSent = %v, want images[0] over its cap", err)
 	}
 }

@@ -170,7 +170,7 @@ func TestTaskCancelledAbortsAndSaysWhichRun(t *testing.T) {
 
 func TestTaskCancelledIsAValidStatusWithoutFailureType(t *testing.T) {
 	f := taskFact("R1", TaskCancelled, 1)
-	if err := f.ValidateSent(); err != nil {
+	if err := f.ValidateSent(nil); err != nil {
 		t.Errorf("cancelled fact: %v, want valid", err)
 	}
 	f.FailureType = "deploy_failure"

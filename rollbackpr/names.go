@@ -40,13 +40,29 @@ const envMax = 250 - len(BranchPrefix) - len("-12345678") - len("-of-12345678")
 // envComponent is refComponent(env), cut to envMax for an environment named at length:
 // the first characters, "-" and eight hex digits of the SHA-256 of env, so that two long
 // names that differ only past the cut still get branches of their own.
-func envComponent(env string) string {
-	c := refComponent(env)
-	if len(c) <= envMax {
-		return c
+func envComponent(env string) string { return shorten(refComponent(env), env, envMax) }
+
+// Shorten bounds a name ripcord builds from parts of any length (a rollback
+// release's id, from its cluster and environment) as a long environment's
+// branch name is bounded: s itself when it is at most max bytes, otherwise
+// its first bytes, "-" and the first eight hex digits of the SHA-256 of s,
+// max bytes in all. The start keeps it readable, the hash keeps two names
+// that differ only past the cut apart, and the same s always gives the same
+// name. Bytes bound characters too; the cut falls between characters.
+func Shorten(s string, max int) string { return shorten(s, s, max) }
+
+// shorten is Shorten with the hash taken of full, the name s was made from
+// (an environment whose branch component is s).
+func shorten(s, full string, max int) string {
+	if len(s) <= max {
+		return s
 	}
-	sum := sha256.Sum256([]byte(env))
-	return strings.TrimRight(c[:envMax-len("-12345678")], ".-") + "-" + hex.EncodeToString(sum[:4])
+	n := max - len("-12345678")
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	sum := sha256.Sum256([]byte(full))
+	return strings.TrimRight(s[:n], ".-") + "-" + hex.EncodeToString(sum[:4])
 }
 
 // OwnBranchName is the branch for rolling env back to gitRevision when another rollback

@@ -15,6 +15,7 @@ import (
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
+	"github.com/ripcord/ripcord/rollbackpr"
 )
 
 // KubernetesExecutor carries out rollbacks decided for rollback mode
@@ -82,10 +83,12 @@ func (x k8sExecutor) Queue(ctx context.Context, tx *sql.Tx, req recoveryflow.Rol
 }
 
 // RollbackReleaseID is the rollback release's id: derived from the decision's
-// idempotency key, so a retried decision opens the same release.
+// idempotency key, so a retried decision opens the same release, and
+// shortened to records.MaxIDLen (rollbackpr.Shorten) when the cluster and
+// environment are long, so that the facts that echo it fit the cap.
 func RollbackReleaseID(key, cluster, env string) string {
 	sum := sha256.Sum256([]byte(key))
-	return fmt.Sprintf("rollback-%s:%s/%s", hex.EncodeToString(sum[:])[:12], cluster, env)
+	return rollbackpr.Shorten(fmt.Sprintf("rollback-%s:%s/%s", hex.EncodeToString(sum[:])[:12], cluster, env), records.MaxIDLen)
 }
 
 func where(ep recoveryflow.Episode) string {

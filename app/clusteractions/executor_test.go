@@ -162,3 +162,20 @@ func TestAKubernetesRollbackThatCannotBeQueuedIsNotStarted(t *testing.T) {
 		}
 	})
 }
+
+// A kubernetes rollback in a cluster and environment named at length gets
+// an id within records.MaxIDLen, which the agent's facts that echo it must
+// fit; it keeps its start, and another decision gets another id.
+func TestRollbackReleaseIDIsBounded(t *testing.T) {
+	cluster, env := strings.Repeat("c", records.MaxIDLen), strings.Repeat("e", records.MaxIDLen)
+	id := clusteractions.RollbackReleaseID("key-1", cluster, env)
+	if len(id) > records.MaxIDLen || !strings.HasPrefix(id, "rollback-") || !strings.Contains(id, ":ccc") {
+		t.Errorf("RollbackReleaseID = %q (%d bytes), want at most %d keeping rollback-<hash>:<cluster>", id, len(id), records.MaxIDLen)
+	}
+	if id != clusteractions.RollbackReleaseID("key-1", cluster, env) || id == clusteractions.RollbackReleaseID("key-2", cluster, env) {
+		t.Errorf("bounded RollbackReleaseID %q is not the same decision's only", id)
+	}
+	if got := clusteractions.RollbackReleaseID("key-1", "prod-eu", "prod"); !strings.HasSuffix(got, ":prod-eu/prod") || len(got) != len("rollback-123456789012:prod-eu/prod") {
+		t.Errorf("RollbackReleaseID of a short cluster and environment = %q, want it unchanged", got)
+	}
+}

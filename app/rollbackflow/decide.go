@@ -205,7 +205,10 @@ func evidenceOf(ans eligibility.Answer, window int) rollbackpr.Eligibility {
 }
 
 // ReleaseID is the rollback release's id: rollback-<sha8>-<h6>:<cluster>/<env>,
-// where h6 is derived from the release replaced and the target. The same
+// where h6 is derived from the release replaced and the target, shortened
+// to records.MaxIDLen (rollbackpr.Shorten) when the cluster and environment
+// are long, so that the id fits where ids are capped (the facts that echo
+// it, the rollback_of of a rollback of it). The same
 // rollback asked for twice (a second click, a retried job) gets the same id,
 // and so the same record; rolling the same target back in again later, over
 // another release, gets a new one.
@@ -222,7 +225,8 @@ func AttemptID(rollbackOf string, target records.Record, env string, attempt int
 		key += "\x00" + strconv.Itoa(attempt)
 	}
 	h := sha256.Sum256([]byte(key))
-	return fmt.Sprintf("rollback-%s-%s:%s/%s", rollbackpr.ShortSHA(target.GitRevision), hex.EncodeToString(h[:3]), target.Cluster, env)
+	return rollbackpr.Shorten(fmt.Sprintf("rollback-%s-%s:%s/%s", rollbackpr.ShortSHA(target.GitRevision), hex.EncodeToString(h[:3]),
+		target.Cluster, env), records.MaxIDLen)
 }
 
 func reason(s Start) string {

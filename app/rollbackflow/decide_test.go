@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
@@ -107,6 +108,22 @@ func TestReleaseIDIsTheSameForTheSameRollbackOnly(t *testing.T) {
 	}
 	if ReleaseID("r4", r2, "prod") == a || ReleaseID("r3", r1, "prod") == a {
 		t.Error("another rollback got the same release id")
+	}
+}
+
+// A rollback in a cluster and environment named at length gets an id within
+// records.MaxIDLen, as the facts that echo it and a rollback of it that
+// names it in rollback_of need: it keeps its start and stays its own.
+func TestReleaseIDIsBounded(t *testing.T) {
+	r2 := rec(2, records.StateHealthy, true)
+	r2.Cluster = strings.Repeat("c", records.MaxIDLen)
+	env := strings.Repeat("e", records.MaxIDLen)
+	a := ReleaseID("r3", r2, env)
+	if n := utf8.RuneCountInString(a); n > records.MaxIDLen || !strings.HasPrefix(a, "rollback-"+r2.GitRevision[:8]+"-") {
+		t.Errorf("ReleaseID = %q (%d characters), want at most %d starting rollback-<sha8>-", a, n, records.MaxIDLen)
+	}
+	if a != ReleaseID("r3", r2, env) || a == ReleaseID("r4", r2, env) || a == AttemptID("r3", r2, env, 2) {
+		t.Errorf("bounded ReleaseID %q is not the same rollback's only", a)
 	}
 }
 
