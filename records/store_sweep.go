@@ -25,7 +25,12 @@ const sweepBatch = 500
 // sweepBatch records and returns how many records it deleted.
 //
 // The facts of deleted records go with them (they only served to drop
-// repeats, and the retention is far longer than any redelivery). Audit
+// repeats, and the retention is far longer than any redelivery), and so do
+// their check run notes (release_check_notes, app/rollbackflow): a note
+// outliving its release would only be shown again on the check run of a
+// release opened later under the same id. The table has no foreign key to
+// records (a cascade would need SQLite's table rebuilt); the notes of
+// releases swept before they went with them are deleted here too. Audit
 // events stay: they are the history, and drift and stall events may have
 // no record at all. Observations stay too: there is one per workload, not
 // per release, and dropping one would make the workload's next resync look
@@ -54,6 +59,14 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, retention time.Duratio
 		if err != nil {
 			return deleted, fmt.Errorf("sweep releases: %w", err)
 		}
+	}
+	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM release_check_notes
+			WHERE NOT EXISTS (SELECT 1 FROM records WHERE records.release_id = release_check_notes.release_id)`)
+		return err
+	})
+	if err != nil {
+		return deleted, fmt.Errorf("sweep releases: delete the check run notes of releases gone: %w", err)
 	}
 	return deleted, nil
 }
@@ -123,6 +136,9 @@ func deleteRecords(ctx context.Context, tx *sql.Tx, batch []string, cutoff int64
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE release_id IN (`+placeholders(1, len(gone))+`)`, gone...); err != nil {
 		return 0, fmt.Errorf("delete facts of deleted releases: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM release_check_notes WHERE release_id IN (`+placeholders(1, len(gone))+`)`, gone...); err != nil {
+		return 0, fmt.Errorf("delete check run notes of deleted releases: %w", err)
 	}
 	return len(gone), nil
 }

@@ -42,6 +42,13 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 				t.Fatal(err)
 			}
 		}
+		// Check run notes (app/rollbackflow) of a release swept, a release
+		// kept, and a release swept before notes went with their releases.
+		for _, rel := range []string{"A4", "A9", "swept-before"} {
+			if _, err := s.db.Write.Exec(`INSERT INTO release_check_notes (release_id, note) VALUES ($1, 'opening the rollback')`, rel); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {
 			return s.InsertAudit(context.Background(), tx, AuditEvent{Type: AuditStateChanged, ReleaseID: "A4", At: at(4)})
 		}); err != nil {
@@ -57,6 +64,11 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 		}
 		if got := count(t, s, `SELECT COUNT(*) FROM facts WHERE release_id = 'A9'`); got != 1 {
 			t.Errorf("facts of the kept A9 deleted")
+		}
+		for rel, want := range map[string]int{"A4": 0, "A9": 1, "swept-before": 0} {
+			if got := count(t, s, `SELECT COUNT(*) FROM release_check_notes WHERE release_id = '`+rel+`'`); got != want {
+				t.Errorf("%d check run notes of %s after the sweep, want %d", got, rel, want)
+			}
 		}
 		if got := count(t, s, `SELECT COUNT(*) FROM audit_events WHERE release_id = 'A4'`); got != 1 {
 			t.Errorf("audit events of the deleted A4 deleted; they are history")
