@@ -29,7 +29,7 @@ func TestACommandWithoutAConfigNamesTheRepositoryToAddItTo(t *testing.T) {
 
 		e.WaitFor("the answer", 15*time.Second, func() bool { return reply(e, c.ID) != "" })
 		const want = "ripcord cannot run `/ripcord rollback` here: " +
-			"no .github/ripcord.yml in acme/checkout, nor in its organisation's acme/.github repository."
+			"no .github/ripcord.yml in acme/checkout, nor in its organisation's acme/.github repository: add one to acme/checkout"
 		if got := reply(e, c.ID); !strings.Contains(got, want) {
 			t.Errorf("reply %q, want it to contain %q", got, want)
 		}

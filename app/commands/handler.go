@@ -120,7 +120,7 @@ func (h *handler) command(ctx context.Context, c comment, cmd Command) (pipeline
 		return nil, err
 	}
 	if !cfg.Valid() {
-		why := fmt.Sprintf("ripcord cannot run `%s %s` here: %v.", Prefix, cmd.Name, cfg.Err())
+		why := fmt.Sprintf("ripcord cannot run `%s %s` here: %s.", Prefix, cmd.Name, cfg.Explain(c.repository))
 		return h.answer(c, why, h.audit(c, cmd, records.AuditCommandRefused, why)), nil
 	}
 	need, _ := cfg.Config.CommandPermission(cmd.Name)

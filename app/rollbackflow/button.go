@@ -49,7 +49,7 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 		return nil, err
 	}
 	if !cfg.Valid() {
-		return h.answer(rec, d, user, records.AuditCommandRefused, "Not rolling back: .github/ripcord.yml of "+repository+" does not load."), nil
+		return h.answer(rec, d, user, records.AuditCommandRefused, "Not rolling back: "+cfg.Explain(repository)+"."), nil
 	}
 	v, err := permit(ctx, gh, cfg.Config, repository, user)
 	if err != nil {

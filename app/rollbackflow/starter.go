@@ -100,7 +100,7 @@ func (s *Starter) start(ctx context.Context, req StartRequest) (Outcome, error) 
 		return Outcome{}, err
 	}
 	if !cfg.Valid() {
-		return Outcome{}, refuse(".github/ripcord.yml of %s does not load: %v", req.Repository, cfg.Err())
+		return Outcome{}, refuse("%s", cfg.Explain(req.Repository))
 	}
 	v, err := permit(ctx, gh, cfg.Config, req.Repository, req.User)
 	if err != nil {
