@@ -30,9 +30,7 @@ func (f *flow) rollbackOnce(ctx context.Context, tx *sql.Tx, ep Episode) (Episod
 			return ep, fmt.Errorf("lock the rollbacks of release %s: %w", ep.ReleaseID, err)
 		}
 	}
-	other, ok, err := scanEpisode(tx.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes
-		WHERE release_id = $1 AND state = $2 AND NOT (repository = $3 AND run_id = $4)
-		ORDER BY created_at, repository, run_id LIMIT 1`, ep.ReleaseID, string(StateRollingBack), ep.Repository, ep.RunID))
+	other, ok, err := scanEpisode(tx.QueryRowContext(ctx, rollingBackSQL, ep.ReleaseID, ep.Repository, ep.RunID))
 	if err != nil || !ok {
 		return ep, err
 	}
@@ -49,3 +47,10 @@ func rollbackUnderWay(ep, other Episode) Episode {
 	ep.Decision, ep.State = d, StateSkipped
 	return ep
 }
+
+// rollingBackSQL is the oldest other episode rolling release $1 back. The
+// state is written out, not a parameter, so that both databases read the
+// partial index episodes_rolling_back (00028), which holds only those.
+const rollingBackSQL = `SELECT ` + episodeColumns + ` FROM episodes
+	WHERE release_id = $1 AND state = '` + string(StateRollingBack) + `' AND NOT (repository = $2 AND run_id = $3)
+	ORDER BY created_at, repository, run_id LIMIT 1`
