@@ -69,13 +69,11 @@ func (s *Server) requireClusterTasks(w http.ResponseWriter, r *http.Request, clu
 		if !f.IsTask() {
 			continue
 		}
-		rec, err := s.records.Get(r.Context(), f.ReleaseKey())
+		rec, found, ok := s.storedRelease(w, r, f)
 		switch {
-		case errors.Is(err, records.ErrNotFound):
-		case err != nil:
-			s.internalError(w, r, err)
+		case !ok:
 			return false
-		case rec.Cluster != cluster:
+		case found && rec.Cluster != cluster:
 			writeError(w, http.StatusForbidden, factField(batch, i, "release_id"), fmt.Sprintf(
 				"release %s is not of cluster %s (it is of %s): a cluster's token may post task facts of that cluster's releases only",
 				rec.ReleaseID, cluster, cmp.Or(rec.Cluster, "no cluster")))
@@ -186,13 +184,11 @@ func (s *Server) requireOwnReleases(w http.ResponseWriter, r *http.Request, repo
 		if f.ReleaseKey() == "" {
 			continue
 		}
-		rec, err := s.records.Get(r.Context(), f.ReleaseKey())
+		rec, found, ok := s.storedRelease(w, r, f)
 		switch {
-		case errors.Is(err, records.ErrNotFound):
-		case err != nil:
-			s.internalError(w, r, err)
+		case !ok:
 			return false
-		case rec.Repository != "" && !strings.EqualFold(rec.Repository, repo):
+		case found && rec.Repository != "" && !strings.EqualFold(rec.Repository, repo):
 			field := "release_id"
 			if f.ReleaseID == "" {
 				field = "deployment_id" // the release's key when it names no release_id
@@ -203,6 +199,20 @@ func (s *Server) requireOwnReleases(w http.ResponseWriter, r *http.Request, repo
 		}
 	}
 	return true
+}
+
+// storedRelease is the release fact f names; found is false when none is
+// stored, and ok false when reading it failed (answered with a 500).
+func (s *Server) storedRelease(w http.ResponseWriter, r *http.Request, f records.Fact) (rec records.Record, found, ok bool) {
+	rec, err := s.records.Get(r.Context(), f.ReleaseKey())
+	switch {
+	case errors.Is(err, records.ErrNotFound):
+		return rec, false, true
+	case err != nil:
+		s.internalError(w, r, err)
+		return rec, false, false
+	}
+	return rec, true, true
 }
 
 // requireOwner refuses with 403, naming field, a workflow of repo that
