@@ -20,23 +20,7 @@ func TestDeliveriesAreListedNewestFirstFromAnAscendingIndex(t *testing.T) {
 		ctx := context.Background()
 		switch db.Dialect {
 		case store.SQLite:
-			rows, err := db.Read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+listDeliveriesSQL, 50)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
+			plan := testdb.Plan(t, db.Read, db.Dialect, listDeliveriesSQL, 50)
 			got := strings.Join(plan, "; ")
 			if !strings.Contains(got, "deliveries_received_at") || strings.Contains(got, "TEMP B-TREE") {
 				t.Errorf("the list's plan is %q, want a scan of deliveries_received_at and no sort", got)
@@ -63,23 +47,7 @@ func TestStrandedDeliveriesAreFoundWithoutWalkingEveryDelivery(t *testing.T) {
 		ctx := context.Background()
 		switch db.Dialect {
 		case store.SQLite:
-			rows, err := db.Read.QueryContext(ctx, `EXPLAIN QUERY PLAN `+strandedSQL(db.Dialect), sweepChunk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
+			plan := testdb.Plan(t, db.Read, db.Dialect, strandedSQL(db.Dialect), sweepChunk)
 			for _, line := range plan {
 				if strings.HasPrefix(line, "SCAN d") && line != "SCAN d USING INDEX deliveries_retrying" {
 					t.Errorf("the stranded deliveries' plan has %q (all of it: %q), want a scan of deliveries_retrying only", line, plan)

@@ -22,39 +22,14 @@ func TestTheRollbackUnderWayIsFoundThroughAnIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = tx.Rollback() }()
-		explain := `EXPLAIN QUERY PLAN `
 		if db.Dialect == store.Postgres {
 			// Few rows make any table cheap to walk: forbid the walk, so
 			// that the plan shows whether the index can serve at all.
 			if _, err := tx.ExecContext(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
 				t.Fatal(err)
 			}
-			explain = `EXPLAIN `
 		}
-		rows, err := tx.QueryContext(ctx, explain+rollingBackSQL, "r1:prod-eu/prod", "acme/checkout", 7)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var plan []string
-		for rows.Next() {
-			cols, _ := rows.Columns()
-			vals := make([]any, len(cols))
-			for i := range vals {
-				vals[i] = new(any)
-			}
-			if err := rows.Scan(vals...); err != nil {
-				t.Fatal(err)
-			}
-			line := *(vals[len(vals)-1].(*any))
-			if b, ok := line.([]byte); ok {
-				line = string(b)
-			}
-			plan = append(plan, line.(string))
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
+		plan := testdb.Plan(t, tx, db.Dialect, rollingBackSQL, "r1:prod-eu/prod", "acme/checkout", 7)
 		if got := strings.Join(plan, "; "); !strings.Contains(got, "episodes_rolling_back") {
 			t.Errorf("the plan is %q, want it to read episodes_rolling_back", got)
 		}
