@@ -26,18 +26,7 @@ func BenchmarkYearDeliveries(b *testing.B) {
 			size.Records, size.AuditEvents, size.Rollouts = 0, 0, 0
 			yearseed.Seed(b, db, size)
 			b.Logf("%s: seeded a year of deliveries in %s", engine, time.Since(start).Round(time.Millisecond))
-			run := func(name string, fn func() (int, error)) {
-				b.Run(name, func(b *testing.B) {
-					var n int
-					for b.Loop() {
-						var err error
-						if n, err = fn(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(n), "rows")
-				})
-			}
+			run := yearseed.Measure(b)
 			run("api-deliveries", func() (int, error) {
 				ds, err := listDeliveries(ctx, db.Read, defaultListLimit)
 				return len(ds), err

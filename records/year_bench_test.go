@@ -43,18 +43,7 @@ func benchYearQueries(b *testing.B, ctx context.Context, s *records.Store, h yea
 	app, env := t.App, t.Environment
 	release := yearseed.ReleaseID(h.Size.Records / 2)
 	window := eligibility.DefaultWindow + eligibility.ReadAhead
-	run := func(name string, fn func() (int, error)) {
-		b.Run(name, func(b *testing.B) {
-			var n int
-			for b.Loop() {
-				var err error
-				if n, err = fn(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(n), "rows")
-		})
-	}
+	run := yearseed.Measure(b)
 	list := func(f records.Filter) func() (int, error) {
 		return func() (int, error) {
 			rs, err := s.List(ctx, f)

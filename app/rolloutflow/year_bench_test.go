@@ -31,18 +31,7 @@ func BenchmarkYearRollouts(b *testing.B) {
 			// Every fifth record has a rollout (yearseed), which puts
 			// them in half the targets; this one has 100.
 			t := h.Targets[len(h.Targets)/2]
-			run := func(name string, fn func() (int, error)) {
-				b.Run(name, func(b *testing.B) {
-					var n int
-					for b.Loop() {
-						var err error
-						if n, err = fn(); err != nil {
-							b.Fatal(err)
-						}
-					}
-					b.ReportMetric(float64(n), "rows")
-				})
-			}
+			run := yearseed.Measure(b)
 			page := func(unfinished bool, limit int) func() (int, error) {
 				return func() (int, error) {
 					ros, err := listRollouts(ctx, db.Read, t.App, t.Environment, unfinished, limit)

@@ -86,6 +86,23 @@ func SkipUnlessNamed(b *testing.B, name string) {
 	}
 }
 
+// Measure returns a function that runs fn as b's sub-benchmark name and
+// reports the rows its last call read.
+func Measure(b *testing.B) func(name string, fn func() (int, error)) {
+	return func(name string, fn func() (int, error)) {
+		b.Run(name, func(b *testing.B) {
+			var n int
+			for b.Loop() {
+				var err error
+				if n, err = fn(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n), "rows")
+		})
+	}
+}
+
 // Seed writes size's history into db, which must be migrated and empty.
 func Seed(tb testing.TB, db *store.DB, size Size) History {
 	tb.Helper()
