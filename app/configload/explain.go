@@ -3,6 +3,8 @@ package configload
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 // Explain says, in one clause for a person who asked ripcord to act on
@@ -45,4 +47,25 @@ func (r Result) Explain(repository string) string {
 	}
 	return fmt.Sprintf("%s is not valid%s, %s: %s%s: fix it (`ripcord validate` lists every problem), then try again",
 		file, at, p.Path, p.Message, more)
+}
+
+// Field is what an API refusal of r names as its field, for a caller to
+// fix: the key of the first problem; for a problem with the whole file (a
+// YAML syntax error) the file and its line (.github/ripcord.yml:12); the
+// file itself when it is missing or has no line. "" for a valid config.
+func (r Result) Field() string {
+	switch {
+	case r.Valid():
+		return ""
+	case !r.Found || len(r.Problems) == 0:
+		return repoconfig.Path
+	}
+	p := r.Problems[0]
+	switch {
+	case p.Path != "":
+		return p.Path
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d", r.Source.Path, p.Line)
+	}
+	return r.Source.Path
 }

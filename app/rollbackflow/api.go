@@ -99,7 +99,7 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !cfg.Valid() {
-		pipeline.WriteError(w, http.StatusUnprocessableEntity, "repository", cfg.Explain(repo))
+		pipeline.WriteError(w, http.StatusUnprocessableEntity, cfg.Field(), cfg.Explain(repo))
 		return
 	}
 	// An open rollback is a duplicate: the answer says so and names its

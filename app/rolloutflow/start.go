@@ -90,16 +90,7 @@ func (e *configInvalid) Unwrap() error { return configload.ErrInvalid }
 // problem with the whole file (a YAML syntax error), which has no key, the
 // file and its line (.github/ripcord.yml:12), so that the answer still
 // points at what to fix.
-func (e *configInvalid) field() string {
-	p := e.res.Problems[0]
-	switch {
-	case p.Path != "":
-		return p.Path
-	case p.Line > 0:
-		return fmt.Sprintf("%s:%d", e.res.Source.Path, p.Line)
-	}
-	return e.res.Source.Path
-}
+func (e *configInvalid) field() string { return e.res.Field() }
 
 // configMissing is a start refused because neither the repository nor its
 // organisation has a config: the answer names the file to add, and where
