@@ -101,7 +101,7 @@ func TestRollbackAPIRefusals(t *testing.T) {
 				`pass the app's repository (owner/name) as "repository" in the request body, or --repository to ripcord rollback`},
 			// The repository asked about is the one to add the file to; the
 			// organisation's is where ripcord looked next.
-			{"no config", `{"app":"billing","environment":"prod","reason":"x","repository":"acme/billing"}`, "repository",
+			{"no config", `{"app":"billing","environment":"prod","reason":"x","repository":"acme/billing"}`, ".github/ripcord.yml",
 				"no .github/ripcord.yml in acme/billing, nor in its organisation's acme/.github repository"},
 		}
 		for _, c := range cases {
