@@ -50,6 +50,29 @@ func failedRunDelivery(t *testing.T, deliveryID string, id int64, sha string) pi
 		Repository: "acme/checkout", Body: body}
 }
 
+// commitAtOnce commits each decision in its own transaction, all at the
+// same time, as two drain rounds or two replicas do. Each must commit: a
+// decision that lost the race ends quietly, it is not retried.
+func commitAtOnce(t *testing.T, f *flow, commits []pipeline.Commit) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, len(commits))
+	for i, c := range commits {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return c(ctx, tx) })
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("commit %d: %v (a decision that lost the race must end quietly, not be retried)", i, err)
+		}
+	}
+}
+
 // Two deliveries of one failure (GitHub sending twice, under two delivery
 // ids) decided side by side, as two drain rounds or two replicas do: both
 // read no episode, both decide, both commit at the same time. Seed 000
@@ -76,21 +99,7 @@ func TestTwoDeliveriesOfOneFailureAtOnceAreDecidedOnce(t *testing.T) {
 			}
 			commits = append(commits, c)
 		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(commits))
-		for i, c := range commits {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return c(ctx, tx) })
-			}()
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("commit %d: %v (a delivery that lost the race must end quietly, not be retried)", i, err)
-			}
-		}
+		commitAtOnce(t, f, commits)
 
 		ep := checkoutEpisode(t, f, run)
 		if ep.State != StateRetryScheduled || ep.RetryCount != 1 || ep.Seq != 1 {
@@ -154,21 +163,7 @@ func TestTwoRunsOfOneReleaseDecidedAtOnceRollBackOnce(t *testing.T) {
 			}
 			commits = append(commits, c)
 		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(commits))
-		for i, c := range commits {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return c(ctx, tx) })
-			}()
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("commit %d: %v", i, err)
-			}
-		}
+		commitAtOnce(t, f, commits)
 		var states []string
 		for _, run := range runs {
 			ep := checkoutEpisode(t, f, run)
