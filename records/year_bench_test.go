@@ -9,7 +9,6 @@ import (
 
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/store"
-	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/internal/testdb/yearseed"
 	"github.com/ripcord/ripcord/records"
 )
@@ -23,19 +22,10 @@ import (
 //
 //	go test -run '^$' -bench Year -benchtime 20x -v ./records
 func BenchmarkYear(b *testing.B) {
-	yearseed.SkipUnlessNamed(b, "Year")
-	for _, engine := range testdb.Engines {
-		b.Run(engine, func(b *testing.B) {
-			ctx := context.Background()
-			db := testdb.OpenMigrated(b, testdb.URL(b, engine))
-			start := time.Now()
-			h := yearseed.Seed(b, db, yearseed.Year)
-			b.Logf("%s: seeded a year in %s", engine, time.Since(start).Round(time.Millisecond))
-			s := records.NewStore(db)
-			logYearPlans(b, db, h)
-			benchYearQueries(b, ctx, s, h)
-		})
-	}
+	yearseed.Each(b, "Year", yearseed.Year, func(b *testing.B, db *store.DB, h yearseed.History) {
+		logYearPlans(b, db, h)
+		benchYearQueries(b, context.Background(), records.NewStore(db), h)
+	})
 }
 
 func benchYearQueries(b *testing.B, ctx context.Context, s *records.Store, h yearseed.History) {

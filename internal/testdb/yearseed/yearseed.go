@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
 )
 
 // Size is how much history Seed writes.
@@ -31,6 +32,11 @@ type Size struct {
 	AuditEvents  int // spread evenly over the records
 	Deliveries   int
 	Rollouts     int // at most one per record
+}
+
+// String names what size seeds, for the benchmarks' logs.
+func (s Size) String() string {
+	return fmt.Sprintf("%d releases, %d audit events, %d deliveries and %d rollouts", s.Records, s.AuditEvents, s.Deliveries, s.Rollouts)
 }
 
 // Year is a busy installation after a year: 100,000 releases across 50
@@ -83,6 +89,23 @@ func SkipUnlessNamed(b *testing.B, name string) {
 	}
 	if f := flag.Lookup("test.bench"); f == nil || !strings.Contains(f.Value.String(), name) {
 		b.Skipf("loads a year of history: run it by name, -bench %s", name)
+	}
+}
+
+// Each runs benchmark name (only when -bench names it, see
+// SkipUnlessNamed) once per engine, on a migrated database seeded with
+// size's history, and logs how long the seeding took.
+func Each(b *testing.B, name string, size Size, fn func(b *testing.B, db *store.DB, h History)) {
+	b.Helper()
+	SkipUnlessNamed(b, name)
+	for _, engine := range testdb.Engines {
+		b.Run(engine, func(b *testing.B) {
+			db := testdb.OpenMigrated(b, testdb.URL(b, engine))
+			start := time.Now()
+			h := Seed(b, db, size)
+			b.Logf("%s: seeded %s in %s", engine, size, time.Since(start).Round(time.Millisecond))
+			fn(b, db, h)
+		})
 	}
 }
 
