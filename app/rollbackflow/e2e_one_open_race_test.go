@@ -62,11 +62,38 @@ func raceEnvironmentsOf(s *scene) []string {
 	return envs
 }
 
-// post is POST /api/v1/rollbacks from any goroutine (Env.Do may stop the
-// test, which only the test's goroutine may do).
-func post(s *scene, body string) (int, string, error) { return postTo(s.URL, body) }
+// rollbackAsk is one POST /api/v1/rollbacks of body to the server at url.
+type rollbackAsk struct{ url, body string }
 
-// postTo is post to the server at url.
+// postAtOnce sends every ask at the same moment, each from its own
+// goroutine, and returns their statuses and bodies in the asks' order.
+func postAtOnce(t *testing.T, asks []rollbackAsk) ([]int, []string) {
+	t.Helper()
+	status, out := make([]int, len(asks)), make([]string, len(asks))
+	errs := make([]error, len(asks))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, a := range asks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			status[i], out[i], errs[i] = postTo(a.url, a.body)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return status, out
+}
+
+// postTo is POST /api/v1/rollbacks to the server at url, from any
+// goroutine (Env.Do may stop the test, which only the test's goroutine may
+// do).
 func postTo(url, body string) (int, string, error) {
 	req, err := http.NewRequest("POST", url+"/api/v1/rollbacks", bytes.NewReader([]byte(body)))
 	if err != nil {
@@ -92,29 +119,10 @@ func TestRollbackAPIRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, envs := raceScene(t, dbURL)
 		for _, env := range envs {
-			bodies := []string{
-				fmt.Sprintf(`{"app":"checkout","environment":%q,"reason":"r3 leaks memory"}`, env),
-				fmt.Sprintf(`{"app":"checkout","environment":%q,"to":"r1:prod-eu/%s","reason":"r2 is slow too"}`, env, env),
-			}
-			status, out := make([]int, len(bodies)), make([]string, len(bodies))
-			errs := make([]error, len(bodies))
-			start := make(chan struct{})
-			var wg sync.WaitGroup
-			for i, b := range bodies {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					status[i], out[i], errs[i] = post(s, b)
-				}()
-			}
-			close(start)
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			status, out := postAtOnce(t, []rollbackAsk{
+				{s.URL, fmt.Sprintf(`{"app":"checkout","environment":%q,"reason":"r3 leaks memory"}`, env)},
+				{s.URL, fmt.Sprintf(`{"app":"checkout","environment":%q,"to":"r1:prod-eu/%s","reason":"r2 is slow too"}`, env, env)},
+			})
 			won, lost := -1, -1
 			for i := range status {
 				switch status[i] {

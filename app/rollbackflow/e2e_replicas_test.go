@@ -3,7 +3,6 @@ package rollbackflow_test
 import (
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,27 +26,8 @@ func TestReplicasRaceToRollBackOneEnvironmentOpenOnePullRequest(t *testing.T) {
 	for _, env := range envs {
 		same := fmt.Sprintf(`{"app":"checkout","environment":%q,"reason":"r3 leaks memory"}`, env)
 		other := fmt.Sprintf(`{"app":"checkout","environment":%q,"to":"r1:prod-eu/%s","reason":"r2 is slow too"}`, env, env)
-		type ask struct{ url, body string }
-		asks := []ask{{reps[0].URL, same}, {reps[1].URL, same}, {reps[0].URL, same}, {reps[1].URL, same}, {reps[1].URL, other}}
-		status, out := make([]int, len(asks)), make([]string, len(asks))
-		errs := make([]error, len(asks))
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, a := range asks {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				status[i], out[i], errs[i] = postTo(a.url, a.body)
-			}()
-		}
-		close(start)
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		asks := []rollbackAsk{{reps[0].URL, same}, {reps[1].URL, same}, {reps[0].URL, same}, {reps[1].URL, same}, {reps[1].URL, other}}
+		status, out := postAtOnce(t, asks)
 		counts := map[int]int{}
 		for _, st := range status {
 			counts[st]++
