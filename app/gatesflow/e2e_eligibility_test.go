@@ -80,19 +80,7 @@ func TestGatesJudgeEligibilityAmongTheReleasesThatRan(t *testing.T) {
 func startSast(t *testing.T, dbURL, more string) (*e2etest.Env, *githubtest.CodeScanning) {
 	t.Helper()
 	e := e2etest.Start(t, dbURL, app.Options{})
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      sast: {severity: high}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`+more)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`sast: {severity: high}`, "prod")+more)
 	e.Install(repo)
 	return e, githubtest.ServeCodeScanning(e.GitHub)
 }

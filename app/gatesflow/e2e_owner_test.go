@@ -27,19 +27,7 @@ func TestGatesTrustOnlyTheOwnersRecordOfADigest(t *testing.T) {
 	)
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      commit_signing: true
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`commit_signing: true`, "prod"))
 	for _, r := range []string{repo, owner, other} {
 		e.Install(r)
 	}

@@ -20,21 +20,9 @@ import (
 func TestProcessGatesFollowTheLabelsAndTheBody(t *testing.T) {
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        qa: {labels: [qa-approved]}
-        itsm: {body_field: 'CHG[0-9]{7}'}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`process:
+  qa: {labels: [qa-approved]}
+  itsm: {body_field: 'CHG[0-9]{7}'}`, "prod"))
 	base, head, number := openBump(e, repo)
 	e.Install(repo)
 	gh, err := github.NewClient(nil).WithEnterpriseURLs(e.GitHub.URL(), e.GitHub.URL())

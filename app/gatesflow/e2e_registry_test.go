@@ -19,24 +19,12 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
-const signedConfig = `version: 1
-apps:
-  checkout:
-    gates:
-      provenance:
-        keys: [.github/cosign.pub]
-        builder_id: "` + attesttest.Builder + `"
-        source_repository: "` + attesttest.Source + `"
-      sbom: {formats: [spdx]}
-      image_scan: {severity: high, allow: [CVE-2024-3094]}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`
+var signedConfig = gatesConfig(`provenance:
+  keys: [.github/cosign.pub]
+  builder_id: "`+attesttest.Builder+`"
+  source_repository: "`+attesttest.Source+`"
+sbom: {formats: [spdx]}
+image_scan: {severity: high, allow: [CVE-2024-3094]}`, "prod")
 
 func TestPullRequestPinningASignedImageGetsProvenanceSuccess(t *testing.T) {
 	reg := attesttest.StartRegistry(t)

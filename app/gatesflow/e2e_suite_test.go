@@ -12,21 +12,9 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
-const twoGatesConfig = `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        itsm: {body_field: 'CHG[0-9]{7}'}
-        qa: {labels: [qa-approved]}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`
+var twoGatesConfig = gatesConfig(`process:
+  itsm: {body_field: 'CHG[0-9]{7}'}
+  qa: {labels: [qa-approved]}`, "prod")
 
 // "Re-run all checks" on ripcord's check suite (GitHub sends check_suite
 // rerequested, no check_run) evaluates every gate of the commit again, in a

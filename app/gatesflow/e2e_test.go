@@ -19,23 +19,11 @@ const (
 	digestB = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
 )
 
-const repoConfig = `version: 1
-apps:
-  checkout:
-    gates:
-      values: {schema: deploy/release.schema.json}
-      commit_signing: true
-      process:
-        itsm: {body_field: 'CHG[0-9]{7}'}
-        qa: {labels: [qa-approved]}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`
+var repoConfig = gatesConfig(`values: {schema: deploy/release.schema.json}
+commit_signing: true
+process:
+  itsm: {body_field: 'CHG[0-9]{7}'}
+  qa: {labels: [qa-approved]}`, "prod")
 
 const schema = `{"type":"object","required":["image"],"properties":{"replicas":{"type":"integer","maximum":10}}}`
 

@@ -33,20 +33,8 @@ func TestAGateThatOutlastsTheEvaluationFailsClosed(t *testing.T) {
 
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
-	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
-apps:
-  checkout:
-    gates:
-      process:
-        policy_validation: {url: "`+policy.URL+`", timeout: 10m}
-    environments:
-      prod:
-        cluster: prod-eu
-        rollback:
-          mode: pull-request
-          file: deploy/prod.yaml
-          fields: {image: image.repository, digest: image.digest}
-`)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`process:
+  policy_validation: {url: "`+policy.URL+`", timeout: 10m}`, "prod"))
 	base, head, number := openBump(e, repo)
 	e.Install(repo)
 	e.Deliver("pull_request", pullRequest(t, number, head, base, "bump-checkout"))
