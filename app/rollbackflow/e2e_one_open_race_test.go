@@ -62,6 +62,23 @@ func raceEnvironmentsOf(s *scene) []string {
 	return envs
 }
 
+// atOnce calls do(0) … do(n-1), each in its own goroutine, all released
+// together, and returns when every call has.
+func atOnce(n int, do func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			do(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
 // rollbackAsk is one POST /api/v1/rollbacks of body to the server at url.
 type rollbackAsk struct{ url, body string }
 
@@ -71,18 +88,7 @@ func postAtOnce(t *testing.T, asks []rollbackAsk) ([]int, []string) {
 	t.Helper()
 	status, out := make([]int, len(asks)), make([]string, len(asks))
 	errs := make([]error, len(asks))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, a := range asks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			status[i], out[i], errs[i] = postTo(a.url, a.body)
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(len(asks), func(i int) { status[i], out[i], errs[i] = postTo(asks[i].url, asks[i].body) })
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -204,24 +210,15 @@ func deliverTogether(t *testing.T, reqs []*http.Request) {
 	t.Helper()
 	status := make([]int, len(reqs))
 	errs := make([]error, len(reqs))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, req := range reqs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			resp.Body.Close()
-			status[i] = resp.StatusCode
-		}()
-	}
-	close(start)
-	wg.Wait()
+	atOnce(len(reqs), func(i int) {
+		resp, err := http.DefaultClient.Do(reqs[i])
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		resp.Body.Close()
+		status[i] = resp.StatusCode
+	})
 	for i := range reqs {
 		if errs[i] != nil || status[i] != http.StatusAccepted {
 			t.Fatalf("delivery %d = %d %v, want 202", i, status[i], errs[i])
