@@ -25,12 +25,8 @@ const sweepBatch = 500
 // sweepBatch records and returns how many records it deleted.
 //
 // The facts of deleted records go with them (they only served to drop
-// repeats, and the retention is far longer than any redelivery), and so do
-// their check run notes (release_check_notes, app/rollbackflow): a note
-// outliving its release would only be shown again on the check run of a
-// release opened later under the same id. The table has no foreign key to
-// records (a cascade would need SQLite's table rebuilt); the notes of
-// releases swept before they went with them are deleted here too. Audit
+// repeats, and the retention is far longer than any redelivery), and so
+// do the rows of the tables in belongings, in the same transaction. Audit
 // events stay: they are the history, and drift and stall events may have
 // no record at all. Observations stay too: there is one per workload, not
 // per release, and dropping one would make the workload's next resync look
@@ -60,13 +56,8 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, retention time.Duratio
 			return deleted, fmt.Errorf("sweep releases: %w", err)
 		}
 	}
-	err = s.db.InTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM release_check_notes
-			WHERE NOT EXISTS (SELECT 1 FROM records WHERE records.release_id = release_check_notes.release_id)`)
-		return err
-	})
-	if err != nil {
-		return deleted, fmt.Errorf("sweep releases: delete the check run notes of releases gone: %w", err)
+	if err := s.db.InTx(ctx, deleteLeftBehind(ctx)); err != nil {
+		return deleted, fmt.Errorf("sweep releases: %w", err)
 	}
 	return deleted, nil
 }
@@ -137,8 +128,11 @@ func deleteRecords(ctx context.Context, tx *sql.Tx, batch []string, cutoff int64
 	if _, err := tx.ExecContext(ctx, `DELETE FROM facts WHERE release_id IN (`+placeholders(1, len(gone))+`)`, gone...); err != nil {
 		return 0, fmt.Errorf("delete facts of deleted releases: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM release_check_notes WHERE release_id IN (`+placeholders(1, len(gone))+`)`, gone...); err != nil {
-		return 0, fmt.Errorf("delete check run notes of deleted releases: %w", err)
+	for _, b := range belongings {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+b.table+` WHERE release_id IN (`+placeholders(1, len(gone))+`)`+b.only,
+			gone...); err != nil {
+			return 0, fmt.Errorf("delete %s of deleted releases: %w", b.what, err)
+		}
 	}
 	return len(gone), nil
 }
@@ -152,4 +146,50 @@ func settledStates() []any {
 		}
 	}
 	return out
+}
+
+// belongings are the tables, besides facts, whose rows belong to one
+// release and mean nothing without it. None has a foreign key to records
+// (on SQLite a cascade would need the table rebuilt), so Sweep deletes
+// their rows with their release, and deleteLeftBehind the rows of
+// releases swept before they went with them. (deployments has a foreign
+// key, ON DELETE CASCADE, and so do the batches, readings, approvals and
+// audit lines of a rollout.) Facts are not among them: a fact may come
+// before its release is stored (records.Apply keeps it), so one with no
+// release is not left behind.
+var belongings = []struct {
+	table string
+	what  string // in errors
+	only  string // more conditions, ANDed: a row that does not meet them stays
+}{
+	// The note a release's check run shows (app/rollbackflow): outliving
+	// its release it would be shown again on the check run of a release
+	// opened later under the same id.
+	{"release_check_notes", "check run notes", ""},
+	// A withdrawn rollback's hold on its environment after its pull
+	// request was reopened (app/rollbackflow/claim.go): without its
+	// record it holds nothing, and a release opened later under the same
+	// id would hold the environment without its pull request reopened.
+	{"rollback_reopened", "reopened rollback holds", ""},
+	// A release's rollout in waves (app/rolloutflow), once it is done: a
+	// release opened later under the same id would be given it instead of
+	// a rollout of its own. One not done yet stays: a settled release's
+	// rollout may still be waiting in its queue (held) or rolling back,
+	// and its ticks still read and write it; it goes in the first sweep
+	// after it ends.
+	{"rollouts", "finished rollouts", " AND phase = 'done'"},
+}
+
+// deleteLeftBehind deletes the rows of belongings whose release is gone:
+// swept before its rows went with it, or (a rollout) while it still ran.
+func deleteLeftBehind(ctx context.Context) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
+		for _, b := range belongings {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+b.table+` WHERE NOT EXISTS (
+				SELECT 1 FROM records WHERE records.release_id = `+b.table+`.release_id)`+b.only); err != nil {
+				return fmt.Errorf("delete the %s of releases gone: %w", b.what, err)
+			}
+		}
+		return nil
+	}
 }
