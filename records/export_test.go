@@ -1,6 +1,6 @@
 package records
 
-// The statements of the list reads, for BenchmarkYear to print their
+// The statements of the list reads and the sweep, for BenchmarkYear to print their
 // plans.
 var (
 	ListQuery           = listQuery
@@ -8,4 +8,6 @@ var (
 	OwnerQuery          = ownerQuery
 	NewestRanOneSQL     = newestRanOneQuery
 	NewestRanLateralSQL = newestRanLateralQuery
+	SweepQuery          = sweepQuery
+	SettledStates       = settledStates
 )

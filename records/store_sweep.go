@@ -67,15 +67,8 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, retention time.Duratio
 // further from the window as newer ones arrive, so the ranking stays true
 // while the batches run; state and age are checked again when deleting.
 func (s *Store) sweepCandidates(ctx context.Context, cutoff int64, keep int, settled []any) ([]string, error) {
-	rows, err := s.db.Read.QueryContext(ctx, `SELECT release_id FROM (
-		SELECT release_id, state, updated_at, ROW_NUMBER() OVER (
-			PARTITION BY app, environment, cluster ORDER BY created_at DESC, release_id DESC) AS position
-		FROM records WHERE `+ranCondition+`) ranked
-		WHERE position > $1 AND updated_at < $2 AND state IN (`+placeholders(3, len(settled))+`)
-		UNION ALL
-		SELECT release_id FROM records WHERE NOT (`+ranCondition+`) AND updated_at < $2
-			AND state IN (`+placeholders(3, len(settled))+`)`,
-		append([]any{keep, cutoff}, settled...)...)
+	q, args := sweepQuery(cutoff, keep, settled)
+	rows, err := s.db.Read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sweep releases: find old releases: %w", err)
 	}
@@ -92,6 +85,18 @@ func (s *Store) sweepCandidates(ctx context.Context, cutoff int64, keep int, set
 		return nil, fmt.Errorf("sweep releases: find old releases: %w", err)
 	}
 	return ids, nil
+}
+
+// sweepQuery is sweepCandidates' statement and its arguments.
+func sweepQuery(cutoff int64, keep int, settled []any) (string, []any) {
+	return `SELECT release_id FROM (
+		SELECT release_id, state, updated_at, ROW_NUMBER() OVER (
+			PARTITION BY app, environment, cluster ORDER BY created_at DESC, release_id DESC) AS position
+		FROM records WHERE ` + ranCondition + `) ranked
+		WHERE position > $1 AND updated_at < $2 AND state IN (` + placeholders(3, len(settled)) + `)
+		UNION ALL
+		SELECT release_id FROM records WHERE NOT (` + ranCondition + `) AND updated_at < $2
+			AND state IN (` + placeholders(3, len(settled)) + `)`, append([]any{keep, cutoff}, settled...)
 }
 
 // deleteRecords deletes the batch's records that are still settled and old

@@ -46,6 +46,7 @@ func benchYearQueries(b *testing.B, ctx context.Context, s *records.Store, h yea
 	run("api-releases-environment", list(records.Filter{Environment: env, Limit: 50}))
 	run("api-releases-rare-environment", list(records.Filter{Environment: h.RareEnvironment, Limit: 50}))
 	run("api-releases-cluster", list(records.Filter{Cluster: t.Cluster, Limit: 50}))
+	run("api-releases-unknown-cluster", list(records.Filter{Cluster: "cluster-gone", Limit: 50}))
 	run("api-releases-state", list(records.Filter{State: records.StateHealthy, Limit: 50}))
 	run("api-releases-app-environment", list(records.Filter{App: app, Environment: env, Limit: 50}))
 	run("api-releases-target", list(records.Filter{App: app, Environment: env, Cluster: t.Cluster, Limit: 50}))
@@ -168,12 +169,15 @@ func logYearPlans(b *testing.B, db *store.DB, h yearseed.History) {
 		q, args := records.AuditQuery(f, db.Dialect)
 		return stmt{name, q, args}
 	}
+	// The sweep as BenchmarkYear's "sweep" runs it.
+	sweepQ, sweepArgs := records.SweepQuery(store.Micros(h.End.Add(-14*24*time.Hour)), 100, records.SettledStates())
 	stmts := []stmt{
 		list("releases", records.Filter{Limit: 50}),
 		list("releases?app=", records.Filter{App: t.App, Limit: 50}),
 		list("releases?environment=", records.Filter{Environment: t.Environment, Limit: 50}),
 		list("releases?environment=(rare)", records.Filter{Environment: h.RareEnvironment, Limit: 50}),
 		list("releases?cluster=", records.Filter{Cluster: t.Cluster, Limit: 50}),
+		list("releases?cluster=(unknown)", records.Filter{Cluster: "cluster-gone", Limit: 50}),
 		list("releases?state=", records.Filter{State: records.StateHealthy, Limit: 50}),
 		list("releases?app=&environment=", records.Filter{App: t.App, Environment: t.Environment, Limit: 50}),
 		list("releases?app=&state=", records.Filter{App: t.App, State: records.StateFailed, Limit: 50}),
@@ -181,6 +185,7 @@ func logYearPlans(b *testing.B, db *store.DB, h yearseed.History) {
 		audit("audit?release_id=&type=", records.AuditFilter{ReleaseID: release, Type: records.AuditGateEvaluated, Limit: 50}),
 		audit("audit?type=", records.AuditFilter{Type: records.AuditGateEvaluated, Limit: 50}),
 		{"owner", records.OwnerQuery(db.Dialect), []any{t.App, t.Environment}},
+		{"records sweep", sweepQ, sweepArgs},
 		{"newest ran, one target (SQLite)", records.NewestRanOneSQL, []any{t.App, t.Environment, t.Cluster, 15}},
 	}
 	if db.Dialect == store.Postgres {
