@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -99,6 +100,49 @@ func TestHotReadsSearchAnIndex(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The hourly sweep ranks only the targets with more records than it keeps
+// (records.Store.Sweep): it counts each target's records from
+// records_target alone, searches the records of a crowded target by its
+// target, and reads the table once, in its order, for the records that
+// never ran. Ranking every target read every record that ran along
+// records_target, row by row, and looked up the others one by one from
+// records_state.
+func TestSweepReadsOnlyTheRecordsOfCrowdedTargets(t *testing.T) {
+	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
+	plans := planReads(t, db)
+	s := records.NewStore(db)
+	if _, err := s.Sweep(context.Background(), time.Now(), time.Hour, 100); err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{
+		"SCAN records USING COVERING INDEX records_target":                            true,
+		"SEARCH r USING INDEX records_target (app=? AND environment=? AND cluster=?)": true,
+		"SCAN records": true,
+	}
+	got := plans.taken()
+	if len(got) != 1 {
+		t.Fatalf("the sweep read %d statements, want its one", len(got))
+	}
+	for _, p := range got {
+		seen := map[string]bool{}
+		for _, line := range strings.Split(p.plan, "\n") {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "SCAN records") && !strings.HasPrefix(line, "SEARCH records") && !strings.HasPrefix(line, "SCAN r ") && !strings.HasPrefix(line, "SEARCH r ") {
+				continue
+			}
+			seen[line] = true
+			if !allowed[line] {
+				t.Errorf("plan of %s\n%s\nhas %q", oneLine(p.query), p.plan, line)
+			}
+		}
+		for line := range allowed {
+			if !seen[line] {
+				t.Errorf("plan of %s\n%s\nhas no %q", oneLine(p.query), p.plan, line)
+			}
+		}
 	}
 }
 

@@ -62,10 +62,27 @@ func (s *Store) Sweep(ctx context.Context, now time.Time, retention time.Duratio
 	return deleted, nil
 }
 
-// sweepCandidates ranks every target's records newest first and returns
-// the ones past the window that are settled and old. A record only moves
-// further from the window as newer ones arrive, so the ranking stays true
-// while the batches run; state and age are checked again when deleting.
+// sweepCandidates returns the records past their target's window that are
+// settled and old, and those that never ran and are settled and old.
+//
+// Only the targets with more than keep records (crowded) are ranked: one
+// with keep or fewer has no record past its window. Once the sweep has
+// run, a target holds more than keep only while releases younger than the
+// retention, or opened ones, push its window's oldest out, so most are
+// not crowded; counting a target's records reads records_target alone
+// (every column it needs is there), where ranking every target read every
+// record that ran, a second an hour at a year of data (PERFORMANCE.md).
+// The records that never ran are found by one read of the table in its
+// order: no index holds them apart, and SQLite, given records_state for
+// the settled states (nearly every record), looked each one up from
+// there, four times the work, so state is written past the index, as
+// listQuery does. crowded is MATERIALIZED so that it is counted once:
+// PostgreSQL otherwise joined it in parallel workers that each counted
+// the whole table again.
+//
+// A record only moves further from the window as newer ones arrive, so
+// the ranking stays true while the batches run; state and age are
+// checked again when deleting.
 func (s *Store) sweepCandidates(ctx context.Context, cutoff int64, keep int, settled []any) ([]string, error) {
 	q, args := sweepQuery(cutoff, keep, settled)
 	rows, err := s.db.Read.QueryContext(ctx, q, args...)
@@ -89,14 +106,17 @@ func (s *Store) sweepCandidates(ctx context.Context, cutoff int64, keep int, set
 
 // sweepQuery is sweepCandidates' statement and its arguments.
 func sweepQuery(cutoff int64, keep int, settled []any) (string, []any) {
-	return `SELECT release_id FROM (
-		SELECT release_id, state, updated_at, ROW_NUMBER() OVER (
-			PARTITION BY app, environment, cluster ORDER BY created_at DESC, release_id DESC) AS position
-		FROM records WHERE ` + ranCondition + `) ranked
+	return `WITH crowded AS MATERIALIZED (SELECT app, environment, cluster FROM records
+			GROUP BY app, environment, cluster HAVING COUNT(*) > $1)
+		SELECT release_id FROM (
+		SELECT r.release_id, r.state, r.updated_at, ROW_NUMBER() OVER (
+			PARTITION BY r.app, r.environment, r.cluster ORDER BY r.created_at DESC, r.release_id DESC) AS position
+		FROM crowded JOIN records r ON r.app = crowded.app AND r.environment = crowded.environment AND r.cluster = crowded.cluster
+		WHERE r.` + ranCondition + `) ranked
 		WHERE position > $1 AND updated_at < $2 AND state IN (` + placeholders(3, len(settled)) + `)
 		UNION ALL
 		SELECT release_id FROM records WHERE NOT (` + ranCondition + `) AND updated_at < $2
-			AND state IN (` + placeholders(3, len(settled)) + `)`, append([]any{keep, cutoff}, settled...)
+			AND state || '' IN (` + placeholders(3, len(settled)) + `)`, append([]any{keep, cutoff}, settled...)
 }
 
 // deleteRecords deletes the batch's records that are still settled and old

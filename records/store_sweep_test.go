@@ -218,3 +218,25 @@ func sweep(t *testing.T, s *Store, now time.Time, retention time.Duration) (int,
 	slices.Sort(left)
 	return n, left
 }
+
+// A target with no more records than the sweep keeps is not ranked
+// (sweepCandidates): its releases that ran stay however old, and one that
+// never ran still goes once past retention.
+func TestSweepDeletesWhatNeverRanInATargetWithFewRecords(t *testing.T) {
+	const day = 24 * time.Hour
+	now := at(0).Add(200 * day)
+	inUS := func(r *Record) { r.Cluster = "prod-us" }
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		for _, r := range []Record{
+			record("B3", StateAborted, 3, inUS),                 // withdrawn: never ran
+			record("B2", StateSuperseded, 2, inUS, lastFact(2)), // ran: in the window
+			record("B1", StateFailed, 1, inUS),                  // failed before running
+		} {
+			putRecord(t, s, r)
+		}
+		if n, left := sweep(t, s, now, 90*day); n != 2 || !slices.Equal(left, []string{"B2"}) {
+			t.Fatalf("swept %d, left %v; want B1 and B3 swept, B2 left", n, left)
+		}
+	})
+}
