@@ -46,6 +46,12 @@ func TestHotReadsSearchAnIndex(t *testing.T) {
 			"SEARCH records USING INDEX records_app (app=?)", false},
 		{"an environment's releases", func() error { _, err := s.List(ctx, records.Filter{Environment: "prod"}); return err },
 			"SEARCH records USING INDEX records_environment (environment=?)", false},
+		{"a cluster's releases", func() error { _, err := s.List(ctx, records.Filter{Cluster: "eu"}); return err },
+			"SEARCH records USING INDEX records_cluster (cluster=?)", false},
+		{"a cluster's failed releases", func() error {
+			_, err := s.List(ctx, records.Filter{Cluster: "eu", State: records.StateFailed})
+			return err
+		}, "SEARCH records USING INDEX records_cluster (cluster=?)", false},
 		{"an app's releases in one environment", func() error {
 			_, err := s.List(ctx, records.Filter{App: "shop", Environment: "prod"})
 			return err

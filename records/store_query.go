@@ -50,15 +50,16 @@ func (s *Store) List(ctx context.Context, f Filter) ([]Record, error) {
 
 // listQuery is List's statement. A page is read along one index in the
 // list's order, so it reads its rows and stops however long the history
-// is: a whole target's records_target; else an app's or an environment's
-// own (records_app, records_environment, migration 00027); else a
-// state's records_state. The other filters are checked on the rows it
-// yields, written as expressions (the column joined to an empty string)
-// that no index serves: given two indexes SQLite, which plans without
-// statistics, took an environment's for an app's environment and walked
-// every app's records of that environment. PostgreSQL plans with the
-// statistics of the table and is left to choose: an environment's
-// healthy releases, say, are few, and it reads them from records_state.
+// is: a whole target's records_target; else an app's, an environment's or
+// a cluster's own (records_app, records_environment, migration 00027;
+// records_cluster, 00029); else a state's records_state. The other
+// filters are checked on the rows it yields, written as expressions (the
+// column joined to an empty string) that no index serves: given two
+// indexes SQLite, which plans without statistics, took an environment's
+// for an app's environment and walked every app's records of that
+// environment. PostgreSQL plans with the statistics of the table and is
+// left to choose: an environment's healthy releases, say, are few, and it
+// reads them from records_state.
 func listQuery(f Filter, dialect store.Dialect) (string, []any) {
 	indexed := map[string]bool{}
 	switch {
@@ -70,6 +71,8 @@ func listQuery(f Filter, dialect store.Dialect) (string, []any) {
 		indexed["app"] = true
 	case f.Environment != "":
 		indexed["environment"] = true
+	case f.Cluster != "":
+		indexed["cluster"] = true
 	default:
 		indexed["state"] = true
 	}
