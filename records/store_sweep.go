@@ -14,7 +14,8 @@ import (
 const sweepBatch = 500
 
 // Sweep deletes records past retention: settled ones (healthy, failed,
-// superseded…; never one still rolling out) whose last change is older than
+// superseded…; never one still rolling out, nor one in use, see
+// inUseCondition) whose last change is older than
 // retention, except the newest keep records of each app, environment and
 // cluster that ran (opened ones, never deleted here, and settled ones that
 // never ran — withdrawn, failed before running — deleted past retention
@@ -115,15 +116,28 @@ func sweepQuery(cutoff int64, keep int, settled []any) (string, []any) {
 	return `WITH crowded AS MATERIALIZED (SELECT app, environment, cluster FROM records
 			GROUP BY app, environment, cluster HAVING COUNT(*) > $1)
 		SELECT release_id FROM (
-		SELECT r.release_id, r.state, r.updated_at, ROW_NUMBER() OVER (
+		SELECT r.release_id, r.state, r.updated_at, r.kind, r.last_fact_at, r.merged_at, ROW_NUMBER() OVER (
 			PARTITION BY r.app, r.environment, r.cluster ORDER BY r.created_at DESC, r.release_id DESC) AS position
 		FROM crowded JOIN records r ON r.app = crowded.app AND r.environment = crowded.environment AND r.cluster = crowded.cluster
 		WHERE r.` + ranCondition + `) ranked
-		WHERE position > $1 AND updated_at < $2 AND state IN (` + placeholders(3, len(settled)) + `)
+		WHERE position > $1 AND updated_at < $2 AND state IN (` + placeholders(3, len(settled)) + `) AND NOT ` + inUseCondition + `
 		UNION ALL
 		SELECT release_id FROM records WHERE NOT (` + ranCondition + `) AND updated_at < $2
-			AND state || '' IN (` + placeholders(3, len(settled)) + `)`, append([]any{keep, cutoff}, settled...)
+			AND state || '' IN (` + placeholders(3, len(settled)) + `) AND NOT ` + inUseCondition, append([]any{keep, cutoff}, settled...)
 }
+
+// inUseCondition holds for a record the sweep keeps however old and
+// settled it is, because work still reads it: its rollout in waves has not
+// ended (a settled release's rollout may still wait in its queue or roll
+// back, and each tick reads the release), or it is a withdrawn rollback
+// whose pull request a person reopened, which holds its environment until
+// the pull request is merged or closed again (app/rollbackflow). Swept, the
+// first would fail its next tick on a release not found, and the second
+// would let a second rollback pull request open beside the reopened one.
+// Both lists are short: rollouts_unfinished indexes the rollouts not done.
+const inUseCondition = `(release_id IN (SELECT release_id FROM rollouts WHERE phase <> 'done')
+	OR (kind = '` + string(KindRollback) + `' AND state = '` + string(StateAborted) + `' AND last_fact_at IS NULL
+		AND merged_at IS NULL AND release_id IN (SELECT release_id FROM rollback_reopened)))`
 
 // deleteRecords deletes the batch's records that are still settled and old
 // (a fact may have moved one since it was picked), then their facts.
@@ -136,7 +150,7 @@ func deleteRecords(ctx context.Context, tx *sql.Tx, batch []string, cutoff int64
 	}
 	ids := placeholders(2+len(settled), len(batch))
 	rows, err := tx.QueryContext(ctx, `DELETE FROM records WHERE updated_at < $1 AND state IN (`+states+`)
-		AND release_id IN (`+ids+`) RETURNING release_id`, args...)
+		AND release_id IN (`+ids+`) AND NOT `+inUseCondition+` RETURNING release_id`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("delete releases: %w", err)
 	}
@@ -204,15 +218,15 @@ var belongings = []struct {
 	{"rollback_reopened", "reopened rollback holds", ""},
 	// A release's rollout in waves (app/rolloutflow), once it is done: a
 	// release opened later under the same id would be given it instead of
-	// a rollout of its own. One not done yet stays: a settled release's
-	// rollout may still be waiting in its queue (held) or rolling back,
-	// and its ticks still read and write it; it goes in the first sweep
-	// after it ends.
+	// a rollout of its own. The sweep keeps a release whose rollout is not
+	// done (inUseCondition); the phase is checked here too for rollouts
+	// whose release went before that rule, which go once they end.
 	{"rollouts", "finished rollouts", " AND phase = 'done'"},
 }
 
 // deleteLeftBehind deletes the rows of belongings whose release is gone:
-// swept before its rows went with it, or (a rollout) while it still ran.
+// swept before its rows went with it (or, a rollout, swept while the
+// rollout still ran, before inUseCondition kept such releases).
 // They are looked for on the read pool, through each table's index of
 // release_id (a table's every row: 20,000 rollouts at a year, whose rows
 // are long), and only those found are deleted, checked again, in

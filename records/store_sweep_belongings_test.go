@@ -52,7 +52,7 @@ func TestSweepLeavesNoRowOfASweptRelease(t *testing.T) {
 		record("A6", StateFailed, 6),
 		record("A5", StateSuperseded, 5),
 		record("A4", StateSuperseded, 4), // swept, its rollout done
-		record("A3", StateFailed, 3),     // swept, its rollout still rolling back
+		record("A3", StateFailed, 3),     // kept while its rollout rolls back, then swept
 	})
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
@@ -83,8 +83,8 @@ func TestSweepLeavesNoRowOfASweptRelease(t *testing.T) {
 		putRollout(t, s, "ro-A3", "A3", "rollback")
 		putRollout(t, s, "ro-running-before", "running-before", "deploy")
 
-		if n, left := sweep(t, s, now, 90*day); n != 2 || !slices.Equal(left, []string{"A5", "A6", "A7", "A8", "A9"}) {
-			t.Fatalf("swept %d, left %v; want A3 and A4 swept", n, left)
+		if n, left := sweep(t, s, now, 90*day); n != 1 || !slices.Equal(left, []string{"A3", "A5", "A6", "A7", "A8", "A9"}) {
+			t.Fatalf("swept %d, left %v; want A4 swept and A3 kept while its rollout rolls back", n, left)
 		}
 		for table, goes := range releaseTables {
 			if !goes || table == "facts" || table == "rollouts" {
@@ -116,10 +116,10 @@ func TestSweepLeavesNoRowOfASweptRelease(t *testing.T) {
 			}
 		}
 
-		// The rollout of A3 ends: the next sweep takes it.
+		// The rollout of A3 ends: the next sweep takes the release and it.
 		exec(`UPDATE rollouts SET phase = 'done', status = 'failed' WHERE id = 'ro-A3'`)
-		if again, _ := sweep(t, s, now, 90*day); again != 0 {
-			t.Errorf("second sweep deleted %d releases, want 0", again)
+		if again, left := sweep(t, s, now, 90*day); again != 1 || slices.Contains(left, "A3") {
+			t.Errorf("second sweep deleted %d releases, left %v; want A3 deleted once its rollout ended", again, left)
 		}
 		if got := count(t, s, `SELECT COUNT(*) FROM rollouts WHERE id IN ('ro-A3', 'ro-running-before', 'ro-A9')`); got != 2 {
 			t.Errorf("%d of the rollouts of A3 (done now), running-before (running) and A9 (kept) after the next sweep, want 2", got)
@@ -180,4 +180,38 @@ func tablesWithReleaseID(t *testing.T, s *Store) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A withdrawn rollback whose pull request a person reopened holds its
+// environment until the pull request is merged or closed again
+// (app/rollbackflow): the sweep keeps it however old, and sweeps an old
+// withdrawn rollback that holds nothing, or whose reopened pull request was
+// merged.
+func TestSweepKeepsAReopenedRollbackThatHoldsItsEnvironment(t *testing.T) {
+	const day = 24 * time.Hour
+	now := at(0).Add(200 * day)
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s, _ := openStore(t, dbURL)
+		putRecord(t, s, record("A9", StateHealthy, 9, healthyAt(9), lastFact(9)))
+		withdrawn := func(rel string, m int) Record {
+			r := record(rel, StateAborted, m, rollbackOf("A9"))
+			r.PRURL, r.PRNumber = "https://github.com/acme/deploy/pull/"+rel, 7
+			return r
+		}
+		for _, r := range []Record{withdrawn("held", 3), withdrawn("closed", 2), withdrawn("merged", 1)} {
+			putRecord(t, s, r)
+		}
+		for _, q := range []string{
+			`INSERT INTO rollback_reopened (release_id, reopened_at, reopened_by) VALUES ('held', 0, 'octocat')`,
+			`INSERT INTO rollback_reopened (release_id, reopened_at, reopened_by) VALUES ('merged', 0, 'octocat')`,
+			`UPDATE records SET merged_at = 1 WHERE release_id = 'merged'`,
+		} {
+			if _, err := s.db.Write.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if n, left := sweep(t, s, now, 90*day); n != 2 || !slices.Equal(left, []string{"A9", "held"}) {
+			t.Errorf("swept %d, left %v; want closed and merged swept, the reopened rollback that holds its environment kept", n, left)
+		}
+	})
 }
