@@ -88,6 +88,9 @@ type Agent struct {
 	actions    *actionRunner
 	// watchJoined wakes sendInventories when a watch joins the inventory.
 	watchJoined chan struct{}
+	// lease is what the API server forbids of the agent's Lease
+	// (leaseLock), which keeps it from carrying out actions.
+	lease leaseState
 
 	mu sync.Mutex
 	// listed is set once the watches started with the agent have listed
@@ -280,13 +283,16 @@ func (a *Agent) Handler() http.Handler {
 // while deliveries to the server have failed for deliveryPatience
 // (deliveryTrouble): the server cannot be reached, or it refuses the
 // agent's token; nor while the polls for cluster actions have failed as
-// long (pollTrouble), for an agent that cannot poll cannot roll back.
+// long (pollTrouble), for an agent that cannot poll cannot roll back; nor
+// while the API server forbids it a request its Lease needs (leaseLock),
+// for it then waits for the Lease for ever and carries out no action.
 // The chart asks /healthz for readiness only (liveness is a TCP check),
 // so that restarts nothing, which would not help: the spool rides out the
 // outage. It shows the operator an agent whose facts do not arrive, or
 // that no rollback reaches, and why.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	trouble := a.rolloutsTrouble()
+	lease := a.lease.trouble()
 	delivery := a.deliver.deliveryTrouble()
 	if poll := a.actions.pollTrouble(); poll != "" {
 		delivery = strings.TrimPrefix(delivery+"; "+poll, "; ")
@@ -310,6 +316,8 @@ func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 		body["status"], status = trouble, http.StatusServiceUnavailable
 	case waitingFor != "":
 		body["status"], status = waitingFor, http.StatusServiceUnavailable
+	case lease != "":
+		body["status"], status = lease, http.StatusServiceUnavailable
 	case delivery != "":
 		body["status"], status = delivery, http.StatusServiceUnavailable
 	}

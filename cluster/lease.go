@@ -94,9 +94,10 @@ func (a *Agent) runActions(ctx context.Context, log *slog.Logger) {
 	var raw [6]byte
 	_, _ = rand.Read(raw[:])
 	holder += "-" + hex.EncodeToString(raw[:])
-	lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: a.leaseNS, Name: name},
-		Client: a.kube.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: holder}}
 	log = log.With("lease", a.leaseNS+"/"+name, "holder", holder)
+	lock := &leaseLock{Interface: &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: a.leaseNS, Name: name},
+		Client: a.kube.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: holder}},
+		namespace: a.leaseNS, name: name, state: &a.lease, log: log}
 	for ctx.Err() == nil {
 		log.Info("waiting for the lease of the agent id before asking for cluster actions", "agent", a.ID())
 		if !a.leadActions(ctx, log, lock) {
