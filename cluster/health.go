@@ -76,11 +76,22 @@ func (c HealthConfig) withDefaults() HealthConfig {
 // PodClient is the health check's HTTP client: it asks pods by their IP,
 // inside the cluster, so it never goes through the HTTP proxy the agent's
 // environment names (HTTP_PROXY is for the way out, to the ripcord
-// server; a proxy cannot reach pod IPs).
+// server; a proxy cannot reach pod IPs). It follows no redirect
+// (withoutRedirects).
 func PodClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
-	return &http.Client{Transport: tr}
+	return withoutRedirects(&http.Client{Transport: tr})
+}
+
+// withoutRedirects is a copy of c that hands a redirect back instead of
+// following it: a pod's health URL that redirects gives no health answer
+// of its own. Followed, the probe went wherever the Location said, off the
+// cluster, or to a login page whose 200 stood for the pod's health.
+func withoutRedirects(c *http.Client) *http.Client {
+	cc := *c
+	cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &cc
 }
 
 // HealthReport is the outcome of a health check.
@@ -187,6 +198,7 @@ func probePods(ctx context.Context, client *http.Client, pods []corev1.Pod, cfg 
 		wg       sync.WaitGroup
 		failures []string
 	)
+	client = withoutRedirects(client)
 	for _, p := range pods {
 		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
@@ -212,7 +224,8 @@ func probePods(ctx context.Context, client *http.Client, pods []corev1.Pod, cfg 
 	return healthy, probed, strings.Join(failures, "; ")
 }
 
-// probePod is healthy only on 200 with a JSON body whose status is "healthy".
+// probePod is healthy only on 200 with a JSON body whose status is
+// "healthy"; a redirect (3xx) is not healthy, whatever it leads to.
 func probePod(ctx context.Context, client *http.Client, ip string, cfg HealthConfig) error {
 	if ip == "" {
 		return fmt.Errorf("no pod IP yet")
@@ -230,6 +243,10 @@ func probePod(ctx context.Context, client *http.Client, ip string, cfg HealthCon
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return fmt.Errorf("GET %s answered %d, a redirect to %q, which is not a health answer: not followed", u, resp.StatusCode,
+			resp.Header.Get("Location"))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s answered %d", u, resp.StatusCode)
 	}

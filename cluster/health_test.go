@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -148,5 +149,43 @@ func TestCheckHealthWaitsForReadyReplicasUntilItsTimeout(t *testing.T) {
 	rep := CheckHealth(context.Background(), fake.NewClientset(d), &http.Client{}, "shop", "checkout", cfg)
 	if rep.Passed || rep.APIError || !strings.Contains(rep.Reason, "1 of 2 replicas ready") {
 		t.Errorf("report %+v; want a timeout that says 1 of 2 replicas were ready", rep)
+	}
+}
+
+// A pod whose health URL redirects gives no health answer: the check does
+// not follow it, neither to another host that answers healthy nor to a
+// login page that answers 200, and its reason names where it led.
+func TestCheckHealthDoesNotFollowARedirect(t *testing.T) {
+	var asked atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		healthy(w, r)
+	}))
+	defer elsewhere.Close()
+	login := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		asked.Add(1)
+		_, _ = w.Write([]byte(`<html>sign in</html>`))
+	}))
+	defer login.Close()
+	// The agent's client, and one a Rollbacker is given (Rollbacker.HTTP).
+	clients := map[string]*http.Client{"PodClient": PodClient(), "a client that follows redirects": {}}
+	for name, target := range map[string]string{
+		"to another host that answers healthy": elsewhere.URL + "/health",
+		"to a login page that answers 200":     login.URL + "/login?next=/health",
+	} {
+		for with, client := range clients {
+			t.Run(name+", "+with, func(t *testing.T) {
+				asked.Store(0)
+				port := podServers(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, target, http.StatusFound) })
+				rep := CheckHealth(context.Background(), fake.NewClientset(readyDeployment(1), pod("checkout-0", "127.0.0.1", corev1.PodRunning)),
+					client, "shop", "checkout", quick(port, 1))
+				if rep.Passed || !strings.Contains(rep.Reason, "answered 302") || !strings.Contains(rep.Reason, target) {
+					t.Errorf("passed=%v reason %q; want a failure naming the 302 and its Location %s", rep.Passed, rep.Reason, target)
+				}
+				if n := asked.Load(); n > 0 {
+					t.Errorf("the redirect was followed %d times", n)
+				}
+			})
+		}
 	}
 }
