@@ -91,6 +91,9 @@ type Agent struct {
 	// lease is what the API server forbids of the agent's Lease
 	// (leaseLock), which keeps it from carrying out actions.
 	lease leaseState
+	// deployList is what the Deployment watch's requests last said
+	// (deploymentsTrouble).
+	deployList *listState
 
 	mu sync.Mutex
 	// listed is set once the watches started with the agent have listed
@@ -152,7 +155,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, kube: kube, dyn: dyn, metrics: newMetrics(), watchJoined: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, kube: kube, dyn: dyn, metrics: newMetrics(), watchJoined: make(chan struct{}, 1), deployList: newListState()}
 	a.id, a.explicitID = cfg.ID, cfg.ID != ""
 	if a.id == "" {
 		a.id = DefaultAgentID(cfg.Cluster, cfg.Namespace)
@@ -230,7 +233,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); a.followRollouts(ctx, log, w) }()
 	}
-	deployments := a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync, afterRollouts)
+	deployments := a.watch.deployments(ctx, a.kube, a.cfg.Namespace, a.cfg.Resync, afterRollouts, a.deployList)
+	wg.Add(1)
+	go func() { defer wg.Done(); a.followDeployments(ctx, log) }()
 	log.Info("ripcord agent started", "agent", a.ID(), "server", a.cfg.Server, "namespace", cmpOr(a.cfg.Namespace, "(all)"),
 		"rollouts", d.served, "resync", a.cfg.Resync, "spooled", a.deliver.spool.Len())
 	// The Deployment watch starts once the Rollouts are listed or failing.
@@ -292,6 +297,9 @@ func (a *Agent) Handler() http.Handler {
 // that no rollback reaches, and why.
 func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	trouble := a.rolloutsTrouble()
+	if d := a.deploymentsTrouble(); d != "" {
+		trouble = strings.TrimSuffix(d+"; "+trouble, "; ")
+	}
 	lease := a.lease.trouble()
 	delivery := a.deliver.deliveryTrouble()
 	if poll := a.actions.pollTrouble(); poll != "" {
@@ -312,6 +320,9 @@ func (a *Agent) healthz(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case !listed:
 		body["status"], status = "starting: the watches have not listed the tracked workloads yet", http.StatusServiceUnavailable
+		if why := a.deploymentsStarting(); why != "" {
+			body["status"] = body["status"].(string) + "; " + why
+		}
 	case trouble != "":
 		body["status"], status = trouble, http.StatusServiceUnavailable
 	case waitingFor != "":

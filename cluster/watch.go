@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -79,8 +78,7 @@ type heldStore struct {
 
 // startedWatch is an informer started on the workloads of one source; its
 // cache joins the inventory (hold) only once it has synced. list is what
-// its requests to the API server last said, for the Rollouts (nil for the
-// Deployments, without which the agent has nothing to do).
+// its requests to the API server last said.
 type startedWatch struct {
 	heldStore
 	synced cache.InformerSynced
@@ -101,31 +99,45 @@ func trackedOnly(o *metav1.ListOptions) { o.LabelSelector = TrackedLabel + "=tru
 // handled. The Rollout watch goes first when Rollouts are served: a
 // tracked Deployment a Rollout references is not reported
 // (deploymentFact), which only a listed Rollout watch can tell.
-func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration, after cache.InformerSynced) startedWatch {
-	f := informers.NewSharedInformerFactoryWithOptions(cs, resync,
-		informers.WithNamespace(namespace), informers.WithTweakListOptions(trackedOnly))
-	inf := f.Apps().V1().Deployments().Informer()
+//
+// Each of its requests to list or watch them is noted in list, for
+// /healthz and the log to say why the agent is stuck (deploymentsTrouble),
+// which client-go's informer only logs, retrying for ever.
+func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration, after cache.InformerSynced,
+	list *listState) startedWatch {
+	res := cs.AppsV1().Deployments(namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			trackedOnly(&o)
+			l, err := res.List(ctx, o)
+			list.note(err)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			trackedOnly(&o)
+			wi, err := res.Watch(ctx, o)
+			list.note(err)
+			return wi, err
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &appsv1.Deployment{}, cache.SharedIndexInformerOptions{
+		ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		ObjectDescription: "deployments.apps"})
 	w.serial.Lock()
 	w.tracked = inf.GetStore()
 	w.replicaSets = getReplicaSet(ctx, cs)
 	w.serial.Unlock()
 	w.countRestarts(inf, "deployments")
 	handled := w.handle(inf, "deployments", w.deploymentFact, w.trackDeployment)
-	startAfter(ctx, f, after)
-	return startedWatch{heldStore: heldStore{records.SourceDeployment, inf.GetStore()}, synced: handled.HasSynced}
-}
-
-// startAfter starts the informers of f once after reports true.
-func startAfter(ctx context.Context, f interface{ Start(<-chan struct{}) }, after cache.InformerSynced) {
-	if after == nil {
-		f.Start(ctx.Done())
-		return
-	}
 	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), after) {
-			f.Start(ctx.Done())
+		if after == nil || cache.WaitForCacheSync(ctx.Done(), after) {
+			inf.RunWithContext(ctx)
 		}
 	}()
+	return startedWatch{heldStore{records.SourceDeployment, inf.GetStore()}, handled.HasSynced, list}
 }
 
 // deploymentFact is a tracked Deployment's fact, or why there is none.
