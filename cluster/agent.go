@@ -225,7 +225,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var rollouts *startedWatch
 	var afterRollouts cache.InformerSynced
 	if d.served {
-		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
+		w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync, a.deployList)
 		rollouts, afterRollouts = &w, w.listedOrFailing
 		a.mu.Lock()
 		a.rolloutWatch = &w

@@ -105,3 +105,30 @@ func TestAForbiddenDeploymentListIsSaid(t *testing.T) {
 			said, logs.String())
 	}
 }
+
+// On a cluster that serves Argo Rollouts the Rollout watch, and after it
+// the Deployment watch, waits for the cache of the Deployments Rollouts
+// may reference: a Role that does not let the agent list Deployments is
+// said there too, rather than "starting" for ever.
+func TestAForbiddenDeploymentListIsSaidWhereRolloutsAreServed(t *testing.T) {
+	k := startShop(t)
+	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
+	role := withoutDeploymentReads()
+	role.Rules = append(role.Rules, agentRole(true).Rules[3])
+	kube, dyn := agentClients(t, k, role)
+	sink := &factSink{}
+	health, logs := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
+	wants := []string{"cannot watch Deployments", "forbidden", "get, list and watch on deployments", "in namespace shop"}
+	waitUntil(t, "/healthz to say the Deployments are forbidden", func() bool {
+		code, body := healthz(t, health)
+		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
+	})
+	if m := missing(logs.String(), append(wants, "level=ERROR")...); len(m) > 0 {
+		t.Errorf("the log does not say %q:\n%s", m, logs.String())
+	}
+	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(true), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWithin(t, 90*time.Second, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
+}

@@ -125,7 +125,7 @@ func (a *Agent) discoverRollouts(ctx context.Context, log *slog.Logger, d rollou
 		break
 	}
 	log.Info("Argo Rollouts are served by this cluster now; watching them")
-	w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync)
+	w := a.watch.rollouts(ctx, a.kube, a.dyn, a.cfg.Namespace, a.cfg.Resync, a.deployList)
 	a.mu.Lock()
 	a.rolloutWatch = &w
 	a.mu.Unlock()

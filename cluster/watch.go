@@ -167,8 +167,12 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 // Deployment's template changes, so the fact of every new phase carries
 // the template's images then (WithWorkloadRef), and a new template that
 // reaches the cache after that status sends the fact again.
-func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, namespace string, resync time.Duration) startedWatch {
-	refs := w.refDeployments(ctx, kube, namespace)
+//
+// deployList is the Deployment watch's listState, where the requests of
+// the cache of referenced Deployments are noted (refDeployments).
+func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, namespace string, resync time.Duration,
+	deployList *listState) startedWatch {
+	refs := w.refDeployments(ctx, kube, namespace, deployList)
 	list := newListState()
 	res := dyn.Resource(RolloutResource).Namespace(namespace)
 	lw := &cache.ListWatch{

@@ -9,8 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -64,11 +65,30 @@ func newWorkloadRefs() workloadRefs {
 
 // refDeployments starts the cache of the Deployments that Rollouts may
 // reference; Deployment changes that move its generation (a new
-// template) read the Rollouts that reference it again.
-func (w *watcher) refDeployments(ctx context.Context, cs kubernetes.Interface, namespace string) cache.SharedIndexInformer {
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
-		informers.WithTransform(slimDeployment))
-	inf := f.Apps().V1().Deployments().Informer()
+// template) read the Rollouts that reference it again. Its requests are
+// noted in list, the Deployment watch's (deploymentsTrouble): the Rollout
+// watch, and after it the Deployment watch, wait for this cache, so a
+// list the RBAC forbids here is what keeps the agent from starting.
+func (w *watcher) refDeployments(ctx context.Context, cs kubernetes.Interface, namespace string, list *listState) cache.SharedIndexInformer {
+	res := cs.AppsV1().Deployments(namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			l, err := res.List(ctx, o)
+			list.note(err)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			wi, err := res.Watch(ctx, o)
+			list.note(err)
+			return wi, err
+		},
+	}
+	inf := cache.NewSharedIndexInformerWithOptions(lw, &appsv1.Deployment{}, cache.SharedIndexInformerOptions{
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: "deployments.apps"})
+	_ = inf.SetTransform(slimDeployment)
 	w.serial.Lock()
 	w.refCache = inf.GetStore()
 	w.serial.Unlock()
@@ -83,7 +103,7 @@ func (w *watcher) refDeployments(ctx context.Context, cs kubernetes.Interface, n
 			}
 		},
 	})
-	f.Start(ctx.Done())
+	go inf.RunWithContext(ctx)
 	return inf
 }
 
