@@ -284,13 +284,15 @@ func (a *Agent) Handler() http.Handler {
 
 // healthz is 200 once the watches have listed every tracked workload, and,
 // with --rollouts=on, once the Rollout watch runs; not while the Rollout
-// watch cannot list them (rolloutsTrouble), at the start or later; nor
-// while deliveries to the server have failed for deliveryPatience
-// (deliveryTrouble): the server cannot be reached, or it refuses the
-// agent's token; nor while the polls for cluster actions have failed as
-// long (pollTrouble), for an agent that cannot poll cannot roll back; nor
-// while the API server forbids it a request its Lease needs (leaseLock),
-// for it then waits for the Lease for ever and carries out no action.
+// watch cannot list them (rolloutsTrouble), at the start or later, nor
+// the Deployment watch (deploymentsTrouble; while starting, the answer
+// says why its lists fail); nor while deliveries to the server have
+// failed for deliveryPatience (deliveryTrouble): the server cannot be
+// reached, or it refuses the agent's token; nor while the polls for
+// cluster actions have failed as long (pollTrouble), for an agent that
+// cannot poll cannot roll back; nor while the API server forbids it a
+// request its Lease needs (leaseLock), for it then waits for the Lease
+// for ever and carries out no action.
 // The chart asks /healthz for readiness only (liveness is a TCP check),
 // so that restarts nothing, which would not help: the spool rides out the
 // outage. It shows the operator an agent whose facts do not arrive, or
