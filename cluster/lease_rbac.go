@@ -55,6 +55,15 @@ func (l *leaseLock) wrote(verb string, err error) {
 	switch {
 	case apierrors.IsForbidden(err):
 		l.forbidden(verb, err)
+	case verb == "create" && apierrors.IsNotFound(err):
+		// The one thing a Lease's create does not find is its namespace
+		// (--lease-namespace misspelt, say).
+		msg := fmt.Sprintf("waiting for Lease %s/%s of the agent id: namespace %s does not exist (%v); "+
+			"create it, or give --lease-namespace one that does: until then this agent carries out no cluster action (rollback)",
+			l.namespace, l.name, l.namespace, err)
+		if l.state.fail("create-namespace", msg) {
+			l.log.Error(msg)
+		}
 	case err == nil:
 		if msg, ended := l.state.end(); ended {
 			l.log.Info("the agent may write the Lease of its id again; was: " + msg)
@@ -68,7 +77,7 @@ func (l *leaseLock) forbidden(verb string, err error) {
 	msg := fmt.Sprintf("waiting for Lease %s/%s of the agent id: the API server forbids the agent to %s "+
 		"leases.coordination.k8s.io in namespace %s; grant get, create and update on them there (%s): "+
 		"until then this agent carries out no cluster action (rollback)", l.namespace, l.name, verb, l.namespace, leaseRoleHint(err))
-	if l.state.forbid(verb, msg) {
+	if l.state.fail(verb, msg) {
 		l.log.Error(msg, "err", err)
 	}
 }
@@ -87,14 +96,14 @@ func leaseRoleHint(err error) string {
 	return "with the Helm chart, Role <release>-agent-lease"
 }
 
-// leaseState is the Lease request the API server last forbade, for
-// /healthz, until a write succeeds, or a read finds the Lease written by
+// leaseState is the Lease request the API server last forbade (or a
+// create that found no namespace), for /healthz, until a write succeeds, or a read finds the Lease written by
 // someone else since (the agent then waits for a holder that may write
 // it, and its next write of its own says again whether it may).
 type leaseState struct {
 	mu sync.Mutex
-	// verb is what was forbidden ("" when nothing is), msg says so and
-	// what to do.
+	// verb is what failed ("" when nothing did), msg says so and what
+	// to do.
 	verb, msg string
 	// at is the Lease as the first read after a forbidden write found it
 	// (nil: not found), once seen.
@@ -102,8 +111,8 @@ type leaseState struct {
 	seen bool
 }
 
-// forbid makes verb the trouble; true when it was not already.
-func (s *leaseState) forbid(verb, msg string) bool {
+// fail makes verb the trouble; true when it was not already.
+func (s *leaseState) fail(verb, msg string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.verb == verb {

@@ -111,3 +111,30 @@ func TestALeaseTheAgentMayReadButNotWriteIsSaid(t *testing.T) {
 		t.Errorf("the log does not say the Lease is written again:\n%s", logs.String())
 	}
 }
+
+// A Lease namespace that does not exist (--lease-namespace misspelt)
+// keeps the agent waiting for its Lease for ever: /healthz and the log
+// say so, and the agent takes the Lease once the namespace is created.
+func TestALeaseNamespaceThatDoesNotExistIsSaid(t *testing.T) {
+	k := k8stest.Start(t)
+	k.Namespace("shop")
+	health, logs := startLoggedAgent(t, &factSink{}, cluster.Config{Rollouts: cluster.RolloutsOff, Resync: time.Hour, Namespace: "shop",
+		LeaseNamespace: "ripcord-leases"}, k.Kube, k.Dynamic)
+	wants := []string{"namespace ripcord-leases does not exist", "--lease-namespace", "no cluster action"}
+	waitUntil(t, "/healthz to say the Lease's namespace does not exist", func() bool {
+		code, body := healthz(t, health)
+		return code == http.StatusServiceUnavailable && len(missing(body, wants...)) == 0
+	})
+	if m := missing(logs.String(), append(wants, "level=ERROR")...); len(m) > 0 {
+		t.Errorf("the log does not say %q:\n%s", m, logs.String())
+	}
+	k.Namespace("ripcord-leases")
+	waitUntil(t, "/healthz to be OK", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
+	leases, err := k.Kube.CoordinationV1().Leases("ripcord-leases").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Items) != 1 {
+		t.Errorf("%d leases in ripcord-leases; want the agent's", len(leases.Items))
+	}
+}

@@ -9,7 +9,7 @@ import "testing"
 // ends at the next read allowed.
 func TestLeaseTroubleEndsWhenTheLeaseMovesOn(t *testing.T) {
 	var s leaseState
-	if !s.forbid("update", "may not update") || s.forbid("update", "may not update") {
+	if !s.fail("update", "may not update") || s.fail("update", "may not update") {
 		t.Error("the same forbidden verb is said again")
 	}
 	for range 3 {
@@ -21,7 +21,7 @@ func TestLeaseTroubleEndsWhenTheLeaseMovesOn(t *testing.T) {
 		t.Errorf("the Lease written by another pod: ended=%v %q, trouble %q; want it ended", ended, msg, s.trouble())
 	}
 
-	s.forbid("create", "may not create")
+	s.fail("create", "may not create")
 	s.read(nil)
 	if _, ended := s.read(nil); ended {
 		t.Error("a Lease still not found ended a forbidden create")
@@ -30,7 +30,7 @@ func TestLeaseTroubleEndsWhenTheLeaseMovesOn(t *testing.T) {
 		t.Error("a write that succeeded did not end the trouble")
 	}
 
-	s.forbid("get", "may not get")
+	s.fail("get", "may not get")
 	if _, ended := s.read(nil); !ended {
 		t.Error("a read allowed again did not end a forbidden read")
 	}
