@@ -88,8 +88,9 @@ type Agent struct {
 	actions    *actionRunner
 	// watchJoined wakes sendInventories when a watch joins the inventory.
 	watchJoined chan struct{}
-	// lease is what the API server forbids of the agent's Lease
-	// (leaseLock), which keeps it from carrying out actions.
+	// lease is what keeps the agent from taking its Lease (leaseLock):
+	// a request the API server forbids, a namespace that does not exist.
+	// It then carries out no action.
 	lease leaseState
 	// deployList is what the Deployment watch's requests last said
 	// (deploymentsTrouble).
