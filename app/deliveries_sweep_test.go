@@ -33,6 +33,14 @@ func TestSweepDeletesFinishedDeliveriesPastRetention(t *testing.T) {
 		}
 		waitFor(t, "every delivery to be worked", 30*time.Second, func() bool { return ts.countQueued(t) == 0 })
 		ctx := context.Background()
+		// The server's sweep at start also fails stranded deliveries: on a
+		// loaded machine it may run late, after d-0 is made stranded below,
+		// and fail it, so that the call below deletes it.
+		waitFor(t, "the server's sweep at start", 30*time.Second, func() bool {
+			var n int
+			err := ts.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = 'deliveries_sweep' AND state = 'completed'`).Scan(&n)
+			return err == nil && n > 0
+		})
 		longAgo := store.Micros(time.Now().Add(-30 * 24 * time.Hour))
 		// The first `old` deliveries were received a month ago; one of them
 		// is still queued (a retry pending) and must stay.
