@@ -31,11 +31,15 @@ func limitedUntil(err error, now time.Time) (time.Time, bool) {
 func (w *pullRequestWorker) snoozeForLimit(ctx context.Context, a PullRequestArgs, until time.Time, cause error) error {
 	d := w.deps
 	now := d.Now()
-	wait := ghlimit.Snooze(until, now)
+	lw, err := w.limitWaits(ctx, a)
+	wait := lw.snooze(until, now)
 	again := now.Add(wait).UTC().Truncate(time.Second)
 	d.Log.Warn("rollback pull request not opened yet: GitHub's rate limit; tried again after it lifts",
 		"release_id", a.ReleaseID, "until", until.UTC().Format(time.RFC3339), "again", again.Format(time.RFC3339), "error", cause)
-	if err := w.auditLimited(ctx, a, until, again); err != nil {
+	if err == nil {
+		err = w.auditLimited(ctx, a, lw, until, again)
+	}
+	if err != nil {
 		// The job waits all the same; the log above says it.
 		d.Log.Error("rollback pull request: the rate-limit audit event was not written", "release_id", a.ReleaseID, "error", err)
 	}
@@ -67,7 +71,9 @@ func answerLater(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r *
 // GitHub's rate limit from its first rate-limited try before ripcord alerts,
 // once: a limit that lifts within the hour is GitHub pacing the App; one
 // that keeps a rollback from being opened longer needs a person (something
-// else spends the installation's limit), while the job keeps waiting.
+// else spends the installation's limit), while the job keeps waiting. The
+// job wakes for the alert when it is due (limitWaits.snooze), however much
+// later GitHub names.
 const alertAfter = time.Hour
 
 // maxLimitEvents bounds the rollback_rate_limited events read for one
@@ -80,6 +86,27 @@ type limitWaits struct {
 	first   time.Time // when the first wait was written; zero when none was
 	until   string    // until when the newest wait was, as written
 	alerted bool      // the wait has alerted already
+}
+
+// snooze is how long the job waits for a limit that lifts at until:
+// ghlimit.Snooze, but while the alert has not been raised, not past its due
+// time, an hour after the first wait (now, when this is the first). A try
+// is where the alert is raised, and one that waited for a time GitHub
+// named past the hour would raise it up to an hour late. A due time already
+// past (the alert's write failed) cuts nothing: the next try raises it.
+func (lw limitWaits) snooze(until, now time.Time) time.Duration {
+	wait := ghlimit.Snooze(until, now)
+	if lw.alerted {
+		return wait
+	}
+	first := lw.first
+	if first.IsZero() {
+		first = now
+	}
+	if due := first.Add(alertAfter); due.After(now) {
+		wait = min(wait, max(due.Sub(now), time.Second))
+	}
+	return wait
 }
 
 func (w *pullRequestWorker) limitWaits(ctx context.Context, a PullRequestArgs) (limitWaits, error) {
@@ -108,14 +135,11 @@ func (w *pullRequestWorker) limitWaits(ctx context.Context, a PullRequestArgs) (
 // of the job that meets the limit with the same time (a snooze ends at
 // most an hour on, before a reset further out; the client holds back the
 // installation's requests until its reset) adds nothing. Once the rollback
-// has waited more than alertAfter since its first wait, it alerts (once).
-func (w *pullRequestWorker) auditLimited(ctx context.Context, a PullRequestArgs, until, again time.Time) error {
+// has waited alertAfter since its first wait, it alerts (once). lw is what
+// the audit trail said before this try.
+func (w *pullRequestWorker) auditLimited(ctx context.Context, a PullRequestArgs, lw limitWaits, until, again time.Time) error {
 	d := w.deps
 	stamp := until.UTC().Truncate(time.Second).Format(time.RFC3339)
-	lw, err := w.limitWaits(ctx, a)
-	if err != nil {
-		return err
-	}
 	now := d.Now()
 	var events []records.AuditEvent
 	if lw.until != stamp {
@@ -126,14 +150,14 @@ func (w *pullRequestWorker) auditLimited(ctx context.Context, a PullRequestArgs,
 			Data: map[string]any{"rollback_release_id": a.ReleaseID, "until": stamp}})
 	}
 	var alert *records.Effect
-	if !lw.alerted && !lw.first.IsZero() && now.Sub(lw.first) > alertAfter {
+	if !lw.alerted && !lw.first.IsZero() && now.Sub(lw.first) >= alertAfter {
 		ev, eff := limitAlert(a, lw.first, now, stamp, again)
 		events, alert = append(events, ev), &eff
 	}
 	if len(events) == 0 {
 		return nil
 	}
-	err = d.DB.InTx(ctx, func(tx *sql.Tx) error { return d.Records.InsertAudit(ctx, tx, events...) })
+	err := d.DB.InTx(ctx, func(tx *sql.Tx) error { return d.Records.InsertAudit(ctx, tx, events...) })
 	if err == nil && alert != nil && d.RaiseAlert != nil {
 		d.RaiseAlert(*alert)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,55 +35,16 @@ import (
 // two seconds for River to pick the job up again).
 func TestARollbackWaitingForGitHubsRateLimitForMoreThanAnHourAlertsOnce(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		db, st := history(t, dbURL, 3, 0)
-		gh := githubtest.NewServer(t)
-		gh.Handle("GET /repos/{owner}/{repo}", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Retry-After", "1200")
-			w.WriteHeader(http.StatusForbidden)
-			body, _ := json.Marshal(map[string]string{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-				"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
-			_, _ = w.Write(body)
-		})
-		now := time.Now().UTC()
-		for _, q := range []string{`INSERT INTO installations (id, created_at, updated_at) VALUES ($1, $2, $2)`,
-			`INSERT INTO installation_repositories (installation_id, repository, added_at) VALUES ($1, 'acme/gitops', $2)`} {
-			if _, err := db.Write.Exec(q, githubtest.InstallationID, store.Micros(now)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t), APIURL: gh.URL()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var alerts []records.Effect
-		clock := now
-		w := &pullRequestWorker{deps: pipeline.Deps{DB: db, Records: st, GitHub: cc, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Now: func() time.Time { return clock },
-			RaiseAlert: func(e records.Effect) {
-				mu.Lock()
-				defer mu.Unlock()
-				alerts = append(alerts, e)
-			}}}
-		rec := records.Record{ReleaseID: "r3-rollback", RollbackOf: "r3", Kind: records.KindRollback, App: "checkout",
-			Environment: "prod", Cluster: "prod-eu", Repository: "acme/checkout"}
-		job := &river.Job[PullRequestArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: jobAttempts},
-			Args: argsFor(Plan{Target: "r1", Record: rec, Request: rollbackpr.Request{Repository: "acme/gitops"}}, nil)}
-		alerted := func() int {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(alerts)
-		}
+		lr := limitedRollback(t, dbURL, 20*time.Minute)
 
-		first := now
+		first := lr.clock
 		stamp := func(t time.Time) string { return t.UTC().Truncate(time.Second).Format(time.RFC3339) }
 		var alertUntil string // until when GitHub said the limit lasts, at the try that alerted
 		for try := 1; try <= 7; try++ {
-			err := w.Work(context.Background(), job)
+			err := lr.w.Work(context.Background(), lr.job)
 			var snooze *river.JobSnoozeError
 			if !errors.As(err, &snooze) {
-				t.Fatalf("try %d at +%s: %v, want the job snoozed for GitHub's rate limit", try, clock.Sub(first), err)
+				t.Fatalf("try %d at +%s: %v, want the job snoozed for GitHub's rate limit", try, lr.clock.Sub(first), err)
 			}
 			// go-github remembers the secondary limit by the wall clock,
 			// which the job's clock has left behind: later tries are
@@ -91,19 +53,19 @@ func TestARollbackWaitingForGitHubsRateLimitForMoreThanAnHourAlertsOnce(t *testi
 				t.Fatalf("try %d: snoozed %s, want the 20m GitHub asked for: the job keeps waiting", try, snooze.Duration)
 			}
 			want := 0
-			if clock.Sub(first) > time.Hour {
+			if lr.clock.Sub(first) > time.Hour {
 				want = 1
 			}
-			if n := alerted(); n != want {
-				t.Fatalf("try %d, %s after the first rate-limited try: %d alerts, want %d", try, clock.Sub(first), n, want)
+			if n := lr.alerted(); n != want {
+				t.Fatalf("try %d, %s after the first rate-limited try: %d alerts, want %d", try, lr.clock.Sub(first), n, want)
 			}
 			if want == 1 && alertUntil == "" {
-				alertUntil = stamp(clock.Add(snooze.Duration))
+				alertUntil = stamp(lr.clock.Add(snooze.Duration))
 			}
-			clock = clock.Add(snooze.Duration + 2*time.Second)
+			lr.clock = lr.clock.Add(snooze.Duration + 2*time.Second)
 		}
 
-		a := alerts[0]
+		a := lr.alerts[0]
 		if a.Kind != records.EffectAlert || a.Type != records.AlertRollbackRateLimited || a.ReleaseID != "r3" {
 			t.Errorf("alert %+v, want a %s alert on r3, the release waiting to be rolled back", a, records.AlertRollbackRateLimited)
 		}
@@ -115,7 +77,7 @@ func TestARollbackWaitingForGitHubsRateLimitForMoreThanAnHourAlertsOnce(t *testi
 		if a.Data["since"] != stamp(first) || a.Data["until"] != alertUntil {
 			t.Errorf("alert data %v, want since %s and until %s", a.Data, stamp(first), alertUntil)
 		}
-		events, err := st.Audit(context.Background(), records.AuditFilter{ReleaseID: "r3", Type: records.AuditRollbackRateLimited, Oldest: true})
+		events, err := lr.st.Audit(context.Background(), records.AuditFilter{ReleaseID: "r3", Type: records.AuditRollbackRateLimited, Oldest: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,6 +94,108 @@ func TestARollbackWaitingForGitHubsRateLimitForMoreThanAnHourAlertsOnce(t *testi
 		}
 		if waits != 7 || alertEvents != 1 {
 			t.Errorf("rollback_rate_limited events on r3: %d waits and %d alerts, want 7 (one per reset named) and 1", waits, alertEvents)
+		}
+	})
+}
+
+// limitedRollbackJob is the job of rollback r3-rollback (of r3) against
+// the fake GitHub, which answers every read of the GitOps repository with
+// a secondary limit of retryAfter. The job's clock, which the test moves,
+// starts at the wall clock's time: go-github remembers the limit by the
+// wall clock, so later tries are refused without a request, a few
+// milliseconds short of retryAfter.
+type limitedRollbackJob struct {
+	w     *pullRequestWorker
+	job   *river.Job[PullRequestArgs]
+	st    *records.Store
+	clock time.Time
+
+	mu     sync.Mutex
+	alerts []records.Effect
+}
+
+func limitedRollback(t *testing.T, dbURL string, retryAfter time.Duration) *limitedRollbackJob {
+	t.Helper()
+	db, st := history(t, dbURL, 3, 0)
+	gh := githubtest.NewServer(t)
+	gh.Handle("GET /repos/{owner}/{repo}", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+		w.WriteHeader(http.StatusForbidden)
+		body, _ := json.Marshal(map[string]string{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
+		_, _ = w.Write(body)
+	})
+	now := time.Now().UTC()
+	for _, q := range []string{`INSERT INTO installations (id, created_at, updated_at) VALUES ($1, $2, $2)`,
+		`INSERT INTO installation_repositories (installation_id, repository, added_at) VALUES ($1, 'acme/gitops', $2)`} {
+		if _, err := db.Write.Exec(q, githubtest.InstallationID, store.Micros(now)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t), APIURL: gh.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := &limitedRollbackJob{st: st, clock: now}
+	lr.w = &pullRequestWorker{deps: pipeline.Deps{DB: db, Records: st, GitHub: cc, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now: func() time.Time { return lr.clock },
+		RaiseAlert: func(e records.Effect) {
+			lr.mu.Lock()
+			defer lr.mu.Unlock()
+			lr.alerts = append(lr.alerts, e)
+		}}}
+	rec := records.Record{ReleaseID: "r3-rollback", RollbackOf: "r3", Kind: records.KindRollback, App: "checkout",
+		Environment: "prod", Cluster: "prod-eu", Repository: "acme/checkout"}
+	lr.job = &river.Job[PullRequestArgs]{JobRow: &rivertype.JobRow{Attempt: 1, MaxAttempts: jobAttempts},
+		Args: argsFor(Plan{Target: "r1", Record: rec, Request: rollbackpr.Request{Repository: "acme/gitops"}}, nil)}
+	return lr
+}
+
+func (lr *limitedRollbackJob) alerted() int {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	return len(lr.alerts)
+}
+
+// The alert comes an hour after the first rate-limited try, not at the
+// first try after that hour: GitHub asks for 59 minutes each time, so the
+// second try comes just before the hour, and a wait as long as GitHub asks
+// would put the next try, the first after the hour, at nearly two hours.
+// The job wakes at the hour instead, alerts, and from then on waits as
+// long as GitHub asks again.
+func TestARollbackWaitingForGitHubsRateLimitAlertsAnHourAfterItsFirstTry(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		lr := limitedRollback(t, dbURL, 59*time.Minute)
+		const pickUp = 2 * time.Second // River picking the job up after its snooze
+		first := lr.clock
+		alertedAt := time.Time{}
+		var waits []time.Duration
+		for try := 1; try <= 4; try++ {
+			err := lr.w.Work(context.Background(), lr.job)
+			var snooze *river.JobSnoozeError
+			if !errors.As(err, &snooze) {
+				t.Fatalf("try %d at +%s: %v, want the job snoozed for GitHub's rate limit", try, lr.clock.Sub(first), err)
+			}
+			if lr.alerted() > 0 && alertedAt.IsZero() {
+				alertedAt = lr.clock
+			}
+			waits = append(waits, snooze.Duration)
+			lr.clock = lr.clock.Add(snooze.Duration + pickUp)
+		}
+
+		if n := lr.alerted(); n != 1 {
+			t.Fatalf("%d alerts over 4 tries (waits %v), want 1", n, waits)
+		}
+		// Two pick-ups: after the first try's wait and after the one cut
+		// short at the hour.
+		if late := alertedAt.Sub(first); late < alertAfter || late > alertAfter+2*pickUp {
+			t.Errorf("alerted %s after the first rate-limited try (waits %v), want an hour after it, give or take River's pick-ups",
+				late, waits)
+		}
+		// Once alerted, the job waits as long as GitHub asks again.
+		if last := waits[len(waits)-1]; last < 58*time.Minute {
+			t.Errorf("after the alert the job waited %s (waits %v), want the 59m GitHub asked for", last, waits)
 		}
 	})
 }
