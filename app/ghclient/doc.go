@@ -20,8 +20,11 @@
 // Outside, it waits up to its MaxWait (90 s) within the caller's own
 // deadline, and the request it sends again is a new set of attempts, each
 // still cut at 30 s when GitHub does not answer. A retry is paced and
-// counted like any other call, and Metrics sits innermost so that it sees
-// the 304 that Cache turns back into the cached 200 for go-github.
+// counted like any other call; Pace's wait, inside an attempt, does not
+// count against the attempt's 30 s, which start when Pace lets the write
+// go: a write held a minute for the pace is sent then, once. Metrics sits
+// innermost so that it sees the 304 that Cache turns back into the cached
+// 200 for go-github.
 //
 // Each middleware is a githubapp.ClientMiddleware, so it composes with
 // githubapp.WithClientMiddleware; New wires them all.

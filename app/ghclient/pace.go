@@ -32,17 +32,20 @@ type PacePolicy struct {
 // hitting the secondary limit risks the App being blocked. The windows
 // slide, so no 60 seconds ever hold more than 80 writes, which a token
 // bucket with a burst would allow. Reads pass untouched. A wait ends early
-// only with the request's context.
+// only with the request's context: inside Retry, the caller's, not the
+// attempt's deadline, which starts again when Pace lets the write go (a
+// write held a minute would otherwise fail unsent at the attempt's 30 s).
 func Pace(p PacePolicy) githubapp.ClientMiddleware {
 	pc := newPacer(p)
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			if isWrite(req.Method) {
-				if _, err := pc.wait(req); err != nil {
-					return nil, err
-				}
+			if !isWrite(req.Method) {
+				return next.RoundTrip(req)
 			}
-			return next.RoundTrip(req)
+			if _, err := pc.wait(req); err != nil {
+				return nil, err
+			}
+			return sendAfterWait(next, req)
 		})
 	}
 }
@@ -69,8 +72,8 @@ type pacer struct {
 }
 
 // wait returns once req may be sent, with the time it was let go at, which
-// it records. Waiters that wake together check again, so none of them
-// oversteps a window.
+// it records. It waits on waitContext(req). Waiters that wake together
+// check again, so none of them oversteps a window.
 func (pc *pacer) wait(req *http.Request) (time.Time, error) {
 	scope := Scope(req)
 	for {
@@ -83,7 +86,7 @@ func (pc *pacer) wait(req *http.Request) (time.Time, error) {
 			return now, nil
 		}
 		pc.mu.Unlock()
-		if err := pc.clock.Sleep(req.Context(), d); err != nil {
+		if err := pc.clock.Sleep(waitContext(req), d); err != nil {
 			return time.Time{}, fmt.Errorf("wait %s to pace %s %s under github's secondary limit: %w",
 				d, req.Method, Route(req.URL.Path), err)
 		}

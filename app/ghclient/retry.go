@@ -39,8 +39,10 @@ type RetryPolicy struct {
 	// AttemptTimeout bounds one attempt, reading its body included; a
 	// negative value means none. It replaces http.Client.Timeout, which
 	// would bound all attempts and the waits between them together. It
-	// bounds what the middlewares inside Retry do (Pace's waits too), not
-	// RateLimit's wait for GitHub's limit, which sits outside Retry.
+	// bounds what the middlewares inside Retry do to send the request, not
+	// a wait before it is sent: RateLimit's wait for GitHub's limit sits
+	// outside Retry, and Pace's, inside, waits on the request's own
+	// context and starts the attempt's deadline when it is over.
 	AttemptTimeout time.Duration
 	Clock          Clock
 	// Jitter returns a number in [0,1); tests fix it.
@@ -146,20 +148,63 @@ func (p RetryPolicy) try(next http.RoundTripper, req *http.Request, n int) (*htt
 	}
 	cancel := context.CancelFunc(func() {})
 	if p.AttemptTimeout > 0 {
+		a := &attemptStart{timeout: p.AttemptTimeout}
+		ctx = context.WithValue(ctx, attemptKey{}, a)
+		a.ctx = ctx
 		ctx, cancel = context.WithTimeout(ctx, p.AttemptTimeout)
 	}
-	resp, err := next.RoundTrip(r.WithContext(ctx))
+	resp, err := roundTripWithin(next, r.WithContext(ctx), cancel)
+	return resp, err == nil || sent.Load(), err
+}
+
+// roundTripWithin sends req and calls cancel, which ends req's context,
+// once GitHub's answer has been read: the context must outlive RoundTrip,
+// as go-github reads the body afterwards, so it ends when the body is
+// closed (at once when there is no answer).
+func roundTripWithin(next http.RoundTripper, req *http.Request, cancel context.CancelFunc) (*http.Response, error) {
+	resp, err := next.RoundTrip(req)
 	if err != nil {
 		cancel()
-		return nil, sent.Load(), err
+		return nil, err
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
-	// The attempt's deadline must outlive RoundTrip: go-github reads the
-	// body afterwards. It ends when the body is closed.
 	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-	return resp, true, nil
+	return resp, nil
+}
+
+// attemptStart is what an attempt's deadline was set from, kept in the
+// attempt's context: a middleware inside Retry that waits before sending
+// (Pace) waits on ctx, the request's own context without the attempt's
+// deadline, and then starts the attempt's deadline again (sendAfterWait).
+// The attempt's deadline is for GitHub's answer; a wait the client takes
+// on its own before asking is bounded by the caller's deadline only.
+type attemptStart struct {
+	ctx     context.Context
+	timeout time.Duration
+}
+
+type attemptKey struct{}
+
+// waitContext is the context to wait on before sending req: req's own,
+// without the deadline of Retry's attempt when it is one.
+func waitContext(req *http.Request) context.Context {
+	if a, ok := req.Context().Value(attemptKey{}).(*attemptStart); ok {
+		return a.ctx
+	}
+	return req.Context()
+}
+
+// sendAfterWait sends req after a wait taken on waitContext: as an attempt
+// of Retry, with the attempt's whole deadline from now.
+func sendAfterWait(next http.RoundTripper, req *http.Request) (*http.Response, error) {
+	a, ok := req.Context().Value(attemptKey{}).(*attemptStart)
+	if !ok {
+		return next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, a.timeout)
+	return roundTripWithin(next, req.WithContext(ctx), cancel)
 }
 
 type cancelOnClose struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,5 +105,55 @@ func TestStack_SecondaryLimitLongerThanAnAttemptIsWaitedOut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// deadlineClock is fakeClock with a real clock's deadlines: a sleep that
+// would outlast its context's deadline (the wall clock's, as every
+// context's is) moves the clock to that deadline and fails with it, as
+// RealClock's would, only without the wait.
+type deadlineClock struct{ *fakeClock }
+
+func (c deadlineClock) Sleep(ctx context.Context, d time.Duration) error {
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < d {
+			_ = c.fakeClock.Sleep(context.Background(), max(left, 0))
+			return context.DeadlineExceeded
+		}
+	}
+	return c.fakeClock.Sleep(ctx, d)
+}
+
+// In the whole stack a write that Pace holds longer than one attempt's
+// deadline (the 81st write of a burst waits a minute; an attempt has 30 s)
+// is sent when its wait is over, once, with an attempt's deadline of its
+// own: the wait is the client's, not time GitHub takes to answer. It used
+// to fail after 30 s, unsent: the wait ran into the attempt's deadline,
+// and Retry, its 30 s in all spent, gave up.
+func TestStack_PaceWaitLongerThanAnAttemptIsWaitedOut(t *testing.T) {
+	clock := deadlineClock{newFakeClock()}
+	srv, ts := serve(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusCreated, `{}`) })
+	sent := &deadlines{next: http.DefaultTransport}
+	c := github.NewClient(&http.Client{Transport: Wrap(sent, stack(t, Config{Counter: &Counter{}, Clock: clock})...)})
+	c.BaseURL = mustURL(t, ts.URL+"/")
+	c.UserAgent = "ripcord/test (installation: 1)"
+
+	start := clock.Now()
+	for i := 1; i <= 81; i++ {
+		body := github.String(fmt.Sprintf("comment %d", i))
+		if _, _, err := c.Issues.CreateComment(context.Background(), "acme", "api", 7, &github.IssueComment{Body: body}); err != nil {
+			t.Fatalf("write %d at +%s: %v; want it sent once the pace allows", i, clock.Now().Sub(start), err)
+		}
+	}
+	if srv.hits() != 81 || !strings.Contains(srv.body(80), `"comment 81"`) {
+		t.Fatalf("GitHub got %d writes, the last %q; want 81, each once", srv.hits(), srv.body(srv.hits()-1))
+	}
+	if waited := clock.Now().Sub(start); waited != time.Minute {
+		t.Errorf("the writes took %s (waits %v), want 1m0s: the 81st waits for the first to leave the window", waited, clock.Sleeps())
+	}
+	sent.mu.Lock()
+	defer sent.mu.Unlock()
+	if left := sent.left[len(sent.left)-1]; left <= 0 || left > DefaultRetryAttemptTimeout {
+		t.Errorf("the 81st write was sent with %s left before its deadline, want an attempt's %s", left, DefaultRetryAttemptTimeout)
 	}
 }
