@@ -3,7 +3,9 @@ package ghclient
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,5 +157,81 @@ func TestStack_PaceWaitLongerThanAnAttemptIsWaitedOut(t *testing.T) {
 	defer sent.mu.Unlock()
 	if left := sent.left[len(sent.left)-1]; left <= 0 || left > DefaultRetryAttemptTimeout {
 		t.Errorf("the 81st write was sent with %s left before its deadline, want an attempt's %s", left, DefaultRetryAttemptTimeout)
+	}
+}
+
+// pacedGitHub is a test GitHub whose secondary limit for content-creating
+// requests is one write per pace, for all clients of the installation
+// together: a write closer than that to the last one it accepted is
+// refused, 403 with Retry-After until the pace allows it, and not acted on.
+type pacedGitHub struct {
+	clock    Clock
+	pace     time.Duration
+	mu       sync.Mutex
+	accepted []time.Time // when each accepted write came
+	bodies   []string    // what each accepted write said
+	refused  int
+}
+
+func (g *pacedGitHub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.clock.Now()
+	if n := len(g.accepted); n > 0 && now.Sub(g.accepted[n-1]) < g.pace {
+		g.refused++
+		wait := g.accepted[n-1].Add(g.pace).Sub(now)
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		writeJSON(w, http.StatusForbidden, secondaryBody)
+		return
+	}
+	g.accepted = append(g.accepted, now)
+	g.bodies = append(g.bodies, string(body))
+	writeJSON(w, http.StatusCreated, `{}`)
+}
+
+// Pacing is per process: two replicas, each within the pace, write twice
+// as fast as GitHub allows the installation. GitHub's refusals are then
+// waited out: the refused write is sent again once, after the Retry-After
+// GitHub named, and goes through; every write is acted on once, and
+// GitHub never gets two closer than its pace. Here GitHub's pace and each
+// replica's are one write per 10 s, and the replicas take turns: every
+// write after the first comes 10 s early.
+func TestStack_TwoReplicasOverThePaceHaveGitHubsRefusalsWaitedOut(t *testing.T) {
+	const pace = 10 * time.Second
+	clock := newFakeClock()
+	gh := &pacedGitHub{clock: clock, pace: pace}
+	ts := httptest.NewServer(gh)
+	t.Cleanup(ts.Close)
+	replica := func() *github.Client {
+		mws := stack(t, Config{Counter: &Counter{}, Clock: clock, Pace: PacePolicy{Windows: []Window{{Limit: 1, Period: pace}}}})
+		return client(t, ts.URL, "1", mws...)
+	}
+	replicas := []*github.Client{replica(), replica()}
+
+	const writes = 8
+	for i := 0; i < writes; i++ {
+		body := github.String(fmt.Sprintf("comment %d", i+1))
+		if _, _, err := replicas[i%2].Issues.CreateComment(context.Background(), "acme", "api", 7, &github.IssueComment{Body: body}); err != nil {
+			t.Fatalf("write %d, by replica %d: %v; want GitHub's refusal waited out", i+1, i%2+1, err)
+		}
+	}
+
+	gh.mu.Lock()
+	defer gh.mu.Unlock()
+	if len(gh.accepted) != writes || gh.refused != writes-1 {
+		t.Fatalf("GitHub accepted %d writes and refused %d, want %d and %d (all but the first came early once)",
+			len(gh.accepted), gh.refused, writes, writes-1)
+	}
+	for i, b := range gh.bodies {
+		if want := fmt.Sprintf(`"comment %d"`, i+1); !strings.Contains(b, want) {
+			t.Errorf("accepted write %d says %s, want %s: each write acted on once, in turn", i+1, b, want)
+		}
+	}
+	for i := 1; i < len(gh.accepted); i++ {
+		if d := gh.accepted[i].Sub(gh.accepted[i-1]); d != pace {
+			t.Errorf("accepted writes %d and %d came %s apart, want GitHub's pace, %s: each refusal waited out for the Retry-After it named",
+				i, i+1, d, pace)
+		}
 	}
 }
