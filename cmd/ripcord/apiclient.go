@@ -8,11 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ripcord/ripcord/app/config"
@@ -171,11 +174,69 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte, ou
 			return ctx.Err()
 		}
 	}
-	var ae *apiError
-	if !errors.As(last, &ae) {
-		return fmt.Errorf("%w; no server answered at %s, whose URL %s", last, c.server, c.serverFrom)
+	var ue *unreachableError
+	if errors.As(last, &ue) {
+		return fmt.Errorf("%w, whose URL %s", last, c.serverFrom)
 	}
 	return last
+}
+
+// unreachableError is a request no server answered: it says where and why in
+// a few words, not as Go's error chain (`Get "…": dial tcp …: connect: …`),
+// which told a newcomer less than it printed.
+type unreachableError struct {
+	server  string
+	timeout time.Duration
+	err     error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("no server answered at %s (%s)", e.server, e.reason())
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
+func (e *unreachableError) reason() string {
+	var dns *net.DNSError
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case errors.Is(e.err, syscall.ECONNREFUSED):
+		return "connection refused: nothing listens there"
+	case errors.As(e.err, &dns) && dns.IsNotFound:
+		return "no host " + dns.Name + " is known"
+	case errors.As(e.err, &dns):
+		return "cannot look up " + dns.Name + ": " + dns.Err
+	case errors.As(e.err, &ne) && ne.Timeout():
+		return fmt.Sprintf("no answer within %s", e.timeout)
+	case errors.As(e.err, &ue):
+		return ue.Err.Error()
+	}
+	return e.err.Error()
+}
+
+// notRipcord says what to check when an answer is not one ripcord's API
+// gives (its answers are JSON): --server most likely names another server,
+// or a proxy answered in its stead.
+func (c *apiClient) notRipcord() string {
+	from := ""
+	if c.serverFrom != "" {
+		from = ", whose URL " + c.serverFrom + ","
+	}
+	return fmt.Sprintf("that is not ripcord's answer (ripcord answers JSON): check that %s%s is a ripcord server's address", c.server, from)
+}
+
+// shortBody is an answer's body that is not ripcord's JSON, on one line and
+// cut: a proxy's or another server's HTML page would fill the terminal.
+func shortBody(data []byte) string {
+	s := strings.Join(strings.Fields(string(data)), " ")
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	if s == "" {
+		return "(no body)"
+	}
+	return s
 }
 
 // retryHint says when a Retry-After of wait from now ends, on the user's
@@ -224,7 +285,10 @@ func (c *apiClient) once(ctx context.Context, method, path string, body []byte, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return err
+		}
+		return &unreachableError{server: c.server, timeout: c.http.Timeout, err: err}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
@@ -233,19 +297,23 @@ func (c *apiClient) once(ctx context.Context, method, path string, body []byte, 
 	}
 	if resp.StatusCode/100 != 2 {
 		var e struct{ Error, Field string }
-		if json.Unmarshal(data, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(data))
+		ripcords := json.Unmarshal(data, &e) == nil && e.Error != ""
+		if !ripcords {
+			e.Error = shortBody(data)
 		}
 		ae := &apiError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
 		ae.retryAfter, ae.hasRetryAfter = ghlimit.RetryAfter(resp.Header, time.Now())
-		if resp.StatusCode == http.StatusUnauthorized {
+		switch {
+		case !ripcords:
+			ae.Hint = c.notRipcord()
+		case resp.StatusCode == http.StatusUnauthorized:
 			ae.Hint = c.tokenHint
 		}
 		return ae
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
-			return fmt.Errorf("decode answer: %w", err)
+			return fmt.Errorf("the answer (%d, %s) is not the JSON expected: %v; %s", resp.StatusCode, shortBody(data), err, c.notRipcord())
 		}
 	}
 	return nil
