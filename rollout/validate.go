@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -190,7 +191,7 @@ func (c *specCheck) health() {
 	if h.Alerts != nil {
 		for i, b := range h.Alerts.BlockOn {
 			if _, err := ParseSelector(b); err != nil {
-				c.add(indexPath("health.alerts.block_on", i), "block_on %q: %v", b, err)
+				c.add(indexPath("health.alerts.block_on", i), "block_on %q: %v%s", b, err, blockOnHint(b))
 			}
 		}
 	}
@@ -354,4 +355,19 @@ func spansRegions(idx []int, ts []Target) bool {
 		seen[ts[ti].Labels[LabelRegion]] = true
 	}
 	return len(seen) > 1
+}
+
+// bareWord is an entry that reads as an alert's name rather than a
+// condition on its labels.
+var bareWord = regexp.MustCompile(`^\s*[A-Za-z_:][A-Za-z0-9_:.-]*\s*$`)
+
+// blockOnHint says how to block on an alert by its name, for an entry that
+// is a bare name: an entry is a condition on the alert's labels, and the
+// name is only one of them, alertname.
+func blockOnHint(entry string) string {
+	if !bareWord.MatchString(entry) {
+		return ""
+	}
+	name := strings.TrimSpace(entry)
+	return fmt.Sprintf("; an entry is label conditions the alert must match: write alertname=%s for the alert of that name, or a label's value, like severity=critical", name)
 }

@@ -268,6 +268,12 @@ rollout:
     alerts: {block_on: ["severity"]}
 `, noRollback, []wantProblem{{"rollout.health.alerts.block_on[0]", 8, `"severity"`, `block_on "severity": at character 9: expected =, !=, in or notin`}}},
 
+		{"block_on naming an alert, as the reference once said to", targetsDoc + `rollout:
+  waves: [{name: all, select: "region!=x"}]
+  health:
+    alerts: {block_on: [HighErrorRate]}
+`, noRollback, []wantProblem{{"rollout.health.alerts.block_on[0]", 8, "HighErrorRate", `expected =, !=, in or notin after "HighErrorRate", found the end; an entry is label conditions the alert must match: write alertname=HighErrorRate for the alert of that name`}}},
+
 		{"prometheus_url that is not a URL", targetsDoc + `rollout:
   waves: [{name: all, select: "region!=x"}]
   prometheus_url: prometheus:9090
