@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/ripcord/ripcord/internal/suggest"
 )
 
 type command struct {
@@ -100,6 +102,7 @@ func parse(fs *flag.FlagSet, args []string) (code int, stop bool) {
 			if errors.Is(err, flag.ErrHelp) {
 				return 0, true
 			}
+			fmt.Fprintln(fs.Output(), flagMistake(fs, err))
 			return 2, true
 		}
 		rest := fs.Args()
@@ -118,6 +121,46 @@ func parse(fs *flag.FlagSet, args []string) (code int, stop bool) {
 		return 2, true
 	}
 	return 0, false
+}
+
+// flagMistake says again, after the command's page, what was wrong with
+// the command line, with the flag most likely meant for an unknown one: the
+// flag package's own line comes before the page, and scrolled out of sight
+// with it, so `ripcord rollback --env prod` left a newcomer reading thirty
+// lines of flags for the one named differently.
+func flagMistake(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag --" + name
+		if s := closestFlag(fs, name); s != "" {
+			msg += "; did you mean --" + s + "?"
+		}
+	}
+	return fs.Name() + ": " + msg
+}
+
+// closestFlag is the flag of fs that name most likely meant: the only one
+// it begins (--env for --environment), else the nearest by edit distance if
+// near enough, with _ read as - (--release_id); "" when none is.
+func closestFlag(fs *flag.FlagSet, name string) string {
+	name = strings.ReplaceAll(name, "_", "-")
+	var prefixed []string
+	best, bestDist := "", -1
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, name) {
+			prefixed = append(prefixed, f.Name)
+		}
+		if d := suggest.Distance(name, f.Name); bestDist < 0 || d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if len(prefixed) == 1 && len(name) >= 2 {
+		return prefixed[0]
+	}
+	if bestDist >= 0 && bestDist <= max(2, len(name)/3) && bestDist < len(name) {
+		return best
+	}
+	return ""
 }
 
 // noArgs ends a command that takes no arguments but was given one: ignored,
