@@ -252,8 +252,11 @@ var errNotJSON = errors.New("payload is not valid JSON")
 // there, so JSON sent as a form was answered "not valid JSON" and sent
 // people looking for a JSON problem. Only refused deliveries get here.
 func payloadProblem(r *http.Request, cause error) string {
-	if r.Header.Get("X-GitHub-Event") == "" { // refused before the body was read
-		return cause.Error()
+	if r.Header.Get("X-GitHub-Event") == "" {
+		// Refused before the body was read, and by now known to be signed:
+		// go-githubapp's words, "missing event type", named no header to a
+		// person posting a delivery by hand.
+		return "missing X-GitHub-Event header: GitHub names the event there (curl: -H 'X-GitHub-Event: ping')"
 	}
 	const fix = "send the JSON itself with Content-Type: application/json, the content type to choose in the webhook's settings (curl: -H 'Content-Type: application/json')"
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
