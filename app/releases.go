@@ -253,7 +253,7 @@ func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
 	f := records.Filter{App: q.Get("app"), Environment: q.Get("environment"), Cluster: q.Get("cluster"),
 		State: records.State(q.Get("state")), Limit: limit}
 	if f.State != "" && !f.State.Valid() {
-		writeError(w, http.StatusBadRequest, "state", fmt.Sprintf("unknown state %q; states are %v", f.State, records.States))
+		writeError(w, http.StatusBadRequest, "state", fmt.Sprintf("unknown state %q; states are %s", f.State, joinNames(records.States)))
 		return
 	}
 	rs, err := s.records.List(r.Context(), f)
@@ -317,7 +317,7 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 	f := records.AuditFilter{ReleaseID: q.Get("release_id"), Type: records.AuditType(q.Get("type")),
 		DeliveryID: q.Get("delivery_id"), Limit: limit}
 	if f.Type != "" && !f.Type.Valid() {
-		writeError(w, http.StatusBadRequest, "type", fmt.Sprintf("unknown audit event type %q", f.Type))
+		writeError(w, http.StatusBadRequest, "type", fmt.Sprintf("unknown audit event type %q; types are %s", f.Type, joinNames(records.AuditTypes)))
 		return
 	}
 	events, err := s.records.Audit(r.Context(), f)
@@ -326,4 +326,14 @@ func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": orEmpty(events)})
+}
+
+// joinNames lists the values a filter takes as a person writes them, comma
+// apart: fmt's %v of a slice printed "[opened progressing …]".
+func joinNames[T ~string](names []T) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = string(n)
+	}
+	return strings.Join(out, ", ")
 }
