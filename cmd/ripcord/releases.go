@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -69,7 +70,7 @@ func runReleases(args []string) int {
 		app = fs.String("app", "", "only this app")
 		env = fs.String("environment", "", "only this environment")
 		cluster = fs.String("cluster", "", "only this cluster")
-		state = fs.String("state", "", "only releases in this state")
+		state = fs.String("state", "", "only releases in this state: "+stateNames())
 		limit = fs.Int("limit", 50, "at most this many releases (1-1000)")
 	case "audit":
 		limit = fs.Int("limit", 50, "at most this many events (1-1000)")
@@ -155,4 +156,13 @@ func printAudit(events []records.AuditEvent) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.At.Format(time.RFC3339), e.Type, e.ReleaseID, e.Message)
 	}
 	tw.Flush()
+}
+
+// stateNames lists the states --state takes, which its help named none of.
+func stateNames() string {
+	names := make([]string, len(records.States))
+	for i, st := range records.States {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
 }
