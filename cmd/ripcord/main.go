@@ -58,9 +58,32 @@ func run(args []string) int {
 			return c.run(args[1:])
 		}
 	}
-	fmt.Fprintf(os.Stderr, "ripcord: unknown command %q\n", args[0])
+	fmt.Fprintf(os.Stderr, "ripcord: unknown command %q%s\n", args[0], commandHint(args[0]))
 	usage(os.Stderr)
 	return 2
+}
+
+// commandHint says what an unknown command most likely meant: `ripcord
+// --version` and `ripcord --server URL releases list` were told only that
+// the flag is no command, and `ripcord rollbak` only the list of commands.
+func commandHint(word string) string {
+	if strings.HasPrefix(word, "-") {
+		flagName, _, _ := strings.Cut(strings.TrimLeft(word, "-"), "=")
+		if flagName == "version" || flagName == "v" {
+			return "; the version is a command: ripcord version"
+		}
+		return "; a command comes first, then its flags: ripcord <command> --" + flagName + " ..."
+	}
+	best, bestDist := "", -1
+	for _, c := range commands {
+		if d := suggest.Distance(word, c.name); bestDist < 0 || d < bestDist {
+			best, bestDist = c.name, d
+		}
+	}
+	if bestDist >= 0 && bestDist <= max(2, len(word)/3) && bestDist < len(word) {
+		return "; did you mean ripcord " + best + "?"
+	}
+	return ""
 }
 
 // usage lists the commands: on stdout when it was asked for (ripcord -h,
