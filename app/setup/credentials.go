@@ -91,6 +91,11 @@ func (s *Store) Save(ctx context.Context, c Credentials) error {
 		if err != nil {
 			return fmt.Errorf("store App %d: %w", c.AppID, err)
 		}
+		// With an App stored no replica offers a registration any more:
+		// the tokens in the logs need not open anything again.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM app_setup_tokens`); err != nil {
+			return fmt.Errorf("forget the set-up tokens: %w", err)
+		}
 		return nil
 	})
 }
