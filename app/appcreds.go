@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
 
@@ -73,6 +74,23 @@ func (s *Server) connectGitHub(ctx context.Context, opts Options) error {
 	}
 	s.log.Info("using the GitHub App registered through /setup", "app_id", stored.AppID, "slug", stored.Slug)
 	return nil
+}
+
+// setupToken is the set-up token of a server that starts with no App,
+// recorded so that every replica's /setup takes it; "" when an App is in
+// use, since /setup then registers nothing.
+func (s *Server) setupToken(ctx context.Context) (string, error) {
+	if s.appIdentity().Configured {
+		return "", nil
+	}
+	token, err := setup.NewToken()
+	if err != nil {
+		return "", err
+	}
+	if err := s.apps.AddToken(ctx, token, time.Now().UTC()); err != nil {
+		return "", err
+	}
+	return token, nil
 }
 
 // activate makes c the App the server acts as, without a restart.

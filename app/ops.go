@@ -148,7 +148,8 @@ var homePage = template.Must(template.New("home").Parse(`<!doctype html>
 <p>The GitHub App is configured (App id {{.AppID}}). Webhooks are received at <code>{{.Hook}}</code>.</p>
 {{else}}
 <p><strong>Set-up is not finished:</strong> ripcord has no GitHub App yet, so it cannot act on GitHub.</p>
-<p><a href="/setup">Register the App on GitHub</a> from the set-up page: it takes a minute and needs no restart.</p>
+<p>Register the App on GitHub from the set-up page: it takes a minute and needs no restart. Open it with the link ripcord's start-up log gives
+(the line <q>the GitHub App is not configured</q>: <code>…/setup?token=…</code>); the page asks for that set-up token, so only who can read the log registers the App.</p>
 <p>Or create one by hand (webhook URL <code>{{.Hook}}</code>) and start ripcord with <code>RIPCORD_GITHUB_APP_ID</code>,
 <code>RIPCORD_GITHUB_PRIVATE_KEY</code> (PEM text or a file path) and <code>RIPCORD_GITHUB_WEBHOOK_SECRET</code>.</p>
 {{end}}

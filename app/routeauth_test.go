@@ -102,7 +102,8 @@ var guardedRoutes = []guardedRoute{
 
 // openRoutes answer without a credential, on purpose: probes and metrics
 // for the platform, the pages' sign-in (a page itself shows nothing
-// without one), and /setup only until an App is configured (README,
+// without one), and /setup, which until an App is configured checks the
+// set-up token of the start-up log itself (app/setup's tests; README,
 // "Register the App").
 var openRoutes = map[string]string{
 	"GET /healthz":              "/healthz",

@@ -164,7 +164,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 			s.handlers[e] = append(s.handlers[e], h)
 		}
 	}
-	setup.Register(deps, setup.Options{Store: s.apps, Events: s.handledEvents(), Activate: s.activate})
+	setupToken, err := s.setupToken(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	setup.Register(deps, setup.Options{Store: s.apps, Events: s.handledEvents(), Activate: s.activate, Token: setupToken})
 	policy := retryPolicy{base: cmp.Or(opts.RetryBase, retryBase)}
 	runner := &deliveryRunner{db: db, river: func() *river.Client[*sql.Tx] { return s.river }, handlers: s.handlers,
 		metrics: s.metrics, log: log, maxAttempts: cmp.Or(opts.DeliveryMaxAttempts, deliveryMaxAttempts), policy: policy}
@@ -186,10 +191,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		// saying "stored" here sent people looking for deliveries that
 		// GitHub shows as refused.
 		log.Warn("the GitHub App is not configured and no webhook secret is: every delivery is refused with 401 and ripcord cannot act on GitHub; " +
-			"register it at " + cfg.PublicURL + setup.PagePath + " or set github.app_id, github.private_key and github.webhook_secrets (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY, RIPCORD_GITHUB_WEBHOOK_SECRET)")
+			"register it at " + setup.PageURL(cfg.PublicURL, setupToken) + " or set github.app_id, github.private_key and github.webhook_secrets (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY, RIPCORD_GITHUB_WEBHOOK_SECRET)")
 	case !s.appIdentity().Configured:
 		log.Warn("the GitHub App is not configured: webhooks are stored, but ripcord cannot act on GitHub; " +
-			"register it at " + cfg.PublicURL + setup.PagePath + " or set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY)")
+			"register it at " + setup.PageURL(cfg.PublicURL, setupToken) + " or set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY)")
 	case len(s.webhookSecrets()) == 0:
 		log.Warn("no webhook secret is configured: every delivery is refused with 401; set github.webhook_secrets (RIPCORD_GITHUB_WEBHOOK_SECRET)")
 	}

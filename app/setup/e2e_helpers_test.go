@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +37,33 @@ type env struct {
 	client *http.Client
 	// configure changes the configuration of the next start.
 	configure func(*config.Config)
+	// logs is the log of the latest start; token the set-up token its
+	// start-up line gives ("" when it gives none), read there as an admin
+	// reads it.
+	logs  *logBuffer
+	token string
 }
+
+// logBuffer is a log the server writes while the test reads it.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// setUpLink is the link to open in the start-up line of a server with no App.
+var setUpLink = regexp.MustCompile(`register it at (http://\S+/setup\?token=([A-Za-z0-9_-]*))`)
 
 func start(t *testing.T, dbURL string, ghes bool) *env {
 	t.Helper()
@@ -70,11 +98,16 @@ func (e *env) run() {
 		e.configure(cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e.logs = &logBuffer{}
+	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(e.logs, nil))})
 	if err != nil {
 		cancel()
 		_ = ln.Close()
 		t.Fatalf("start server: %v", err)
+	}
+	e.token = ""
+	if m := setUpLink.FindStringSubmatch(e.logs.String()); m != nil {
+		e.token = m[2]
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, ln) }()
@@ -107,6 +140,37 @@ func (e *env) get(path string) (int, string, http.Header) {
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(body), res.Header
+}
+
+// setupPage is /setup with the set-up token of the start-up log, and query
+// ("a=b&c=d") if any.
+func (e *env) setupPage(query string) string {
+	p := "/setup?token=" + url.QueryEscape(e.token)
+	if query != "" {
+		p += "&" + query
+	}
+	return p
+}
+
+var (
+	orgFormPattern = regexp.MustCompile(`(?s)<form method="get" action="([^"]+)">(.*?)</form>`)
+	hiddenPattern  = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+)
+
+// orgForm is the address the set-up page's organisation form sends a
+// browser to with org typed in: its action with its hidden fields and org.
+func orgForm(t *testing.T, page, org string) string {
+	t.Helper()
+	m := orgFormPattern.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the set-up page has no organisation form:\n%s", page)
+	}
+	q := url.Values{}
+	for _, h := range hiddenPattern.FindAllStringSubmatch(m[2], -1) {
+		q.Add(html.UnescapeString(h[1]), html.UnescapeString(h[2]))
+	}
+	q.Add("org", org)
+	return html.UnescapeString(m[1]) + "?" + q.Encode()
 }
 
 // form is one "Register on GitHub" form of the set-up page.

@@ -42,7 +42,7 @@ func (e *env) installWebhook(secret, repository string) int {
 func TestTheAdminBackFromInstallingIsToldWhatIsNext(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := start(t, dbURL, false)
-		_, page, _ := e.get("/setup")
+		_, page, _ := e.get(e.setupPage(""))
 		fs := forms(t, page)
 		if len(fs) != 1 {
 			t.Fatalf("GET /setup: %d forms, want the personal one:\n%s", len(fs), page)

@@ -40,7 +40,7 @@ func TestRegisterTheAppFromThePage(t *testing.T) {
 			!(homeStatus == http.StatusOK && strings.Contains(home, `href="/setup"`)) {
 			t.Errorf("GET / without an App: HTTP %d to %q, neither a redirect nor a link to /setup:\n%s", homeStatus, homeHdr.Get("Location"), home)
 		}
-		status, page, hdr := e.get("/setup")
+		status, page, hdr := e.get(e.setupPage(""))
 		fs := forms(t, page)
 		if status != http.StatusOK || len(fs) != 1 {
 			t.Fatalf("GET /setup: HTTP %d with %d forms, want 200 with the personal form:\n%s", status, len(fs), page)
@@ -58,12 +58,12 @@ func TestRegisterTheAppFromThePage(t *testing.T) {
 		}
 		checkManifest(t, personal.Manifest, e.url)
 
-		_, orgPage, _ := e.get("/setup?org=acme")
+		_, orgPage, _ := e.get(orgForm(t, page, "acme"))
 		orgForms := forms(t, orgPage)
 		if len(orgForms) != 2 || orgForms[1].Action != web+"organizations/acme/settings/apps/new?state="+orgForms[1].state() {
 			t.Errorf("GET /setup?org=acme: forms %+v, want the organisation's at %sorganizations/acme/settings/apps/new", orgForms, web)
 		}
-		if status, _, _ := e.get("/setup?org=acme/../x"); status != http.StatusBadRequest {
+		if status, _, _ := e.get(orgForm(t, page, "acme/../x")); status != http.StatusBadRequest {
 			t.Errorf("an organisation name with a path: HTTP %d, want 400", status)
 		}
 
@@ -101,7 +101,7 @@ func TestRegisterTheAppFromThePage(t *testing.T) {
 		}
 
 		// A second tab's page, whose registration comes back after the first's.
-		_, secondTab, _ := e.get("/setup")
+		_, secondTab, _ := e.get(e.setupPage(""))
 		second := forms(t, secondTab)
 		if len(second) != 1 {
 			t.Fatalf("GET /setup in a second tab: %d forms, want 1", len(second))
@@ -218,7 +218,7 @@ func checkManifest(t *testing.T, m map[string]any, public string) {
 func TestASecondRegistrationDoesNotReplaceTheStoredApp(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := start(t, dbURL, false)
-		_, page, _ := e.get("/setup")
+		_, page, _ := e.get(e.setupPage(""))
 		fs := forms(t, page)
 		if len(fs) != 1 {
 			t.Fatalf("GET /setup before any registration: %d forms, want 1", len(fs))
@@ -291,7 +291,7 @@ func TestAFailedCodeExchangeCanBeReloaded(t *testing.T) {
 		e.configure = func(cfg *config.Config) { cfg.GitHub.APIURL = flaky.URL + "/" }
 		e.restart()
 
-		_, page, _ := e.get("/setup")
+		_, page, _ := e.get(e.setupPage(""))
 		fs := forms(t, page)
 		if len(fs) != 1 {
 			t.Fatalf("GET /setup: %d forms, want 1", len(fs))
@@ -324,7 +324,7 @@ func TestThePageSaysWebhooksAreStoredWhenASecretIsConfigured(t *testing.T) {
 		if got := e.deliver(githubtest.ManifestWebhookSecret); got != http.StatusAccepted {
 			t.Fatalf("a webhook signed with the configured secret: HTTP %d, want 202", got)
 		}
-		_, page, _ := e.get("/setup")
+		_, page, _ := e.get(e.setupPage(""))
 		if !strings.Contains(page, "stores the webhooks signed with its configured secret") || strings.Contains(page, "refuses every webhook") {
 			t.Errorf("GET /setup with a webhook secret configured does not say webhooks are stored:\n%s", page)
 		}
@@ -346,7 +346,7 @@ func TestAKeyFileThatCannotBeReadStopsTheCallbackBeforeTheCode(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("not a key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, page, _ := e.get("/setup")
+	_, page, _ := e.get(e.setupPage(""))
 	fs := forms(t, page)
 	if len(fs) != 1 {
 		t.Fatalf("GET /setup: %d forms, want 1", len(fs))
@@ -390,7 +390,7 @@ func TestAnAppTheDatabaseRefusesIsNamedForDeletion(t *testing.T) {
 		BEGIN SELECT RAISE(ABORT, 'the disk is full'); END`); err != nil {
 		t.Fatal(err)
 	}
-	_, page, _ := e.get("/setup")
+	_, page, _ := e.get(e.setupPage(""))
 	fs := forms(t, page)
 	if len(fs) != 1 {
 		t.Fatalf("GET /setup: %d forms, want 1", len(fs))

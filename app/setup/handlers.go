@@ -25,6 +25,12 @@ type Options struct {
 	Activate func(ctx context.Context, c Credentials) error
 	// Client makes the code exchange; nil is http.DefaultClient.
 	Client *http.Client
+	// Token is the set-up token this process logged at start (NewToken,
+	// recorded with Store.AddToken); "" when it started with an App. Until
+	// an App is configured the page shows its forms only with a token a
+	// replica logged: the callback needs no token, since it needs a state
+	// that only such a page gives out.
+	Token string
 }
 
 // Register adds GET /setup and GET /setup/callback to d.Mux.
@@ -67,6 +73,17 @@ func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
 		render(w, http.StatusOK, configuredPage, storedView(stored, app, public))
 		return
 	}
+	token := r.URL.Query().Get(TokenParam)
+	accepted, err := h.o.Store.TokenAccepted(r.Context(), token, h.o.Token)
+	if err != nil {
+		h.d.Log.Error("set-up page", "err", err)
+		renderError(w, http.StatusInternalServerError, "Cannot check the set-up token", err.Error())
+		return
+	}
+	if !accepted {
+		renderError(w, http.StatusForbidden, "This page needs the set-up token", noTokenMessage(token != "", public))
+		return
+	}
 	status := http.StatusOK
 	org := strings.TrimSpace(r.URL.Query().Get("org"))
 	var orgErr string
@@ -82,12 +99,24 @@ func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := registerView{Public: public, Hook: public + HookPath, Permissions: Permissions, Events: Events(h.o.Events),
-		Org: org, OrgError: orgErr, WebURL: app.WebURL, Secret: len(h.d.Config.GitHub.WebhookSecrets) > 0,
+		Org: org, OrgError: orgErr, WebURL: app.WebURL, Secret: len(h.d.Config.GitHub.WebhookSecrets) > 0, Token: token,
 		PersonalAction: FormAction(app.WebURL, "", state), PersonalManifest: manifestJSON(public, "", state, h.o.Events)}
 	if org != "" {
 		v.OrgAction, v.OrgManifest = FormAction(app.WebURL, org, state), manifestJSON(public, org, state, h.o.Events)
 	}
 	render(w, status, registerPage, v)
+}
+
+// noTokenMessage tells who came without the set-up token (or with one no
+// server logged) where to find it.
+func noTokenMessage(given bool, public string) string {
+	what := "Registering ripcord's GitHub App needs the set-up token, which only ripcord's log shows."
+	if given {
+		what = "This is not a set-up token ripcord logged."
+	}
+	return what + " When ripcord starts with no App, its start-up log says \"the GitHub App is not configured\" and gives the link to open, " +
+		PageURL(public, "…") + " with the token in full: open that link (with several replicas, the one of any replica's log works). " +
+		"Or configure an App you created on GitHub yourself: github.app_id, github.private_key and github.webhook_secrets."
 }
 
 // installed fills in v what GitHub's return from installing the App says:

@@ -19,6 +19,9 @@ type registerView struct {
 	// Secret: a webhook secret is configured, so webhooks are stored;
 	// without one every delivery is refused until the App is registered.
 	Secret bool
+	// Token is the set-up token the page was opened with: the
+	// organisation's form sends it again.
+	Token string
 }
 
 type statusView struct {
@@ -91,6 +94,7 @@ ripcord stores its key (encrypted) and starts using it at once, and you go on to
 <p>Another organisation:</p>
 {{end}}
 <form method="get" action="/setup">
+<input type="hidden" name="token" value="{{.Token}}">
 <label>Organisation name <input name="org" value="{{.Org}}" required></label>
 <button type="submit">Continue</button>
 {{if .OrgError}}<p class="error">{{.OrgError}}</p>{{end}}
