@@ -81,7 +81,7 @@ func (h *handlers) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !accepted {
-		renderError(w, http.StatusForbidden, "This page needs the set-up token", noTokenMessage(token != "", public))
+		renderError(w, http.StatusForbidden, "Set-up is not finished: this page needs the set-up token", noTokenMessage(token != "", public))
 		return
 	}
 	status := http.StatusOK
