@@ -39,13 +39,17 @@ const stopReportGrace = 10 * time.Second
 // patches. The processes of one id take turns through a Lease
 // (Agent.runActions), so only one of them asks for the id's claims.
 type actionRunner struct {
-	base    string // server + /api/v1/clusters/{cluster}/actions
-	agent   string
-	http    *http.Client
-	token   func() (string, error)
-	journal *journal
-	roll    *Rollbacker
-	wait    time.Duration
+	base  string // server + /api/v1/clusters/{cluster}/actions
+	agent string
+	// namespace is the one the agent watches, "" for all: the server
+	// hands it only actions of workloads there, so two agents of one
+	// cluster, each with its own namespace, never take each other's.
+	namespace string
+	http      *http.Client
+	token     func() (string, error)
+	journal   *journal
+	roll      *Rollbacker
+	wait      time.Duration
 	// maxBackoff caps the pause between polls while the server is
 	// unreachable.
 	maxBackoff time.Duration
@@ -127,6 +131,11 @@ func (r *actionRunner) pollTrouble() string {
 
 func (r *actionRunner) poll(ctx context.Context, resume bool) ([]actionapi.Action, error) {
 	q := url.Values{"agent": {r.agent}, "wait": {r.wait.String()}}
+	if r.namespace != "" {
+		// A server from before the parameter ignores it and hands out
+		// any of the cluster's actions, as it always did.
+		q.Set("namespace", r.namespace)
+	}
 	if resume {
 		q.Set("resume", "true")
 	}

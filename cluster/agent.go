@@ -44,7 +44,9 @@ type Config struct {
 	// RIPCORD_CLUSTER_TOKEN", a file and what named it), for the log line
 	// of a 401: the server cannot tell a stale token from a wrong source.
 	TokenFrom string
-	// Namespace limits the watch; "" watches every namespace.
+	// Namespace limits the watch, and the cluster actions the agent is
+	// handed to those of workloads there; "" watches every namespace and
+	// takes any of the cluster's actions.
 	Namespace string
 	Resync    time.Duration
 	// StateDir holds the spool and the action journal (and the agent's
@@ -181,7 +183,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	a.watch = newWatcher(cfg.Cluster, cfg.Now, a.deliver.enqueue, a.metrics, log)
 	roll := &Rollbacker{Kube: kube, HTTP: PodClient(), Health: cfg.Health, RolloutTimeout: cfg.RolloutTimeout,
 		RolloutPoll: cfg.RolloutPoll, Now: cfg.Now}
-	a.actions = &actionRunner{base: actionsURL(cfg.Server, cfg.Cluster), agent: a.id, http: cfg.HTTP, token: cfg.Token,
+	a.actions = &actionRunner{base: actionsURL(cfg.Server, cfg.Cluster), agent: a.id, namespace: cfg.Namespace, http: cfg.HTTP, token: cfg.Token,
 		tokenFrom: cfg.TokenFrom, journal: j, roll: roll, wait: cfg.PollWait, maxBackoff: cfg.MaxBackoff, metrics: a.metrics, log: log, now: cfg.Now,
 		inflight: map[string]bool{}, polls: failureStreak{patience: deliveryPatience}}
 	return a, nil

@@ -45,10 +45,13 @@ type api struct {
 
 var agentPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,100}$`)
 
-// list is GET /api/v1/clusters/{cluster}/actions?agent=ID[&wait=25s][&resume=true]:
+// list is GET /api/v1/clusters/{cluster}/actions?agent=ID[&namespace=NS][&wait=25s][&resume=true]:
 // it claims the cluster's pending actions for the agent, waiting up to wait
-// for one to appear; resume=true also returns the actions this agent
-// claimed before and has not reported.
+// for one to appear; with namespace, only those of a workload in that
+// namespace (the one the agent watches; without it, any, as agents that
+// watch every namespace and agents from before the parameter ask);
+// resume=true also returns the actions this agent claimed before and has
+// not reported.
 func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	cluster := r.PathValue("cluster")
 	if status, msg := a.auth(r, cluster); status != 0 {
@@ -59,6 +62,12 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	agent := q.Get("agent")
 	if !agentPattern.MatchString(agent) {
 		pipeline.WriteError(w, http.StatusBadRequest, "agent", "agent must be the agent's id: 1 to 100 of A-Z a-z 0-9 _ -")
+		return
+	}
+	namespace := q.Get("namespace")
+	if namespace != "" && !dnsLabel.MatchString(namespace) {
+		pipeline.WriteError(w, http.StatusBadRequest, "namespace",
+			fmt.Sprintf("namespace must be the Kubernetes namespace the agent watches, or absent when it watches all, got %q", namespace))
 		return
 	}
 	var wait time.Duration
@@ -73,10 +82,10 @@ func (a *api) list(w http.ResponseWriter, r *http.Request) {
 	resume := q.Get("resume") == "true"
 	deadline := time.Now().Add(wait)
 	for {
-		found, err := a.store.hasWork(r.Context(), cluster, agent, resume, a.now())
+		found, err := a.store.hasWork(r.Context(), cluster, agent, namespace, resume, a.now())
 		if err == nil && found {
 			var actions []actionapi.Action
-			actions, err = a.store.claim(r.Context(), cluster, agent, resume, a.now())
+			actions, err = a.store.claim(r.Context(), cluster, agent, namespace, resume, a.now())
 			if err == nil && len(actions) > 0 {
 				pipeline.WriteJSON(w, http.StatusOK, actionapi.Actions{Actions: actions})
 				return

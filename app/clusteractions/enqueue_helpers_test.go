@@ -54,7 +54,7 @@ func claimedRollback(t *testing.T, db *store.DB, agent, releaseID string) (*acti
 // and fails the test unless it gets exactly one.
 func claimOne(t *testing.T, s *actionStore, agent string, now time.Time) {
 	t.Helper()
-	if got, err := s.claim(context.Background(), "prod-eu", agent, false, now); err != nil || len(got) != 1 {
+	if got, err := s.claim(context.Background(), "prod-eu", agent, "", false, now); err != nil || len(got) != 1 {
 		t.Fatalf("claim: %v %v", got, err)
 	}
 }

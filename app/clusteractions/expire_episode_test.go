@@ -23,7 +23,7 @@ func TestAnExpiredClaimEndsItsEpisodeInTheSameTransaction(t *testing.T) {
 		s, id, now := claimedRollback(t, db, "lost-agent", "rb2")
 		later := now.Add(ClaimTimeout + time.Minute)
 		for range 2 { // a second poll finds nothing more to expire
-			if _, err := s.claim(ctx, "prod-eu", "new-agent", false, later); err != nil {
+			if _, err := s.claim(ctx, "prod-eu", "new-agent", "", false, later); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -21,7 +21,7 @@ func TestTheClaimingAgentsLateResultReplacesAnExpiredClaim(t *testing.T) {
 		db := testdb.OpenMigrated(t, dbURL)
 		s, id, now := claimedRollback(t, db, "cut-off", "")
 		later := now.Add(ClaimTimeout + time.Minute)
-		if _, err := s.claim(ctx, "prod-eu", "other", false, later); err != nil {
+		if _, err := s.claim(ctx, "prod-eu", "other", "", false, later); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := Get(ctx, db.Read, id); st.State != StateFailed {

@@ -24,10 +24,10 @@ func TestAPendingActionNoAgentTookWithinTheClaimTimeoutIsNeverHandedOut(t *testi
 		later := queued.Add(ClaimTimeout + time.Minute)
 		// A server that started just now: within claimGrace.
 		s := &actionStore{db: db, records: records.NewStore(db), started: later}
-		if work, err := s.hasWork(ctx, "prod-eu", "agent-1", false, later); err != nil || !work {
+		if work, err := s.hasWork(ctx, "prod-eu", "agent-1", "", false, later); err != nil || !work {
 			t.Errorf("hasWork: %v %v; want the stale pending action seen, so a poll fails it", work, err)
 		}
-		if got, err := s.claim(ctx, "prod-eu", "agent-1", false, later); err != nil || len(got) != 0 {
+		if got, err := s.claim(ctx, "prod-eu", "agent-1", "", false, later); err != nil || len(got) != 0 {
 			t.Fatalf("an agent got %+v (%v) an hour after the action was queued: a rollback nobody expects", got, err)
 		}
 		st, err := Get(ctx, db.Read, old)
@@ -49,7 +49,7 @@ func TestAPendingActionNoAgentTookWithinTheClaimTimeoutIsNeverHandedOut(t *testi
 
 		fresh := enqueueRollback(t, db, "v3", "c3", "")
 		inside := time.Now().UTC().Add(ClaimTimeout - time.Minute)
-		if got, err := s.claim(ctx, "prod-eu", "agent-1", false, inside); err != nil || len(got) != 1 || got[0].ID != fresh {
+		if got, err := s.claim(ctx, "prod-eu", "agent-1", "", false, inside); err != nil || len(got) != 1 || got[0].ID != fresh {
 			t.Fatalf("an action queued %s ago: %+v %v; want it handed out", ClaimTimeout-time.Minute, got, err)
 		}
 	})

@@ -23,7 +23,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 		back := now.Add(2 * time.Hour)
 		restarted := &actionStore{db: db, records: records.NewStore(db), started: back}
 		for _, agent := range []string{"agent-2", "agent-1"} { // another agent of the cluster polls first
-			if _, err := restarted.claim(ctx, "prod-eu", agent, agent == "agent-1", back.Add(10*time.Second)); err != nil {
+			if _, err := restarted.claim(ctx, "prod-eu", agent, "", agent == "agent-1", back.Add(10*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -36,7 +36,7 @@ func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
 		// agents had their time to report.
 		id = enqueueRollback(t, db, "v3", "c3", "")
 		claimOne(t, s, "lost-agent", now)
-		if _, err := restarted.claim(ctx, "prod-eu", "agent-1", false, back.Add(claimGrace+time.Second)); err != nil {
+		if _, err := restarted.claim(ctx, "prod-eu", "agent-1", "", false, back.Add(claimGrace+time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		if st, err := Get(ctx, db.Read, id); err != nil || st.State != StateFailed || st.Result.ErrorType != "claim_expired" {

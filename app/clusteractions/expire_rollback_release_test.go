@@ -46,11 +46,11 @@ func TestAnExpiredClaimFailsTheRollbackReleaseAndItsLateFactsStillMakeItHealthy(
 			}
 		}
 		id := enqueueRollback(t, db, "v2", "c2", "rb2")
-		if got, err := s.claim(ctx, "prod-eu", "cut-off", false, now); err != nil || len(got) != 1 {
+		if got, err := s.claim(ctx, "prod-eu", "cut-off", "", false, now); err != nil || len(got) != 1 {
 			t.Fatalf("claim: %v %v", got, err)
 		}
 		later := now.Add(ClaimTimeout + time.Minute)
-		if _, err := s.claim(ctx, "prod-eu", "other", false, later); err != nil {
+		if _, err := s.claim(ctx, "prod-eu", "other", "", false, later); err != nil {
 			t.Fatal(err)
 		}
 		rec, err := rs.Get(ctx, "rb2")

@@ -15,10 +15,10 @@ func TestAClaimWithoutAResultFailsAfterTheClaimTimeoutAndIsNotHandedOn(t *testin
 		db := testdb.OpenMigrated(t, dbURL)
 		s, id, now := claimedRollback(t, db, "lost-agent", "")
 		later := now.Add(ClaimTimeout + time.Minute)
-		if work, _ := s.hasWork(ctx, "prod-eu", "new-agent", false, later); !work {
+		if work, _ := s.hasWork(ctx, "prod-eu", "new-agent", "", false, later); !work {
 			t.Error("hasWork does not see the stale claim, so no poll would expire it")
 		}
-		got, err := s.claim(ctx, "prod-eu", "new-agent", false, later)
+		got, err := s.claim(ctx, "prod-eu", "new-agent", "", false, later)
 		if err != nil || len(got) != 0 {
 			t.Errorf("a new agent got %v (%v): a lost claim must never be handed on", got, err)
 		}

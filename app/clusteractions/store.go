@@ -117,32 +117,47 @@ type actionStore struct {
 }
 
 // hasWork is a read-only look (no write transaction) at whether a poll
-// would hand out anything: pending actions, this agent's claims when
-// resuming, or claims to expire.
-func (s *actionStore) hasWork(ctx context.Context, cluster, agent string, resume bool, now time.Time) (bool, error) {
-	mine := ""
-	if resume {
-		mine = "agent = $3 OR "
-	}
+// would hand out anything: pending actions of the agent's namespace (any,
+// for namespace ""), this agent's claims when resuming, or actions to
+// expire, of any namespace, since the poll expires the whole cluster's.
+// Another namespace's pending action is no work: counted, it would have
+// the poll claim nothing in a write transaction every pollInterval until
+// that action's agent took it.
+func (s *actionStore) hasWork(ctx context.Context, cluster, agent, namespace string, resume bool, now time.Time) (bool, error) {
 	cutoff, expiring := s.expireBefore(now)
 	if !expiring {
 		cutoff = time.Time{} // no claim is older than that
 	}
+	args := []any{cluster, store.Micros(cutoff)}
+	pending := "state = 'pending'"
+	if namespace != "" {
+		args = append(args, namespace, store.Micros(notClaimedBefore(now)))
+		pending += fmt.Sprintf(" AND (%s = $%d OR created_at < $%d)", s.specNamespace(), len(args)-1, len(args))
+	}
+	mine := ""
+	if resume {
+		args = append(args, agent)
+		mine = fmt.Sprintf("agent = $%d OR ", len(args))
+	}
 	var n int
 	err := s.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cluster_actions
-		WHERE cluster = $1 AND (state = 'pending' OR (state = 'claimed' AND (`+mine+`claimed_at < $2)))`,
-		append([]any{cluster, store.Micros(cutoff)}, argsIf(resume, agent)...)...).Scan(&n)
+		WHERE cluster = $1 AND ((`+pending+`) OR (state = 'claimed' AND (`+mine+`claimed_at < $2)))`, args...).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("look for actions of %s: %w", cluster, err)
 	}
 	return n > 0, nil
 }
 
-func argsIf(cond bool, args ...any) []any {
-	if cond {
-		return args
+// specNamespace is the SQL of an action's namespace, kept in its spec (the
+// workload it is about). It is read only from rows the index of open
+// actions (cluster_actions_open: cluster, state, created_at) already
+// narrowed to one cluster's pending ones, a handful: a column of its own
+// would need a migration and a backfill for no faster query.
+func (s *actionStore) specNamespace() string {
+	if s.db.Dialect == store.Postgres {
+		return `(spec::jsonb ->> 'namespace')`
 	}
-	return nil
+	return `json_extract(spec, '$.namespace')`
 }
 
 // claim hands pending actions to agent (and, when resuming, the ones it
@@ -150,7 +165,16 @@ func argsIf(cond bool, args ...any) []any {
 // actions queued longer ago than that. The pending ones are also filtered
 // by their age here, so none too old is handed out even before it was
 // failed.
-func (s *actionStore) claim(ctx context.Context, cluster, agent string, resume bool, now time.Time) ([]actionapi.Action, error) {
+//
+// An agent that watches one namespace says which: it is handed only the
+// actions of a workload there, so that two agents of one cluster, each
+// watching its own namespace (and often allowed to patch Deployments only
+// there), never take each other's rollbacks. namespace "" is an agent
+// that watches every namespace, or one from before agents said theirs: it
+// is handed any of the cluster's actions, as before. Its own claims, when
+// resuming, come back whatever their namespace: the agent that claimed an
+// action is the one to finish it or give it back.
+func (s *actionStore) claim(ctx context.Context, cluster, agent, namespace string, resume bool, now time.Time) ([]actionapi.Action, error) {
 	var out []actionapi.Action
 	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
 		out = nil
@@ -165,9 +189,13 @@ func (s *actionStore) claim(ctx context.Context, cluster, agent string, resume b
 			}
 			out = append(out, mine...)
 		}
+		inNamespace, args := "", []any{cluster, store.Micros(notClaimedBefore(now))}
+		if namespace != "" {
+			inNamespace, args = " AND "+s.specNamespace()+" = $3", append(args, namespace)
+		}
 		pending, err := selectSpecs(ctx, tx, fmt.Sprintf(`SELECT id, spec FROM cluster_actions
-			WHERE cluster = $1 AND state = 'pending' AND created_at >= $2 ORDER BY created_at, id LIMIT %d`, claimBatch),
-			cluster, store.Micros(notClaimedBefore(now)))
+			WHERE cluster = $1 AND state = 'pending' AND created_at >= $2`+inNamespace+` ORDER BY created_at, id LIMIT %d`, claimBatch),
+			args...)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,41 @@
+package clusteractions
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/records"
+)
+
+// A poll of one namespace's agent finds no work in another namespace's
+// pending action (it would claim nothing, in a write transaction, every
+// pollInterval of its wait), but it still expires every namespace's
+// actions of its cluster, as the sweep does: the action of a namespace
+// whose agent is down ends not_claimed at the next poll of any agent.
+func TestAPollOfOneNamespaceExpiresTheOtherNamespacesActionsButIsNotWokenByThem(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := testdb.OpenMigrated(t, dbURL)
+		id := enqueueRollback(t, db, "v2", "c2", "") // in shop
+		now := time.Now().UTC()
+		s := &actionStore{db: db, records: records.NewStore(db), started: now.Add(-time.Hour)}
+		if work, err := s.hasWork(ctx, "prod-eu", "agent-b", "team-b", false, now); err != nil || work {
+			t.Errorf("hasWork for team-b with only shop's action pending: %v %v; want none", work, err)
+		}
+		if work, err := s.hasWork(ctx, "prod-eu", "agent-shop", "shop", false, now); err != nil || !work {
+			t.Errorf("hasWork for shop: %v %v; want its action seen", work, err)
+		}
+		later := now.Add(ClaimTimeout + time.Minute)
+		if work, err := s.hasWork(ctx, "prod-eu", "agent-b", "team-b", false, later); err != nil || !work {
+			t.Errorf("hasWork for team-b once shop's action is stale: %v %v; want it seen, so the poll fails it", work, err)
+		}
+		if got, err := s.claim(ctx, "prod-eu", "agent-b", "team-b", false, later); err != nil || len(got) != 0 {
+			t.Fatalf("team-b's agent got %+v (%v); want nothing", got, err)
+		}
+		if st, err := Get(ctx, db.Read, id); err != nil || st.State != StateFailed || st.Result == nil || st.Result.ErrorType != errTypeNotClaimed {
+			t.Errorf("shop's stale action after team-b's poll: %+v %v; want failed, not_claimed", st, err)
+		}
+	})
+}
