@@ -40,7 +40,7 @@ func runAgent(args []string) int {
 	server := fs.String("server", firstOf(os.Getenv("RIPCORD_SERVER"), "http://127.0.0.1:8080"), "ripcord server URL (env RIPCORD_SERVER)")
 	tokenFile := fs.String("token-file", os.Getenv("RIPCORD_CLUSTER_TOKEN_FILE"), "file holding the cluster's token, read on every request (env RIPCORD_CLUSTER_TOKEN_FILE; or set RIPCORD_CLUSTER_TOKEN)")
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (env KUBECONFIG); empty uses the in-cluster service account")
-	namespace := fs.String("namespace", "", "watch one namespace only (default: all)")
+	namespace := fs.String("namespace", "", "watch one namespace only, and be handed only the cluster's rollbacks of workloads there, so agents of one cluster in different namespaces never take each other's (default: all namespaces, and any of the cluster's rollbacks)")
 	stateDir := fs.String("state-dir", firstOf(os.Getenv("RIPCORD_AGENT_STATE"), "ripcord-agent"), "folder for the fact spool and the action journal; keep it across restarts, and facts not yet sent survive a new pod only on a persistent volume (env RIPCORD_AGENT_STATE)")
 	agentID := fs.String("agent-id", "", "the agent's id towards the server (default: made from --cluster and --namespace, the same for every pod of one deployment of the agent, so a new pod finishes or gives back the actions the one before it claimed); the agents of one id take turns through a Lease")
 	leaseNamespace := fs.String("lease-namespace", "", "namespace of the agent's Lease (default: the pod's own namespace in a cluster, else --namespace, else default)")
