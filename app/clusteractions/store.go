@@ -149,10 +149,11 @@ func (s *actionStore) hasWork(ctx context.Context, cluster, agent, namespace str
 }
 
 // specNamespace is the SQL of an action's namespace, kept in its spec (the
-// workload it is about). It is read only from rows the index of open
-// actions (cluster_actions_open: cluster, state, created_at) already
-// narrowed to one cluster's pending ones, a handful: a column of its own
-// would need a migration and a backfill for no faster query.
+// workload it is about). It filters rows an index already narrowed to one
+// cluster (on PostgreSQL cluster_actions_open, to its open ones, a handful;
+// on SQLite the cluster's rows, as the queries did before it), so the plans
+// are unchanged: a column of its own would need a migration and a backfill
+// of every stored spec for no faster query.
 func (s *actionStore) specNamespace() string {
 	if s.db.Dialect == store.Postgres {
 		return `(spec::jsonb ->> 'namespace')`
