@@ -264,8 +264,10 @@ func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, no
 		return fmt.Errorf("expire pending actions of %s: %w", cluster, err)
 	}
 	for _, st := range unclaimed {
-		reason := fmt.Sprintf("no agent of cluster %s took the action within %s of it being queued at %s; nothing was done, and it will not be handed out any more",
-			st.Cluster, ClaimTimeout, st.CreatedAt.Format(time.RFC3339))
+		// Said with the namespace: the cluster's agents may all be up,
+		// none of them watching this one.
+		reason := fmt.Sprintf("no agent of cluster %s took the action within %s of it being queued at %s (it is handed only to an agent watching namespace %s, or every namespace); nothing was done, and it will not be handed out any more",
+			st.Cluster, ClaimTimeout, st.CreatedAt.Format(time.RFC3339), st.Action.Namespace)
 		if _, _, err := s.finishIn(ctx, tx, st, expiredResult("", errTypeNotClaimed, reason, now), now, true); err != nil {
 			return err
 		}
