@@ -21,7 +21,14 @@ type Config struct {
 	// appOrder keeps apps in file order so lookups that can match several
 	// (AppForWorkflow) answer the same way every time.
 	appOrder []string
+	// text is the file Load made the config from; "" for one built in code.
+	text string
 }
+
+// Text is the file the config was loaded from, so that a reader can keep
+// the config and load it again later (the server keeps each repository's
+// last read in its database); "" for a Config not made by Load.
+func (c *Config) Text() string { return c.text }
 
 // App is one application and the environments it is deployed to.
 type App struct {

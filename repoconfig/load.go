@@ -55,6 +55,7 @@ func LoadWith(data []byte, opts Options) (*Config, []Problem) {
 		sortProblems(d.problems)
 		return nil, d.problems
 	}
+	cfg.text = string(data)
 	return cfg, nil
 }
 
