@@ -154,8 +154,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	deps := pipeline.Deps{Config: cfg, DB: db, Records: s.records, River: func() *river.Client[*sql.Tx] { return s.river },
 		GitHub: s.github, Workers: workers, Mux: s.mux, Registerer: s.metrics.registry, Log: log,
 		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity,
-		Configs: pipeline.NewRepoConfigs(), Stopping: s.stopping, ApplyFacts: s.applyOwnFacts,
+		Stopping: s.stopping, ApplyFacts: s.applyOwnFacts,
 		RaiseAlert: func(e records.Effect) { s.raiseAlerts([]records.Effect{e}) }}
+	// Kept in the database, so the readers answer the same after a
+	// restart and on every replica; loaded as the Loader checks configs.
+	deps.Configs = pipeline.NewStoredRepoConfigs(db, configload.ServerOptions(deps), log)
 	s.configs = configload.NewLoaderFor(deps)
 	s.repoConfigs = deps.Configs
 	handlers := append([]EventHandler{installations{github: s.github, log: log}}, capabilities(deps)...)

@@ -1,39 +1,92 @@
 package pipeline
 
 import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"log/slog"
 	"sync"
+	"time"
 
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
-// RepoConfigs keeps each repository's .github/ripcord.yml as this process
-// last read it from the default branch (configload's Loader puts every such
-// read here), so a reader that must not call GitHub — a web page, per
-// request — can still use the repository's settings. It is as fresh as the
-// last read by any capability (a gate evaluation, a protection review, a
-// rollback, a recovery); a repository read by none since the process
-// started, or whose config is missing or does not load, has none. Safe for
-// concurrent use; a nil *RepoConfigs holds nothing.
+// configsTimeout bounds one database call of RepoConfigs: Put and Get take
+// no context (their callers are a load already done and a request's
+// answer), and neither may wait for ever on a database that does not answer.
+const configsTimeout = 5 * time.Second
+
+// RepoConfigs keeps each repository's .github/ripcord.yml as ripcord last
+// read it from the default branch (configload's Loader puts every such read
+// here), so a reader that must not call GitHub — a web page, per request,
+// GET /api/v1/eligibility, a release check — can still use the
+// repository's settings. It is as fresh as the last read by any capability
+// (a gate evaluation, a protection review, a rollback, a recovery) of any
+// server on the database: with one (NewStoredRepoConfigs) the file is kept
+// in the repo_configs table, so a restart keeps it and every replica
+// answers from the same one; a repository read by none, or whose config
+// went missing or does not load, has none, and one gone stays gone. Safe
+// for concurrent use; a nil *RepoConfigs holds nothing.
 type RepoConfigs struct {
 	mu sync.Mutex
-	m  map[string]*repoconfig.Config
+	m  map[string]keptConfig
+	// db, when set, keeps the configs; m is then a cache of their parses
+	// (by the file's sha), so a Get parses only a file it has not seen.
+	db   *store.DB
+	opts repoconfig.Options
+	log  *slog.Logger
 }
 
-// NewRepoConfigs returns an empty RepoConfigs.
-func NewRepoConfigs() *RepoConfigs { return &RepoConfigs{m: map[string]*repoconfig.Config{}} }
+// keptConfig is one repository's config as this process knows it.
+type keptConfig struct {
+	// cfg is nil (with a database) when the stored file does not load
+	// with this server's settings.
+	cfg *repoconfig.Config
+	sha string // of cfg.Text(); "" for a Config built in code
+}
 
-// Put keeps cfg as repository's config; a nil cfg forgets it.
+// NewRepoConfigs returns an empty RepoConfigs that keeps configs in this
+// process's memory only (for tests of the readers).
+func NewRepoConfigs() *RepoConfigs { return &RepoConfigs{m: map[string]keptConfig{}} }
+
+// NewStoredRepoConfigs returns a RepoConfigs that keeps configs in db,
+// loading a stored file again with opts (the server's, as its Loader
+// checks configs). A database error is logged: Get then answers what this
+// process last knew, Put keeps the read in memory only.
+func NewStoredRepoConfigs(db *store.DB, opts repoconfig.Options, log *slog.Logger) *RepoConfigs {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &RepoConfigs{m: map[string]keptConfig{}, db: db, opts: opts, log: log}
+}
+
+// Put keeps cfg as repository's config; a nil cfg forgets it (durably,
+// with a database). A Config not made by repoconfig.Load has no file to
+// store: it is kept in this process only, until the next Put.
+//
+// Every default-branch read puts, and the file rarely changes: with a
+// database, Put reads the stored file's sha and writes only when the read
+// differs from it.
 func (c *RepoConfigs) Put(repository string, cfg *repoconfig.Config) {
 	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cfg == nil {
-		delete(c.m, repository)
+	if c.db == nil || (cfg != nil && cfg.Text() == "") {
+		c.remember(repository, cfg, "")
 		return
 	}
-	c.m[repository] = cfg
+	sha := ""
+	if cfg != nil {
+		sha = c.shaOf(repository, cfg)
+	}
+	if err := c.store(repository, cfg, sha); err != nil {
+		c.log.Warn("could not keep the repository's config in the database: this server answers from its own copy until it can",
+			"repository", repository, "err", err)
+	}
+	c.remember(repository, cfg, sha)
 }
 
 // Get returns repository's config as last read, if any.
@@ -42,7 +95,101 @@ func (c *RepoConfigs) Get(repository string) (*repoconfig.Config, bool) {
 		return nil, false
 	}
 	c.mu.Lock()
+	k, ok := c.m[repository]
+	c.mu.Unlock()
+	if c.db == nil || (ok && k.sha == "") {
+		return k.cfg, ok
+	}
+	cfg, err := c.load(repository, k)
+	if err != nil {
+		c.log.Warn("could not read the repository's config from the database: answering with this server's last copy",
+			"repository", repository, "err", err)
+		return k.cfg, ok
+	}
+	return cfg, cfg != nil
+}
+
+// remember keeps cfg, of the file with sha, as this process's copy.
+func (c *RepoConfigs) remember(repository string, cfg *repoconfig.Config, sha string) {
+	c.mu.Lock()
 	defer c.mu.Unlock()
-	cfg, ok := c.m[repository]
-	return cfg, ok
+	if cfg == nil {
+		delete(c.m, repository)
+		return
+	}
+	c.m[repository] = keptConfig{cfg: cfg, sha: sha}
+}
+
+// shaOf is the sha of cfg's file; the Loader hands the same *Config for
+// the same file, so the one kept saves hashing it again.
+func (c *RepoConfigs) shaOf(repository string, cfg *repoconfig.Config) string {
+	c.mu.Lock()
+	k := c.m[repository]
+	c.mu.Unlock()
+	if k.cfg == cfg && k.sha != "" {
+		return k.sha
+	}
+	sum := sha256.Sum256([]byte(cfg.Text()))
+	return hex.EncodeToString(sum[:])
+}
+
+// store makes the database hold cfg (sha its file's) for repository, or
+// none when cfg is nil, writing only when it holds something else.
+func (c *RepoConfigs) store(repository string, cfg *repoconfig.Config, sha string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), configsTimeout)
+	defer cancel()
+	var stored string
+	err := c.db.Read.QueryRowContext(ctx, `SELECT sha FROM repo_configs WHERE repository = $1`, repository).Scan(&stored)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		stored = ""
+	case err != nil:
+		return err
+	}
+	if stored == sha {
+		return nil
+	}
+	if cfg == nil {
+		_, err = c.db.Write.ExecContext(ctx, `DELETE FROM repo_configs WHERE repository = $1`, repository)
+		return err
+	}
+	_, err = c.db.Write.ExecContext(ctx, `INSERT INTO repo_configs (repository, sha, config, read_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (repository) DO UPDATE SET sha = excluded.sha, config = excluded.config, read_at = excluded.read_at`,
+		repository, sha, cfg.Text(), store.Micros(time.Now()))
+	return err
+}
+
+// load reads repository's config from the database; k is this process's
+// copy, whose file is not read again when it is the one stored. nil: none.
+func (c *RepoConfigs) load(repository string, k keptConfig) (*repoconfig.Config, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), configsTimeout)
+	defer cancel()
+	var sha string
+	var text sql.NullString
+	err := c.db.Read.QueryRowContext(ctx, `SELECT sha, CASE WHEN sha = $2 THEN NULL ELSE config END
+		FROM repo_configs WHERE repository = $1`, repository, k.sha).Scan(&sha, &text)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		c.remember(repository, nil, "")
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case sha == k.sha:
+		return k.cfg, nil
+	}
+	cfg, problems := repoconfig.LoadWith([]byte(text.String), c.opts)
+	if cfg == nil {
+		// Stored by a server that checks configs otherwise (another
+		// rollout.max_parallel): for this one there is none to use.
+		// Kept as none, with its sha, so it is neither loaded nor
+		// logged again until it changes.
+		c.log.Warn("the repository's stored config does not load with this server's settings", "repository", repository,
+			"problems", len(problems))
+		c.mu.Lock()
+		c.m[repository] = keptConfig{sha: sha}
+		c.mu.Unlock()
+		return nil, nil
+	}
+	c.remember(repository, cfg, sha)
+	return cfg, nil
 }

@@ -1,0 +1,108 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/repoconfig"
+)
+
+func loadConfig(t testing.TB, text string) *repoconfig.Config {
+	t.Helper()
+	cfg, problems := repoconfig.Load([]byte(text))
+	if cfg == nil {
+		t.Fatalf("config does not load: %v", problems)
+	}
+	return cfg
+}
+
+func window(t *testing.T, c *RepoConfigs, repository string) int {
+	t.Helper()
+	cfg, ok := c.Get(repository)
+	if !ok {
+		return 0
+	}
+	return cfg.Eligibility.Window
+}
+
+// Every default-branch read of a config puts it, and the file rarely
+// changes: the same file read again writes nothing (read_at, written with
+// the file, keeps the value the test set), a changed one is written and
+// seen by another RepoConfigs on the database (another server, or this
+// one after a restart), and a config gone (Put nil) is gone there too.
+func TestStoredRepoConfigsWriteOnlyWhatChanged(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		db := testdb.OpenMigrated(t, dbURL)
+		const repo = "acme/checkout"
+		readAt := func() int64 {
+			t.Helper()
+			var at int64
+			if err := db.Read.QueryRow(`SELECT read_at FROM repo_configs WHERE repository = $1`, repo).Scan(&at); err != nil {
+				t.Fatal(err)
+			}
+			return at
+		}
+		one := NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
+		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"))
+		if _, err := db.Write.Exec(`UPDATE repo_configs SET read_at = 1 WHERE repository = $1`, repo); err != nil {
+			t.Fatal(err)
+		}
+		// The same file, parsed again (a new *Config): still no write.
+		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"))
+		if at := readAt(); at != 1 {
+			t.Errorf("the same file read again was written again (read_at %d)", at)
+		}
+		other := NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
+		if w := window(t, other, repo); w != 3 {
+			t.Errorf("another server on the database: window %d, want 3", w)
+		}
+		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 4}\n"))
+		if at := readAt(); at == 1 {
+			t.Error("a changed file was not written")
+		}
+		if w := window(t, other, repo); w != 4 {
+			t.Errorf("another server after the file changed: window %d, want 4", w)
+		}
+		one.Put(repo, nil)
+		if w := window(t, other, repo); w != 0 {
+			t.Errorf("another server after the config went: window %d, want none", w)
+		}
+		if w := window(t, NewStoredRepoConfigs(db, repoconfig.Options{}, nil), repo); w != 0 {
+			t.Errorf("a restarted server after the config went: window %d, want none", w)
+		}
+	})
+}
+
+// A Config built in code (a test's) has no file to store: the RepoConfigs
+// it is put in answers with it, others on the database do not see it.
+func TestStoredRepoConfigsKeepABuiltConfigInMemory(t *testing.T) {
+	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
+	const repo = "acme/checkout"
+	one, other := NewStoredRepoConfigs(db, repoconfig.Options{}, nil), NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
+	one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"))
+	one.Put(repo, &repoconfig.Config{Eligibility: repoconfig.Eligibility{Window: 9}})
+	if w := window(t, one, repo); w != 9 {
+		t.Errorf("the RepoConfigs a built config was put in: window %d, want 9", w)
+	}
+	if w := window(t, other, repo); w != 3 {
+		t.Errorf("another on the database: window %d, want the stored file's 3", w)
+	}
+}
+
+// BenchmarkRepoConfigsPutSameFile is the cost a default-branch read adds
+// (a recovery of a failed deploy run, a gate evaluation, ...) when the
+// file has not changed, as nearly always: one read of the stored sha.
+func BenchmarkRepoConfigsPutSameFile(b *testing.B) {
+	for _, engine := range testdb.Engines {
+		b.Run(engine, func(b *testing.B) {
+			db := testdb.OpenMigrated(b, testdb.URL(b, engine))
+			c := NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
+			cfg := loadConfig(b, "version: 1\neligibility: {window: 3}\n")
+			c.Put("acme/checkout", cfg)
+			b.ResetTimer()
+			for range b.N {
+				c.Put("acme/checkout", cfg)
+			}
+		})
+	}
+}
