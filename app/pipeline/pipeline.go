@@ -2,6 +2,13 @@
 // delivery pipeline: the stored delivery, the handler interface and the
 // commit a handler returns. Capabilities live in their own packages and
 // implement EventHandler; the app package wires them in.
+//
+// It also holds RepoConfigs, each repository's .github/ripcord.yml as a
+// capability last read it from the default branch, for readers that must
+// not call GitHub (GET /api/v1/eligibility, the pages, a release check). It
+// is kept in the database (the repo_configs table), not in one server's
+// memory, so those readers answer the same after a restart and on every
+// replica; a config that went missing or no longer loads is deleted there.
 package pipeline
 
 import (
