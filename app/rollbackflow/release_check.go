@@ -227,8 +227,8 @@ func (w *releaseCheckWorker) target(ctx context.Context, r records.Record) (*rec
 // windowOf is repository's eligibility window: its eligibility.window as
 // ripcord last read its .github/ripcord.yml from the default branch (see
 // pipeline.RepoConfigs; a check run is written without reading GitHub for
-// it), or eligibility.DefaultWindow while none is kept (not read since the
-// server started, missing, or not loading), as on the releases pages.
+// it), or eligibility.DefaultWindow while none is kept (never read,
+// missing, or not loading), as on the releases pages.
 func windowOf(configs *pipeline.RepoConfigs, repository string) int {
 	if cfg, ok := configs.Get(repository); ok && cfg.Eligibility.Window > 0 {
 		return cfg.Eligibility.Window

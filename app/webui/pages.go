@@ -55,10 +55,10 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 			targets = append(targets, t)
 		}
 	}
-	widest := 0
+	window, widest := h.windows(), 0
 	for _, r := range rs {
 		if canRead(repos, r.Repository) {
-			widest = max(widest, h.window(r.Repository))
+			widest = max(widest, window(r.Repository))
 		}
 	}
 	ran, err := h.records.NewestRan(r.Context(), max(widest, 1), targets)
@@ -71,7 +71,7 @@ func (h *handler) releases(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, ss, "read the releases' rollouts", err)
 		return
 	}
-	groups := buildGroups(rs, ran, repos, deployed, h.window, h.now())
+	groups := buildGroups(rs, ran, repos, deployed, window, h.now())
 	for i := range groups {
 		for j, tg := range groups[i].Targets {
 			if tg.HasEligible {
@@ -146,15 +146,30 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 }
 
 // window is the eligibility window of repository's releases: its
-// eligibility.window as ripcord last read its config (pipeline.RepoConfigs;
-// a page never calls GitHub for it), or eligibility.DefaultWindow while
-// none is kept (not read since the server started, missing, or not
+// eligibility.window as ripcord last read its config (pipeline.RepoConfigs,
+// kept in the database; a page never calls GitHub for it), or
+// eligibility.DefaultWindow while none is kept (never read, missing, or not
 // loading).
 func (h *handler) window(repository string) int {
 	if cfg, ok := h.configs.Get(repository); ok && cfg.Eligibility.Window > 0 {
 		return cfg.Eligibility.Window
 	}
 	return eligibility.DefaultWindow
+}
+
+// windows is window answering once per repository: the releases page asks
+// for every record's (up to listLimit), and each answer is a read of the
+// database (pipeline.RepoConfigs keeps the configs there).
+func (h *handler) windows() func(repository string) int {
+	seen := map[string]int{}
+	return func(repository string) int {
+		w, ok := seen[repository]
+		if !ok {
+			w = h.window(repository)
+			seen[repository] = w
+		}
+		return w
+	}
 }
 
 // readable is what ss's person can read, or false once the page has
