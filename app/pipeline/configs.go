@@ -55,7 +55,8 @@ func NewRepoConfigs() *RepoConfigs { return &RepoConfigs{m: map[string]keptConfi
 // NewStoredRepoConfigs returns a RepoConfigs that keeps configs in db,
 // loading a stored file again with opts (the server's, as its Loader
 // checks configs). A database error is logged: Get then answers what this
-// process last knew, Put keeps the read in memory only.
+// process last knew, and a Put that could not write is tried again by the
+// next read of the file.
 func NewStoredRepoConfigs(db *store.DB, opts repoconfig.Options, log *slog.Logger) *RepoConfigs {
 	if log == nil {
 		log = slog.Default()
@@ -83,7 +84,7 @@ func (c *RepoConfigs) Put(repository string, cfg *repoconfig.Config) {
 		sha = c.shaOf(repository, cfg)
 	}
 	if err := c.store(repository, cfg, sha); err != nil {
-		c.log.Warn("could not keep the repository's config in the database: this server answers from its own copy until it can",
+		c.log.Warn("could not keep the repository's config in the database; the next read of the file tries again",
 			"repository", repository, "err", err)
 	}
 	c.remember(repository, cfg, sha)
@@ -104,7 +105,7 @@ func (c *RepoConfigs) Get(repository string) (*repoconfig.Config, bool) {
 	if err != nil {
 		c.log.Warn("could not read the repository's config from the database: answering with this server's last copy",
 			"repository", repository, "err", err)
-		return k.cfg, ok
+		return k.cfg, k.cfg != nil
 	}
 	return cfg, cfg != nil
 }

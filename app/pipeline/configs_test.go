@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -86,6 +88,42 @@ func TestStoredRepoConfigsKeepABuiltConfigInMemory(t *testing.T) {
 	}
 	if w := window(t, other, repo); w != 3 {
 		t.Errorf("another on the database: window %d, want the stored file's 3", w)
+	}
+}
+
+// A file stored by a server that allows more (rollout.max_parallel 32)
+// does not load on one with the default 16: there it is no config, and
+// stays none when the database cannot be read (Get answers with what the
+// process last knew, which is none, not a nil config said to be there).
+func TestStoredRepoConfigsThatDoNotLoadHereAreNone(t *testing.T) {
+	dbURL := testdb.URL(t, "sqlite")
+	db := testdb.OpenMigrated(t, dbURL)
+	const repo = "acme/checkout"
+	cfg, problems := repoconfig.LoadWith([]byte(`version: 1
+apps:
+  checkout:
+    environments:
+      prod:
+        cluster: c
+        targets: [{host: a, labels: {region: eu-1}}]
+        rollout:
+          waves: [{name: all, select: "region=eu-1", parallel: 20}]
+`), repoconfig.Options{MaxParallel: 32})
+	if cfg == nil {
+		t.Fatalf("with max_parallel 32: %v", problems)
+	}
+	NewStoredRepoConfigs(db, repoconfig.Options{MaxParallel: 32}, nil).Put(repo, cfg)
+	strictDB, err := store.Open(context.Background(), dbURL) // closed below, not by a cleanup
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict := NewStoredRepoConfigs(strictDB, repoconfig.Options{}, nil)
+	if got, ok := strict.Get(repo); ok || got != nil {
+		t.Fatalf("with the default max_parallel: %v, %v; want none", got, ok)
+	}
+	strictDB.Close()
+	if got, ok := strict.Get(repo); ok || got != nil {
+		t.Errorf("with the database closed: %v, %v; want none still", got, ok)
 	}
 }
 
