@@ -19,7 +19,7 @@ const Version = 1
 var (
 	topKeys         = []string{"version", "apps", "recovery", "commands", "eligibility", "stall_after"}
 	appKeys         = []string{"environments", "gates", "recovery"}
-	environmentKeys = []string{"cluster", "workflows", "rollback", "rollout", "targets", "gates", "freezes", "protection_rule"}
+	environmentKeys = []string{"cluster", "workflows", "rollback", "rollout", "targets", "gates", "freezes", "protection_rule", "oidc"}
 
 	// clusterPattern keeps cluster names usable in release ids
 	// (<chain-id>:<cluster>/<env>) and in /api/v1/facts/{cluster}.
@@ -209,6 +209,9 @@ func (d *decoder) environment(f field) *Environment {
 	}
 	if v, ok := m["protection_rule"]; ok {
 		env.protectionRule = v.Value
+	}
+	if v, ok := m["oidc"]; ok {
+		env.OIDC = d.oidcRule(v)
 	}
 	return env
 }

@@ -37,12 +37,22 @@ type Glob struct {
 }
 
 // CompileGlob checks a glob and prepares it for matching.
-func CompileGlob(pattern string) (*Glob, error) {
+func CompileGlob(pattern string) (*Glob, error) { return compileGlob(pattern, true) }
+
+// CompileRefGlob is CompileGlob for git refs, which are matched with regard
+// to case: git tells refs/heads/Main from refs/heads/main, and a rule that
+// names one branch must not let a branch spelled another way through.
+func CompileRefGlob(pattern string) (*Glob, error) { return compileGlob(pattern, false) }
+
+func compileGlob(pattern string, foldCase bool) (*Glob, error) {
 	if pattern == "" {
 		return nil, fmt.Errorf("empty pattern")
 	}
 	var b strings.Builder
-	b.WriteString(`(?is)^`)
+	b.WriteString(`(?s)^`)
+	if foldCase {
+		b.WriteString(`(?i)`)
+	}
 	rs := []rune(pattern)
 	for i := 0; i < len(rs); i++ {
 		switch r := rs[i]; r {
@@ -110,4 +120,10 @@ func (g *Glob) String() string { return g.pattern }
 func MatchGlob(pattern, name string) bool {
 	g, err := CompileGlob(pattern)
 	return err == nil && g.Match(name)
+}
+
+// MatchRefGlob is MatchGlob for git refs (CompileRefGlob).
+func MatchRefGlob(pattern, ref string) bool {
+	g, err := CompileRefGlob(pattern)
+	return err == nil && g.Match(ref)
 }

@@ -123,6 +123,32 @@ var problemCases = []problemCase{
 		schema: schemaCannotSee,
 	},
 	{
+		name:   "OIDC ref glob with an unclosed bracket",
+		doc:    env("        oidc:\n          refs: ['refs/heads/release-[0-9']\n"),
+		want:   []string{`f.yml:7:18: apps.checkout.environments.prod.oidc.refs[0]: invalid pattern: glob "refs/heads/release-[0-9": unclosed [ at position 20`},
+		schema: schemaCannotSee,
+	},
+	{
+		name: "OIDC ref written as a bare branch name, which no token's ref claim is",
+		doc:  env("        oidc:\n          refs: [main]\n"),
+		want: []string{`f.yml:7:18: apps.checkout.environments.prod.oidc.refs[0]: "main" never matches: a token's ref claim is a full ref, like refs/heads/main or refs/tags/main`},
+	},
+	{
+		name: "OIDC rule that names nothing restricts nothing",
+		doc:  env("        oidc: {}\n"),
+		want: []string{`f.yml:6:15: apps.checkout.environments.prod.oidc: names no refs and no environments, so it would restrict nothing; list refs, environments or both`},
+	},
+	{
+		name: "OIDC environments given empty would refuse every workflow",
+		doc:  env("        oidc:\n          environments: []\n"),
+		want: []string{`f.yml:7:25: apps.checkout.environments.prod.oidc.environments: is empty, so it would refuse every workflow; list at least one, a GitHub Environment, like production`},
+	},
+	{
+		name: "OIDC claim spelled as GitHub's claim name gets the key's spelling",
+		doc:  env("        oidc:\n          ref: [refs/heads/main]\n"),
+		want: []string{`f.yml:7:11: apps.checkout.environments.prod.oidc.ref: unknown key "ref"; did you mean refs? (allowed: refs, environments)`},
+	},
+	{
 		name: "command permission that GitHub does not have",
 		doc:  "version: 1\ncommands:\n  approve: owner\n",
 		want: []string{`f.yml:3:12: commands.approve: "owner" is not one of read, triage, write, maintain, admin`},

@@ -94,6 +94,16 @@ var environmentDoc = mapping("<env>", "One environment of the app.",
 	withMeaning(gatesDoc, "This environment's changes to the app's gates, gate by gate."),
 	withMeaning(freezesDoc, "Windows in which no rollout stage starts and, with protection_rule, no deployment job runs."),
 	protectionRuleDoc,
+	oidcDoc,
+)
+
+var oidcDoc = mapping("oidc", "Which workflows' GitHub Actions OIDC tokens may post facts and open releases for the environment "+
+	"(POST /api/v1/facts, POST /api/v1/releases); without it, any workflow of the repository may, from any branch. "+
+	"A token must satisfy each list given; a refused one is answered 403 naming the key. The api_token is never restricted.",
+	scalar("refs", "list of strings", "any ref", "ref globs, like refs/heads/main or refs/tags/v*",
+		"The token's ref claim (the branch or tag the workflow runs on) must match one; `*` matches slashes too, case counts."),
+	scalar("environments", "list of strings", "any, or none", "GitHub Environment names, like production",
+		"The token's environment claim (the job's `environment:`) must be one, compared without regard to case; a job with no environment is refused."),
 )
 
 var rollbackDoc = mapping("rollback", "How the environment goes back to an earlier release; without it ripcord alerts instead.",

@@ -130,6 +130,7 @@ func TestSchemaKeysMatchLoadKeys(t *testing.T) {
 		{"recovery", defs["recovery"].(map[string]any)["properties"], recoveryKeys},
 		{"gates", gates, gateKeys},
 		{"process", process, []string{"itsm", "qa", "policy_validation"}},
+		{"oidc", defs["environment"].(map[string]any)["properties"].(map[string]any)["oidc"].(map[string]any)["properties"], oidcKeys},
 	}
 	for _, tt := range tests {
 		var keys []string
