@@ -169,6 +169,14 @@ func (s *Server) postTaskFacts(w http.ResponseWriter, r *http.Request) {
 		}
 		owners[key] = true
 	}
+	targets, err := s.factTargets(r.Context(), facts, batch)
+	if err != nil {
+		s.internalError(w, r, err)
+		return
+	}
+	if !s.requireOIDCRule(w, r, claims, targets) {
+		return
+	}
 	s.applyFacts(w, r, facts, batch)
 }
 

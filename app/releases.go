@@ -12,6 +12,7 @@ import (
 	"github.com/ripcord/ripcord/app/deployments"
 	"github.com/ripcord/ripcord/app/rollbackflow"
 	"github.com/ripcord/ripcord/app/rolloutflow"
+	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/internal/secret"
 	"github.com/ripcord/ripcord/records"
 	"github.com/tidwall/gjson"
@@ -64,6 +65,7 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "", "missing or wrong bearer token: send Authorization: Bearer <api_token>")
 		return
 	}
+	var claims *oidcauth.Claims
 	var repoClaim string
 	if !viaToken {
 		// Release tooling sends the api_token: a missing or mistyped one is
@@ -73,8 +75,8 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 				"send Authorization: Bearer <api_token>, or from a workflow the job's OIDC token (permissions: id-token: write)")
 			return
 		}
-		claims, ok := s.verifyOIDC(w, r)
-		if !ok {
+		var ok bool
+		if claims, ok = s.verifyOIDC(w, r); !ok {
 			return
 		}
 		repoClaim = claims.Repository
@@ -104,6 +106,9 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !s.requireOwner(w, r, repoClaim, rec.App, rec.Environment, "app") {
+			return
+		}
+		if !s.requireOIDCRule(w, r, claims, []oidcTarget{{app: rec.App, environment: rec.Environment}}) {
 			return
 		}
 		if q.FreezeOverride {
