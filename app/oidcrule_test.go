@@ -200,3 +200,20 @@ func TestAnOIDCRuleThatCannotBeCheckedRefusesWorkflows(t *testing.T) {
 		}
 	})
 }
+
+// The organisation's .github repository stands in for a repository with no
+// file of its own (README, "In your repositories"), rule included.
+func TestTheOrganisationsOIDCRuleHoldsForARepositoryWithoutAFile(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ts, issuer, gh := ruleServer(t, dbURL)
+		gh.PutFile("acme/.github", "main", ".github/ripcord.yml", prodRule)
+		var got refusal
+		code := ts.post(t, "/api/v1/facts", workflowToken(t, issuer, "refs/heads/feature", "production"), taskFact("prod", "org-1", "failed"), &got)
+		if code != http.StatusForbidden || got.Field != "apps.checkout.environments.prod.oidc.refs" {
+			t.Errorf("a feature branch under the organisation's rule: %d %+v, want 403 on its refs", code, got)
+		}
+		if code := ts.post(t, "/api/v1/facts", workflowToken(t, issuer, "refs/tags/v1.2.0", "production"), taskFact("prod", "org-2", "failed"), nil); code != http.StatusOK {
+			t.Errorf("a release tag under the organisation's rule: status %d, want 200", code)
+		}
+	})
+}
