@@ -52,7 +52,7 @@ func (s *Server) requireOIDCRule(w http.ResponseWriter, r *http.Request, claims 
 			at = t.at + ": "
 		}
 		writeError(w, http.StatusForbidden, refusal.Key, fmt.Sprintf(
-			"%s%s: %s restricts which workflows may post for %s in %s; post from a workflow it allows, or with the api_token (nothing was stored)",
+			"%s%s: %s restricts which workflows may post for %s in %s; post from a workflow it allows (nothing was stored)",
 			at, refusal.Error(), repoconfig.Path, t.app, t.environment))
 		return false
 	}
@@ -68,19 +68,9 @@ func (s *Server) oidcRuleConfig(w http.ResponseWriter, r *http.Request, repo str
 		s.internalError(w, r, err)
 		return nil, false
 	}
-	if inst == 0 {
-		// Uninstalled since requireInstalled looked: answer as it does.
-		return nil, s.requireInstalled(w, r, repo)
-	}
-	gh, err := s.github.NewInstallationClient(inst)
+	res, err := s.loadRuleConfig(r.Context(), inst, repo)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(r.Context(), oidcRuleReadTimeout)
-		defer cancel()
-		var res configload.Result
-		res, err = s.configs.Load(ctx, gh.Repositories, repo, "")
-		if err == nil {
-			return s.usableRuleConfig(w, repo, res)
-		}
+		return s.usableRuleConfig(w, repo, res)
 	}
 	if pipeline.AppNotConfigured(err) {
 		return nil, true
@@ -91,6 +81,23 @@ func (s *Server) oidcRuleConfig(w http.ResponseWriter, r *http.Request, repo str
 		"cannot read %s of %s from GitHub to check which workflows may post for its environments (their oidc rules); nothing was stored: retry later",
 		repoconfig.Path, repo))
 	return nil, false
+}
+
+// loadRuleConfig reads repo's config through installation inst, within
+// oidcRuleReadTimeout.
+func (s *Server) loadRuleConfig(ctx context.Context, inst int64, repo string) (configload.Result, error) {
+	if inst == 0 {
+		// Uninstalled since requireInstalled looked: nothing can read the
+		// file now, and a rule in it still holds.
+		return configload.Result{}, fmt.Errorf("the App is no longer installed on %s", repo)
+	}
+	gh, err := s.github.NewInstallationClient(inst)
+	if err != nil {
+		return configload.Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, oidcRuleReadTimeout)
+	defer cancel()
+	return s.configs.Load(ctx, gh.Repositories, repo, "")
 }
 
 // usableRuleConfig is what a load says for the rule: no file, no rule; a
