@@ -74,13 +74,11 @@ func commandHint(word string) string {
 		}
 		return "; a command comes first, then its flags: ripcord <command> --" + flagName + " ..."
 	}
-	best, bestDist := "", -1
-	for _, c := range commands {
-		if d := suggest.Distance(word, c.name); bestDist < 0 || d < bestDist {
-			best, bestDist = c.name, d
-		}
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
 	}
-	if bestDist >= 0 && bestDist <= max(2, len(word)/3) && bestDist < len(word) {
+	if best, d := suggest.Closest(word, names); suggest.Near(d, len(word)) {
 		return "; did you mean ripcord " + best + "?"
 	}
 	return ""
@@ -167,20 +165,17 @@ func flagMistake(fs *flag.FlagSet, err error) string {
 // near enough, with _ read as - (--release_id); "" when none is.
 func closestFlag(fs *flag.FlagSet, name string) string {
 	name = strings.ReplaceAll(name, "_", "-")
-	var prefixed []string
-	best, bestDist := "", -1
+	var prefixed, names []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if strings.HasPrefix(f.Name, name) {
 			prefixed = append(prefixed, f.Name)
 		}
-		if d := suggest.Distance(name, f.Name); bestDist < 0 || d < bestDist {
-			best, bestDist = f.Name, d
-		}
+		names = append(names, f.Name)
 	})
 	if len(prefixed) == 1 && len(name) >= 2 {
 		return prefixed[0]
 	}
-	if bestDist >= 0 && bestDist <= max(2, len(name)/3) && bestDist < len(name) {
+	if best, d := suggest.Closest(name, names); suggest.Near(d, len(name)) {
 		return best
 	}
 	return ""

@@ -23,3 +23,20 @@ func Distance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// Closest is the word of known nearest to word by Distance (the first of
+// those as near), and that distance; "" and -1 when known is empty.
+func Closest(word string, known []string) (string, int) {
+	best, bestDist := "", -1
+	for _, k := range known {
+		if d := Distance(word, k); bestDist < 0 || d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best, bestDist
+}
+
+// Near reports whether a word at distance d from a word of n runes is
+// near enough to suggest: at most 2 edits, or a third of the word, and
+// fewer edits than the word has.
+func Near(d, n int) bool { return d >= 0 && d <= max(2, n/3) && d < n }

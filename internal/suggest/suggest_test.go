@@ -15,3 +15,16 @@ func TestDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestClosestAndNear(t *testing.T) {
+	known := []string{"rollback", "rollout", "releases"}
+	if best, d := Closest("rollbak", known); best != "rollback" || d != 1 || !Near(d, len("rollbak")) {
+		t.Errorf(`Closest("rollbak") = %q, %d; want "rollback", 1, near`, best, d)
+	}
+	if best, d := Closest("xyz", known); Near(d, len("xyz")) {
+		t.Errorf(`Closest("xyz") = %q, %d: want it not near`, best, d)
+	}
+	if best, d := Closest("x", nil); best != "" || d != -1 || Near(d, 1) {
+		t.Errorf("Closest over nothing = %q, %d; want \"\", -1, not near", best, d)
+	}
+}
