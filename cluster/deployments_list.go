@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -64,34 +63,8 @@ func (a *Agent) deploymentsProblem(err error, patienceOver bool) string {
 }
 
 // followDeployments says in the log, until ctx ends, when the requests of
-// the Deployment watch start to fail (listState.failing), at error level,
-// and when they succeed again; the same failure is said once, not at
-// every retry.
+// the Deployment watch start to fail, and when they succeed again
+// (followList).
 func (a *Agent) followDeployments(ctx context.Context, log *slog.Logger) {
-	var said error
-	for {
-		err, wait := a.deployList.failing()
-		switch {
-		case err != nil && (said == nil || apierrors.IsForbidden(err) != apierrors.IsForbidden(said)):
-			log.Error(a.deploymentsProblem(err, true))
-			said = err
-		case said != nil && a.deployList.last() == nil:
-			log.Info("the agent lists Deployments again; watching them")
-			said = nil
-		}
-		// A failure that is not one yet becomes one without a request:
-		// look again when it does.
-		timer := time.NewTimer(max(wait, 0))
-		if wait <= 0 {
-			timer.Stop()
-		}
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-a.deployList.changed:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
+	followList(ctx, log, a.deployList, a.deploymentsProblem, "the agent lists Deployments again; watching them")
 }

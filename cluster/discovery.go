@@ -175,20 +175,27 @@ func (a *Agent) joinRollouts(ctx context.Context, w startedWatch) {
 }
 
 // followRollouts says in the log, until ctx ends, when the requests of the
-// Rollout watch w start to fail (listState.failing), at error level, and
-// when they succeed again: the same error is said once, not at every
-// retry, so a permission revoked after the Rollouts were listed is said
-// as at the start.
+// Rollout watch w start to fail, and when they succeed again (followList):
+// a permission revoked after the Rollouts were listed is said as at the
+// start.
 func (a *Agent) followRollouts(ctx context.Context, log *slog.Logger, w startedWatch) {
+	followList(ctx, log, w.list, a.rolloutsProblem, "the agent lists Argo Rollouts again; watching them")
+}
+
+// followList says in the log, until ctx ends, when the requests of a
+// watch whose listState is list start to fail (listState.failing), at error
+// level with problem's words, and when they succeed again, with again: the
+// same error is said once, not at every retry.
+func followList(ctx context.Context, log *slog.Logger, list *listState, problem func(err error, logged bool) string, again string) {
 	var said error
 	for {
-		err, wait := w.list.failing()
+		err, wait := list.failing()
 		switch {
 		case err != nil && (said == nil || apierrors.IsForbidden(err) != apierrors.IsForbidden(said)):
-			log.Error(a.rolloutsProblem(err, true))
+			log.Error(problem(err, true))
 			said = err
-		case said != nil && w.list.last() == nil:
-			log.Info("the agent lists Argo Rollouts again; watching them")
+		case said != nil && list.last() == nil:
+			log.Info(again)
 			said = nil
 		}
 		// A failure that is not one yet becomes one without a request:
@@ -201,7 +208,7 @@ func (a *Agent) followRollouts(ctx context.Context, log *slog.Logger, w startedW
 		case <-ctx.Done():
 			timer.Stop()
 			return
-		case <-w.list.changed:
+		case <-list.changed:
 		case <-timer.C:
 		}
 		timer.Stop()

@@ -106,23 +106,7 @@ func trackedOnly(o *metav1.ListOptions) { o.LabelSelector = TrackedLabel + "=tru
 func (w *watcher) deployments(ctx context.Context, cs kubernetes.Interface, namespace string, resync time.Duration, after cache.InformerSynced,
 	list *listState) startedWatch {
 	res := cs.AppsV1().Deployments(namespace)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			trackedOnly(&o)
-			l, err := res.List(ctx, o)
-			list.note(err)
-			if err != nil {
-				return nil, err
-			}
-			return l, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			trackedOnly(&o)
-			wi, err := res.Watch(ctx, o)
-			list.note(err)
-			return wi, err
-		},
-	}
+	lw := notedListWatch(list, trackedOnly, res.List, res.Watch)
 	inf := cache.NewSharedIndexInformerWithOptions(lw, &appsv1.Deployment{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		ObjectDescription: "deployments.apps"})
@@ -175,23 +159,9 @@ func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn d
 	refs := w.refDeployments(ctx, kube, namespace, deployList)
 	list := newListState()
 	res := dyn.Resource(RolloutResource).Namespace(namespace)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			trackedOnly(&o)
-			l, err := listRollouts(ctx, res, o)
-			list.note(err)
-			if err != nil {
-				return nil, err
-			}
-			return l, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			trackedOnly(&o)
-			wi, err := res.Watch(ctx, o)
-			list.note(err)
-			return wi, err
-		},
-	}
+	lw := notedListWatch(list, trackedOnly, func(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+		return listRollouts(ctx, res, o)
+	}, res.Watch)
 	inf := cache.NewSharedIndexInformerWithOptions(lw, &unstructured.Unstructured{}, cache.SharedIndexInformerOptions{
 		ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 		ObjectDescription: RolloutResource.String()})
@@ -411,5 +381,35 @@ func (w *watcher) observe(read factOf, obj any, force bool) {
 		w.mu.Lock()
 		delete(w.last, uid) // the next event tries again
 		w.mu.Unlock()
+	}
+}
+
+// notedListWatch lists and watches with lst and wat, after opts (when not
+// nil) has set their options, and notes each request's result in list,
+// where client-go's informer only logs a failure and retries for ever.
+func notedListWatch[L runtime.Object](list *listState, opts func(*metav1.ListOptions),
+	lst func(context.Context, metav1.ListOptions) (L, error),
+	wat func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	set := func(o *metav1.ListOptions) {
+		if opts != nil {
+			opts(o)
+		}
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			set(&o)
+			l, err := lst(ctx, o)
+			list.note(err)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			set(&o)
+			wi, err := wat(ctx, o)
+			list.note(err)
+			return wi, err
+		},
 	}
 }

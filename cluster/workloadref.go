@@ -9,9 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
@@ -71,21 +69,7 @@ func newWorkloadRefs() workloadRefs {
 // list the RBAC forbids here is what keeps the agent from starting.
 func (w *watcher) refDeployments(ctx context.Context, cs kubernetes.Interface, namespace string, list *listState) cache.SharedIndexInformer {
 	res := cs.AppsV1().Deployments(namespace)
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			l, err := res.List(ctx, o)
-			list.note(err)
-			if err != nil {
-				return nil, err
-			}
-			return l, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			wi, err := res.Watch(ctx, o)
-			list.note(err)
-			return wi, err
-		},
-	}
+	lw := notedListWatch(list, nil, res.List, res.Watch)
 	inf := cache.NewSharedIndexInformerWithOptions(lw, &appsv1.Deployment{}, cache.SharedIndexInformerOptions{
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: "deployments.apps"})
 	_ = inf.SetTransform(slimDeployment)
