@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/internal/k8stest"
@@ -27,20 +24,6 @@ func withoutDeploymentReads() *rbacv1.Role {
 	return r
 }
 
-// mayListDeployments asks the API server's authorizer whether the agent's
-// service account may list the Deployments of shop.
-func mayListDeployments(t *testing.T, k *k8stest.Cluster) bool {
-	t.Helper()
-	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: "system:serviceaccount:shop:ripcord-agent", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: "list", Group: "apps", Resource: "deployments"}}}
-	got, err := k.Kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got.Status.Allowed
-}
-
 // An agent whose RBAC does not let it list Deployments sends no fact, and
 // client-go's informer retries for ever: /healthz answers 503 and, like
 // one line of its log at level ERROR, names the permission to grant,
@@ -54,14 +37,7 @@ func TestAForbiddenDeploymentListIsSaid(t *testing.T) {
 	rc := agentConfig(t, k, withoutDeploymentReads())
 	cutter := &watchCutter{}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { cutter.next = rt; return cutter })
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, dyn := clientsOf(t, rc)
 	sink := &factSink{}
 	health, logs := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsOff, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
 	wants := []string{"cannot watch Deployments", "deployments.apps", "forbidden", "get, list and watch on deployments",
@@ -84,7 +60,7 @@ func TestAForbiddenDeploymentListIsSaid(t *testing.T) {
 	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), withoutDeploymentReads(), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the API server to forbid the agent's Deployment list", func() bool { return !mayListDeployments(t, k) })
+	waitUntil(t, "the API server to forbid the agent's Deployment list", func() bool { return !mayList(t, k, "apps", "deployments") })
 	cutter.cut()
 	waitUntil(t, "/healthz to say the Deployments are forbidden again", func() bool {
 		code, body := healthz(t, health)

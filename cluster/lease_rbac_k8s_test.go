@@ -9,8 +9,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/ripcord/ripcord/cluster"
 	"github.com/ripcord/ripcord/internal/k8stest"
@@ -56,14 +54,7 @@ func TestALeaseTheAgentMayReadButNotWriteIsSaid(t *testing.T) {
 	}
 	writes := &leaseWrites{}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { writes.next = rt; return writes })
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, dyn := clientsOf(t, rc)
 	health, logs := startLoggedAgent(t, &factSink{}, cluster.Config{Rollouts: cluster.RolloutsOff, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
 	says := func(verb string) []string {
 		return []string{"forbids the agent to " + verb + " leases.coordination.k8s.io in namespace shop",

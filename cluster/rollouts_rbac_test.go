@@ -42,7 +42,12 @@ func agentRole(withRollouts bool) *rbacv1.Role {
 // TokenRequest API: the API server's RBAC authorizer judges every request.
 func agentClients(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
-	rc := agentConfig(t, k, role)
+	return clientsOf(t, agentConfig(t, k, role))
+}
+
+// clientsOf returns the clients of rc.
+func clientsOf(t *testing.T, rc *rest.Config) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
@@ -164,13 +169,13 @@ func (c *watchCutter) cut() {
 	c.cancels = nil
 }
 
-// mayListRollouts asks the API server's authorizer whether the agent's
-// service account may list the Rollouts of shop.
-func mayListRollouts(t *testing.T, k *k8stest.Cluster) bool {
+// mayList asks the API server's authorizer whether the agent's service
+// account may list the resource of group in shop.
+func mayList(t *testing.T, k *k8stest.Cluster, group, resource string) bool {
 	t.Helper()
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: "system:serviceaccount:shop:ripcord-agent", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: "list", Group: "argoproj.io", Resource: "rollouts"}}}
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: "list", Group: group, Resource: resource}}}
 	got, err := k.Kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -188,16 +193,10 @@ func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
 	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
 	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
 	rc := agentConfig(t, k, agentRole(true))
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, _ := clientsOf(t, rc) // before the cutter: only the Rollout watch is cut
 	cutter := &watchCutter{}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { cutter.next = rt; return cutter })
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, dyn := clientsOf(t, rc)
 	sink := &factSink{}
 	health, logs := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, kube, dyn)
 	waitUntil(t, "a fact of the Rollout", func() bool { return len(sink.rolloutFacts()) > 0 })
@@ -206,7 +205,7 @@ func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
 	if _, err := k.Kube.RbacV1().Roles("shop").Update(t.Context(), agentRole(false), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the API server to forbid the agent's Rollout list", func() bool { return !mayListRollouts(t, k) })
+	waitUntil(t, "the API server to forbid the agent's Rollout list", func() bool { return !mayList(t, k, "argoproj.io", "rollouts") })
 	cutter.cut()
 	wants := []string{"rollouts", "argoproj.io", "forbidden", "in namespace shop", "get, list and watch", "--rollouts=off"}
 	waitUntil(t, "/healthz to say the Rollouts are forbidden", func() bool {
