@@ -2,8 +2,6 @@ package clusteractions_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -19,27 +17,9 @@ import (
 // runAgent runs an agent on stateDir until the returned stop is called.
 func runAgent(t *testing.T, k *k8stest.Cluster, s *server, stateDir string, spoolMax int) (stop func()) {
 	t.Helper()
-	a, err := cluster.New(cluster.Config{Cluster: "prod-eu", Server: s.URL, Token: func() (string, error) { return euToken, nil },
-		StateDir: stateDir, SpoolMax: spoolMax, Resync: 3 * time.Second, PollWait: 2 * time.Second, MaxBackoff: time.Second,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, k.Kube, k.Dynamic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	}
-	t.Cleanup(stop)
+	_, stop = agentOf(t, cluster.Config{Cluster: "prod-eu", Server: s.URL, Token: func() (string, error) { return euToken, nil },
+		StateDir: stateDir, SpoolMax: spoolMax, Resync: 3 * time.Second, PollWait: 2 * time.Second, MaxBackoff: time.Second},
+		k.Kube, k.Dynamic, "agent")
 	return stop
 }
 

@@ -13,6 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/prometheus/common/expfmt"
@@ -41,28 +43,43 @@ type scene struct {
 }
 
 func startAgent(t *testing.T, k *k8stest.Cluster, s *server, healthPort int) *cluster.Agent {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("RIPCORD_E2E_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	h := cluster.DefaultHealth()
 	h.Port, h.Interval, h.Timeout, h.RequestTimeout = healthPort, 250*time.Millisecond, 60*time.Second, 2*time.Second
-	a, err := cluster.New(cluster.Config{Cluster: "prod-eu", Server: s.URL, Token: func() (string, error) { return euToken, nil },
+	a, _ := agentOf(t, cluster.Config{Cluster: "prod-eu", Server: s.URL, Token: func() (string, error) { return euToken, nil },
 		StateDir: t.TempDir(), Resync: 3 * time.Second, PollWait: 2 * time.Second, MaxBackoff: time.Second,
-		Health: h, RolloutTimeout: 90 * time.Second, RolloutPoll: 250 * time.Millisecond, Log: log}, k.Kube, k.Dynamic)
+		Health: h, RolloutTimeout: 90 * time.Second, RolloutPoll: 250 * time.Millisecond}, k.Kube, k.Dynamic, "agent")
+	return a
+}
+
+// agentOf runs the agent of cfg, with kube and dyn, until stop is called
+// or the test ends; its log (cfg.Log) is discarded, or written to stderr
+// with the attribute agent=name when RIPCORD_E2E_LOG is set.
+func agentOf(t *testing.T, cfg cluster.Config, kube kubernetes.Interface, dyn dynamic.Interface, name string) (a *cluster.Agent, stop func()) {
+	t.Helper()
+	cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("RIPCORD_E2E_LOG") != "" {
+		cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("agent", name)
+	}
+	a, err := cluster.New(cfg, kube, dyn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("agent: %v", err)
+			t.Errorf("%s: %v", name, err)
 		}
-	})
-	return a
+	}
+	t.Cleanup(stop)
+	return a, stop
 }
 
 // openRelease opens a release record as release tooling does.

@@ -3,9 +3,6 @@ package clusteractions_test
 import (
 	"context"
 	"database/sql"
-	"io"
-	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -45,25 +42,9 @@ func namespacedAgent(t *testing.T, k *k8stest.Cluster, s *server, namespace stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("RIPCORD_E2E_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("namespace", namespace)
-	}
-	a, err := cluster.New(cluster.Config{Cluster: "prod-eu", Server: s.URL, Token: func() (string, error) { return euToken, nil },
+	a, _ := agentOf(t, cluster.Config{Cluster: "prod-eu", Server: s.URL, Token: func() (string, error) { return euToken, nil },
 		Namespace: namespace, StateDir: t.TempDir(), Resync: time.Hour, PollWait: 2 * time.Second, MaxBackoff: time.Second,
-		Rollouts: cluster.RolloutsOff, Log: log}, kube, dyn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent of %s: %v", namespace, err)
-		}
-	})
+		Rollouts: cluster.RolloutsOff}, kube, dyn, "agent of "+namespace)
 	return a
 }
 
