@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"net/url"
 	"testing"
 	"time"
@@ -167,30 +166,6 @@ func startStoppable(t *testing.T, dbURL, githubURL string) *stoppableServer {
 	cfg.GitHub = config.GitHub{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t),
 		WebhookSecrets: []string{testSecret}, APIURL: githubURL}
 	cfg.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := New(ctx, cfg, Options{Logger: discardLogger()})
-	if err != nil {
-		cancel()
-		t.Fatalf("start server: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, ln) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server stopped with an error: %v", err)
-		}
-	}
-	t.Cleanup(stop)
-	return &stoppableServer{testServer: &testServer{Server: srv, URL: "http://" + ln.Addr().String()}, stop: stop}
+	ts, stop := runServer(t, cfg, Options{})
+	return &stoppableServer{testServer: ts, stop: stop}
 }

@@ -43,6 +43,14 @@ func startServerWith(t *testing.T, dbURL string, opts Options, tweak func(*confi
 	if tweak != nil {
 		tweak(cfg)
 	}
+	ts, _ := runServer(t, cfg, opts)
+	return ts
+}
+
+// runServer starts a server of cfg on a free loopback port, until stop is
+// called or the test ends.
+func runServer(t *testing.T, cfg *config.Config, opts Options) (ts *testServer, stop func()) {
+	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = discardLogger()
 	}
@@ -59,13 +67,19 @@ func startServerWith(t *testing.T, dbURL string, opts Options, tweak func(*confi
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, ln) }()
-	t.Cleanup(func() {
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("server stopped with an error: %v", err)
 		}
-	})
-	return &testServer{Server: srv, URL: "http://" + ln.Addr().String()}
+	}
+	t.Cleanup(stop)
+	return &testServer{Server: srv, URL: "http://" + ln.Addr().String()}, stop
 }
 
 func testConfig(dbURL string) *config.Config {
