@@ -42,8 +42,12 @@ type Delivery struct {
 }
 
 // EventHandler is how a capability acts on a delivery. Handle loads what it
-// needs and decides (reads and GitHub GETs are fine; no writes) and returns a
-// Commit, or nil when the delivery is not its business. Commits run in one
+// needs and decides (reads and GitHub GETs are fine; no writes of what the
+// delivery decides) and returns a Commit, or nil when the delivery is not its
+// business. The one write a Handle may cause is a cache of what it read: the
+// repository config store keeps the last-read .github/ripcord.yml, written
+// idempotently and outside the delivery's transaction, so a Handle that runs
+// again writes the same row. Commits run in one
 // transaction with the delivery's completion, so a crash or a redelivery never
 // applies a delivery twice; effects are queued as jobs from the Commit.
 type EventHandler interface {
