@@ -21,7 +21,10 @@ import (
 // its documentation link stays an *github.ErrorResponse; the App's request
 // for an installation token fails with ghinstallation's *HTTPError. The
 // time is the one RetryAt reads (Retry-After, else the reset plus
-// ResetMargin), else go-github's, else SecondaryLimitWait from now.
+// ResetMargin), else go-github's, else SecondaryLimitWait from now. A
+// write the client held back itself, its pace running past the caller's
+// deadline (*PacedError), lifts at the time the pace lets it go, which is
+// named as GitHub's are.
 //
 // named says GitHub named a time still ahead: only that is worth passing on
 // as when to come back (an API's Retry-After). A named time that is not
@@ -41,8 +44,11 @@ func lifts(err error, now time.Time) (at time.Time, named, limited bool) {
 	var abuse *github.AbuseRateLimitError
 	var er *github.ErrorResponse
 	var he *ghinstallation.HTTPError
+	var paced *PacedError
 	var resp *http.Response
 	switch {
+	case errors.As(err, &paced):
+		return paced.At, true, true
 	case errors.As(err, &rl):
 		if at, ok := retryAt(rl.Response, now); ok {
 			return at, true, true

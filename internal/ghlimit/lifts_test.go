@@ -2,8 +2,10 @@ package ghlimit
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -71,5 +73,24 @@ func TestLifts(t *testing.T) {
 					err, at.Sub(now), named, limited, tc.at, tc.named, tc.limited)
 			}
 		})
+	}
+}
+
+// A write the client held back for its own pacing, as the job gets it
+// (go-github's *url.Error around the transport's error, wrapped by the
+// job), lifts when the pace lets it go: the job snoozes to that time, as
+// for GitHub's own answers, and not a minute when it is nearer.
+func TestLiftsAPacedWrite(t *testing.T) {
+	now := time.Now()
+	paced := &PacedError{Method: "POST", Route: "/repos/{owner}/{repo}/issues/{issue_number}/comments",
+		At: now.Add(40 * time.Second), Wait: 40 * time.Second, Left: 10 * time.Second}
+	err := fmt.Errorf("reply on acme/api#7: %w",
+		&url.Error{Op: "Post", URL: "https://api.github.com/repos/acme/api/issues/7/comments", Err: paced})
+	at, named, limited := Lifts(err, now)
+	if !limited || !named || !at.Equal(paced.At) {
+		t.Fatalf("Lifts(%v) = %s from now, named %v, limited %v; want 40s, named, limited", err, at.Sub(now), named, limited)
+	}
+	if d := Snooze(at, now); d != 40*time.Second {
+		t.Errorf("Snooze = %s, want 40s, when the pace lets the write go", d)
 	}
 }
