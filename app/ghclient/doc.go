@@ -9,7 +9,9 @@
 //	           with exponential backoff and jitter, bounded in attempts and
 //	           time; each attempt gets its own deadline (AttemptTimeout)
 //	Pace       keeps content-creating calls under GitHub's secondary limit
-//	           (80 a minute, 500 an hour per installation) by waiting
+//	           (80 a minute, 500 an hour per installation) by waiting, or,
+//	           when the wait would outlast the caller's deadline, by not
+//	           sending and saying when (ghlimit.PacedError)
 //	Cache      revalidates GETs with ETags, because a 304 costs no rate limit
 //	Metrics    counts every call that reaches GitHub, by route template
 //

@@ -1,12 +1,15 @@
 package ghclient
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/palantir/go-githubapp/githubapp"
+
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 // Window is one of GitHub's secondary limits on content-creating requests:
@@ -35,6 +38,9 @@ type PacePolicy struct {
 // only with the request's context: inside Retry, the caller's, not the
 // attempt's deadline, which starts again when Pace lets the write go (a
 // write held a minute would otherwise fail unsent at the attempt's 30 s).
+// A wait that would outlast the caller's deadline is not started: the
+// write fails at once, unsent, with a *ghlimit.PacedError naming when it
+// may go, which ghlimit.Lifts reads like GitHub's own rate-limit answers.
 func Pace(p PacePolicy) githubapp.ClientMiddleware {
 	pc := newPacer(p)
 	return func(next http.RoundTripper) http.RoundTripper {
@@ -73,7 +79,12 @@ type pacer struct {
 
 // wait returns once req may be sent, with the time it was let go at, which
 // it records. It waits on waitContext(req). Waiters that wake together
-// check again, so none of them oversteps a window.
+// check again, so none of them oversteps a window. A wait longer than
+// what is left of that context's deadline is not started: the caller gets
+// a *ghlimit.PacedError at once, with the time the write may go, and
+// reschedules as it does for GitHub's own rate-limit answers, rather than
+// spend its deadline waiting and then fail with it. A caller without a
+// deadline waits as long as the pace asks.
 func (pc *pacer) wait(req *http.Request) (time.Time, error) {
 	scope := Scope(req)
 	for {
@@ -86,11 +97,26 @@ func (pc *pacer) wait(req *http.Request) (time.Time, error) {
 			return now, nil
 		}
 		pc.mu.Unlock()
-		if err := pc.clock.Sleep(waitContext(req), d); err != nil {
+		ctx := waitContext(req)
+		if left, ok := timeLeft(ctx); ok && left < d && ctx.Err() == nil {
+			return time.Time{}, &ghlimit.PacedError{Method: req.Method, Route: Route(req.URL.Path),
+				At: now.Add(d), Wait: d, Left: left}
+		}
+		if err := pc.clock.Sleep(ctx, d); err != nil {
 			return time.Time{}, fmt.Errorf("wait %s to pace %s %s under github's secondary limit: %w",
 				d, req.Method, Route(req.URL.Path), err)
 		}
 	}
+}
+
+// timeLeft is what is left of ctx's deadline, by the wall clock, as the
+// deadline is (outlasts reads it the same way).
+func timeLeft(ctx context.Context) (time.Duration, bool) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return time.Until(deadline), true
 }
 
 func (pc *pacer) record(scope string, now time.Time) {

@@ -2,14 +2,18 @@ package ghclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 func comment(t *testing.T, c *github.Client) {
@@ -33,6 +37,59 @@ func TestPace_81stWriteWithinAMinuteWaits(t *testing.T) {
 	comment(t, c)
 	if srv.hits() != 81 || fmt.Sprint(clock.Sleeps()) != "[1m0s]" {
 		t.Fatalf("got %d writes, waits %v; want 81 and [1m0s] (until the first leaves the window)", srv.hits(), clock.Sleeps())
+	}
+}
+
+// A write whose pace wait is longer than what is left of its caller's
+// deadline is not waited for: the caller is told at once, unsent, when it
+// may go, in the error ghlimit.Lifts reads for GitHub's own rate-limit
+// answers, so a job reschedules itself to that time instead of spending
+// its deadline on the wait and failing an attempt with "context deadline
+// exceeded". A caller whose deadline leaves room for the wait waits and
+// sends, as one without a deadline does. The whole stack is used: Retry
+// must not repeat the refusal, nor RateLimit hide it.
+func TestPace_WaitPastTheCallersDeadlineIsToldAtOnceWhenTheWriteMayGo(t *testing.T) {
+	clock := deadlineClock{newFakeClock()}
+	srv, ts := serve(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusCreated, `{}`) })
+	c := client(t, ts.URL, "1", stack(t, Config{Counter: &Counter{}, Clock: clock})...)
+	write := func(ctx context.Context, body string) error {
+		_, _, err := c.Issues.CreateComment(ctx, "acme", "api", 7, &github.IssueComment{Body: github.String(body)})
+		return err
+	}
+
+	start := clock.Now()
+	for i := 1; i <= 80; i++ {
+		if err := write(context.Background(), fmt.Sprintf("comment %d", i)); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := write(short, "comment 81, 20s left")
+	var paced *ghlimit.PacedError
+	if !errors.As(err, &paced) {
+		t.Fatalf("the 81st write with 20s left got %v (waits %v), want a *ghlimit.PacedError at once: its pace is a minute", err, clock.Sleeps())
+	}
+	if srv.hits() != 80 || len(clock.Sleeps()) != 0 || !clock.Now().Equal(start) {
+		t.Fatalf("GitHub got %d writes, waits %v; want 80 and none: the write is not sent, the caller not held", srv.hits(), clock.Sleeps())
+	}
+	if want := start.Add(time.Minute); !paced.At.Equal(want) || paced.Wait != time.Minute {
+		t.Errorf("paced until %s (wait %s), want %s, when the first write leaves the minute", paced.At, paced.Wait, want)
+	}
+	if at, named, limited := ghlimit.Lifts(err, clock.Now()); !limited || !named || !at.Equal(start.Add(time.Minute)) {
+		t.Errorf("ghlimit.Lifts = %s, named %v, limited %v; want %s, named, limited: a job snoozes to it",
+			at, named, limited, start.Add(time.Minute))
+	}
+
+	long, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := write(long, "comment 81, 2m left"); err != nil {
+		t.Fatalf("the 81st write with 2m left: %v; want it sent after its minute", err)
+	}
+	if srv.hits() != 81 || !strings.Contains(srv.body(80), "2m left") || fmt.Sprint(clock.Sleeps()) != "[1m0s]" {
+		t.Fatalf("GitHub got %d writes, the last %q, waits %v; want 81, the last the one with 2m left, after [1m0s]",
+			srv.hits(), srv.body(srv.hits()-1), clock.Sleeps())
 	}
 }
 
