@@ -69,6 +69,15 @@ var ErrNotFound = errors.New("cluster action not found")
 
 const storedColumns = `id, cluster, state, agent, spec, result, created_at, claimed_at, finished_at`
 
+// openOnly is the WHERE term of the partial index cluster_actions_open
+// (00004), said by every query that reads only pending or claimed actions.
+// It changes no answer: SQLite reads a partial index only for a query
+// whose WHERE has the index's term itself, and state = 'pending' is not
+// proof enough for it, so without the term it walked all of a cluster's
+// actions, done ones of every past rollback included. PostgreSQL proves
+// the index from either.
+const openOnly = `state IN ('pending', 'claimed')`
+
 // Get reads one action, for the recovery flow to learn how it ended.
 func Get(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
@@ -141,7 +150,7 @@ func (s *actionStore) hasWork(ctx context.Context, cluster, agent, namespace str
 	}
 	var n int
 	err := s.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM cluster_actions
-		WHERE cluster = $1 AND ((`+pending+`) OR (state = 'claimed' AND (`+mine+`claimed_at < $2)))`, args...).Scan(&n)
+		WHERE cluster = $1 AND `+openOnly+` AND ((`+pending+`) OR (state = 'claimed' AND (`+mine+`claimed_at < $2)))`, args...).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("look for actions of %s: %w", cluster, err)
 	}
@@ -149,11 +158,10 @@ func (s *actionStore) hasWork(ctx context.Context, cluster, agent, namespace str
 }
 
 // specNamespace is the SQL of an action's namespace, kept in its spec (the
-// workload it is about). It filters rows an index already narrowed to one
-// cluster (on PostgreSQL cluster_actions_open, to its open ones, a handful;
-// on SQLite the cluster's rows, as the queries did before it), so the plans
-// are unchanged: a column of its own would need a migration and a backfill
-// of every stored spec for no faster query.
+// workload it is about). It filters rows cluster_actions_open already
+// narrowed to one cluster's open actions, a handful, so the plans are
+// unchanged: a column of its own would need a migration and a backfill of
+// every stored spec for no faster query.
 func (s *actionStore) specNamespace() string {
 	if s.db.Dialect == store.Postgres {
 		return `(spec::jsonb ->> 'namespace')`
@@ -184,7 +192,7 @@ func (s *actionStore) claim(ctx context.Context, cluster, agent, namespace strin
 		}
 		if resume {
 			mine, err := selectSpecs(ctx, tx, `SELECT id, spec FROM cluster_actions
-				WHERE cluster = $1 AND state = 'claimed' AND agent = $2 ORDER BY created_at, id`, cluster, agent)
+				WHERE cluster = $1 AND `+openOnly+` AND state = 'claimed' AND agent = $2 ORDER BY created_at, id`, cluster, agent)
 			if err != nil {
 				return err
 			}
@@ -195,7 +203,7 @@ func (s *actionStore) claim(ctx context.Context, cluster, agent, namespace strin
 			inNamespace, args = " AND "+s.specNamespace()+" = $3", append(args, namespace)
 		}
 		pending, err := selectSpecs(ctx, tx, fmt.Sprintf(`SELECT id, spec FROM cluster_actions
-			WHERE cluster = $1 AND state = 'pending' AND created_at >= $2`+inNamespace+` ORDER BY created_at, id LIMIT %d`, claimBatch),
+			WHERE cluster = $1 AND `+openOnly+` AND state = 'pending' AND created_at >= $2`+inNamespace+` ORDER BY created_at, id LIMIT %d`, claimBatch),
 			args...)
 		if err != nil {
 			return err
@@ -259,7 +267,7 @@ func notClaimedBefore(now time.Time) time.Time { return now.Add(-ClaimTimeout) }
 // on PostgreSQL one waits for the other instead of deadlocking.
 func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, now time.Time) error {
 	unclaimed, err := selectStored(ctx, tx, `SELECT `+storedColumns+` FROM cluster_actions
-		WHERE cluster = $1 AND state = 'pending' AND created_at < $2 ORDER BY created_at, id`, cluster, store.Micros(notClaimedBefore(now)))
+		WHERE cluster = $1 AND `+openOnly+` AND state = 'pending' AND created_at < $2 ORDER BY created_at, id`, cluster, store.Micros(notClaimedBefore(now)))
 	if err != nil {
 		return fmt.Errorf("expire pending actions of %s: %w", cluster, err)
 	}
@@ -277,7 +285,7 @@ func (s *actionStore) expire(ctx context.Context, tx *sql.Tx, cluster string, no
 		return nil
 	}
 	stale, err := selectStored(ctx, tx, `SELECT `+storedColumns+` FROM cluster_actions
-		WHERE cluster = $1 AND state = 'claimed' AND claimed_at < $2 ORDER BY created_at, id`, cluster, store.Micros(cutoff))
+		WHERE cluster = $1 AND `+openOnly+` AND state = 'claimed' AND claimed_at < $2 ORDER BY created_at, id`, cluster, store.Micros(cutoff))
 	if err != nil {
 		return fmt.Errorf("expire claims of %s: %w", cluster, err)
 	}

@@ -84,7 +84,7 @@ func (s *actionStore) dueClusters(ctx context.Context, now time.Time) ([]string,
 		cutoff = time.Time{} // no claim is older than that
 	}
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT DISTINCT cluster FROM cluster_actions
-		WHERE (state = 'pending' AND created_at < $1) OR (state = 'claimed' AND claimed_at < $2) ORDER BY cluster`,
+		WHERE `+openOnly+` AND ((state = 'pending' AND created_at < $1) OR (state = 'claimed' AND claimed_at < $2)) ORDER BY cluster`,
 		store.Micros(notClaimedBefore(now)), store.Micros(cutoff))
 	if err != nil {
 		return nil, fmt.Errorf("clusters with actions to expire: %w", err)
