@@ -69,13 +69,15 @@ func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 			if err := addRepositories(ctx, tx, inst.GetID(), ev.RepositoriesAdded); err != nil {
 				return err
 			}
+			var removed []string
 			for _, r := range ev.RepositoriesRemoved {
 				if _, err := tx.ExecContext(ctx, `DELETE FROM installation_repositories WHERE installation_id = $1 AND repository = $2`,
 					inst.GetID(), r.GetFullName()); err != nil {
 					return fmt.Errorf("remove repository %s: %w", r.GetFullName(), err)
 				}
+				removed = append(removed, r.GetFullName())
 			}
-			return nil
+			return forgetUninstalled(ctx, tx, removed)
 		}, nil
 	}
 	return nil, nil
@@ -128,7 +130,7 @@ func installationCommit(ev github.InstallationEvent, received time.Time, suspend
 	inst := ev.GetInstallation()
 	return func(ctx context.Context, tx *sql.Tx) error {
 		if ev.GetAction() == "deleted" {
-			return deleteInstallation(ctx, tx, inst, received)
+			return deleteInstallation(ctx, tx, inst, ev.Repositories, received)
 		}
 		if stale, err := olderThanDeletion(ctx, tx, inst, received); err != nil || stale {
 			return err
@@ -159,17 +161,69 @@ func eventTime(inst *github.Installation, received time.Time) int64 {
 // leaves a tombstone, so that an older event arriving later cannot bring
 // it back. A deletion is always applied: GitHub does not reuse
 // installation ids. Of two deletions the tombstone keeps the later time.
-func deleteInstallation(ctx context.Context, tx *sql.Tx, inst *github.Installation, received time.Time) error {
+// The repositories are the ones recorded and the ones the event lists: a
+// repository whose addition was never delivered is uninstalled all the same.
+func deleteInstallation(ctx context.Context, tx *sql.Tx, inst *github.Installation, repos []*github.Repository, received time.Time) error {
+	gone, err := installationRepositories(ctx, tx, inst.GetID())
+	if err != nil {
+		return err
+	}
+	for _, r := range repos {
+		gone = append(gone, r.GetFullName())
+	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM installations WHERE id = $1`, inst.GetID()); err != nil {
 		return fmt.Errorf("delete installation %d: %w", inst.GetID(), err)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO installation_tombstones (id, deleted_at, updated_at) VALUES ($1, $2, $3)
+	if err := forgetUninstalled(ctx, tx, gone); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO installation_tombstones (id, deleted_at, updated_at) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at,
 			updated_at = CASE WHEN excluded.updated_at > installation_tombstones.updated_at
 				THEN excluded.updated_at ELSE installation_tombstones.updated_at END`,
 		inst.GetID(), store.Micros(received), eventTime(inst, received))
 	if err != nil {
 		return fmt.Errorf("record deletion of installation %d: %w", inst.GetID(), err)
+	}
+	return nil
+}
+
+// installationRepositories lists the repositories recorded for an
+// installation.
+func installationRepositories(ctx context.Context, tx *sql.Tx, id int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT repository FROM installation_repositories WHERE installation_id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("read repositories of installation %d: %w", id, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, fmt.Errorf("read repositories of installation %d: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read repositories of installation %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// forgetUninstalled drops what ripcord keeps of a repository only while
+// the App is installed on it: its .github/ripcord.yml as last read
+// (repo_configs), which readers that do not call GitHub (eligibility, the
+// pages, a release check) would otherwise go on answering from, and which
+// no read refreshes any more. A repository another installation still
+// lists (one moved between accounts before its removal here was
+// delivered) keeps it. Release records and audit events are history and
+// stay.
+func forgetUninstalled(ctx context.Context, tx *sql.Tx, repositories []string) error {
+	for _, r := range repositories {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM repo_configs WHERE repository = $1
+			AND NOT EXISTS (SELECT 1 FROM installation_repositories WHERE repository = $1)`, r); err != nil {
+			return fmt.Errorf("forget the config of uninstalled repository %s: %w", r, err)
+		}
 	}
 	return nil
 }
