@@ -177,6 +177,11 @@ func deleteInstallation(ctx context.Context, tx *sql.Tx, inst *github.Installati
 	if err := forgetUninstalled(ctx, tx, gone); err != nil {
 		return err
 	}
+	// Its rollouts' rate-limit episode ends with a request of the
+	// installation answered after the reset, which never comes now.
+	if _, err := tx.ExecContext(ctx, `DELETE FROM rollout_rate_limits WHERE installation_id = $1`, inst.GetID()); err != nil {
+		return fmt.Errorf("forget the rate limit of deleted installation %d: %w", inst.GetID(), err)
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO installation_tombstones (id, deleted_at, updated_at) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at,
 			updated_at = CASE WHEN excluded.updated_at > installation_tombstones.updated_at

@@ -45,16 +45,47 @@ func TestUninstalledRepositoriesLeaveNoConfigBehind(t *testing.T) {
 		ts.checkConfigs(t, "after Codertocat/Space and octocat/Moved were removed from Codertocat's installation",
 			"Codertocat/Hello-World", "Codertocat/Octo", "Codertocat/Unrecorded", "octocat/Elsewhere", "octocat/Hello-World", "octocat/Moved")
 
+		// Both installations met GitHub's rate limit in a rollout.
+		for _, id := range []int64{codertocat, octocat} {
+			if _, err := ts.db.Write.Exec(`INSERT INTO rollout_rate_limits (installation_id, began_at, reset_at) VALUES ($1, 1, 2)`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
 		// The deleted event lists a repository whose addition never came.
 		ts.deliverSettled(t, "installation", "deleted-1", installationEvent(t, "deleted.payload.json", codertocat, "Codertocat",
 			"repositories", "Codertocat/Hello-World", "Codertocat/Unrecorded"))
 		ts.checkConfigs(t, "after Codertocat's installation was deleted",
 			"octocat/Elsewhere", "octocat/Hello-World", "octocat/Moved")
+		if got := ts.rateLimited(t); !slices.Equal(got, []int64{octocat}) {
+			t.Errorf("after Codertocat's installation was deleted, rate limits kept for installations %v, want only octocat's %d", got, octocat)
+		}
 
 		ts.deliverSettled(t, "installation", "deleted-2", installationEvent(t, "deleted.payload.json", octocat, "octocat",
 			"repositories", "octocat/Hello-World"))
 		ts.checkConfigs(t, "after octocat's installation was deleted", "octocat/Elsewhere")
 	})
+}
+
+// rateLimited lists the installations with a rollout rate limit stored.
+func (ts *testServer) rateLimited(t *testing.T) []int64 {
+	t.Helper()
+	rows, err := ts.db.Read.Query(`SELECT installation_id FROM rollout_rate_limits ORDER BY installation_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // configured are the repositories TestUninstalledRepositoriesLeaveNoConfigBehind
