@@ -20,7 +20,10 @@ const validateUsage = `usage: ripcord validate [--max-parallel N] [--config FILE
 Checks each file and prints each problem as path:line:column: message, and
 names each RIPCORD_* environment variable that no setting or command reads
 (a typo, which serve would ignore with a warning). Every file is checked,
-even after one that cannot be read.
+even after one that cannot be read. For a valid file it prints each
+environment's rollout stages (apps.APP.environments.ENV.rollout.stages:
+canary, eu-1/eu-1a, ...), after the file's path and ": " when more than
+one FILE is given.
 
 A wave's parallel is checked against the server's rollout.max_parallel,
 found as serve finds it: --max-parallel, else RIPCORD_ROLLOUT_MAX_PARALLEL,
@@ -110,7 +113,13 @@ func runValidate(args []string) int {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "%s: valid\n", file)
-		printStages(data)
+		// A problem names its file; a stage line names it too when there
+		// is more than one file to tell apart.
+		prefix := ""
+		if len(args) > 1 {
+			prefix = file + ": "
+		}
+		printStages(prefix, data)
 	}
 	switch {
 	case unreadable:
@@ -129,8 +138,10 @@ func isSet(fs *flag.FlagSet, name string) bool {
 }
 
 // printStages prints each environment's rollout stages, as seed 001's
-// validate does: rollout.stages: canary, eu-1/eu-1a, ...
-func printStages(data []byte) {
+// validate does: rollout.stages: canary, eu-1/eu-1a, ..., each line after
+// prefix (the file's path and ": " when several files are checked, so that
+// a line says which file it is about and grep finds a file's lines).
+func printStages(prefix string, data []byte) {
 	cfg, _ := repoconfig.Load(data)
 	if cfg == nil {
 		return
@@ -139,7 +150,7 @@ func printStages(data []byte) {
 		a := cfg.Apps[app]
 		for _, name := range a.EnvironmentNames() {
 			if plan := a.Environments[name].Plan; plan != nil {
-				fmt.Printf("apps.%s.environments.%s.rollout.stages: %s\n", app, name, strings.Join(plan.StageNames(), ", "))
+				fmt.Printf("%sapps.%s.environments.%s.rollout.stages: %s\n", prefix, app, name, strings.Join(plan.StageNames(), ", "))
 			}
 		}
 	}
