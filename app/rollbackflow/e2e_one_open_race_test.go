@@ -183,6 +183,21 @@ func TestRollbackCommandRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 			}
 			deliverTogether(t, reqs)
 		}
+		// Settle alone gave the whole scene's work 20 s: under -race on a
+		// loaded machine its last replies (the lowest priority, queued
+		// last) came later and the test failed on time, not on a second
+		// pull request. Wait for what the test is about, each command's
+		// answer; Settle then checks that nothing more is under way.
+		s.WaitFor("an answer to each command", answersWait, func() bool {
+			for _, env := range envs {
+				for _, id := range ids[env] {
+					if !answered(s.replies(id)) {
+						return false
+					}
+				}
+			}
+			return true
+		})
 		s.Settle(jobKinds...)
 		for _, env := range envs {
 			onePullRequest(t, s, env)
@@ -202,6 +217,23 @@ func TestRollbackCommandRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 			}
 		}
 	})
+}
+
+// answersWait bounds the wait for every command of a race test to be
+// answered: several times what they take under -race on a busy machine, so
+// that only a stuck test fails on it.
+const answersWait = 3 * time.Minute
+
+// answered reports whether replies hold a command's answer: the pull
+// request's link or a refusal (the acknowledgement promising the link is
+// not one).
+func answered(replies []string) bool {
+	for _, r := range replies {
+		if strings.Contains(r, "Rollback pull request: ") || strings.Contains(r, "Not rolling back") {
+			return true
+		}
+	}
+	return false
 }
 
 // deliverTogether posts the deliveries reqs at the same time, each from its
