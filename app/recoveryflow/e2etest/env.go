@@ -254,6 +254,12 @@ func (e *Env) pending() string {
 
 // Settle waits until no delivery is queued and no job of the given kinds
 // is waiting or running, so a test can assert that nothing more happens.
+// It fails when nothing has finished for settleStall (work that is stuck,
+// or a job that snoozes or retries for ever) or after settleBound in all
+// (work that keeps making more work). A loaded machine works through a
+// long queue slowly, and a queue that moves is not stuck: a fixed bound
+// failed scenes of many commands whose low-priority replies were still
+// being posted (the comment race of app/rollbackflow).
 func (e *Env) Settle(kinds ...string) {
 	e.T.Helper()
 	q := `SELECT COUNT(*) FROM river_job WHERE state NOT IN ('completed', 'discarded', 'cancelled')`
@@ -265,10 +271,32 @@ func (e *Env) Settle(kinds ...string) {
 		}
 		q += ` AND kind IN (` + strings.Join(ph, ", ") + `)`
 	}
-	e.WaitFor("deliveries and jobs to settle", 20*time.Second, func() bool {
-		return e.Int(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`) == 0 && e.Int(q, args...) == 0
-	})
+	finished := func() int {
+		return e.Int(`SELECT (SELECT COUNT(*) FROM river_job WHERE state IN ('completed', 'discarded', 'cancelled'))
+			+ (SELECT COUNT(*) FROM deliveries WHERE state <> 'queued')`)
+	}
+	start := time.Now()
+	last, moved := finished(), start
+	for e.Int(`SELECT COUNT(*) FROM deliveries WHERE state = 'queued'`) != 0 || e.Int(q, args...) != 0 {
+		now := time.Now()
+		if n := finished(); n != last {
+			last, moved = n, now
+		}
+		switch {
+		case now.Sub(moved) > settleStall:
+			e.T.Fatalf("nothing finished for %s while waiting for deliveries and jobs to settle\n%s", settleStall, e.pending())
+		case now.Sub(start) > settleBound:
+			e.T.Fatalf("deliveries and jobs still not settled after %s\n%s", settleBound, e.pending())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
+
+// settleStall and settleBound bound Settle's wait (see there).
+const (
+	settleStall = 20 * time.Second
+	settleBound = 3 * time.Minute
+)
 
 // String runs a query that returns one string; "" when it returns no row.
 func (e *Env) String(query string, args ...any) string {
