@@ -59,6 +59,14 @@ func (s *Server) requireOIDCRule(w http.ResponseWriter, r *http.Request, claims 
 	return true
 }
 
+// admitWorkflow is requireOIDCRule for one environment, as the
+// capabilities' own OIDC endpoints ask it (pipeline.Deps.AdmitWorkflow):
+// POST /api/v1/rollouts/{id}/probes, whose readings move a rollout's
+// waves on or stop them, for the rollout's app and environment.
+func (s *Server) admitWorkflow(w http.ResponseWriter, r *http.Request, claims *oidcauth.Claims, app, environment string) bool {
+	return s.requireOIDCRule(w, r, claims, []oidcTarget{{app: app, environment: environment}})
+}
+
 // oidcRuleConfig is repo's config for requireOIDCRule: nil with ok when no
 // rule can be in force (no file, no App), nil and !ok when the request was
 // answered (refused, or an error).

@@ -154,7 +154,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	deps := pipeline.Deps{Config: cfg, DB: db, Records: s.records, River: func() *river.Client[*sql.Tx] { return s.river },
 		GitHub: s.github, Workers: workers, Mux: s.mux, Registerer: s.metrics.registry, Log: log,
 		Now: func() time.Time { return time.Now().UTC() }, APIAuth: s.requireAPIToken, App: s.appIdentity,
-		Stopping: s.stopping, ApplyFacts: s.applyOwnFacts,
+		Stopping: s.stopping, ApplyFacts: s.applyOwnFacts, AdmitWorkflow: s.admitWorkflow,
 		RaiseAlert: func(e records.Effect) { s.raiseAlerts([]records.Effect{e}) }}
 	// Kept in the database, so the readers answer the same after a
 	// restart and on every replica; loaded as the Loader checks configs.

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/oidcauth"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
@@ -54,4 +55,12 @@ type Deps struct {
 	// way the stall and drift alerts are raised; call it once the
 	// transaction that wrote its audit event committed. nil raises none.
 	RaiseAlert func(records.Effect)
+	// AdmitWorkflow holds a workflow's request for app in environment,
+	// made with its OIDC token (claims), to the environment's oidc rule
+	// (repoconfig.OIDCRule), as POST /api/v1/facts is held: when the rule
+	// refuses the token, or cannot be checked, it answers the request
+	// (403 on the rule's key, 422, 503) and is false, before the caller
+	// stores anything. A capability's own OIDC endpoint calls it once it
+	// knows which environment the request posts for.
+	AdmitWorkflow func(w http.ResponseWriter, r *http.Request, claims *oidcauth.Claims, app, environment string) bool
 }

@@ -31,9 +31,17 @@ type ProbeAnswer struct {
 
 // probesRoute serves the runners' posts, authenticated like task facts by
 // the job's GitHub Actions OIDC token, whose repository must be the
-// rollout's.
+// rollout's, and held like them to the oidc rule of the rollout's
+// environment: a reading moves the waves on or stops them, so a workflow
+// the rule refuses (a feature branch's) must not post one.
 func (a api) probesRoute(d pipeline.Deps) {
 	if d.Config == nil {
+		return
+	}
+	if d.AdmitWorkflow == nil {
+		// Without it every workflow of the repository would post readings,
+		// whatever its environment's rule says.
+		d.Log.Warn("POST /api/v1/rollouts/{id}/probes is off: nothing checks the environments' oidc rules")
 		return
 	}
 	v, err := oidcauth.New(oidcauth.Config{Issuer: d.Config.OIDC.Issuer, Audience: d.Config.OIDC.Audience})
@@ -41,10 +49,13 @@ func (a api) probesRoute(d pipeline.Deps) {
 		d.Log.Warn("POST /api/v1/rollouts/{id}/probes is off: no OIDC verifier", "error", err)
 		return
 	}
-	d.Mux.HandleFunc("POST /api/v1/rollouts/{id}/probes", func(w http.ResponseWriter, r *http.Request) { a.postProbes(w, r, v) })
+	d.Mux.HandleFunc("POST /api/v1/rollouts/{id}/probes", func(w http.ResponseWriter, r *http.Request) {
+		a.postProbes(w, r, v, d.AdmitWorkflow)
+	})
 }
 
-func (a api) postProbes(w http.ResponseWriter, r *http.Request, v *oidcauth.Verifier) {
+func (a api) postProbes(w http.ResponseWriter, r *http.Request, v *oidcauth.Verifier,
+	admit func(http.ResponseWriter, *http.Request, *oidcauth.Claims, string, string) bool) {
 	raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || raw == "" {
 		pipeline.WriteError(w, http.StatusUnauthorized, "", "missing bearer token: send the job's GitHub Actions OIDC token (permissions: id-token: write)")
@@ -63,7 +74,21 @@ func (a api) postProbes(w http.ResponseWriter, r *http.Request, v *oidcauth.Veri
 	if !decode(w, r, &p, `a JSON object with "reading" and "results"`) {
 		return
 	}
-	answer, err := a.x.acceptProbes(r.Context(), r.PathValue("id"), claims.Repository, p)
+	ro, err := a.x.probedRollout(r.Context(), r.PathValue("id"), claims.Repository)
+	// The rule before the reading is looked at: a workflow it refuses
+	// learns nothing of the rollout's readings, and stores none.
+	if a.answered(w, err) || !admit(w, r, claims, ro.App, ro.Environment) {
+		return
+	}
+	answer, err := a.x.storeProbes(r.Context(), ro, p)
+	if !a.answered(w, err) {
+		pipeline.WriteJSON(w, http.StatusOK, answer)
+	}
+}
+
+// answered answers a probe post that err refuses or failed: false when
+// err is nil and nothing was answered.
+func (a api) answered(w http.ResponseWriter, err error) bool {
 	var bad *badRequest
 	switch {
 	case errors.As(err, &bad):
@@ -71,25 +96,44 @@ func (a api) postProbes(w http.ResponseWriter, r *http.Request, v *oidcauth.Veri
 	case err != nil:
 		a.internal(w, err)
 	default:
-		pipeline.WriteJSON(w, http.StatusOK, answer)
+		return false
 	}
+	return true
 }
 
-// acceptProbes stores what the runners of repository saw for a reading
-// of rollout id and wakes the rollout. Results are checked against the
-// probes the reading asked for; the executor judges them itself.
-func (x *executor) acceptProbes(ctx context.Context, id, repository string, p ProbePost) (ProbeAnswer, error) {
+// probedRollout is rollout id, which the runners of repository post a
+// reading for: 404 when there is none, 403 when it is another
+// repository's.
+func (x *executor) probedRollout(ctx context.Context, id, repository string) (Rollout, error) {
 	r, err := getRollout(ctx, x.deps.DB.Read, id)
 	if errors.Is(err, ErrNotFound) {
-		return ProbeAnswer{}, &badRequest{http.StatusNotFound, "id", fmt.Sprintf("no rollout with id %q", id)}
+		return Rollout{}, &badRequest{http.StatusNotFound, "id", fmt.Sprintf("no rollout with id %q", id)}
 	}
+	if err != nil {
+		return Rollout{}, err
+	}
+	if r.Repository != repository {
+		return Rollout{}, &badRequest{http.StatusForbidden, "repository",
+			fmt.Sprintf("the token was issued to a workflow of %q, not of the rollout's repository %q", repository, r.Repository)}
+	}
+	return r, nil
+}
+
+// acceptProbes is a post of the runners of repository past their token
+// and their environment's oidc rule, as postProbes takes it.
+func (x *executor) acceptProbes(ctx context.Context, id, repository string, p ProbePost) (ProbeAnswer, error) {
+	r, err := x.probedRollout(ctx, id, repository)
 	if err != nil {
 		return ProbeAnswer{}, err
 	}
-	if r.Repository != repository {
-		return ProbeAnswer{}, &badRequest{http.StatusForbidden, "repository",
-			fmt.Sprintf("the token was issued to a workflow of %q, not of the rollout's repository %q", repository, r.Repository)}
-	}
+	return x.storeProbes(ctx, r, p)
+}
+
+// storeProbes stores what the runners saw for a reading of rollout r and
+// wakes the rollout. Results are checked against the probes the reading
+// asked for; the executor judges them itself.
+func (x *executor) storeProbes(ctx context.Context, r Rollout, p ProbePost) (ProbeAnswer, error) {
+	id := r.ID
 	if p.Reading == "" {
 		return ProbeAnswer{}, &badRequest{http.StatusUnprocessableEntity, "reading", "reading: required (the probe workflow's reading input)"}
 	}
