@@ -119,16 +119,6 @@ func (x *executor) probedRollout(ctx context.Context, id, repository string) (Ro
 	return r, nil
 }
 
-// acceptProbes is a post of the runners of repository past their token
-// and their environment's oidc rule, as postProbes takes it.
-func (x *executor) acceptProbes(ctx context.Context, id, repository string, p ProbePost) (ProbeAnswer, error) {
-	r, err := x.probedRollout(ctx, id, repository)
-	if err != nil {
-		return ProbeAnswer{}, err
-	}
-	return x.storeProbes(ctx, r, p)
-}
-
 // storeProbes stores what the runners saw for a reading of rollout r and
 // wakes the rollout. Results are checked against the probes the reading
 // asked for; the executor judges them itself.

@@ -73,6 +73,17 @@ func (h *harness) runProbes(d githubtest.Dispatch) error {
 	return err
 }
 
+// acceptProbes is what postProbes does with the runners' post once their
+// token is of repository and their environment's oidc rule (which the
+// server checks, e2e_probes_oidc_test.go) lets them post.
+func (x *executor) acceptProbes(ctx context.Context, id, repository string, p ProbePost) (ProbeAnswer, error) {
+	r, err := x.probedRollout(ctx, id, repository)
+	if err != nil {
+		return ProbeAnswer{}, err
+	}
+	return x.storeProbes(ctx, r, p)
+}
+
 // runWithRunners drives the rollout as run does, with runners that answer
 // each probe dispatch unless silent.
 func (h *harness) runWithRunners(silent bool) Rollout {
