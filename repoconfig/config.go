@@ -64,8 +64,8 @@ type Environment struct {
 	// Regions are the region labels of the environment's targets, sorted;
 	// empty without targets.
 	Regions []string
-	// OIDC restricts which workflows' tokens may post facts and releases
-	// for the environment; nil when the file sets no rule (any workflow of
+	// OIDC restricts which workflows' tokens may post facts, releases and
+	// rollouts' probe results for the environment; nil when the file sets no rule (any workflow of
 	// the repository may).
 	OIDC *OIDCRule
 

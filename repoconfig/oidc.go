@@ -9,10 +9,11 @@ import (
 )
 
 // OIDCRule restricts which workflows' GitHub Actions OIDC tokens may post
-// facts and open releases for one environment (POST /api/v1/facts and
-// POST /api/v1/releases). Without it any workflow of the repository may,
-// from any branch, which lets a contributor's feature branch fail prod and
-// start its recovery. A list left out restricts nothing; a token must
+// facts, open releases and post its rollouts' probe results for one
+// environment (POST /api/v1/facts, POST /api/v1/releases and
+// POST /api/v1/rollouts/{id}/probes). Without it any workflow of the
+// repository may, from any branch, which lets a contributor's feature
+// branch fail prod and start its recovery, or pass its waves' gates. A list left out restricts nothing; a token must
 // satisfy every list that is given. The api_token is never restricted.
 type OIDCRule struct {
 	// Refs are globs (CompileRefGlob) the token's ref claim must match one of.

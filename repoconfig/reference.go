@@ -97,8 +97,8 @@ var environmentDoc = mapping("<env>", "One environment of the app.",
 	oidcDoc,
 )
 
-var oidcDoc = mapping("oidc", "Which workflows' GitHub Actions OIDC tokens may post facts and open releases for the environment "+
-	"(POST /api/v1/facts, POST /api/v1/releases); without it, any workflow of the repository may, from any branch. "+
+var oidcDoc = mapping("oidc", "Which workflows' GitHub Actions OIDC tokens may post facts, open releases and post its rollouts' probe results "+
+	"for the environment (POST /api/v1/facts, POST /api/v1/releases, POST /api/v1/rollouts/{id}/probes); without it, any workflow of the repository may, from any branch. "+
 	"A token must satisfy each list given; a refused one is answered 403 naming the key. The api_token is never restricted.",
 	scalar("refs", "list of strings", "any ref", "ref globs, like refs/heads/main or refs/tags/v*",
 		"The token's ref claim (the branch or tag the workflow runs on) must match one; `*` matches slashes too, case counts."),
