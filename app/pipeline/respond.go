@@ -6,11 +6,20 @@ import (
 )
 
 // APIError is the body of every 4xx/5xx of ripcord's API: the message says
-// what is wrong and, for bad input, Field names the offending field.
+// what is wrong and, for bad input, Field names the offending field. Code,
+// when set, names the kind of refusal for a client to act on without
+// reading the message, which may be reworded.
 type APIError struct {
 	Error string `json:"error"`
 	Field string `json:"field,omitempty"`
+	Code  string `json:"code,omitempty"`
 }
+
+// CodeAppNotConfigured is the Code of the 503 a request that needs GitHub
+// is answered while the server has no GitHub App (NoApp): unlike the other
+// 503s, sending it again changes nothing until an operator gives the
+// server an App, so a client should stop asking and say so.
+const CodeAppNotConfigured = "app_not_configured"
 
 // WriteJSON answers with v as indented JSON.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
@@ -24,4 +33,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // WriteError answers with an APIError.
 func WriteError(w http.ResponseWriter, status int, field, msg string) {
 	WriteJSON(w, status, APIError{Error: msg, Field: field})
+}
+
+// WriteNoApp answers a request refused because the server has no GitHub
+// App (AppNotConfigured): 503 with no field, since nothing in the request
+// is wrong, and CodeAppNotConfigured.
+func WriteNoApp(w http.ResponseWriter, msg string) {
+	WriteJSON(w, http.StatusServiceUnavailable, APIError{Error: msg, Code: CodeAppNotConfigured})
 }

@@ -169,7 +169,7 @@ func (h apiHandler) answerError(w http.ResponseWriter, r *http.Request, field st
 		if errors.As(err, &noApp) {
 			msg = noApp.Error()
 		}
-		pipeline.WriteError(w, http.StatusServiceUnavailable, "", msg)
+		pipeline.WriteNoApp(w, msg)
 		return
 	}
 	var refused *Refused

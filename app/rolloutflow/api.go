@@ -225,6 +225,10 @@ func (a api) create(w http.ResponseWriter, r *http.Request) {
 		if ref.why != "" {
 			msg = ref.why + ": " + msg
 		}
+		if ref.setup {
+			pipeline.WriteNoApp(w, msg)
+			return
+		}
 		pipeline.WriteError(w, ref.status, ref.field, msg)
 		return
 	}
@@ -245,7 +249,8 @@ type refusal struct {
 	why    string // put before the error, when it alone does not say
 	// setup: the server's own set-up is the cause (no GitHub App), which
 	// the error names; sending the request again changes nothing until
-	// it is fixed, so the answer does not say to.
+	// it is fixed, so the answer does not say to, and carries
+	// pipeline.CodeAppNotConfigured for a client to stop at.
 	setup bool
 }
 

@@ -16,7 +16,9 @@ import (
 // github.private_key) refuses to start a rollout or a rollback because of
 // its own set-up, not the request: both APIs answer 503 naming the settings
 // to configure, with no field (nothing in the request is wrong), before and
-// after an installation of the repository is stored.
+// after an installation of the repository is stored; its code,
+// app_not_configured, tells a client (the CLI) that asking again is
+// pointless, where another 503 is worth asking again.
 func TestStartWithoutAppIsTheServersSetUp(t *testing.T) {
 	testdb.Each(t, startWithoutApp)
 }
@@ -34,12 +36,15 @@ func startWithoutApp(t *testing.T, dbURL string) {
 		t.Helper()
 		for _, r := range requests {
 			code, body := e.Do("POST", r.path, "application/json", []byte(r.body))
-			var got struct{ Error, Field string }
+			var got struct{ Error, Field, Code string }
 			_ = json.Unmarshal(body, &got)
 			if code != http.StatusServiceUnavailable || got.Field != "" ||
 				!strings.Contains(got.Error, "github.app_id") || !strings.Contains(got.Error, "github.private_key") {
 				t.Errorf("%s, %s: answered %d %s, want 503 with no field naming github.app_id and github.private_key",
 					when, r.name, code, body)
+			}
+			if got.Code != "app_not_configured" {
+				t.Errorf("%s, %s: answered code %q (%s), want app_not_configured", when, r.name, got.Code, body)
 			}
 		}
 	}
