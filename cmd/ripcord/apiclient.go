@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
@@ -92,6 +93,9 @@ type apiError struct {
 	Status  int
 	Message string
 	Field   string
+	// Code is the answer's code, when it has one: the kind of refusal,
+	// pipeline.CodeAppNotConfigured for a server with no GitHub App.
+	Code string
 	// Hint is the CLI's own word on what to fix, when it knows more than
 	// the server: where a refused token came from, or when the server
 	// asks to be asked again.
@@ -139,7 +143,10 @@ func (e *apiError) Error() string {
 }
 
 // do sends a request and decodes the JSON answer into out. Connection errors
-// and 5xx are retried with backoff; 4xx are not (they will not change).
+// and 5xx are retried with backoff; 4xx are not (they will not change), nor
+// is the 503 of a server with no GitHub App (code app_not_configured):
+// only its operator can change that answer, and the user waited 15 s to
+// be told so.
 // A 5xx with a Retry-After is asked again once that time has passed, in
 // place of the backoff's next step, if it passes within what is left of
 // the backoff; if not, retrying within the backoff is pointless (GitHub's
@@ -152,7 +159,7 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte, ou
 		last = c.once(ctx, method, path, body, out)
 		var ae *apiError
 		isAnswer := errors.As(last, &ae)
-		if last == nil || (isAnswer && ae.Status < 500) {
+		if last == nil || (isAnswer && (ae.Status < 500 || ae.Code == pipeline.CodeAppNotConfigured)) {
 			return last
 		}
 		if isAnswer && ae.hasRetryAfter && (attempt == c.retries || ae.retryAfter > left) {
@@ -226,6 +233,17 @@ func (c *apiClient) notRipcord() string {
 	return fmt.Sprintf("that is not ripcord's answer (ripcord answers JSON): check that %s%s is a ripcord server's address", c.server, from)
 }
 
+// noAppHint says what to do about a server with no GitHub App: its
+// operator registers one at /setup, with the set-up token only the
+// server's log holds, or configures one; asking again changes nothing
+// until then.
+func (c *apiClient) noAppHint() string {
+	return fmt.Sprintf("the server has no GitHub App, and asking again changes nothing until it has one: "+
+		"register it at %s/setup?token=… with the set-up token from the server's start-up log "+
+		"(its line \"the GitHub App is not configured\" gives the link), "+
+		"or set github.app_id and github.private_key in the server's configuration and restart it", c.server)
+}
+
 // shortBody is an answer's body that is not ripcord's JSON, on one line and
 // cut: a proxy's or another server's HTML page would fill the terminal.
 func shortBody(data []byte) string {
@@ -296,18 +314,20 @@ func (c *apiClient) once(ctx context.Context, method, path string, body []byte, 
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct{ Error, Field string }
+		var e struct{ Error, Field, Code string }
 		ripcords := json.Unmarshal(data, &e) == nil && e.Error != ""
 		if !ripcords {
-			e.Error = shortBody(data)
+			e.Error, e.Code = shortBody(data), ""
 		}
-		ae := &apiError{Status: resp.StatusCode, Message: e.Error, Field: e.Field}
+		ae := &apiError{Status: resp.StatusCode, Message: e.Error, Field: e.Field, Code: e.Code}
 		ae.retryAfter, ae.hasRetryAfter = ghlimit.RetryAfter(resp.Header, time.Now())
 		switch {
 		case !ripcords:
 			ae.Hint = c.notRipcord()
 		case resp.StatusCode == http.StatusUnauthorized:
 			ae.Hint = c.tokenHint
+		case e.Code == pipeline.CodeAppNotConfigured:
+			ae.Hint = c.noAppHint()
 		}
 		return ae
 	}
