@@ -1,0 +1,63 @@
+package rolloutflow_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/app/rolloutflow"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// A click on Approve that is refused (the clicker may only read) changes
+// nothing GitHub puts in the next click's payload: the refusal goes to the
+// rollout's audit trail, not into the check run, and a requested_action
+// payload has no field of its own per click. Once the clicker is given
+// write, the same person's second click is byte for byte the first under
+// a new delivery id, and it must approve. A guard that drops a delivery
+// whose event and body were seen before (a replay) would drop this one.
+func TestApproveClickedAgainAfterARefusalApproves(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e := startOn(t, dbURL, e2eConfig, "read")
+		s := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
+		s.finish(1)
+		e.WaitFor("the approval button", wait, func() bool {
+			cr, ok := s.check()
+			return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1
+		})
+		s.settle()
+		before, _ := s.check()
+		body := e2etest.Edit(t, githubtest.LoadPayload(t, "check_run", "requested_action.payload.json"), func(m map[string]any) {
+			cr := m["check_run"].(map[string]any)
+			cr["name"], cr["external_id"], cr["head_sha"] = rolloutflow.CheckName, s.id, headSHA
+			m["requested_action"] = map[string]any{"identifier": rolloutflow.ApproveAction}
+			r := m["repository"].(map[string]any)
+			r["full_name"], r["name"] = repo, "checkout"
+			m["sender"].(map[string]any)["login"] = "bob"
+			m["installation"] = map[string]any{"id": githubtest.InstallationID}
+		})
+
+		first := s.Deliver("check_run", body)
+		s.settle()
+		if st := s.status(); st.Rollout.Status != rolloutflow.PausedApproval || len(e.GitHub.Dispatches(repo)) != 1 {
+			t.Fatalf("a reader's click moved the rollout: %s, %d dispatches", st.Rollout.Status, len(e.GitHub.Dispatches(repo)))
+		}
+		if after, _ := s.check(); !reflect.DeepEqual(before, after) {
+			t.Fatalf("the refused click rewrote the check run, so the next click's payload would differ:\nbefore %+v\nafter  %+v", before, after)
+		}
+
+		e.GitHub.SetPermission(repo, "bob", "write")
+		second := s.Deliver("check_run", body) // the same bytes, as GitHub would send them
+		if first == second {
+			t.Fatalf("both clicks were delivered as %s, want two delivery ids", first)
+		}
+		s.finish(2)
+		e.WaitFor("the rollout to succeed after the second click", wait, func() bool {
+			return s.status().Rollout.Status == rolloutflow.Succeeded
+		})
+		if got := e.String(`SELECT state FROM deliveries WHERE id = $1`, second); got != "processed" {
+			t.Errorf("the second click's delivery ended %q, want processed", got)
+		}
+	})
+}
