@@ -30,12 +30,19 @@ func inProcessServer(t *testing.T) string {
 // ripcord runs the built binary and returns its exit code and output.
 func ripcord(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return runBinary(t, append(os.Environ(), env...), args...)
+}
+
+// runBinary runs the built binary with exactly the environment environ
+// and returns its exit code and output.
+func runBinary(t *testing.T, environ []string, args ...string) (int, string, string) {
+	t.Helper()
 	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = environ
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()

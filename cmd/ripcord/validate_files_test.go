@@ -2,11 +2,8 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/ripcord/ripcord/internal/testbin"
 )
 
 // wavesYML is a valid .github/ripcord.yml whose prod rolls out in waves,
@@ -36,26 +33,13 @@ const wavesStages = "apps.shop.environments.prod.rollout.stages: canary, eu-1/eu
 // stdout), and returns its exit code, stdout and stderr.
 func validateOnly(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	bin, err := testbin.Ripcord()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, append([]string{"validate"}, args...)...)
+	var environ []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "RIPCORD_") {
-			cmd.Env = append(cmd.Env, kv)
+			environ = append(environ, kv)
 		}
 	}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, stdout.String(), stderr.String()
+	return runBinary(t, environ, append([]string{"validate"}, args...)...)
 }
 
 // `ripcord validate` of several files says which file each line of its
