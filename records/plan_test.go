@@ -2,17 +2,11 @@ package records_test
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
-	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/sqlplan"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
@@ -25,7 +19,7 @@ import (
 // ANALYZE), so the plan of an empty database is the plan of a year's.
 func TestHotReadsSearchAnIndex(t *testing.T) {
 	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
-	plans := planReads(t, db)
+	plans := sqlplan.Reads(t, db)
 	s := records.NewStore(db)
 	ctx := context.Background()
 	targets := []records.Target{{App: "shop", Environment: "prod", Cluster: "eu"}, {App: "shop", Environment: "prod", Cluster: "us"}}
@@ -86,22 +80,22 @@ func TestHotReadsSearchAnIndex(t *testing.T) {
 		}, "SEARCH audit_events USING INDEX audit_events_type (type=?)", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			plans.reset()
+			plans.Reset()
 			if err := c.read(); err != nil {
 				t.Fatal(err)
 			}
-			got := plans.taken()
+			got := plans.Taken()
 			if len(got) == 0 {
 				t.Fatal("the read ran no query")
 			}
 			for _, p := range got {
-				if !strings.Contains(p.plan, c.want) {
-					t.Errorf("plan of %s\n%s\nhas no %q", oneLine(p.query), p.plan, c.want)
+				if !strings.Contains(p.Plan, c.want) {
+					t.Errorf("plan of %s\n%s\nhas no %q", p.OneLine(), p.Plan, c.want)
 				}
-				for _, line := range strings.Split(p.plan, "\n") {
+				for _, line := range strings.Split(p.Plan, "\n") {
 					scan := strings.Contains(line, "SCAN records") || strings.Contains(line, "SCAN audit_events")
 					if (scan && !strings.Contains(c.want, strings.TrimSpace(line))) || (!c.sorts && strings.Contains(line, "TEMP B-TREE FOR ORDER BY")) {
-						t.Errorf("plan of %s\n%s\nhas %q: it reads the whole table, or sorts all its matches", oneLine(p.query), p.plan, strings.TrimSpace(line))
+						t.Errorf("plan of %s\n%s\nhas %q: it reads the whole table, or sorts all its matches", p.OneLine(), p.Plan, strings.TrimSpace(line))
 					}
 				}
 			}
@@ -120,7 +114,7 @@ func TestHotReadsSearchAnIndex(t *testing.T) {
 // (a rollout's are long).
 func TestSweepReadsOnlyTheRecordsOfCrowdedTargets(t *testing.T) {
 	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
-	plans := planReads(t, db)
+	plans := sqlplan.Reads(t, db)
 	s := records.NewStore(db)
 	if _, err := s.Sweep(context.Background(), time.Now(), time.Hour, 100); err != nil {
 		t.Fatal(err)
@@ -132,9 +126,9 @@ func TestSweepReadsOnlyTheRecordsOfCrowdedTargets(t *testing.T) {
 	}
 	ranked := 0
 	looked := map[string]bool{} // tables whose left-behind rows were looked for in an index
-	for _, p := range plans.taken() {
-		if !strings.Contains(p.query, "ROW_NUMBER") {
-			for _, line := range strings.Split(p.plan, "\n") {
+	for _, p := range plans.Taken() {
+		if !strings.Contains(p.Query, "ROW_NUMBER") {
+			for _, line := range strings.Split(p.Plan, "\n") {
 				line = strings.TrimSpace(line)
 				if !strings.HasPrefix(line, "SCAN ") {
 					continue
@@ -142,26 +136,26 @@ func TestSweepReadsOnlyTheRecordsOfCrowdedTargets(t *testing.T) {
 				if strings.Contains(line, "USING COVERING INDEX") {
 					looked[strings.Fields(line)[1]] = true
 				} else {
-					t.Errorf("plan of %s\n%s\nhas %q: it reads every row of the table", oneLine(p.query), p.plan, line)
+					t.Errorf("plan of %s\n%s\nhas %q: it reads every row of the table", p.OneLine(), p.Plan, line)
 				}
 			}
 			continue
 		}
 		ranked++
 		seen := map[string]bool{}
-		for _, line := range strings.Split(p.plan, "\n") {
+		for _, line := range strings.Split(p.Plan, "\n") {
 			line = strings.TrimSpace(line)
 			if !strings.HasPrefix(line, "SCAN records") && !strings.HasPrefix(line, "SEARCH records") && !strings.HasPrefix(line, "SCAN r ") && !strings.HasPrefix(line, "SEARCH r ") {
 				continue
 			}
 			seen[line] = true
 			if !allowed[line] {
-				t.Errorf("plan of %s\n%s\nhas %q", oneLine(p.query), p.plan, line)
+				t.Errorf("plan of %s\n%s\nhas %q", p.OneLine(), p.Plan, line)
 			}
 		}
 		for line := range allowed {
 			if !seen[line] {
-				t.Errorf("plan of %s\n%s\nhas no %q", oneLine(p.query), p.plan, line)
+				t.Errorf("plan of %s\n%s\nhas no %q", p.OneLine(), p.Plan, line)
 			}
 		}
 	}
@@ -173,115 +167,4 @@ func TestSweepReadsOnlyTheRecordsOfCrowdedTargets(t *testing.T) {
 			t.Errorf("the sweep did not look for the rows left behind in %s through its index of release_id (looked in %v)", table, looked)
 		}
 	}
-}
-
-func oneLine(q string) string { return strings.Join(strings.Fields(q), " ") }
-
-type plannedQuery struct{ query, plan string }
-
-// planLog keeps the plan of every query run through the read pool.
-type planLog struct {
-	mu    sync.Mutex
-	plans []plannedQuery
-}
-
-func (l *planLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.plans = nil
-}
-
-func (l *planLog) taken() []plannedQuery {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.plans
-}
-
-// planReads puts a read pool in db that asks SQLite for the plan of each
-// query (EXPLAIN QUERY PLAN, with the query's own arguments) before it
-// runs it, so the test sees the statements the store really sends.
-func planReads(t *testing.T, db *store.DB) *planLog {
-	t.Helper()
-	path, err := store.SQLitePath(db.Source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &planLog{}
-	read := sql.OpenDB(planConnector{drv: db.Read.Driver(), dsn: "file:" + path + "?_pragma=query_only(ON)", log: l})
-	old := db.Read
-	db.Read = read
-	t.Cleanup(func() { old.Close() })
-	return l
-}
-
-type planConnector struct {
-	drv driver.Driver
-	dsn string
-	log *planLog
-}
-
-func (c planConnector) Connect(context.Context) (driver.Conn, error) {
-	conn, err := c.drv.Open(c.dsn)
-	if err != nil {
-		return nil, err
-	}
-	return planConn{Conn: conn, log: c.log}, nil
-}
-
-func (c planConnector) Driver() driver.Driver { return c.drv }
-
-type planConn struct {
-	driver.Conn
-	log *planLog
-}
-
-func (c planConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	q, ok := c.Conn.(driver.QueryerContext)
-	if !ok {
-		return nil, fmt.Errorf("the SQLite driver's connection runs no queries directly")
-	}
-	if err := c.explain(ctx, q, query, args); err != nil {
-		return nil, err
-	}
-	return q.QueryContext(ctx, query, args)
-}
-
-var param = regexp.MustCompile(`\$(\d+)`)
-
-// PrepareContext plans a statement the store prepares (its hot reads) with
-// its parameters NULL: SQLite's plan does not depend on their values.
-func (c planConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	q, ok := c.Conn.(driver.QueryerContext)
-	p, ok2 := c.Conn.(driver.ConnPrepareContext)
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("the SQLite driver's connection prepares no statements with a context")
-	}
-	var unbound []driver.NamedValue
-	for _, m := range param.FindAllStringSubmatch(query, -1) {
-		n, _ := strconv.Atoi(m[1])
-		for len(unbound) < n {
-			unbound = append(unbound, driver.NamedValue{Ordinal: len(unbound) + 1})
-		}
-	}
-	if err := c.explain(ctx, q, query, unbound); err != nil {
-		return nil, err
-	}
-	return p.PrepareContext(ctx, query)
-}
-
-func (c planConn) explain(ctx context.Context, q driver.QueryerContext, query string, args []driver.NamedValue) error {
-	rows, err := q.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args)
-	if err != nil {
-		return fmt.Errorf("plan of %s: %w", query, err)
-	}
-	var lines []string
-	vals := make([]driver.Value, len(rows.Columns()))
-	for rows.Next(vals) == nil {
-		lines = append(lines, fmt.Sprint(vals[len(vals)-1]))
-	}
-	rows.Close()
-	c.log.mu.Lock()
-	c.log.plans = append(c.log.plans, plannedQuery{query: query, plan: strings.Join(lines, "\n")})
-	c.log.mu.Unlock()
-	return nil
 }
