@@ -69,23 +69,7 @@ func TestUninstalledRepositoriesLeaveNoConfigBehind(t *testing.T) {
 // rateLimited lists the installations with a rollout rate limit stored.
 func (ts *testServer) rateLimited(t *testing.T) []int64 {
 	t.Helper()
-	rows, err := ts.db.Read.Query(`SELECT installation_id FROM rollout_rate_limits ORDER BY installation_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return column[int64](t, ts, `SELECT installation_id FROM rollout_rate_limits ORDER BY installation_id`)
 }
 
 // configured are the repositories TestUninstalledRepositoriesLeaveNoConfigBehind
@@ -126,18 +110,24 @@ func installationEvent(t *testing.T, name string, id int64, account, list string
 // storedConfigs lists the repositories with a config in the database.
 func (ts *testServer) storedConfigs(t *testing.T) []string {
 	t.Helper()
-	rows, err := ts.db.Read.Query(`SELECT repository FROM repo_configs ORDER BY repository`)
+	return column[string](t, ts, `SELECT repository FROM repo_configs ORDER BY repository`)
+}
+
+// column runs a query of one column and returns its values.
+func column[T any](t *testing.T, ts *testServer, query string) []T {
+	t.Helper()
+	rows, err := ts.db.Read.Query(query)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -121,22 +121,8 @@ func TestValidateCommand(t *testing.T) {
 		t.Errorf("a valid file: exit %d (%s)", code, errOut)
 	}
 	waves := filepath.Join(dir, "waves.yml")
-	os.WriteFile(waves, []byte(`version: 1
-apps:
-  shop:
-    environments:
-      prod:
-        cluster: prod-eu
-        targets:
-          - {host: a1, labels: {region: eu-1, az: eu-1a, canary: "true"}}
-          - {host: a2, labels: {region: eu-1, az: eu-1a}}
-          - {host: b1, labels: {region: eu-1, az: eu-1b}}
-        rollout:
-          waves:
-            - {name: canary, select: "canary=true"}
-            - {name: eu-1, select: "region=eu-1, canary!=true", by: az}
-`), 0o600)
-	if code, out, errOut := ripcord(t, nil, "validate", waves); code != 0 || !strings.Contains(out, "rollout.stages: canary, eu-1/eu-1a, eu-1/eu-1b") {
+	os.WriteFile(waves, []byte(wavesYML), 0o600)
+	if code, out, errOut := ripcord(t, nil, "validate", waves); code != 0 || !strings.Contains(out, wavesStages) {
 		t.Errorf("a file with waves: exit %d, output %q (%s); want its stages", code, out, errOut)
 	}
 	code, out, _ := ripcord(t, nil, "validate", bad)
