@@ -12,7 +12,6 @@ import (
 
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
-	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
 // Job settings. A reaction outranks a reply (lower runs first), so the 👀
@@ -87,7 +86,11 @@ type reactionWorker struct {
 func (w *reactionWorker) Timeout(*river.Job[ReactionArgs]) time.Duration { return jobTimeout }
 
 func (w *reactionWorker) Work(ctx context.Context, job *river.Job[ReactionArgs]) error {
-	return waitForLimit(ctx, w.deps, job.Kind, w.work(ctx, job))
+	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
+		return snooze
+	}
+	return err
 }
 
 func (w *reactionWorker) work(ctx context.Context, job *river.Job[ReactionArgs]) error {
@@ -116,7 +119,11 @@ func (w *replyWorker) Timeout(*river.Job[ReplyArgs]) time.Duration { return jobT
 func marker(key string) string { return "<!-- ripcord:reply " + key + " -->" }
 
 func (w *replyWorker) Work(ctx context.Context, job *river.Job[ReplyArgs]) error {
-	return waitForLimit(ctx, w.deps, job.Kind, w.work(ctx, job))
+	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
+		return snooze
+	}
+	return err
 }
 
 func (w *replyWorker) work(ctx context.Context, job *river.Job[ReplyArgs]) error {
@@ -146,25 +153,6 @@ func (w *replyWorker) work(ctx context.Context, job *river.Job[ReplyArgs]) error
 		return fmt.Errorf("reply %s on %s#%d: %w", a.Key, a.Repository, a.Number, err)
 	}
 	return nil
-}
-
-// waitForLimit has a job whose request GitHub refused for its rate limit,
-// which the client (app/ghclient) gave back rather than wait out, wait
-// until the limit lifts (at most ghlimit.MaxSnooze at a time), as a
-// rollback pull request does: River's backoff would spend the attempts
-// against a limit that has not lifted, and drop the comment (a "tries
-// again at" notice among them) once they ran out. GitHub did nothing, so
-// the snooze counts as no attempt. Any other error is the job's.
-func waitForLimit(ctx context.Context, d pipeline.Deps, kind string, err error) error {
-	now := d.Now()
-	at, _, limited := ghlimit.Lifts(err, now)
-	if !limited || ctx.Err() != nil {
-		return err
-	}
-	wait := ghlimit.Snooze(at, now)
-	d.Log.Warn("GitHub's rate limit: the job waits for it to lift", "kind", kind,
-		"until", at.UTC().Format(time.RFC3339), "wait", wait, "error", err)
-	return river.JobSnooze(wait)
 }
 
 // maxCommentPages bounds the search for an earlier copy of a reply.
