@@ -102,3 +102,12 @@ const MaxSnooze = time.Hour
 func Snooze(at, now time.Time) time.Duration {
 	return min(max(at.Sub(now), time.Second), MaxSnooze)
 }
+
+// Limited reports whether err is a rate limit Lifts reads, whenever it
+// lifts: GitHub's "later", not "no". A caller that sorts GitHub's 4xx
+// answers into refusals (not asked again) asks it first, as a 403 can be
+// either.
+func Limited(err error) bool {
+	_, _, limited := lifts(err, time.Time{})
+	return limited
+}

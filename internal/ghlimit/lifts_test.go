@@ -72,6 +72,9 @@ func TestLifts(t *testing.T) {
 				t.Fatalf("Lifts(%T) = %s, named %v, limited %v; want %s from now, named %v, limited %v",
 					err, at.Sub(now), named, limited, tc.at, tc.named, tc.limited)
 			}
+			if Limited(err) != tc.limited {
+				t.Errorf("Limited(%T) = %v, want %v: a refusal and a rate limit are told apart as Lifts tells them", err, !tc.limited, tc.limited)
+			}
 		})
 	}
 }
