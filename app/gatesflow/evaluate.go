@@ -104,6 +104,9 @@ func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs])
 		return w.lost(ctx, job, last)
 	}
 	known, pr, err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
+		return snooze // GitHub said "later", not "no": not a try that failed
+	}
 	var cancelled *river.JobCancelError
 	if err == nil || (job.Attempt < last && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err

@@ -131,6 +131,9 @@ func (w *gaveUpWorker) Work(ctx context.Context, job *river.Job[GaveUpArgs]) err
 			"repository", job.Args.Repository, "pull_request", job.Args.PullRequest, "head_sha", job.Args.HeadSHA)
 	}
 	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
+		return snooze // GitHub said "later", not "no": not a try that failed
+	}
 	var cancelled *river.JobCancelError
 	if err == nil || job.Attempt != last || errors.As(err, &cancelled) || interrupted(w.deps, err) {
 		return err

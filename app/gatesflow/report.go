@@ -82,6 +82,9 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 		return nil
 	}
 	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
+		return snooze // GitHub said "later", not "no": not a try that failed
+	}
 	var cancelled *river.JobCancelError
 	if err == nil || (job.Attempt < last && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
