@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -57,6 +58,9 @@ func (w *syncWorker) Work(ctx context.Context, job *river.Job[SyncArgs]) (err er
 		return fmt.Errorf("load release %s: %w", a.ReleaseID, err)
 	}
 	err = w.sync(ctx, job.ID, rec, r)
+	if snooze := pipeline.LimitSnooze(ctx, w.d, job.Kind, err); snooze != nil {
+		return snooze // the lease is let go: the next job may find the limit lifted
+	}
 	if err != nil && job.Attempt >= job.MaxAttempts && !stops(err) {
 		err = errors.Join(err, w.gaveUp(ctx, job, rec, err))
 	}
@@ -195,10 +199,11 @@ func (w *syncWorker) refused(ctx context.Context, job int64, r row, reason strin
 }
 
 // refusal is GitHub's message when err is its 4xx answer (a rate limit's
-// 429 aside, which passes): the request itself is wrong for GitHub.
+// 429 or 403 aside, which the job waits out): the request itself is wrong
+// for GitHub.
 func refusal(err error) (string, bool) {
 	var er *github.ErrorResponse
-	if !errors.As(err, &er) || er.Response == nil {
+	if !errors.As(err, &er) || er.Response == nil || ghlimit.Limited(err) {
 		return "", false
 	}
 	if code := er.Response.StatusCode; code < 400 || code >= 500 || code == http.StatusTooManyRequests {
