@@ -19,6 +19,7 @@ import (
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/rollout"
 )
 
@@ -57,6 +58,14 @@ type reviewWorker struct {
 }
 
 func (w *reviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) error {
+	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
+		return snooze
+	}
+	return err
+}
+
+func (w *reviewWorker) work(ctx context.Context, job *river.Job[ReviewArgs]) error {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
@@ -183,11 +192,12 @@ func (w *reviewWorker) post(ctx context.Context, gh *github.Client, a ReviewArgs
 	return nil
 }
 
-// refused reports a 4xx answer other than 429 (a rate limit, which passes).
+// refused reports a 4xx answer other than GitHub's rate limit (a 429, or
+// a 403 that is one), which the job waits out (Work).
 func refused(err error) bool {
 	var er *github.ErrorResponse
 	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 400 && er.Response.StatusCode < 500 &&
-		er.Response.StatusCode != http.StatusTooManyRequests
+		er.Response.StatusCode != http.StatusTooManyRequests && !ghlimit.Limited(err)
 }
 
 // gateRuns lists the gate check runs of sha and, for each app/environment

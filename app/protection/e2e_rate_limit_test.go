@@ -1,0 +1,65 @@
+package protection_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/ripcord/ripcord/app"
+	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// GitHub's rate limit on the answer (a 403 with Retry-After, past what the
+// client holds a request) is GitHub's "later", not its refusal: the review
+// does not end there, the deployment left waiting until GitHub times it
+// out, nor spend its attempts. It waits until the time GitHub names,
+// counting no attempt, and posts the answer once the limit has lifted.
+func TestProtectionRuleWaitsForGitHubsRateLimitOnItsAnswer(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		now := time.Now().UTC().Truncate(time.Second)
+		e := e2etest.Start(t, dbURL, app.Options{})
+		e.CheckRequestsAtCleanup(t)
+		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
+		sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+		var lift atomic.Bool
+		var refused atomic.Int32
+		e.GitHub.RefuseForRateLimit("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule",
+			&lift, &refused, "Retry-After", "1500")
+		e.Install(repo)
+		start := time.Now()
+		e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+			Repo: repo, Environment: "production", RunID: 960, APIURL: e.GitHub.URL(), SHA: sha,
+			InstallationID: githubtest.InstallationID}))
+		e.WaitFor("the answer to meet the limit", 20*time.Second, func() bool {
+			return refused.Load() > 0 &&
+				e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state NOT IN ('available', 'running')`) == 1
+		})
+		end := time.Now()
+		js := e.Jobs("protection_review")
+		if len(js) != 1 {
+			t.Fatalf("%d review jobs, want 1", len(js))
+		}
+		if j := js[0]; j.State != rivertype.JobStateScheduled || j.Attempt != 0 {
+			t.Fatalf("review job %s at attempt %d on GitHub's rate limit, want scheduled at attempt 0: GitHub did not refuse the answer",
+				j.State, j.Attempt)
+		} else if lo, hi := start.Add(25*time.Minute-2*time.Second), end.Add(25*time.Minute+2*time.Second); j.ScheduledAt.Before(lo) || j.ScheduledAt.After(hi) {
+			t.Errorf("review job tries again at %s, want the 25 minutes GitHub named from the refusal", j.ScheduledAt.UTC().Format(time.RFC3339))
+		}
+
+		// The limit lifts at the time named: here made due at once.
+		lift.Store(true)
+		e.Exec(`UPDATE river_job SET scheduled_at = created_at WHERE kind = 'protection_review' AND state = 'scheduled'`)
+		e.WaitFor("the answer GitHub takes", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+		e.Settle()
+		if got := e.GitHub.GateReviews(repo); len(got) != 1 || got[0].RunID != 960 || got[0].State != "approved" {
+			t.Errorf("reviews = %+v, want run 960 approved once", got)
+		}
+		if s := e.String(`SELECT state FROM river_job WHERE kind = 'protection_review'`); s != "completed" {
+			t.Errorf("review job %s, want completed", s)
+		}
+	})
+}
