@@ -46,6 +46,14 @@ type checkWorker struct {
 }
 
 func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error {
+	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
+		return snooze
+	}
+	return err
+}
+
+func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error {
 	a := job.Args
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
