@@ -1,13 +1,11 @@
 package commands_test
 
 import (
-	"context"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/ripcord/ripcord/app"
@@ -53,7 +51,7 @@ func TestRepliesAndReactionsWaitForGitHubsRateLimit(t *testing.T) {
 				kinds := []string{"comment_reaction", "comment_reply"}
 				e.WaitFor("the reaction and the reply refused and waiting", 15*time.Second, func() bool {
 					for _, k := range kinds {
-						js := jobs(t, dbURL, k)
+						js := e.Jobs(k)
 						if len(js) != 1 {
 							return false
 						}
@@ -67,7 +65,7 @@ func TestRepliesAndReactionsWaitForGitHubsRateLimit(t *testing.T) {
 				})
 				end := time.Now()
 				for _, k := range kinds {
-					j := jobs(t, dbURL, k)[0]
+					j := e.Jobs(k)[0]
 					if j.State != rivertype.JobStateScheduled || j.Attempt != 0 {
 						t.Errorf("%s job %s at attempt %d on GitHub's rate limit, want scheduled at attempt 0: the wait is not a failed attempt",
 							k, j.State, j.Attempt)
@@ -94,20 +92,4 @@ func TestRepliesAndReactionsWaitForGitHubsRateLimit(t *testing.T) {
 			})
 		})
 	}
-}
-
-// jobs are the jobs of kind, read through River.
-func jobs(t *testing.T, dbURL, kind string) []*rivertype.JobRow {
-	t.Helper()
-	rc, err := river.NewClient(testdb.Open(t, dbURL).RiverDriver(), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := rc.JobList(context.Background(), river.NewJobListParams().Kinds(kind).
-		States(rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable, rivertype.JobStateRunning,
-			rivertype.JobStateCompleted, rivertype.JobStateDiscarded, rivertype.JobStateCancelled))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Jobs
 }
