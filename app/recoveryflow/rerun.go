@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/recovery"
 )
@@ -210,11 +211,13 @@ func rerunHappened(ctx context.Context, gh *github.Client, repository string, ru
 }
 
 // refused reports a 4xx answer: GitHub will not re-run this run, and
-// asking again will not change that.
+// asking again will not change that. A rate limit is not one, even a 403
+// go-github cannot tell from a refusal (one that only names Retry-After):
+// asking again later will change it.
 func refused(err error) bool {
 	var er *github.ErrorResponse
 	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode >= 400 && er.Response.StatusCode < 500 &&
-		er.Response.StatusCode != http.StatusTooManyRequests
+		er.Response.StatusCode != http.StatusTooManyRequests && !ghlimit.Limited(err)
 }
 
 // refusedDecision is the alert that follows a refused re-run.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,6 +195,24 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 			// Seed 000 reports this 403 as a missing permission: the alert names it.
 			if !strings.Contains(ep.Decision.Reason, "actions: write") {
 				t.Errorf("the alert does not name the missing permission: %s", ep.Decision.Reason)
+			}
+		})
+		t.Run("GitHub's rate limit is not a refusal: no alert, the job tries again", func(t *testing.T) {
+			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 16})
+			var lift atomic.Bool
+			var limited atomic.Int32
+			// A 403 go-github cannot tell from a refusal: no documentation
+			// link, no x-ratelimit-remaining, only the Retry-After.
+			fake.RefuseForRateLimit("POST "+rerun, &lift, &limited, "Retry-After", "3600")
+			defer lift.Store(true)
+			scheduled(t, f, 16, time.Now().Add(-time.Hour))
+			job := &river.Job[RerunArgs]{JobRow: &rivertype.JobRow{ID: 16, Attempt: 1, MaxAttempts: jobAttempts},
+				Args: RerunArgs{Repository: "acme/checkout", RunID: 16, Attempt: 1, InstallationID: githubtest.InstallationID}}
+			err := (&rerunWorker{f: f}).Work(ctx, job)
+			ep := checkoutEpisode(t, f, 16)
+			if err == nil || limited.Load() == 0 || ep.State != StateRetryScheduled {
+				t.Errorf("rate-limited re-run: error %v, %d refusals, state %s, rule %s: %s; want an error for River to retry and the retry still scheduled",
+					err, limited.Load(), ep.State, ep.Decision.Rule, ep.Decision.Reason)
 			}
 		})
 		t.Run("re-run by hand meanwhile: no re-run, the episode waits for it", func(t *testing.T) {
