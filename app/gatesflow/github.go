@@ -4,29 +4,72 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 )
 
+// rateLimits keeps the first rate limit the gates' GitHub reads met. Such
+// a read is GitHub's "later", not "no": the gate's Errored verdict would
+// fail a change nothing is wrong with. The evaluation writes no verdict
+// then and returns the limit as its error, and its job waits for it to
+// lift (pipeline.LimitSnooze) and evaluates again. Any other error stays
+// the gate's, which fails closed on it.
+type rateLimits struct {
+	mu  sync.Mutex
+	err error
+}
+
+// note keeps err when it is a rate limit, and returns it.
+func (l *rateLimits) note(err error) error {
+	if l != nil && ghlimit.Limited(err) {
+		l.mu.Lock()
+		if l.err == nil {
+			l.err = err
+		}
+		l.mu.Unlock()
+	}
+	return err
+}
+
+// met is the rate limit a read met, if any.
+func (l *rateLimits) met() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
 // commits adapts go-github to gates.CommitVerifier.
-type commits struct{ gh *github.Client }
+type commits struct {
+	gh     *github.Client
+	limits *rateLimits
+}
 
 func (c commits) CommitVerification(ctx context.Context, repository, sha string) (bool, string, error) {
 	owner, name, _ := strings.Cut(repository, "/")
 	rc, _, err := c.gh.Repositories.GetCommit(ctx, owner, name, sha, nil)
 	if err != nil {
-		return false, "", fmt.Errorf("get commit %s of %s: %w", sha, repository, err)
+		return false, "", c.limits.note(fmt.Errorf("get commit %s of %s: %w", sha, repository, err))
 	}
 	v := rc.GetCommit().GetVerification()
 	return v.GetVerified(), v.GetReason(), nil
 }
 
 // scanning adapts go-github to gates.CodeScanning.
-type scanning struct{ gh *github.Client }
+type scanning struct {
+	gh     *github.Client
+	limits *rateLimits
+}
 
 func (c scanning) OpenAlerts(ctx context.Context, repository, sha string) (gates.Scan, error) {
+	scan, err := c.openAlerts(ctx, repository, sha)
+	return scan, c.limits.note(err)
+}
+
+func (c scanning) openAlerts(ctx context.Context, repository, sha string) (gates.Scan, error) {
 	owner, name, _ := strings.Cut(repository, "/")
 	ref, newest, err := c.analysedRef(ctx, owner, name, sha)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestSASTReadsOpenAlertsAtTheRevision(t *testing.T) {
 	cs.Analyzed("acme/checkout", "refs/heads/main", alerts...)
 	cs.AnalyzedCommit("acme/checkout", "refs/heads/main", rev)
 
-	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: rev})
+	v := gates.SAST{GitHub: scanning{gh: gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: rev})
 	if v.Outcome != gates.Fail || len(v.Findings) != 1 || v.Findings[0].ID != "go/sql-injection" {
 		t.Fatalf("verdict %s %q %+v, want the one open high alert, which is on the second page", v.Outcome, v.Summary, v.Findings)
 	}
@@ -64,14 +64,14 @@ func TestSASTSaysWhichCommitTheAlertsAreOf(t *testing.T) {
 	cs.AnalyzedCommit("acme/checkout", "refs/heads/main", later)
 	cs.Analyzed("acme/checkout", "refs/heads/main", githubtest.CodeScanningAlert{RuleID: "go/sql-injection", SecuritySeverity: "high"})
 	subject := gates.Subject{Repository: "acme/checkout", GitRevision: rev}
-	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), subject)
+	v := gates.SAST{GitHub: scanning{gh: gh}, Severity: "high"}.Evaluate(context.Background(), subject)
 	want := "on refs/heads/main as of its newest analysis, of commit 5ca1ab1e5ca1, not of the release's commit abcdef012345"
 	if v.Outcome != gates.Fail || !strings.Contains(v.Summary, want) {
 		t.Fatalf("verdict %s %q, want the alert of main's newest analysis, saying %q", v.Outcome, v.Summary, want)
 	}
 	// The release's commit is the branch's newest analysis: its alerts are its own.
 	subject.GitRevision = later
-	v = gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), subject)
+	v = gates.SAST{GitHub: scanning{gh: gh}, Severity: "high"}.Evaluate(context.Background(), subject)
 	if want := "in acme/checkout at 5ca1ab1e5ca1"; v.Outcome != gates.Fail || !strings.HasSuffix(v.Summary, want) {
 		t.Fatalf("verdict %s %q, want it to end %q", v.Outcome, v.Summary, want)
 	}
@@ -88,7 +88,7 @@ func TestSASTNeedsAnAnalysisOfTheRevisionItself(t *testing.T) {
 	cs := githubtest.ServeCodeScanning(s)
 	cs.Analyzed("acme/checkout", "refs/heads/main")
 	cs.AnalyzedCommit("acme/checkout", "refs/heads/main", "1111111111111111111111111111111111111111")
-	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(),
+	v := gates.SAST{GitHub: scanning{gh: gh}, Severity: "high"}.Evaluate(context.Background(),
 		gates.Subject{Repository: "acme/checkout", GitRevision: "2222222222222222222222222222222222222222"})
 	if v.Outcome != gates.Error || !strings.Contains(v.Summary, "no code-scanning analysis of commit 2222") {
 		t.Fatalf("verdict %s %q, want error naming the unanalysed commit", v.Outcome, v.Summary)
@@ -103,7 +103,7 @@ func TestSASTReadsTheSourceRepository(t *testing.T) {
 	cs := githubtest.ServeCodeScanning(s)
 	cs.Analyzed("acme/checkout-src", "refs/heads/main")
 	cs.AnalyzedCommit("acme/checkout-src", "refs/heads/main", rev)
-	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(),
+	v := gates.SAST{GitHub: scanning{gh: gh}, Severity: "high"}.Evaluate(context.Background(),
 		gates.Subject{Repository: "acme/gitops", SourceRepository: "acme/checkout-src", GitRevision: rev})
 	if v.Outcome != gates.Pass {
 		t.Fatalf("verdict %s %q, want a clean analysis of acme/checkout-src", v.Outcome, v.Summary)
@@ -113,7 +113,7 @@ func TestSASTReadsTheSourceRepository(t *testing.T) {
 func TestSASTWithoutAnalysisFailsClosed(t *testing.T) {
 	s, gh := fakeGitHub(t)
 	githubtest.ServeCodeScanning(s)
-	v := gates.SAST{GitHub: scanning{gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: "abcdef01"})
+	v := gates.SAST{GitHub: scanning{gh: gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: "abcdef01"})
 	if v.Outcome != gates.Error || !strings.Contains(v.Summary, "no code-scanning analysis of commit") {
 		t.Fatalf("verdict %s %q, want error: no analysis is no data, not a clean bill", v.Outcome, v.Summary)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/gates"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/outbound"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
@@ -63,6 +64,10 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		// The default branch's schema, like the config: a PR must not be
 		// able to loosen the schema that judges it.
 		schema.content, schema.err = ghclient.FileAt(ctx, gh, a.Repository, g.Values.Schema, "")
+		if ghlimit.Limited(schema.err) {
+			// Not the values gate's verdict (rateLimits): the job waits.
+			return fmt.Errorf("values.schema %s: %w", g.Values.Schema, schema.err)
+		}
 		if schema.err == nil && schema.content == nil {
 			schema.err = fmt.Errorf("no such file on the default branch")
 		}
@@ -71,10 +76,17 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if w.deps.Config != nil {
 		allow = w.deps.Config.Outbound.Allow
 	}
+	// The gates' own GitHub reads note the rate limits they meet, which
+	// no verdict is written on (rateLimits).
+	limits := &rateLimits{}
 	// client reaches URLs the repository config chooses (policy_validation).
-	sv := services{schema: schema, commits: commits{gh}, scanning: scanning{gh}, client: outbound.Client(allow), registry: w.registry}
+	sv := services{schema: schema, commits: commits{gh, limits}, scanning: scanning{gh, limits},
+		client: outbound.Client(allow), registry: w.registry}
 	if g.Provenance != nil || g.SBOM != nil || g.ImageScan != nil {
 		sv.trust = readTrust(ctx, gh, a.Repository, g.Provenance)
+		if ghlimit.Limited(sv.trust.Err) {
+			return sv.trust.Err // as the values schema's
+		}
 	}
 	gs := build(g, t.e.Rollback.Fields, sv)
 	if len(gs) == 0 {
@@ -88,6 +100,11 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 			ExternalID: key, App: t.app, Environment: t.env, Seq: seq,
 			Name: gates.CheckName(g.Name()), Status: "in_progress", Title: "evaluating"}
 	})
+	if err := limits.met(); err != nil {
+		// None of this evaluation's verdicts is written: the gates are
+		// evaluated again, all of them, once the limit lifts.
+		return err
+	}
 	reports := make([]ReportArgs, 0, len(results))
 	for _, r := range results {
 		reports = append(reports, completed(a, t, seq, key, r.Output))
