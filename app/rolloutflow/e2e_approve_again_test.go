@@ -4,9 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/app/rolloutflow"
-	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
@@ -28,15 +26,7 @@ func TestApproveClickedAgainAfterARefusalApproves(t *testing.T) {
 		})
 		s.settle()
 		before, _ := s.check()
-		body := e2etest.Edit(t, githubtest.LoadPayload(t, "check_run", "requested_action.payload.json"), func(m map[string]any) {
-			cr := m["check_run"].(map[string]any)
-			cr["name"], cr["external_id"], cr["head_sha"] = rolloutflow.CheckName, s.id, headSHA
-			m["requested_action"] = map[string]any{"identifier": rolloutflow.ApproveAction}
-			r := m["repository"].(map[string]any)
-			r["full_name"], r["name"] = repo, "checkout"
-			m["sender"].(map[string]any)["login"] = "bob"
-			m["installation"] = map[string]any{"id": githubtest.InstallationID}
-		})
+		body := s.clickBody("bob") // the check run as GitHub shows it at the pause
 
 		first := s.Deliver("check_run", body)
 		s.settle()

@@ -59,12 +59,13 @@ func (s *scene) status() rolloutflow.StatusJSON {
 	return st
 }
 
-// check is the rollout's newest check run: the one GitHub shows.
+// check is the rollout's newest check run: the one GitHub shows. Its
+// external id is the rollout's, then the pause it shows, if any.
 func (s *scene) check() (githubtest.CheckRun, bool) {
 	var last githubtest.CheckRun
 	found := false
 	for _, cr := range s.GitHub.CheckRuns(repo) {
-		if cr.Name == rolloutflow.CheckName && cr.ExternalID == s.id {
+		if id, _, _ := strings.Cut(cr.ExternalID, "/"); cr.Name == rolloutflow.CheckName && id == s.id {
 			last, found = cr, true
 		}
 	}
@@ -81,16 +82,43 @@ func (s *scene) finish(n int) {
 
 func (s *scene) click(user string) {
 	s.T.Helper()
-	body := e2etest.Edit(s.T, githubtest.LoadPayload(s.T, "check_run", "requested_action.payload.json"), func(m map[string]any) {
-		cr := m["check_run"].(map[string]any)
-		cr["name"], cr["external_id"], cr["head_sha"] = rolloutflow.CheckName, s.id, headSHA
+	s.Deliver("check_run", s.clickBody(user))
+}
+
+// clickBody is the requested_action delivery of user's click on the
+// Approve button of the check run GitHub shows now: GitHub's payload
+// carries the check run as it stands, its external id with it.
+func (s *scene) clickBody(user string) []byte {
+	s.T.Helper()
+	shown, ok := s.check()
+	if !ok {
+		s.T.Fatalf("rollout %s has no check run to click", s.id)
+	}
+	return clickOn(s.T, shown, user)
+}
+
+// clickOn is the requested_action delivery of user's click on cr's
+// Approve button.
+func clickOn(t testing.TB, cr githubtest.CheckRun, user string) []byte {
+	t.Helper()
+	return e2etest.Edit(t, githubtest.LoadPayload(t, "check_run", "requested_action.payload.json"), func(m map[string]any) {
+		c := m["check_run"].(map[string]any)
+		c["id"], c["name"], c["external_id"], c["head_sha"] = cr.ID, rolloutflow.CheckName, cr.ExternalID, headSHA
+		c["status"], c["conclusion"] = cr.Status, nil
+		if cr.Conclusion != "" {
+			c["conclusion"] = cr.Conclusion
+		}
+		c["started_at"] = cr.StartedAt.UTC().Format(time.RFC3339)
+		c["completed_at"] = nil
+		if !cr.CompletedAt.IsZero() {
+			c["completed_at"] = cr.CompletedAt.UTC().Format(time.RFC3339)
+		}
 		m["requested_action"] = map[string]any{"identifier": rolloutflow.ApproveAction}
 		r := m["repository"].(map[string]any)
 		r["full_name"], r["name"] = repo, "checkout"
 		m["sender"].(map[string]any)["login"] = user
 		m["installation"] = map[string]any{"id": githubtest.InstallationID}
 	})
-	s.Deliver("check_run", body)
 }
 
 // settle waits until no delivery and no job is due; jobs scheduled later
