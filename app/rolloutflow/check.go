@@ -162,7 +162,7 @@ func (x *executor) writeCheck(ctx context.Context, gh *github.Client, r Rollout)
 			return x.updateCheck(ctx, gh, owner, repo, r, v, now, err)
 		}
 	}
-	opts := github.CreateCheckRunOptions{Name: CheckName, HeadSHA: r.HeadSHA, ExternalID: &r.ID, Status: &v.state,
+	opts := github.CreateCheckRunOptions{Name: CheckName, HeadSHA: r.HeadSHA, ExternalID: &v.externalID, Status: &v.state,
 		StartedAt: &now, Output: v.output, Actions: v.actions}
 	if v.state == "completed" {
 		opts.Conclusion, opts.CompletedAt = &v.conclusion, &now
@@ -176,11 +176,13 @@ func (x *executor) writeCheck(ctx context.Context, gh *github.Client, r Rollout)
 	return err
 }
 
-// view is what the check run shows.
+// view is what the check run shows. Its external id names the pause the
+// Approve button is shown for (checkExternalID), which GitHub echoes in a
+// click's payload.
 type view struct {
-	state, conclusion string
-	output            *github.CheckRunOutput
-	actions           []*github.CheckRunAction
+	state, conclusion, externalID string
+	output                        *github.CheckRunOutput
+	actions                       []*github.CheckRunAction
 }
 
 func checkView(r Rollout, runs []Dispatched) view {
@@ -203,7 +205,8 @@ func checkView(r Rollout, runs []Dispatched) view {
 		summary += fmt.Sprintf("Shown on `%s`: %s.\n\n", r.HeadSHA, h)
 	}
 	summary += status.Summary(st.Status)
-	v := view{state: state, conclusion: conclusion, output: &github.CheckRunOutput{Title: &title, Summary: &summary}}
+	v := view{state: state, conclusion: conclusion, externalID: checkExternalID(r),
+		output: &github.CheckRunOutput{Title: &title, Summary: &summary}}
 	switch r.Machine.Status {
 	case PausedApproval:
 		v.actions = []*github.CheckRunAction{{Label: "Approve", Identifier: ApproveAction, Description: "Start the next wave"}}
@@ -231,7 +234,7 @@ func (x *executor) updateCheck(ctx context.Context, gh *github.Client, owner, re
 	if err != nil {
 		return err
 	}
-	opts := github.UpdateCheckRunOptions{Name: CheckName, Status: &v.state, Output: v.output, Actions: v.actions}
+	opts := github.UpdateCheckRunOptions{Name: CheckName, ExternalID: &v.externalID, Status: &v.state, Output: v.output, Actions: v.actions}
 	if v.state == "completed" {
 		opts.Conclusion, opts.CompletedAt = &v.conclusion, &now
 	}
