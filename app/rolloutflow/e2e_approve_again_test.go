@@ -17,13 +17,8 @@ import (
 // whose event and body were seen before (a replay) would drop this one.
 func TestApproveClickedAgainAfterARefusalApproves(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		e := startOn(t, dbURL, e2eConfig, "read")
-		s := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
-		s.finish(1)
-		e.WaitFor("the approval button", wait, func() bool {
-			cr, ok := s.check()
-			return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1
-		})
+		s := atFirstApproval(t, dbURL, e2eConfig, "read")
+		e := s.Env
 		s.settle()
 		before, _ := s.check()
 		body := s.clickBody("bob") // the check run as GitHub shows it at the pause

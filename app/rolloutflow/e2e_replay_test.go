@@ -23,21 +23,14 @@ var twoApprovalsConfig = strings.Replace(strings.Replace(e2eConfig,
 // click on the check run GitHub shows at the second pause approves it.
 func TestApproveClickPostedAgainAtTheNextPauseIsRefused(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		e := startOn(t, dbURL, twoApprovalsConfig, "write")
-		s := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
-		s.finish(1)
-		e.WaitFor("the first approval button", wait, func() bool {
-			cr, ok := s.check()
-			return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1
-		})
+		s := atFirstApproval(t, dbURL, twoApprovalsConfig, "write")
+		e := s.Env
 		s.settle()
 		captured := s.clickBody("bob")
 		s.Deliver("check_run", captured)
 		s.finish(2)
 		e.WaitFor("the second approval button", wait, func() bool {
-			cr, ok := s.check()
-			return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1 &&
-				s.status().Rollout.Status == rolloutflow.PausedApproval && len(e.GitHub.Dispatches(repo)) == 2
+			return s.approveShown() && s.status().Rollout.Status == rolloutflow.PausedApproval && len(e.GitHub.Dispatches(repo)) == 2
 		})
 		s.settle()
 
@@ -73,13 +66,8 @@ func TestApproveClickPostedAgainAtTheNextPauseIsRefused(t *testing.T) {
 // one of the rollout's check runs does not.
 func TestApproveClickOnACheckRunWithoutItsPauseCountsWhileItIsShown(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		e := startOn(t, dbURL, e2eConfig, "write")
-		s := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
-		s.finish(1)
-		e.WaitFor("the approval button", wait, func() bool {
-			cr, ok := s.check()
-			return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1
-		})
+		s := atFirstApproval(t, dbURL, e2eConfig, "write")
+		e := s.Env
 		s.settle()
 		// The check run as the release before wrote it at this pause.
 		shown, _ := s.check()

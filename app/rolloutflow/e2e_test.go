@@ -178,13 +178,8 @@ func TestReleaseOpenedThroughTheAPIRollsOutWithAnApprovalButton(t *testing.T) {
 }
 
 func approvalButton(t *testing.T, dbURL string) {
-	e := startOn(t, dbURL, e2eConfig, "write")
-	s := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
-	s.finish(1)
-	e.WaitFor("the approval button", wait, func() bool {
-		cr, ok := s.check()
-		return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1
-	})
+	s := atFirstApproval(t, dbURL, e2eConfig, "write")
+	e := s.Env
 	if st := s.status(); st.Rollout.Status != rolloutflow.PausedApproval || st.State != "AWAITING_APPROVAL" {
 		t.Fatalf("status %s (%s), want paused-approval", st.Rollout.Status, st.State)
 	}
@@ -260,4 +255,23 @@ func TestReleaseOpenedByTheBundledActionRollsOut(t *testing.T) {
 	if n := e.Int(`SELECT COUNT(*) FROM rollouts`); n != 1 {
 		t.Errorf("%d rollouts after a repeated fact, want 1", n)
 	}
+}
+
+// atFirstApproval opens release r1's rollout on a server whose GitHub gives
+// bob perm, finishes its first batch and returns once the check run shows
+// the Approve button.
+func atFirstApproval(t *testing.T, dbURL, config, perm string) *scene {
+	t.Helper()
+	e := startOn(t, dbURL, config, perm)
+	s := &scene{Env: e, id: openRollout(e, "r1:prod-eu/prod", "v1")}
+	s.finish(1)
+	e.WaitFor("the approval button", wait, s.approveShown)
+	return s
+}
+
+// approveShown reports whether the check run asks for approval with its
+// one button.
+func (s *scene) approveShown() bool {
+	cr, ok := s.check()
+	return ok && cr.Conclusion == "action_required" && len(cr.Actions) == 1
 }
