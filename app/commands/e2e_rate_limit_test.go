@@ -65,16 +65,7 @@ func TestRepliesAndReactionsWaitForGitHubsRateLimit(t *testing.T) {
 				})
 				end := time.Now()
 				for _, k := range kinds {
-					j := e.Jobs(k)[0]
-					if j.State != rivertype.JobStateScheduled || j.Attempt != 0 {
-						t.Errorf("%s job %s at attempt %d on GitHub's rate limit, want scheduled at attempt 0: the wait is not a failed attempt",
-							k, j.State, j.Attempt)
-					}
-					lo, hi := start.Add(tc.wait-2*time.Second), end.Add(tc.wait+2*time.Second)
-					if j.ScheduledAt.Before(lo) || j.ScheduledAt.After(hi) {
-						t.Errorf("%s job tries again at %s, want %s after the refusal (between %s and %s)", k,
-							j.ScheduledAt.UTC().Format(time.RFC3339), tc.wait, lo.UTC().Format(time.RFC3339), hi.UTC().Format(time.RFC3339))
-					}
+					e.WaitsForLimit(k, 1, start, end, tc.wait)
 				}
 				if reply(e, id) != "" || acknowledged(e, id) {
 					t.Fatal("answered while GitHub's rate limit is spent")
