@@ -1,8 +1,6 @@
 package gatesflow_test
 
 import (
-	"encoding/json"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,7 +93,7 @@ func TestGatesOwnReadsWaitForGitHubsRateLimit(t *testing.T) {
 				var lift atomic.Bool
 				var refused atomic.Int32
 				start := time.Now().Truncate(time.Second)
-				refuseForRateLimitWhere(e, tc.route, tc.refused, &lift, &refused, "Retry-After", "1500")
+				e.GitHub.RefuseForRateLimitWhere(tc.route, tc.refused, &lift, &refused, "Retry-After", "1500")
 
 				e.Deliver("pull_request", pullRequest(t, number, head, base, branch))
 				// The evaluation ran and stopped: waiting, or (the old way)
@@ -157,24 +155,4 @@ func gateCheckRuns(e *e2etest.Env) []githubtest.CheckRun {
 		}
 	}
 	return out
-}
-
-// refuseForRateLimitWhere has GitHub refuse the requests to route that
-// refused picks (by the route's parameters) as RefuseForRateLimit does,
-// until lift is set: a gate's read of one file, not the config's.
-func refuseForRateLimitWhere(e *e2etest.Env, route string, refused func(map[string]string) bool, lift *atomic.Bool, count *atomic.Int32, header ...string) {
-	answer := e.GitHub.Default(route)
-	e.GitHub.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-		if lift.Load() || !refused(p) {
-			answer(w, r, p)
-			return
-		}
-		count.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(http.StatusForbidden)
-		_ = json.NewEncoder(w).Encode(map[string]string{"message": "API rate limit exceeded for installation."})
-	})
 }

@@ -11,9 +11,17 @@ import (
 // (name, value, …), until lift is set; then route is answered as before.
 // refused counts the refusals.
 func (s *Server) RefuseForRateLimit(route string, lift *atomic.Bool, refused *atomic.Int32, header ...string) {
+	s.RefuseForRateLimitWhere(route, nil, lift, refused, header...)
+}
+
+// RefuseForRateLimitWhere is RefuseForRateLimit for the requests to route
+// that pick chooses by the route's parameters (nil: all of them); the
+// others are answered as before: a gate's read of one file, say, and not
+// the config's.
+func (s *Server) RefuseForRateLimitWhere(route string, pick func(params map[string]string) bool, lift *atomic.Bool, refused *atomic.Int32, header ...string) {
 	answer := s.Default(route)
 	s.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-		if lift.Load() {
+		if lift.Load() || (pick != nil && !pick(p)) {
 			answer(w, r, p)
 			return
 		}
