@@ -35,6 +35,12 @@ func (RealClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// instant is a Clock whose Sleep takes no real time (StepClock): a wait
+// on it never outlasts a caller's deadline, which is real time, so Pace
+// waits on it instead of telling the caller to come back (a job would
+// then snooze in real time for a minute of the clock's).
+type instant interface{ sleepsInstantly() }
+
 func clockOr(c Clock) Clock {
 	if c == nil {
 		return RealClock{}

@@ -98,7 +98,7 @@ func (pc *pacer) wait(req *http.Request) (time.Time, error) {
 		}
 		pc.mu.Unlock()
 		ctx := waitContext(req)
-		if left, ok := timeLeft(ctx); ok && left < d && ctx.Err() == nil {
+		if left, ok := pc.timeLeft(ctx); ok && left < d && ctx.Err() == nil {
 			return time.Time{}, &ghlimit.PacedError{Method: req.Method, Route: Route(req.URL.Path),
 				At: now.Add(d), Wait: d, Left: left}
 		}
@@ -110,10 +110,11 @@ func (pc *pacer) wait(req *http.Request) (time.Time, error) {
 }
 
 // timeLeft is what is left of ctx's deadline, by the wall clock, as the
-// deadline is (outlasts reads it the same way).
-func timeLeft(ctx context.Context) (time.Duration, bool) {
+// deadline is (outlasts reads it the same way); none when the pacer's
+// clock sleeps in no real time (instant), whose waits it cannot outlast.
+func (pc *pacer) timeLeft(ctx context.Context) (time.Duration, bool) {
 	deadline, ok := ctx.Deadline()
-	if !ok {
+	if _, fake := pc.clock.(instant); !ok || fake {
 		return 0, false
 	}
 	return time.Until(deadline), true

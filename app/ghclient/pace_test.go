@@ -93,6 +93,29 @@ func TestPace_WaitPastTheCallersDeadlineIsToldAtOnceWhenTheWriteMayGo(t *testing
 	}
 }
 
+// On a StepClock, whose sleeps take no real time, a pace wait cannot
+// outlast a caller's (real) deadline: the write waits on the clock and is
+// sent, as it was before writes were told to come back. Told to come back
+// instead, a job would snooze a real minute for a minute of the clock's
+// (the rollback race tests, which pace on one, stopped settling).
+func TestPace_OnAStepClockTheWriteWaitsWhateverTheDeadline(t *testing.T) {
+	clock := NewStepClock(time.Now())
+	srv, ts := serve(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusCreated, `{}`) })
+	c := client(t, ts.URL, "1", stack(t, Config{Counter: &Counter{}, Clock: clock})...)
+	start := clock.Now()
+	for i := 1; i <= 81; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, _, err := c.Issues.CreateComment(ctx, "acme", "api", 7, &github.IssueComment{Body: github.String(fmt.Sprint(i))})
+		cancel()
+		if err != nil {
+			t.Fatalf("write %d with 20s left: %v; want it sent after its wait on the step clock", i, err)
+		}
+	}
+	if srv.hits() != 81 || clock.Now().Sub(start) < time.Minute {
+		t.Errorf("GitHub got %d writes, the clock moved %s; want 81, after a minute of the clock's", srv.hits(), clock.Now().Sub(start))
+	}
+}
+
 func TestPace_ReadsAndOtherInstallationsAreNotHeldBack(t *testing.T) {
 	clock := newFakeClock()
 	_, ts := serve(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusCreated, `{}`) })

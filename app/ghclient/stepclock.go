@@ -31,3 +31,6 @@ func (c *StepClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Unlock()
 	return ctx.Err()
 }
+
+// sleepsInstantly marks StepClock's sleeps as taking no real time (instant).
+func (*StepClock) sleepsInstantly() {}
