@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/eligibility"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -130,14 +131,14 @@ func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
 		}
 		cfg := &repoconfig.Config{}
 		cfg.Eligibility.Window = 2
-		ts.repoConfigs.Put("acme/checkout", cfg)
+		ts.repoConfigs.Put("acme/checkout", cfg, time.Now())
 		if a := ask(""); a.Eligible || a.Reason == "" {
 			t.Errorf("acme/checkout's window is 2: %+v, want r1 (third newest that ran) not eligible", a)
 		}
 		if a := ask("5"); !a.Eligible {
 			t.Errorf("?window=5: %+v, want eligible: the query overrides the repository's window", a)
 		}
-		ts.repoConfigs.Put("acme/other", &repoconfig.Config{Eligibility: repoconfig.Eligibility{Window: 100}})
+		ts.repoConfigs.Put("acme/other", &repoconfig.Config{Eligibility: repoconfig.Eligibility{Window: 100}}, time.Now())
 		if a := ask(""); a.Eligible {
 			t.Errorf("another repository's window: %+v, want acme/checkout's window of 2 still", a)
 		}

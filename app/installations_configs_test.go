@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -34,7 +35,7 @@ func TestUninstalledRepositoriesLeaveNoConfigBehind(t *testing.T) {
 			t.Fatalf("config does not load: %v", problems)
 		}
 		for _, r := range configured {
-			ts.repoConfigs.Put(r, cfg)
+			ts.repoConfigs.Put(r, cfg, time.Now())
 		}
 		if got := ts.storedConfigs(t); !slices.Equal(got, slices.Sorted(slices.Values(configured))) {
 			t.Fatalf("configs stored: %v, want %v", got, configured)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 
@@ -114,6 +115,7 @@ func (l *Loader) Load(ctx context.Context, gh ContentsGetter, repository, ref st
 	if !ok || owner == "" || name == "" {
 		return Result{}, fmt.Errorf("load config: repository %q is not owner/name", repository)
 	}
+	began := time.Now()
 	res, err := l.read(ctx, gh, owner, name, ref)
 	if err == nil && !res.Found && ref == "" && name != OrgRepository {
 		// Without the organisation's file either, the result stays the
@@ -131,7 +133,7 @@ func (l *Loader) Load(ctx context.Context, gh ContentsGetter, repository, ref st
 		if res.Valid() {
 			cfg = res.Config
 		}
-		l.latest.Put(repository, cfg)
+		l.latest.Put(repository, cfg, began)
 	}
 	return res, err
 }

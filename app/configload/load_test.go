@@ -13,6 +13,8 @@ import (
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/githubtest"
+	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/repoconfig"
 )
 
 const valid = "version: 1\napps:\n  checkout:\n    environments:\n      staging:\n        workflows: [deploy.yml]\n"
@@ -221,4 +223,66 @@ func TestLoadKeepsTheDefaultBranchConfig(t *testing.T) {
 	if cfg, ok := configs.Get(repo); ok {
 		t.Errorf("a config that no longer loads is still kept: %+v", cfg)
 	}
+}
+
+// heldGetter answers the first read of the repository's own file with what
+// GitHub says at that moment, but only once release is closed: a job that
+// asked before the file was added and finishes after a read that found it.
+type heldGetter struct {
+	gh      ContentsGetter
+	repo    string
+	asked   chan struct{} // closed once the held read has GitHub's answer
+	release chan struct{}
+	held    bool
+}
+
+func (h *heldGetter) GetContents(ctx context.Context, owner, repo, path string, opts *github.RepositoryContentGetOptions) (*github.RepositoryContent, []*github.RepositoryContent, *github.Response, error) {
+	file, dir, resp, err := h.gh.GetContents(ctx, owner, repo, path, opts)
+	if owner+"/"+repo == h.repo && !h.held {
+		h.held = true
+		close(h.asked)
+		<-h.release
+	}
+	return file, dir, resp, err
+}
+
+// Two jobs read the default branch's config: the first asks GitHub before
+// the file is added and gets its answer (none) only after the second has
+// read the file. The newer read is what is kept: the late answer of the
+// older one does not make the file forgotten, on the server that read it
+// nor on another one on the database (the restart of a flaky test that
+// found the default window after the file had been read).
+func TestLoadKeepsTheNewestReadNotTheLastToFinish(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		fake := githubtest.NewServer(t)
+		gh := client(t, fake).Repositories
+		db := testdb.OpenMigrated(t, dbURL)
+		configs := pipeline.NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
+		l := NewLoaderFor(pipeline.Deps{Config: &config.Config{}, Configs: configs})
+		const repo = "acme/checkout"
+		fake.PutFile(repo, "main", "README.md", "checkout\n")
+		held := &heldGetter{gh: gh, repo: repo, asked: make(chan struct{}), release: make(chan struct{})}
+		older := make(chan error, 1)
+		go func() {
+			_, err := l.Load(ctx, held, repo, "")
+			older <- err
+		}()
+		<-held.asked
+		fake.PutFile(repo, "main", ".github/ripcord.yml", valid+"eligibility: {window: 7}\n")
+		if _, err := l.Load(ctx, held, repo, ""); err != nil {
+			t.Fatal(err)
+		}
+		close(held.release)
+		if err := <-older; err != nil {
+			t.Fatal(err)
+		}
+		if cfg, ok := configs.Get(repo); !ok || cfg.Eligibility.Window != 7 {
+			t.Errorf("after an older read that found no file finished last: %+v, %v; want the config with window 7", cfg, ok)
+		}
+		restarted := pipeline.NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
+		if cfg, ok := restarted.Get(repo); !ok || cfg.Eligibility.Window != 7 {
+			t.Errorf("another server on the database: %+v, %v; want the config with window 7", cfg, ok)
+		}
+	})
 }

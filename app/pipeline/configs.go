@@ -43,9 +43,14 @@ type RepoConfigs struct {
 // keptConfig is one repository's config as this process knows it.
 type keptConfig struct {
 	// cfg is nil (with a database) when the stored file does not load
-	// with this server's settings.
+	// with this server's settings, and (without one) when the last read
+	// found none to use.
 	cfg *repoconfig.Config
 	sha string // of cfg.Text(); "" for a Config built in code
+	// readAt is when the read that put cfg began (zero for a copy of the
+	// database's): without a database, a Put of a read that began
+	// earlier does not replace it.
+	readAt time.Time
 }
 
 // NewRepoConfigs returns an empty RepoConfigs that keeps configs in this
@@ -64,30 +69,40 @@ func NewStoredRepoConfigs(db *store.DB, opts repoconfig.Options, log *slog.Logge
 	return &RepoConfigs{m: map[string]keptConfig{}, db: db, opts: opts, log: log}
 }
 
-// Put keeps cfg as repository's config; a nil cfg forgets it (durably,
-// with a database). A Config not made by repoconfig.Load has no file to
-// store: it is kept in this process only, until the next Put.
+// Put keeps cfg, read from the default branch by a read that began at
+// readAt, as repository's config; a nil cfg forgets it (durably, with a
+// database). A Config not made by repoconfig.Load has no file to store: it
+// is kept in this process only, until the next Put.
+//
+// Reads race: a job that asked GitHub before the file changed may finish
+// after one that asked later. The read that began last wins, whichever
+// finishes last, so a stale answer never replaces a newer one (a file
+// just added is not forgotten by a read that found none a moment before).
 //
 // Every default-branch read puts, and the file rarely changes: with a
 // database, Put reads the stored file's sha and writes only when the read
 // differs from it.
-func (c *RepoConfigs) Put(repository string, cfg *repoconfig.Config) {
+func (c *RepoConfigs) Put(repository string, cfg *repoconfig.Config, readAt time.Time) {
 	if c == nil {
 		return
 	}
 	if c.db == nil || (cfg != nil && cfg.Text() == "") {
-		c.remember(repository, cfg, "")
+		c.remember(repository, keptConfig{cfg: cfg, readAt: readAt})
 		return
 	}
 	sha := ""
 	if cfg != nil {
 		sha = c.shaOf(repository, cfg)
 	}
-	if err := c.store(repository, cfg, sha); err != nil {
+	kept, err := c.store(repository, cfg, sha, readAt)
+	switch {
+	case err != nil:
 		c.log.Warn("could not keep the repository's config in the database; the next read of the file tries again",
 			"repository", repository, "err", err)
+	case !kept:
+		return // a newer read is stored
 	}
-	c.remember(repository, cfg, sha)
+	c.cache(repository, cfg, sha)
 }
 
 // Get returns repository's config as last read, if any.
@@ -99,7 +114,7 @@ func (c *RepoConfigs) Get(repository string) (*repoconfig.Config, bool) {
 	k, ok := c.m[repository]
 	c.mu.Unlock()
 	if c.db == nil || (ok && k.sha == "") {
-		return k.cfg, ok
+		return k.cfg, k.cfg != nil
 	}
 	cfg, err := c.load(repository, k)
 	if err != nil {
@@ -110,8 +125,20 @@ func (c *RepoConfigs) Get(repository string) (*repoconfig.Config, bool) {
 	return cfg, cfg != nil
 }
 
-// remember keeps cfg, of the file with sha, as this process's copy.
-func (c *RepoConfigs) remember(repository string, cfg *repoconfig.Config, sha string) {
+// remember keeps k as this process's copy without a database, unless the
+// copy kept came from a read that began later.
+func (c *RepoConfigs) remember(repository string, k keptConfig) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept, ok := c.m[repository]; ok && kept.readAt.After(k.readAt) {
+		return
+	}
+	c.m[repository] = k
+}
+
+// cache keeps cfg, of the file with sha, as this process's parse of what
+// the database holds; nil: it holds none.
+func (c *RepoConfigs) cache(repository string, cfg *repoconfig.Config, sha string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cfg == nil {
@@ -134,30 +161,50 @@ func (c *RepoConfigs) shaOf(repository string, cfg *repoconfig.Config) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// store makes the database hold cfg (sha its file's) for repository, or
-// none when cfg is nil, writing only when it holds something else.
-func (c *RepoConfigs) store(repository string, cfg *repoconfig.Config, sha string) error {
+// store makes the database hold cfg (sha its file's; "" with none) for
+// repository, as read by a read that began at readAt, writing only when it
+// holds something else. A read that found none leaves a row with sha ""
+// (not no row), so that its time stays to compare. It reports whether the
+// database holds this read's answer: false when it holds that of a read
+// that began later.
+//
+// read_at is the beginning of the read that wrote the row, not of the
+// latest read of that file (which writes nothing): if the file changes
+// and changes back within one read's time, the late answer of a read that
+// saw it changed can still be stored, until the next read.
+func (c *RepoConfigs) store(repository string, cfg *repoconfig.Config, sha string, readAt time.Time) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), configsTimeout)
 	defer cancel()
 	var stored string
-	err := c.db.Read.QueryRowContext(ctx, `SELECT sha FROM repo_configs WHERE repository = $1`, repository).Scan(&stored)
+	var storedAt int64
+	at := store.Micros(readAt)
+	err := c.db.Read.QueryRowContext(ctx, `SELECT sha, read_at FROM repo_configs WHERE repository = $1`,
+		repository).Scan(&stored, &storedAt)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		stored = ""
 	case err != nil:
-		return err
+		return false, err
 	}
 	if stored == sha {
-		return nil
+		return true, nil
 	}
-	if cfg == nil {
-		_, err = c.db.Write.ExecContext(ctx, `DELETE FROM repo_configs WHERE repository = $1`, repository)
-		return err
+	if storedAt > at {
+		return false, nil
 	}
-	_, err = c.db.Write.ExecContext(ctx, `INSERT INTO repo_configs (repository, sha, config, read_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (repository) DO UPDATE SET sha = excluded.sha, config = excluded.config, read_at = excluded.read_at`,
-		repository, sha, cfg.Text(), store.Micros(time.Now()))
-	return err
+	text := ""
+	if cfg != nil {
+		text = cfg.Text()
+	}
+	res, err := c.db.Write.ExecContext(ctx, `INSERT INTO repo_configs (repository, sha, config, read_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (repository) DO UPDATE SET sha = excluded.sha, config = excluded.config, read_at = excluded.read_at
+		WHERE repo_configs.read_at <= excluded.read_at`,
+		repository, sha, text, at)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // load reads repository's config from the database; k is this process's
@@ -170,8 +217,8 @@ func (c *RepoConfigs) load(repository string, k keptConfig) (*repoconfig.Config,
 	err := c.db.Read.QueryRowContext(ctx, `SELECT sha, CASE WHEN sha = $2 THEN NULL ELSE config END
 		FROM repo_configs WHERE repository = $1`, repository, k.sha).Scan(&sha, &text)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		c.remember(repository, nil, "")
+	case errors.Is(err, sql.ErrNoRows) || err == nil && sha == "":
+		c.cache(repository, nil, "")
 		return nil, nil
 	case err != nil:
 		return nil, err
@@ -191,6 +238,6 @@ func (c *RepoConfigs) load(repository string, k keptConfig) (*repoconfig.Config,
 		c.mu.Unlock()
 		return nil, nil
 	}
-	c.remember(repository, cfg, sha)
+	c.cache(repository, cfg, sha)
 	return cfg, nil
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -45,12 +46,12 @@ func TestStoredRepoConfigsWriteOnlyWhatChanged(t *testing.T) {
 			return at
 		}
 		one := NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
-		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"))
+		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"), time.Now())
 		if _, err := db.Write.Exec(`UPDATE repo_configs SET read_at = 1 WHERE repository = $1`, repo); err != nil {
 			t.Fatal(err)
 		}
 		// The same file, parsed again (a new *Config): still no write.
-		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"))
+		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"), time.Now())
 		if at := readAt(); at != 1 {
 			t.Errorf("the same file read again was written again (read_at %d)", at)
 		}
@@ -58,14 +59,14 @@ func TestStoredRepoConfigsWriteOnlyWhatChanged(t *testing.T) {
 		if w := window(t, other, repo); w != 3 {
 			t.Errorf("another server on the database: window %d, want 3", w)
 		}
-		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 4}\n"))
+		one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 4}\n"), time.Now())
 		if at := readAt(); at == 1 {
 			t.Error("a changed file was not written")
 		}
 		if w := window(t, other, repo); w != 4 {
 			t.Errorf("another server after the file changed: window %d, want 4", w)
 		}
-		one.Put(repo, nil)
+		one.Put(repo, nil, time.Now())
 		if w := window(t, other, repo); w != 0 {
 			t.Errorf("another server after the config went: window %d, want none", w)
 		}
@@ -81,8 +82,8 @@ func TestStoredRepoConfigsKeepABuiltConfigInMemory(t *testing.T) {
 	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
 	const repo = "acme/checkout"
 	one, other := NewStoredRepoConfigs(db, repoconfig.Options{}, nil), NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
-	one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"))
-	one.Put(repo, &repoconfig.Config{Eligibility: repoconfig.Eligibility{Window: 9}})
+	one.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"), time.Now())
+	one.Put(repo, &repoconfig.Config{Eligibility: repoconfig.Eligibility{Window: 9}}, time.Now())
 	if w := window(t, one, repo); w != 9 {
 		t.Errorf("the RepoConfigs a built config was put in: window %d, want 9", w)
 	}
@@ -112,7 +113,7 @@ apps:
 	if cfg == nil {
 		t.Fatalf("with max_parallel 32: %v", problems)
 	}
-	NewStoredRepoConfigs(db, repoconfig.Options{MaxParallel: 32}, nil).Put(repo, cfg)
+	NewStoredRepoConfigs(db, repoconfig.Options{MaxParallel: 32}, nil).Put(repo, cfg, time.Now())
 	strictDB, err := store.Open(context.Background(), dbURL) // closed below, not by a cleanup
 	if err != nil {
 		t.Fatal(err)
@@ -136,11 +137,57 @@ func BenchmarkRepoConfigsPutSameFile(b *testing.B) {
 			db := testdb.OpenMigrated(b, testdb.URL(b, engine))
 			c := NewStoredRepoConfigs(db, repoconfig.Options{}, nil)
 			cfg := loadConfig(b, "version: 1\neligibility: {window: 3}\n")
-			c.Put("acme/checkout", cfg)
+			c.Put("acme/checkout", cfg, time.Now())
 			b.ResetTimer()
 			for range b.N {
-				c.Put("acme/checkout", cfg)
+				c.Put("acme/checkout", cfg, time.Now())
 			}
 		})
 	}
+}
+
+// Puts come in the order their reads finish, not the order they began: a
+// read that began before the one kept changes nothing, whether it found
+// another file or none, and a read that found none is remembered as such
+// with its time, so that an older read of the file does not bring it back.
+// The same holds without a database.
+func TestRepoConfigsKeepTheReadThatBeganLast(t *testing.T) {
+	const repo = "acme/checkout"
+	t0 := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	check := func(t *testing.T, newConfigs func() *RepoConfigs) {
+		c := newConfigs()
+		c.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"), at(2))
+		c.Put(repo, nil, at(1))
+		if w := window(t, c, repo); w != 3 {
+			t.Errorf("a read that began earlier and found none: window %d, want 3 still", w)
+		}
+		c.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 4}\n"), at(1))
+		if w := window(t, c, repo); w != 3 {
+			t.Errorf("a read that began earlier and found another file: window %d, want 3 still", w)
+		}
+		c.Put(repo, nil, at(3))
+		if w := window(t, c, repo); w != 0 {
+			t.Errorf("a newer read that found none: window %d, want none", w)
+		}
+		c.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 3}\n"), at(2))
+		if w := window(t, c, repo); w != 0 {
+			t.Errorf("an older read of the file after a newer one found none: window %d, want none", w)
+		}
+		if w := window(t, newConfigs(), repo); w != 0 {
+			t.Errorf("another server: window %d, want none", w)
+		}
+		c.Put(repo, loadConfig(t, "version: 1\neligibility: {window: 5}\n"), at(4))
+		if w := window(t, c, repo); w != 5 {
+			t.Errorf("a newer read of the file after none: window %d, want 5", w)
+		}
+	}
+	t.Run("memory", func(t *testing.T) {
+		c := NewRepoConfigs()
+		check(t, func() *RepoConfigs { return c })
+	})
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		db := testdb.OpenMigrated(t, dbURL)
+		check(t, func() *RepoConfigs { return NewStoredRepoConfigs(db, repoconfig.Options{}, nil) })
+	})
 }

@@ -128,7 +128,7 @@ func TestReleaseCheckTargetUsesTheRepositorysWindow(t *testing.T) {
 		if target, ans, err := w.target(ctx, current); err != nil || target != nil {
 			t.Fatalf("no config kept: target %+v (%s, %v), want none within the default window of 5", target, ans.Reason, err)
 		}
-		configs.Put("acme/checkout", windowConfig(t, 7))
+		configs.Put("acme/checkout", windowConfig(t, 7), time.Now())
 		target, ans, err := w.target(ctx, current)
 		if err != nil {
 			t.Fatal(err)

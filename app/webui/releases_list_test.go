@@ -190,7 +190,7 @@ func TestPagesUseTheRepositorysEligibilityWindow(t *testing.T) {
 	if b := page("/releases/r0"); strings.Contains(b, eligible) || !strings.Contains(b, "only the newest 5 count") {
 		t.Errorf("no config kept: r0's page does not use the default window of 5")
 	}
-	h.configs.Put(repo, cfg)
+	h.configs.Put(repo, cfg, time.Now())
 	if b := page("/releases/r0"); !strings.Contains(b, eligible) {
 		t.Errorf("window 7: r0, healthy and the seventh newest, is not eligible on its page")
 	}
@@ -201,7 +201,7 @@ func TestPagesUseTheRepositorysEligibilityWindow(t *testing.T) {
 	if !strings.Contains(b, rollbackTo) || !strings.Contains(b, `before <a href="/releases/r6">r6</a>`) {
 		t.Errorf("window 7: the releases page does not offer r0 as a rollback target")
 	}
-	h.configs.Put(repo, nil)
+	h.configs.Put(repo, nil, time.Now())
 	if b := page("/"); strings.Contains(b, rollbackTo) {
 		t.Errorf("no config kept: the releases page offers r0, past the default window of 5")
 	}

@@ -5,9 +5,11 @@
 -- release check's rollback target): kept here, not in each server's
 -- memory, so the answer is the same after a restart and on every replica.
 -- A repository with no config to use (missing, or not loading) has no
--- row. sha is the SHA-256 (hex) of config, the file's text: a read of the
--- same file again compares it and writes nothing. read_at (unix
--- microseconds) is when the file stored was first read.
+-- row, or one with sha and config '' once a read found none after one
+-- found a file. sha is the SHA-256 (hex) of config, the file's text: a
+-- read of the same file again compares it and writes nothing. read_at
+-- (unix microseconds) is when the read that wrote the row began: a read
+-- that began earlier and finished later does not overwrite it.
 CREATE TABLE repo_configs (
     repository TEXT PRIMARY KEY,
     sha        TEXT NOT NULL,
