@@ -3,14 +3,21 @@
 // the build cache is shared, and into a temporary folder that Main removes
 // when the tests end. The binary is about 115 MB; left behind by every run
 // of every package that builds it, it fills a disk within a day of work.
+// A run that never reaches the end of Main (killed by go test's -timeout,
+// or by a signal) leaves its folder; the next build removes the folders of
+// runs whose process is gone.
 package testbin
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -22,8 +29,13 @@ var (
 	dir string // the folder of the built binary, once built
 )
 
+// prefix starts the name of each run's folder, which goes on with the
+// run's process id and a dash.
+const prefix = "ripcord-bin-"
+
 var build = sync.OnceValues(func() (string, error) {
-	d, err := os.MkdirTemp("", "ripcord-bin")
+	removeLeftovers(os.TempDir())
+	d, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", prefix, os.Getpid()))
 	if err != nil {
 		return "", err
 	}
@@ -58,4 +70,29 @@ func remove() {
 	if dir != "" {
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// removeLeftovers deletes the folders in tmp that runs left behind: those
+// whose process no longer runs. A folder of a process that still runs (or
+// of a reused process id) stays; one named otherwise is not testbin's.
+func removeLeftovers(tmp string) {
+	folders, err := filepath.Glob(filepath.Join(tmp, prefix+"*-*"))
+	if err != nil {
+		return
+	}
+	for _, f := range folders {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(f), prefix), "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n <= 0 || running(n) {
+			continue
+		}
+		_ = os.RemoveAll(f)
+	}
+}
+
+// running reports whether a process with id pid exists (signal 0 checks
+// without sending; EPERM: it exists, owned by another user).
+func running(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -68,3 +68,49 @@ func TestChildFails(t *testing.T) {
 	}
 	t.Error("failing on purpose: the binary must be removed all the same")
 }
+
+// A run killed by go test's -timeout never reaches the end of Main and
+// leaves its binary; the next run's build removes it (its process is
+// gone), while its own stays until its own end.
+func TestABuildRemovesWhatAKilledRunLeft(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if os.Getenv("TESTBIN_CHILD") != "" {
+		t.Skip("already a child run")
+	}
+	tmp := t.TempDir()
+	child := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(os.Args[0], append([]string{"-test.count=1"}, args...)...)
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "TESTBIN_CHILD=1", "TESTBIN_HANG=1")
+		return cmd.CombinedOutput()
+	}
+	if out, err := child("-test.run=^TestChildHangs$", "-test.timeout=20s"); err == nil {
+		t.Fatalf("the hanging child run ended well:\n%s", out)
+	}
+	left, err := filepath.Glob(filepath.Join(tmp, "ripcord-bin-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 {
+		t.Fatalf("the killed run left %v, want its one folder (the test shows nothing otherwise)", left)
+	}
+	if out, err := child("-test.run=^TestBuiltBinaryRuns$"); err != nil {
+		t.Fatalf("the next child run: %v\n%s", err, out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
+		t.Errorf("after the next run the temporary folder still holds %v", left)
+	}
+}
+
+// TestChildHangs builds the binary and then waits until go test's
+// -timeout kills the run, in TestABuildRemovesWhatAKilledRunLeft's child.
+func TestChildHangs(t *testing.T) {
+	if os.Getenv("TESTBIN_HANG") == "" {
+		t.Skip("only in TestABuildRemovesWhatAKilledRunLeft's first child run")
+	}
+	if _, err := Ripcord(); err != nil {
+		t.Fatal(err)
+	}
+	select {}
+}
