@@ -17,8 +17,10 @@ build:
 ## cluster tests run a real kube-apiserver, built once into ~/.cache/ripcord
 ## (about 11 minutes on 2 cores the first time), and the Helm chart is linted,
 ## rendered and dry-run applied with helm v3.22 (built once, ~3 minutes); the
-## releases page is tested in Debian's chromium (installed if missing, as root)
+## releases page is tested in Debian's chromium (installed if missing, as root);
+## Go's build cache is trimmed first when the disk is low (scripts/trim-gocache.sh)
 test:
+	./scripts/trim-gocache.sh
 	nice -n 10 ./scripts/k8s-binaries.sh
 	./scripts/helm.sh
 	./scripts/chromium.sh
