@@ -4,5 +4,6 @@
 // collaborator permission API, and the issue_comment handler that
 // acknowledges a command with an 👀 reaction at once, refuses with a reply
 // that says why, and hands an allowed command to the capability that runs it
-// (a Runner). Replies and reactions are idempotent jobs.
+// (a Runner), once per comment (once.go). Replies and reactions are
+// idempotent jobs.
 package commands

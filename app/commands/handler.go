@@ -61,7 +61,19 @@ func (h *handler) Handle(ctx context.Context, d pipeline.Delivery) (pipeline.Com
 	case Reply:
 		return h.answer(c, res.Reply, nil), nil
 	}
-	return h.command(ctx, c, res.Command)
+	first, err := h.ranBy(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if first != "" {
+		h.replayed(c, first)
+		return nil, nil
+	}
+	commit, err := h.command(ctx, c, res.Command)
+	if commit == nil || err != nil {
+		return nil, err
+	}
+	return h.once(c, commit), nil
 }
 
 // editedReply answers a command written by editing a comment.
