@@ -219,20 +219,15 @@ func installationRepositories(ctx context.Context, tx *sql.Tx, id int64) ([]stri
 // the App is installed on it: its .github/ripcord.yml as last read
 // (repo_configs), which readers that do not call GitHub (eligibility, the
 // pages, a release check) would otherwise go on answering from, and which
-// no read refreshes any more; and the comments whose /ripcord command ran
-// (comment_commands), kept so a delivery of one posted again runs nothing.
-// A repository another installation still lists (one moved between
-// accounts before its removal here was delivered) keeps both. Release
-// records and audit events are history and stay.
+// no read refreshes any more. A repository another installation still
+// lists (one moved between accounts before its removal here was
+// delivered) keeps it. Release records and audit events are history and
+// stay.
 func forgetUninstalled(ctx context.Context, tx *sql.Tx, repositories []string) error {
 	for _, r := range repositories {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM repo_configs WHERE repository = $1
 			AND NOT EXISTS (SELECT 1 FROM installation_repositories WHERE repository = $1)`, r); err != nil {
 			return fmt.Errorf("forget the config of uninstalled repository %s: %w", r, err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM comment_commands WHERE repository = $1
-			AND NOT EXISTS (SELECT 1 FROM installation_repositories WHERE repository = $1)`, r); err != nil {
-			return fmt.Errorf("forget the commands of uninstalled repository %s: %w", r, err)
 		}
 	}
 	return nil
