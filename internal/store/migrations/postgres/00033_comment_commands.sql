@@ -7,8 +7,9 @@
 -- delivery that ran the command, with the command's effects; a second
 -- insert of the comment does nothing, and neither does the rest of that
 -- delivery's commit. delivery_id is the delivery that ran it; at is when
--- (unix microseconds). Rows go when the App is uninstalled from the
--- repository (app/installations.go), like repo_configs.
+-- (unix microseconds). Rows stay when the App is uninstalled: a replay
+-- after it was installed again must run nothing either, and a row is
+-- small (one per command comment).
 CREATE TABLE comment_commands (
     repository  TEXT NOT NULL,
     comment_id  BIGINT NOT NULL,
