@@ -40,6 +40,9 @@ func RenderCheck(ep Episode) CheckView {
 		v.Conclusion, v.Title = "success", fmt.Sprintf("Recovered: attempt %d succeeded", ep.RunAttempt)
 	case StateRollingBack:
 		v.Status, v.Title = "in_progress", "Rolling back to "+targetName(d.Target)
+		if _, ok := ep.limitWait(kindDispatch); ok {
+			v.Title += ": waiting for GitHub's rate limit"
+		}
 	case StateRolledBack:
 		v.Conclusion, v.Title = "neutral", "Rolled back to "+targetName(d.Target)
 	case StateStopped:
@@ -60,7 +63,9 @@ func summary(ep Episode) string {
 	d, c := ep.Decision, ep.Context
 	var b strings.Builder
 	fmt.Fprintf(&b, "**Decision:** %s (rule `%s`)\n\n**Why:** %s\n\n", d.Action, d.Rule, d.Reason)
-	if ep.State == StateRollingBack {
+	if _, ok := ep.limitWait(kindDispatch); ok {
+		fmt.Fprintf(&b, "**Now:** %s This check run completes when the rollback ends.\n\n", limitNotice(ep))
+	} else if ep.State == StateRollingBack {
 		fmt.Fprintf(&b, "**Now:** a rollback to %s is running; this check run completes when it ends.\n\n", targetName(d.Target))
 	}
 	if c.Note != "" {

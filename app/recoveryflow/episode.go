@@ -70,6 +70,9 @@ type Context struct {
 	// RerunByHand is the attempt a person started before the scheduled
 	// retry fell due, still running when it did: the episode waits for it.
 	RerunByHand int `json:"rerun_by_hand,omitempty"`
+	// LimitWait is the wait for GitHub's rate limit of the job carrying
+	// out the decision (Episode.limitWait says whether it is this one's).
+	LimitWait *LimitWait `json:"limit_wait,omitempty"`
 }
 
 // Applied is the configuration a decision applied, as the check run shows it.

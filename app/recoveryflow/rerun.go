@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/recovery"
@@ -39,7 +40,9 @@ type RerunArgs struct {
 }
 
 // Kind names the job in the queue.
-func (RerunArgs) Kind() string { return "recovery_rerun" }
+func (RerunArgs) Kind() string { return kindRerun }
+
+const kindRerun = "recovery_rerun"
 
 type rerunWorker struct {
 	river.WorkerDefaults[RerunArgs]
@@ -51,29 +54,51 @@ func (w *rerunWorker) Timeout(*river.Job[RerunArgs]) time.Duration { return jobT
 // Work re-runs the failed jobs if the episode still waits for this retry.
 // When that cannot be done — GitHub refuses to show the run, or the job's
 // last attempt failed too — the episode would say "Retry 1 of 3" forever, so
-// the retry is replaced with an alert that says why.
+// the retry is replaced with an alert that says why. GitHub's rate limit
+// is neither: the job waits for it to lift (waitForLimit), and alerts the
+// same way only once it has waited an hour in all.
 func (w *rerunWorker) Work(ctx context.Context, job *river.Job[RerunArgs]) error {
 	err := w.work(ctx, job)
-	if err == nil || (!refused(err) && job.Attempt < job.MaxAttempts) {
-		return err
+	if err == nil {
+		return nil
 	}
 	a, f := job.Args, w.f
-	ep, ok, gerr := getEpisode(ctx, f.deps.DB.Read, a.Repository, a.RunID)
-	if gerr != nil || !ok || ep.State != StateRetryScheduled || ep.RunAttempt != a.Attempt {
+	until, _, isLimit := ghlimit.Lifts(err, f.deps.Now())
+	limit := isLimit && ctx.Err() == nil
+	if !limit && !refused(err) && job.Attempt < job.MaxAttempts {
 		return err
 	}
+	ep, ok, gerr := getEpisode(ctx, f.deps.DB.Read, a.Repository, a.RunID)
+	switch {
+	case limit && gerr != nil:
+		return pipeline.LimitSnooze(ctx, f.deps, job.Kind, err)
+	case limit && (!ok || ep.State != StateRetryScheduled || ep.RunAttempt != a.Attempt):
+		return nil // moved on while it asked GitHub: nothing is left to wait for
+	case gerr != nil || !ok || ep.State != StateRetryScheduled || ep.RunAttempt != a.Attempt:
+		return err
+	}
+	giveUp := func(d recovery.Decision) error {
+		in := ep.Context.Input
+		in.Now = f.deps.Now()
+		if rerr := f.redecide(ctx, ep, d, in); rerr != nil {
+			return rerr
+		}
+		return river.JobCancel(err)
+	}
 	d := refusedDecision(ep, err)
+	if limit {
+		return f.waitForLimit(ctx, limited{job: kindRerun, ep: ep, until: until, cause: err, alert: func(why string) error {
+			d.Rule = RuleRerunFailed
+			d.Reason = fmt.Sprintf("ripcord could not re-run the failed jobs of run %d: %s; a human has to decide.", ep.RunID, why)
+			return giveUp(d)
+		}})
+	}
 	if !refused(err) {
 		d.Rule = RuleRerunFailed
 		d.Reason = fmt.Sprintf("ripcord could not re-run the failed jobs of run %d in %d attempts (%s); a human has to decide.",
 			ep.RunID, job.Attempt, githubMessage(err))
 	}
-	in := ep.Context.Input
-	in.Now = f.deps.Now()
-	if rerr := f.redecide(ctx, ep, d, in); rerr != nil {
-		return rerr
-	}
-	return river.JobCancel(err)
+	return giveUp(d)
 }
 
 // work reads the run first: someone may have re-run it meanwhile, and

@@ -3,6 +3,7 @@ package recoveryflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -197,7 +198,7 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 				t.Errorf("the alert does not name the missing permission: %s", ep.Decision.Reason)
 			}
 		})
-		t.Run("GitHub's rate limit is not a refusal: no alert, the job tries again", func(t *testing.T) {
+		t.Run("GitHub's rate limit is not a refusal: no alert, the job waits for it", func(t *testing.T) {
 			fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 16})
 			var lift atomic.Bool
 			var limited atomic.Int32
@@ -210,8 +211,9 @@ func TestScheduledRetryAtFireTime(t *testing.T) {
 				Args: RerunArgs{Repository: "acme/checkout", RunID: 16, Attempt: 1, InstallationID: githubtest.InstallationID}}
 			err := (&rerunWorker{f: f}).Work(ctx, job)
 			ep := checkoutEpisode(t, f, 16)
-			if err == nil || limited.Load() == 0 || ep.State != StateRetryScheduled {
-				t.Errorf("rate-limited re-run: error %v, %d refusals, state %s, rule %s: %s; want an error for River to retry and the retry still scheduled",
+			var snooze *river.JobSnoozeError
+			if !errors.As(err, &snooze) || limited.Load() == 0 || ep.State != StateRetryScheduled {
+				t.Errorf("rate-limited re-run: error %v, %d refusals, state %s, rule %s: %s; want a snooze and the retry still scheduled",
 					err, limited.Load(), ep.State, ep.Decision.Rule, ep.Decision.Reason)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/recovery"
@@ -61,7 +62,9 @@ type DispatchArgs struct {
 }
 
 // Kind names the job in the queue.
-func (DispatchArgs) Kind() string { return "recovery_dispatch" }
+func (DispatchArgs) Kind() string { return kindDispatch }
+
+const kindDispatch = "recovery_dispatch"
 
 // dispatchAttempts is low: a dispatch is not idempotent on GitHub's side,
 // and ghclient never resends one, so a job only retries when GitHub said no.
@@ -148,6 +151,14 @@ func (w *dispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 		return err
 	}
 	runID, err := dispatch(ctx, gh, owner, repo, a.Workflow, branch, map[string]any{a.Input: a.Version})
+	if err != nil && ghlimit.Limited(err) {
+		// GitHub refused the dispatch for its rate limit, or the client
+		// held it back unsent: no run was started, so the next try sends
+		// it at once instead of looking for a run first.
+		if unmarked, uerr := w.mark(ctx, ep, a, 0); uerr == nil {
+			ep = unmarked
+		}
+	}
 	if err != nil {
 		return w.giveUp(ctx, job, ep, err)
 	}
@@ -278,17 +289,30 @@ func joinIDs(ids []int64) string {
 // giveUp returns err for River to retry, unless GitHub refused (asking
 // again gets the same answer) or this was the last attempt: then the episode
 // would say "Rolling back" forever, so the rollback is recorded as failed.
+//
+// GitHub's rate limit is no such answer: the job waits for it to lift
+// (waitForLimit), and says so at once on the episode's check run, as the
+// failed release stays live meanwhile; it ends rollback_failed the same
+// way only once it has waited an hour in all.
 func (w *dispatchWorker) giveUp(ctx context.Context, job *river.Job[DispatchArgs], ep Episode, err error) error {
+	a, f := job.Args, w.f
+	failed := func(why string) error {
+		f.metrics.effects.WithLabelValues("dispatch", "refused").Inc()
+		if txErr := f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return f.rollbackFailed(ctx, tx, ep, why, "") }); txErr != nil {
+			return txErr
+		}
+		return river.JobCancel(err)
+	}
+	did := fmt.Sprintf("GitHub did not dispatch %s in %s with %s %s", a.Workflow, a.Repository, a.Input, a.Version)
+	if until, _, isLimit := ghlimit.Lifts(err, f.deps.Now()); isLimit && ctx.Err() == nil {
+		return f.waitForLimit(ctx, limited{job: kindDispatch, ep: ep, until: until, cause: err,
+			notice: limitNotice,
+			alert:  func(why string) error { return failed(did + ": " + why) }})
+	}
 	if !refused(err) && job.Attempt < job.MaxAttempts {
 		return err
 	}
-	a := job.Args
-	w.f.metrics.effects.WithLabelValues("dispatch", "refused").Inc()
-	why := fmt.Sprintf("GitHub did not dispatch %s in %s with %s %s (%s)", a.Workflow, a.Repository, a.Input, a.Version, githubMessage(err))
-	if txErr := w.f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return w.f.rollbackFailed(ctx, tx, ep, why, "") }); txErr != nil {
-		return txErr
-	}
-	return river.JobCancel(err)
+	return failed(fmt.Sprintf("%s (%s)", did, githubMessage(err)))
 }
 
 // dispatchRequest is the body of a workflow dispatch. go-github v66's
