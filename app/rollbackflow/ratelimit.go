@@ -32,7 +32,7 @@ func (w *pullRequestWorker) snoozeForLimit(ctx context.Context, a PullRequestArg
 	d := w.deps
 	now := d.Now()
 	lw, err := w.limitWaits(ctx, a)
-	wait := lw.snooze(until, now)
+	wait := lw.Snooze(until, now)
 	again := now.Add(wait).UTC().Truncate(time.Second)
 	d.Log.Warn("rollback pull request not opened yet: GitHub's rate limit; tried again after it lifts",
 		"release_id", a.ReleaseID, "until", until.UTC().Format(time.RFC3339), "again", again.Format(time.RFC3339), "error", cause)
@@ -67,46 +67,17 @@ func answerLater(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], r *
 		Body: "@" + r.User + " " + body, After: r.Key})
 }
 
-// alertAfter is how long, in all, a rollback pull request may wait for
-// GitHub's rate limit from its first rate-limited try before ripcord alerts,
-// once: a limit that lifts within the hour is GitHub pacing the App; one
-// that keeps a rollback from being opened longer needs a person (something
-// else spends the installation's limit), while the job keeps waiting. The
-// job wakes for the alert when it is due (limitWaits.snooze), however much
-// later GitHub names.
-const alertAfter = time.Hour
-
 // maxLimitEvents bounds the rollback_rate_limited events read for one
 // release: one per wait, a wait an hour at most.
 const maxLimitEvents = 1000
 
 // limitWaits is what the audit trail says of one rollback's waits for
-// GitHub's rate limit.
+// GitHub's rate limit: since when it waits and whether it alerted (the
+// alert is due ghlimit.AlertAfter after the first wait, and the job keeps
+// waiting after it), and until when the newest wait was, as written.
 type limitWaits struct {
-	first   time.Time // when the first wait was written; zero when none was
-	until   string    // until when the newest wait was, as written
-	alerted bool      // the wait has alerted already
-}
-
-// snooze is how long the job waits for a limit that lifts at until:
-// ghlimit.Snooze, but while the alert has not been raised, not past its due
-// time, an hour after the first wait (now, when this is the first). A try
-// is where the alert is raised, and one that waited for a time GitHub
-// named past the hour would raise it up to an hour late. A due time already
-// past (the alert's write failed) cuts nothing: the next try raises it.
-func (lw limitWaits) snooze(until, now time.Time) time.Duration {
-	wait := ghlimit.Snooze(until, now)
-	if lw.alerted {
-		return wait
-	}
-	first := lw.first
-	if first.IsZero() {
-		first = now
-	}
-	if due := first.Add(alertAfter); due.After(now) {
-		wait = min(wait, max(due.Sub(now), time.Second))
-	}
-	return wait
+	ghlimit.Wait
+	until string
 }
 
 func (w *pullRequestWorker) limitWaits(ctx context.Context, a PullRequestArgs) (limitWaits, error) {
@@ -120,11 +91,11 @@ func (w *pullRequestWorker) limitWaits(ctx context.Context, a PullRequestArgs) (
 		if e.Data["rollback_release_id"] != a.ReleaseID {
 			continue
 		}
-		if lw.first.IsZero() {
-			lw.first = e.At
+		if lw.Since.IsZero() {
+			lw.Since = e.At
 		}
 		lw.until, _ = e.Data["until"].(string)
-		lw.alerted = lw.alerted || e.Data["alert"] == true
+		lw.Alerted = lw.Alerted || e.Data["alert"] == true
 	}
 	return lw, nil
 }
@@ -135,7 +106,7 @@ func (w *pullRequestWorker) limitWaits(ctx context.Context, a PullRequestArgs) (
 // of the job that meets the limit with the same time (a snooze ends at
 // most an hour on, before a reset further out; the client holds back the
 // installation's requests until its reset) adds nothing. Once the rollback
-// has waited alertAfter since its first wait, it alerts (once). lw is what
+// has waited ghlimit.AlertAfter since its first wait, it alerts (once). lw is what
 // the audit trail said before this try.
 func (w *pullRequestWorker) auditLimited(ctx context.Context, a PullRequestArgs, lw limitWaits, until, again time.Time) error {
 	d := w.deps
@@ -150,8 +121,8 @@ func (w *pullRequestWorker) auditLimited(ctx context.Context, a PullRequestArgs,
 			Data: map[string]any{"rollback_release_id": a.ReleaseID, "until": stamp}})
 	}
 	var alert *records.Effect
-	if !lw.alerted && !lw.first.IsZero() && now.Sub(lw.first) >= alertAfter {
-		ev, eff := limitAlert(a, lw.first, now, stamp, again)
+	if lw.AlertDue(now) {
+		ev, eff := limitAlert(a, lw.Since, now, stamp, again)
 		events, alert = append(events, ev), &eff
 	}
 	if len(events) == 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
@@ -189,7 +190,7 @@ func TestARollbackWaitingForGitHubsRateLimitAlertsAnHourAfterItsFirstTry(t *test
 		}
 		// Two pick-ups: after the first try's wait and after the one cut
 		// short at the hour.
-		if late := alertedAt.Sub(first); late < alertAfter || late > alertAfter+2*pickUp {
+		if late := alertedAt.Sub(first); late < ghlimit.AlertAfter || late > ghlimit.AlertAfter+2*pickUp {
 			t.Errorf("alerted %s after the first rate-limited try (waits %v), want an hour after it, give or take River's pick-ups",
 				late, waits)
 		}
