@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
@@ -38,7 +39,17 @@ func (w *alertWorker) Timeout(*river.Job[AlertArgs]) time.Duration { return jobT
 // Work keeps one issue per alert key (release): it opens it, or updates and
 // reopens it when the release fails again. Creation is claimed in
 // recovery_issues first, like the check run's.
+// GitHub's rate limit is waited out (pipeline.LimitSnooze), counting no
+// attempt.
 func (w *alertWorker) Work(ctx context.Context, job *river.Job[AlertArgs]) error {
+	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.f.deps, job.Kind, err); snooze != nil {
+		return snooze
+	}
+	return err
+}
+
+func (w *alertWorker) work(ctx context.Context, job *river.Job[AlertArgs]) error {
 	a, f := job.Args, w.f
 	ep, ok, err := getEpisode(ctx, f.deps.DB.Write, a.Repository, a.RunID)
 	if err != nil || !ok || ep.State != StateAlerted || ep.RunAttempt != a.Attempt {

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
 )
 
 // claimWait is how long a check-run job waits while another job of the
@@ -39,7 +40,17 @@ func (w *checkWorker) Timeout(*river.Job[CheckArgs]) time.Duration { return jobT
 // Work creates the episode's one check run, or updates it. Creation is
 // claimed in the episode row first, so two jobs never create two runs, and a
 // retried creation looks for the run an earlier attempt may have made.
+// GitHub's rate limit is waited out (pipeline.LimitSnooze), counting no
+// attempt.
 func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error {
+	err := w.work(ctx, job)
+	if snooze := pipeline.LimitSnooze(ctx, w.f.deps, job.Kind, err); snooze != nil {
+		return snooze
+	}
+	return err
+}
+
+func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error {
 	a, f := job.Args, w.f
 	ep, ok, err := getEpisode(ctx, f.deps.DB.Write, a.Repository, a.RunID)
 	if err != nil || !ok || ep.Seq > a.Seq {

@@ -223,3 +223,53 @@ func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
 		})
 	})
 }
+
+// Recovery's own writes, its ripcord/recovery check run and its alert
+// issue, wait for GitHub's rate limit too, counting no attempt: a limit
+// that outlasts River's backoff must not leave an alert unsaid. Once the
+// limit lifts both are written, and no job has an error.
+func TestRateLimitedRecoveryCheckAndAlertWaitForTheLimit(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
+		const run = 5103
+		s.failedRun(run)
+		s.GitHub.Handle("POST "+rerunPath, refuse)
+		var lift atomic.Bool
+		var refused atomic.Int32
+		start := time.Now().Truncate(time.Second)
+		s.GitHub.RefuseForRateLimit("POST "+checkRuns, &lift, &refused, "Retry-After", "1500")
+		s.GitHub.RefuseForRateLimit("POST /repos/{owner}/{repo}/issues", &lift, &refused, "Retry-After", "1500")
+		s.failAttempt(run, 1)
+		s.waitState(run, recoveryflow.StateAlerted)
+		s.waitedOn("recovery_alert", &refused, 2)
+		s.WaitsForLimit("recovery_alert", 1, start, time.Now(), 25*time.Minute)
+		// The check job that claimed the check run's creation waits for
+		// the limit; one for a newer view of the episode waits for that
+		// claim, trying again every few seconds, and one superseded
+		// completes at once. None spends an attempt.
+		s.WaitFor("a recovery_check job to wait for the limit", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'recovery_check' AND state = 'scheduled'
+				AND scheduled_at > $1`, time.Now().Add(20*time.Minute)) == 1
+		})
+		for _, j := range s.Jobs("recovery_check") {
+			if j.Attempt > 1 || len(j.Errors) != 0 {
+				t.Errorf("recovery_check job %s at attempt %d with errors %v on GitHub's rate limit: the wait is not a failed attempt",
+					j.State, j.Attempt, j.Errors)
+			}
+		}
+		if t.Failed() {
+			return
+		}
+
+		s.limitLifts(&lift)
+		s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
+		s.waitCheck("Manual intervention required")
+		s.Settle(jobKinds...)
+		s.spentNoAttempt("recovery_alert")
+		for _, j := range s.Jobs("recovery_check") {
+			if j.State != rivertype.JobStateCompleted || len(j.Errors) != 0 {
+				t.Errorf("recovery_check job %s with %d errors (%v), want completed with none", j.State, len(j.Errors), j.Errors)
+			}
+		}
+	})
+}
