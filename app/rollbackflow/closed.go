@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/google/go-github/v66/github"
@@ -75,6 +76,9 @@ func (h closedHandler) closedUnmerged(ctx context.Context, d pipeline.Delivery, 
 	if err != nil || len(ids) == 0 && len(held) == 0 && !unrecorded {
 		return nil, err
 	}
+	if closed, err := h.closedNow(ctx, d, ev); err != nil || !closed {
+		return nil, err
+	}
 	why := closedWhy(pr.GetHTMLURL(), ev.GetSender().GetLogin())
 	return func(ctx context.Context, tx *sql.Tx) error {
 		if unrecorded {
@@ -89,6 +93,42 @@ func (h closedHandler) closedUnmerged(ctx context.Context, d pipeline.Delivery, 
 			"closed_by": ev.GetSender().GetLogin(), "delivery_id": d.ID})
 		return err
 	}, nil
+}
+
+// closedNow says whether ev's pull request is closed without merging on
+// GitHub now, before its close is acted on. GitHub signs a delivery's
+// body, not its id, so a captured closed event can be posted again under
+// a new id after a person reopened the pull request, and GitHub does not
+// promise delivery order either: a close delivered after the reopen that
+// followed it is as old. Acted on, either would withdraw an opened
+// rollback whose pull request is open, or end the hold of a reopened one
+// (reclaim), and a second rollback would be opened beside it. The payload
+// cannot tell: its closed_at is GitHub's second, ripcord records a reopen
+// at its own time (rollback_reopened), and a close and a reopen can share
+// a second. GitHub's word can: one read of the pull request, for a close
+// that has something to act on. When ripcord cannot ask (not installed,
+// no App, or GitHub has no such pull request for it) the event is taken
+// at its word, as before; any other failure is the delivery's, retried.
+func (h closedHandler) closedNow(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (bool, error) {
+	pr := ev.GetPullRequest()
+	now, err := pullRequestNow(ctx, h.deps, ev.GetRepo().GetFullName(), pr.GetNumber())
+	var refused *Refused
+	var notFound *github.ErrorResponse
+	switch {
+	case errors.As(err, &refused) || errors.As(err, &notFound) && notFound.Response != nil &&
+		notFound.Response.StatusCode == http.StatusNotFound:
+		h.deps.Log.Warn("cannot ask GitHub whether a rollback pull request is still closed; the closed event is taken at its word",
+			"pull_request", pr.GetHTMLURL(), "delivery", d.ID, "err", err)
+		return true, nil
+	case err != nil:
+		return false, err
+	case now.GetState() == "closed" && !now.GetMerged():
+		return true, nil
+	}
+	h.deps.Log.Info("closed event of a rollback pull request ignored: GitHub has it otherwise now (reopened since, "+
+		"or the delivery posted again)", "pull_request", pr.GetHTMLURL(), "delivery", d.ID,
+		"state", now.GetState(), "merged", now.GetMerged())
+	return false, nil
 }
 
 // withdrawnCondition selects withdrawn releases (records.Withdrawn) in

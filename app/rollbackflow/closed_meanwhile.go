@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -28,7 +29,7 @@ func (st *starter) closedMeanwhile(ctx context.Context, plan Plan, rec records.R
 func (st *starter) stillOpen(ctx context.Context, plan Plan, rec records.Record) (records.Record, bool, error) {
 	d := st.deps
 	repo, number := pullRequestOf(rec, plan.Request.Repository)
-	pr, err := st.pullRequest(ctx, repo, number)
+	pr, err := pullRequestNow(ctx, d, repo, number)
 	if err != nil {
 		d.Log.Warn("cannot tell whether a rollback pull request is still open", "release_id", rec.ReleaseID,
 			"pull_request", rec.PRURL, "err", err)
@@ -65,12 +66,15 @@ func (st *starter) stillOpen(ctx context.Context, plan Plan, rec records.Record)
 	return out, false, err
 }
 
-func (st *starter) pullRequest(ctx context.Context, repository string, number int) (*github.PullRequest, error) {
-	inst, err := installationOf(ctx, st.deps, repository)
+// pullRequestNow is pull request number of repository as GitHub has it
+// now, read with the installation ripcord records for repository. A
+// *Refused error says ripcord cannot ask (not installed, no App).
+func pullRequestNow(ctx context.Context, d pipeline.Deps, repository string, number int) (*github.PullRequest, error) {
+	inst, err := installationOf(ctx, d, repository)
 	if err != nil {
 		return nil, err
 	}
-	gh, err := st.deps.GitHub.NewInstallationClient(inst)
+	gh, err := d.GitHub.NewInstallationClient(inst)
 	if err != nil {
 		return nil, fmt.Errorf("github client for installation %d: %w", inst, err)
 	}

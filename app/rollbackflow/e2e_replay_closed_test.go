@@ -1,0 +1,64 @@
+package rollbackflow_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ripcord/ripcord/internal/testdb"
+)
+
+// GitHub signs a delivery's body, not its X-GitHub-Delivery id, so the
+// closed delivery of a rollback pull request can be posted again under a
+// new id after a person reopened it (and GitHub does not promise order:
+// a close delivered after the reopen that followed it is as old). The
+// reopened rollback keeps holding its environment: a rollback to another
+// target is still refused naming it, and the close that came again is
+// processed without effect. Closed for real afterwards, it lets go.
+func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		_, old := s.rollbackByComment()
+		closed := s.closedEvent(old) // the delivery body as captured
+		s.closePullRequest(old.PRNumber)
+		s.Deliver("pull_request", closed)
+		s.WaitFor("the closed rollback's release to end", wait, func() bool {
+			r, _ := s.release(old.ReleaseID)
+			return r.Withdrawn()
+		})
+		s.reopenPullRequest(old.PRNumber)
+		s.Deliver("pull_request", s.reopenedEvent(old))
+		s.Settle(jobKinds...)
+		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 1 {
+			t.Fatalf("holds of reopened %s = %d, want 1", old.ReleaseID, n)
+		}
+
+		again := s.Deliver("pull_request", closed)
+		s.Settle(jobKinds...)
+		if state := s.String(`SELECT state FROM deliveries WHERE id = $1`, again); state != "processed" && state != "ignored" {
+			t.Fatalf("the closed event posted again ended %s, want it handled (processed or ignored), not failed", state)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 1 {
+			t.Errorf("holds of reopened %s after its old close was posted again = %d, want 1", old.ReleaseID, n)
+		}
+		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 409 || !strings.Contains(out, old.PRURL) {
+			t.Fatalf("rollback to r1 with %s reopened and its old close posted again = %d %s, want 409 naming it",
+				old.PRURL, status, out)
+		}
+		s.Settle(jobKinds...)
+		if n := len(s.GitHub.PullRequests(gitops)); n != 1 {
+			t.Errorf("pull requests in %s = %d, want the reopened one only", gitops, n)
+		}
+
+		// Closed again on GitHub, the same body is the truth: it lets go.
+		s.closePullRequest(old.PRNumber)
+		s.Deliver("pull_request", closed)
+		s.Settle(jobKinds...)
+		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 0 {
+			t.Errorf("holds of %s closed again = %d, want 0", old.ReleaseID, n)
+		}
+		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
+			t.Fatalf("rollback to r1 with %s closed again = %d %s, want 202", old.PRURL, status, out)
+		}
+		s.Settle(jobKinds...)
+	})
+}
