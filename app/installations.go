@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
@@ -58,6 +60,19 @@ func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 		// suspended_at may be older than a suspend or unsuspend applied
 		// before, so GitHub is asked (suspendedNow).
 		suspended := h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), ev.GetInstallation().SuspendedAt != nil)
+		// Nor can an added or removed event be ordered (its payload has no
+		// time of the repository's change), and GitHub signs a delivery's
+		// body, not its id: one posted again under a new id would record a
+		// repository removed since, or forget one added back. What GitHub
+		// says of each repository now is applied (repositoriesNow).
+		added, err := h.repositoriesNow(ctx, d, ev.GetInstallation().GetID(), ev.RepositoriesAdded, true)
+		if err != nil {
+			return nil, err
+		}
+		removedNow, err := h.repositoriesNow(ctx, d, ev.GetInstallation().GetID(), ev.RepositoriesRemoved, false)
+		if err != nil {
+			return nil, err
+		}
 		return func(ctx context.Context, tx *sql.Tx) error {
 			inst := ev.GetInstallation()
 			if stale, err := olderThanDeletion(ctx, tx, inst, d.ReceivedAt); err != nil || stale {
@@ -66,11 +81,11 @@ func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 			if err := upsertInstallation(ctx, tx, inst, suspended); err != nil {
 				return err
 			}
-			if err := addRepositories(ctx, tx, inst.GetID(), ev.RepositoriesAdded); err != nil {
+			if err := addRepositories(ctx, tx, inst.GetID(), added); err != nil {
 				return err
 			}
 			var removed []string
-			for _, r := range ev.RepositoriesRemoved {
+			for _, r := range removedNow {
 				if _, err := tx.ExecContext(ctx, `DELETE FROM installation_repositories WHERE installation_id = $1 AND repository = $2`,
 					inst.GetID(), r.GetFullName()); err != nil {
 					return fmt.Errorf("remove repository %s: %w", r.GetFullName(), err)
@@ -122,6 +137,73 @@ func (h installations) suspendedNow(ctx context.Context, d Delivery, id int64, f
 			"installation", id, "delivery", d.ID, "action", d.Action, "suspended", fromEvent, "err", err)
 	}
 	return fromEvent
+}
+
+// repositoriesNow keeps, of repos that an installation_repositories event
+// adds to (installed) or removes from installation id, those that GitHub
+// says the installation has (installed) or has not now: GET
+// /repos/{owner}/{repo}/installation, as the App, one read per repository
+// the event names. A repository GitHub has under another installation is
+// not this one's. When no App is configured nothing can be asked and the
+// event is taken at its word; any other failure to ask is the delivery's,
+// retried: an unchecked added event is what a replay would need.
+func (h installations) repositoriesNow(ctx context.Context, d Delivery, id int64, repos []*github.Repository, installed bool) ([]*github.Repository, error) {
+	if len(repos) == 0 {
+		return repos, nil
+	}
+	var gh *github.Client
+	var err error
+	if h.github == nil {
+		err = fmt.Errorf("no GitHub client: %w", ghclient.ErrNotConfigured)
+	} else {
+		gh, err = h.github.NewAppClient()
+	}
+	if errors.Is(err, ghclient.ErrNotConfigured) {
+		if h.log != nil {
+			h.log.Info("no App to ask GitHub about the repositories of an installation; the event is taken at its word",
+				"installation", id, "delivery", d.ID, "action", d.Action, "err", err)
+		}
+		return repos, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("github client of the App: %w", err)
+	}
+	var out []*github.Repository
+	for _, r := range repos {
+		has, err := h.hasRepository(ctx, gh, id, r.GetFullName())
+		if err != nil {
+			return nil, err
+		}
+		if has == installed {
+			out = append(out, r)
+			continue
+		}
+		if h.log != nil {
+			h.log.Info("installation_repositories event not applied to a repository: GitHub has it otherwise now "+
+				"(the event posted again, or delivered late)", "installation", id, "repository", r.GetFullName(),
+				"delivery", d.ID, "action", d.Action, "installed_now", has)
+		}
+	}
+	return out, nil
+}
+
+// hasRepository is whether GitHub says installation id has repository now.
+func (h installations) hasRepository(ctx context.Context, gh *github.Client, id int64, repository string) (bool, error) {
+	owner, name, ok := strings.Cut(repository, "/")
+	if !ok || owner == "" || name == "" {
+		return false, nil // no such repository on GitHub
+	}
+	ctx, cancel := context.WithTimeout(ctx, installationReadTimeout)
+	defer cancel()
+	inst, _, err := gh.Apps.FindRepositoryInstallation(ctx, owner, name)
+	var resp *github.ErrorResponse
+	if errors.As(err, &resp) && resp.Response != nil && resp.Response.StatusCode == http.StatusNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("installation of %s: %w", repository, err)
+	}
+	return inst.GetID() == id, nil
 }
 
 // installationCommit applies an installation event; suspended is what it

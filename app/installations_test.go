@@ -22,10 +22,13 @@ import (
 )
 
 // suspendedOnGitHub is what the fake GitHub says of the installation's
-// suspension.
+// suspension, and of which installation has which repository.
 type suspendedOnGitHub struct {
 	mu        sync.Mutex
 	suspended bool
+	// repos are the repositories installed, with their installation; the
+	// App is installed on no other.
+	repos map[string]int64
 }
 
 func (s *suspendedOnGitHub) set(v bool) {
@@ -34,13 +37,29 @@ func (s *suspendedOnGitHub) set(v bool) {
 	s.suspended = v
 }
 
+// install has installation id have repository on GitHub; id 0 removes it.
+func (s *suspendedOnGitHub) install(repository string, id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.repos == nil {
+		s.repos = map[string]int64{}
+	}
+	if id == 0 {
+		delete(s.repos, repository)
+		return
+	}
+	s.repos[repository] = id
+}
+
 // startWithSuspension starts the server as a configured App against a fake
-// GitHub whose GET /app/installations/{installation_id} answers from gh.
+// GitHub whose GET /app/installations/{installation_id} and GET
+// /repos/{owner}/{repo}/installation answer from gh.
 func startWithSuspension(t *testing.T, dbURL string) (*testServer, *githubtest.Server, *suspendedOnGitHub) {
 	t.Helper()
 	fake := githubtest.NewServer(t)
 	gh := &suspendedOnGitHub{}
 	fake.Handle("GET /app/installations/{installation_id}", gh.serve)
+	fake.Handle("GET /repos/{owner}/{repo}/installation", gh.serveRepository)
 	ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) {
 		c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), fake.URL()
 	})
@@ -50,6 +69,26 @@ func startWithSuspension(t *testing.T, dbURL string) (*testServer, *githubtest.S
 // serve answers GET /app/installations/{installation_id} as GitHub does,
 // with suspended_at set while the installation is suspended.
 func (s *suspendedOnGitHub) serve(w http.ResponseWriter, _ *http.Request, p map[string]string) {
+	s.writeInstallation(w, p["installation_id"])
+}
+
+// serveRepository answers GET /repos/{owner}/{repo}/installation as GitHub
+// does: the installation that has the repository, or 404 when none has.
+func (s *suspendedOnGitHub) serveRepository(w http.ResponseWriter, _ *http.Request, p map[string]string) {
+	s.mu.Lock()
+	id, ok := s.repos[p["owner"]+"/"+p["repo"]]
+	s.mu.Unlock()
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(map[string]any{"message": "Not Found",
+			"documentation_url": "https://docs.github.com/rest/apps/apps#get-a-repository-installation-for-the-authenticated-app"})
+		return
+	}
+	s.writeInstallation(w, fmt.Sprint(id))
+}
+
+func (s *suspendedOnGitHub) writeInstallation(w http.ResponseWriter, id string) {
 	s.mu.Lock()
 	var suspendedAt any
 	if s.suspended {
@@ -58,15 +97,15 @@ func (s *suspendedOnGitHub) serve(w http.ResponseWriter, _ *http.Request, p map[
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": json.Number(p["installation_id"]), "app_id": githubtest.AppID, "app_slug": "ripcord",
+		"id": json.Number(id), "app_id": githubtest.AppID, "app_slug": "ripcord",
 		"target_type": "User", "target_id": 21031067, "repository_selection": "selected",
 		"account":     map[string]any{"login": "Codertocat", "id": 21031067, "type": "User"},
 		"permissions": map[string]any{"checks": "write"}, "events": []string{"workflow_run"},
 		"created_at": "2021-04-29T02:30:12Z", "updated_at": "2021-04-29T02:32:50Z",
 		"suspended_at": suspendedAt, "suspended_by": nil, "single_file_name": nil,
-		"access_tokens_url": "https://api.github.com/app/installations/" + p["installation_id"] + "/access_tokens",
+		"access_tokens_url": "https://api.github.com/app/installations/" + id + "/access_tokens",
 		"repositories_url":  "https://api.github.com/installation/repositories",
-		"html_url":          "https://github.com/settings/installations/" + p["installation_id"],
+		"html_url":          "https://github.com/settings/installations/" + id,
 	})
 }
 
@@ -252,6 +291,7 @@ func TestALateEventDoesNotUndoASuspension(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts, fake, gh := startWithSuspension(t, dbURL)
 		gh.set(true)
+		gh.install("Codertocat/Space", id) // the added event's, still installed
 		ts.deliverSettled(t, "installation", "suspend-1", suspend)
 		ts.deliverSettled(t, "installation_repositories", "added-old", added)
 		if !ts.installationSuspended(t, id) {
