@@ -76,7 +76,7 @@ func (h closedHandler) closedUnmerged(ctx context.Context, d pipeline.Delivery, 
 	if err != nil || len(ids) == 0 && len(held) == 0 && !unrecorded {
 		return nil, err
 	}
-	if closed, err := h.closedNow(ctx, d, ev); err != nil || !closed {
+	if closed, err := h.asOnGitHub(ctx, d, ev); err != nil || !closed {
 		return nil, err
 	}
 	why := closedWhy(pr.GetHTMLURL(), ev.GetSender().GetLogin())
@@ -95,21 +95,25 @@ func (h closedHandler) closedUnmerged(ctx context.Context, d pipeline.Delivery, 
 	}, nil
 }
 
-// closedNow says whether ev's pull request is closed without merging on
-// GitHub now, before its close is acted on. GitHub signs a delivery's
-// body, not its id, so a captured closed event can be posted again under
-// a new id after a person reopened the pull request, and GitHub does not
-// promise delivery order either: a close delivered after the reopen that
-// followed it is as old. Acted on, either would withdraw an opened
+// asOnGitHub says whether ev's pull request is, on GitHub now, what the
+// event says it became: closed without merging for a close, open for a
+// reopening; it is asked before either is acted on. GitHub signs a
+// delivery's body, not its id, so a captured closed event can be posted
+// again under a new id after a person reopened the pull request (or a
+// reopened one after it was closed again), and GitHub does not promise
+// delivery order either: a close delivered after the reopening that
+// followed it is as old. Acted on, such a close would withdraw an opened
 // rollback whose pull request is open, or end the hold of a reopened one
-// (reclaim), and a second rollback would be opened beside it. The payload
-// cannot tell: its closed_at is GitHub's second, ripcord records a reopen
-// at its own time (rollback_reopened), and a close and a reopen can share
-// a second. GitHub's word can: one read of the pull request, for a close
-// that has something to act on. When ripcord cannot ask (not installed,
-// no App, or GitHub has no such pull request for it) the event is taken
-// at its word, as before; any other failure is the delivery's, retried.
-func (h closedHandler) closedNow(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (bool, error) {
+// (reclaim), and a second rollback would be opened beside it; such a
+// reopening would make a closed pull request hold its environment, and
+// say again on it what was said. The payload cannot tell: its closed_at
+// is GitHub's second, ripcord records a reopening at its own time
+// (rollback_reopened), and a close and a reopening can share a second.
+// GitHub's word can: one read of the pull request, for an event that has
+// something to act on. When ripcord cannot ask (not installed, no App, or
+// GitHub has no such pull request for it) the event is taken at its word,
+// as before; any other failure is the delivery's, retried.
+func (h closedHandler) asOnGitHub(ctx context.Context, d pipeline.Delivery, ev github.PullRequestEvent) (bool, error) {
 	pr := ev.GetPullRequest()
 	now, err := pullRequestNow(ctx, h.deps, ev.GetRepo().GetFullName(), pr.GetNumber())
 	var refused *Refused
@@ -117,16 +121,18 @@ func (h closedHandler) closedNow(ctx context.Context, d pipeline.Delivery, ev gi
 	switch {
 	case errors.As(err, &refused) || errors.As(err, &notFound) && notFound.Response != nil &&
 		notFound.Response.StatusCode == http.StatusNotFound:
-		h.deps.Log.Warn("cannot ask GitHub whether a rollback pull request is still closed; the closed event is taken at its word",
-			"pull_request", pr.GetHTMLURL(), "delivery", d.ID, "err", err)
+		h.deps.Log.Warn("cannot ask GitHub about a rollback pull request; its event is taken at its word",
+			"pull_request", pr.GetHTMLURL(), "action", ev.GetAction(), "delivery", d.ID, "err", err)
 		return true, nil
 	case err != nil:
 		return false, err
-	case now.GetState() == "closed" && !now.GetMerged():
+	case ev.GetAction() == "reopened" && now.GetState() == "open":
+		return true, nil
+	case ev.GetAction() == "closed" && now.GetState() == "closed" && !now.GetMerged():
 		return true, nil
 	}
-	h.deps.Log.Info("closed event of a rollback pull request ignored: GitHub has it otherwise now (reopened since, "+
-		"or the delivery posted again)", "pull_request", pr.GetHTMLURL(), "delivery", d.ID,
+	h.deps.Log.Info("event of a rollback pull request ignored: GitHub has it otherwise now (changed since, "+
+		"or the delivery posted again)", "pull_request", pr.GetHTMLURL(), "action", ev.GetAction(), "delivery", d.ID,
 		"state", now.GetState(), "merged", now.GetMerged())
 	return false, nil
 }

@@ -56,6 +56,7 @@ func TestReopenedWithdrawnRollbackNamesTheNewerOne(t *testing.T) {
 		s := newScene(t, dbURL)
 		old, newer := s.withdrawnAndRetried()
 
+		s.reopenPullRequest(old.PRNumber)
 		s.Deliver("pull_request", s.reopenedEvent(old))
 		s.Settle(jobKinds...)
 		var got []string

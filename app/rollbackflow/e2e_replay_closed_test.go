@@ -62,3 +62,35 @@ func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
 		s.Settle(jobKinds...)
 	})
 }
+
+// The reopened delivery of a withdrawn rollback's pull request, posted
+// again under a new id after the pull request was closed again, does not
+// make the closed pull request hold its environment again.
+func TestReopenedEventPostedAgainAfterTheCloseTakesNoHold(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		old := s.withdrawn()
+		reopened := s.reopenedEvent(old) // the delivery body as captured
+		s.reopenPullRequest(old.PRNumber)
+		s.Deliver("pull_request", reopened)
+		s.Settle(jobKinds...)
+		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 1 {
+			t.Fatalf("holds of reopened %s = %d, want 1", old.ReleaseID, n)
+		}
+		s.closePullRequest(old.PRNumber)
+		s.Deliver("pull_request", s.closedEvent(old))
+		s.Settle(jobKinds...)
+		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 0 {
+			t.Fatalf("holds of %s closed again = %d, want 0", old.ReleaseID, n)
+		}
+
+		again := s.Deliver("pull_request", reopened)
+		s.Settle(jobKinds...)
+		if state := s.String(`SELECT state FROM deliveries WHERE id = $1`, again); state != "processed" && state != "ignored" {
+			t.Fatalf("the reopened event posted again ended %s, want it handled (processed or ignored), not failed", state)
+		}
+		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 0 {
+			t.Errorf("holds of %s, closed, after its old reopening was posted again = %d, want 0", old.ReleaseID, n)
+		}
+	})
+}

@@ -50,6 +50,9 @@ func (h closedHandler) reopenedStale(ctx context.Context, d pipeline.Delivery, e
 	if err != nil || !ok {
 		return nil, err
 	}
+	if open, err := h.asOnGitHub(ctx, d, ev); err != nil || !open {
+		return nil, err
+	}
 	return h.staleComment(d, ev, stale, current, ran), nil
 }
 

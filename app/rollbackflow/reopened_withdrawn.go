@@ -39,6 +39,9 @@ func (h closedHandler) reopened(ctx context.Context, d pipeline.Delivery, ev git
 	if len(ids) == 0 {
 		return h.reopenedStale(ctx, d, ev)
 	}
+	if open, err := h.asOnGitHub(ctx, d, ev); err != nil || !open {
+		return nil, err
+	}
 	old, newer, err := h.supersededBy(ctx, ids[0])
 	if err != nil {
 		return nil, err
