@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/internal/store"
@@ -168,24 +169,39 @@ func (h installations) repositoriesNow(ctx context.Context, d Delivery, id int64
 	if err != nil {
 		return nil, fmt.Errorf("github client of the App: %w", err)
 	}
+	// An event can name hundreds of repositories (an account switched to
+	// "All repositories"): the reads go side by side, a few at a time, so
+	// that the drain round waits for tens of them, not hundreds.
+	has := make([]bool, len(repos))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(repositoryReads)
+	for i, r := range repos {
+		g.Go(func() error {
+			var err error
+			has[i], err = h.hasRepository(gctx, gh, id, r.GetFullName())
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	var out []*github.Repository
-	for _, r := range repos {
-		has, err := h.hasRepository(ctx, gh, id, r.GetFullName())
-		if err != nil {
-			return nil, err
-		}
-		if has == installed {
+	for i, r := range repos {
+		if has := has[i]; has == installed {
 			out = append(out, r)
 			continue
 		}
 		if h.log != nil {
 			h.log.Info("installation_repositories event not applied to a repository: GitHub has it otherwise now "+
 				"(the event posted again, or delivered late)", "installation", id, "repository", r.GetFullName(),
-				"delivery", d.ID, "action", d.Action, "installed_now", has)
+				"delivery", d.ID, "action", d.Action, "installed_now", has[i])
 		}
 	}
 	return out, nil
 }
+
+// repositoryReads is how many of repositoriesNow's reads go at once.
+const repositoryReads = 8
 
 // hasRepository is whether GitHub says installation id has repository now.
 func (h installations) hasRepository(ctx context.Context, gh *github.Client, id int64, repository string) (bool, error) {
