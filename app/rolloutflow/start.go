@@ -214,6 +214,12 @@ func (x *executor) prepare(ctx context.Context, loader *configload.Loader, rec r
 		return fail(err)
 	}
 	gh, err := x.deps.GitHub.NewInstallationClient(inst)
+	if pipeline.AppNotConfigured(err) {
+		// An installation stored while the server has no App (its
+		// events are stored all the same): the server's set-up is what
+		// to fix, said as when none is stored (installationOf).
+		return fail(&pipeline.NoApp{Repository: rec.Repository})
+	}
 	if err != nil {
 		return fail(fmt.Errorf("github client for installation %d: %w", inst, err))
 	}
