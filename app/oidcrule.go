@@ -62,8 +62,14 @@ func (s *Server) requireOIDCRule(w http.ResponseWriter, r *http.Request, claims 
 // admitWorkflow is requireOIDCRule for one environment, as the
 // capabilities' own OIDC endpoints ask it (pipeline.Deps.AdmitWorkflow):
 // POST /api/v1/rollouts/{id}/probes, whose readings move a rollout's
-// waves on or stop them, for the rollout's app and environment.
+// waves on or stop them, for the rollout's app and environment. Like
+// POST /api/v1/facts it first requires the App on the token's repository:
+// a workflow of a repository the App was uninstalled from is told to
+// install it (403), not to retry a rule that no read can check now.
 func (s *Server) admitWorkflow(w http.ResponseWriter, r *http.Request, claims *oidcauth.Claims, app, environment string) bool {
+	if !s.requireInstalled(w, r, claims.Repository) {
+		return false
+	}
 	return s.requireOIDCRule(w, r, claims, []oidcTarget{{app: app, environment: environment}})
 }
 
