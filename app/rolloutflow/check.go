@@ -52,6 +52,11 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err != nil || r.HeadSHA == "" {
 		return err // no commit to show it on
 	}
+	if installed, err := rolloutInstalled(ctx, x.deps.DB.Read, r.ID); err != nil || !installed {
+		// The App was uninstalled from the repository: no check run can
+		// be written there, now or later (uninstalled.go).
+		return err
+	}
 	lim, err := readLimit(ctx, x.deps.DB.Read, r.InstallationID)
 	if err != nil {
 		return err
