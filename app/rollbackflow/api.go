@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ripcord/ripcord/app/pipeline"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/app/pipeline"
 
 	"github.com/ripcord/ripcord/records"
 )
@@ -89,6 +91,12 @@ func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gh, err := d.GitHub.NewInstallationClient(inst)
+	if errors.Is(err, ghclient.ErrNotConfigured) {
+		// The same words as before an installation was stored: the
+		// operator's fix (register the App at /setup) is the same.
+		noApp := &pipeline.NoApp{Repository: repo}
+		err = &Refused{Reason: noApp.Error(), cause: noApp}
+	}
 	if err != nil {
 		h.answerError(w, r, "", err)
 		return
