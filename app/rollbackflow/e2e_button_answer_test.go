@@ -107,7 +107,7 @@ func (s *scene) clickR3() string {
 		cr, ok := s.releaseCheck(failed)
 		return ok && cr.Status == "completed" && len(cr.Actions) == 1
 	})
-	s.click(failed, sha(3), "octocat")
+	s.click(failed, "octocat")
 	return failed
 }
 

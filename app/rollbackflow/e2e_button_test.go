@@ -3,6 +3,7 @@ package rollbackflow_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
 	"github.com/ripcord/ripcord/app/rollbackflow"
@@ -10,10 +11,13 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
-// releaseCheck is the latest state of a release's ripcord/release check run.
+// releaseCheck is the latest state of a release's ripcord/release check run,
+// whose external id is the release id and the answers it shows
+// ("<release id>/rollback-N"; the release id alone as ripcord wrote it
+// before).
 func (s *scene) releaseCheck(releaseID string) (githubtest.CheckRun, bool) {
 	for _, cr := range s.GitHub.CheckRuns(appRepo) {
-		if cr.Name == rollbackflow.ReleaseCheckName && cr.ExternalID == releaseID {
+		if cr.Name == rollbackflow.ReleaseCheckName && (cr.ExternalID == releaseID || strings.HasPrefix(cr.ExternalID, releaseID+"/rollback-")) {
 			return cr, true
 		}
 	}
@@ -22,17 +26,41 @@ func (s *scene) releaseCheck(releaseID string) (githubtest.CheckRun, bool) {
 
 // click delivers a signed check_run requested_action for the release's
 // Roll back button, as GitHub sends it.
-func (s *scene) click(releaseID, headSHA, user string) {
+func (s *scene) click(releaseID, user string) {
 	s.T.Helper()
-	s.Deliver("check_run", s.clickBody(releaseID, headSHA, user))
+	s.Deliver("check_run", s.clickBody(releaseID, user))
 }
 
-// clickBody is the check_run requested_action payload of click.
-func (s *scene) clickBody(releaseID, headSHA, user string) []byte {
+// clickBody is the check_run requested_action payload of user's click on
+// the Roll back button of the release's check run as GitHub shows it now,
+// once it shows the button: GitHub's payload carries the check run as it
+// stands, its external id with it.
+func (s *scene) clickBody(releaseID, user string) []byte {
+	s.T.Helper()
+	var shown githubtest.CheckRun
+	s.WaitFor(releaseID+"'s check run with its button", wait, func() bool {
+		cr, ok := s.releaseCheck(releaseID)
+		shown = cr
+		return ok && cr.Status == "completed" && len(cr.Actions) == 1 && cr.Actions[0].Identifier == rollbackflow.RollbackAction
+	})
+	return s.clickOn(shown, user)
+}
+
+// clickOn is the check_run requested_action payload of user's click on
+// cr's Roll back button.
+func (s *scene) clickOn(shown githubtest.CheckRun, user string) []byte {
 	s.T.Helper()
 	return e2etest.Edit(s.T, githubtest.LoadPayload(s.T, "check_run", "requested_action.payload.json"), func(m map[string]any) {
 		cr := m["check_run"].(map[string]any)
-		cr["name"], cr["external_id"], cr["head_sha"] = rollbackflow.ReleaseCheckName, releaseID, headSHA
+		cr["id"], cr["name"], cr["external_id"], cr["head_sha"] = shown.ID, shown.Name, shown.ExternalID, shown.HeadSHA
+		cr["status"], cr["conclusion"] = shown.Status, nil
+		if shown.Conclusion != "" {
+			cr["conclusion"] = shown.Conclusion
+		}
+		cr["started_at"], cr["completed_at"] = shown.StartedAt.UTC().Format(time.RFC3339), nil
+		if !shown.CompletedAt.IsZero() {
+			cr["completed_at"] = shown.CompletedAt.UTC().Format(time.RFC3339)
+		}
 		m["requested_action"] = map[string]any{"identifier": rollbackflow.RollbackAction}
 		repo := m["repository"].(map[string]any)
 		repo["full_name"], repo["name"] = appRepo, "checkout"
@@ -68,7 +96,7 @@ func TestRollBackButton(t *testing.T) {
 			t.Errorf("r1 was superseded: check run %+v, want neutral without buttons", r1)
 		}
 
-		s.click(failed, sha(3), "visitor")
+		s.click(failed, "visitor")
 		s.WaitFor("the refusal in the check run", wait, func() bool {
 			cr, _ := s.releaseCheck(failed)
 			return strings.Contains(cr.Summary, "Refused: @visitor has read access")
@@ -77,7 +105,7 @@ func TestRollBackButton(t *testing.T) {
 			t.Fatalf("a reader's click opened %d pull requests", n)
 		}
 
-		s.click(failed, sha(3), "octocat")
+		s.click(failed, "octocat")
 		s.WaitFor("the rollback release", wait, func() bool {
 			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback'`) == 1
 		})
@@ -88,7 +116,7 @@ func TestRollBackButton(t *testing.T) {
 		// The first click's job writes the pull request's link into the
 		// check run when it is done; the second click's answer comes after.
 		s.Settle(append(jobKinds, "release_check")...)
-		s.click(failed, sha(3), "octocat")
+		s.click(failed, "octocat")
 		s.WaitFor("the second click's answer", wait, func() bool {
 			cr, _ := s.releaseCheck(failed)
 			return strings.Contains(cr.Summary, "This rollback is open already")
@@ -112,7 +140,7 @@ func TestRollBackButtonOnAReleaseNoLongerRunning(t *testing.T) {
 			return ok && cr.Status == "completed" && len(cr.Actions) == 1
 		})
 
-		s.click(older, sha(2), "octocat")
+		s.click(older, "octocat")
 		s.WaitFor("the answer in r2's check run", wait, func() bool {
 			cr, _ := s.releaseCheck(older)
 			return strings.Contains(cr.Summary, "Not rolling back")

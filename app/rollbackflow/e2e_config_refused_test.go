@@ -59,7 +59,7 @@ func TestARollbackWhereTheConfigDoesNotLoadSaysWhatToFix(t *testing.T) {
 			// delivered from another is ignored), so only there can the
 			// button meet a config that does not load.
 			if c.repo == appRepo {
-				s.Deliver("check_run", s.clickBody(failed, sha(3), "octocat"))
+				s.Deliver("check_run", s.clickBody(failed, "octocat"))
 				want := "Not rolling back: " + c.says
 				s.WaitFor(c.name+": the button's answer", wait, func() bool {
 					cr, _ := s.releaseCheck(failed)

@@ -276,7 +276,7 @@ func TestRollbackButtonRaceWithACommentOpensOnePullRequest(t *testing.T) {
 			comments[env] = c.ID
 			deliverTogether(t, []*http.Request{
 				githubtest.NewDelivery(t, s.URL+"/api/github/hook", e2etest.Secret, "check_run",
-					s.clickBody("r3:prod-eu/"+env, sha(3), "octocat")),
+					s.clickBody("r3:prod-eu/"+env, "octocat")),
 				githubtest.NewDelivery(t, s.URL+"/api/github/hook", e2etest.Secret, "issue_comment",
 					s.IssueComment(e2etest.Comment{Repository: appRepo, Number: pr, ID: c.ID, User: "octocat", Body: body})),
 			})

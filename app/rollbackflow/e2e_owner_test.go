@@ -69,7 +69,7 @@ func TestRollBackButtonFromAnotherRepositoryIsIgnored(t *testing.T) {
 			return ok && cr.Status == "completed" && len(cr.Actions) == 1
 		})
 
-		s.Deliver("check_run", e2etest.Edit(t, s.clickBody(failed, sha(3), "mallory"), func(m map[string]any) {
+		s.Deliver("check_run", e2etest.Edit(t, s.clickBody(failed, "mallory"), func(m map[string]any) {
 			repo := m["repository"].(map[string]any)
 			repo["full_name"], repo["name"] = other, "impostor"
 		}))
