@@ -198,7 +198,13 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 			return err
 		}
 	}
-	return writeReleaseCheck(ctx, gh, d.App().ID, r, RenderReleaseCheck(r, target, ans, note), d.Now())
+	// Read after the note: the answer that wrote it is counted with it.
+	answered, err := clicksAnswered(ctx, d.DB.Read, r.ReleaseID)
+	if err != nil {
+		return err
+	}
+	return writeReleaseCheck(ctx, gh, d.App().ID, r, releaseCheckExternalID(r.ReleaseID, answered),
+		RenderReleaseCheck(r, target, ans, note), d.Now())
 }
 
 // target is the rollback the records offer for r: the newest eligible
@@ -236,13 +242,17 @@ func windowOf(configs *pipeline.RepoConfigs, repository string) int {
 	return eligibility.DefaultWindow
 }
 
-// writeReleaseCheck updates the release's check run, found by its external
-// id, or creates it: a retry after a crash finds the run it made. Only a
-// run this App (appID) made is the release's: a workflow's token or another
-// App can make one of the same name and external id (release ids are easy
-// to guess), and GitHub refuses every update of it, so taking it would
-// leave the release without its check run and Roll back button for good.
-func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r records.Record, v CheckView, now time.Time) error {
+// writeReleaseCheck updates the release's check run, found by the release
+// id its external id starts with (releaseCheckExternalID; a run written
+// before the external id counted answers carries the release id alone), or
+// creates it: a retry after a crash finds the run it made. The run is
+// given externalID, which names the answers its button was shown after.
+// Only a run this App (appID) made is the release's: a workflow's token or
+// another App can make one of the same name and external id (release ids
+// are easy to guess), and GitHub refuses every update of it, so taking it
+// would leave the release without its check run and Roll back button for
+// good.
+func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r records.Record, externalID string, v CheckView, now time.Time) error {
 	owner, repo, _ := strings.Cut(r.Repository, "/")
 	name, all := ReleaseCheckName, "all"
 	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, r.GitRevision, &github.ListCheckRunsOptions{
@@ -253,10 +263,11 @@ func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r re
 	out := &github.CheckRunOutput{Title: &v.Title, Summary: &v.Summary}
 	ts := github.Timestamp{Time: now}
 	for _, cr := range list.CheckRuns {
-		if cr.GetExternalID() != r.ReleaseID || cr.GetApp().GetID() != appID {
+		if id, _ := splitReleaseCheckExternalID(cr.GetExternalID()); id != r.ReleaseID && cr.GetExternalID() != r.ReleaseID ||
+			cr.GetApp().GetID() != appID {
 			continue
 		}
-		opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, Status: &v.Status, Output: out, Actions: v.Actions}
+		opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, ExternalID: &externalID, Status: &v.Status, Output: out, Actions: v.Actions}
 		if v.Status == "completed" {
 			opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts
 		}
@@ -265,7 +276,7 @@ func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r re
 		}
 		return nil
 	}
-	opts := github.CreateCheckRunOptions{Name: ReleaseCheckName, HeadSHA: r.GitRevision, ExternalID: &r.ReleaseID,
+	opts := github.CreateCheckRunOptions{Name: ReleaseCheckName, HeadSHA: r.GitRevision, ExternalID: &externalID,
 		Status: &v.Status, StartedAt: &ts, Output: out, Actions: v.Actions}
 	if v.Status == "completed" {
 		opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts

@@ -74,7 +74,7 @@ func TestReleaseCheckIgnoresAnotherAppsRun(t *testing.T) {
 		Conclusion: "success", AppSlug: "github-actions"})
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for i := range 2 { // the first write creates ripcord's run, the second updates it
-		if err := writeReleaseCheck(context.Background(), gh, githubtest.AppID, r, RenderReleaseCheck(r, nil, eligibility.Answer{}, ""), now); err != nil {
+		if err := writeReleaseCheck(context.Background(), gh, githubtest.AppID, r, releaseCheckExternalID(r.ReleaseID, 0), RenderReleaseCheck(r, nil, eligibility.Answer{}, ""), now); err != nil {
 			t.Fatalf("write %d: %v", i+1, err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestReleaseCheckIgnoresAnotherAppsRun(t *testing.T) {
 			own = append(own, cr)
 		}
 	}
-	if len(own) != 1 || own[0].ExternalID != r.ReleaseID || own[0].Updates != 1 || own[0].Conclusion != "neutral" {
+	if len(own) != 1 || own[0].ExternalID != r.ReleaseID+"/rollback-0" || own[0].Updates != 1 || own[0].Conclusion != "neutral" {
 		t.Errorf("ripcord's runs %+v, want one for %s, created then updated once", own, r.ReleaseID)
 	}
 }
