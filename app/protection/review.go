@@ -74,7 +74,8 @@ func (w *reviewWorker) work(ctx context.Context, job *river.Job[ReviewArgs]) err
 	if dec, ok := postedBefore(job); ok {
 		// An earlier attempt posted this answer and failed: GitHub may have
 		// taken it all the same, so it is the answer, whatever a decision
-		// now (a freeze that began since) would say.
+		// now (a freeze that began since) would say. (One GitHub refused
+		// for its rate limit was not kept: answer.)
 		return w.post(ctx, gh, a, dec)
 	}
 	rules, broken, err := w.rules(ctx, gh, a)
@@ -119,12 +120,24 @@ func postedBefore(job *river.Job[ReviewArgs]) (Decision, bool) {
 }
 
 // answer keeps dec as the job's answer before it posts it, so that a retry
-// posts the same one.
+// posts the same one: GitHub may have taken it whatever the post returned.
+// Not when GitHub refused it for its rate limit, which takes nothing: the
+// answer is forgotten, the job waits for the limit to lift (Work) and then
+// decides again from the config and verdicts of then (a freeze may have
+// begun during the wait), as it would have decided had it first posted
+// then. River stores the output as the attempt ends, so the last one
+// recorded in it is the one kept.
 func (w *reviewWorker) answer(ctx context.Context, gh *github.Client, a ReviewArgs, dec Decision) error {
 	if err := river.RecordOutput(ctx, posted{State: dec.State, Comment: dec.Comment}); err != nil {
 		return fmt.Errorf("keep the answer to run %d in %s: %w", a.RunID, a.Repository, err)
 	}
-	return w.post(ctx, gh, a, dec)
+	err := w.post(ctx, gh, a, dec)
+	if ghlimit.Limited(err) {
+		if ferr := river.RecordOutput(ctx, posted{}); ferr != nil {
+			return errors.Join(err, fmt.Errorf("forget the answer to run %d in %s: %w", a.RunID, a.Repository, ferr))
+		}
+	}
+	return err
 }
 
 // rules reads the default branch's config (never the deploying ref's) and
