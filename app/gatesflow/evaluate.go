@@ -3,6 +3,7 @@ package gatesflow
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -159,12 +160,69 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 	// The job's id orders this evaluation among the commit's (see
 	// externalID): the queue numbers jobs in the order they were asked for,
 	// and a retry keeps its job's id.
+	//
+	// Each environment's verdicts are queued as soon as it is judged, and
+	// the job keeps which environments it queued (queuedBefore): an attempt
+	// that follows one whose later environment met GitHub's rate limit (or
+	// failed) judges only those not queued yet. Judged again, an environment
+	// would be evaluated twice, and its verdicts, differing or not, queued
+	// beside those on their way.
+	done := queuedBefore(job)
 	for _, t := range targets {
-		if err := w.evaluate(ctx, gh, cfg, t, pr, a, job.ID); err != nil {
+		scope := t.app + "/" + t.env
+		if slices.Contains(done, scope) {
+			continue
+		}
+		rs, err := w.evaluate(ctx, gh, cfg, t, pr, a, job.ID)
+		if err != nil {
+			return known, pr, err
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		done = append(done, scope)
+		if err := queueVerdicts(ctx, w.deps, job.ID, rs, done); err != nil {
 			return known, pr, err
 		}
 	}
 	return known, pr, nil
+}
+
+// queuedVerdicts is an evaluation job's output: the environments
+// ("app/env") whose verdicts an attempt of it queued.
+type queuedVerdicts struct {
+	Environments []string `json:"queued_environments"`
+}
+
+// queuedBefore are the environments whose verdicts earlier attempts of job
+// queued.
+func queuedBefore(job *river.Job[EvaluateArgs]) []string {
+	var q queuedVerdicts
+	if out := job.Output(); len(out) > 0 && json.Unmarshal(out, &q) == nil {
+		return q.Environments
+	}
+	return nil
+}
+
+// queueVerdicts queues the verdicts rs of job jobID and keeps done, the
+// environments whose verdicts it has queued (rs's included), as the job's
+// output, in one transaction: an attempt whose process stops in between
+// leaves neither, and the next judges the environment again.
+func queueVerdicts(ctx context.Context, d pipeline.Deps, jobID int64, rs []ReportArgs, done []string) error {
+	tx, err := d.DB.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("queue gate check runs: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, r := range rs {
+		if err := queueReport(ctx, tx, d.River(), r); err != nil {
+			return err
+		}
+	}
+	if _, err := d.River().JobUpdateTx(ctx, tx, jobID, &river.JobUpdateParams{Output: queuedVerdicts{Environments: done}}); err != nil {
+		return fmt.Errorf("keep the environments whose gate check runs are queued: %w", err)
+	}
+	return commitTx(tx)
 }
 
 // judged reads what an attempt of a judges: the pull request, the default

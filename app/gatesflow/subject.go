@@ -22,11 +22,11 @@ import (
 	"github.com/ripcord/ripcord/repoconfig"
 )
 
-// evaluate judges one environment's release and queues its check runs:
-// slow gates get an in_progress run first, then every gate its verdict.
-// seq is the evaluation's place among the evaluations of the commit
-// (externalID).
-func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, t target, pr *github.PullRequest, a EvaluateArgs, seq int64) error {
+// evaluate judges one environment's release and returns its verdicts, for
+// the caller to queue (work): slow gates get an in_progress run first,
+// then every gate its verdict. seq is the evaluation's place among the
+// evaluations of the commit (externalID).
+func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, t target, pr *github.PullRequest, a EvaluateArgs, seq int64) ([]ReportArgs, error) {
 	s := gates.Subject{
 		Repository: a.Repository, App: t.app, Environment: t.env, Cluster: t.e.Cluster,
 		HeadSHA: a.HeadSHA, PullRequest: a.PullRequest, Title: pr.GetTitle(), HeadBranch: pr.GetHead().GetRef(),
@@ -40,10 +40,10 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	}
 	rs, err := w.subjectRecords(ctx, t, cfg.Eligibility.Window)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if s.Owner, err = w.deps.Records.Owner(ctx, t.app, t.env); err != nil {
-		return err
+		return nil, err
 	}
 	if a := gates.Assess(rs, nil, s, cfg.Eligibility.Window); a.Eligibility.Eligible {
 		s = a
@@ -53,7 +53,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		// ran healthy, so the check run gives the API's reason.
 		elsewhere, err := w.deps.Records.List(ctx, records.Filter{App: t.app})
 		if err != nil {
-			return fmt.Errorf("release records of %s: %w", t.app, err)
+			return nil, fmt.Errorf("release records of %s: %w", t.app, err)
 		}
 		s = gates.Assess(rs, elsewhere, s, cfg.Eligibility.Window)
 	}
@@ -66,7 +66,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		schema.content, schema.err = ghclient.FileAt(ctx, gh, a.Repository, g.Values.Schema, "")
 		if ghlimit.Limited(schema.err) {
 			// Not the values gate's verdict (rateLimits): the job waits.
-			return fmt.Errorf("values.schema %s: %w", g.Values.Schema, schema.err)
+			return nil, fmt.Errorf("values.schema %s: %w", g.Values.Schema, schema.err)
 		}
 		if schema.err == nil && schema.content == nil {
 			schema.err = fmt.Errorf("no such file on the default branch")
@@ -85,12 +85,12 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if g.Provenance != nil || g.SBOM != nil || g.ImageScan != nil {
 		sv.trust = readTrust(ctx, gh, a.Repository, g.Provenance)
 		if ghlimit.Limited(sv.trust.Err) {
-			return sv.trust.Err // as the values schema's
+			return nil, sv.trust.Err // as the values schema's
 		}
 	}
 	gs := build(g, t.e.Rollback.Fields, sv)
 	if len(gs) == 0 {
-		return nil
+		return nil, nil
 	}
 	key := externalID(a, t, seq)
 	gctx, cancel := gateContext(ctx)
@@ -101,9 +101,9 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 			Name: gates.CheckName(g.Name()), Status: "in_progress", Title: "evaluating"}
 	})
 	if err := limits.met(); err != nil {
-		// None of this evaluation's verdicts is written: the gates are
+		// None of this environment's verdicts is written: its gates are
 		// evaluated again, all of them, once the limit lifts.
-		return err
+		return nil, err
 	}
 	reports := make([]ReportArgs, 0, len(results))
 	for _, r := range results {
@@ -111,7 +111,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		w.deps.Log.Info("gate evaluated", "repository", a.Repository, "pull_request", a.PullRequest, "app", t.app,
 			"environment", t.env, "gate", r.Gate, "outcome", r.Verdict.Outcome, "conclusion", r.Output.Conclusion)
 	}
-	return queueReports(ctx, w.deps, reports)
+	return reports, nil
 }
 
 // gateContext is the context the gates are evaluated in: the job's, ending
