@@ -19,24 +19,8 @@ import (
 // counting no attempt, and posts the answer once the limit has lifted.
 func TestProtectionRuleWaitsForGitHubsRateLimitOnItsAnswer(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		now := time.Now().UTC().Truncate(time.Second)
-		e := e2etest.Start(t, dbURL, app.Options{})
-		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
-		sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
-		var lift atomic.Bool
-		var refused atomic.Int32
-		e.GitHub.RefuseForRateLimit("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule",
-			&lift, &refused, "Retry-After", "1500")
-		e.Install(repo)
 		start := time.Now()
-		e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
-			Repo: repo, Environment: "production", RunID: 960, APIURL: e.GitHub.URL(), SHA: sha,
-			InstallationID: githubtest.InstallationID}))
-		e.WaitFor("the answer to meet the limit", 20*time.Second, func() bool {
-			return refused.Load() > 0 &&
-				e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state NOT IN ('available', 'running')`) == 1
-		})
+		e, _, lift := answerMeetsTheLimit(t, dbURL, 960)
 		end := time.Now()
 		e.WaitsForLimit("protection_review", 1, start, end, 25*time.Minute)
 
@@ -60,23 +44,7 @@ func TestProtectionRuleWaitsForGitHubsRateLimitOnItsAnswer(t *testing.T) {
 // a change during the wait the answer is the same, as above.)
 func TestProtectionRuleDecidesAgainAfterGitHubsRateLimit(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		now := time.Now().UTC().Truncate(time.Second)
-		e := e2etest.Start(t, dbURL, app.Options{})
-		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
-		sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
-		var lift atomic.Bool
-		var refused atomic.Int32
-		e.GitHub.RefuseForRateLimit("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule",
-			&lift, &refused, "Retry-After", "1500")
-		e.Install(repo)
-		e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
-			Repo: repo, Environment: "production", RunID: 961, APIURL: e.GitHub.URL(), SHA: sha,
-			InstallationID: githubtest.InstallationID}))
-		e.WaitFor("the answer to meet the limit", 20*time.Second, func() bool {
-			return refused.Load() > 0 &&
-				e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state = 'scheduled'`) == 1
-		})
+		e, now, lift := answerMeetsTheLimit(t, dbURL, 961)
 		if posts := reviewPosts(t, e); len(posts) != 1 || posts[0].State != "approved" {
 			t.Fatalf("posts before the wait = %+v, want one approved (no freeze yet)", posts)
 		}
@@ -98,4 +66,31 @@ func TestProtectionRuleDecidesAgainAfterGitHubsRateLimit(t *testing.T) {
 			t.Errorf("review job %s, want completed", s)
 		}
 	})
+}
+
+// answerMeetsTheLimit starts a server whose repository has a freeze
+// tomorrow (none now), has GitHub refuse answers to deployment protection
+// rules for its rate limit until lift is set, delivers run runID's rule,
+// and waits until its review job waits for the limit. now is the scene's
+// time.
+func answerMeetsTheLimit(t *testing.T, dbURL string, runID int64) (e *e2etest.Env, now time.Time, lift *atomic.Bool) {
+	t.Helper()
+	now = time.Now().UTC().Truncate(time.Second)
+	e = e2etest.Start(t, dbURL, app.Options{})
+	e.CheckRequestsAtCleanup(t)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	lift = new(atomic.Bool)
+	var refused atomic.Int32
+	e.GitHub.RefuseForRateLimit("POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule",
+		lift, &refused, "Retry-After", "1500")
+	e.Install(repo)
+	e.Deliver("deployment_protection_rule", githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+		Repo: repo, Environment: "production", RunID: runID, APIURL: e.GitHub.URL(), SHA: sha,
+		InstallationID: githubtest.InstallationID}))
+	e.WaitFor("the answer to meet the limit", 20*time.Second, func() bool {
+		return refused.Load() > 0 &&
+			e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state = 'scheduled'`) == 1
+	})
+	return e, now, lift
 }
