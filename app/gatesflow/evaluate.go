@@ -209,20 +209,13 @@ func queuedBefore(job *river.Job[EvaluateArgs]) []string {
 // output, in one transaction: an attempt whose process stops in between
 // leaves neither, and the next judges the environment again.
 func queueVerdicts(ctx context.Context, d pipeline.Deps, jobID int64, rs []ReportArgs, done []string) error {
-	tx, err := d.DB.Write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("queue gate check runs: %w", err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	for _, r := range rs {
-		if err := queueReport(ctx, tx, d.River(), r); err != nil {
-			return err
+	return queueReportsAnd(ctx, d, rs, func(tx *sql.Tx) error {
+		_, err := d.River().JobUpdateTx(ctx, tx, jobID, &river.JobUpdateParams{Output: queuedVerdicts{Environments: done}})
+		if err != nil {
+			return fmt.Errorf("keep the environments whose gate check runs are queued: %w", err)
 		}
-	}
-	if _, err := d.River().JobUpdateTx(ctx, tx, jobID, &river.JobUpdateParams{Output: queuedVerdicts{Environments: done}}); err != nil {
-		return fmt.Errorf("keep the environments whose gate check runs are queued: %w", err)
-	}
-	return commitTx(tx)
+		return nil
+	})
 }
 
 // judged reads what an attempt of a judges: the pull request, the default

@@ -243,6 +243,12 @@ func queueReports(ctx context.Context, d pipeline.Deps, rs []ReportArgs) error {
 	if len(rs) == 0 {
 		return nil
 	}
+	return queueReportsAnd(ctx, d, rs, nil)
+}
+
+// queueReportsAnd queues the check-run writes rs and runs then (when not
+// nil) in one transaction.
+func queueReportsAnd(ctx context.Context, d pipeline.Deps, rs []ReportArgs, then func(tx *sql.Tx) error) error {
 	tx, err := d.DB.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("queue gate check runs: %w", err)
@@ -250,6 +256,11 @@ func queueReports(ctx context.Context, d pipeline.Deps, rs []ReportArgs) error {
 	defer func() { _ = tx.Rollback() }()
 	for _, r := range rs {
 		if err := queueReport(ctx, tx, d.River(), r); err != nil {
+			return err
+		}
+	}
+	if then != nil {
+		if err := then(tx); err != nil {
 			return err
 		}
 	}

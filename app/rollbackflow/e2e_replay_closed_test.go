@@ -28,16 +28,12 @@ func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
 		s.reopenPullRequest(old.PRNumber)
 		s.Deliver("pull_request", s.reopenedEvent(old))
 		s.Settle(jobKinds...)
-		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 1 {
+		if n := s.holds(old.ReleaseID); n != 1 {
 			t.Fatalf("holds of reopened %s = %d, want 1", old.ReleaseID, n)
 		}
 
-		again := s.Deliver("pull_request", closed)
-		s.Settle(jobKinds...)
-		if state := s.String(`SELECT state FROM deliveries WHERE id = $1`, again); state != "processed" && state != "ignored" {
-			t.Fatalf("the closed event posted again ended %s, want it handled (processed or ignored), not failed", state)
-		}
-		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 1 {
+		s.postedAgain("the closed event", closed)
+		if n := s.holds(old.ReleaseID); n != 1 {
 			t.Errorf("holds of reopened %s after its old close was posted again = %d, want 1", old.ReleaseID, n)
 		}
 		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 409 || !strings.Contains(out, old.PRURL) {
@@ -53,7 +49,7 @@ func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
 		s.closePullRequest(old.PRNumber)
 		s.Deliver("pull_request", closed)
 		s.Settle(jobKinds...)
-		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 0 {
+		if n := s.holds(old.ReleaseID); n != 0 {
 			t.Errorf("holds of %s closed again = %d, want 0", old.ReleaseID, n)
 		}
 		if status, out := s.postRollbackTo("r1:prod-eu/prod"); status != 202 {
@@ -74,23 +70,36 @@ func TestReopenedEventPostedAgainAfterTheCloseTakesNoHold(t *testing.T) {
 		s.reopenPullRequest(old.PRNumber)
 		s.Deliver("pull_request", reopened)
 		s.Settle(jobKinds...)
-		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 1 {
+		if n := s.holds(old.ReleaseID); n != 1 {
 			t.Fatalf("holds of reopened %s = %d, want 1", old.ReleaseID, n)
 		}
 		s.closePullRequest(old.PRNumber)
 		s.Deliver("pull_request", s.closedEvent(old))
 		s.Settle(jobKinds...)
-		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 0 {
+		if n := s.holds(old.ReleaseID); n != 0 {
 			t.Fatalf("holds of %s closed again = %d, want 0", old.ReleaseID, n)
 		}
 
-		again := s.Deliver("pull_request", reopened)
-		s.Settle(jobKinds...)
-		if state := s.String(`SELECT state FROM deliveries WHERE id = $1`, again); state != "processed" && state != "ignored" {
-			t.Fatalf("the reopened event posted again ended %s, want it handled (processed or ignored), not failed", state)
-		}
-		if n := s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, old.ReleaseID); n != 0 {
+		s.postedAgain("the reopened event", reopened)
+		if n := s.holds(old.ReleaseID); n != 0 {
 			t.Errorf("holds of %s, closed, after its old reopening was posted again = %d, want 0", old.ReleaseID, n)
 		}
 	})
+}
+
+// holds is how many holds releaseID's reopened pull request has on its
+// environment (rollback_reopened rows).
+func (s *scene) holds(releaseID string) int {
+	return s.Int(`SELECT COUNT(*) FROM rollback_reopened WHERE release_id = $1`, releaseID)
+}
+
+// postedAgain delivers body, a delivery captured before, again under a new
+// id, and fails unless it was handled (processed, or ignored), not failed.
+func (s *scene) postedAgain(what string, body []byte) {
+	s.T.Helper()
+	again := s.Deliver("pull_request", body)
+	s.Settle(jobKinds...)
+	if state := s.String(`SELECT state FROM deliveries WHERE id = $1`, again); state != "processed" && state != "ignored" {
+		s.T.Fatalf("%s posted again ended %s, want it handled (processed or ignored), not failed", what, state)
+	}
 }
