@@ -124,3 +124,37 @@ func TestMergedRollbackWithoutReleaseWithCommitsMadeByHandSaysWhatItDeploys(t *t
 		}
 	})
 }
+
+// A pull request is merged once: the merged event of a stale rollback
+// delivered again under a new id (GitHub signs the body, not the delivery
+// id, so a captured one can be posted again) says nothing more, on the
+// pull request or in the audit trail.
+func TestMergedStaleRollbackPostedAgainSaysNothingMore(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		s := newScene(t, dbURL)
+		old := s.reopenedSuperseded()
+		pr := s.pullRequest(old.PRNumber)
+		s.Settle(jobKinds...)
+		s.closePullRequest(pr.Number)
+		merged := s.mergedEventOf(pr)
+		s.Deliver("pull_request", merged)
+		s.Settle(jobKinds...)
+		said := len(s.botComments(pr.Number))
+		noted := func() int {
+			return s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND type = 'manual_intervention_required'
+				AND message LIKE '%merged%'`, old.ReleaseID)
+		}
+		if noted() != 1 {
+			t.Fatalf("audit events of %s saying it was merged = %d, want 1: the test shows nothing", old.ReleaseID, noted())
+		}
+
+		s.Deliver("pull_request", merged)
+		s.Settle(jobKinds...)
+		if got := s.botComments(pr.Number); len(got) != said {
+			t.Errorf("ripcord's comments on #%d after its merged event was posted again = %d, want the %d before", pr.Number, len(got), said)
+		}
+		if n := noted(); n != 1 {
+			t.Errorf("audit events of %s saying it was merged, after its merged event was posted again = %d, want 1", old.ReleaseID, n)
+		}
+	})
+}

@@ -123,6 +123,9 @@ func (h closedHandler) mergedWithdrawn(ctx context.Context, d pipeline.Delivery,
 		"it is what will run. Merging this pull request as well would deploy a second rollback of `%s`; close it unless "+
 		"you want this one to replace it.", pr.GetHTMLURL(), old.RollbackOf, old.ReleaseID, by, old.RollbackOf)
 	return func(ctx context.Context, tx *sql.Tx) error {
+		if noted, err := mergeNoted(ctx, tx, old.ReleaseID, pr.GetHTMLURL()); err != nil || noted {
+			return err
+		}
 		err := h.deps.Records.InsertAudit(ctx, tx, records.AuditEvent{Type: records.AuditManualInterventionRequired,
 			ReleaseID: old.ReleaseID, At: h.deps.Now(), Message: msg,
 			Data: map[string]any{"pull_request": pr.GetHTMLURL(), "merged_by": by, "superseded_by": newer.ReleaseID,
@@ -136,6 +139,22 @@ func (h closedHandler) mergedWithdrawn(ctx context.Context, d pipeline.Delivery,
 			return nil // no pull request to warn on, or it is merged already
 		}
 		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: repo, Number: number,
-			InstallationID: inst, Key: "superseded-" + d.ID, Body: body})
+			InstallationID: inst, Key: fmt.Sprintf("superseded-by-merge-of-%d", pr.GetNumber()), Body: body})
 	}, nil
+}
+
+// mergeNoted reports whether releaseID's audit trail says already that
+// pull request prURL was merged (a manual_intervention_required event
+// naming it and who merged it). A pull request is merged once, so its
+// merged event delivered again (posted again under a new id: GitHub signs
+// the body, not the delivery id) finds it and says nothing more.
+func mergeNoted(ctx context.Context, q querier, releaseID, prURL string) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND type = $2
+		AND data->>'pull_request' = $3 AND data->>'merged_by' IS NOT NULL`,
+		releaseID, string(records.AuditManualInterventionRequired), prURL).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look for the merge of %s in %s's audit trail: %w", prURL, releaseID, err)
+	}
+	return n > 0, nil
 }

@@ -220,13 +220,16 @@ func (h closedHandler) mergedStale(ctx context.Context, d pipeline.Delivery, ev 
 		"ripcord rolls nothing back", pr.GetHTMLURL(), stale.rollbackOf, by, stale.target,
 		or(current.ReleaseID, "no release that ran"))
 	return func(ctx context.Context, tx *sql.Tx) error {
+		if noted, err := mergeNoted(ctx, tx, or(stale.releaseID, stale.rollbackOf), pr.GetHTMLURL()); err != nil || noted {
+			return err
+		}
 		if err := h.staleAudit(ctx, tx, d, ev, stale, current, msg, map[string]any{"merged_by": by}); err != nil {
 			return err
 		}
 		h.deps.Log.Warn("stale rollback pull request merged", "pull_request", pr.GetHTMLURL(),
 			"release_id", stale.releaseID, "rollback_of", stale.rollbackOf, "running", current.ReleaseID)
 		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: ev.GetRepo().GetFullName(),
-			Number: pr.GetNumber(), InstallationID: ev.GetInstallation().GetID(), Key: "merged-stale-" + d.ID, Body: body})
+			Number: pr.GetNumber(), InstallationID: ev.GetInstallation().GetID(), Key: "merged-stale", Body: body})
 	}, nil
 }
 
