@@ -28,12 +28,14 @@ var commandEnv = []string{
 // binary passes its own environment on (with-postgres.sh exports
 // RIPCORD_TEST_POSTGRES for every test), so they are never called unknown.
 var exemptEnv = []string{
-	"RIPCORD_TEST_POSTGRES", // scripts/with-postgres.sh, internal/testdb: the tests' PostgreSQL server
-	"RIPCORD_SHARED",        // internal/githubtest: where GitHub's API description and examples are
-	"RIPCORD_K8S_BIN",       // scripts/k8s-binaries.sh, internal/k8stest: the Kubernetes binaries
-	"RIPCORD_HELM_BIN",      // scripts/helm.sh, deploy tests: the helm binary
-	"RIPCORD_E2E_LOG",       // end-to-end tests: keep the server's log
-	"RIPCORD_RETRY_DELAYS",  // actions/fact/post-fact.sh: its waits, shortened by its tests
+	"RIPCORD_TEST_POSTGRES",  // scripts/with-postgres.sh, internal/testdb: the tests' PostgreSQL server
+	"RIPCORD_SHARED",         // internal/githubtest: where GitHub's API description and examples are
+	"RIPCORD_K8S_BIN",        // scripts/k8s-binaries.sh, internal/k8stest: the Kubernetes binaries
+	"RIPCORD_HELM_BIN",       // scripts/helm.sh, deploy tests: the helm binary
+	"RIPCORD_E2E_LOG",        // end-to-end tests: keep the server's log
+	"RIPCORD_RETRY_DELAYS",   // actions/fact/post-fact.sh: its waits, shortened by its tests
+	"RIPCORD_MIN_FREE_GB",    // scripts/trim-gocache.sh: the free space under which it trims
+	"RIPCORD_CACHE_KEEP_MIN", // scripts/trim-gocache.sh: the age of the build cache entries it keeps
 }
 
 // KnownEnv lists every RIPCORD_* variable that is not a typo: the
