@@ -35,6 +35,13 @@ func uninstall(e *e2etest.Env) {
 // (Configure, Repository access) and waits until it is applied.
 func removeRepository(e *e2etest.Env) {
 	e.T.Helper()
+	// GitHub has the repository in no installation of the App now: ripcord
+	// asks before it applies a removal (a replayed one must not apply).
+	e.GitHub.Handle("GET /repos/{owner}/{repo}/installation", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = io.WriteString(w, `{"message": "Not Found", "documentation_url": "https://docs.github.com/rest/apps/apps#get-a-repository-installation-for-the-authenticated-app"}`)
+	})
 	e.Deliver("installation_repositories", e2etest.Edit(e.T, githubtest.LoadPayload(e.T, "installation_repositories", "removed.payload.json"), func(m map[string]any) {
 		m["installation"].(map[string]any)["id"] = githubtest.InstallationID
 		r := m["repositories_removed"].([]any)[0].(map[string]any)
@@ -46,10 +53,15 @@ func removeRepository(e *e2etest.Env) {
 }
 
 // rolloutCalls are the requests GitHub received for the rollouts of repo:
-// on the repository, or for an installation token to make them.
+// on the repository, or for an installation token to make them. The
+// App's question whether an installation has the repository is the
+// uninstall's, not a rollout's.
 func rolloutCalls(gh *githubtest.Server) []string {
 	var out []string
 	for _, r := range gh.Requests() {
+		if r.Route == "/repos/{owner}/{repo}/installation" {
+			continue
+		}
 		if strings.HasPrefix(r.Path, "/repos/"+repo+"/") || strings.HasSuffix(r.Route, "/access_tokens") {
 			out = append(out, r.Method+" "+r.Path)
 		}
