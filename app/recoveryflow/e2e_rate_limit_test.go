@@ -108,20 +108,7 @@ func TestRateLimitedReRunWaitsForTheLimit(t *testing.T) {
 	t.Run("a refusal", func(t *testing.T) {
 		testdb.Each(t, func(t *testing.T, dbURL string) {
 			s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
-			const run = 5102
-			s.failedRun(run)
-			s.GitHub.Handle("POST "+rerunPath, refuse)
-			s.failAttempt(run, 1)
-			s.waitState(run, recoveryflow.StateAlerted)
-			s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
-			cr := s.waitCheck("Manual intervention required")
-			s.Settle(jobKinds...)
-			if n := s.Count("POST", rerunPath, 403); n != 1 {
-				t.Errorf("re-runs tried = %d, want 1: asking again gets the same answer", n)
-			}
-			if !strings.Contains(cr.Summary, recoveryflow.RuleRerunRefused) || !strings.Contains(cr.Summary, "Resource not accessible") {
-				t.Errorf("check run does not quote GitHub's refusal:\n%s", cr.Summary)
-			}
+			s.alertsOnRefusal(5102, rerunPath, recoveryflow.RuleRerunRefused)
 		})
 	})
 }
@@ -132,6 +119,26 @@ func refuse(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusForbidden)
 	_, _ = io.WriteString(w, `{"message": "Resource not accessible by integration"}`)
+}
+
+// alertsOnRefusal fails run's first attempt with GitHub refusing recovery's
+// POST to route, a 403 that is no rate limit: recovery asks once (asking
+// again gets the same answer) and alerts under rule, quoting GitHub.
+func (s *scene) alertsOnRefusal(run int64, route, rule string) {
+	s.T.Helper()
+	s.failedRun(run)
+	s.GitHub.Handle("POST "+route, refuse)
+	s.failAttempt(run, 1)
+	s.waitState(run, recoveryflow.StateAlerted)
+	s.WaitFor("the alert issue", wait, func() bool { return len(s.GitHub.Issues(repo)) == 1 })
+	cr := s.waitCheck("Manual intervention required")
+	s.Settle(jobKinds...)
+	if n := s.Count("POST", route, 403); n != 1 {
+		s.T.Errorf("POST %s tried %d times, want 1: asking again gets the same answer", route, n)
+	}
+	if !strings.Contains(cr.Summary, rule) || !strings.Contains(cr.Summary, "Resource not accessible") {
+		s.T.Errorf("check run does not quote GitHub's refusal under %s:\n%s", rule, cr.Summary)
+	}
 }
 
 // A rollback dispatch that meets GitHub's rate limit waits for it,
@@ -207,19 +214,7 @@ func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
 		testdb.Each(t, func(t *testing.T, dbURL string) {
 			s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 			s.healthyPrevious()
-			const run = 5112
-			s.failedRun(run)
-			s.GitHub.Handle("POST "+dispatchPath, refuse)
-			s.failAttempt(run, 1)
-			s.waitState(run, recoveryflow.StateAlerted)
-			cr := s.waitCheck("Manual intervention required")
-			s.Settle(jobKinds...)
-			if n := s.Count("POST", dispatchPath, 403); n != 1 {
-				t.Errorf("dispatches tried = %d, want 1", n)
-			}
-			if !strings.Contains(cr.Summary, recoveryflow.RuleRollbackFailed) || !strings.Contains(cr.Summary, "Resource not accessible") {
-				t.Errorf("check run does not quote GitHub's refusal:\n%s", cr.Summary)
-			}
+			s.alertsOnRefusal(5112, dispatchPath, recoveryflow.RuleRollbackFailed)
 		})
 	})
 }
