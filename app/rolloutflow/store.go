@@ -417,15 +417,32 @@ func insertApproval(ctx context.Context, tx *sql.Tx, id string, stage int, a App
 	return n == 1, err
 }
 
+//
+// A line is numbered one past the rollout's last. On PostgreSQL two
+// transactions can take the same number (an operator's abort and a tick,
+// neither of which has locked the rollout yet): the second's insert waits
+// for the first's row, finds the number taken once it commits, and
+// numbers again from a new snapshot that sees it. SQLite's one writer
+// never meets the conflict.
 func insertAudit(ctx context.Context, tx *sql.Tx, id string, at time.Time, typ, message string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO rollout_audit (rollout_id, n, at, type, message)
-		VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM rollout_audit WHERE rollout_id = $1), $2, $3, $4)`,
-		id, store.Micros(at), typ, message)
-	if err != nil {
-		return fmt.Errorf("audit of rollout %s: %w", id, err)
+	for range auditNumberTries {
+		res, err := tx.ExecContext(ctx, `INSERT INTO rollout_audit (rollout_id, n, at, type, message)
+			VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM rollout_audit WHERE rollout_id = $1), $2, $3, $4)
+			ON CONFLICT (rollout_id, n) DO NOTHING`,
+			id, store.Micros(at), typ, message)
+		if err != nil {
+			return fmt.Errorf("audit of rollout %s: %w", id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
 	}
-	return nil
+	return fmt.Errorf("audit of rollout %s: its line number was taken %d times in a row by other transactions", id, auditNumberTries)
 }
+
+// auditNumberTries bounds insertAudit's numbering: each conflict means
+// another transaction committed a line of the same rollout meanwhile.
+const auditNumberTries = 10
 
 // AuditLine is one line of a rollout's audit trail.
 type AuditLine struct {
