@@ -360,10 +360,16 @@ func scalarValue(key string, v *yaml.Node) (string, error) {
 // mappingEntry reads a cluster's {token: "..."}, {tokens: [...]} and
 // {token_file: "/path"} (any of them together) as shorthand values.
 func mappingEntry(v *yaml.Node) ([]string, error) {
+	const expected = "expected {token: ...}, {tokens: [...]} or {token_file: ...}"
+	// An empty token or file name became the shorthand "NAME=", which
+	// was refused as not NAME=TOKEN: words of the flag's form for a
+	// mistake made in the file, which named neither the key nor the fix.
 	if v.Kind == yaml.ScalarNode {
+		if v.Value == "" {
+			return nil, errors.New("empty; " + expected)
+		}
 		return []string{v.Value}, nil
 	}
-	const expected = "expected {token: ...}, {tokens: [...]} or {token_file: ...}"
 	if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
 		return nil, errors.New(expected)
 	}
@@ -371,6 +377,8 @@ func mappingEntry(v *yaml.Node) ([]string, error) {
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		key, val := v.Content[i].Value, v.Content[i+1]
 		switch {
+		case (key == "token" || key == "token_file") && val.Kind == yaml.ScalarNode && val.Value == "":
+			return nil, fmt.Errorf("%s: empty; give the cluster's token, or the path of a file holding it with token_file", key)
 		case key == "token" && val.Kind == yaml.ScalarNode:
 			out = append(out, val.Value)
 		case key == "token_file" && val.Kind == yaml.ScalarNode:

@@ -563,3 +563,34 @@ func TestUnknownFileKeyNamesTheKeyMeant(t *testing.T) {
 		t.Errorf("a key far from every known one: error %v; want the known keys and no guess", err)
 	}
 }
+
+// An empty token or token file of a cluster in the settings file is named
+// as the file's key with what to write: it was refused in the words of the
+// flag's shorthand ("prod-eu=" is not NAME=TOKEN or NAME=@FILE), which
+// the file never held.
+func TestAnEmptyClusterTokenInTheFileNamesItsKey(t *testing.T) {
+	cases := []struct {
+		name, file string
+		want       []string
+	}{
+		{"an empty token", "clusters:\n  prod-eu: {token: \"\"}\n", []string{"clusters (from ", ":2:", "prod-eu: token: empty", "token_file"}},
+		{"an empty token file", "clusters:\n  prod-eu: {token_file: \"\"}\n", []string{"clusters (from ", ":2:", "prod-eu: token_file: empty"}},
+		{"an empty shorthand", "clusters:\n  prod-eu: \"\"\n", []string{"clusters (from ", ":2:", "prod-eu: empty", "{token: ...}"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := load(t, nil, map[string]string{"RIPCORD_CONFIG": writeFile(t, "ripcord.yml", c.file)})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "NAME=TOKEN") {
+				t.Errorf("error %q speaks of the flag's form, not the file's", err)
+			}
+		})
+	}
+}
