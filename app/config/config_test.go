@@ -349,6 +349,9 @@ func TestBadDatabaseSettingSaysWhatToWriteAndHidesThePassword(t *testing.T) {
 			[]string{"database (from environment variable RIPCORD_DATABASE)", "mysql://ripcord:xxxxx@db:3306/ripcord", "sqlite://FILE"}},
 		{"URL that does not parse", "mysql://ripcord:hunter2@db:port/ripcord",
 			[]string{"database", "@db:port/ripcord", "sqlite://FILE"}},
+		// The value is shown as typed: "sqlite://" was shown as "sqlite:".
+		{"sqlite URL that names no file", "sqlite://",
+			[]string{`"sqlite://" is not a database URL`, "sqlite://FILE"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -134,10 +134,14 @@ func redactPassword(v string) string {
 		}
 		return v
 	}
+	// Only a URL with a password is written anew: u.String() also
+	// rewrites what it need not, and "sqlite://" was shown as "sqlite:",
+	// not what the user typed.
 	if _, ok := u.User.Password(); ok {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		return u.String()
 	}
-	return u.String()
+	return v
 }
 
 func absoluteHTTP(v string) (*url.URL, error) {
