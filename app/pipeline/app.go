@@ -47,10 +47,20 @@ func AppNotConfigured(err error) bool { return errors.Is(err, ghclient.ErrNotCon
 // NotInstalled says why no installation of the App can act on repository:
 // no App is configured at all (a server still being set up), or the App
 // is not installed there.
+// An empty repository (a release opened without one, then rolled out) is
+// said as such: "cannot act on : set …" and "not installed on " named
+// nothing.
 func NotInstalled(app func() AppIdentity, repository string) string {
 	if app != nil && !app().Configured {
-		return "no GitHub App is configured, so ripcord cannot act on " + repository +
+		on := repository
+		if on == "" {
+			on = "GitHub"
+		}
+		return "no GitHub App is configured, so ripcord cannot act on " + on +
 			": set github.app_id and github.private_key (RIPCORD_GITHUB_APP_ID, RIPCORD_GITHUB_PRIVATE_KEY), or register one at /setup"
+	}
+	if repository == "" {
+		return "no repository is named, so no installation of the ripcord App can act for it: name the app's repository (owner/name)"
 	}
 	return "the ripcord App is not installed on " + repository
 }
