@@ -163,23 +163,7 @@ func removedEventOf(t *testing.T, installation []byte) []byte {
 // repositoriesOf lists the repositories recorded for installation id, by name.
 func (ts *testServer) repositoriesOf(t *testing.T, id int64) []string {
 	t.Helper()
-	rows, err := ts.db.Read.Query(`SELECT repository FROM installation_repositories WHERE installation_id = $1 ORDER BY repository`, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return column[string](t, ts, `SELECT repository FROM installation_repositories WHERE installation_id = $1 ORDER BY repository`, id)
 }
 
 // GitHub gives a suspended installation no token, so its repositories
