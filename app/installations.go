@@ -225,8 +225,10 @@ func (h installations) repositoriesNow(ctx context.Context, d Delivery, id int64
 // GitHub gives no token to a suspended installation (403) nor to a
 // deleted one (404), and refuses a token it gave before they were; the
 // App's own reads answer for them still: then each repository of the
-// payload is asked of as the App (a deleted installation has none). Without an App the payload is taken at its word,
-// as repositoriesNow does; any other failure to ask is the delivery's,
+// payload is asked of as the App (a deleted installation has none; its
+// event is ignored anyway once its deletion was applied,
+// olderThanDeletion). Without an App the payload is taken at its word, as
+// repositoriesNow does; any other failure to ask is the delivery's,
 // retried, never applied from the payload.
 func (h installations) installedNow(ctx context.Context, d Delivery, ev github.InstallationEvent, suspended bool) ([]*github.Repository, error) {
 	id := ev.GetInstallation().GetID()
