@@ -393,9 +393,15 @@ func (a api) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The api token names the voter; the voter's own GitHub permission is
-	// checked as for the button and /ripcord approve.
+	// checked as for the button and /ripcord approve, once ripcord's own
+	// records say the vote can count (voteCannotCount): a vote on a
+	// rollout that waits for none asks GitHub nothing.
 	user := strings.TrimPrefix(strings.TrimSpace(q.User), "@")
 	if ro, err := getRollout(r.Context(), a.x.deps.DB.Read, r.PathValue("id")); err == nil && user != "" {
+		if err := voteCannotCount(ro); err != nil {
+			a.answer(w, r, "", err)
+			return
+		}
 		if err := a.x.mayVote(r.Context(), ro, ro.InstallationID, user); err != nil {
 			a.answer(w, r, "", err)
 			return
