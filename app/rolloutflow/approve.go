@@ -153,6 +153,12 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 	if phase == PhaseQueue {
 		reply = fmt.Sprintf("rollout %s aborted by @%s before it started: nothing was deployed", r.ID, login)
 	}
+	// The abort is stored whatever this read says: it only adds to the
+	// reply when the abort is carried out.
+	if inst, err := rolloutInstallation(ctx, x.deps.DB.Read, r.ID); err == nil && inst.suspended && inst.installed {
+		reply += fmt.Sprintf("; it is carried out once the App's installation %d is unsuspended (suspended now: "+
+			"nothing is asked of GitHub until then)", inst.id)
+	}
 	return reply, nil
 }
 
