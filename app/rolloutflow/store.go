@@ -424,6 +424,7 @@ func insertApproval(ctx context.Context, tx *sql.Tx, id string, stage int, a App
 	return n == 1, err
 }
 
+// insertAudit adds a line to a rollout's audit trail.
 //
 // A line is numbered one past the rollout's last. On PostgreSQL two
 // transactions can take the same number (an operator's abort and a tick,
