@@ -81,7 +81,11 @@ func adminURL(t testing.TB) string {
 	return admin
 }
 
-func newPostgresDB(t testing.TB, admin string) string {
+func newPostgresDB(t testing.TB, admin string) string { return newPostgresDBFrom(t, admin, "") }
+
+// newPostgresDBFrom creates a database that is a copy of template (the
+// server's default, template1, when "") and drops it when the test ends.
+func newPostgresDBFrom(t testing.TB, admin, template string) string {
 	db, err := sql.Open("pgx", admin)
 	if err != nil {
 		t.Fatalf("open %s: %v", PostgresEnv, err)
@@ -89,7 +93,11 @@ func newPostgresDB(t testing.TB, admin string) string {
 	defer db.Close()
 	name := fmt.Sprintf("ripcord_test_%d", rand.Int64())
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + template
+	}
+	if _, err := db.ExecContext(ctx, create); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -100,10 +108,19 @@ func newPostgresDB(t testing.TB, admin string) string {
 		defer db.Close()
 		_, _ = db.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
+	u, err := withDatabase(admin, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// withDatabase is the URL admin with its database changed to name.
+func withDatabase(admin, name string) (string, error) {
 	u, err := url.Parse(admin)
 	if err != nil {
-		t.Fatalf("parse %s: %v", PostgresEnv, err)
+		return "", fmt.Errorf("parse %s: %v", PostgresEnv, err)
 	}
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), nil
 }
