@@ -14,7 +14,7 @@ import (
 // the rollout before the abort was stored) must stop that dispatch: the
 // operator was told the rollout is aborted, and no batch may start after.
 func TestAnAbortDuringADispatchStopsIt(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.hold = true
@@ -54,7 +54,7 @@ func TestAnAbortDuringADispatchStopsIt(t *testing.T) {
 // the queue and dispatched its first batch before the abort was stored,
 // must not answer "nothing was deployed": the canary's batch went out.
 func TestAnAbortAfterATickDispatchedDoesNotSayNothingWasDeployed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.hold = true
@@ -107,7 +107,7 @@ func TestAnAbortOfARolloutThatEndedMeanwhileIsRefused(t *testing.T) {
 // that batch must not go out after the operator was told the rollout is
 // aborted.
 func TestAnAbortBetweenAClaimAndItsDispatchStopsIt(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		h.hold = true

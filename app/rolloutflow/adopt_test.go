@@ -30,7 +30,7 @@ func TestRunOfACutShortDispatchIsAdopted(t *testing.T) {
 		{"a deploy workflow without run-name", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 				h.gh.SetClock(h.clock.Now) // runs are created on the rollout's clock
 				if tc.runName != "" {
@@ -109,7 +109,7 @@ func TestARunDispatchedWithoutItsDetailsIsAdopted(t *testing.T) {
 // dispatching a rollback beside a deploy still running). A 4xx is a
 // refusal, no run was started: the batch fails at once, as before.
 func TestADispatchAnsweredWithA5xxIsAdoptedNotFailed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		batches := answerFirstDispatchWith(h, http.StatusBadGateway, true)
 		h.start(nil)
@@ -218,7 +218,7 @@ func TestRunOfACutShortDispatchIsAdoptedBeyondThe100NewestRuns(t *testing.T) {
 // access is lost, once; once access is back its run is adopted by its name
 // and the rollout goes on.
 func TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 		h.gh.SetClock(h.clock.Now)
 		h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
@@ -269,7 +269,7 @@ func TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost(t *testing.T) {
 // applies. (A repository that does not read either is access lost:
 // TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost.)
 func TestAnAdoptionWhoseWorkflowIsGoneFailsTheBatch(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.gh.SetClock(h.clock.Now)
 		h.hold = true

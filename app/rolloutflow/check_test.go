@@ -27,7 +27,7 @@ import (
 func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
 	for _, c := range tokenFailures {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := heldRollout(t, dbURL)
 				tokens := answerTokens(h)
 				tokens.set(c.status)
@@ -71,7 +71,7 @@ func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
 // (snoozed until the next poll) both meet it, in turn, every 5 minutes:
 // each says so once, not once per poll.
 func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := heldRollout(t, dbURL)
 		answerTokens(h).set(http.StatusNotFound)
 		h.x = h.executor() // no token of the installation cached
@@ -97,7 +97,7 @@ func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
 // once, and the check run is written once access is back. A 404 while the
 // repository reads stays the job's error.
 func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := heldRollout(t, dbURL)
 		repo := answerRoute(h, "GET /repos/{owner}/{repo}")
 		create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
@@ -139,7 +139,7 @@ func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
 func TestACheckRun404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := heldRollout(t, dbURL)
 				repo := answerRoute(h, "GET /repos/{owner}/{repo}")
 				create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
@@ -190,7 +190,7 @@ func TestARateLimitedCheckRunWaitsForTheReset(t *testing.T) {
 		{"installation token, primary limit spent (403)", true, http.StatusForbidden, primaryLimit, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := heldRollout(t, dbURL)
 				tokens := answerTokens(h)
 				create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
@@ -270,7 +270,7 @@ func checkJob(h *harness) (*checkWorker, *river.Job[CheckArgs]) {
 // asks again then, both when the refusal is new and when the stored limit
 // still holds.
 func TestARateLimitedCheckRunWaitsAtMostAnHourAtATime(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := heldRollout(t, dbURL)
 		create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
 		header := http.Header{}

@@ -36,7 +36,7 @@ func TestAnOutageOnABatchIsSaidOnceAndShownInTheStatus(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 				a := answerAccess(h)
 				tokens := answerTokens(h)

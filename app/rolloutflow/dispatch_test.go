@@ -112,7 +112,7 @@ func (h *harness) auditOf(typ string) []string {
 // on_failure), the rollout waits where it is and its audit says why, once;
 // once access is back the batch is dispatched and the rollout goes on.
 func TestADispatch404OfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 		a := answerAccess(h)
 		a.set(http.StatusNotFound, http.StatusNotFound)
@@ -196,7 +196,7 @@ func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
 		status int
 	}{{"a 5xx", http.StatusServiceUnavailable}, {"no answer", -1}} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 				a := answerAccess(h)
 				a.set(c.status, 0)
@@ -286,7 +286,7 @@ func TestAnInstallationRefusedItsTokenFailsNoBatch(t *testing.T) {
 		{"suspended, on the default branch", http.StatusForbidden, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 				a := answerAccess(h)
 				tokens := answerTokens(h)
@@ -332,7 +332,7 @@ func TestATokenUnansweredFailsNoBatch(t *testing.T) {
 		status int
 	}{{"a 5xx", http.StatusServiceUnavailable}, {"no answer", -1}} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 				a := answerAccess(h)
 				tokens := answerTokens(h)

@@ -17,7 +17,7 @@ import (
 // GitHub renders as markdown in ripcord's name, shows it as typed but inert:
 // it mentions no one and links nowhere.
 func TestAnAbortsReasonIsExactInTheAPIAndInertInTheCheckRun(t *testing.T) {
-	testdb.Each(t, abortReasonShown)
+	testdb.EachMigrated(t, abortReasonShown)
 }
 
 func abortReasonShown(t *testing.T, dbURL string) {

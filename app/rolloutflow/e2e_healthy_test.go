@@ -108,7 +108,7 @@ func (s *scene) rolloutOf(release string) {
 // own path, once: the job run again, or the deploy workflow posting the
 // same run's success with the bundled action, changes nothing.
 func TestASucceededRolloutReportsItsReleaseHealthy(t *testing.T) {
-	testdb.Each(t, succeededRolloutIsHealthy)
+	testdb.EachMigrated(t, succeededRolloutIsHealthy)
 }
 
 func succeededRolloutIsHealthy(t *testing.T, dbURL string) {
@@ -182,7 +182,7 @@ func succeededRolloutIsHealthy(t *testing.T, dbURL string) {
 // succeeds: it is healthy, and the release it takes back is rolled-back,
 // marked through the reducer as any healthy rollback marks it.
 func TestASucceededRollbackRolloutMarksTheReleaseRolledBack(t *testing.T) {
-	testdb.Each(t, rollbackRolloutRollsBack)
+	testdb.EachMigrated(t, rollbackRolloutRollsBack)
 }
 
 func rollbackRolloutRollsBack(t *testing.T, dbURL string) {

@@ -17,7 +17,7 @@ import (
 
 func newScene(t *testing.T, config string) *scene {
 	t.Helper()
-	return &scene{Env: startOn(t, testdb.URL(t, "sqlite"), config, "admin")}
+	return &scene{Env: startOn(t, testdb.MigratedURL(t, "sqlite"), config, "admin")}
 }
 
 // The CLI starts a rollout, shows it, is refused the author's approval,

@@ -160,7 +160,7 @@ func (s *probeScene) post(env, token string, p rolloutflow.ProbePost) (int, prob
 // main in production posts them, and staging, without a rule, takes any
 // workflow of the repository. Without the rule nothing changes.
 func TestOIDCRuleDecidesWhichWorkflowsPostARolloutsProbes(t *testing.T) {
-	testdb.Each(t, oidcRuleHoldsProbes)
+	testdb.EachMigrated(t, oidcRuleHoldsProbes)
 }
 
 func oidcRuleHoldsProbes(t *testing.T, dbURL string) {
@@ -204,7 +204,7 @@ func oidcRuleHoldsProbes(t *testing.T, dbURL string) {
 // while GitHub cannot be read it is 503, before the reading is looked at;
 // nothing is stored.
 func TestAnOIDCRuleThatCannotBeCheckedRefusesProbes(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := &probeScene{Env: startOn(t, dbURL, probeRuleConfig(prodProbeRule), "write"), rollouts: map[string]string{}}
 		s.openIn("prod")
 		mainProd := s.token("refs/heads/main", "production")

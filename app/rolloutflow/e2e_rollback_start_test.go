@@ -24,7 +24,7 @@ import (
 // its pull request), and whether the rolled-back release's rollout was
 // stopped by this request, before, or had ended.
 func TestARolloutStartOfARollbackSaysWhatItDid(t *testing.T) {
-	testdb.Each(t, rollbackStartSaysWhatItDid)
+	testdb.EachMigrated(t, rollbackStartSaysWhatItDid)
 }
 
 func rollbackStartSaysWhatItDid(t *testing.T, dbURL string) {

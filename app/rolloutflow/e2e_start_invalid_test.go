@@ -18,7 +18,7 @@ import (
 // lists every problem as `ripcord validate` prints them: whoever started it
 // fixes the file in one go rather than one problem per try.
 func TestRolloutStartOnAnInvalidConfigNamesTheProblems(t *testing.T) {
-	testdb.Each(t, startOnInvalidConfig)
+	testdb.EachMigrated(t, startOnInvalidConfig)
 }
 
 func startOnInvalidConfig(t *testing.T, dbURL string) {

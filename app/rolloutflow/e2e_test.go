@@ -174,7 +174,7 @@ func openRollout(e *e2etest.Env, releaseID, image string) string {
 // dispatched, the workflow_run event moves it on, the check run asks for
 // approval with a button, a reader's click is refused, a writer's goes on.
 func TestReleaseOpenedThroughTheAPIRollsOutWithAnApprovalButton(t *testing.T) {
-	testdb.Each(t, approvalButton)
+	testdb.EachMigrated(t, approvalButton)
 }
 
 func approvalButton(t *testing.T, dbURL string) {
@@ -222,7 +222,7 @@ func approvalButton(t *testing.T, dbURL string) {
 // The bundled action's task fact that opens a release starts its rollout,
 // like POST /api/v1/releases does.
 func TestReleaseOpenedByTheBundledActionRollsOut(t *testing.T) {
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)
 	e.Install(repo)

@@ -74,7 +74,7 @@ func rolloutCalls(gh *githubtest.Server) []string {
 // saying why; nothing is asked of GitHub for it after (no check run can
 // be written), and it cannot be moved on.
 func TestAnUninstallEndsTheRolloutsOfTheRepository(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "write")
 		s.settle()
 		if st := s.status(); st.Rollout.Status != rolloutflow.PausedApproval {
@@ -143,7 +143,7 @@ func postFact(t *testing.T, e *e2etest.Env, token string) (int, probeAnswer) {
 // a rule no read can check now; the rollout it read for, which was waiting
 // at its gate for the reading, has ended.
 func TestProbesOfAnUninstalledRepositoryAreToldToInstallTheApp(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := &probeScene{Env: startOn(t, dbURL, probeRuleConfig(prodProbeRule), "write"), rollouts: map[string]string{}}
 		s.openIn("prod")
 		mainProd := s.token("refs/heads/main", "production")

@@ -24,7 +24,7 @@ var deployAll = []string{
 }
 
 func TestGreenRolloutDispatchesEveryBatchOnceAndSucceeds(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) { greenRollout(t, newHarnessOn(t, dbURL, "stop", "", time.Minute)) })
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) { greenRollout(t, newHarnessOn(t, dbURL, "stop", "", time.Minute)) })
 }
 
 func greenRollout(t *testing.T, h *harness) {
@@ -75,7 +75,7 @@ func TestRedMetricInTheThirdStage(t *testing.T) {
 			[]string{StageRolledBack, StageRolledBack, StageRolledBack, StagePending}, nil},
 	} {
 		t.Run(tc.onFailure, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, tc.onFailure, "", 5*time.Minute)
 				redMetric(t, h, tc.again, tc.stages)
 				st, err := h.executor().Status(context.Background(), h.rollout().ID)
@@ -177,7 +177,7 @@ func TestALostRunEventIsMadeUpByPolling(t *testing.T) {
 }
 
 func TestRestartInTheMiddleOfABakeResumesIt(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		restartMidBake(t, newHarnessOn(t, dbURL, "stop", "", 10*time.Minute))
 	})
 }

@@ -159,7 +159,7 @@ type harness struct {
 
 func newHarness(t *testing.T, onFailure, approvals string, bake time.Duration) *harness {
 	t.Helper()
-	return newHarnessOn(t, testdb.URL(t, "sqlite"), onFailure, approvals, bake)
+	return newHarnessOn(t, testdb.MigratedURL(t, "sqlite"), onFailure, approvals, bake)
 }
 
 // newHarnessOn is newHarness on the database at dbURL (testdb.Each).

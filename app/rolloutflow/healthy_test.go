@@ -45,7 +45,7 @@ func (h *harness) healthyJobs() []HealthyArgs {
 // fact is the one the deploy workflow's own success for the last deploy
 // batch's run would be: same id, so either one after the other is a repeat.
 func TestASucceededRolloutQueuesItsReleasesHealthyFact(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.start(nil)
 		if r := h.run(nil); r.Machine.Status != Succeeded {

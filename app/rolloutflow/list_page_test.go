@@ -21,7 +21,7 @@ import (
 // them in one query for the page, and each rollout in it says what its
 // own status says (without the audit trail, which the list leaves out).
 func TestAPageOfTheListReadsItsRolloutsBatchesInOneQuery(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		ctx := context.Background()
 		// One rollout that ended, one with a batch in flight, one queued

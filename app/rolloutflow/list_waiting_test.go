@@ -20,7 +20,7 @@ import (
 // rollout that waits; the page's open unanswered lines are read in one
 // query, not one per rollout.
 func TestTheListOfRolloutsSaysWhichWaitsOutAnOutage(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 		tokens := answerTokens(h)
 		h.start(nil)

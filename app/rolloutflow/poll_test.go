@@ -251,7 +251,7 @@ func TestAnInstallationRefusedItsTokenFailsNoRunInFlight(t *testing.T) {
 				name = c.name + ", run to adopt"
 			}
 			t.Run(name, func(t *testing.T) {
-				testdb.Each(t, func(t *testing.T, dbURL string) {
+				testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 					h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 					h.gh.SetClock(h.clock.Now) // runs are created on the rollout's clock
 					h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")

@@ -31,7 +31,7 @@ func (h *harness) markHealthy(releaseID string) {
 // it left the queue: the rollout ahead of it may have deployed a newer one
 // meanwhile, and going back past it would undo it on part of the hosts.
 func TestAQueuedRolloutRollsBackToTheReleaseBeforeItWhenItStarts(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		h.markHealthy("r1:prod-eu/prod")
 		h.start(nil) // v2
@@ -118,7 +118,7 @@ func (h *harness) previousOf(id string) string {
 // whose pull request is not merged (opened) never did, so any number of
 // them newer than the healthy release do not hide it.
 func TestPreviousIsTheHealthyReleaseThatRanPastOpenedOnes(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		// r1 ran and was healthy (newHarnessOn).
 		h.openMany(21)
@@ -132,7 +132,7 @@ func TestPreviousIsTheHealthyReleaseThatRanPastOpenedOnes(t *testing.T) {
 // release that ran, never an opened (or withdrawn) one: that image was
 // never deployed.
 func TestPreviousFallbackIsAReleaseThatRan(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		// r1 (healthy) is the release itself here; r2 ran and failed.
 		h.ran("r2:prod-eu/prod", "v2", 9002, records.TaskFailed)
@@ -150,7 +150,7 @@ func TestPreviousFallbackIsAReleaseThatRan(t *testing.T) {
 // its place (r1's image is the rollback's own, which just failed), the
 // rollout stops where it is, failed, and says why.
 func TestAFailedRollbackRolloutDoesNotRedeployTheReleaseItRollsBack(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		ctx := context.Background()
 		h.clock.set(h.clock.Now().Add(time.Minute))
@@ -261,7 +261,7 @@ func TestPreviousIsNeverARolledBackRelease(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 				// r1 (v1) ran and was healthy (newHarnessOn); r3 after it too.
 				h.clock.set(h.clock.Now().Add(time.Minute))
@@ -280,7 +280,7 @@ func TestPreviousIsNeverARolledBackRelease(t *testing.T) {
 // With no healthy release left but one that was rolled back, the fallback
 // (the newest other release that ran) is not the rolled-back one either.
 func TestPreviousFallbackIsNeverARolledBackRelease(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		// r1 (healthy) is the release itself here; r3 and then r4 ran and
 		// failed, and r4 was rolled back (its rollback is not read).

@@ -14,7 +14,7 @@ import (
 // stage fails), and the gate and the audit say which workflow to look
 // for where, as a batch's dispatch does, not GitHub's raw answer.
 func TestAProbeDispatch404OfAMissingWorkflowSaysSo(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := bakingRunners(t, dbURL)
 		answerRoute(h, "POST "+dispatchRoute).set(http.StatusNotFound)
 		h.clock.set(h.rollout().WakeAt) // the first reading is due

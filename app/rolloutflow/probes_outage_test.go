@@ -38,7 +38,7 @@ func (o *probeOutage) dispatched() []map[string]any {
 // bakingWithProbeOutage deploys the runner harness's one stage and then
 // answers its probe dispatches with o.
 func bakingWithProbeOutage(t *testing.T) (*harness, *probeOutage) {
-	return bakingWithProbeOutageOn(t, testdb.URL(t, "sqlite"))
+	return bakingWithProbeOutageOn(t, testdb.MigratedURL(t, "sqlite"))
 }
 
 // bakingWithProbeOutageOn is bakingWithProbeOutage on dbURL.
@@ -144,7 +144,7 @@ func TestAProbeDispatchIn5xxForItsWholeIntervalIsRed(t *testing.T) {
 // what was left of the first try's: its runners are not red for the
 // seconds GitHub took to answer.
 func TestAProbeDispatchSentAfter5xxGetsAWholeInterval(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h, o := bakingWithProbeOutageOn(t, dbURL)
 		due := h.rollout().WakeAt // the first reading is due
 		h.clock.set(due)

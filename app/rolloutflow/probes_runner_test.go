@@ -126,7 +126,7 @@ func newRunnerHarness(t *testing.T, dbURL string, a, b *target) *harness {
 }
 
 func TestRunnerProbesArriveAndTheStagePasses(t *testing.T) {
-	testdb.Each(t, runnerProbesArrive)
+	testdb.EachMigrated(t, runnerProbesArrive)
 }
 
 func runnerProbesArrive(t *testing.T, dbURL string) {
@@ -161,7 +161,7 @@ func runnerProbesArrive(t *testing.T, dbURL string) {
 }
 
 func TestRunnerProbesThatDoNotArriveAreRed(t *testing.T) {
-	testdb.Each(t, runnerProbesMissing)
+	testdb.EachMigrated(t, runnerProbesMissing)
 }
 
 func runnerProbesMissing(t *testing.T, dbURL string) {
@@ -187,7 +187,7 @@ func runnerProbesMissing(t *testing.T, dbURL string) {
 func TestRunnerProbesSeeARedTarget(t *testing.T) {
 	a, b := twoTargets(t)
 	b.status.Store(503)
-	h := newRunnerHarness(t, testdb.URL(t, "sqlite"), a, b)
+	h := newRunnerHarness(t, testdb.MigratedURL(t, "sqlite"), a, b)
 	r := h.runWithRunners(false)
 	g := r.Machine.Stages[0].Gate
 	if r.Machine.Status != Failed || !strings.Contains(g, b.host()) || !strings.Contains(g, "status 503") || strings.Contains(g, a.host()) {
@@ -196,7 +196,7 @@ func TestRunnerProbesSeeARedTarget(t *testing.T) {
 }
 
 func TestRunnerProbePostsAreChecked(t *testing.T) {
-	testdb.Each(t, runnerProbePosts)
+	testdb.EachMigrated(t, runnerProbePosts)
 }
 
 func runnerProbePosts(t *testing.T, dbURL string) {

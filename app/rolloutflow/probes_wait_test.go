@@ -89,7 +89,7 @@ func TestARateLimitedProbeDispatchWaitsForTheReset(t *testing.T) {
 		{"too many requests (429, Retry-After)", http.StatusTooManyRequests, retryAfter, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := bakingRunners(t, dbURL)
 				rt := answerRoute(h, "POST "+dispatchRoute)
 				h.clock.set(h.rollout().WakeAt) // the first reading is due
@@ -148,7 +148,7 @@ func TestARateLimitedProbeDispatchWaitsForTheReset(t *testing.T) {
 // too: it is not dispatched before the reset, and the reading waits for it
 // rather than going red.
 func TestAProbeDispatchWaitsForTheStoredRateLimit(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := bakingRunners(t, dbURL)
 		h.clock.set(h.rollout().WakeAt)
 		until := h.clock.Now().Add(10 * time.Minute)
@@ -200,7 +200,7 @@ func TestAProbeDispatchAfterAccessLostWaitsForAccess(t *testing.T) {
 			fmt.Sprintf("installation %d", githubtest.InstallationID)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := bakingRunners(t, dbURL)
 				status := http.StatusNotFound
 				if c.name == "installation suspended" {
@@ -272,7 +272,7 @@ func TestAProbeRoundSaysOnceThatItsReadingWaitsPastItsInterval(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := bakingRunners(t, dbURL)
 				h.clock.set(h.rollout().WakeAt) // the first reading is due
 				c.first(t, h)

@@ -24,7 +24,7 @@ const dispatchRoute = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dis
 // dispatches its two passes side by side: the first gets through, its run
 // in flight, and the second meets the limit.
 func TestARateLimitedDispatchHoldsThePollsUntilTheReset(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		a := answerAccess(h)
 		h.start(nil)
@@ -98,7 +98,7 @@ func TestARateLimitedDispatchHoldsThePollsUntilTheReset(t *testing.T) {
 // the reset (a snooze, which costs no attempt) instead of spending a
 // request against it, and writes the check run then.
 func TestACheckRunWaitsForTheRateLimitADispatchMet(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		a := answerAccess(h)
 		header, until := retryAfter(h.clock.Now())
@@ -135,7 +135,7 @@ func TestACheckRunWaitsForTheRateLimitADispatchMet(t *testing.T) {
 func TestADispatchWaitsForTheRateLimitTheCheckRunMet(t *testing.T) {
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 				create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")
 				until := limit(h, create, c.status)

@@ -39,7 +39,7 @@ func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
 		{"secondary limit named in the message only (403)", false, http.StatusForbidden, secondaryMessage, secondaryLimited, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 				a := answerAccess(h)
 				tokens := answerTokens(h)
@@ -96,7 +96,7 @@ func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
 // gets through. A rate limit met again after a dispatch got through is a
 // new episode, said again.
 func TestARateLimitIsSaidOncePerEpisode(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		a := answerAccess(h)
 		limit := func() {

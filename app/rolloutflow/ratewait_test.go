@@ -42,7 +42,7 @@ func TestARateLimitedRunPollWaitsForTheReset(t *testing.T) {
 	const route = "/repos/{owner}/{repo}/actions/runs/{run_id}"
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 				h.hold = true
 				h.start(nil)
@@ -116,7 +116,7 @@ func TestARateLimitedAdoptionWaitsForTheReset(t *testing.T) {
 	const route = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs"
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 				h.gh.SetClock(h.clock.Now)
 				h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
@@ -171,7 +171,7 @@ func TestARateLimitedAdoptionWaitsForTheReset(t *testing.T) {
 // adopted after the reset.
 func TestAnAdoption404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
 	const list, repo = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", "/repos/{owner}/{repo}"
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.gh.SetClock(h.clock.Now)
 		h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
@@ -218,7 +218,7 @@ func TestAnAdoption404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T)
 // both); the batch is left as it was, and read after the reset.
 func TestARunPoll404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
 	const run, repo = "/repos/{owner}/{repo}/actions/runs/{run_id}", "/repos/{owner}/{repo}"
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.hold = true
 		h.start(nil)

@@ -16,7 +16,7 @@ import (
 // on_failure rollback-all, it fails with the reason and rolls nothing
 // back; its check run job and later ticks ask GitHub nothing either.
 func TestATickEndsARolloutOfAnUninstalledRepositoryWithoutGitHub(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-all", "", 10*time.Minute)
 		h.start(nil)
 		r := h.run(func(r Rollout) bool { return r.Machine.Phase == PhaseBake })
