@@ -28,7 +28,7 @@ func openFirstRollback(t *testing.T, s *scene) (rollbackflow.Accepted, string, i
 // answer is a duplicate naming the open pull request, and nothing is
 // queued, as `/ripcord rollback` answers "open already".
 func TestRollbackAPIForTheOpenRollbackIsADuplicate(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		acc, prURL, prNumber := openFirstRollback(t, s)
 		db := testdb.Open(t, dbURL)

@@ -18,7 +18,7 @@ func TestRollbackCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newScene(t, testdb.URL(t, "sqlite"))
+	s := newScene(t, testdb.MigratedURL(t, "sqlite"))
 	run := func(args ...string) (int, string) {
 		cmd := exec.Command(bin, append([]string{"rollback", "--server", s.URL, "--token", e2etest.Token}, args...)...)
 		out, err := cmd.CombinedOutput()

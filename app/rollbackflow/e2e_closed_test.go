@@ -73,7 +73,7 @@ func TestClosedRollbackPullRequestLetsANewRollbackOpen(t *testing.T) {
 			name = "close missed"
 		}
 		t.Run(name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
 				pr, old := s.rollbackByComment()
 
@@ -125,7 +125,7 @@ func TestClosedRollbackPullRequestLetsANewRollbackOpen(t *testing.T) {
 // without merging (the close missed): a new rollback is accepted, not the
 // closed one's job answered as a duplicate.
 func TestRollbackThroughTheAPIAfterItsPullRequestWasClosed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		post := func() rollbackflow.Accepted {
 			status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
@@ -157,7 +157,7 @@ func TestRollbackThroughTheAPIAfterItsPullRequestWasClosed(t *testing.T) {
 // without merging: it is the pull request's as records.MarkMerged counts
 // it (pr_url, or no pr_url and the same repository and number).
 func TestClosedRollbackPullRequestWithdrawsAReleaseWithoutItsURL(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		_, old := s.rollbackByComment()
 		if old.PRURL == "" || old.PRNumber == 0 {
@@ -216,7 +216,7 @@ func (s *scene) rollbackWithoutURL(dbURL string) records.Record {
 // names: closing that pull request withdraws it, and closing the app
 // repository's pull request of the same number does not.
 func TestClosedGitOpsPullRequestWithdrawsItsRollbackWithoutURL(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		rec := s.rollbackWithoutURL(dbURL)
 

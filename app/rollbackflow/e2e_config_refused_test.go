@@ -33,7 +33,7 @@ func TestARollbackWhereTheConfigDoesNotLoadSaysWhatToFix(t *testing.T) {
 		{"an unknown key", appRepo, unknownKey,
 			`.github/ripcord.yml of acme/checkout is not valid at line 12, apps.checkout.environments.prod.rollback.bogus: unknown key "bogus"`, "apps.checkout.environments.prod.rollback.bogus"},
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		s.Install(other)
 		failed := "r3:prod-eu/prod"

@@ -16,7 +16,7 @@ import (
 // would never be posted. The commenter is told instead that the rollback
 // is being opened already, with the release to follow.
 func TestRollbackCommandWhileTheSameRollbackIsBeingOpenedIsAnswered(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 			w.Header().Set("Content-Type", "application/json")

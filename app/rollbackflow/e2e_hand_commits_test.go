@@ -18,7 +18,7 @@ import (
 // event say that the branch has a commit made by hand that ripcord left in
 // place.
 func TestRollbackRetryKeepsCommitsMadeByHand(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newSceneWith(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond})
 		db := testdb.Open(t, dbURL)
 		failRollbackInitiated(t, db)

@@ -122,7 +122,7 @@ func postTo(url, body string) (int, string, error) {
 // opened. One is accepted; the other is a 409 naming it, as when they come
 // one after the other.
 func TestRollbackAPIRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s, envs := raceScene(t, dbURL)
 		for _, env := range envs {
 			status, out := postAtOnce(t, []rollbackAsk{
@@ -166,7 +166,7 @@ func TestRollbackAPIRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
 // naming the rollback that came first, and no second pull request is
 // opened.
 func TestRollbackCommandRaceToTwoTargetsOpensOnePullRequest(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s, envs := raceScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
@@ -264,7 +264,7 @@ func deliverTogether(t *testing.T, reqs []*http.Request) {
 // losing click says so in its audit event (and the check run's note), not
 // "Rolling back".
 func TestRollbackButtonRaceWithACommentOpensOnePullRequest(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s, envs := raceScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")

@@ -50,7 +50,7 @@ func TestRollbackDoesNotTakeOverAnotherAppsRollbackWithCommitsMadeByHand(t *test
 		{21, "cannot tell whose rollback"},
 	} {
 		t.Run(fmt.Sprintf("%d commits", tt.hand), func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
 				s.withPayments()
 				status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",

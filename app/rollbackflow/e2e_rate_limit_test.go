@@ -72,7 +72,7 @@ func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
 		}, time.Minute, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
 				var lift atomic.Bool
 				var refused atomic.Int32
@@ -145,7 +145,7 @@ func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
 // A rollback asked for with the Roll back button waits for GitHub's rate
 // limit the same way, and its check run's note says when it tries again.
 func TestRollBackButtonSaysWhenItTriesAgainAfterGitHubsRateLimit(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		var lift atomic.Bool
 		var refused atomic.Int32
@@ -168,7 +168,7 @@ func TestRollBackButtonSaysWhenItTriesAgainAfterGitHubsRateLimit(t *testing.T) {
 // back, with until when, once per wait, not again for each try of the job
 // that meets the same reset.
 func TestARollbackWaitingForGitHubsRateLimitIsAudited(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		var lift atomic.Bool
 		var refused atomic.Int32

@@ -16,7 +16,7 @@ import (
 // pull request and follows it, rather than following the closed one (which
 // would never deploy, and leave the episode rolling back for ever).
 func TestRecoveryRollbackAsksGitHubWhetherTheSameOneWasClosed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		old := s.personRollsBack(t, "r2:prod-eu/prod")
 		s.Settle(jobKinds...)

@@ -49,7 +49,7 @@ func TestRecoveryEpisodeEndsWithItsPullRequestRollback(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s, id := recoveryRollback(t, dbURL)
 				c.end(s, id)
 				s.WaitFor("the episode to end "+c.state, wait, func() bool {

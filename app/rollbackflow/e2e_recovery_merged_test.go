@@ -55,7 +55,7 @@ func TestRecoveryRollbackAsksGitHubWhetherTheOpenOneWasMerged(t *testing.T) {
 		{"open on GitHub", false, "alerted", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
 				rec := s.personRollsBackToR1(t)
 				s.Settle(jobKinds...)

@@ -16,7 +16,7 @@ import (
 // rollbacks. Recovery opens none; its episode ends in an alert whose issue
 // and ripcord/recovery check run name the open pull request.
 func TestRecoveryRollbackWhileAnotherIsOpenOpensNoSecondPullRequest(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		prURL := s.personRollsBackToR1(t).PRURL
 		s.Settle(jobKinds...)

@@ -12,7 +12,7 @@ import (
 // rolls back by pull request, opens the rollback pull request through the
 // same job as every other way to start one.
 func TestRecoveryRollsBackByPullRequest(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", repoConfig+"recovery:\n  max_retries: 0\n")
 		// r3's deploy run (7003) posted a failed task fact; GitHub reports it failed.

@@ -63,7 +63,7 @@ func TestReopenedRollbackHoldsItsEnvironmentAgain(t *testing.T) {
 			name = "second close missed"
 		}
 		t.Run(name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
 				old := s.withdrawn()
 
@@ -112,7 +112,7 @@ func TestReopenedRollbackHoldsItsEnvironmentAgain(t *testing.T) {
 // nothing. Once the other's pull request is open and then closed, the
 // environment is held by nothing: the reopened one did not take it.
 func TestReopenedRollbackWhileAnotherHoldsTheEnvironmentSaysSo(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newSceneWith(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond})
 		old := s.withdrawn()
 		blobs := "POST /repos/{owner}/{repo}/git/blobs"

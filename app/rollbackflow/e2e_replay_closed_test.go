@@ -15,7 +15,7 @@ import (
 // target is still refused naming it, and the close that came again is
 // processed without effect. Closed for real afterwards, it lets go.
 func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		_, old := s.rollbackByComment()
 		closed := s.closedEvent(old) // the delivery body as captured
@@ -63,7 +63,7 @@ func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
 // again under a new id after the pull request was closed again, does not
 // make the closed pull request hold its environment again.
 func TestReopenedEventPostedAgainAfterTheCloseTakesNoHold(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		old := s.withdrawn()
 		reopened := s.reopenedEvent(old) // the delivery body as captured

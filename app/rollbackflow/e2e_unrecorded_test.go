@@ -42,7 +42,7 @@ func failRollbackInitiated(t testing.TB, db *store.DB) {
 // link, and the release rolled back gets rollback_failed (which also ends
 // a recovery episode waiting for the rollback).
 func TestRollbackWhoseReleaseCannotBeStoredIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		db := testdb.Open(t, dbURL)
 		failRollbackInitiated(t, db)
@@ -105,7 +105,7 @@ func passRollbackInitiated(t testing.TB, db *store.DB) {
 // branch, and the release stored points at it, which then holds the
 // environment (another target is refused naming that pull request).
 func TestRollbackWhoseReleaseWasNotStoredIsAdoptedByTheRetry(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		// Retries come soon (the tenth after about a minute, well after the
 		// store works again), so the test need not wait for the default's.
 		s := newSceneWith(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond})
@@ -198,7 +198,7 @@ func TestRollbackPullRequestWhoseJobGaveUpHoldsItsEnvironment(t *testing.T) {
 			name = "close missed"
 		}
 		t.Run(name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL)
 				pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
 				link := fmt.Sprintf("https://github.com/%s/pull/%d", gitops, pr.Number)
