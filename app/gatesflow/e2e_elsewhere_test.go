@@ -19,7 +19,7 @@ import (
 // and said the digest was not among prod's newest releases, which left the
 // reviewer to guess why an image that ran fine is not a rollback target.
 func TestContentGateSaysWhereElseTheDigestRanHealthyAsTheAPIDoes(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e, cs := startSast(t, dbURL, `      staging:
         cluster: staging-eu
         rollback:

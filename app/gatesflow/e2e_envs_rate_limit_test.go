@@ -44,7 +44,7 @@ apps:
 // environment's gate gets one verdict, its check run written once.
 func TestAnEvaluationThatWaitsForTheLimitWritesEachEnvironmentsVerdictsOnce(t *testing.T) {
 	const prodSchema, stagingSchema = "deploy/prod.schema.json", "deploy/staging.schema.json"
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoEnvironmentsConfig)

@@ -74,7 +74,7 @@ func TestGatesOwnReadsWaitForGitHubsRateLimit(t *testing.T) {
 			gate: "ripcord/provenance", conclusion: "success", says: attesttest.Builder},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				e := e2etest.Start(t, dbURL, app.Options{})
 				e.CheckRequestsAtCleanup(t)
 				e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(tc.gates+"\nprocess:\n  qa: {labels: [qa-approved]}", "prod"))

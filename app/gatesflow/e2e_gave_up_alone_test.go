@@ -22,7 +22,7 @@ import (
 // keeps its verdict: the lost evaluation's run, which the newer verdict
 // completed superseded, is not turned into a failure, and no run is added.
 func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the newer evaluation comes first
 		e := l.e
 		l.recover()
@@ -54,7 +54,7 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 // give-up fails only the run with no verdict on its way: one written
 // beside the verdict could land after it and stand as the gate's result.
 func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
 		prodGo := make(chan struct{})
 		policy, stagingHeld := prodPassesStagingHangs(t, prodGo)

@@ -20,7 +20,7 @@ import (
 // request, as the lost attempt's does, and answers it so too; it makes no
 // run on the old commit.
 func TestAGiveUpWhoseHeadMovedMeanwhileAnswersItsRunsAsAnOldHead(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
 		moved := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
@@ -55,7 +55,7 @@ func TestAGiveUpWhoseHeadMovedMeanwhileAnswersItsRunsAsAnOldHead(t *testing.T) {
 // its head: it does not read it again. Here every attempt reads the head,
 // still the evaluation's commit, then runs out of its time.
 func TestAGiveUpDoesNotReadAHeadItsEvaluationRead(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		defer gatesflow.SetEvaluateTimeout(time.Second)()
 		e, _, _ := valuesSchemaNeverComes(t, dbURL)
 		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")

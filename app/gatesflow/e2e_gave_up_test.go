@@ -22,7 +22,7 @@ import (
 // not pass. A Re-run of that run, and one of the check suite, evaluate the
 // gate again, in newer evaluations whose verdicts replace it.
 func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluation(t, dbURL, 10*time.Millisecond)
 		e := l.e
 		waitForJob(e, "the evaluation to give up", 30*time.Second, "gates_evaluate", "cancelled")
@@ -64,7 +64,7 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 // reading the values schema, before any verdict is queued. Each gate gets
 // a run of the evaluation completed as the give-up's failure.
 func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		defer gatesflow.SetEvaluateTimeout(time.Second)()
 		e, head, number := valuesSchemaNeverComes(t, dbURL)
 		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")

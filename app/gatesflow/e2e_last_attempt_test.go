@@ -13,7 +13,7 @@ import (
 // or 8) gives up at its own last attempt: River would discard it after
 // that one, and the run it showed in progress would spin for ever.
 func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
 		// Queued with 5 attempts in all, as the oldest evaluations were; the
@@ -37,7 +37,7 @@ func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
 // not given up and its run is not failed; it gets its verdict when the
 // job runs again.
 func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
 		// Its last attempt reads the pull request, then waits for the

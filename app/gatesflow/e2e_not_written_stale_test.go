@@ -86,7 +86,7 @@ func TestAVerdictThatFailsForGoodCompletesOlderEvaluationsRunsLeftInProgress(t *
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				e, older := tt.start(t, dbURL)
 				waitForJob(e, "the verdict's job to fail for good", 60*time.Second, "gates_report", "cancelled")
 				e.Settle()

@@ -52,7 +52,7 @@ func refuseWrites(e *e2etest.Env, pattern string, refused func(body map[string]a
 // job's last attempt completes the run as a failure that says the verdict
 // could not be written, why, and how to evaluate again.
 func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e, shown := passAfterShowingRun(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond}, func(e *e2etest.Env) {
 			// GitHub refuses the verdict (a success), whatever the attempt.
 			refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
@@ -78,7 +78,7 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 // the evaluation, completed as a failure that says the verdict could not
 // be written, why, and how to evaluate again.
 func TestAVerdictWhoseRunGitHubRefusesToCreateGetsARunAsAFailure(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}", "prod"))
@@ -112,7 +112,7 @@ func TestAVerdictWhoseRunGitHubRefusesToCreateGetsARunAsAFailure(t *testing.T) {
 // is refused): the run is not replaced by a failure that says the verdict
 // could not be written.
 func TestAVerdictGitHubTookIsNotReplacedWhenItsJobFailsForGood(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}", "prod"))
@@ -153,7 +153,7 @@ func TestAVerdictGitHubTookIsNotReplacedWhenItsJobFailsForGood(t *testing.T) {
 // verdict has not failed for good and its run is not failed for it; the
 // verdict is written when the job runs again.
 func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		// The verdict's update is refused, then, once holding, hangs until
 		// its request is given up; then it is taken.
 		var mode atomic.Int32 // 0 refuse, 1 hold, 2 take

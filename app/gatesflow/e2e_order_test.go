@@ -56,7 +56,7 @@ func TestAnOlderEvaluationThatEndsLastDoesNotWin(t *testing.T) {
 	answer := func() { answerOnce.Do(func() { close(policy.released) }) }
 	defer answer()
 
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
 apps:

@@ -25,7 +25,7 @@ func TestGatesTrustOnlyTheOwnersRecordOfADigest(t *testing.T) {
 		owner, other       = "acme/checkout-src", "mallory/fork"
 		ownCommit, evilSHA = "0123456789abcdef0123456789abcdef01234567", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
 	)
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`commit_signing: true`, "prod"))
 	for _, r := range []string{repo, owner, other} {

@@ -40,7 +40,7 @@ func TestGatesWaitForGitHubsRateLimit(t *testing.T) {
 			func(time.Time) []string { return []string{"Retry-After", "1500"} }, 25 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				e := e2etest.Start(t, dbURL, app.Options{})
 				e.CheckRequestsAtCleanup(t)
 				e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))

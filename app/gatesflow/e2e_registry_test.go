@@ -36,7 +36,7 @@ func TestPullRequestPinningASignedImageGetsProvenanceSuccess(t *testing.T) {
 		Attest(key, "slsaprovenance", attesttest.ProvenanceV02(attesttest.Builder, attesttest.Source), nil).
 		Attest(key, "vuln", attesttest.TrivyScan([2]string{"CVE-2024-3094", "CRITICAL"}), nil).Push()
 
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", signedConfig)
 	e.GitHub.PutFile(repo, "main", ".github/cosign.pub", string(key.PEM))
@@ -80,7 +80,7 @@ func TestKeyMissingFromTheDefaultBranchFailsClosed(t *testing.T) {
 	attesttest.Signed(t, img).Sign(key, nil).
 		Attest(key, "slsaprovenance", attesttest.ProvenanceV02(attesttest.Builder, attesttest.Source), nil).Push()
 
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", signedConfig)
 	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image:\n  repository: x\n  digest: "+digestA+"\n")
 	// The PR brings its own key: it must not be the one that judges it.
@@ -117,7 +117,7 @@ func TestSlowProvenanceShowsInProgressThenCompletesTheSameRun(t *testing.T) {
 	attesttest.Signed(t, img).Sign(key, nil).
 		Attest(key, "slsaprovenance", attesttest.ProvenanceV02(attesttest.Builder, attesttest.Source), nil).Push()
 
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	const cfg = `version: 1
 apps:
   checkout:

@@ -24,7 +24,7 @@ func TestRerunOfAGateReevaluatesAlsoForAForkPullRequest(t *testing.T) {
 	}{{"a branch of the repository", false}, {"a fork", true}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+			e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 			e.CheckRequestsAtCleanup(t)
 			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))
 			base, head, number := openBump(e, repo)
@@ -80,7 +80,7 @@ func rerequested(t *testing.T, run githubtest.CheckRun, number int, head, base s
 // on a gate run evaluates the pull request the run is of (its external id
 // names it), not whichever GitHub lists first.
 func TestRerunOfAGateReevaluatesItsOwnPullRequestWhenGitHubListsAnother(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)
@@ -123,7 +123,7 @@ func TestRerunOfAGateReevaluatesItsOwnPullRequestWhenGitHubListsAnother(t *testi
 // still in progress (its evaluation lost) is completed as a failure, as a
 // gate that was not evaluated does not pass.
 func TestRerunOfAGateOnAnOldHeadIsAnsweredInItsRun(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))

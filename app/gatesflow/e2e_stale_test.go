@@ -18,7 +18,7 @@ import (
 // the gate's newer verdict: the newer evaluation completes it, superseded,
 // pointing at its own run.
 func TestANewerVerdictCompletesAnOlderEvaluationsRunLeftInProgress(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)

@@ -32,7 +32,7 @@ func TestRerunOfTheCheckSuiteReevaluatesEveryGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+			e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 			e.CheckRequestsAtCleanup(t)
 			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)
 			base, head, number := openBump(e, repo)

@@ -42,7 +42,7 @@ func openBump(e *e2etest.Env, repo string) (base, head string, number int) {
 }
 
 func TestPullRequestThatChangesTheReleaseFileGetsOneCheckRunPerGate(t *testing.T) {
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", repoConfig)
 	e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)
@@ -85,7 +85,7 @@ func TestPullRequestThatChangesTheReleaseFileGetsOneCheckRunPerGate(t *testing.T
 }
 
 func TestPullRequestThatLeavesTheReleaseAloneGetsNoGates(t *testing.T) {
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", repoConfig)
 	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))
 	head := e.GitHub.PutFile(repo, "docs", "README.md", "hello\n")

@@ -31,7 +31,7 @@ func TestAGateThatOutlastsTheEvaluationFailsClosed(t *testing.T) {
 	defer policy.Close()
 	defer close(stop)
 
-	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`process:
   policy_validation: {url: "`+policy.URL+`", timeout: 10m}`, "prod"))

@@ -24,7 +24,7 @@ func TestPolicyServiceOutsideOutboundAllowIsNotAsked(t *testing.T) {
 		_, _ = w.Write([]byte(`{"result":"pass","reason":"allowed"}`))
 	}))
 	defer policy.Close()
-	e := e2etest.StartWith(t, testdb.URL(t, "sqlite"), app.Options{}, func(c *config.Config) {
+	e := e2etest.StartWith(t, testdb.MigratedURL(t, "sqlite"), app.Options{}, func(c *config.Config) {
 		c.Outbound.Allow = []string{"10.0.0.0/8"}
 	})
 	e.CheckRequestsAtCleanup(t)
