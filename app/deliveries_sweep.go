@@ -73,8 +73,8 @@ func (w *deliverySweepWorker) Work(ctx context.Context, job *river.Job[DeliveryS
 // liveRetryJob is true when a DeliveryArgs job for the delivery whose id
 // column is idColumn will still run.
 func liveRetryJob(dialect store.Dialect, idColumn string) string {
-	return `EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'delivery' AND ` + riverJobArg(dialect, "delivery_id") + ` = ` + idColumn + `
-		AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))`
+	return `EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'delivery' AND ` + store.RiverJobArg(dialect, "delivery_id") + ` = ` + idColumn + `
+		AND j.state IN (` + store.RiverLiveStates + `))`
 }
 
 // strandedSQL reads the oldest stranded deliveries, $1 at most, with the
@@ -82,7 +82,7 @@ func liveRetryJob(dialect store.Dialect, idColumn string) string {
 // 00027), which holds only the deliveries queued after an attempt.
 func strandedSQL(dialect store.Dialect) string {
 	return `SELECT d.id, d.event, d.attempts, d.last_error,
-		COALESCE((SELECT CAST(j.state AS TEXT) FROM river_job j WHERE j.kind = 'delivery' AND ` + riverJobArg(dialect, "delivery_id") + ` = d.id
+		COALESCE((SELECT CAST(j.state AS TEXT) FROM river_job j WHERE j.kind = 'delivery' AND ` + store.RiverJobArg(dialect, "delivery_id") + ` = d.id
 			ORDER BY j.id DESC LIMIT 1), '')
 		FROM deliveries d WHERE d.state = 'queued' AND d.attempts > 0 AND NOT ` + liveRetryJob(dialect, "d.id") + `
 		ORDER BY d.received_at, d.id LIMIT $1`
@@ -146,22 +146,13 @@ func failStrandedDeliveries(ctx context.Context, db *store.DB) ([]Delivery, erro
 // sweepDeliveries deletes the deliveries finished and received before
 // cutoff, a chunk per transaction, and returns how many it deleted.
 func sweepDeliveries(ctx context.Context, db *store.DB, cutoff time.Time) (int, error) {
-	total := 0
-	for {
-		var n int
-		err := db.InTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			n, err = sweepChunkOf(ctx, db, tx, store.Micros(cutoff))
-			return err
-		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("sweep deliveries: %w", err)
-		}
-		if n < sweepChunk {
-			return total, nil
-		}
+	n, err := db.InRounds(ctx, sweepChunk, func(tx *sql.Tx) (int, error) {
+		return sweepChunkOf(ctx, db, tx, store.Micros(cutoff))
+	})
+	if err != nil {
+		return n, fmt.Errorf("sweep deliveries: %w", err)
 	}
+	return n, nil
 }
 
 func sweepChunkOf(ctx context.Context, db *store.DB, tx *sql.Tx, cutoff int64) (int, error) {
@@ -198,13 +189,4 @@ func sweepChunkOf(ctx context.Context, db *store.DB, tx *sql.Tx, cutoff int64) (
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM delivery_bodies WHERE seq IN (`+placeholders(1, len(seqs))+`)`, seqs...)
 	return len(seqs), err
-}
-
-// riverJobArg is the SQL expression for a top-level argument of a job in
-// river_job: jsonb on PostgreSQL, SQLite's JSONB in a blob on SQLite.
-func riverJobArg(dialect store.Dialect, name string) string {
-	if dialect == store.Postgres {
-		return `args->>'` + name + `'`
-	}
-	return `json_extract(args, '$.` + name + `')`
 }

@@ -115,7 +115,7 @@ func TestSweepFailsADeliveryWhoseRetriesEndedUnrecorded(t *testing.T) {
 			}
 			return true
 		})
-		byDelivery := `kind = 'delivery' AND ` + riverJobArg(ts.db.Dialect, "delivery_id") + ` = $1`
+		byDelivery := `kind = 'delivery' AND ` + store.RiverJobArg(ts.db.Dialect, "delivery_id") + ` = $1`
 		// lost: the last attempt failed, its failure was not written, and
 		// River discarded the job.
 		if _, err := ts.db.Write.ExecContext(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = CURRENT_TIMESTAMP WHERE `+byDelivery,
