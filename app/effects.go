@@ -88,6 +88,7 @@ func (s *Server) periodicJobs() []*river.PeriodicJob {
 			func() (river.JobArgs, *river.InsertOpts) { return StallScanArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 		recoveryflow.SweepJob(),
+		recoveryflow.RetentionJob(),
 		clusteractions.SweepJob(),
 	}
 }

@@ -123,7 +123,7 @@ func post(req *http.Request) (string, error) {
 }
 
 // periodicKinds are the server's periodic jobs (app/effects.go).
-var periodicKinds = []string{"records_sweep", "deliveries_sweep", "stall_scan", "recovery_rerun_sweep",
+var periodicKinds = []string{"records_sweep", "deliveries_sweep", "stall_scan", "recovery_rerun_sweep", "recovery_retention_sweep",
 	"cluster_actions_expiry_sweep"}
 
 // Every periodic job runs on start (RunOnStart) and then at its interval;

@@ -71,7 +71,8 @@ type flow struct {
 // Register adds the recovery workers and returns the workflow_run handler.
 // Executors add rollback modes; mode workflow is built in. The /ripcord
 // retry command is RetryCommand, handed to commands.Register; SweepJob is
-// the periodic job the server runs for overdue retries.
+// the periodic job the server runs for overdue retries, RetentionJob the
+// one that deletes finished episodes past retention.
 func Register(d pipeline.Deps, executors ...RollbackExecutor) []pipeline.EventHandler {
 	f := newFlow(d, executors...)
 	river.AddWorker(d.Workers, &rerunWorker{f: f})
@@ -81,6 +82,7 @@ func Register(d pipeline.Deps, executors ...RollbackExecutor) []pipeline.EventHa
 	river.AddWorker(d.Workers, &commandRerunWorker{f: f})
 	river.AddWorker(d.Workers, &outcomeWorker{f: f})
 	river.AddWorker(d.Workers, &rerunSweepWorker{f: f})
+	river.AddWorker(d.Workers, &retentionSweepWorker{f: f})
 	return []pipeline.EventHandler{&workflowRunHandler{f: f}}
 }
 
