@@ -3,6 +3,7 @@ package recoveryflow
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,7 +38,8 @@ import (
 //     after rerunHorizon no event of GitHub's needs the episode any more.
 //     (A delivery GitHub sends again keeps its id, and deliveries keep
 //     theirs for deliveries.retention; the episode is the guard that
-//     outlives that.)
+//     outlives that, and once it is deleted a failure posted again is
+//     ignored by its age: replay.go.)
 //   - An episode a recovery job will still read is kept: its check run,
 //     alert issue, re-run or rollback dispatch (by the run's id, whatever
 //     the repository: keeping one too many is harmless), or the outcome of
@@ -138,38 +140,47 @@ func (f *flow) retention() time.Duration {
 func sweepEpisodes(ctx context.Context, db *store.DB, cutoff time.Time) (int, error) {
 	q := sweepEpisodesSQL(db.Dialect)
 	n, err := db.InRounds(ctx, retentionChunk, func(tx *sql.Tx) (int, error) {
-		type key struct {
-			repository string
-			runID      int64
-		}
-		rows, err := tx.QueryContext(ctx, q, store.Micros(cutoff), retentionChunk)
-		if err != nil {
-			return 0, err
-		}
-		var gone []key
-		for rows.Next() {
-			var k key
-			if err := rows.Scan(&k.repository, &k.runID); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			gone = append(gone, k)
-		}
-		if err := rows.Close(); err != nil {
-			return 0, err
-		}
-		for _, k := range gone {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM rollback_dispatches WHERE episode_repository = $1 AND episode_run_id = $2`,
-				k.repository, k.runID); err != nil {
-				return 0, fmt.Errorf("delete the rollback dispatches of %s: %w", RunKey(k.repository, k.runID), err)
-			}
-		}
-		return len(gone), nil
+		return sweepEpisodesRound(ctx, tx, q, cutoff)
 	})
 	if err != nil {
 		return n, fmt.Errorf("sweep recovery episodes: %w", err)
 	}
 	return n, nil
+}
+
+// sweepEpisodesRound is one round of sweepEpisodes, in tx: it deletes
+// retentionChunk episodes at most, with q (sweepEpisodesSQL), and their
+// rollback dispatches.
+func sweepEpisodesRound(ctx context.Context, tx *sql.Tx, q string, cutoff time.Time) (int, error) {
+	type key struct {
+		repository string
+		runID      int64
+	}
+	rows, err := tx.QueryContext(ctx, q, store.Micros(cutoff), retentionChunk)
+	if err != nil {
+		return 0, err
+	}
+	var gone []key
+	for rows.Next() {
+		var k key
+		if err := rows.Scan(&k.repository, &k.runID); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		gone = append(gone, k)
+	}
+	// An error met while reading must fail the round: the episodes not read
+	// would lose their episode but keep their rollback dispatches.
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, err
+	}
+	for _, k := range gone {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM rollback_dispatches WHERE episode_repository = $1 AND episode_run_id = $2`,
+			k.repository, k.runID); err != nil {
+			return 0, fmt.Errorf("delete the rollback dispatches of %s: %w", RunKey(k.repository, k.runID), err)
+		}
+	}
+	return len(gone), nil
 }
 
 // sweepEpisodesSQL deletes the oldest finished episodes last changed
@@ -193,51 +204,62 @@ func sweepEpisodesSQL(dialect store.Dialect) string {
 // key no episode has, in rounds that walk the table in key order; it
 // returns how many it deleted.
 func sweepIssueRows(ctx context.Context, db *store.DB, cutoff time.Time) (int, error) {
-	var afterRepo, afterKey string
-	deleted := 0
-	_, err := db.InRounds(ctx, retentionChunk, func(tx *sql.Tx) (int, error) {
-		rows, err := tx.QueryContext(ctx, `SELECT repository, alert_key FROM recovery_issues
-			WHERE created_at < $1 AND (repository > $2 OR (repository = $2 AND alert_key > $3))
-			ORDER BY repository, alert_key LIMIT $4`, store.Micros(cutoff), afterRepo, afterKey, retentionChunk)
+	s := issueSweep{cutoff: cutoff}
+	_, err := db.InRounds(ctx, retentionChunk, func(tx *sql.Tx) (int, error) { return s.round(ctx, tx) })
+	if err != nil {
+		return s.deleted, fmt.Errorf("sweep recovery alert issue rows: %w", err)
+	}
+	return s.deleted, nil
+}
+
+// issueSweep is where sweepIssueRows stands: the last key a round read,
+// and the rows deleted so far.
+type issueSweep struct {
+	cutoff              time.Time
+	afterRepo, afterKey string
+	deleted             int
+}
+
+// round reads the next retentionChunk rows created before the cutoff, at
+// most, and deletes those no episode holds; it returns how many it read.
+func (s *issueSweep) round(ctx context.Context, tx *sql.Tx) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT repository, alert_key FROM recovery_issues
+		WHERE created_at < $1 AND (repository > $2 OR (repository = $2 AND alert_key > $3))
+		ORDER BY repository, alert_key LIMIT $4`, store.Micros(s.cutoff), s.afterRepo, s.afterKey, retentionChunk)
+	if err != nil {
+		return 0, err
+	}
+	var page [][2]string
+	for rows.Next() {
+		var r [2]string
+		if err := rows.Scan(&r[0], &r[1]); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		page = append(page, r)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range page {
+		held, err := alertKeyHeld(ctx, tx, r[0], r[1])
 		if err != nil {
 			return 0, err
 		}
-		var page [][2]string
-		for rows.Next() {
-			var r [2]string
-			if err := rows.Scan(&r[0], &r[1]); err != nil {
-				rows.Close()
-				return 0, err
-			}
-			page = append(page, r)
+		if held {
+			continue
 		}
-		if err := rows.Close(); err != nil {
-			return 0, err
+		if _, err := tx.ExecContext(ctx, `DELETE FROM recovery_issues WHERE repository = $1 AND alert_key = $2`, r[0], r[1]); err != nil {
+			return 0, fmt.Errorf("delete the alert issue row of %s in %s: %w", r[1], r[0], err)
 		}
-		n := 0
-		for _, r := range page {
-			held, err := alertKeyHeld(ctx, tx, r[0], r[1])
-			if err != nil {
-				return 0, err
-			}
-			if held {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM recovery_issues WHERE repository = $1 AND alert_key = $2`, r[0], r[1]); err != nil {
-				return 0, fmt.Errorf("delete the alert issue row of %s in %s: %w", r[1], r[0], err)
-			}
-			n++
-		}
-		if len(page) > 0 {
-			afterRepo, afterKey = page[len(page)-1][0], page[len(page)-1][1]
-		}
-		deleted += n // for the log: a round that fails to commit is counted all the same
-		return len(page), nil
-	})
-	if err != nil {
-		return deleted, fmt.Errorf("sweep recovery alert issue rows: %w", err)
+		n++
 	}
-	return deleted, nil
+	if len(page) > 0 {
+		s.afterRepo, s.afterKey = page[len(page)-1][0], page[len(page)-1][1]
+	}
+	s.deleted += n // for the log: a round that fails to commit is counted all the same
+	return len(page), nil
 }
 
 // alertKeyHeld reports whether an episode of repository has alert key key:

@@ -198,8 +198,9 @@ func TestRetentionSweepKeepsEpisodesForTheConfiguredRetention(t *testing.T) {
 	})
 }
 
-// A sweep with more rows past retention than one round deletes takes them
-// all, over several rounds.
+// A round of the sweep deletes retentionChunk rows at most, so that it
+// holds SQLite's one writer briefly; a sweep with more rows past
+// retention than one round deletes takes them all, over several rounds.
 func TestRetentionSweepDeletesMoreThanOneRound(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		f, _, clock := rerunFixture(t, dbURL)
@@ -214,13 +215,37 @@ func TestRetentionSweepDeletesMoreThanOneRound(t *testing.T) {
 				}
 			}
 		})
-		sweepRetention(t, f)
-		var episodes, issues int
-		if err := f.deps.DB.Read.QueryRow(`SELECT (SELECT COUNT(*) FROM episodes), (SELECT COUNT(*) FROM recovery_issues)`).
-			Scan(&episodes, &issues); err != nil {
+		left := func() (episodes, issues int) {
+			t.Helper()
+			if err := f.deps.DB.Read.QueryRow(`SELECT (SELECT COUNT(*) FROM episodes), (SELECT COUNT(*) FROM recovery_issues)`).
+				Scan(&episodes, &issues); err != nil {
+				t.Fatal(err)
+			}
+			return episodes, issues
+		}
+		cutoff := clock.Now().Add(-rerunHorizon)
+		inTx(t, f, func(tx *sql.Tx) {
+			if got, err := sweepEpisodesRound(context.Background(), tx, sweepEpisodesSQL(f.deps.DB.Dialect), cutoff); err != nil || got != retentionChunk {
+				t.Errorf("one round deleted %d episodes (%v), want %d", got, err, retentionChunk)
+			}
+		})
+		if episodes, _ := left(); episodes != n-retentionChunk {
+			t.Errorf("after one round: %d episodes left of %d, want %d", episodes, n, n-retentionChunk)
+		}
+		if _, err := sweepEpisodes(context.Background(), f.deps.DB, cutoff); err != nil {
 			t.Fatal(err)
 		}
-		if episodes != 0 || issues != 0 {
+		inTx(t, f, func(tx *sql.Tx) {
+			s := issueSweep{cutoff: cutoff}
+			if got, err := s.round(context.Background(), tx); err != nil || got != retentionChunk || s.deleted != retentionChunk {
+				t.Errorf("one round read %d and deleted %d alert issue rows (%v), want %d", got, s.deleted, err, retentionChunk)
+			}
+		})
+		if _, issues := left(); issues != n-retentionChunk {
+			t.Errorf("after one round: %d alert issue rows left of %d, want %d", issues, n, n-retentionChunk)
+		}
+		sweepRetention(t, f)
+		if episodes, issues := left(); episodes != 0 || issues != 0 {
 			t.Errorf("after one sweep: %d episodes and %d alert issue rows left of %d, want none", episodes, issues, n)
 		}
 	})
