@@ -31,6 +31,9 @@ type runInfo struct {
 	Path       string
 	HeadSHA    string
 	Event      string // what started it: push, workflow_dispatch, …
+	// ChangedAt is the newest time the webhook's payload states: when the
+	// attempt ended (updated_at), zero when it states none.
+	ChangedAt time.Time
 }
 
 func (r runInfo) recoveryRun() recovery.Run {

@@ -36,7 +36,8 @@ func (h *workflowRunHandler) Handle(ctx context.Context, d pipeline.Delivery) (p
 		return nil, nil
 	}
 	run := runInfo{ID: wr.GetID(), Attempt: max(wr.GetRunAttempt(), 1), Status: wr.GetStatus(), Conclusion: wr.GetConclusion(),
-		CreatedAt: wr.GetCreatedAt().Time, Path: wr.GetPath(), HeadSHA: wr.GetHeadSHA(), Event: wr.GetEvent()}
+		CreatedAt: wr.GetCreatedAt().Time, Path: wr.GetPath(), HeadSHA: wr.GetHeadSHA(), Event: wr.GetEvent(),
+		ChangedAt: newest(wr.GetCreatedAt().Time, wr.GetRunStartedAt().Time, wr.GetUpdatedAt().Time)}
 	repo := ev.GetRepo().GetFullName()
 	switch run.Conclusion {
 	case "failure", "timed_out", startupFailure:
@@ -120,6 +121,9 @@ func (f *flow) onFailure(ctx context.Context, d pipeline.Delivery, repo string, 
 		// yet (a dispatch answered 204).
 		if commit, own, err := f.onDispatchedRun(ctx, d, repo, run); err != nil || own {
 			return commit, err
+		}
+		if f.replayed(d, repo, run) {
+			return nil, nil
 		}
 	}
 	if owned, err := rolloutflow.OwnsRun(ctx, f.deps.DB.Read, repo, run.ID); err != nil || owned {
