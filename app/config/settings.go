@@ -73,7 +73,7 @@ var settings = []Setting{
 	{Key: "stall_after", Env: "RIPCORD_STALL_AFTER", Default: "15m",
 		Help: "a release that gets no fact this long after it opened (one opened for a pull request: after the merge) raises a stall alert; a repository's own stall_after in .github/ripcord.yml wins for its releases", set: duration(func(c *Config) *time.Duration { return &c.StallAfter })},
 	{Key: "retention", Env: "RIPCORD_RETENTION", Default: "336h",
-		Help: "finished releases older than this are deleted, except the newest 100 per app, environment and cluster (the widest eligibility window reads them); so are finished recovery episodes last changed longer ago, with their rollback dispatches and alert issue links, but never before 840h (GitHub re-runs a run for 30 days)", set: duration(func(c *Config) *time.Duration { return &c.Retention })},
+		Help: "finished releases older than this are deleted, except the newest 100 per app, environment and cluster (the widest eligibility window reads them); finished recovery episodes, with their rollback dispatches and alert issue links, are deleted once last changed longer ago than this and than 840h (35 days), so below 840h (the default too) they are kept 35 days", set: duration(func(c *Config) *time.Duration { return &c.Retention })},
 	{Key: "deliveries.retention", Env: "RIPCORD_DELIVERIES_RETENTION", Default: "336h",
 		Help: "webhook deliveries finished (processed, ignored or failed) longer ago than this are deleted with their payloads", set: duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
 	{Key: "cdevents.sinks", Env: "RIPCORD_CDEVENTS_SINKS", Default: "",
