@@ -11,11 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v66/github"
 	"github.com/palantir/go-githubapp/githubapp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ripcord/ripcord/app/ghclient"
+	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/store"
 )
 
@@ -49,6 +51,15 @@ func (h installations) Handle(ctx context.Context, d Delivery) (Commit, error) {
 			suspended = h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), ev.GetAction() == "suspend")
 		default:
 			suspended = h.suspendedNow(ctx, d, ev.GetInstallation().GetID(), ev.GetInstallation().SuspendedAt != nil)
+			// created, new_permissions_accepted: GitHub signs the body,
+			// not the delivery id, so one posted again (or delivered
+			// late) names a repository removed since. The repositories
+			// recorded are those GitHub says the installation has now.
+			repos, err := h.installedNow(ctx, d, ev, suspended)
+			if err != nil {
+				return nil, err
+			}
+			ev.Repositories = repos
 		}
 		return installationCommit(ev, d.ReceivedAt, suspended), nil
 	case "installation_repositories":
@@ -141,8 +152,9 @@ func (h installations) suspendedNow(ctx context.Context, d Delivery, id int64, f
 }
 
 // repositoriesNow keeps, of repos that an installation_repositories event
-// adds to (installed) or removes from installation id, those that GitHub
-// says the installation has (installed) or has not now: GET
+// adds to (installed) or removes from installation id (or an installation
+// event records, installedNow), those that GitHub says the installation
+// has (installed) or has not now: GET
 // /repos/{owner}/{repo}/installation, as the App, one read per repository
 // the event names. A repository GitHub has under another installation is
 // not this one's. When no App is configured nothing can be asked and the
@@ -192,12 +204,98 @@ func (h installations) repositoriesNow(ctx context.Context, d Delivery, id int64
 			continue
 		}
 		if h.log != nil {
-			h.log.Info("installation_repositories event not applied to a repository: GitHub has it otherwise now "+
+			h.log.Info("installation event not applied to a repository: GitHub has it otherwise now "+
 				"(the event posted again, or delivered late)", "installation", id, "repository", r.GetFullName(),
 				"delivery", d.ID, "action", d.Action, "installed_now", has[i])
 		}
 	}
 	return out, nil
+}
+
+// installedNow is the repositories GitHub says installation ev names has
+// now, for an installation event that records its payload's repositories
+// (created, new_permissions_accepted).
+//
+// One list of the installation's repositories (GET
+// /installation/repositories, with the installation's token, 100 a page)
+// answers for all of them in one or a few reads, where asking of each
+// repository as the App (repositoriesNow) costs one read per repository:
+// hundreds when the installation has "All repositories". It also has the
+// repositories added since the event, which are recorded with the rest.
+// GitHub gives no token to a suspended installation (403) nor to a
+// deleted one (404), and refuses a token it gave before they were; the
+// App's own reads answer for them still: then each repository of the
+// payload is asked of as the App (a deleted installation has none; its
+// event is ignored anyway once its deletion was applied,
+// olderThanDeletion). Without an App the payload is taken at its word, as
+// repositoriesNow does; any other failure to ask is the delivery's,
+// retried, never applied from the payload.
+func (h installations) installedNow(ctx context.Context, d Delivery, ev github.InstallationEvent, suspended bool) ([]*github.Repository, error) {
+	id := ev.GetInstallation().GetID()
+	if h.github != nil && !suspended {
+		repos, err := h.listRepositories(ctx, id)
+		if err == nil || !(errors.Is(err, ghclient.ErrNotConfigured) || refusedInstallation(err)) {
+			return repos, err
+		}
+		if h.log != nil && !errors.Is(err, ghclient.ErrNotConfigured) {
+			h.log.Info("GitHub refused the installation its repositories; each is asked of as the App instead",
+				"installation", id, "delivery", d.ID, "action", d.Action, "err", err)
+		}
+	}
+	return h.repositoriesNow(ctx, d, id, ev.Repositories, true)
+}
+
+// listRepositories reads every repository installation id has now, with
+// its installation token.
+func (h installations) listRepositories(ctx context.Context, id int64) ([]*github.Repository, error) {
+	gh, err := h.github.NewInstallationClient(id)
+	if err != nil {
+		return nil, fmt.Errorf("github client of installation %d: %w", id, err)
+	}
+	var out []*github.Repository
+	opts := &github.ListOptions{PerPage: 100}
+	for {
+		list, resp, err := func() (*github.ListRepositories, *github.Response, error) {
+			ctx, cancel := context.WithTimeout(ctx, installationReadTimeout)
+			defer cancel()
+			return gh.Apps.ListRepos(ctx, opts)
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("repositories of installation %d: %w", id, err)
+		}
+		out = append(out, list.Repositories...)
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// refusedInstallation reports whether GitHub refused the installation
+// itself: its token (403: suspended; 404: deleted), or a token it gave
+// before (401, 403, 404). A rate limit is not a refusal, nor is a
+// failure to answer.
+func refusedInstallation(err error) bool {
+	var he *ghinstallation.HTTPError
+	var er *github.ErrorResponse
+	var resp *http.Response
+	switch {
+	case errors.As(err, &he):
+		resp = he.Response
+	case errors.As(err, &er):
+		resp = er.Response
+	}
+	if resp == nil {
+		return false
+	}
+	if _, _, limited := ghlimit.Lifts(err, time.Now()); limited {
+		return false
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return true
+	}
+	return false
 }
 
 // repositoryReads is how many of repositoriesNow's reads go at once.

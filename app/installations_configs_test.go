@@ -115,9 +115,9 @@ func (ts *testServer) storedConfigs(t *testing.T) []string {
 }
 
 // column runs a query of one column and returns its values.
-func column[T any](t *testing.T, ts *testServer, query string) []T {
+func column[T any](t *testing.T, ts *testServer, query string, args ...any) []T {
 	t.Helper()
-	rows, err := ts.db.Read.Query(query)
+	rows, err := ts.db.Read.Query(query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

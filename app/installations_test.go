@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -52,14 +53,40 @@ func (s *suspendedOnGitHub) install(repository string, id int64) {
 }
 
 // startWithSuspension starts the server as a configured App against a fake
-// GitHub whose GET /app/installations/{installation_id} and GET
-// /repos/{owner}/{repo}/installation answer from gh.
+// GitHub whose GET /app/installations/{installation_id}, GET
+// /repos/{owner}/{repo}/installation and GET /installation/repositories
+// answer from gh, and which gives no installation token while gh says
+// suspended.
 func startWithSuspension(t *testing.T, dbURL string) (*testServer, *githubtest.Server, *suspendedOnGitHub) {
 	t.Helper()
 	fake := githubtest.NewServer(t)
 	gh := &suspendedOnGitHub{}
 	fake.Handle("GET /app/installations/{installation_id}", gh.serve)
 	fake.Handle("GET /repos/{owner}/{repo}/installation", gh.serveRepository)
+	fake.Handle("GET /installation/repositories", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		id, ok := fake.TokenInstallation(r)
+		if !ok {
+			t.Errorf("GET /installation/repositories without an installation token (Authorization %.12q…)", r.Header.Get("Authorization"))
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		gh.serveList(w, r, id)
+	})
+	token := fake.Default("POST /app/installations/{installation_id}/access_tokens")
+	fake.Handle("POST /app/installations/{installation_id}/access_tokens", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		gh.mu.Lock()
+		suspended := gh.suspended
+		gh.mu.Unlock()
+		if suspended {
+			// GitHub gives a suspended installation no token.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"message": "This installation has been suspended",
+				"documentation_url": "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app"}`))
+			return
+		}
+		token(w, r, p)
+	})
 	ts := startServerWith(t, dbURL, Options{}, func(c *config.Config) {
 		c.GitHub.AppID, c.GitHub.PrivateKey, c.GitHub.APIURL = githubtest.AppID, githubtest.AppPrivateKey(t), fake.URL()
 	})
@@ -86,6 +113,30 @@ func (s *suspendedOnGitHub) serveRepository(w http.ResponseWriter, _ *http.Reque
 		return
 	}
 	s.writeInstallation(w, fmt.Sprint(id))
+}
+
+// serveList answers GET /installation/repositories for installation id as
+// GitHub does: its repositories, by name, a page at a time.
+func (s *suspendedOnGitHub) serveList(w http.ResponseWriter, r *http.Request, id int64) {
+	s.mu.Lock()
+	var names []string
+	for name, of := range s.repos {
+		if of == id {
+			names = append(names, name)
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(names)
+	all := []map[string]any{}
+	for i, name := range names {
+		owner, repo, _ := strings.Cut(name, "/")
+		all = append(all, map[string]any{"id": 1000 + i, "node_id": fmt.Sprintf("R_%d", 1000+i), "name": repo,
+			"full_name": name, "private": false, "owner": map[string]any{"login": owner, "id": 21031067, "type": "User"},
+			"html_url": "https://github.com/" + name, "url": "https://api.github.com/repos/" + name})
+	}
+	page := githubtest.Page(w, r, all)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"total_count": len(all), "repository_selection": "selected", "repositories": page})
 }
 
 func (s *suspendedOnGitHub) writeInstallation(w http.ResponseWriter, id string) {
@@ -291,7 +342,8 @@ func TestALateEventDoesNotUndoASuspension(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts, fake, gh := startWithSuspension(t, dbURL)
 		gh.set(true)
-		gh.install("Codertocat/Space", id) // the added event's, still installed
+		gh.install("Codertocat/Space", id)       // the added event's, still installed
+		gh.install("Codertocat/Hello-World", id) // the created event's, still installed
 		ts.deliverSettled(t, "installation", "suspend-1", suspend)
 		ts.deliverSettled(t, "installation_repositories", "added-old", added)
 		if !ts.installationSuspended(t, id) {

@@ -116,12 +116,22 @@ func onIssue(res Result, pullRequestOnly func(name string) bool) Result {
 		"write it in a comment on the pull request it is about.", Prefix, res.Command.Name)}
 }
 
-// command checks the config and the user's permission, then runs the command.
+// command checks the config and the user's permission, then runs the
+// command; a Prechecker's refusal comes first, before any GitHub call.
 func (h *handler) command(ctx context.Context, c comment, cmd Command) (pipeline.Commit, error) {
 	runner, ok := h.runners[cmd.Name]
 	if !ok {
 		return h.answer(c, fmt.Sprintf("`%s %s` is not available yet in this version of ripcord.", Prefix, cmd.Name),
 			h.audit(c, cmd, records.AuditCommandRefused, "not available yet")), nil
+	}
+	if pc, ok := runner.(Prechecker); ok {
+		reply, err := pc.Precheck(ctx, cmd)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", Prefix, cmd.Name, err)
+		}
+		if reply != "" {
+			return h.answer(c, reply, h.audit(c, cmd, records.AuditCommandRefused, reply)), nil
+		}
 	}
 	gh, err := h.deps.GitHub.NewInstallationClient(c.delivery.InstallationID)
 	if err != nil {

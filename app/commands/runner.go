@@ -45,3 +45,14 @@ type IssueRunner interface {
 	Runner
 	RunsOnIssues() bool
 }
+
+// Prechecker is a Runner that can refuse a command from ripcord's own
+// records, before the handler asks GitHub anything (the config, the
+// commenter's permission): a command that cannot do anything (an approval
+// of a rollout that has ended) costs no GitHub call and is answered why at
+// once. Run still checks all of it: the records may change in between.
+type Prechecker interface {
+	Runner
+	// Precheck returns the reply to a command it refuses, "" to go on.
+	Precheck(ctx context.Context, cmd Command) (string, error)
+}

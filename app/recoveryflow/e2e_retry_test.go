@@ -59,12 +59,12 @@ func TestFailureThatSucceedsOnTheSecondRetry(t *testing.T) {
 		// The order of the calls that decide and act; the check-run updates
 		// interleave with them as their jobs run, and so do config reads
 		// (counted above), such as the rollout start's look at the release
-		// the first fact opened; and so does the installation handler's read
-		// of the installation the set-up delivers.
+		// the first fact opened; and so do the installation handler's reads
+		// of the installation the set-up delivers and of its repositories.
 		var acts []string
 		for _, c := range s.Sequence() {
 			if !strings.Contains(c, "check-runs") && !strings.HasPrefix(c, "GET "+contents+" ") &&
-				!strings.HasPrefix(c, "GET /app/installations/") {
+				!strings.HasPrefix(c, "GET /app/installations/") && !strings.HasPrefix(c, "GET /installation/repositories ") {
 				acts = append(acts, c)
 			}
 		}

@@ -51,7 +51,8 @@ func (x *executor) Status(ctx context.Context, id string) (StatusJSON, error) {
 	if err != nil {
 		return StatusJSON{}, err
 	}
-	return statusOf(r, runs, audit), nil
+	st := statusOf(r, runs, audit)
+	return st, pausedBySuspension(ctx, x.deps.DB.Read, []*StatusJSON{&st})
 }
 
 // list is GET /api/v1/rollouts: the rollout of ?release_id=, or the
@@ -114,13 +115,18 @@ func (a api) list(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, err)
 		return
 	}
-	out := make([]StatusJSON, 0, len(ros))
-	for _, ro := range ros {
-		st := statusOf(ro, runs[ro.ID], nil)
+	out := make([]StatusJSON, len(ros))
+	sts := make([]*StatusJSON, len(ros))
+	for i, ro := range ros {
+		out[i] = statusOf(ro, runs[ro.ID], nil)
 		if l, ok := open[ro.ID]; ok {
-			st.Waiting = waitingFor(ro.Machine, l)
+			out[i].Waiting = waitingFor(ro.Machine, l)
 		}
-		out = append(out, st)
+		sts[i] = &out[i]
+	}
+	if err := pausedBySuspension(ctx, a.x.deps.DB.Read, sts); err != nil {
+		a.internal(w, err)
+		return
 	}
 	pipeline.WriteJSON(w, http.StatusOK, map[string]any{"rollouts": out})
 }
@@ -393,9 +399,23 @@ func (a api) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The api token names the voter; the voter's own GitHub permission is
-	// checked as for the button and /ripcord approve.
+	// checked as for the button and /ripcord approve, once ripcord's own
+	// records say the vote can count (voteCannotCount): a vote on a
+	// rollout that waits for none asks GitHub nothing.
 	user := strings.TrimPrefix(strings.TrimSpace(q.User), "@")
 	if ro, err := getRollout(r.Context(), a.x.deps.DB.Read, r.PathValue("id")); err == nil && user != "" {
+		if err := voteCannotCount(ro); err != nil {
+			a.answer(w, r, "", err)
+			return
+		}
+		if inst, err := rolloutInstallation(r.Context(), a.x.deps.DB.Read, ro.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			a.internal(w, err)
+			return
+		} else if inst.suspended {
+			a.answer(w, r, "", refuse("rollout %s waits while the App's installation %d is suspended: @%s's permission "+
+				"cannot be read from GitHub until then; vote again once the installation is unsuspended", ro.ID, inst.id, user))
+			return
+		}
 		if err := a.x.mayVote(r.Context(), ro, ro.InstallationID, user); err != nil {
 			a.answer(w, r, "", err)
 			return

@@ -40,14 +40,13 @@ func (x *executor) prepareVote(ctx context.Context, id, login string, approve bo
 	if login == "" {
 		return "", nil, refuse("user: required, the GitHub login of the person who approves")
 	}
-	held := r.Machine.Phase == PhaseQueue && r.Hold != ""
-	if r.Machine.Phase != PhaseApproval && !held {
-		return "", nil, refuse("rollout %s is %s, not waiting for an approval", r.ID, r.Machine.Status)
+	if err := voteCannotCount(r); err != nil {
+		return "", nil, err
 	}
 	if isAuthor(r.Author, login) {
 		return "", nil, refuse("@%s opened or merged release %s and cannot approve its rollout", login, r.ReleaseID)
 	}
-	if held {
+	if r.Machine.Phase == PhaseQueue {
 		return x.prepareLift(r, login, approve, comment, via)
 	}
 	stage := r.Snapshot.Plan.Stages[r.Machine.Stage]
@@ -68,6 +67,28 @@ func (x *executor) prepareVote(ctx context.Context, id, login string, approve bo
 		return queueTickTx(ctx, tx, x.deps.River(), r.ID)
 	}
 	return fmt.Sprintf("@%s %s wave %s of rollout %s", login, verb, stage.Wave, r.ID), commit, nil
+}
+
+// voteCannotCount refuses a vote on r that cannot count, from ripcord's
+// own records alone: r waits for no approval (it has ended, its abort is
+// stored, or it is neither at an approval between waves nor held). Every
+// way to vote (the API, the check run's button, /ripcord approve) checks
+// it before it asks GitHub anything (the voter's permission, the check
+// run clicked), so such a vote costs no GitHub call and is told why at
+// once; prepareVote checks it again on the rollout as it is then, so one
+// that moved on meanwhile (while GitHub was asked) is refused still.
+func voteCannotCount(r Rollout) error {
+	switch {
+	case final(r.Machine.Status):
+		return refuse("rollout %s has ended (%s): no vote on it counts any more; a new release starts a new rollout",
+			r.ID, r.Machine.Status)
+	case r.AbortBy != "":
+		return refuse("rollout %s was aborted by @%s (%s): no vote on it counts any more", r.ID, r.AbortBy, r.AbortReason)
+	case r.Machine.Phase != PhaseApproval && (r.Machine.Phase != PhaseQueue || r.Hold == ""):
+		return refuse("rollout %s is %s, not waiting for an approval: vote when its %s check run shows the Approve button "+
+			"(its status is then paused-approval or paused-hold)", r.ID, r.Machine.Status, CheckName)
+	}
+	return nil
 }
 
 // prepareLift is a vote on a held rollout (Inputs.Hold): an approval lifts
@@ -109,7 +130,7 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 		return "", refuse("user: required, the GitHub login of the person who aborts")
 	}
 	if final(r.Machine.Status) {
-		return "", refuse("rollout %s has ended (%s)", r.ID, r.Machine.Status)
+		return "", refuse("rollout %s has ended (%s): there is nothing left to abort", r.ID, r.Machine.Status)
 	}
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
@@ -124,14 +145,21 @@ func (x *executor) abort(ctx context.Context, id, login, reason string) (string,
 	case errors.Is(err, errAbortedAlready):
 		return "", refuse("rollout %s was aborted already", r.ID)
 	case errors.As(err, &ended):
-		return "", refuse("rollout %s has ended (%s)", r.ID, ended.status)
+		return "", refuse("rollout %s has ended (%s): there is nothing left to abort", r.ID, ended.status)
 	case err != nil:
 		return "", err
 	}
+	reply := fmt.Sprintf("rollout %s aborted by @%s; on_failure %s applies", r.ID, login, r.Snapshot.Plan.OnFailure)
 	if phase == PhaseQueue {
-		return fmt.Sprintf("rollout %s aborted by @%s before it started: nothing was deployed", r.ID, login), nil
+		reply = fmt.Sprintf("rollout %s aborted by @%s before it started: nothing was deployed", r.ID, login)
 	}
-	return fmt.Sprintf("rollout %s aborted by @%s; on_failure %s applies", r.ID, login, r.Snapshot.Plan.OnFailure), nil
+	// The abort is stored whatever this read says: it only adds to the
+	// reply when the abort is carried out.
+	if inst, err := rolloutInstallation(ctx, x.deps.DB.Read, r.ID); err == nil && inst.suspended && inst.installed {
+		reply += fmt.Sprintf("; it is carried out once the App's installation %d is unsuspended (suspended now: "+
+			"nothing is asked of GitHub until then)", inst.id)
+	}
+	return reply, nil
 }
 
 var errAbortedAlready = errors.New("the rollout was aborted before")

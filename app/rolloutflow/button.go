@@ -38,7 +38,13 @@ func (h buttonHandler) Handle(ctx context.Context, d pipeline.Delivery) (pipelin
 	if err != nil {
 		return nil, err
 	}
-	if err := h.clickedAt(ctx, r, ev, marker); err != nil {
+	// A click that cannot count is refused before GitHub is asked anything
+	// (the check run clicked, the clicker's permission).
+	err = voteCannotCount(r)
+	if err == nil {
+		err = h.clickedAt(ctx, r, ev, marker)
+	}
+	if err != nil {
 		var refused *Refused
 		if errors.As(err, &refused) {
 			return h.note(r.ID, "@"+user+" clicked Approve "+pauseName(r, marker)+": refused: "+refused.Reason), nil

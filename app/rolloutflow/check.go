@@ -52,10 +52,16 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err != nil || r.HeadSHA == "" {
 		return err // no commit to show it on
 	}
-	if installed, err := rolloutInstalled(ctx, x.deps.DB.Read, r.ID); err != nil || !installed {
+	inst, err := rolloutInstallation(ctx, x.deps.DB.Read, r.ID)
+	if err != nil || !inst.installed {
 		// The App was uninstalled from the repository: no check run can
 		// be written there, now or later (uninstalled.go).
 		return err
+	}
+	if inst.suspended {
+		// Refused now, written once the installation is unsuspended
+		// (suspended.go).
+		return x.waitSuspended(r.ID, inst.id)
 	}
 	lim, err := readLimit(ctx, x.deps.DB.Read, r.InstallationID)
 	if err != nil {

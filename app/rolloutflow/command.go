@@ -23,6 +23,34 @@ func (approveCommand) Name() string { return commands.Approve }
 // RunsOnIssues lets the command run in issue comments too.
 func (approveCommand) RunsOnIssues() bool { return true }
 
+// Precheck refuses, before the commenter's permission is asked of GitHub,
+// an approval of a rollout that waits for none (voteCannotCount), or of
+// no rollout. Run checks again (prepareVote).
+func (c approveCommand) Precheck(ctx context.Context, cmd commands.Command) (string, error) {
+	if len(cmd.Args) == 0 {
+		return "", nil // Run says what to write
+	}
+	r, err := getRollout(ctx, c.x.deps.DB.Read, cmd.Args[0])
+	if err == nil {
+		err = voteCannotCount(r)
+	}
+	return c.refusal(cmd.Args[0], err)
+}
+
+// refusal is the reply to an approval refused with err, "" when err is
+// nil; an error that is no refusal is returned.
+func (approveCommand) refusal(id string, err error) (string, error) {
+	var refused *Refused
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// The id is the commenter's text: as code, so it mentions no one.
+		return "There is no rollout " + mdtext.CodeSpan(id) + ".", nil
+	case errors.As(err, &refused):
+		return "Not approved: " + refused.Reason + ".", nil
+	}
+	return "", err
+}
+
 func (c approveCommand) Run(ctx context.Context, inv commands.Invocation) (commands.Outcome, error) {
 	if len(inv.Command.Args) == 0 {
 		return commands.Outcome{Reply: "Which rollout? Write `/ripcord approve <rollout id>` (the id is in the ripcord/rollout check run)."}, nil
@@ -32,15 +60,9 @@ func (c approveCommand) Run(ctx context.Context, inv commands.Invocation) (comma
 	// The line is the commenter's text: a backtick in it must not end the span.
 	via := fmt.Sprintf("%s on %s#%d", mdtext.CodeSpan(inv.Command.Line), inv.Repository, inv.PullRequest)
 	reply, commit, err := c.x.prepareVote(ctx, id, inv.User, true, comment, via)
-	var refused *Refused
-	switch {
-	case errors.Is(err, ErrNotFound):
-		// The id is the commenter's text: as code, so it mentions no one.
-		return commands.Outcome{Reply: "There is no rollout " + mdtext.CodeSpan(id) + "."}, nil
-	case errors.As(err, &refused):
-		return commands.Outcome{Reply: "Not approved: " + refused.Reason + "."}, nil
-	case err != nil:
-		return commands.Outcome{}, err
+	if err != nil {
+		no, err := c.refusal(id, err)
+		return commands.Outcome{Reply: no}, err
 	}
 	return commands.Outcome{Reply: reply + ".", Commit: commit}, nil
 }

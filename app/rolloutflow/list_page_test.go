@@ -102,9 +102,9 @@ func TestAPageOfTheListReadsItsRolloutsBatchesInOneQuery(t *testing.T) {
 				batches, ended, RunSuccess, inFlight, RunQueued, queued)
 		}
 		// The rollouts of the page, their open unanswered lines, their
-		// batches.
-		if n := queries.Load(); n != 3 {
-			t.Errorf("the list of 3 rollouts sent %d queries, want 3 (one for each kind of row, whatever the page's length)", n)
+		// batches, their suspended installations.
+		if n := queries.Load(); n != 4 {
+			t.Errorf("the list of 3 rollouts sent %d queries, want 4 (one for each kind of row, whatever the page's length)", n)
 		}
 	})
 }

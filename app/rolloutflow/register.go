@@ -26,7 +26,8 @@ func Register(d pipeline.Deps) []pipeline.EventHandler {
 	if err := registerUnfinished(d.Registerer, d.DB.Read); err != nil {
 		d.Log.Warn("ripcord_rollouts_unfinished is not on /metrics", "err", err)
 	}
-	return []pipeline.EventHandler{runHandler{x: x}, buttonHandler{x: x}, mergeHandler{x: x}, uninstallHandler{x: x}}
+	return []pipeline.EventHandler{runHandler{x: x}, buttonHandler{x: x}, mergeHandler{x: x}, uninstallHandler{x: x},
+		unsuspendHandler{x: x}}
 }
 
 func newExecutor(d pipeline.Deps) *executor {

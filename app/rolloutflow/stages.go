@@ -23,7 +23,7 @@ type RolloutView struct {
 	State     string
 	Progress  string // rollout_progress: stages passed / stages, "1/3"
 	Stage     string // the current, or the failed, stage
-	Paused    string // what holds the rollout: the freeze, the approval or the rollout ahead
+	Paused    string // what holds the rollout: the freeze, the approval, the rollout ahead or a suspension
 	OnFailure string
 	Rollback  *status.Rollback // nil until on_failure starts a rollback
 	// Drift lists the stages a failed rollout left on the new version.
@@ -80,7 +80,11 @@ func Stages(ctx context.Context, db *sql.DB, releaseID string) (RolloutView, boo
 	if err != nil {
 		return RolloutView{}, false, err
 	}
-	return viewOf(statusOf(r, runs, nil), times, audit), true, nil
+	st := statusOf(r, runs, nil)
+	if err := pausedBySuspension(ctx, db, []*StatusJSON{&st}); err != nil {
+		return RolloutView{}, false, err
+	}
+	return viewOf(st, times, audit), true, nil
 }
 
 // viewOf lays out a status for the page. Start times come from the

@@ -219,23 +219,10 @@ func holdBehind(ctx context.Context, tx *sql.Tx, r Rollout) error {
 // queueTicksBehind queues a tick for every rollout of app and environment
 // that waits in the queue: the rollout ahead of them has ended.
 func queueTicksBehind(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx], app, environment string) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM rollouts
+	ids, err := selectIDs(ctx, tx, `SELECT id FROM rollouts
 		WHERE app = $1 AND environment = $2 AND phase = 'queue'`, app, environment)
 	if err != nil {
 		return fmt.Errorf("rollouts queued for %s/%s: %w", app, environment, err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	for _, id := range ids {
 		if err := queueTickTx(ctx, tx, rc, id); err != nil {
@@ -243,6 +230,26 @@ func queueTicksBehind(ctx context.Context, tx *sql.Tx, rc *river.Client[*sql.Tx]
 		}
 	}
 	return nil
+}
+
+// selectIDs runs query, which selects rollout ids, and returns them all,
+// read before any is acted on (a transaction's connection runs one
+// statement at a time).
+func selectIDs(ctx context.Context, q querier, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // loadRuns reads every batch dispatched for a rollout; the probe

@@ -81,10 +81,11 @@ func (w *tickWorker) Work(ctx context.Context, job *river.Job[TickArgs]) error {
 // answer about are Unread on this tick: the machine moves on what the
 // others say and waits for them (the next poll asks again). Before any
 // of it, a rollout of a repository the App was uninstalled from ends,
-// with no GitHub call (uninstalled.go).
+// with no GitHub call (uninstalled.go), and one whose installation is
+// suspended waits (suspended.go).
 func (x *executor) Tick(ctx context.Context, id string, scheduled bool) error {
-	if gone, err := x.tickUninstalled(ctx, id); err != nil || gone {
-		return err // the App was uninstalled from its repository: it has ended
+	if done, err := x.lookBeforeGitHub(ctx, id); err != nil || done {
+		return err // ended (uninstalled), or waits (suspended)
 	}
 	unread, limited, err := x.pollRuns(ctx, id, scheduled)
 	if err != nil {

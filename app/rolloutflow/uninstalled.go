@@ -25,7 +25,7 @@ import (
 // It ends at the uninstall, in the transaction of the delivery that
 // removes the repository from the installations table (uninstallHandler),
 // so its status says so at once. The tick and the check run job look
-// again (rolloutInstalled), for the rollouts the uninstall could not see:
+// again (rolloutInstallation), for the rollouts the uninstall could not see:
 // one stored by a start that read the installation before the uninstall
 // and committed after it.
 
@@ -89,21 +89,8 @@ func (x *executor) endUninstalledOf(ctx context.Context, tx *sql.Tx, inst int64,
 		}
 		query += ` AND r.repository IN (` + strings.Join(marks, ", ") + `)`
 	}
-	rows, err := tx.QueryContext(ctx, query+` ORDER BY r.created_at, r.id`, args...)
+	ids, err := selectIDs(ctx, tx, query+` ORDER BY r.created_at, r.id`, args...)
 	if err != nil {
-		return fmt.Errorf("rollouts of uninstalled installation %d: %w", inst, err)
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("rollouts of uninstalled installation %d: %w", inst, err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return fmt.Errorf("rollouts of uninstalled installation %d: %w", inst, err)
 	}
 	for _, id := range ids {
@@ -118,33 +105,48 @@ func (x *executor) endUninstalledOf(ctx context.Context, tx *sql.Tx, inst int64,
 	return nil
 }
 
-// rolloutInstalled reports whether rollout id's installation still lists
-// its repository: false when the App was uninstalled from it, and
-// ErrNotFound when there is no such rollout.
-func rolloutInstalled(ctx context.Context, q querier, id string) (bool, error) {
-	var installed bool
-	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM installation_repositories i
-		WHERE i.installation_id = r.installation_id AND i.repository = r.repository) FROM rollouts r WHERE r.id = $1`, id).Scan(&installed)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, ErrNotFound
-	}
-	if err != nil {
-		return false, fmt.Errorf("installation of rollout %s: %w", id, err)
-	}
-	return installed, nil
+// installState is what the installations table says of a rollout's
+// installation: whether it still lists the rollout's repository, and
+// whether it is suspended (suspended.go).
+type installState struct {
+	id                   int64
+	installed, suspended bool
 }
 
-// tickUninstalled is the tick's first look, before any GitHub call: true
-// when the App was uninstalled from rollout id's repository, and the
-// rollout is then ended (endUninstalled) if it was not already, so the
-// tick has nothing to do.
-func (x *executor) tickUninstalled(ctx context.Context, id string) (bool, error) {
-	installed, err := rolloutInstalled(ctx, x.deps.DB.Write, id)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil // the tick says so as before
+// rolloutInstallation reads the installState of rollout id's installation:
+// not installed when the App was uninstalled from its repository, and
+// ErrNotFound when there is no such rollout.
+func rolloutInstallation(ctx context.Context, q querier, id string) (installState, error) {
+	var s installState
+	err := q.QueryRowContext(ctx, `SELECT r.installation_id, EXISTS (SELECT 1 FROM installation_repositories i
+		WHERE i.installation_id = r.installation_id AND i.repository = r.repository),
+		EXISTS (SELECT 1 FROM installations i WHERE i.id = r.installation_id AND i.suspended)
+		FROM rollouts r WHERE r.id = $1`, id).Scan(&s.id, &s.installed, &s.suspended)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, ErrNotFound
 	}
-	if err != nil || installed {
+	if err != nil {
+		return s, fmt.Errorf("installation of rollout %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// lookBeforeGitHub is the tick's first look, before any GitHub call, at
+// rollout id's installation; true when the tick has nothing more to do.
+// The App was uninstalled from its repository: the rollout is then ended
+// (endUninstalled) if it was not already. Its installation is suspended:
+// the tick waits (suspended.go), its error river's snooze.
+func (x *executor) lookBeforeGitHub(ctx context.Context, id string) (bool, error) {
+	inst, err := rolloutInstallation(ctx, x.deps.DB.Write, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return false, nil // the tick says so as before
+	case err != nil:
 		return false, err
+	case inst.suspended && inst.installed:
+		return true, x.waitSuspended(id, inst.id)
+	case inst.installed:
+		return false, nil
 	}
 	return true, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
 		r, err := getRollout(ctx, tx, id)

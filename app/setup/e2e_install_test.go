@@ -15,6 +15,7 @@ import (
 // repository, signed with secret, and returns the status ripcord answers.
 func (e *env) installWebhook(secret, repository string) int {
 	e.t.Helper()
+	e.gh.InstallRepository(repository) // GitHub lists it among the installation's
 	var m map[string]any
 	if err := json.Unmarshal(githubtest.LoadPayload(e.t, "installation", "created.payload.json"), &m); err != nil {
 		e.t.Fatal(err)

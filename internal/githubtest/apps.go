@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,7 @@ func (s *Server) appHandlers() map[string]HandlerFunc {
 		"POST /app/installations/{installation_id}/access_tokens": s.createToken,
 		"GET /app/installations/{installation_id}":                s.getInstallation,
 		"GET /repos/{owner}/{repo}/installation":                  s.getInstallation,
+		"GET /installation/repositories":                          s.listInstallationRepos,
 		"GET /app":                                                s.getApp,
 		"POST /app-manifests/{code}/conversions":                  s.convertManifest,
 	}
@@ -65,6 +67,57 @@ func (s *Server) Tokens() []Token {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Token(nil), s.tokens...)
+}
+
+// TokenInstallation is the installation whose token (Tokens) authorizes r;
+// false when r carries none the fake issued.
+func (s *Server) TokenInstallation(r *http.Request) (int64, bool) {
+	_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tokens {
+		if token != "" && t.Token == token {
+			return t.InstallationID, true
+		}
+	}
+	return 0, false
+}
+
+// InstallRepository has installation InstallationID list repository: GET
+// /installation/repositories answers with the repositories installed so,
+// in the order installed. (GET /repos/{owner}/{repo}/installation says
+// InstallationID of any repository.)
+func (s *Server) InstallRepository(repository string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repoLocked(repository)
+	for _, have := range s.installed {
+		if have == r {
+			return
+		}
+	}
+	s.installed = append(s.installed, r)
+}
+
+// listInstallationRepos answers GET /installation/repositories for the
+// installation whose token the request carries: InstallationID has the
+// repositories of InstallRepository, another installation none.
+func (s *Server) listInstallationRepos(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	id, ok := s.TokenInstallation(r)
+	if !ok {
+		writeError(w, http.StatusUnauthorized, "Bad credentials")
+		return
+	}
+	s.mu.Lock()
+	all := []map[string]any{}
+	if id == InstallationID {
+		for _, repo := range s.installed {
+			all = append(all, s.repoJSON(repo))
+		}
+	}
+	s.mu.Unlock()
+	page := Page(w, r, all)
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(all), "repository_selection": "selected", "repositories": page})
 }
 
 func (s *Server) getInstallation(w http.ResponseWriter, r *http.Request, p map[string]string) {

@@ -51,6 +51,11 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
+// Page is the page of items a list request asks for, with GitHub's Link
+// header set on w, as the fake's own lists answer (paginate): for a
+// handler a test registers.
+func Page[T any](w http.ResponseWriter, r *http.Request, items []T) []T { return paginate(w, r, items) }
+
 // paginate answers a list with GitHub's page/per_page (default 30) and a Link header
 // pointing at the next and last pages.
 func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) []T {

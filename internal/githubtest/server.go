@@ -50,6 +50,9 @@ type Server struct {
 	repos    map[string]*repoState
 	tokens   []Token
 	codes    map[string]bool // app-manifest codes already converted
+
+	// installed are InstallationID's repositories (InstallRepository).
+	installed []*repoState
 }
 
 // NewServer starts a fake GitHub for the test and stops it when the test ends. The first

@@ -70,6 +70,9 @@ func (e *Env) Do(method, path, contentType string, body []byte) (int, []byte) {
 // accepts facts from its workflows.
 func (e *Env) Install(repository string) {
 	e.T.Helper()
+	// GitHub lists the repository among the installation's: ripcord
+	// records those GitHub says the installation has, not the payload's.
+	e.GitHub.InstallRepository(repository)
 	body := Edit(e.T, githubtest.LoadPayload(e.T, "installation", "created.payload.json"), func(m map[string]any) {
 		m["installation"].(map[string]any)["id"] = githubtest.InstallationID
 		repo := m["repositories"].([]any)[0].(map[string]any)
