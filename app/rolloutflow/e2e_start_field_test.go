@@ -75,7 +75,14 @@ func refusalsNameWhatToFix(t *testing.T, dbURL string) {
 	}
 
 	refused("the App not installed", http.StatusUnprocessableEntity, "repository", "not installed on acme/checkout")
+	// Installed two hours ago: the token the installation event took (to
+	// list the installation's repositories) has expired since, so the
+	// start asks GitHub for a new one, as it does once GitHub has deleted
+	// the installation and before its deleted event is applied (applied,
+	// the start is refused from ripcord's own table, asking nothing).
+	e.GitHub.SetClock(func() time.Time { return time.Now().Add(-2 * time.Hour) })
 	e.Install(repo)
+	e.GitHub.SetClock(time.Now)
 
 	const token = "POST /app/installations/{installation_id}/access_tokens"
 	answer(token, http.StatusNotFound, nil, `{"message":"Not Found"}`)
