@@ -244,7 +244,7 @@ type stallScanWorker struct {
 
 // Work pages through the releases waiting for a first fact and checks
 // those whose repository's stall_after has passed. Each repository's value
-// is read once per scan.
+// is read once per scan, and not for a release whose rollout is under way.
 func (w *stallScanWorker) Work(ctx context.Context, job *river.Job[StallScanArgs]) (err error) {
 	defer w.s.metrics.timed(job.Kind, time.Now(), &err)
 	now := time.Now().UTC()
@@ -256,6 +256,16 @@ func (w *stallScanWorker) Work(ctx context.Context, job *river.Job[StallScanArgs
 			return err
 		}
 		for _, c := range page {
+			// A release whose rollout has not ended waits for it, whatever
+			// its stall_after (checkStall): its repository's file is not
+			// asked of GitHub, on every scan of a rollout hours long.
+			rolling, err := rolloutflow.Rolling(ctx, w.s.db.Read, c.ReleaseID, store.Micros(now))
+			if err != nil {
+				return err
+			}
+			if rolling {
+				continue
+			}
 			d, ok := stallAfter[c.Repository]
 			if !ok {
 				d = w.s.stallAfterFor(ctx, c.Repository)
