@@ -22,24 +22,13 @@ import (
 // for 1h is not alerted at 20.
 func TestStallScanUsesEachRepositorysStallAfter(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		gh := githubtest.NewServer(t)
-		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
-			c.GitHub = config.GitHub{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t),
-				WebhookSecrets: []string{testSecret}, APIURL: gh.URL()}
-		})
+		ts, gh := startStallServer(t, dbURL, "acme/quick", "acme/patient")
 		if ts.cfg.StallAfter != 15*time.Minute {
 			t.Fatalf("server stall_after %s, the test assumes the 15m default", ts.cfg.StallAfter)
 		}
 		gh.PutFile("acme/quick", "main", ".github/ripcord.yml", "version: 1\nstall_after: 5m\n")
 		gh.PutFile("acme/patient", "main", ".github/ripcord.yml", "version: 1\nstall_after: 1h\n")
 		ctx := context.Background()
-		installed := installationCommit(github.InstallationEvent{Action: github.String("created"),
-			Installation: &github.Installation{ID: github.Int64(githubtest.InstallationID)},
-			Repositories: []*github.Repository{{ID: github.Int64(11), FullName: github.String("acme/quick")},
-				{ID: github.Int64(12), FullName: github.String("acme/patient")}}}, time.Now(), false)
-		if err := ts.db.InTx(ctx, func(tx *sql.Tx) error { return installed(ctx, tx) }); err != nil {
-			t.Fatal(err)
-		}
 		now := time.Now()
 		for _, r := range []struct {
 			id, repo string
@@ -54,10 +43,7 @@ func TestStallScanUsesEachRepositorysStallAfter(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		scan := &stallScanWorker{s: ts.Server}
-		if err := scan.Work(ctx, &river.Job[StallScanArgs]{JobRow: &rivertype.JobRow{Kind: StallScanArgs{}.Kind()}}); err != nil {
-			t.Fatal(err)
-		}
+		scanStalls(t, ts)
 		var stall struct{ Events []map[string]any }
 		ts.api(t, "/api/v1/audit?type=stall_detected", &stall)
 		var got []any
@@ -68,4 +54,35 @@ func TestStallScanUsesEachRepositorysStallAfter(t *testing.T) {
 			t.Errorf("stalled releases %v, want only quick-r1 (acme/quick's stall_after 5m; acme/patient's is 1h)", got)
 		}
 	})
+}
+
+// startStallServer starts ripcord on a fake GitHub where the App's
+// installation has repositories, recorded as an installation event does.
+func startStallServer(t *testing.T, dbURL string, repositories ...string) (*testServer, *githubtest.Server) {
+	t.Helper()
+	gh := githubtest.NewServer(t)
+	ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
+		c.GitHub = config.GitHub{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t),
+			WebhookSecrets: []string{testSecret}, APIURL: gh.URL()}
+	})
+	var repos []*github.Repository
+	for i, r := range repositories {
+		repos = append(repos, &github.Repository{ID: github.Int64(int64(11 + i)), FullName: github.String(r)})
+	}
+	ctx := context.Background()
+	installed := installationCommit(github.InstallationEvent{Action: github.String("created"),
+		Installation: &github.Installation{ID: github.Int64(githubtest.InstallationID)}, Repositories: repos}, time.Now(), false)
+	if err := ts.db.InTx(ctx, func(tx *sql.Tx) error { return installed(ctx, tx) }); err != nil {
+		t.Fatal(err)
+	}
+	return ts, gh
+}
+
+// scanStalls runs one stall scan, as its periodic job does.
+func scanStalls(t *testing.T, ts *testServer) {
+	t.Helper()
+	scan := &stallScanWorker{s: ts.Server}
+	if err := scan.Work(context.Background(), &river.Job[StallScanArgs]{JobRow: &rivertype.JobRow{Kind: StallScanArgs{}.Kind()}}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -7,12 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-
-	"github.com/ripcord/ripcord/app/config"
-	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
@@ -28,27 +22,7 @@ func TestStallWaitsForTheReleasesRollout(t *testing.T) {
 		ctx := context.Background()
 		now := time.Now().UTC()
 		const id = "waves-r1"
-		rec := records.Record{ReleaseID: id, App: "checkout", Environment: "prod", Repository: "acme/checkout",
-			Image: imageV1, Kind: records.KindPromote}
-		if err := ts.db.InTx(ctx, func(tx *sql.Tx) error {
-			_, _, err := ts.records.OpenRelease(ctx, tx, rec, now.Add(-3*time.Hour))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ts.db.Write.ExecContext(ctx, `INSERT INTO rollouts (id, release_id, repository, installation_id, app,
-			environment, version, snapshot, machine, status, created_at, updated_at)
-			VALUES ('ro-1', $1, 'acme/checkout', 1, 'checkout', 'prod', $2, '{}', '{}', 'running', $3, $3)`,
-			id, imageV1, store.Micros(now.Add(-3*time.Hour))); err != nil {
-			t.Fatal(err)
-		}
-		stalls := func() int {
-			var n int
-			if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM audit_events WHERE type = 'stall_detected' AND release_id = $1`, id).Scan(&n); err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+		openRolledOut(t, ts, id, "running", now.Add(-3*time.Hour))
 		check := func(status string, ended time.Time, want int) {
 			t.Helper()
 			if _, err := ts.db.Write.ExecContext(ctx, `UPDATE rollouts SET status = $1, updated_at = $2 WHERE id = 'ro-1'`,
@@ -58,7 +32,7 @@ func TestStallWaitsForTheReleasesRollout(t *testing.T) {
 			if err := ts.checkStall(ctx, id, 15*time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if got := stalls(); got != want {
+			if got := stallAlerts(t, ts, id); got != want {
 				t.Errorf("rollout %s, ended %s ago: %d stall alerts, want %d", status, now.Sub(ended).Round(time.Minute), got, want)
 			}
 		}
@@ -75,50 +49,49 @@ func TestStallWaitsForTheReleasesRollout(t *testing.T) {
 // uninstalled from the repository meanwhile).
 func TestStallScanReadsNoConfigForAReleaseBeingRolledOut(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		gh := githubtest.NewServer(t)
-		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
-			c.GitHub = config.GitHub{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t),
-				WebhookSecrets: []string{testSecret}, APIURL: gh.URL()}
-		})
+		ts, gh := startStallServer(t, dbURL, "acme/checkout")
 		gh.PutFile("acme/checkout", "main", ".github/ripcord.yml", "version: 1\nstall_after: 5m\n")
-		ctx := context.Background()
-		installed := installationCommit(github.InstallationEvent{Action: github.String("created"),
-			Installation: &github.Installation{ID: github.Int64(githubtest.InstallationID)},
-			Repositories: []*github.Repository{{ID: github.Int64(11), FullName: github.String("acme/checkout")}}}, time.Now(), false)
-		if err := ts.db.InTx(ctx, func(tx *sql.Tx) error { return installed(ctx, tx) }); err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now().UTC()
 		const id = "waves-r1"
-		rec := records.Record{ReleaseID: id, App: "checkout", Environment: "prod", Repository: "acme/checkout",
-			Image: imageV1, Kind: records.KindPromote}
-		if err := ts.db.InTx(ctx, func(tx *sql.Tx) error {
-			_, _, err := ts.records.OpenRelease(ctx, tx, rec, now.Add(-3*time.Hour))
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ts.db.Write.ExecContext(ctx, `INSERT INTO rollouts (id, release_id, repository, installation_id, app,
-			environment, version, snapshot, machine, status, created_at, updated_at)
-			VALUES ('ro-1', $1, 'acme/checkout', 1, 'checkout', 'prod', $2, '{}', '{}', 'paused-approval', $3, $3)`,
-			id, imageV1, store.Micros(now.Add(-3*time.Hour))); err != nil {
-			t.Fatal(err)
-		}
-		scan := &stallScanWorker{s: ts.Server}
-		if err := scan.Work(ctx, &river.Job[StallScanArgs]{JobRow: &rivertype.JobRow{Kind: StallScanArgs{}.Kind()}}); err != nil {
-			t.Fatal(err)
-		}
+		openRolledOut(t, ts, id, "paused-approval", time.Now().Add(-3*time.Hour))
+		scanStalls(t, ts)
 		for _, r := range gh.Requests() {
 			if strings.HasPrefix(r.Path, "/repos/acme/checkout/") {
 				t.Errorf("the scan asked GitHub %s %s for a release whose rollout is under way", r.Method, r.Path)
 			}
 		}
-		var n int
-		if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM audit_events WHERE type = 'stall_detected' AND release_id = $1`, id).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
+		if n := stallAlerts(t, ts, id); n != 0 {
 			t.Errorf("%d stall alerts for a release whose rollout is under way, want none", n)
 		}
 	})
+}
+
+// openRolledOut opens release id of acme/checkout at opened, with its
+// rollout ro-1 in status since then.
+func openRolledOut(t *testing.T, ts *testServer, id, status string, opened time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	rec := records.Record{ReleaseID: id, App: "checkout", Environment: "prod", Repository: "acme/checkout",
+		Image: imageV1, Kind: records.KindPromote}
+	if err := ts.db.InTx(ctx, func(tx *sql.Tx) error {
+		_, _, err := ts.records.OpenRelease(ctx, tx, rec, opened)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.db.Write.ExecContext(ctx, `INSERT INTO rollouts (id, release_id, repository, installation_id, app,
+		environment, version, snapshot, machine, status, created_at, updated_at)
+		VALUES ('ro-1', $1, 'acme/checkout', 1, 'checkout', 'prod', $2, '{}', '{}', $3, $4, $4)`,
+		id, imageV1, status, store.Micros(opened)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stallAlerts counts the stall alerts of release id.
+func stallAlerts(t *testing.T, ts *testServer, id string) int {
+	t.Helper()
+	var n int
+	if err := ts.db.Read.QueryRow(`SELECT COUNT(*) FROM audit_events WHERE type = 'stall_detected' AND release_id = $1`, id).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
