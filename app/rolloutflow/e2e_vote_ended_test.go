@@ -31,7 +31,7 @@ func reads(gh *githubtest.Server, skip int) []string {
 // records, saying it has ended, with nothing asked of GitHub (not the
 // voter's permission, not the config, not the check run clicked).
 func TestVotesAndAbortsOfAnEndedRolloutAskGitHubNothing(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "write")
 		s.settle()
 		shown, _ := s.check()
@@ -88,7 +88,7 @@ func TestVotesAndAbortsOfAnEndedRolloutAskGitHubNothing(t *testing.T) {
 // permission is refused by the vote itself, which reads the rollout again:
 // the check before GitHub is not all that stands.
 func TestAVoteOnARolloutThatEndsMeanwhileIsRefused(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "write")
 		s.settle()
 		route := "GET /repos/{owner}/{repo}/collaborators/{username}/permission"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/riverqueue/river/rivertype"
 
@@ -17,13 +16,8 @@ import (
 // attempt spent) before any GitHub call, and the rollout is as it was.
 // Once the installation is active again its tick goes on.
 func TestJobsOfASuspendedInstallationSnoozeBeforeGitHub(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
-		h := newHarnessOn(t, dbURL, "stop", "", 10*time.Minute)
-		h.start(nil)
-		r := h.run(func(r Rollout) bool { return r.Machine.Phase == PhaseBake })
-		if r.Machine.Phase != PhaseBake || r.WakeAt.IsZero() {
-			t.Fatalf("phase %s, wake %v: want the canary baking, with its next reading scheduled", r.Machine.Phase, r.WakeAt)
-		}
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		h, r := bakingCanary(t, dbURL, "stop")
 		ctx := context.Background()
 		suspend := func(v bool) {
 			t.Helper()

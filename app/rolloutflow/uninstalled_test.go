@@ -17,12 +17,7 @@ import (
 // back; its check run job and later ticks ask GitHub nothing either.
 func TestATickEndsARolloutOfAnUninstalledRepositoryWithoutGitHub(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
-		h := newHarnessOn(t, dbURL, "rollback-all", "", 10*time.Minute)
-		h.start(nil)
-		r := h.run(func(r Rollout) bool { return r.Machine.Phase == PhaseBake })
-		if r.Machine.Phase != PhaseBake || r.WakeAt.IsZero() {
-			t.Fatalf("phase %s, wake %v: want the canary baking, with its next reading scheduled", r.Machine.Phase, r.WakeAt)
-		}
+		h, r := bakingCanary(t, dbURL, "rollback-all")
 		ctx := context.Background()
 		if _, err := h.x.deps.DB.Write.ExecContext(ctx, `DELETE FROM installation_repositories WHERE installation_id = $1 AND repository = $2`,
 			githubtest.InstallationID, testRepo); err != nil {
@@ -78,4 +73,17 @@ func TestAnUninstallEndsARollbackUnderWay(t *testing.T) {
 	if evs := m.uninstalled(testRepo); evs != nil {
 		t.Errorf("ended again: %+v, want nothing", evs)
 	}
+}
+
+// bakingCanary runs a rollout with onFailure until its canary bakes at
+// its gate, its next reading scheduled.
+func bakingCanary(t *testing.T, dbURL, onFailure string) (*harness, Rollout) {
+	t.Helper()
+	h := newHarnessOn(t, dbURL, onFailure, "", 10*time.Minute)
+	h.start(nil)
+	r := h.run(func(r Rollout) bool { return r.Machine.Phase == PhaseBake })
+	if r.Machine.Phase != PhaseBake || r.WakeAt.IsZero() {
+		t.Fatalf("phase %s, wake %v: want the canary baking, with its next reading scheduled", r.Machine.Phase, r.WakeAt)
+	}
+	return h, r
 }
