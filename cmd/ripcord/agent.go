@@ -61,9 +61,8 @@ func runAgent(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "ripcord agent: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, stop := noArgs(fs); stop {
+		return code
 	}
 	if code, stop := notNegative(fs, "resync", "spool-max", "poll-wait", "min-healthy",
 		"health-request-timeout", "health-timeout", "health-interval", "rollout-timeout"); stop {

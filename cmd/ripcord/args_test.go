@@ -41,3 +41,33 @@ func TestOneArgumentCommandsSayWhatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+// A command that takes no arguments says so in one line naming the stray
+// one: serve, migrate and agent said only "unexpected argument", and left
+// whoever typed `ripcord serve ripcord.db` to guess that the database is a
+// flag.
+func TestCommandsWithoutArgumentsSayTheyTakeNone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	noToken := []string{"RIPCORD_SERVER=http://127.0.0.1:1", "RIPCORD_API_TOKEN=", "RIPCORD_CLUSTER_TOKEN="}
+	withFlags := "; it takes no arguments (flags start with --, and a value with spaces needs quotes)"
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "ripcord.db"}, `ripcord serve: unexpected argument "ripcord.db"` + withFlags},
+		{[]string{"migrate", "--log-level", "info", "now"}, `ripcord migrate: unexpected argument "now"` + withFlags},
+		{[]string{"agent", "--cluster", "prod-eu", "prod-us"}, `ripcord agent: unexpected argument "prod-us"` + withFlags},
+		{[]string{"releases", "list", "checkout"}, `ripcord releases list: unexpected argument "checkout"` + withFlags},
+		{[]string{"version", "extra"}, `ripcord version: unexpected argument "extra"; it takes no arguments (nor flags)`},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			code, stdout, stderr := ripcord(t, noToken, c.args...)
+			if code != 2 || strings.TrimSpace(stderr) != c.want || stdout != "" {
+				t.Errorf("exit %d, stderr %q, stdout %q; want 2 and the one line\n%s", code, stderr, stdout, c.want)
+			}
+		})
+	}
+}

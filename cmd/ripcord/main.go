@@ -185,11 +185,19 @@ func closestFlag(fs *flag.FlagSet, name string) string {
 // it is most often a value that lost its quotes (--reason bad deploy sends
 // the reason "bad") or a filter written without its flag (releases list
 // checkout lists every app), and the command would act on less than asked.
+// serve, migrate and agent said only "unexpected argument", which left a
+// newcomer who typed `ripcord serve ripcord.db` guessing what was wrong.
 func noArgs(fs *flag.FlagSet) (code int, stop bool) {
 	if fs.NArg() == 0 {
 		return 0, false
 	}
-	fmt.Fprintf(os.Stderr, "%s: unexpected argument %q; it takes none (a value with spaces needs quotes)\n", fs.Name(), fs.Arg(0))
+	hint := "flags start with --, and a value with spaces needs quotes"
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if !hasFlags {
+		hint = "nor flags"
+	}
+	fmt.Fprintf(os.Stderr, "%s: unexpected argument %q; it takes no arguments (%s)\n", fs.Name(), fs.Arg(0), hint)
 	return 2, true
 }
 

@@ -55,9 +55,8 @@ func loadConfig(name string, args []string) (cfg *config.Config, unknown []confi
 	if code, stop := parse(fs, args); stop {
 		return nil, nil, code, false
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "ripcord %s: unexpected argument %q\n", name, fs.Arg(0))
-		return nil, nil, 2, false
+	if code, stop := noArgs(fs); stop {
+		return nil, nil, code, false
 	}
 	unknown = config.CheckEnv(os.Environ())
 	cfg, err := config.Load(fs, os.Getenv)
@@ -168,9 +167,8 @@ func runVersion(args []string) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(os.Stderr, "ripcord version: unexpected argument %q; it takes none\n", fs.Arg(0))
-		return 2
+	if code, stop := noArgs(fs); stop {
+		return code
 	}
 	fmt.Println("ripcord", version.String())
 	return 0
