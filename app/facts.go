@@ -297,6 +297,9 @@ func (s *Server) requireInstalled(w http.ResponseWriter, r *http.Request, repo s
 	return true
 }
 
+// factsWant is what a facts route takes, said when the body is empty.
+const factsWant = `one fact, a JSON object with "source", "observed_at" and the fields of its source, or {"facts": [fact, ...]}`
+
 // readFacts decodes one fact or {"facts": [...]} strictly and validates every
 // fact before any is applied. A fact that names no cluster takes cluster
 // (the one the path and token name; "" for none) before it is validated.
@@ -312,20 +315,20 @@ func (s *Server) readFacts(w http.ResponseWriter, r *http.Request, cluster strin
 		var b struct {
 			Facts []json.RawMessage `json:"facts"`
 		}
-		if err := decodeStrict(body, &b, ""); err != nil {
+		if err := decodeStrict(body, &b, "", factsWant); err != nil {
 			writeFieldError(w, err)
 			return nil, false, false
 		}
 		facts = make([]records.Fact, len(b.Facts))
 		for i, raw := range b.Facts {
-			if err := decodeStrict(raw, &facts[i], fmt.Sprintf("facts[%d]", i)); err != nil {
+			if err := decodeStrict(raw, &facts[i], fmt.Sprintf("facts[%d]", i), ""); err != nil {
 				writeFieldError(w, err)
 				return nil, false, false
 			}
 		}
 	} else {
 		var f records.Fact
-		if err := decodeStrict(body, &f, ""); err != nil {
+		if err := decodeStrict(body, &f, "", factsWant); err != nil {
 			writeFieldError(w, err)
 			return nil, false, false
 		}

@@ -47,7 +47,7 @@ func (s *Server) postClusterInventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var inv inventory
-	if err := decodeStrict(body, &inv, ""); err != nil {
+	if err := decodeStrict(body, &inv, "", `a JSON object with "observed_at", "sources" and "uids", and "namespace" when one is watched`); err != nil {
 		writeFieldError(w, err)
 		return
 	}

@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"net/http"
+
+	"github.com/ripcord/ripcord/app/pipeline"
 )
 
 // bodyLimits are the routes whose body limit is not maxBodyBytes. They are
@@ -36,21 +38,10 @@ func (s *Server) limitBodies(next http.Handler) http.Handler {
 			if limit > 0 && r.ContentLength > limit {
 				// Go closes the connection rather than read a large unread body.
 				writeError(w, http.StatusRequestEntityTooLarge, "",
-					fmt.Sprintf("request body larger than %s (Content-Length %d)", sizeText(limit), r.ContentLength))
+					fmt.Sprintf("request body larger than %s (Content-Length %d)", pipeline.SizeText(limit), r.ContentLength))
 				return
 			}
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// sizeText is n bytes as README names the limits: "1 MiB", "64 KiB".
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

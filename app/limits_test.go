@@ -131,6 +131,32 @@ func TestAnEmptyRolloutsBodyIsRefusedNamingWhatIsRequired(t *testing.T) {
 	}
 }
 
+// Every other JSON route of /api/v1 answers an empty body the same way:
+// POST /api/v1/rollbacks said "the body is not a JSON object: EOF", the
+// validator "not a JSON object: EOF", a cluster action's result "body is
+// not a result: EOF", and releases and facts "empty or cut short"
+// without saying what to send.
+func TestEveryEmptyJSONBodyIsRefusedNamingWhatIsExpected(t *testing.T) {
+	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
+		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
+	})
+	for _, c := range []struct{ path, auth, want string }{
+		{"/api/v1/rollbacks", testToken, `"app", "environment" and "reason"`},
+		{"/api/v1/releases", testToken, `"release_id", "app", "environment", "cluster" and "image"`},
+		{"/api/v1/validate", testToken, `{"content": "<the YAML file>"}`},
+		{"/api/v1/facts/prod-eu", "tok-eu", `{"facts": [fact, ...]}`},
+		{"/api/v1/facts/prod-eu/inventory", "tok-eu", `"observed_at", "sources" and "uids"`},
+		{"/api/v1/clusters/prod-eu/actions/a1", "tok-eu", `"agent", "status" and "outcome"`},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			status, msg := postAs(t, ts, c.path, c.auth, "", false)
+			if status != http.StatusBadRequest || !strings.Contains(msg, "the body is empty") || !strings.Contains(msg, c.want) {
+				t.Errorf("status %d %q, want 400 saying the body is empty and that it expects %s", status, msg, c.want)
+			}
+		})
+	}
+}
+
 // post sends body to path with the api token, chunked (with no
 // Content-Length) or not, and returns the status and the error message.
 func post(t *testing.T, ts *testServer, path, body string, chunked bool) (int, string) {

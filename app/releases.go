@@ -86,7 +86,7 @@ func (s *Server) postRelease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var q releaseRequest
-	if err := decodeStrict(body, &q, ""); err != nil {
+	if err := decodeStrict(body, &q, "", `a JSON object with "release_id", "app", "environment", "cluster" and "image"`); err != nil {
 		writeFieldError(w, nestedUnknownField(body, err))
 		return
 	}

@@ -60,9 +60,9 @@ func TestPostReleaseValidation(t *testing.T) {
 			"pr.number: expected int, got JSON string"},
 		{"unknown field in pr", with(map[string]any{"pr": map[string]any{"url": "https://github.com/acme/checkout/pull/1", "nuber": 1}}),
 			"pr.nuber", "pr.nuber: unknown field"},
-		{"not an object", `[1]`, "", "expected records.releaseRequest"},
+		{"not an object", `[1]`, "", "expected a JSON object with \"release_id\""},
 		{"trailing data", `{"release_id": "r1"} {}`, "", "unexpected data after the JSON value"},
-		{"empty body", ``, "", "the body is empty or cut short: expected a JSON object"},
+		{"empty body", ``, "", `the body is empty: expected a JSON object with "release_id", "app", "environment", "cluster" and "image"`},
 	}
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, nil)

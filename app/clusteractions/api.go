@@ -1,11 +1,8 @@
 package clusteractions
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ripcord/ripcord/app/pipeline"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/records"
 )
@@ -184,10 +182,10 @@ func decodeResult(w http.ResponseWriter, r *http.Request, res *actionapi.Result)
 // checkResult decodes body into res strictly; a problem comes back as the
 // field and the message of a 400.
 func checkResult(body []byte, res *actionapi.Result) (string, string) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(res); err != nil {
-		return "", "body is not a result: " + err.Error()
+	if err := pipeline.DecodeStrict(body, res, "", `a JSON object with "agent", "status" and "outcome"`); err != nil {
+		var fe *pipeline.FieldError
+		errors.As(err, &fe)
+		return fe.Field, fe.Error()
 	}
 	if !agentPattern.MatchString(res.Agent) {
 		return "agent", "agent must be the id of the agent that claimed the action"

@@ -1,7 +1,6 @@
 package configload
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,22 +91,17 @@ func configFromBody(contentType string, body []byte) ([]byte, string, error) {
 		}
 		return body, "", nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var req validateRequest
-	if err := dec.Decode(&req); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return nil, typeErr.Field, fmt.Errorf("%s: expected a string holding the YAML file, got JSON %s", typeErr.Field, typeErr.Value)
+	if err := pipeline.DecodeStrict(body, &req, "", `{"content": "<the YAML file>"}`); err != nil {
+		var fe *pipeline.FieldError
+		errors.As(err, &fe)
+		if fe.Field == "content" {
+			return nil, fe.Field, errors.New("content: expected a string holding the YAML file")
 		}
-		if name, ok := bytes.CutPrefix([]byte(err.Error()), []byte("json: unknown field ")); ok {
-			f := string(bytes.Trim(name, `"`))
-			return nil, f, fmt.Errorf("%s: unknown field; send {\"content\": \"<the YAML file>\"}", f)
+		if fe.Field != "" {
+			return nil, fe.Field, fmt.Errorf("%v; send {\"content\": \"<the YAML file>\"}", fe)
 		}
-		return nil, "", fmt.Errorf("not a JSON object: %v; send {\"content\": \"<the YAML file>\"} or the YAML itself with another Content-Type", err)
-	}
-	if dec.More() {
-		return nil, "", errors.New("unexpected data after the JSON object")
+		return nil, "", fmt.Errorf("%v; or send the YAML itself with another Content-Type", fe)
 	}
 	if req.Content == nil {
 		return nil, "content", errors.New("content: is required: the YAML file as a string")

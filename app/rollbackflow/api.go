@@ -1,12 +1,8 @@
 package rollbackflow
 
 import (
-	"bytes"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -65,12 +61,7 @@ type apiHandler struct{ st *starter }
 // rollback shares that one idempotent job.
 func (h apiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var b rollbackBody
-	if field, err := decode(w, r, &b); err != nil {
-		status := http.StatusBadRequest
-		if errors.Is(err, errTooLarge) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		pipeline.WriteError(w, status, field, err.Error())
+	if !pipeline.DecodeBody(w, r, &b, maxBody, `a JSON object with "app", "environment" and "reason", and optionally "cluster", "to" and "repository"`) {
 		return
 	}
 	for _, f := range []struct{ name, v string }{{"app", b.App}, {"environment", b.Environment}, {"reason", b.Reason}} {
@@ -193,32 +184,4 @@ func (h apiHandler) answerError(w http.ResponseWriter, r *http.Request, field st
 	}
 	h.st.deps.Log.Error("rollback request failed", "path", r.URL.Path, "err", err)
 	pipeline.WriteError(w, http.StatusInternalServerError, "", "internal error; the server log has the details")
-}
-
-// errTooLarge is a body over maxBody, worded as app's limitBodies words a
-// Content-Length over it: a chunked body is refused the same way.
-var errTooLarge = errors.New("request body larger than 64 KiB")
-
-func decode(w http.ResponseWriter, r *http.Request, v any) (string, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		return "", errTooLarge
-	}
-	if err != nil {
-		return "", fmt.Errorf("read body: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return typeErr.Field, fmt.Errorf("%s: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
-		}
-		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return strings.Trim(name, `"`), fmt.Errorf("%s: unknown field", strings.Trim(name, `"`))
-		}
-		return "", fmt.Errorf("the body is not a JSON object: %w", err)
-	}
-	return "", nil
 }

@@ -4,10 +4,8 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -466,25 +464,10 @@ func (a api) internal(w http.ResponseWriter, err error) {
 // Content-Length before the handler runs, decode a chunked body as it reads.
 const maxBody = 1 << 20
 
-// decode reads a strict JSON body: an unknown field is a 400 naming it. A
-// body over maxBody is a 413 naming the limit in app's words, not a JSON
-// error at the byte where a cut body ended; an empty body is a 400 naming
-// want, what the route requires, not a request of zero values.
+// decode reads a strict JSON body (pipeline.DecodeBody): an unknown field
+// is a 400 naming it, a body over maxBody a 413 naming the limit, and an
+// empty body a 400 naming want, what the route requires, not a request of
+// zero values.
 func decode(w http.ResponseWriter, r *http.Request, v any, want string) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		pipeline.WriteError(w, http.StatusRequestEntityTooLarge, "", "request body larger than 1 MiB")
-		return false
-	case errors.Is(err, io.EOF):
-		pipeline.WriteError(w, http.StatusBadRequest, "", "body: empty; expected "+want)
-		return false
-	case err != nil:
-		pipeline.WriteError(w, http.StatusBadRequest, "", "body: "+err.Error())
-		return false
-	}
-	return true
+	return pipeline.DecodeBody(w, r, v, maxBody, want)
 }

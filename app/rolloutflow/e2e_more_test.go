@@ -202,7 +202,7 @@ func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
 		{"no repository and no earlier release to take it from", "POST", "/api/v1/rollouts",
 			`{"app": "checkout", "environment": "prod", "version": "v2"}`, 400, "repository"},
 		{"version missing", "POST", "/api/v1/rollouts", `{"app": "checkout", "environment": "prod"}`, 400, "version"},
-		{"an unknown field", "POST", "/api/v1/rollouts", `{"app": "checkout", "env": "prod"}`, 400, ""},
+		{"an unknown field", "POST", "/api/v1/rollouts", `{"app": "checkout", "env": "prod"}`, 400, "env"},
 		{"an environment without rollout", "POST", "/api/v1/rollouts", `{"repository": "acme/checkout", "app": "checkout",
 			"environment": "staging", "cluster": "eu", "version": "v2"}`, 422, "environment"},
 		{"an unknown rollout", "GET", "/api/v1/rollouts/ro-nope", "", 404, "id"},
