@@ -52,7 +52,9 @@ func (s *Server) postClusterInventory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if field, msg := inv.problem(); field != "" {
-		writeError(w, http.StatusBadRequest, field, msg)
+		// The message names the field too, as every other 400 does: a
+		// client or agent log that shows only the error read "is required".
+		writeFieldError(w, &fieldError{Field: field, Message: msg})
 		return
 	}
 	running, err := s.records.Running(r.Context(), cluster)

@@ -72,3 +72,36 @@ func TestAnInventoryDeletesOnlyTheMissingWorkloadsOfItsScope(t *testing.T) {
 		}
 	})
 }
+
+// An inventory's 400 names the field in its message as well as in field,
+// as every other 400 of the API does: the agent logs the message, and
+// "is required" alone did not say what was.
+func TestInventoryRefusalsNameTheFieldInTheMessage(t *testing.T) {
+	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
+		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
+	})
+	at := time.Now().UTC().Format(time.RFC3339Nano)
+	for _, c := range []struct {
+		name  string
+		inv   map[string]any
+		field string
+		msg   string
+	}{
+		{"no observed_at", map[string]any{"sources": []string{"deployment"}, "uids": []string{}},
+			"observed_at", "observed_at: is required"},
+		{"no sources", map[string]any{"observed_at": at, "uids": []string{}},
+			"sources", "sources: is required: the sources (deployment, rollout, argocd) whose every workload uids lists"},
+		{"no uids", map[string]any{"observed_at": at, "sources": []string{"deployment"}},
+			"uids", "uids: is required (an empty list when the source holds no workload)"},
+		{"an unknown source", map[string]any{"observed_at": at, "sources": []string{"deployment", "pods"}, "uids": []string{}},
+			"sources[1]", `sources[1]: must be deployment, rollout or argocd, got "pods"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var e apiError
+			code := ts.post(t, "/api/v1/facts/prod-eu/inventory", "tok-eu", c.inv, &e)
+			if code != http.StatusBadRequest || e.Field != c.field || e.Error != c.msg {
+				t.Errorf("%d %+v, want 400 on %q saying %q", code, e, c.field, c.msg)
+			}
+		})
+	}
+}
