@@ -336,9 +336,18 @@ func (a api) open(ctx context.Context, q *startRequest) (*records.Record, error)
 			return nil, err
 		}
 	}
-	for field, v := range map[string]string{"app": q.App, "environment": q.Environment, "version": q.Version} {
-		if v == "" {
-			return nil, bad(field, field+": required (or release_id of an open release)")
+	// A release_id that names no release opens one only with app,
+	// environment and version; without them the id is what is wrong, not
+	// the app the user never meant to send. In order, so that the same
+	// request is always refused on the same field.
+	for _, f := range [][2]string{{"app", q.App}, {"environment", q.Environment}, {"version", q.Version}} {
+		switch {
+		case f[1] != "":
+		case q.ReleaseID != "":
+			return nil, bad("release_id", fmt.Sprintf("release_id: no release %q is stored; send the release_id of an open release "+
+				"(GET /api/v1/releases lists them), or app, environment and version to open one (%s is missing)", q.ReleaseID, f[0]))
+		default:
+			return nil, bad(f[0], f[0]+": required (or release_id of an open release)")
 		}
 	}
 	if q.Repository == "" || q.Cluster == "" {

@@ -202,6 +202,8 @@ func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
 		{"no repository and no earlier release to take it from", "POST", "/api/v1/rollouts",
 			`{"app": "checkout", "environment": "prod", "version": "v2"}`, 400, "repository"},
 		{"version missing", "POST", "/api/v1/rollouts", `{"app": "checkout", "environment": "prod"}`, 400, "version"},
+		{"a release_id that names no release", "POST", "/api/v1/rollouts", `{"release_id": "nope"}`, 400, "release_id"},
+		{"nothing to start", "POST", "/api/v1/rollouts", `{"author": "alice"}`, 400, "app"},
 		{"an unknown field", "POST", "/api/v1/rollouts", `{"app": "checkout", "env": "prod"}`, 400, "env"},
 		{"an environment without rollout", "POST", "/api/v1/rollouts", `{"repository": "acme/checkout", "app": "checkout",
 			"environment": "staging", "cluster": "eu", "version": "v2"}`, 422, "environment"},
@@ -217,6 +219,11 @@ func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
 				t.Errorf("%d %s, want %d naming %q", code, body, tc.status, tc.field)
 			}
 		})
+	}
+	// The id is named, with what to send instead.
+	if _, body := s.Do("POST", "/api/v1/rollouts", "application/json", []byte(`{"release_id": "nope"}`)); !strings.Contains(string(body),
+		`release_id: no release \"nope\" is stored`) || !strings.Contains(string(body), "app, environment and version") {
+		t.Errorf("a release_id that names no release: %s, want it named, and app, environment and version as what to send instead", body)
 	}
 	// Repository and cluster default to the newest release's.
 	code, body := s.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "r1:prod-eu/prod",
