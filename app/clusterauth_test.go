@@ -1,10 +1,12 @@
 package app
 
 import (
+	"encoding/json"
 	"flag"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,4 +92,34 @@ func TestClusterTokenRotationNeedsNoRestart(t *testing.T) {
 			t.Errorf("tok-new: %d, want 200", code)
 		}
 	})
+}
+
+// With no cluster configured, every route a cluster token guards says so
+// and names the setting: "wrong token" sent a newcomer trying the agent
+// to check a token the server never had. It stays 401, so an agent keeps
+// its facts spooled until the server is configured.
+func TestClusterRoutesSayNoClusterIsConfigured(t *testing.T) {
+	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/api/v1/facts/prod-eu"},
+		{"POST", "/api/v1/facts/prod-eu/inventory"},
+		{"GET", "/api/v1/clusters/prod-eu/actions?agent=a1&wait=0s"},
+		{"POST", "/api/v1/clusters/prod-eu/actions/a1"},
+	} {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			req, _ := http.NewRequest(c.method, ts.URL+c.path, strings.NewReader("{}"))
+			req.Header.Set("Authorization", "Bearer tok-eu")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var e apiError
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(e.Error, "no cluster is configured on this server") ||
+				!strings.Contains(e.Error, "RIPCORD_CLUSTERS=prod-eu=TOKEN") {
+				t.Errorf("%d %q, want 401 saying no cluster is configured and naming the clusters setting", resp.StatusCode, e.Error)
+			}
+		})
+	}
 }

@@ -99,6 +99,14 @@ func (s *Server) checkClusterToken(r *http.Request, cluster string) (int, string
 	if !ok {
 		return http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <the cluster's token>"
 	}
+	if len(s.cfg.Clusters) == 0 {
+		// No token can be right: "wrong token" sent people to check a
+		// token the server never had. Still 401, so the agent keeps its
+		// facts spooled until the server is configured.
+		return http.StatusUnauthorized, fmt.Sprintf("no cluster is configured on this server, so no token of cluster %q is known: "+
+			"add it to the server's clusters setting (--clusters, RIPCORD_CLUSTERS=%s=TOKEN, or clusters: in the --config file) "+
+			"and restart it", cluster, cluster)
+	}
 	if toks, known := s.cfg.Clusters[cluster]; known && s.isClusterToken(cluster, toks, got) {
 		return 0, ""
 	}
