@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/repoconfig"
@@ -96,7 +97,8 @@ func configFromBody(contentType string, body []byte) ([]byte, string, error) {
 		var fe *pipeline.FieldError
 		errors.As(err, &fe)
 		if fe.Field == "content" {
-			return nil, fe.Field, errors.New("content: expected a string holding the YAML file")
+			_, got, _ := strings.Cut(fe.Message, ", ")
+			return nil, fe.Field, fmt.Errorf("content: expected a string holding the YAML file, %s", got)
 		}
 		if fe.Field != "" {
 			return nil, fe.Field, fmt.Errorf("%v; send {\"content\": \"<the YAML file>\"}", fe)

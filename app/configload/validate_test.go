@@ -150,3 +150,26 @@ func TestValidateAnUnreadableBodyIsNotTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// A JSON body the validator cannot read says what was sent and what to
+// send instead: the JSON form, or the YAML itself with another type.
+func TestValidateJSONRefusalsSayWhatToSend(t *testing.T) {
+	for _, c := range []struct{ name, body, want string }{
+		{"content not a string", `{"content": 1}`, "content: expected a string holding the YAML file, got JSON number"},
+		{"an unknown field", `{"contents": "version: 1"}`, `contents: unknown field; send {"content": "<the YAML file>"}`},
+		{"an empty body", ``, `the body is empty: expected {"content": "<the YAML file>"}; or send the YAML itself with another Content-Type`},
+		{"YAML sent as JSON", "version: 1\n", "; or send the YAML itself with another Content-Type"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/api/v1/validate", strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			validateHandler(w, req)
+			var e pipeline.APIError
+			_ = json.Unmarshal(w.Body.Bytes(), &e)
+			if w.Code != http.StatusBadRequest || !strings.HasSuffix(e.Error, c.want) {
+				t.Errorf("%d %q, want 400 ending %q", w.Code, e.Error, c.want)
+			}
+		})
+	}
+}
