@@ -3,10 +3,13 @@ package app
 import (
 	"errors"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/ripcord/ripcord/internal/secret"
+	"github.com/ripcord/ripcord/internal/suggest"
 )
 
 // API limits.
@@ -42,6 +45,30 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(token), true
 }
 
+// knownParams answers 400 naming the first query parameter (by name) that
+// is not one of known, with the one most likely meant: ignored,
+// ?env=prod listed the releases of every environment as if filtered.
+func knownParams(w http.ResponseWriter, r *http.Request, known ...string) bool {
+	q := r.URL.Query()
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if slices.Contains(known, name) {
+			continue
+		}
+		msg := name + ": unknown parameter; this endpoint takes " + strings.Join(known, ", ")
+		if meant := suggest.Meant(name, known); meant != "" {
+			msg += "; did you mean " + meant + "?"
+		}
+		writeError(w, http.StatusBadRequest, name, msg)
+		return false
+	}
+	return true
+}
+
 // listLimit reads ?limit=, 400 naming the field when it is not 1..1000.
 func listLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 	v := r.URL.Query().Get("limit")
@@ -57,6 +84,9 @@ func listLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	if !knownParams(w, r, "limit") {
+		return
+	}
 	limit, ok := listLimit(w, r)
 	if !ok {
 		return

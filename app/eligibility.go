@@ -22,6 +22,9 @@ const maxEligibilityWindow = 100
 // environment, records.Store.Owner) as last read (pipeline.RepoConfigs), or
 // eligibility.DefaultWindow while none is kept.
 func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request) {
+	if !knownParams(w, r, "app", "environment", "cluster", "image", "window") {
+		return
+	}
 	q := r.URL.Query()
 	query := eligibility.Query{App: q.Get("app"), Environment: q.Get("environment"), Cluster: q.Get("cluster"), Image: q.Get("image")}
 	// In the documented order, so the field named is the same every time.

@@ -250,6 +250,9 @@ func (s *Server) isAPIToken(r *http.Request) bool {
 }
 
 func (s *Server) listReleases(w http.ResponseWriter, r *http.Request) {
+	if !knownParams(w, r, "app", "environment", "cluster", "state", "limit") {
+		return
+	}
 	limit, ok := listLimit(w, r)
 	if !ok {
 		return
@@ -294,6 +297,9 @@ func (s *Server) getRelease(w http.ResponseWriter, r *http.Request) {
 
 // getReleaseAudit is a release's timeline, oldest first.
 func (s *Server) getReleaseAudit(w http.ResponseWriter, r *http.Request) {
+	if !knownParams(w, r, "limit") {
+		return
+	}
 	limit, ok := listLimit(w, r)
 	if !ok {
 		return
@@ -314,6 +320,9 @@ func (s *Server) getReleaseAudit(w http.ResponseWriter, r *http.Request) {
 // getAudit is GET /api/v1/audit: drift and stall events have no record of
 // their own, so this is where they are found.
 func (s *Server) getAudit(w http.ResponseWriter, r *http.Request) {
+	if !knownParams(w, r, "release_id", "type", "delivery_id", "limit") {
+		return
+	}
 	limit, ok := listLimit(w, r)
 	if !ok {
 		return

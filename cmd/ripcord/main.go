@@ -164,21 +164,9 @@ func flagMistake(fs *flag.FlagSet, err error) string {
 // it begins (--env for --environment), else the nearest by edit distance if
 // near enough, with _ read as - (--release_id); "" when none is.
 func closestFlag(fs *flag.FlagSet, name string) string {
-	name = strings.ReplaceAll(name, "_", "-")
-	var prefixed, names []string
-	fs.VisitAll(func(f *flag.Flag) {
-		if strings.HasPrefix(f.Name, name) {
-			prefixed = append(prefixed, f.Name)
-		}
-		names = append(names, f.Name)
-	})
-	if len(prefixed) == 1 && len(name) >= 2 {
-		return prefixed[0]
-	}
-	if best, d := suggest.Closest(name, names); suggest.Near(d, len(name)) {
-		return best
-	}
-	return ""
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return suggest.Meant(strings.ReplaceAll(name, "_", "-"), names)
 }
 
 // noArgs ends a command that takes no arguments but was given one: ignored,

@@ -2,6 +2,8 @@
 // "did you mean …?" answers in config errors and comment commands.
 package suggest
 
+import "strings"
+
 // Distance is the Levenshtein distance between a and b, by runes.
 func Distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
@@ -40,3 +42,22 @@ func Closest(word string, known []string) (string, int) {
 // near enough to suggest: at most 2 edits, or a third of the word, and
 // fewer edits than the word has.
 func Near(d, n int) bool { return d >= 0 && d <= max(2, n/3) && d < n }
+
+// Meant is the word of known that word most likely meant: the only one it
+// begins (env for environment), else the nearest by Distance if Near
+// enough; "" when none is.
+func Meant(word string, known []string) string {
+	var prefixed []string
+	for _, k := range known {
+		if strings.HasPrefix(k, word) {
+			prefixed = append(prefixed, k)
+		}
+	}
+	if len(prefixed) == 1 && len(word) >= 2 {
+		return prefixed[0]
+	}
+	if best, d := Closest(word, known); Near(d, len(word)) {
+		return best
+	}
+	return ""
+}
