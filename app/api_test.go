@@ -12,7 +12,7 @@ import (
 )
 
 func TestAPIRequiresTheToken(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range []struct{ name, auth string }{
 		{"no Authorization header", ""},
 		{"wrong token", "Bearer nope"},
@@ -34,7 +34,7 @@ func TestAPIRequiresTheToken(t *testing.T) {
 }
 
 func TestDeliveriesAPIListsNewestFirstAndValidatesLimit(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
 		for _, id := range []string{"first", "second", "third"} {
@@ -58,7 +58,7 @@ func TestDeliveriesAPIListsNewestFirstAndValidatesLimit(t *testing.T) {
 }
 
 func TestInstallationEventsKeepTheInstallationTable(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		created := githubtest.LoadPayload(t, "installation", "created.payload.json")
 		ts.deliver(t, "installation", "inst-1", created, githubtest.Sign(testSecret, created))
@@ -84,7 +84,7 @@ func TestInstallationEventsKeepTheInstallationTable(t *testing.T) {
 }
 
 func TestOperatorEndpoints(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "ripcord_queue_depth", "/": "Set-up is not finished"} {
 		resp, err := http.Get(ts.URL + path)
 		if err != nil {
@@ -107,7 +107,7 @@ func TestOperatorEndpoints(t *testing.T) {
 // Repositories added to a suspended installation do not make it active:
 // the payload's installation still carries its suspended_at.
 func TestRepositoriesAddedToASuspendedInstallationKeepItSuspended(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
 		ts.deliver(t, "installation", "suspend-1", suspend, githubtest.Sign(testSecret, suspend))
@@ -145,7 +145,7 @@ func TestRepositoriesAddedToASuspendedInstallationKeepItSuspended(t *testing.T) 
 // move updated_at when an installation is deleted, so it carries the same
 // updated_at as the created event).
 func TestAnOlderInstallationEventDoesNotUndoItsDeletion(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		created := githubtest.LoadPayload(t, "installation", "created.payload.json")
 		var createdEv, deletedEv map[string]any

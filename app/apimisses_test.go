@@ -15,7 +15,7 @@ import (
 // the path and the method; a 405 keeps its Allow header. Paths outside
 // the API keep Go's answers.
 func TestAPIMissesAnswerJSON(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range []struct {
 		name, method, path string
 		status             int

@@ -58,7 +58,7 @@ func TestClusterTokenRotationNeedsNoRestart(t *testing.T) {
 	}
 	tokenFile := write("prod-eu.tokens", "tok-old\ntok-new\n")
 	yamlFile := write("ripcord.yml", "clusters:\n  prod-eu: {tokens: [tok-old, tok-new]}\n  prod-us: {token: tok-us}\n")
-	dbURL := testdb.URL(t, "sqlite")
+	dbURL := testdb.MigratedURL(t, "sqlite")
 	for name, env := range map[string]map[string]string{
 		"shorthand, the cluster named twice": {"RIPCORD_CLUSTERS": "prod-eu=tok-old,prod-eu=tok-new,prod-us=tok-us"},
 		"YAML tokens list":                   {"RIPCORD_CONFIG": yamlFile},

@@ -12,7 +12,7 @@ import (
 )
 
 func TestEligibilityAPI(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		openRelease(t, ts, "r1", imageV1)
 		for _, phase := range []string{"Progressing", "Healthy"} {
@@ -58,7 +58,7 @@ func TestEligibilityAPI(t *testing.T) {
 // the target no longer reached back to the window's fifth release that
 // ran, and an image healthy there was called not eligible.
 func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
 		// r01 healthy, then four more releases that ran: r01 is the fifth
@@ -101,7 +101,7 @@ func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
 // window reaches was called eligible though the repository's window of 2
 // no longer holds it. ?window= still overrides.
 func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
 		openRelease(t, ts, "r1", image(1))
@@ -151,7 +151,7 @@ func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
 // explains that "no" (eligibility.Check), but the API handed it only the
 // records of the asked target, so it answered that no release is recorded.
 func TestEligibilityAPINamesWhereTheImageWasHealthy(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		openRelease(t, ts, "r1", imageV1)
 		for _, phase := range []string{"Progressing", "Healthy"} {
@@ -184,7 +184,7 @@ func TestEligibilityAPINamesWhereTheImageWasHealthy(t *testing.T) {
 // in the documented order (app, environment, cluster, image), the same on
 // every call: the handler ranged over a map, so it named any of them.
 func TestEligibilityAPINamesTheFirstMissingParameter(t *testing.T) {
-	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, nil)
+	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, nil)
 	for _, c := range []struct{ query, field string }{
 		{"", "app"},
 		{"app=checkout", "environment"},
@@ -206,7 +206,7 @@ func TestEligibilityAPINamesTheFirstMissingParameter(t *testing.T) {
 // parameter of blanks, was answered 200 "not eligible", the problem only in
 // the reason, as if the records had been consulted.
 func TestEligibilityAPIRefusesAMalformedQuery(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		openRelease(t, ts, "r1", imageV1)
 		for _, c := range []struct {

@@ -121,7 +121,7 @@ func TestFactRequestChangingOneReleaseTwiceAtOneInstantIsApplied(t *testing.T) {
 func factCommitServerLogging(t *testing.T, engine string) (*Server, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
-	srv, err := New(context.Background(), testConfig(testdb.URL(t, engine)),
+	srv, err := New(context.Background(), testConfig(testdb.MigratedURL(t, engine)),
 		Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)

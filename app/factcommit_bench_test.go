@@ -39,7 +39,7 @@ const ingestWorkers = 32
 func BenchmarkFactIngest(b *testing.B) {
 	for _, engine := range testdb.Engines {
 		b.Run(engine, func(b *testing.B) {
-			srv, err := New(context.Background(), testConfig(testdb.URL(b, engine)), Options{Logger: discardLogger()})
+			srv, err := New(context.Background(), testConfig(testdb.MigratedURL(b, engine)), Options{Logger: discardLogger()})
 			if err != nil {
 				b.Fatal(err)
 			}

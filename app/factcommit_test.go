@@ -14,7 +14,7 @@ import (
 // commitFacts as the fact handlers do.
 func factCommitServer(t *testing.T, engine string) *Server {
 	t.Helper()
-	srv, err := New(context.Background(), testConfig(testdb.URL(t, engine)), Options{Logger: discardLogger()})
+	srv, err := New(context.Background(), testConfig(testdb.MigratedURL(t, engine)), Options{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

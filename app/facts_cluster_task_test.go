@@ -15,7 +15,7 @@ import (
 // another repository than the one it belongs to: the fact's repository is
 // whatever the sender wrote, and a first release claims the app for it.
 func TestAClusterTokenCannotMoveReleasesOutsideItsCluster(t *testing.T) {
-	ts, issuer := factServer(t, testdb.URL(t, "sqlite"), nil)
+	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	us := map[string]any{"release_id": "us-1", "app": "checkout", "environment": "prod", "cluster": "prod-us",
 		"repository": "acme/checkout", "image": imageV1}
 	if code := ts.post(t, "/api/v1/releases", testToken, us, nil); code != http.StatusCreated {

@@ -16,7 +16,7 @@ import (
 // co-1's state, and each such post wrote a fact_ignored event into co-1's
 // timeline, which acme/checkout's people read.
 func TestAWorkflowCannotReachAnotherRepositorysReleaseThroughAFact(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		ts.install(t, "acme/payments")
 		task := func(repo, app, release, status string) map[string]any {
@@ -61,7 +61,7 @@ func TestAWorkflowCannotReachAnotherRepositorysReleaseThroughAFact(t *testing.T)
 // answered 409 with what co-1 holds ("app: release co-1 exists with
 // \"checkout\""), field after field.
 func TestAWorkflowCannotReadAnotherRepositorysReleaseThroughAConflict(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		ts.install(t, "acme/payments")
 		release := func(repo, app string) map[string]any {

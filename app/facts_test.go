@@ -94,7 +94,7 @@ func openRelease(t *testing.T, ts *testServer, id, image string) {
 }
 
 func TestClusterFactsAuth(t *testing.T) {
-	ts, _ := factServer(t, testdb.URL(t, "sqlite"), nil)
+	ts, _ := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	fact := clusterFact("Progressing", 1, "r1", imageV1)
 	cases := []struct {
 		name, path, token string
@@ -121,7 +121,7 @@ func TestClusterFactsAuth(t *testing.T) {
 }
 
 func TestClusterFactWithoutClusterTakesThePaths(t *testing.T) {
-	ts, _ := factServer(t, testdb.URL(t, "sqlite"), nil)
+	ts, _ := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	openRelease(t, ts, "r1", imageV1)
 	f := clusterFact("Progressing", 1, "r1", imageV1)
 	delete(f, "cluster") // the path and the token name it
@@ -132,7 +132,7 @@ func TestClusterFactWithoutClusterTakesThePaths(t *testing.T) {
 }
 
 func TestFactsBadInputNamesTheField(t *testing.T) {
-	ts, _ := factServer(t, testdb.URL(t, "sqlite"), nil)
+	ts, _ := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	good := clusterFact("Progressing", 1, "r1", imageV1)
 	wrongType := clusterFact("Progressing", 1, "r1", imageV1)
 	wrongType["generation"] = "seven"
@@ -165,7 +165,7 @@ func TestFactsBadInputNamesTheField(t *testing.T) {
 }
 
 func TestTaskFactsNeedAWorkflowTokenOfThatRepository(t *testing.T) {
-	ts, issuer := factServer(t, testdb.URL(t, "sqlite"), nil)
+	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	fact := map[string]any{"source": "task", "repository": "acme/checkout", "workflow_run_id": 42, "run_attempt": 1,
 		"status": "in_progress", "app": "checkout", "environment": "prod", "cluster": "prod-eu", "version": "v1",
 		"release_id": "r-task", "observed_at": time.Now().UTC().Format(time.RFC3339)}
@@ -202,7 +202,7 @@ func TestTaskFactsNeedAWorkflowTokenOfThatRepository(t *testing.T) {
 // A refused workflow token or repository is answered with what to do about
 // it: the workflow author reads the answer in the action's warning.
 func TestRefusedTaskFactsSayWhatToDo(t *testing.T) {
-	ts, issuer := factServer(t, testdb.URL(t, "sqlite"), nil)
+	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	fact := map[string]any{"source": "task", "repository": "acme/payments", "workflow_run_id": 42, "run_attempt": 1,
 		"status": "in_progress", "app": "payments", "environment": "prod", "cluster": "prod-eu", "version": "v1",
 		"release_id": "r-advice", "observed_at": time.Now().UTC().Format(time.RFC3339)}

@@ -51,7 +51,7 @@ func TestFactValidationMessages(t *testing.T) {
 		{"an empty batch", map[string]any{"facts": []any{}}, "facts", "send 1 to 500 facts"},
 		{"too many facts", map[string]any{"facts": tooMany}, "facts", "send 1 to 500 facts"},
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, _ := factServer(t, dbURL, nil)
 		for _, c := range cases {
 			var e apiError

@@ -17,7 +17,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 	body := []byte(`{"action":"requested","padding":"` + strings.Repeat("x", 12<<10) + `"}`)
 	for _, engine := range testdb.Engines {
 		b.Run(engine, func(b *testing.B) {
-			srv, err := New(context.Background(), testConfig(testdb.URL(b, engine)), Options{Logger: discardLogger()})
+			srv, err := New(context.Background(), testConfig(testdb.MigratedURL(b, engine)), Options{Logger: discardLogger()})
 			if err != nil {
 				b.Fatal(err)
 			}

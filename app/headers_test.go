@@ -15,7 +15,7 @@ import (
 // A request whose headers pass 64 KiB is refused 431 before any handler
 // runs: Go's default let each connection send 1 MiB of them.
 func TestOversizedHeadersAreRefused(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	for _, c := range []struct {
 		name string

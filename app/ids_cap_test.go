@@ -20,7 +20,7 @@ import (
 // named at length) is still found: by GET, by the facts that echo its id,
 // and as the rollback_of of a rollback of it.
 func TestReleaseIDsCapped(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, _ := factServer(t, dbURL, nil)
 		unknown := strings.Repeat("r", records.MaxIDLen+1)
 		var e apiError

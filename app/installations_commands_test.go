@@ -11,7 +11,7 @@ import (
 // command comment posted again must still run nothing.
 func TestCommandCommentsOutliveAnUninstall(t *testing.T) {
 	const codertocat = 957387 // the created example's installation
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		ts.deliverSettled(t, "installation", "created-1", installationEvent(t, "created.payload.json", codertocat, "Codertocat",
 			"repositories", "Codertocat/Hello-World"))

@@ -24,7 +24,7 @@ func TestUninstalledRepositoriesLeaveNoConfigBehind(t *testing.T) {
 		codertocat = 957387 // the created example's installation
 		octocat    = 2      // the deleted example's
 	)
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		ts.deliverSettled(t, "installation", "created-1", installationEvent(t, "created.payload.json", codertocat, "Codertocat",
 			"repositories", "Codertocat/Hello-World", "Codertocat/Space", "Codertocat/Octo", "octocat/Moved"))

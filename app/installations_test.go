@@ -191,7 +191,7 @@ func TestSuspensionIsWhatGitHubSaysNotTheLateEvent(t *testing.T) {
 	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
 	unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
 	const id = 16598467 // both payloads'
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, fake, gh := startWithSuspension(t, dbURL)
 
 		gh.set(true)
@@ -287,7 +287,7 @@ func checkAppJWT(t *testing.T, header string) error {
 func TestSuspensionFallsBackToTheEventWhenGitHubIsUnreachable(t *testing.T) {
 	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
 	unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		logs := &syncBuffer{}
 		ts := startServerWith(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(c *config.Config) {
 			// Nothing listens on port 1 of loopback.
@@ -339,7 +339,7 @@ func TestALateEventDoesNotUndoASuspension(t *testing.T) {
 	added := withInstallation(t, githubtest.LoadPayload(t, "installation_repositories", "added.payload.json"), suspend)
 	created := withInstallation(t, githubtest.LoadPayload(t, "installation", "created.payload.json"), suspend)
 	const id = 16598467
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, fake, gh := startWithSuspension(t, dbURL)
 		gh.set(true)
 		gh.install("Codertocat/Space", id)       // the added event's, still installed

@@ -12,7 +12,7 @@ import (
 // event type", naming no header; a missing X-GitHub-Delivery was named.
 func TestIntakeNamesAMissingEventHeader(t *testing.T) {
 	body := githubtest.LoadPayload(t, "workflow_run", "completed.payload.json")
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	code, resp := ts.postHook(t, map[string]string{
 		"X-GitHub-Delivery":   "e1",
 		"X-Hub-Signature-256": githubtest.Sign(testSecret, body),

@@ -16,7 +16,7 @@ import (
 func TestIntakeRefusesADeeplyNestedPayload(t *testing.T) {
 	const depth = 1 << 20
 	body := []byte(`{"action":"created","x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`)
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, event := range []string{"issue_comment", "an_event_ripcord_does_not_list"} {
 		if code, resp := ts.deliver(t, event, "nested-"+event, body, githubtest.Sign(testSecret, body)); code != 400 {
 			t.Errorf("%s: a payload nested %d deep: status %d (%s), want 400", event, depth, code, resp)

@@ -26,7 +26,7 @@ func TestIntakeStoresEveryGitHubPayload(t *testing.T) {
 	if len(payloads) < 89 {
 		t.Fatalf("found %d example payloads in ../shared/github/webhooks, want 89", len(payloads))
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		type want struct{ event, action, repo string }
 		wants := map[string]want{}
@@ -81,7 +81,7 @@ func TestIntakeRefusesAndStoresNothing(t *testing.T) {
 		{"truncated JSON, correctly signed", "d5", githubtest.Sign(testSecret, body[:len(body)/2]), body[:len(body)/2], 400},
 		{"no delivery id", "", good, body, 400},
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		for _, c := range cases {
 			code, resp := ts.deliver(t, "workflow_run", c.id, c.body, c.signature)
@@ -97,7 +97,7 @@ func TestIntakeRefusesAndStoresNothing(t *testing.T) {
 
 func TestIntakeAcceptsEverySecretDuringRotation(t *testing.T) {
 	body := []byte(`{"zen":"Keep it logically awesome.","hook_id":1}`)
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for i, secret := range []string{"old-secret", testSecret} {
 		if code, resp := ts.deliver(t, "ping", fmt.Sprintf("rot-%d", i), body, githubtest.Sign(secret, body)); code != 202 {
 			t.Errorf("delivery signed with secret %d: status %d (%s), want 202", i, code, resp)
@@ -107,7 +107,7 @@ func TestIntakeAcceptsEverySecretDuringRotation(t *testing.T) {
 
 func TestRedeliveryIsAcknowledgedAndProcessedOnce(t *testing.T) {
 	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		var statuses []string
 		for range 3 {
@@ -145,7 +145,7 @@ func TestIntakeStoresAnEventNoOneActsOnIgnored(t *testing.T) {
 	requested := githubtest.LoadPayload(t, "check_suite", "requested.payload.json")
 	completed := githubtest.LoadPayload(t, "check_suite", "completed.payload.json")
 	rerequested := githubtest.LoadPayload(t, "check_suite", "rerequested.payload.json")
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		ts.drain.Stop(context.Background()) // what is queued stays queued
 		for _, c := range []struct {
@@ -223,7 +223,7 @@ func TestIntakeChecksTheSignatureOnEveryPath(t *testing.T) {
 		{"a form-encoded delivery, signed over the form", headers("ping", "s6", "application/x-www-form-urlencoded", githubtest.Sign(testSecret, form)), form, 202},
 		{"a form-encoded delivery, signed over the JSON inside", headers("ping", "s7", "application/x-www-form-urlencoded", githubtest.Sign(testSecret, body)), form, 401},
 	}
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range cases {
 		if code, resp := ts.postHook(t, c.headers, c.body); code != c.want {
 			t.Errorf("%s: status %d (%s), want %d", c.name, code, resp, c.want)
@@ -250,7 +250,7 @@ func TestIntakeChecksTheSignatureOnEveryPath(t *testing.T) {
 func TestIntakeStoresAnUnlistedEventIgnored(t *testing.T) {
 	body := githubtest.LoadPayload(t, "pull_request", "opened.payload.json")
 	const event = "an_event_github_adds_later"
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		ts.drain.Stop(context.Background()) // anything queued would stay queued
 		for _, c := range []struct {
@@ -289,7 +289,7 @@ func TestIntakeStoresAnUnlistedEventIgnored(t *testing.T) {
 
 func TestIntakeRefusesAPayloadOverGitHubsCap(t *testing.T) {
 	body := bytes.Repeat([]byte(" "), maxPayloadBytes+1)
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	code, resp := ts.deliver(t, "ping", "huge", body, githubtest.Sign(testSecret, body))
 	if code != http.StatusRequestEntityTooLarge {
 		t.Errorf("status %d (%s), want 413", code, resp)
@@ -321,7 +321,7 @@ func (h *bodyRecorder) Handle(_ context.Context, d Delivery) (Commit, error) {
 // retry job both hand the handlers the payload exactly as GitHub sent it.
 func TestPayloadsAreStoredPackedAndReadBackAsSent(t *testing.T) {
 	body := githubtest.LoadPayload(t, "check_suite", "completed.payload.json")
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := &bodyRecorder{}
 		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{h}, RetryBase: time.Millisecond})
 		if code, resp := ts.deliver(t, "check_suite", "packed-1", body, githubtest.Sign(testSecret, body)); code != 202 {
@@ -359,7 +359,7 @@ func TestPayloadsAreStoredPackedAndReadBackAsSent(t *testing.T) {
 // it was sent, none with another's bytes.
 func TestConcurrentDeliveriesAreStoredByteForByte(t *testing.T) {
 	payloads := githubtest.Payloads(t)
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		var wg sync.WaitGroup
 		for i, p := range payloads {
@@ -392,7 +392,7 @@ func TestConcurrentDeliveriesAreStoredByteForByte(t *testing.T) {
 // what it refused: the operator's view of how many deliveries arrive.
 func TestIntakeCountsAcceptedAndDuplicateDeliveries(t *testing.T) {
 	ping := githubtest.LoadPayload(t, "ping", "payload.json")
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, id := range []string{"m1", "m1", "m2"} {
 		if code, resp := ts.deliver(t, "ping", id, ping, githubtest.Sign(testSecret, ping)); code != 202 {
 			t.Fatalf("delivery %s: %d %s", id, code, resp)
@@ -443,7 +443,7 @@ func TestIntakeSaysToSendJSONWhenTheContentTypeIsNot(t *testing.T) {
 		{"text/plain", headers("c4", "text/plain", body), body, []string{`unsupported Content-Type "text/plain"`, fix}},
 		{"no Content-Type", headers("c5", "", body), body, []string{"missing or malformed Content-Type", fix}},
 	}
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range cases {
 		code, resp := ts.postHook(t, c.headers, c.body)
 		var refusal struct{ Error string }

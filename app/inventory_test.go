@@ -15,7 +15,7 @@ import (
 // before it; a workload of another source (an Argo CD application, a
 // Rollout the agent does not watch) or namespace is not its to judge.
 func TestAnInventoryDeletesOnlyTheMissingWorkloadsOfItsScope(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, _ := factServer(t, dbURL, nil)
 		openRelease(t, ts, "r1", imageV1)
 		at := time.Now().UTC()

@@ -42,7 +42,7 @@ func (ts *testServer) delivery(t *testing.T, id string) Delivery {
 
 func TestFailingJobIsRetriedThenEndsVisiblyFailed(t *testing.T) {
 	body := githubtest.LoadPayload(t, "ping", "payload.json")
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		always := &scriptedHandler{failures: 1 << 30}
 		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{always}, DeliveryMaxAttempts: 3, RetryBase: time.Millisecond})
 		ts.deliver(t, "ping", "doomed", body, githubtest.Sign(testSecret, body))
@@ -60,7 +60,7 @@ func TestFailingJobIsRetriedThenEndsVisiblyFailed(t *testing.T) {
 }
 
 func TestFlakyJobSucceedsOnRetry(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
 		flaky := &scriptedHandler{failures: 1}
 		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{flaky}, RetryBase: time.Millisecond})
@@ -84,7 +84,7 @@ func (h *undecodable) Handle(context.Context, Delivery) (Commit, error) {
 }
 
 func TestAPermanentErrorFailsTheDeliveryAtOnce(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
 		h := &undecodable{}
 		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{h}, RetryBase: time.Millisecond})
@@ -118,7 +118,7 @@ func (h *timingOutHandler) Handle(ctx context.Context, _ Delivery) (Commit, erro
 // is done) must still leave the delivery failed with its error: River
 // discards the job, and nothing would ever try it again.
 func TestLastAttemptThatRanOutOfTimeEndsVisiblyFailed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := &timingOutHandler{}
 		// The retry job River schedules is an hour away: the test runs the
 		// last attempt itself.

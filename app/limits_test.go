@@ -19,7 +19,7 @@ import (
 // it short and named a JSON syntax error; /api/v1/rollbacks said "read
 // body: http: request body too large").
 func TestBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
-	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
+	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 	})
 	oneMiB := strings.Repeat(" ", maxBodyBytes) + "{}"
@@ -61,7 +61,7 @@ func TestBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
 // and then waits is answered at once, not left waiting with a handler
 // blocked on the body it will not send.
 func TestATooLargeBodyIsRefusedBeforeItIsSent(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	conn := dial(t, ts)
 	fmt.Fprintf(conn, "POST /api/v1/rollouts HTTP/1.1\r\nHost: ripcord\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{", testToken, 2<<20)
@@ -91,7 +91,7 @@ func dial(t *testing.T, ts *testServer) net.Conn {
 // passes the limit: POST /api/v1/rollouts cut it at 1 MiB and read what was
 // left, and /api/v1/rollbacks answered 400 without the limit.
 func TestChunkedBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
-	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
+	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 	})
 	for _, c := range []struct {
@@ -116,7 +116,7 @@ func TestChunkedBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
 // An empty body is not a request of zero values: it is refused naming what
 // the route requires.
 func TestAnEmptyRolloutsBodyIsRefusedNamingWhatIsRequired(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range []struct{ path, want string }{
 		{"/api/v1/rollouts", `"release_id"`},
 		{"/api/v1/rollouts/ro1/approve", `"user"`},

@@ -11,7 +11,7 @@ import (
 // states ("states are [opened progressing …]") and with no list at all for
 // the audit's types, so a person had to read the code to find a valid one.
 func TestListFiltersNameTheValuesTheyTake(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	cases := []struct{ path, field, want string }{
 		{"/api/v1/releases?state=bogus", "state",
 			`unknown state "bogus"; states are opened, progressing, paused, healthy, degraded, aborted, failed, superseded, rolled-back`},

@@ -21,7 +21,7 @@ import (
 // not be reported ready. Once writes work again it is ready again, without
 // a restart.
 func TestSQLiteReadyzSaysWhenTheFileCannotBeWritten(t *testing.T) {
-	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
+	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	if code, body := outageGet(ts.URL + "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz before: %d %q", code, body)
 	}

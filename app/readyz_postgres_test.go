@@ -27,7 +27,7 @@ import (
 // sessions, and the sessions open on it ended, so pools reconnect as such.
 func readOnlyPostgres(t *testing.T) (dbURL string, readOnly func(on bool)) {
 	t.Helper()
-	dbURL = testdb.URL(t, "postgres")
+	dbURL = testdb.MigratedURL(t, "postgres")
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)

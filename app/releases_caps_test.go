@@ -37,7 +37,7 @@ func TestPostReleaseFieldCaps(t *testing.T) {
 		{"config_revision", strings.Repeat("e", 65), "config_revision: must be at most 64 characters, got 65"},
 		{"rollback_reason", strings.Repeat("é", 2048) + "!", "rollback_reason: must be at most 4096 bytes, got 4097"},
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, nil)
 		for i, c := range cases {
 			body := atCaps(fmt.Sprintf("r%d-", i))
@@ -66,7 +66,7 @@ func TestPostReleaseFieldCaps(t *testing.T) {
 // one).
 func TestFactFieldCaps(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("a", n) }
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		cluster := clusterFact("Progressing", 1, "r1", "registry.example/"+long(1025-17))
 		var e apiError

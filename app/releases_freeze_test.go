@@ -14,7 +14,7 @@ import (
 // branch, opened a release with freeze_override and its rollout went
 // through every freeze window.
 func TestAWorkflowTokenCannotOverrideFreezes(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		release := func(id string) map[string]any {
 			return map[string]any{"release_id": id, "app": "checkout", "environment": "prod", "cluster": "prod-eu",

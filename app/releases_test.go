@@ -54,7 +54,7 @@ type factAnswer struct {
 }
 
 func TestReleaseStoryOverTheAPI(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		events, sinkURL := newSink(t)
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
 			c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
@@ -136,7 +136,7 @@ func TestReleaseStoryOverTheAPI(t *testing.T) {
 }
 
 func TestStalledReleaseRaisesOneStallEvent(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
 			c.StallAfter = 200 * time.Millisecond
 		})
@@ -157,7 +157,7 @@ func TestStalledReleaseRaisesOneStallEvent(t *testing.T) {
 // rollouts API. Each must stall like one opened through the API (seed 003:
 // "a record merged with no fact for N minutes" raises the alert).
 func TestReleaseOpenedElsewhereStallsToo(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
 			c.StallAfter = 200 * time.Millisecond
 		})
@@ -187,7 +187,7 @@ func TestReleaseOpenedElsewhereStallsToo(t *testing.T) {
 // api_token, not that its "OIDC token" is malformed; a workflow's refused
 // token is still answered as one.
 func TestReleaseRefusalsNameTheCredentialMeant(t *testing.T) {
-	ts, issuer := factServer(t, testdb.URL(t, "sqlite"), nil)
+	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	body := map[string]any{"release_id": "r-cred", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
 		"repository": "acme/checkout", "image": "registry.example/shop/checkout:v1"}
 	for _, c := range []struct {

@@ -64,7 +64,7 @@ func TestPostReleaseValidation(t *testing.T) {
 		{"trailing data", `{"release_id": "r1"} {}`, "", "unexpected data after the JSON value"},
 		{"empty body", ``, "", `the body is empty: expected a JSON object with "release_id", "app", "environment", "cluster" and "image"`},
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, nil)
 		for _, c := range cases {
 			var e apiError

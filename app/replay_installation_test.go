@@ -34,7 +34,7 @@ func TestInstallationRepositoriesEventPostedAgainIsNotAppliedAgainstGitHub(t *te
 		t.Fatal(err)
 	}
 	const id, repo = 957387, "Codertocat/Space"
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, fake, gh := startWithSuspension(t, dbURL)
 		has := func() bool {
 			var n int

@@ -27,7 +27,7 @@ import (
 // answers with the default again: the config does not come back from the
 // database.
 func TestEligibilityWindowIsTheSameAfterARestartAndOnEveryReplica(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		gh := githubtest.NewServer(t)
 		const repo = "acme/checkout"

@@ -123,7 +123,7 @@ var openRoutes = map[string]string{
 func authServer(t *testing.T, logs io.Writer) (*testServer, map[credential]string) {
 	t.Helper()
 	issuer := oidctest.NewIssuer(t)
-	ts := startServerWith(t, testdb.URL(t, "sqlite"),
+	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"),
 		Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))},
 		func(c *configT) {
 			c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu-secret", "prod-us": "tok-us-secret"})

@@ -51,7 +51,7 @@ func TestSecretsAreNotComparedByLength(t *testing.T) {
 // last byte; a cluster's second token (a rotation) is as good as its
 // first.
 func TestBearerTokensMatchOnlyWhole(t *testing.T) {
-	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
+	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = map[string]*config.Tokens{
 			"prod-eu": config.StaticTokens("tok-eu-old-secret", "tok-eu-new-secret"),
 			"prod-us": config.StaticTokens("tok-us-secret"),

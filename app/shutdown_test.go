@@ -42,7 +42,7 @@ func (h *stuckHandler) Handle(ctx context.Context, _ Delivery) (Commit, error) {
 // acknowledged may be lost, and the next start processes every delivery
 // acknowledged, exactly once.
 func TestStopWithWorkInFlightEndsInTimeAndLosesNothing(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		const stopWithin = 3 * time.Second
 		body := githubtest.LoadPayload(t, "installation", "created.payload.json")
 		sig := githubtest.Sign(testSecret, body)

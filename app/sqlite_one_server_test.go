@@ -16,7 +16,7 @@ import (
 // refused, naming PostgreSQL for several replicas; once the first stops,
 // a server starts on the file again.
 func TestASecondServerOnOneSQLiteFileIsRefused(t *testing.T) {
-	dbURL := testdb.URL(t, "sqlite")
+	dbURL := testdb.MigratedURL(t, "sqlite")
 	ctx, stop := context.WithCancel(context.Background())
 	first, err := New(ctx, testConfig(dbURL), Options{Logger: discardLogger()})
 	if err != nil {

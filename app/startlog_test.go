@@ -16,7 +16,7 @@ import (
 // and never "stored" for deliveries that GitHub will show as refused.
 func TestTheStartLogSaysWhetherWebhooksAreStoredBeforeTheAppIsConfigured(t *testing.T) {
 	body := []byte(`{"action":"completed","check_suite":{"id":1}}`)
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		cases := []struct {
 			name     string
 			secrets  []string

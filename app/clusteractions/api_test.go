@@ -35,7 +35,7 @@ func done(agent string) actionapi.Result {
 }
 
 func TestAnActionIsHandedToOneAgentAndFinishedOnce(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
 
@@ -91,7 +91,7 @@ func TestAnActionIsHandedToOneAgentAndFinishedOnce(t *testing.T) {
 }
 
 func TestActionsNeedTheClustersOwnToken(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
 		for name, tc := range map[string]struct {
@@ -116,7 +116,7 @@ func TestActionsNeedTheClustersOwnToken(t *testing.T) {
 }
 
 func TestALongPollReturnsAnActionQueuedWhileItWaits(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		type answer struct {
 			actions []actionapi.Action
@@ -137,7 +137,7 @@ func TestALongPollReturnsAnActionQueuedWhileItWaits(t *testing.T) {
 }
 
 func TestBadResultsAreRefusedNamingTheField(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
 		poll(s, "agent-a", "")
@@ -168,7 +168,7 @@ func TestBadResultsAreRefusedNamingTheField(t *testing.T) {
 }
 
 func TestEnqueueIsIdempotentUnderTheRollbackReleaseID(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		a, b := s.enqueue(rollback("rb1:prod-eu/prod")), s.enqueue(rollback("rb1:prod-eu/prod"))
 		c := s.enqueue(rollback("rb2:prod-eu/prod"))

@@ -31,7 +31,7 @@ func runAgent(t *testing.T, k *k8stest.Cluster, s *server, stateDir string, spoo
 func TestADeletionTheAgentDidNotDeliverStillReachesTheServer(t *testing.T) {
 	k := k8stest.Start(t)
 	k.Namespace(ns)
-	s := startServer(t, testdb.URL(t, "sqlite"))
+	s := startServer(t, testdb.MigratedURL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}
 	remove := func(name string) {
 		t.Helper()

@@ -30,7 +30,7 @@ func TestAgentOnARealControlPlane(t *testing.T) {
 	healthPort := k8stest.ServePods(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"healthy"}`))
 	}))
-	s := startServer(t, testdb.URL(t, "sqlite"))
+	s := startServer(t, testdb.MigratedURL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}
 	sc.agent = startAgent(t, k, s, healthPort)
 	agentMetrics := httptest.NewServer(sc.agent.Handler())

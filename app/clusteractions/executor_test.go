@@ -69,7 +69,7 @@ func queueKubernetesRollback(t *testing.T, db *store.DB, now time.Time, req reco
 // queues the action for the cluster's agent, once however often the
 // decision's transaction is replayed.
 func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		rs := records.NewStore(db)
@@ -128,7 +128,7 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 // the rollback is not started (the episode ends rollback_failed with the
 // reason) rather than queued without a target for the agent to guess.
 func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		now := time.Now().UTC()
@@ -152,7 +152,7 @@ func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
 // that does not start, with the field named: as a plain error it failed
 // the decision's transaction again at every retry of its job.
 func TestAKubernetesRollbackThatCannotBeQueuedIsNotStarted(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		db := testdb.OpenMigrated(t, dbURL)
 		_, queueErr := queueKubernetesRollback(t, db, time.Now().UTC(),
 			kubernetesRollback(recoveryflow.Target{ReleaseID: "r1", Version: "1.2.3+build.7"}))

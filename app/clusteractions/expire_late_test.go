@@ -16,7 +16,7 @@ import (
 // server meanwhile wrote that the action may or may not have been done.
 // Another agent's result stays refused.
 func TestTheClaimingAgentsLateResultReplacesAnExpiredClaim(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		s, id, now := claimedRollback(t, db, "cut-off", "")

@@ -18,7 +18,7 @@ import (
 // server does not hand it out, fails it as it fails an expired claim, and
 // refuses a result for it; an action queued within the bound is handed out.
 func TestAnAgentBackAfterTheClaimTimeoutIsNotHandedAnOldAction(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		oldOne := rollback("rb-old:prod-eu/prod")
 		oldOne.RollbackOf = "c-old:prod-eu/prod"

@@ -15,7 +15,7 @@ import (
 // meanwhile and could not report: the agent reports it within its backoff
 // once the server is back, and its result is what happened.
 func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		s, id, now := claimedRollback(t, db, "agent-1", "")

@@ -24,7 +24,7 @@ import (
 // machine lets facts move any failed release, and the failed release it
 // replaced becomes rolled-back.
 func TestAnExpiredClaimFailsTheRollbackReleaseAndItsLateFactsStillMakeItHealthy(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only

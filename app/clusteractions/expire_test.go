@@ -10,7 +10,7 @@ import (
 )
 
 func TestAClaimWithoutAResultFailsAfterTheClaimTimeoutAndIsNotHandedOn(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		s, id, now := claimedRollback(t, db, "lost-agent", "")

@@ -39,7 +39,7 @@ func TestTwoResultsRacingForOneActionEndItOnce(t *testing.T) {
 		{"a failure racing the rollback that succeeded", rolledBack, failed("agent-a"), finishConflict, records.AuditRollbackCompleted, 0},
 		{"another agent's failure racing the claimant's", failed("agent-a"), failed("agent-b"), finishConflict, records.AuditRollbackFailed, 1},
 	}
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
 		for i, c := range cases {

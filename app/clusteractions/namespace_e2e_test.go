@@ -55,7 +55,7 @@ func namespacedAgent(t *testing.T, k *k8stest.Cluster, s *server, namespace stri
 // agent may read nothing, and the right agent would never see it.
 func TestEachNamespacesAgentCarriesOutTheActionsOfItsNamespace(t *testing.T) {
 	k := k8stest.Start(t)
-	s := startServer(t, testdb.URL(t, "sqlite"))
+	s := startServer(t, testdb.MigratedURL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}
 	running := map[string]string{"team-a": "v1", "team-b": "v3"}
 	agents := map[string]*cluster.Agent{}

@@ -32,7 +32,7 @@ func ids(actions []actionapi.Action) []string {
 // rollback, which it would try on a namespace it does not watch while the
 // right agent never saw it.
 func TestAnAgentOfOneNamespaceIsHandedOnlyThatNamespacesActions(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		forA := s.enqueue(rollbackIn("team-a", "rb-a:prod-eu/prod"))
 		forB := s.enqueue(rollbackIn("team-b", "rb-b:prod-eu/prod"))
@@ -60,7 +60,7 @@ func TestAnAgentOfOneNamespaceIsHandedOnlyThatNamespacesActions(t *testing.T) {
 // build from before agents said theirs: it is handed any of its cluster's
 // actions, as such agents always were.
 func TestAnAgentThatSaysNoNamespaceIsHandedAnyOfItsClustersActions(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		for i, extra := range []string{"", "&namespace="} {
 			forA := s.enqueue(rollbackIn("team-a", fmt.Sprintf("rb-a%d:prod-eu/prod", i)))
@@ -77,7 +77,7 @@ func TestAnAgentThatSaysNoNamespaceIsHandedAnyOfItsClustersActions(t *testing.T)
 // another namespace's action: it waits for one of its own, and leaves the
 // other pending for its agent.
 func TestALongPollWaitsForAnActionOfItsNamespace(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		forA := s.enqueue(rollbackIn("team-a", "rb-a:prod-eu/prod"))
 		type answer struct {
@@ -107,7 +107,7 @@ func TestALongPollWaitsForAnActionOfItsNamespace(t *testing.T) {
 }
 
 func TestAPollNamingABadNamespaceIsRefused(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollbackIn("team-a", "rb-a:prod-eu/prod"))
 		var e struct{ Error, Field string }

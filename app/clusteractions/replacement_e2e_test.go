@@ -77,7 +77,7 @@ func (p *agentPod) carriedOut(t *testing.T) float64 {
 func TestAReplacementAgentPodFinishesItsPredecessorsClaim(t *testing.T) {
 	k := k8stest.Start(t)
 	k.Namespace(ns)
-	s := startServer(t, testdb.URL(t, "sqlite"))
+	s := startServer(t, testdb.MigratedURL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}
 	sc.create(tracked("app", "registry:5000/team/app:v1", "v1", "r1", 1))
 	sc.eventually("app to roll out", func() bool { return rolledOut(sc.get("app")) })

@@ -72,7 +72,7 @@ func (e episodeK8s) rollbackReleaseFailed(t *testing.T, s *server, actionID, why
 // will ever report on it, and left opened it would raise a second,
 // "stalled" alert about a rollback whose episode already said why.
 func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		cases := endedBeforeThePatch()
 		for i, res := range cases {
@@ -97,7 +97,7 @@ func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
 // An action no agent took within the claim timeout (not_claimed) ends its
 // rollback release failed on the poll that expires it.
 func TestAnActionNoAgentTookEndsItsRollbackReleaseFailed(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := queuedAgo(t, s, 600, clusteractions.ClaimTimeout+time.Minute)
 		if got, code := poll(s, "agent-a", ""); code != http.StatusOK || len(got) != 0 {
@@ -112,7 +112,7 @@ func TestAnActionNoAgentTookEndsItsRollbackReleaseFailed(t *testing.T) {
 // stays opened, and the Healthy fact that follows makes it healthy, the
 // failed release rolled-back and the episode rolled_back, as before.
 func TestASuccessfulActionLeavesItsRollbackReleaseToTheFacts(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := claimedByAgentA(t, s, 700)
 		if code := s.call(http.MethodPost, actionsPath+"/"+id, euToken, done("agent-a"), nil); code != http.StatusOK {

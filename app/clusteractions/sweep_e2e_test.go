@@ -18,7 +18,7 @@ import (
 // and its rollback release failed, as a poll's expiry would leave them. An
 // action within its time is left pending.
 func TestAnActionNoAgentEverPollsForEndsThroughTheSweep(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := queuedAgo(t, s, 800, clusteractions.ClaimTimeout+time.Minute)
 		inTime, fresh := queuedAgo(t, s, 801, clusteractions.ClaimTimeout-10*time.Minute)

@@ -21,7 +21,7 @@ func TestADeploymentARolloutLetGoRunsItsSupersededReleaseAgain(t *testing.T) {
 	k := k8stest.Start(t)
 	k.Namespace(ns)
 	k.InstallRolloutCRD()
-	s := startServer(t, testdb.URL(t, "sqlite"))
+	s := startServer(t, testdb.MigratedURL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}
 	runAgent(t, k, s, t.TempDir(), 0)
 	image := "registry:5000/team/checkout:v1"

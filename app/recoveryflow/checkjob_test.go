@@ -19,7 +19,7 @@ import (
 // the next check-run job takes the claim over and creates the check run,
 // instead of snoozing for ever behind it. A live claimant is waited for.
 func TestCheckRunClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		fake := githubtest.NewServer(t)
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 		ctx := context.Background()
@@ -68,7 +68,7 @@ func TestCheckRunClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
 // GitHub, so the episode's own run is created and kept instead.
 func TestRetriedCheckRunIgnoresAnotherAppsRun(t *testing.T) {
 	fake := githubtest.NewServer(t)
-	f := workerFlow(t, testdb.URL(t, "sqlite"), fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+	f := workerFlow(t, testdb.MigratedURL(t, "sqlite"), fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 	ctx := context.Background()
 	ep := scheduled(t, f, 61, time.Now().Add(-time.Hour))
 	foreign := fake.AddCheckRun(ep.Repository, githubtest.CheckRun{Name: CheckName, HeadSHA: ep.HeadSHA,
@@ -111,7 +111,7 @@ func TestRetriedCheckRunIgnoresAnotherAppsRun(t *testing.T) {
 // a second one beside it; a completed run the episode left behind for a
 // new one is not taken.
 func TestRetriedCheckRunFindsTheRunOfAnEarlierAttempt(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		fake := githubtest.NewServer(t)
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 		ctx := context.Background()

@@ -73,7 +73,7 @@ func (s *scene) spentNoAttempt(kind string) {
 func TestRateLimitedReRunWaitsForTheLimit(t *testing.T) {
 	for _, tc := range limitAnswers {
 		t.Run(tc.name, func(t *testing.T) {
-			testdb.Each(t, func(t *testing.T, dbURL string) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 				s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 				const run = 5101
 				s.failedRun(run)
@@ -106,7 +106,7 @@ func TestRateLimitedReRunWaitsForTheLimit(t *testing.T) {
 		})
 	}
 	t.Run("a refusal", func(t *testing.T) {
-		testdb.Each(t, func(t *testing.T, dbURL string) {
+		testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 			s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 			s.alertsOnRefusal(5102, rerunPath, recoveryflow.RuleRerunRefused)
 		})
@@ -150,7 +150,7 @@ func (s *scene) alertsOnRefusal(run int64, route, rule string) {
 func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
 	const notice = "waiting for GitHub's rate limit"
 	t.Run("Retry-After", func(t *testing.T) {
-		testdb.Each(t, func(t *testing.T, dbURL string) {
+		testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 			s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 			s.healthyPrevious()
 			const run = 5111
@@ -211,7 +211,7 @@ func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
 		})
 	})
 	t.Run("a refusal", func(t *testing.T) {
-		testdb.Each(t, func(t *testing.T, dbURL string) {
+		testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 			s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 			s.healthyPrevious()
 			s.alertsOnRefusal(5112, dispatchPath, recoveryflow.RuleRollbackFailed)
@@ -224,7 +224,7 @@ func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
 // that outlasts River's backoff must not leave an alert unsaid. Once the
 // limit lifts both are written, and no job has an error.
 func TestRateLimitedRecoveryCheckAndAlertWaitForTheLimit(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5103
 		s.failedRun(run)

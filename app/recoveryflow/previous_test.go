@@ -21,7 +21,7 @@ import (
 // and the fifth newest release that ran, was not read and recovery saw no
 // eligible release to roll back to.
 func TestPreviousTargetIgnoresManyOpenedReleases(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, dbURL string) {
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		f, db, store := storeFlow(t, dbURL)
 		ctx := context.Background()
 		start := time.Now().UTC().Add(-24 * time.Hour)
