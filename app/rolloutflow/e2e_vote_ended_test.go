@@ -41,6 +41,12 @@ func TestVotesAndAbortsOfAnEndedRolloutAskGitHubNothing(t *testing.T) {
 		}
 		s.WaitFor("the rollout to end", wait, func() bool { return s.status().Rollout.Status == rolloutflow.Failed })
 		s.settle()
+		// The stall scan River runs a few seconds after the start reads
+		// the config of a release that waits for a first fact, as this one
+		// does now its rollout has ended; its next run is a minute away.
+		s.WaitFor("the stall scan run at the start", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'stall_scan' AND state = 'completed'`) > 0
+		})
 		number := s.GitHub.OpenPullRequest(repo, "alice", "main", "main", "release v1")
 		before := len(s.GitHub.Requests())
 		ended := "rollout " + s.id + " has ended (failed)"
