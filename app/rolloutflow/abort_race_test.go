@@ -14,6 +14,7 @@ import (
 // the rollout before the abort was stored) must stop that dispatch: the
 // operator was told the rollout is aborted, and no batch may start after.
 func TestAnAbortDuringADispatchStopsIt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
@@ -54,6 +55,7 @@ func TestAnAbortDuringADispatchStopsIt(t *testing.T) {
 // the queue and dispatched its first batch before the abort was stored,
 // must not answer "nothing was deployed": the canary's batch went out.
 func TestAnAbortAfterATickDispatchedDoesNotSayNothingWasDeployed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
@@ -84,6 +86,7 @@ func TestAnAbortAfterATickDispatchedDoesNotSayNothingWasDeployed(t *testing.T) {
 // An abort of a rollout that ended after the abort read it is refused:
 // the operator is not told on_failure applies to a rollout that succeeded.
 func TestAnAbortOfARolloutThatEndedMeanwhileIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.start(nil)
 	h.x.beforeAbortMark = func(string) {
@@ -107,6 +110,7 @@ func TestAnAbortOfARolloutThatEndedMeanwhileIsRefused(t *testing.T) {
 // that batch must not go out after the operator was told the rollout is
 // aborted.
 func TestAnAbortBetweenAClaimAndItsDispatchStopsIt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)

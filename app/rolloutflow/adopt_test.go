@@ -20,6 +20,7 @@ import (
 // was stored: after the restart the run is found by its run-name and
 // adopted, the rollout goes on, and no batch is dispatched twice.
 func TestRunOfACutShortDispatchIsAdopted(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		runName string // the deploy workflow's run-name; "" for none
@@ -77,6 +78,7 @@ func TestRunOfACutShortDispatchIsAdopted(t *testing.T) {
 // return_run_details) leaves the run id unknown: the run is found by its
 // run-name as after a restart, not failed at queue_timeout although it ran.
 func TestARunDispatchedWithoutItsDetailsIsAdopted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.gh.SetClock(h.clock.Now)
 	h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
@@ -109,6 +111,7 @@ func TestARunDispatchedWithoutItsDetailsIsAdopted(t *testing.T) {
 // dispatching a rollback beside a deploy still running). A 4xx is a
 // refusal, no run was started: the batch fails at once, as before.
 func TestADispatchAnsweredWithA5xxIsAdoptedNotFailed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		batches := answerFirstDispatchWith(h, http.StatusBadGateway, true)
@@ -122,6 +125,7 @@ func TestADispatchAnsweredWithA5xxIsAdoptedNotFailed(t *testing.T) {
 }
 
 func TestADispatchRefusedWithA4xxFailsTheBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	batches := answerFirstDispatchWith(h, http.StatusUnprocessableEntity, false)
 	h.start(nil)
@@ -178,6 +182,7 @@ func answerFirstDispatchWith(h *harness, status int, started bool) func() []stri
 // same, on a later page, and adopted, instead of its pass failing at
 // queue_timeout.
 func TestRunOfACutShortDispatchIsAdoptedBeyondThe100NewestRuns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.gh.SetClock(h.clock.Now)
 	h.gh.SetRunName(testRepo, "deploy.yml", "${{ inputs.batch }} ${{ inputs.release_id }}")
@@ -218,6 +223,7 @@ func TestRunOfACutShortDispatchIsAdoptedBeyondThe100NewestRuns(t *testing.T) {
 // access is lost, once; once access is back its run is adopted by its name
 // and the rollout goes on.
 func TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 		h.gh.SetClock(h.clock.Now)
@@ -269,6 +275,7 @@ func TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost(t *testing.T) {
 // applies. (A repository that does not read either is access lost:
 // TestAnAdoptionInARepositoryNoLongerReadableSaysAccessLost.)
 func TestAnAdoptionWhoseWorkflowIsGoneFailsTheBatch(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.gh.SetClock(h.clock.Now)

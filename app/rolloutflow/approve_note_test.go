@@ -18,6 +18,7 @@ import (
 // rollout go on or stopped it. Were it quoted there, the commenter could
 // mention whoever they chose through ripcord, or break the table it sits in.
 func TestAnApproversNoteIsNotEchoedToGitHub(t *testing.T) {
+	t.Parallel()
 	const note = "ok @acme/security\n| broken | table |\n[x](https://example.invalid)"
 	for _, approve := range []bool{true, false} {
 		name := map[bool]string{true: "approved by a comment", false: "rejected through the API"}[approve]

@@ -12,6 +12,7 @@ import (
 // same moment, failures_to_stop would count one look as two readings and
 // fail the stage on a red seen before the stop.
 func TestALateReadingAfterTheBakeIsReadAgainAnIntervalLater(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", 2*time.Minute) // four readings, 30s apart
 	h.gh.PutFile(testRepo, "main", ".github/ripcord.yml",
 		strings.Replace(mustFile(h), "failures_to_stop: 2", "failures_to_stop: 3", 1))

@@ -11,6 +11,7 @@ import (
 // run's summary shows them as typed, in code spans, where GitHub renders
 // no mention and no link, and a backtick cannot end the span early.
 func TestTheCheckRunSummaryShowsTheReleaseAsCode(t *testing.T) {
+	t.Parallel()
 	plan := twoStages(rollout.Stop)
 	r := Rollout{ID: "ro-1", ReleaseID: "r`1", Version: "v2 @someone [x](https://evil.example)",
 		Snapshot: Snapshot{Plan: plan}, Machine: NewMachine(plan)}

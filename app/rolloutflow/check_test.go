@@ -25,6 +25,7 @@ import (
 // once (not for an unanswered token), and the check run is written once
 // GitHub gives tokens again.
 func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
+	t.Parallel()
 	for _, c := range tokenFailures {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
@@ -71,6 +72,7 @@ func TestACheckRunWithoutATokenWaitsForIt(t *testing.T) {
 // (snoozed until the next poll) both meet it, in turn, every 5 minutes:
 // each says so once, not once per poll.
 func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := heldRollout(t, dbURL)
 		answerTokens(h).set(http.StatusNotFound)
@@ -97,6 +99,7 @@ func TestAccessLostIsSaidOnceByThePollsAndTheCheckRunInTurn(t *testing.T) {
 // once, and the check run is written once access is back. A 404 while the
 // repository reads stays the job's error.
 func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := heldRollout(t, dbURL)
 		repo := answerRoute(h, "GET /repos/{owner}/{repo}")
@@ -137,6 +140,7 @@ func TestACheckRunOfARepositoryNoLongerReadableWaitsForAccess(t *testing.T) {
 // for a rate limit on the check run, and writes the check run then. A
 // rate limit is no access lost.
 func TestACheckRun404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
+	t.Parallel()
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
@@ -177,6 +181,7 @@ func TestACheckRun404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) 
 // costs no attempt), and writes the rollout as it stands then. A rate
 // limit is no access lost.
 func TestARateLimitedCheckRunWaitsForTheReset(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		token  bool // the token request is limited, not the check run
@@ -270,6 +275,7 @@ func checkJob(h *harness) (*checkWorker, *river.Job[CheckArgs]) {
 // asks again then, both when the refusal is new and when the stored limit
 // still holds.
 func TestARateLimitedCheckRunWaitsAtMostAnHourAtATime(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := heldRollout(t, dbURL)
 		create := answerRoute(h, "POST /repos/{owner}/{repo}/check-runs")

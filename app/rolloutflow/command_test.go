@@ -15,6 +15,7 @@ import (
 // ripcord's reply mention that team. It is echoed as code, which no
 // backtick in it can end.
 func TestAnUnknownRolloutIsEchoedAsCode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	for _, c := range []struct{ name, id, want string }{
 		{"a team mention", "@acme/security", "There is no rollout `@acme/security`."},
@@ -36,6 +37,7 @@ func TestAnUnknownRolloutIsEchoedAsCode(t *testing.T) {
 // The command line goes into the audit trail as code; a backtick the
 // commenter typed must not end the span and turn the rest into markdown.
 func TestTheApprovingLineIsAuditedAsCode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "canary", time.Minute)
 	h.start(nil)
 	h.run(func(r Rollout) bool { return r.Machine.Status == PausedApproval })

@@ -13,6 +13,7 @@ import (
 // their records stand: r2's rollout succeeded with no fact about r2, and r3's
 // waits in the queue behind it, having deployed nothing.
 func TestDeployedNamesReleasesTheirRolloutDeployed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.start(nil)

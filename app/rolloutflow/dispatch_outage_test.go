@@ -18,6 +18,7 @@ import (
 // poll to poll), the status says the rollout waits for it, and once the
 // dispatch gets through its audit line says GitHub answers again.
 func TestAnOutageOnABatchIsSaidOnceAndShownInTheStatus(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		ref  string

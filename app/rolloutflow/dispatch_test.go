@@ -112,6 +112,7 @@ func (h *harness) auditOf(typ string) []string {
 // on_failure), the rollout waits where it is and its audit says why, once;
 // once access is back the batch is dispatched and the rollout goes on.
 func TestADispatch404OfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 		a := answerAccess(h)
@@ -147,6 +148,7 @@ func TestADispatch404OfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
 // A dispatch GitHub answers 404 for while the repository reads is a
 // workflow GitHub does not know: the batch fails at once, saying so.
 func TestADispatch404OfAMissingWorkflowFailsTheBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	a := answerAccess(h)
 	a.set(0, http.StatusNotFound)
@@ -165,6 +167,7 @@ func TestADispatch404OfAMissingWorkflowFailsTheBatch(t *testing.T) {
 // nothing either way: the batch is neither failed nor dispatched, and is
 // tried again on the next poll.
 func TestADispatch404WithTheRepositoryUnansweredFailsNoBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "rollback-all", "", time.Minute)
 	a := answerAccess(h)
 	a.set(http.StatusServiceUnavailable, http.StatusNotFound)
@@ -191,6 +194,7 @@ func TestADispatch404WithTheRepositoryUnansweredFailsNoBatch(t *testing.T) {
 // the batch, so it is neither failed nor claimed, and the next poll
 // dispatches it.
 func TestADefaultBranchUnansweredFailsNoBatch(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		status int
@@ -275,6 +279,7 @@ func (rt *routeAnswers) set(status int) {
 // failed (neither at once nor at queue_timeout), the audit says why, once,
 // and the batch is dispatched once access is back.
 func TestAnInstallationRefusedItsTokenFailsNoBatch(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		status int
@@ -327,6 +332,7 @@ func TestAnInstallationRefusedItsTokenFailsNoBatch(t *testing.T) {
 // dispatching (to fail at queue_timeout), and is dispatched on the next
 // poll. Nothing is known about the installation: no access-lost line.
 func TestATokenUnansweredFailsNoBatch(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		status int

@@ -13,6 +13,7 @@ import (
 // deploys fails the rollout at once, but the rollout ends, and lets the
 // rollouts queued behind it go or holds them, only once that batch ended.
 func TestAStoppedRolloutHoldsTheQueueUntilItsSiblingBatchEnds(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)

@@ -17,6 +17,7 @@ import (
 // GitHub renders as markdown in ripcord's name, shows it as typed but inert:
 // it mentions no one and links nowhere.
 func TestAnAbortsReasonIsExactInTheAPIAndInertInTheCheckRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, abortReasonShown)
 }
 

@@ -16,6 +16,7 @@ import (
 // a new delivery id, and it must approve. A guard that drops a delivery
 // whose event and body were seen before (a replay) would drop this one.
 func TestApproveClickedAgainAfterARefusalApproves(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "read")
 		e := s.Env

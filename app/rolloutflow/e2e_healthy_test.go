@@ -108,6 +108,7 @@ func (s *scene) rolloutOf(release string) {
 // own path, once: the job run again, or the deploy workflow posting the
 // same run's success with the bundled action, changes nothing.
 func TestASucceededRolloutReportsItsReleaseHealthy(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, succeededRolloutIsHealthy)
 }
 
@@ -182,6 +183,7 @@ func succeededRolloutIsHealthy(t *testing.T, dbURL string) {
 // succeeds: it is healthy, and the release it takes back is rolled-back,
 // marked through the reducer as any healthy rollback marks it.
 func TestASucceededRollbackRolloutMarksTheReleaseRolledBack(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, rollbackRolloutRollsBack)
 }
 

@@ -23,6 +23,7 @@ func newScene(t *testing.T, config string) *scene {
 // The CLI starts a rollout, shows it, is refused the author's approval,
 // approves as someone else, and aborts it; the abort applies on_failure.
 func TestRolloutCLI(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -95,6 +96,7 @@ func TestRolloutCLI(t *testing.T) {
 
 // `/ripcord approve <rollout>` in a comment approves like the button.
 func TestApproveCommand(t *testing.T) {
+	t.Parallel()
 	s := newScene(t, e2eConfig)
 	code, body := s.Do("POST", "/api/v1/rollouts", "application/json", []byte(`{"repository": "acme/checkout",
 		"app": "checkout", "environment": "prod", "cluster": "prod-eu", "version": "v2", "author": "alice"}`))
@@ -125,6 +127,7 @@ func TestApproveCommand(t *testing.T) {
 // Merging a pull request that changes an environment's release file opens
 // the release and starts its rollout, once; the PR's author cannot approve.
 func TestMergedReleasePullRequestStartsTheRollout(t *testing.T) {
+	t.Parallel()
 	s := newScene(t, releaseFileConfig)
 	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")
 	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
@@ -171,6 +174,7 @@ func TestMergedReleasePullRequestStartsTheRollout(t *testing.T) {
 // repository whose own config declares that app opens no release of it and
 // starts no rollout.
 func TestMergeInAnotherRepositoryOpensNoReleaseOfAnOwnedApp(t *testing.T) {
+	t.Parallel()
 	s := newScene(t, releaseFileConfig)
 	code, b := s.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "owned-1", "app": "checkout",
 		"environment": "prod", "cluster": "prod-eu", "repository": "acme/owner", "image": "ghcr.io/acme/checkout:v0"}`))
@@ -193,6 +197,7 @@ func TestMergeInAnotherRepositoryOpensNoReleaseOfAnOwnedApp(t *testing.T) {
 
 // The rollouts API names what is wrong.
 func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
+	t.Parallel()
 	s := newScene(t, e2eConfig)
 	for _, tc := range []struct {
 		name, method, path, body string
@@ -251,6 +256,7 @@ func TestRolloutsAPIAnswersNameTheField(t *testing.T) {
 // rollback_of, so that its facts complete the rollback. No promote release
 // is opened beside it.
 func TestMergedRollbackPullRequestRollsOutTheRollbackRelease(t *testing.T) {
+	t.Parallel()
 	s := newScene(t, releaseFileConfig)
 	base := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v2\n")
 	merge := s.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: ghcr.io/acme/checkout:v1\n")

@@ -160,6 +160,7 @@ func (s *probeScene) post(env, token string, p rolloutflow.ProbePost) (int, prob
 // main in production posts them, and staging, without a rule, takes any
 // workflow of the repository. Without the rule nothing changes.
 func TestOIDCRuleDecidesWhichWorkflowsPostARolloutsProbes(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, oidcRuleHoldsProbes)
 }
 
@@ -204,6 +205,7 @@ func oidcRuleHoldsProbes(t *testing.T, dbURL string) {
 // while GitHub cannot be read it is 503, before the reading is looked at;
 // nothing is stored.
 func TestAnOIDCRuleThatCannotBeCheckedRefusesProbes(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := &probeScene{Env: startOn(t, dbURL, probeRuleConfig(prodProbeRule), "write"), rollouts: map[string]string{}}
 		s.openIn("prod")

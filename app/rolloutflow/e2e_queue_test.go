@@ -19,6 +19,7 @@ import (
 // queued rollout's own look every five minutes is longer than this test waits). A
 // third, aborted while queued, ends without deploying anything.
 func TestARolloutWaitsForTheOlderRolloutOfItsEnvironment(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, rolloutQueue)
 }
 
@@ -138,6 +139,7 @@ func auditOf(st rolloutflow.StatusJSON) string {
 // with an Approve button, until a person other than its author lifts the
 // hold; a rejection is refused (abort ends a rollout).
 func TestARollbackStopsTheRolloutOfTheReleaseItTakesBack(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, rollbackStopsAndHolds)
 }
 

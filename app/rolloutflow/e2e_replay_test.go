@@ -22,6 +22,7 @@ var twoApprovalsConfig = strings.Replace(strings.Replace(e2eConfig,
 // (its check run named the first pause) and the rollout keeps waiting; a
 // click on the check run GitHub shows at the second pause approves it.
 func TestApproveClickPostedAgainAtTheNextPauseIsRefused(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, twoApprovalsConfig, "write")
 		e := s.Env
@@ -65,6 +66,7 @@ func TestApproveClickPostedAgainAtTheNextPauseIsRefused(t *testing.T) {
 // while that check run is the one shown, unchanged; a click on an older
 // one of the rollout's check runs does not.
 func TestApproveClickOnACheckRunWithoutItsPauseCountsWhileItIsShown(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "write")
 		e := s.Env

@@ -24,6 +24,7 @@ import (
 // its pull request), and whether the rolled-back release's rollout was
 // stopped by this request, before, or had ended.
 func TestARolloutStartOfARollbackSaysWhatItDid(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, rollbackStartSaysWhatItDid)
 }
 

@@ -22,6 +22,7 @@ import (
 // answering (502) or rate-limited (503, with Retry-After when GitHub named
 // the reset) as worth sending again.
 func TestRolloutStartRefusalsNameWhatToFix(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, refusalsNameWhatToFix)
 }
 

@@ -18,6 +18,7 @@ import (
 // lists every problem as `ripcord validate` prints them: whoever started it
 // fixes the file in one go rather than one problem per try.
 func TestRolloutStartOnAnInvalidConfigNamesTheProblems(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, startOnInvalidConfig)
 }
 

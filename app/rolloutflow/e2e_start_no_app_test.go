@@ -21,6 +21,7 @@ import (
 // app_not_configured, tells a client (the CLI) that asking again is
 // pointless, where another 503 is worth asking again.
 func TestStartWithoutAppIsTheServersSetUp(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, startWithoutApp)
 }
 

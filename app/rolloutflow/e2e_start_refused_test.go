@@ -22,6 +22,7 @@ import (
 // sent again once the cause is gone starts the rollout as a first try
 // would, and a release stored before a refused start is left as it was.
 func TestRefusedRolloutStartLeavesNoReleaseBehind(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, refusedStartLeavesNothing)
 }
 
@@ -129,6 +130,7 @@ func refusedStartLeavesNothing(t *testing.T, dbURL string) {
 // A start GitHub's spent rate limit stops answers 503, not 422: the same
 // request may succeed after the reset, and nothing was stored meanwhile.
 func TestRolloutStartOnGitHubsRateLimitIsRetryable(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)

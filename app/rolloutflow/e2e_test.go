@@ -174,6 +174,7 @@ func openRollout(e *e2etest.Env, releaseID, image string) string {
 // dispatched, the workflow_run event moves it on, the check run asks for
 // approval with a button, a reader's click is refused, a writer's goes on.
 func TestReleaseOpenedThroughTheAPIRollsOutWithAnApprovalButton(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, approvalButton)
 }
 
@@ -222,6 +223,7 @@ func approvalButton(t *testing.T, dbURL string) {
 // The bundled action's task fact that opens a release starts its rollout,
 // like POST /api/v1/releases does.
 func TestReleaseOpenedByTheBundledActionRollsOut(t *testing.T) {
+	t.Parallel()
 	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", e2eConfig)

@@ -74,6 +74,7 @@ func rolloutCalls(gh *githubtest.Server) []string {
 // saying why; nothing is asked of GitHub for it after (no check run can
 // be written), and it cannot be moved on.
 func TestAnUninstallEndsTheRolloutsOfTheRepository(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "write")
 		s.settle()
@@ -143,6 +144,7 @@ func postFact(t *testing.T, e *e2etest.Env, token string) (int, probeAnswer) {
 // a rule no read can check now; the rollout it read for, which was waiting
 // at its gate for the reading, has ended.
 func TestProbesOfAnUninstalledRepositoryAreToldToInstallTheApp(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := &probeScene{Env: startOn(t, dbURL, probeRuleConfig(prodProbeRule), "write"), rollouts: map[string]string{}}
 		s.openIn("prod")

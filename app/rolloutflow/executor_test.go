@@ -24,6 +24,7 @@ var deployAll = []string{
 }
 
 func TestGreenRolloutDispatchesEveryBatchOnceAndSucceeds(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) { greenRollout(t, newHarnessOn(t, dbURL, "stop", "", time.Minute)) })
 }
 
@@ -61,6 +62,7 @@ func greenRollout(t *testing.T, h *harness) {
 // A red error rate in eu-1b (the third stage) fails it after two red
 // readings; on_failure decides which batches are dispatched again.
 func TestRedMetricInTheThirdStage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		onFailure string
 		again     []string // dispatched after the three deploys, in order
@@ -122,6 +124,7 @@ func redMetric(t *testing.T, h *harness, again, stages []string) {
 }
 
 func TestNoDataIsRed(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.prom.noData["eu-1a"] = true
 	h.start(nil)
@@ -132,6 +135,7 @@ func TestNoDataIsRed(t *testing.T) {
 }
 
 func TestABatchWhoseRunFailsFailsItsPassAndIsNotRetried(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "rollback-wave", "", time.Minute)
 	h.failAt["deploy@eu-1/eu-1/eu-1a#0"] = true
 	h.start(nil)
@@ -146,6 +150,7 @@ func TestABatchWhoseRunFailsFailsItsPassAndIsNotRetried(t *testing.T) {
 }
 
 func TestABatchQueuedPastQueueTimeoutFailsWithNoRunner(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.hold = true // the canary's run never leaves the queue
 	h.start(nil)
@@ -161,6 +166,7 @@ func TestABatchQueuedPastQueueTimeoutFailsWithNoRunner(t *testing.T) {
 // A workflow_run event that never comes does not hold the rollout: a
 // scheduled tick asks GitHub about the run.
 func TestALostRunEventIsMadeUpByPolling(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.hold = true
 	h.start(nil)
@@ -177,6 +183,7 @@ func TestALostRunEventIsMadeUpByPolling(t *testing.T) {
 }
 
 func TestRestartInTheMiddleOfABakeResumesIt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		restartMidBake(t, newHarnessOn(t, dbURL, "stop", "", 10*time.Minute))
 	})
@@ -213,6 +220,7 @@ func restartMidBake(t *testing.T, h *harness) {
 }
 
 func TestPrepareRunsOnceBeforeTheFirstBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.start(func(s *Snapshot) { s.Settings.Prepare = "prepare.yml" })
 	r := h.run(nil)
@@ -231,6 +239,7 @@ func TestPrepareRunsOnceBeforeTheFirstBatch(t *testing.T) {
 }
 
 func TestAFailedPrepareDeploysNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "rollback-all", "", time.Minute)
 	h.failAt["prepare"] = true
 	h.start(func(s *Snapshot) { s.Settings.Prepare = "prepare.yml" })
@@ -244,6 +253,7 @@ func TestAFailedPrepareDeploysNothing(t *testing.T) {
 // batch_bake waits between the batches of a pass (without probes it is a
 // durable wait): the second batch of eu-1a leaves 2m after the first ended.
 func TestBatchBakeHoldsTheNextBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	cfg := strings.Replace(mustFile(h), "          - {host: eu1-b-01,",
 		"          - {host: eu1-a-03, labels: {region: eu-1, az: eu-1a}}\n          - {host: eu1-b-01,", 1)
@@ -269,6 +279,7 @@ func TestBatchBakeHoldsTheNextBatch(t *testing.T) {
 // A crash after a batch was claimed but before GitHub answered leaves it
 // "dispatching": it is never sent again, and its queue_timeout fails it.
 func TestAClaimedBatchIsNeverDispatchedAgain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.start(nil)
 	ctx := context.Background()
@@ -291,6 +302,7 @@ func TestAClaimedBatchIsNeverDispatchedAgain(t *testing.T) {
 // A second abort before the first is carried out is refused (409), not an
 // internal error.
 func TestASecondAbortIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.start(nil)
 	if _, err := h.x.abort(context.Background(), h.id, "bob", "pager"); err != nil {
@@ -307,6 +319,7 @@ func TestASecondAbortIsRefused(t *testing.T) {
 // batch, so a scheduled tick moves the rollout on instead of failing for
 // ever; a GitHub outage (5xx) leaves the batch as it was, for the next poll.
 func TestADeletedRunFailsItsBatchAndAnOutageFailsNone(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.hold = true
 	h.start(nil)

@@ -16,6 +16,7 @@ import (
 // 1. The readings are taken when the machine asks, every 30s from the
 // bake's start; what the machine says after the last is the verdict.
 func TestTheGateJudgesReadingsAsTheSeedRules(t *testing.T) {
+	t.Parallel()
 	const green, red = true, false
 	tests := []struct {
 		name           string

@@ -14,6 +14,7 @@ import (
 // Approvals between waves and freeze windows: the pauses of a rollout.
 
 func TestApprovals(t *testing.T) {
+	t.Parallel()
 	paused := func(r Rollout) bool { return r.Machine.Status == PausedApproval }
 	t.Run("granted", func(t *testing.T) {
 		h := newHarness(t, "stop", "canary", time.Minute)
@@ -78,6 +79,7 @@ func TestApprovals(t *testing.T) {
 }
 
 func TestTwoApprovalsFromTheConfigAreNeeded(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "canary", time.Minute)
 	cfg := strings.Replace(mustFile(h), "          on_failure:", "          approvals: {count: 2}\n          on_failure:", 1)
 	h.gh.PutFile(testRepo, "main", ".github/ripcord.yml", cfg)
@@ -102,6 +104,7 @@ func TestTwoApprovalsFromTheConfigAreNeeded(t *testing.T) {
 }
 
 func TestFreezePausesTheStageOfItsRegionUntilItEnds(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	end := t0.Add(3 * time.Hour)
 	// The window comes from the config, as users write it.
@@ -134,6 +137,7 @@ func TestFreezePausesTheStageOfItsRegionUntilItEnds(t *testing.T) {
 }
 
 func TestFreezeOverrideLetsTheReleaseThrough(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	cfg := strings.Replace(mustFile(h), "          on_failure:", `          freezes:
             - {start: "`+t0.Add(-time.Hour).Format(time.RFC3339)+`", end: "`+t0.Add(time.Hour).Format(time.RFC3339)+`", reason: all}
@@ -160,6 +164,7 @@ func TestFreezeOverrideLetsTheReleaseThrough(t *testing.T) {
 // succeeded), and on_failure treats it as a stage already passed (seed 001:
 // rollback-wave leaves it on the new version, rollback-all takes it back).
 func TestARefusedApprovalFailsTheStageItHeldBack(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, onFailure, approval string
 		expire                    bool

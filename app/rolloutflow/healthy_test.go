@@ -45,6 +45,7 @@ func (h *harness) healthyJobs() []HealthyArgs {
 // fact is the one the deploy workflow's own success for the last deploy
 // batch's run would be: same id, so either one after the other is a repeat.
 func TestASucceededRolloutQueuesItsReleasesHealthyFact(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.start(nil)
@@ -85,6 +86,7 @@ func TestASucceededRolloutQueuesItsReleasesHealthyFact(t *testing.T) {
 // A rollout that fails reports nothing about its release (README: what
 // that means for the release is not decided).
 func TestAFailedRolloutReportsNothing(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.failAt["deploy@eu-1/eu-1/eu-1a#0"] = true
 	h.start(nil)

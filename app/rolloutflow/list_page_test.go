@@ -21,6 +21,7 @@ import (
 // them in one query for the page, and each rollout in it says what its
 // own status says (without the audit trail, which the list leaves out).
 func TestAPageOfTheListReadsItsRolloutsBatchesInOneQuery(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		ctx := context.Background()

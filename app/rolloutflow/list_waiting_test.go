@@ -20,6 +20,7 @@ import (
 // rollout that waits; the page's open unanswered lines are read in one
 // query, not one per rollout.
 func TestTheListOfRolloutsSaysWhichWaitsOutAnOutage(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-all", "", time.Minute)
 		tokens := answerTokens(h)

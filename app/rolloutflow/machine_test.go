@@ -37,6 +37,7 @@ func baking(p *rollout.Plan) Machine {
 }
 
 func TestBakeTransitions(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.Stop)
 	runs := map[Ref]Run{deployA: {State: RunSuccess}}
 	t.Run("a reading is due every interval", func(t *testing.T) {
@@ -87,6 +88,7 @@ func TestBakeTransitions(t *testing.T) {
 // neither passes on it nor fails on it alone, but is read again at the end
 // (or, after a long stop, once, as of then) and judged on that reading.
 func TestARedReadingBeforeTheBakesEndIsReadAgainAtTheEnd(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.Stop)
 	p.Health.FailuresToStop = 3
 	runs := map[Ref]Run{deployA: {State: RunSuccess}}
@@ -133,6 +135,7 @@ func TestARedReadingBeforeTheBakesEndIsReadAgainAtTheEnd(t *testing.T) {
 }
 
 func TestFreezeTransitions(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.Stop)
 	end := t0.Add(time.Hour)
 	in := inputs(p, t0, nil)
@@ -159,6 +162,7 @@ func TestFreezeTransitions(t *testing.T) {
 // stage b, which the approval holds back; a passed its gate, so only
 // rollback-all takes it back.
 func TestAbortDuringTheApprovalAppliesOnFailure(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		onFailure rollout.OnFailure
 		kind      ActionKind
@@ -195,6 +199,7 @@ func TestAbortDuringTheApprovalAppliesOnFailure(t *testing.T) {
 }
 
 func TestAFailedRollbackRunEndsTheRollback(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.RollbackAll)
 	m := NewMachine(p)
 	m.Phase, m.Stage = PhaseDeploy, 1
@@ -213,6 +218,7 @@ func TestAFailedRollbackRunEndsTheRollback(t *testing.T) {
 }
 
 func TestNoPreviousReleaseMeansNoRollbackDispatch(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.RollbackWave)
 	m := NewMachine(p)
 	m.Phase = PhaseDeploy
@@ -227,6 +233,7 @@ func TestNoPreviousReleaseMeansNoRollbackDispatch(t *testing.T) {
 }
 
 func TestPassesOfAStageRunSideBySide(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.Stop)
 	second := p.Stages[1].Passes[0]
 	p.Stages[0].Passes = append(p.Stages[0].Passes, second)
@@ -254,6 +261,7 @@ func TestPassesOfAStageRunSideBySide(t *testing.T) {
 }
 
 func TestQueueTransitions(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.Stop)
 	const ahead = "rollout ro-1 of release r1"
 	t.Run("an older rollout not ended holds the new one before it deploys", func(t *testing.T) {
@@ -385,6 +393,7 @@ func deployingStage(onFailure rollout.OnFailure) (*rollout.Plan, Machine) {
 var sibling = Ref{Kind: KindDeploy, Stage: 0, Pass: 1}
 
 func TestARollbackWaitsForTheSiblingPassStillDeploying(t *testing.T) {
+	t.Parallel()
 	p, m := deployingStage(rollout.RollbackWave)
 	runs := map[Ref]Run{deployA: {State: RunFailure, RunID: 1, DispatchedAt: t0},
 		sibling: {State: RunInProgress, RunID: 2, DispatchedAt: t0}}
@@ -411,6 +420,7 @@ func TestARollbackWaitsForTheSiblingPassStillDeploying(t *testing.T) {
 // once a sibling pass's batch still deploying has ended: until then the
 // rollouts queued behind it wait, as they would for its rollback.
 func TestAStoppedRolloutEndsOnlyOnceTheSiblingPassStopsDeploying(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		onFailure rollout.OnFailure
@@ -487,6 +497,7 @@ func TestAStoppedRolloutEndsOnlyOnceTheSiblingPassStopsDeploying(t *testing.T) {
 // first, the reverse of the order the pass deployed them. The passes of
 // a stage, deployed side by side, keep the plan's order.
 func TestRollbackAllUndoesTheBatchesInReverse(t *testing.T) {
+	t.Parallel()
 	p := twoStages(rollout.RollbackAll)
 	batches := func(pass string, n int) []rollout.Batch {
 		var out []rollout.Batch

@@ -14,6 +14,7 @@ import (
 // a database that does not answer leaves it out instead of failing the
 // whole scrape.
 func TestUnfinishedRolloutsGauge(t *testing.T) {
+	t.Parallel()
 	db := testdb.OpenMigrated(t, testdb.MigratedURL(t, "sqlite"))
 	plan := twoStages(rollout.Stop)
 	for i, st := range []struct {

@@ -21,6 +21,7 @@ import (
 // rollout.prometheus_url, which stands in when the repository names none,
 // stays reachable whatever the list says.
 func TestGateReadingKeepsToOutboundAllow(t *testing.T) {
+	t.Parallel()
 	prometheus := func() (*httptest.Server, *atomic.Int64) {
 		var n atomic.Int64
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

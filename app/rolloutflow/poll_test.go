@@ -93,6 +93,7 @@ func (h *harness) batchState(runID int64) string {
 // A 5xx on one run's poll leaves that batch as it was, for the next poll,
 // but does not keep the rollout's other runs from being read and acted on.
 func TestOneRunsOutageDoesNotStopThePollOfTheOthers(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{http.StatusBadGateway, http.StatusServiceUnavailable, -1} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			h := newHarness(t, "stop", "", time.Minute)
@@ -139,6 +140,7 @@ func TestOneRunsOutageDoesNotStopThePollOfTheOthers(t *testing.T) {
 // the run: the batch is not failed (no rollback waves are dispatched), the
 // rollout stays where it is, and its audit says why, once.
 func TestA404OnARunOfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "rollback-all", "", time.Minute)
 	h.hold = true
 	h.start(nil)
@@ -198,6 +200,7 @@ func TestA404OnARunOfARepositoryNoLongerReadableFailsNoBatch(t *testing.T) {
 // the list of runs with a 5xx) holds neither the tick nor the other runs,
 // and is not failed past its queue_timeout on what was known before.
 func TestAnAdoptionInAnOutageDoesNotStopTheOtherRuns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	eu2, us1 := inResto(t, h)
 	ctx := context.Background()
@@ -244,6 +247,7 @@ func TestAnAdoptionInAnOutageDoesNotStopTheOtherRuns(t *testing.T) {
 // adopted) and the rollout goes on. A token GitHub does not answer for is an
 // outage: the same, with no access-lost line.
 func TestAnInstallationRefusedItsTokenFailsNoRunInFlight(t *testing.T) {
+	t.Parallel()
 	for _, c := range tokenFailures {
 		for _, cutShort := range []bool{false, true} {
 			name := c.name + ", run polled"

@@ -31,6 +31,7 @@ func (h *harness) markHealthy(releaseID string) {
 // it left the queue: the rollout ahead of it may have deployed a newer one
 // meanwhile, and going back past it would undo it on part of the hosts.
 func TestAQueuedRolloutRollsBackToTheReleaseBeforeItWhenItStarts(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		h.markHealthy("r1:prod-eu/prod")
@@ -118,6 +119,7 @@ func (h *harness) previousOf(id string) string {
 // whose pull request is not merged (opened) never did, so any number of
 // them newer than the healthy release do not hide it.
 func TestPreviousIsTheHealthyReleaseThatRanPastOpenedOnes(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		// r1 ran and was healthy (newHarnessOn).
@@ -132,6 +134,7 @@ func TestPreviousIsTheHealthyReleaseThatRanPastOpenedOnes(t *testing.T) {
 // release that ran, never an opened (or withdrawn) one: that image was
 // never deployed.
 func TestPreviousFallbackIsAReleaseThatRan(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		// r1 (healthy) is the release itself here; r2 ran and failed.
@@ -150,6 +153,7 @@ func TestPreviousFallbackIsAReleaseThatRan(t *testing.T) {
 // its place (r1's image is the rollback's own, which just failed), the
 // rollout stops where it is, failed, and says why.
 func TestAFailedRollbackRolloutDoesNotRedeployTheReleaseItRollsBack(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		ctx := context.Background()
@@ -225,6 +229,7 @@ func (h *harness) openRollback(id, rollbackOf, version string) records.Record {
 // came, or it ran and failed, so the release it takes back stays healthy).
 // The newest release that ran and was not rolled back is chosen instead.
 func TestPreviousIsNeverARolledBackRelease(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// rollBack rolls r3 (v3, healthy) back to v1.
@@ -280,6 +285,7 @@ func TestPreviousIsNeverARolledBackRelease(t *testing.T) {
 // With no healthy release left but one that was rolled back, the fallback
 // (the newest other release that ran) is not the rolled-back one either.
 func TestPreviousFallbackIsNeverARolledBackRelease(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "rollback-wave", "", time.Minute)
 		// r1 (healthy) is the release itself here; r3 and then r4 ran and

@@ -14,6 +14,7 @@ import (
 // stage fails), and the gate and the audit say which workflow to look
 // for where, as a batch's dispatch does, not GitHub's raw answer.
 func TestAProbeDispatch404OfAMissingWorkflowSaysSo(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := bakingRunners(t, dbURL)
 		answerRoute(h, "POST "+dispatchRoute).set(http.StatusNotFound)

@@ -71,6 +71,7 @@ func bakingWithProbeOutageOn(t *testing.T, dbURL string) (*harness, *probeOutage
 // reading. It is dispatched again on a later tick, and the reading is
 // taken from its results.
 func TestAProbeDispatchIn5xxIsRetriedNotRed(t *testing.T) {
+	t.Parallel()
 	h, o := bakingWithProbeOutage(t)
 	h.clock.set(h.rollout().WakeAt) // the first reading is due
 	h.tickAs(true)
@@ -114,6 +115,7 @@ func TestAProbeDispatchIn5xxIsRetriedNotRed(t *testing.T) {
 // reading's interval is a missing reading: red, as one whose results never
 // came.
 func TestAProbeDispatchIn5xxForItsWholeIntervalIsRed(t *testing.T) {
+	t.Parallel()
 	h, o := bakingWithProbeOutage(t)
 	start := h.rollout().WakeAt
 	for range 50 {
@@ -144,6 +146,7 @@ func TestAProbeDispatchIn5xxForItsWholeIntervalIsRed(t *testing.T) {
 // what was left of the first try's: its runners are not red for the
 // seconds GitHub took to answer.
 func TestAProbeDispatchSentAfter5xxGetsAWholeInterval(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h, o := bakingWithProbeOutageOn(t, dbURL)
 		due := h.rollout().WakeAt // the first reading is due

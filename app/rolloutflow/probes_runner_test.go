@@ -126,6 +126,7 @@ func newRunnerHarness(t *testing.T, dbURL string, a, b *target) *harness {
 }
 
 func TestRunnerProbesArriveAndTheStagePasses(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, runnerProbesArrive)
 }
 
@@ -161,6 +162,7 @@ func runnerProbesArrive(t *testing.T, dbURL string) {
 }
 
 func TestRunnerProbesThatDoNotArriveAreRed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, runnerProbesMissing)
 }
 
@@ -185,6 +187,7 @@ func runnerProbesMissing(t *testing.T, dbURL string) {
 }
 
 func TestRunnerProbesSeeARedTarget(t *testing.T) {
+	t.Parallel()
 	a, b := twoTargets(t)
 	b.status.Store(503)
 	h := newRunnerHarness(t, testdb.MigratedURL(t, "sqlite"), a, b)
@@ -196,6 +199,7 @@ func TestRunnerProbesSeeARedTarget(t *testing.T) {
 }
 
 func TestRunnerProbePostsAreChecked(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, runnerProbePosts)
 }
 
@@ -250,6 +254,7 @@ func runnerProbePosts(t *testing.T, dbURL string) {
 
 // A batch gate (batch_bake) asks the runners about the batch's hosts only.
 func TestRunnerProbesOfABatchGateProbeTheBatch(t *testing.T) {
+	t.Parallel()
 	a, b := twoTargets(t)
 	h := newHarness(t, "stop", "", time.Minute)
 	cfg := strings.Replace(runnerConfig(a, b), "max_unavailable: 100%", "max_unavailable: 1", 1)

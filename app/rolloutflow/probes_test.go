@@ -62,6 +62,7 @@ apps:
 }
 
 func TestBatchGateProbesOnlyTheBatchAndStopsThePass(t *testing.T) {
+	t.Parallel()
 	t.Run("green batch, red host in the next batch: the stage gate fails", func(t *testing.T) {
 		a, b := twoTargets(t)
 		b.status.Store(500)

@@ -75,6 +75,7 @@ func (h *harness) succeedsAfter(t *testing.T, when string) {
 // says it as a rate limit, past the reading's interval, not as a refusal;
 // and the probes are dispatched at the reset and read then.
 func TestARateLimitedProbeDispatchWaitsForTheReset(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		status int
@@ -148,6 +149,7 @@ func TestARateLimitedProbeDispatchWaitsForTheReset(t *testing.T) {
 // too: it is not dispatched before the reset, and the reading waits for it
 // rather than going red.
 func TestAProbeDispatchWaitsForTheStoredRateLimit(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := bakingRunners(t, dbURL)
 		h.clock.set(h.rollout().WakeAt)
@@ -187,6 +189,7 @@ func TestAProbeDispatchWaitsForTheStoredRateLimit(t *testing.T) {
 // few seconds nor at each reading, the audit says once that access was
 // lost, and the reading is taken once access is back.
 func TestAProbeDispatchAfterAccessLostWaitsForAccess(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		route string // refused while access is lost
@@ -249,6 +252,7 @@ func TestAProbeDispatchAfterAccessLostWaitsForAccess(t *testing.T) {
 // reset past the interval. It reaches the audit once, when it first
 // applies, and is not said again at each poll.
 func TestAProbeRoundSaysOnceThatItsReadingWaitsPastItsInterval(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		// first says the episode before the reset is past the interval.

@@ -24,6 +24,7 @@ const dispatchRoute = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dis
 // dispatches its two passes side by side: the first gets through, its run
 // in flight, and the second meets the limit.
 func TestARateLimitedDispatchHoldsThePollsUntilTheReset(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		a := answerAccess(h)
@@ -98,6 +99,7 @@ func TestARateLimitedDispatchHoldsThePollsUntilTheReset(t *testing.T) {
 // the reset (a snooze, which costs no attempt) instead of spending a
 // request against it, and writes the check run then.
 func TestACheckRunWaitsForTheRateLimitADispatchMet(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		a := answerAccess(h)
@@ -133,6 +135,7 @@ func TestACheckRunWaitsForTheRateLimitADispatchMet(t *testing.T) {
 // dispatches no batch before its reset (it would be refused, and counted
 // against the limit), says so once, and goes on after the reset.
 func TestADispatchWaitsForTheRateLimitTheCheckRunMet(t *testing.T) {
+	t.Parallel()
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {

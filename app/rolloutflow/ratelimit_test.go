@@ -18,6 +18,7 @@ import (
 // and dispatched after the reset; the audit says it was rate limited, and
 // until when.
 func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		token  bool // the token request is limited, not the dispatch
@@ -96,6 +97,7 @@ func TestARateLimitedDispatchFailsNoBatch(t *testing.T) {
 // gets through. A rate limit met again after a dispatch got through is a
 // new episode, said again.
 func TestARateLimitIsSaidOncePerEpisode(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		a := answerAccess(h)

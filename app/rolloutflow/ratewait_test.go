@@ -39,6 +39,7 @@ func limit(h *harness, rt *routeAnswers, status int) time.Time {
 // as it was, the audit says it once per episode (until a poll gets
 // through), and the rollout goes on after the reset.
 func TestARateLimitedRunPollWaitsForTheReset(t *testing.T) {
+	t.Parallel()
 	const route = "/repos/{owner}/{repo}/actions/runs/{run_id}"
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
@@ -113,6 +114,7 @@ func TestARateLimitedRunPollWaitsForTheReset(t *testing.T) {
 // rollout meanwhile): the batch is left dispatching, not failed, the audit
 // says it once, and its run is adopted after the reset.
 func TestARateLimitedAdoptionWaitsForTheReset(t *testing.T) {
+	t.Parallel()
 	const route = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs"
 	for _, c := range limitedAnswers {
 		t.Run(c.name, func(t *testing.T) {
@@ -170,6 +172,7 @@ func TestARateLimitedAdoptionWaitsForTheReset(t *testing.T) {
 // tick asked both). The batch is left dispatching, not failed, and
 // adopted after the reset.
 func TestAnAdoption404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
+	t.Parallel()
 	const list, repo = "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", "/repos/{owner}/{repo}"
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
@@ -217,6 +220,7 @@ func TestAnAdoption404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T)
 // run, and neither is asked again before the reset (each poll asked
 // both); the batch is left as it was, and read after the reset.
 func TestARunPoll404WithTheRepositoryRateLimitedWaitsForTheReset(t *testing.T) {
+	t.Parallel()
 	const run, repo = "/repos/{owner}/{repo}/actions/runs/{run_id}", "/repos/{owner}/{repo}"
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)

@@ -57,6 +57,7 @@ func (h *harness) startRelease(id, gitRevision string) Rollout {
 }
 
 func TestServerMaxParallelCapsTheBatchAndTheStatusShowsBoth(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	h.gh.PutFile(testRepo, "main", ".github/ripcord.yml", fmt.Sprintf(parallelConfig, ""))
 	h.x.server = Server{MaxParallel: 1}
@@ -75,6 +76,7 @@ func TestServerMaxParallelCapsTheBatchAndTheStatusShowsBoth(t *testing.T) {
 }
 
 func TestServerGateURLsStandInForTheConfigs(t *testing.T) {
+	t.Parallel()
 	plan := func(urls string) *rollout.Plan {
 		cfg, problems := repoconfig.Load([]byte(fmt.Sprintf(parallelConfig, urls)))
 		if len(problems) > 0 {
@@ -100,6 +102,7 @@ func TestServerGateURLsStandInForTheConfigs(t *testing.T) {
 }
 
 func TestRolloutWithoutGitRevisionChecksTheDefaultBranchHead(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "stop", "", time.Minute)
 	head := h.gh.PutFile(testRepo, "main", ".github/ripcord.yml", fmt.Sprintf(parallelConfig, ""))
 	r := h.startRelease("r3:prod-eu/prod", "")

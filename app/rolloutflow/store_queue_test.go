@@ -17,6 +17,7 @@ import (
 // The rollout ahead of another is the oldest of its app and environment
 // that has not ended; rollouts started in the same microsecond go by id.
 func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db, add := rolloutsIn(t, dbURL)
@@ -59,6 +60,7 @@ func TestAheadIsTheOldestUnfinishedRolloutOfTheEnvironment(t *testing.T) {
 // in its app and environment, and only those; a hold set before keeps its
 // reason. A rollout that deployed nothing holds nobody (deployed).
 func TestAFailureAfterDeployingHoldsTheQueueBehind(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db, add := rolloutsIn(t, dbURL)
@@ -135,6 +137,7 @@ func storeRollout(t *testing.T, db *store.DB, id, app string, at time.Time, plan
 // and found nothing ahead after, must not start it past the hold the
 // failure set meanwhile: its save loses, and the retry sees the hold.
 func TestAHoldSetDuringATickOfTheRolloutBehindIsNotBypassed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db, add := rolloutsIn(t, dbURL)
@@ -176,6 +179,7 @@ func TestAHoldSetDuringATickOfTheRolloutBehindIsNotBypassed(t *testing.T) {
 // deploying. Starting it then would deploy two versions to the same
 // hosts, each wave undoing the other's.
 func TestAheadIsARolloutAlreadyDeployingWhateverItsAge(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db, add := rolloutsIn(t, dbURL)
@@ -196,6 +200,7 @@ func TestAheadIsARolloutAlreadyDeployingWhateverItsAge(t *testing.T) {
 // with an older created_at (its start committed late). r2's must wait in
 // the queue behind r3's, not deploy v2 over the hosts r3's is on.
 func TestALateOlderRolloutWaitsForTheOneDeploying(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		h.hold = true // r3's canary batch stays in flight
@@ -230,6 +235,7 @@ func TestALateOlderRolloutWaitsForTheOneDeploying(t *testing.T) {
 // store its own start on top of that. It loses its save and, ticked again,
 // waits behind r2's.
 func TestTwoRolloutsNeverLeaveTheQueueTogether(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
@@ -287,6 +293,7 @@ func boolInt(b bool) int {
 // run) while r3's, stored first, is ahead of it: its start reads the queue
 // in the transaction that stores it, and its first tick agrees.
 func TestTwoStartsAtOnceAreQueuedOneBehindTheOther(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)
 		var r3 Rollout
@@ -321,6 +328,7 @@ func TestTwoStartsAtOnceAreQueuedOneBehindTheOther(t *testing.T) {
 // is then queued behind it; without the lock it read the queue without
 // r2's rollout, and both were stored running.
 func TestAStartWaitsForTheStartThatReadTheQueue(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		h := newHarnessOn(t, dbURL, "stop", "", time.Minute)

@@ -16,6 +16,7 @@ import (
 // on_failure rollback-all, it fails with the reason and rolls nothing
 // back; its check run job and later ticks ask GitHub nothing either.
 func TestATickEndsARolloutOfAnUninstalledRepositoryWithoutGitHub(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h, r := bakingCanary(t, dbURL, "rollback-all")
 		ctx := context.Background()
@@ -63,6 +64,7 @@ func TestATickEndsARolloutOfAnUninstalledRepositoryWithoutGitHub(t *testing.T) {
 // A rollout that had failed already, rolling back, ends there: its
 // rollback failed for the same reason, with no more dispatches.
 func TestAnUninstallEndsARollbackUnderWay(t *testing.T) {
+	t.Parallel()
 	m := Machine{Status: Failed, Phase: PhaseRollback, Stages: []StageState{{State: StageFailed}},
 		Rollback: &Rollback{Queue: []Ref{{Kind: KindRollback}}, Outcome: "running"}}
 	evs := m.uninstalled(testRepo)

@@ -17,6 +17,7 @@ import (
 // ignored; once the id is stored, the same event moves the batch; with no
 // dispatch in flight, an unknown run is ignored.
 func TestRunEventDuringADispatchIsRetriedNotLost(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, "", "", 0)
 	h.start(nil)
 	ctx := context.Background()
