@@ -15,6 +15,7 @@ import (
 // tick was answered with a 500. (SQLite's one writer cannot interleave
 // them, so the test is PostgreSQL's.)
 func TestAuditLinesOfTwoTransactionsAtOnceBothLand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	h := newHarnessOn(t, testdb.URL(t, "postgres"), "stop", "", time.Minute)
 	h.start(nil)

@@ -74,6 +74,7 @@ func deliverSuspension(e *e2etest.Env, action string) {
 // the installation is unsuspended it goes on where it was: it waits for
 // the approval after the canary, shown on its check run.
 func TestARolloutOfASuspendedInstallationWaitsForTheUnsuspend(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e := startOn(t, dbURL, e2eConfig, "write")
 		suspended := suspendable(e)

@@ -31,6 +31,7 @@ func reads(gh *githubtest.Server, skip int) []string {
 // records, saying it has ended, with nothing asked of GitHub (not the
 // voter's permission, not the config, not the check run clicked).
 func TestVotesAndAbortsOfAnEndedRolloutAskGitHubNothing(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "write")
 		s.settle()
@@ -94,6 +95,7 @@ func TestVotesAndAbortsOfAnEndedRolloutAskGitHubNothing(t *testing.T) {
 // permission is refused by the vote itself, which reads the rollout again:
 // the check before GitHub is not all that stands.
 func TestAVoteOnARolloutThatEndsMeanwhileIsRefused(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, e2eConfig, "write")
 		s.settle()

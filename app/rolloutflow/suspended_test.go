@@ -16,6 +16,7 @@ import (
 // attempt spent) before any GitHub call, and the rollout is as it was.
 // Once the installation is active again its tick goes on.
 func TestJobsOfASuspendedInstallationSnoozeBeforeGitHub(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h, r := bakingCanary(t, dbURL, "stop")
 		ctx := context.Background()
