@@ -77,6 +77,7 @@ func newRunner(t *testing.T, srv *actionServer, cs *fake.Clientset, stateDir str
 }
 
 func TestTheJournalIsWrittenBeforeTheClusterIsTouched(t *testing.T) {
+	t.Parallel()
 	port := podServers(t, healthy)
 	cs := fake.NewClientset(servedDeployment()...)
 	srv := newActionServer(t)
@@ -96,6 +97,7 @@ func TestTheJournalIsWrittenBeforeTheClusterIsTouched(t *testing.T) {
 }
 
 func TestAnActionFinishedBeforeARestartIsReportedAgainNotRepeated(t *testing.T) {
+	t.Parallel()
 	port := podServers(t, healthy)
 	dir := t.TempDir()
 	cs := fake.NewClientset(servedDeployment()...)
@@ -116,6 +118,7 @@ func TestAnActionFinishedBeforeARestartIsReportedAgainNotRepeated(t *testing.T) 
 }
 
 func TestAnAgentStoppedMidActionLeavesItForTheNextStart(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment()...)
 	srv := newActionServer(t)
 	dir := t.TempDir()
@@ -140,6 +143,7 @@ func TestAnAgentStoppedMidActionLeavesItForTheNextStart(t *testing.T) {
 // result: should the server not have heard, the next start with this state
 // folder resumes it, reading the Deployment before it patches.
 func TestAnAgentStoppedBeforeThePatchGivesTheActionBack(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment()...)
 	srv := newActionServer(t)
 	r := newRunner(t, srv, cs, t.TempDir(), 1)
@@ -181,6 +185,7 @@ func TestAnAgentStoppedBeforeThePatchGivesTheActionBack(t *testing.T) {
 // episode at once rather than wait out its claim timeout; the journal keeps
 // that result, so a restart does not carry the action out after all.
 func TestAnAgentStoppedBeforeThePatchTellsAnOldServerTheActionFailed(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var posted []actionapi.Result
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -222,6 +227,7 @@ func TestAnAgentStoppedBeforeThePatchTellsAnOldServerTheActionFailed(t *testing.
 // tell whether that run's patch landed until it has read the Deployment:
 // stopped before that read, it leaves the action for the next start.
 func TestAResumedActionStoppedBeforeItsReadIsNotReportedNotDone(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment()...)
 	srv := newActionServer(t)
 	r := newRunner(t, srv, cs, t.TempDir(), 1)
@@ -240,6 +246,7 @@ func TestAResumedActionStoppedBeforeItsReadIsNotReportedNotDone(t *testing.T) {
 }
 
 func TestPollsAskForClaimedActionsAtStartAndAfterAnError(t *testing.T) {
+	t.Parallel()
 	srv := newActionServer(t)
 	srv.failPoll = 1
 	r := newRunner(t, srv, fake.NewClientset(), t.TempDir(), 1)
@@ -269,6 +276,7 @@ func TestPollsAskForClaimedActionsAtStartAndAfterAnError(t *testing.T) {
 // stopping does, and so may a proxy or an older server) must not make the
 // agent poll in a tight loop: it waits a moment before it asks again.
 func TestAnEmptyAnswerSoonerThanTheWaitIsNotPolledAgainAtOnce(t *testing.T) {
+	t.Parallel()
 	srv := newActionServer(t)
 	r := newRunner(t, srv, fake.NewClientset(), t.TempDir(), 1)
 	r.wait = 20 * time.Second
@@ -287,6 +295,7 @@ func TestAnEmptyAnswerSoonerThanTheWaitIsNotPolledAgainAtOnce(t *testing.T) {
 // ever. (A 403 that names no field refuses the token and is retried; see
 // TestAnotherClustersTokenOnTheActionsAPISaysWhereTheTokenCameFrom.)
 func TestAResultRefusedBy403NamingAFieldIsNotReportedAgain(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	posts := 0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

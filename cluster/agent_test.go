@@ -15,6 +15,7 @@ import (
 // ripcord server), which cannot reach pod IPs and would fail every check,
 // and so every rollback.
 func TestTheHealthCheckReachesPodsDirectlyNotThroughAProxy(t *testing.T) {
+	t.Parallel()
 	a, err := New(Config{Cluster: "prod-eu", Server: "http://127.0.0.1:1", Token: func() (string, error) { return "tok", nil },
 		StateDir: t.TempDir(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, fake.NewClientset(), nil)
 	if err != nil {

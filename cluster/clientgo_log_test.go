@@ -13,6 +13,7 @@ import (
 // next one saying how many were left out; another line is not held back
 // by it.
 func TestClientGoRepeatsAreLeftOutForAWhile(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	h := &clientGoHandler{next: slog.NewTextHandler(&out, nil), seen: &repeats{lines: map[string]*repeat{}}}
 	logAt := func(at time.Time, msg string) {

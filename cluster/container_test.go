@@ -6,6 +6,7 @@ import (
 )
 
 func TestAppContainer(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		deployment, named string
 		containers        []string

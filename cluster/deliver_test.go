@@ -90,6 +90,7 @@ func newTestDeliverer(t *testing.T, url string, max int) *deliverer {
 }
 
 func TestFactsSpooledWhileTheServerIsDownArriveInOrderWhenItIsBack(t *testing.T) {
+	t.Parallel()
 	srv := newFactServer(t)
 	d := newTestDeliverer(t, srv.URL, 100)
 	srv.setDown(true)
@@ -124,6 +125,7 @@ func TestFactsSpooledWhileTheServerIsDownArriveInOrderWhenItIsBack(t *testing.T)
 }
 
 func TestARefusedFactIsDroppedAloneAndTheRestKeepTheirOrder(t *testing.T) {
+	t.Parallel()
 	srv := newFactServer(t)
 	d := newTestDeliverer(t, srv.URL, 100)
 	for i := 1; i <= 4; i++ {
@@ -150,6 +152,7 @@ func TestARefusedFactIsDroppedAloneAndTheRestKeepTheirOrder(t *testing.T) {
 // 400's and the facts behind it are delivered. A 403 that names no field
 // refuses the token, which may be rotated: every fact stays spooled.
 func TestA403NamingAFieldDropsTheFactAndA403OfTheTokenKeepsThem(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var received []int64
 	tokenRefused := false
@@ -220,6 +223,7 @@ func TestA403NamingAFieldDropsTheFactAndA403OfTheTokenKeepsThem(t *testing.T) {
 }
 
 func TestAWrongTokenKeepsTheFactsSpooled(t *testing.T) {
+	t.Parallel()
 	srv := newFactServer(t)
 	d := newTestDeliverer(t, srv.URL, 100)
 	d.token = func() (string, error) { return "rotated-on-the-server-first", nil }
@@ -230,6 +234,7 @@ func TestAWrongTokenKeepsTheFactsSpooled(t *testing.T) {
 }
 
 func TestSpoolOverflowIsCounted(t *testing.T) {
+	t.Parallel()
 	srv := newFactServer(t)
 	d := newTestDeliverer(t, srv.URL, 2)
 	srv.setDown(true)
@@ -247,6 +252,7 @@ func TestSpoolOverflowIsCounted(t *testing.T) {
 }
 
 func TestRunDeliversWhatIsEnqueued(t *testing.T) {
+	t.Parallel()
 	srv := newFactServer(t)
 	d := newTestDeliverer(t, srv.URL, 100)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -282,6 +288,7 @@ func (h recordHandler) WithGroup(string) slog.Handler      { return h }
 // says where its token came from, as the CLI's 401 does; a server that is
 // down is not the token's fault and says nothing of it.
 func TestARefusedTokenIsLoggedWithWhereItCameFrom(t *testing.T) {
+	t.Parallel()
 	const from = "file /var/run/ripcord/token given by flag --token-file"
 	for _, down := range []bool{false, true} {
 		srv := newFactServer(t)
@@ -308,6 +315,7 @@ func TestARefusedTokenIsLoggedWithWhereItCameFrom(t *testing.T) {
 // what the 403 means. A 403 that names a field refuses a fact, not the
 // token, and says nothing of it; nor does a 403 that is not the server's.
 func TestAnotherClustersTokenOnTheFactsPathSaysWhereTheTokenCameFrom(t *testing.T) {
+	t.Parallel()
 	const from = "file /var/run/ripcord/token given by flag --token-file"
 	cases := []struct {
 		name     string

@@ -31,6 +31,7 @@ func withoutDeploymentReads() *rbacv1.Role {
 // without a restart and the agent is ready. The permission revoked later
 // (its watch ends, and it lists again) is said the same way.
 func TestAForbiddenDeploymentListIsSaid(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
@@ -87,6 +88,7 @@ func TestAForbiddenDeploymentListIsSaid(t *testing.T) {
 // may reference: a Role that does not let the agent list Deployments is
 // said there too, rather than "starting" for ever.
 func TestAForbiddenDeploymentListIsSaidWhereRolloutsAreServed(t *testing.T) {
+	t.Parallel()
 	k := startShop(t)
 	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
 	role := withoutDeploymentReads()

@@ -34,6 +34,7 @@ func deployment(mut ...func(*appsv1.Deployment)) *appsv1.Deployment {
 }
 
 func TestDeploymentPhase(t *testing.T) {
+	t.Parallel()
 	deadline := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}
 	for name, tc := range map[string]struct {
 		mut  func(*appsv1.Deployment)
@@ -73,6 +74,7 @@ func TestDeploymentPhase(t *testing.T) {
 }
 
 func TestDeploymentFact(t *testing.T) {
+	t.Parallel()
 	f, skip := DeploymentFact("prod-eu", deployment(), t0)
 	if skip != nil {
 		t.Fatalf("skipped: %v", skip)
@@ -91,6 +93,7 @@ func TestDeploymentFact(t *testing.T) {
 }
 
 func TestDeploymentFactIsSkippedWhenItCannotBeTrusted(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		mut  func(*appsv1.Deployment)
 		code string
@@ -112,6 +115,7 @@ func TestDeploymentFactIsSkippedWhenItCannotBeTrusted(t *testing.T) {
 }
 
 func TestDeploymentFactIDIgnoresScaleOnlyStatusChurn(t *testing.T) {
+	t.Parallel()
 	a, _ := DeploymentFact("prod-eu", deployment(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 1; d.Status.AvailableReplicas = 1 }), t0)
 	b, _ := DeploymentFact("prod-eu", deployment(func(d *appsv1.Deployment) { d.Status.ReadyReplicas = 2; d.Status.AvailableReplicas = 2 }), t0.Add(time.Second))
 	if a.FactID != b.FactID {
@@ -144,6 +148,7 @@ func rollout(mut func(map[string]any)) *unstructured.Unstructured {
 }
 
 func TestRolloutFactTakesPhaseStepAbortAndPodHashAsTheyAre(t *testing.T) {
+	t.Parallel()
 	f, skip := RolloutFact("prod-eu", rollout(nil), t0)
 	if skip != nil {
 		t.Fatalf("skipped: %v", skip)
@@ -166,6 +171,7 @@ func TestRolloutFactTakesPhaseStepAbortAndPodHashAsTheyAre(t *testing.T) {
 }
 
 func TestRolloutFactIsSkippedWhenItCannotBeTrusted(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		mut  func(map[string]any)
 		code string
@@ -191,6 +197,7 @@ func TestRolloutFactIsSkippedWhenItCannotBeTrusted(t *testing.T) {
 }
 
 func TestRolloutFactReadsANumericObservedGeneration(t *testing.T) {
+	t.Parallel()
 	f, skip := RolloutFact("prod-eu", rollout(func(o map[string]any) { o["status"].(map[string]any)["observedGeneration"] = int64(7) }), t0)
 	if skip != nil || f.ObservedGeneration != 7 {
 		t.Errorf("fact %+v, skip %v", f, skip)
@@ -198,6 +205,7 @@ func TestRolloutFactReadsANumericObservedGeneration(t *testing.T) {
 }
 
 func TestWorkloadRefNamesADeploymentOrSaysWhyNot(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		ref     any
 		want    string
@@ -228,6 +236,7 @@ func TestWorkloadRefNamesADeploymentOrSaysWhyNot(t *testing.T) {
 // only once Argo has observed that Deployment's current template; before,
 // its phase describes the previous template.
 func TestWithWorkloadRefWaitsForArgoToObserveTheDeployment(t *testing.T) {
+	t.Parallel()
 	d := deployment(withImage("registry:5000/air/baggage:v10"))
 	d.Generation = 3
 	for name, tc := range map[string]struct {

@@ -94,6 +94,7 @@ func quick(port, minHealthy int) HealthConfig {
 }
 
 func TestCheckHealth(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		pods       []http.HandlerFunc
 		minHealthy int
@@ -129,6 +130,7 @@ func TestCheckHealth(t *testing.T) {
 }
 
 func TestCheckHealthEndsAtOnceOnAnAPIError(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(readyDeployment(1))
 	var gets atomic.Int32
 	cs.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -142,6 +144,7 @@ func TestCheckHealthEndsAtOnceOnAnAPIError(t *testing.T) {
 }
 
 func TestCheckHealthWaitsForReadyReplicasUntilItsTimeout(t *testing.T) {
+	t.Parallel()
 	d := readyDeployment(2)
 	d.Status.ReadyReplicas = 1
 	cfg := quick(1, 1)
@@ -156,6 +159,7 @@ func TestCheckHealthWaitsForReadyReplicasUntilItsTimeout(t *testing.T) {
 // not follow it, neither to another host that answers healthy nor to a
 // login page that answers 200, and its reason names where it led.
 func TestCheckHealthDoesNotFollowARedirect(t *testing.T) {
+	t.Parallel()
 	var asked atomic.Int32
 	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)

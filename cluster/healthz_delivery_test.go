@@ -23,6 +23,7 @@ import (
 // restart it rides out on its spool does not make it unready. It is ready
 // again once the server takes a delivery.
 func TestHealthzSaysTheServerRefusesOrCannotBeReachedOnceItLasts(t *testing.T) {
+	t.Parallel()
 	const from = "environment variable RIPCORD_CLUSTER_TOKEN"
 	var accept atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -81,6 +82,7 @@ func TestHealthzSaysTheServerRefusesOrCannotBeReachedOnceItLasts(t *testing.T) {
 // once the polls have failed for longer than the agent's patience, and is
 // ready again once the server answers a poll.
 func TestHealthzSaysTheActionsPollFailsOnceItLasts(t *testing.T) {
+	t.Parallel()
 	var pollsOK atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

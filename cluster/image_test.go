@@ -7,6 +7,7 @@ import (
 )
 
 func TestTargetImageKeepsRegistryAndRepositoryAndReplacesTheTag(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		running, version, want, wantErr string
 	}{
@@ -41,6 +42,7 @@ func TestTargetImageKeepsRegistryAndRepositoryAndReplacesTheTag(t *testing.T) {
 }
 
 func TestLiveVersionReadsTheTagOrSaysWhyItCannot(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		image, want string
 		wantErr     error
@@ -66,6 +68,7 @@ func TestLiveVersionReadsTheTagOrSaysWhyItCannot(t *testing.T) {
 }
 
 func TestParseImageRoundTrips(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"registry:5000/team/app:v2@sha256:" + hex64, "app", "a/b/c:1", "registry:5000/app@sha256:" + hex64} {
 		r, err := ParseImage(s)
 		if err != nil || r.String() != s {

@@ -22,6 +22,7 @@ import (
 // after an outage), a workload deleted and created again under its name
 // meanwhile would lose its new facts until the next resync.
 func TestTheInventoryWaitsForTheFactsSpooledBeforeIt(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -40,6 +40,7 @@ func (c *leaseWrites) RoundTrip(r *http.Request) (*http.Response, error) {
 // tries), names the verb the API server forbids and the Role to fix; once
 // it is granted the agent takes the Lease and is ready, without a restart.
 func TestALeaseTheAgentMayReadButNotWriteIsSaid(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	rc := agentConfig(t, k, agentRole(false))
@@ -107,6 +108,7 @@ func TestALeaseTheAgentMayReadButNotWriteIsSaid(t *testing.T) {
 // keeps the agent waiting for its Lease for ever: /healthz and the log
 // say so, and the agent takes the Lease once the namespace is created.
 func TestALeaseNamespaceThatDoesNotExistIsSaid(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	health, logs := startLoggedAgent(t, &factSink{}, cluster.Config{Rollouts: cluster.RolloutsOff, Resync: time.Hour, Namespace: "shop",

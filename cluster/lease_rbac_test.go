@@ -8,6 +8,7 @@ import "testing"
 // next write says again) or a write of its own succeeds; a forbidden read
 // ends at the next read allowed.
 func TestLeaseTroubleEndsWhenTheLeaseMovesOn(t *testing.T) {
+	t.Parallel()
 	var s leaseState
 	if !s.fail("update", "may not update") || s.fail("update", "may not update") {
 		t.Error("the same forbidden verb is said again")

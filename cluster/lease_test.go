@@ -27,6 +27,7 @@ import (
 // agent towards the server: it asks for the claims of its predecessor.
 // Another cluster or namespace is another agent; an id given is kept.
 func TestAReplacementPodIsTheSameAgent(t *testing.T) {
+	t.Parallel()
 	id := func(cfg Config) string {
 		t.Helper()
 		cfg.Server, cfg.StateDir = "http://127.0.0.1:1", t.TempDir()
@@ -70,6 +71,7 @@ func TestAReplacementPodIsTheSameAgent(t *testing.T) {
 // actions as it did before, with a random id kept in its state folder,
 // never with the shared id that another process could hold at once.
 func TestAnAgentThatMayNotReadItsLeaseTakesAnIDOfItsOwn(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var polledAs []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

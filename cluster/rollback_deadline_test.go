@@ -22,6 +22,7 @@ import (
 // until it sees progress: it says nothing about the rollback, which must
 // wait for its own rollout rather than fail on it.
 func TestTheFailedRevisionsExceededDeadlineDoesNotFailTheRollback(t *testing.T) {
+	t.Parallel()
 	port := podServers(t, healthy)
 	exceeded := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
 		Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(t0.Add(-time.Hour))}
@@ -54,6 +55,7 @@ func TestTheFailedRevisionsExceededDeadlineDoesNotFailTheRollback(t *testing.T) 
 
 // A deadline the patched revision itself exceeds still fails it at once.
 func TestAProgressDeadlineExceededAfterThePatchFailsTheRollback(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment(func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 0 })...)
 	cs.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		go func() {

@@ -14,6 +14,7 @@ import (
 // checked: the rollback fails as deployment_not_found, as it does when the
 // Deployment is gone before the patch, not as an unexplained API error.
 func TestADeploymentDeletedDuringTheHealthCheckIsNotFound(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment()...)
 	// Deleted when the agent first lists its pods, after the rollout read it.
 	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {

@@ -24,6 +24,7 @@ import (
 // Rollbacks against a real kube-apiserver, controller manager and kwok,
 // one control plane for every case (it is slow to start).
 func TestRollbackOnARealControlPlane(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	port := k8stest.ServePods(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

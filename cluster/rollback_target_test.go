@@ -16,6 +16,7 @@ import (
 // (eligibility); an action that names none must not make the agent pick
 // one from the cluster, such as an older ReplicaSet nobody vouched for.
 func TestARollbackWithoutATargetAlertsAndLeavesTheDeploymentAlone(t *testing.T) {
+	t.Parallel()
 	objs := servedDeployment()
 	d := objs[0].(*appsv1.Deployment)
 	for _, rs := range []appsv1.ReplicaSet{replicaSet("rs-v1", "v1", t0, d), replicaSet("rs-v2", "v2", t0.Add(time.Hour), d)} {

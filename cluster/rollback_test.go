@@ -39,6 +39,7 @@ func replicaSet(name, version string, created time.Time, owner *appsv1.Deploymen
 }
 
 func TestPlanRollback(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		action  actionapi.Action
 		mut     func(*appsv1.Deployment)
@@ -84,6 +85,7 @@ func TestPlanRollback(t *testing.T) {
 }
 
 func TestRollbackPatchTouchesOnlyTheAppContainerAndTheVersionLabels(t *testing.T) {
+	t.Parallel()
 	d := deployment(func(d *appsv1.Deployment) {
 		d.ResourceVersion = "41"
 		d.Labels["version"] = "v2"
@@ -171,6 +173,7 @@ func patches(cs *fake.Clientset) int {
 }
 
 func TestRollbackPatchesRollsOutAndVerifiesHealth(t *testing.T) {
+	t.Parallel()
 	port := podServers(t, healthy)
 	cs := fake.NewClientset(servedDeployment()...)
 	res := newRollbacker(cs, port).Rollback(context.Background(), rollbackAction())
@@ -193,6 +196,7 @@ func TestRollbackPatchesRollsOutAndVerifiesHealth(t *testing.T) {
 }
 
 func TestRollbackThatFindsAnotherVersionChangesNothing(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment(withImage("registry:5000/team/checkout:v3"))...)
 	res := newRollbacker(cs, 1).Rollback(context.Background(), rollbackAction())
 	if res.Outcome != actionapi.OutcomeSkipped || res.Status != actionapi.StatusFailed || res.RunningVersion != "v3" ||
@@ -202,6 +206,7 @@ func TestRollbackThatFindsAnotherVersionChangesNothing(t *testing.T) {
 }
 
 func TestRollbackOfADigestPinnedImageAlertsWithoutAPatch(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment(withImage("registry:5000/team/checkout@sha256:" + hex64))...)
 	res := newRollbacker(cs, 1).Rollback(context.Background(), rollbackAction())
 	if res.Outcome != actionapi.OutcomeAlert || res.ErrorType != ErrTypePinnedByDigest ||
@@ -211,6 +216,7 @@ func TestRollbackOfADigestPinnedImageAlertsWithoutAPatch(t *testing.T) {
 }
 
 func TestRollbackOfAMissingDeploymentFailsWithItsType(t *testing.T) {
+	t.Parallel()
 	res := newRollbacker(fake.NewClientset(), 1).Rollback(context.Background(), rollbackAction())
 	if res.Outcome != actionapi.OutcomeRollbackFailed || res.ErrorType != ErrTypeDeploymentNotFound || auditTypes(res) != "rollback_failed" {
 		t.Errorf("result %+v", res)
@@ -218,6 +224,7 @@ func TestRollbackOfAMissingDeploymentFailsWithItsType(t *testing.T) {
 }
 
 func TestRollbackThatFailsHealthIsRollbackFailed(t *testing.T) {
+	t.Parallel()
 	port := podServers(t, unhealthy)
 	cs := fake.NewClientset(servedDeployment()...)
 	res := newRollbacker(cs, port).Rollback(context.Background(), rollbackAction())
@@ -228,6 +235,7 @@ func TestRollbackThatFailsHealthIsRollbackFailed(t *testing.T) {
 }
 
 func TestRollbackResumedAfterARestartDoesNotPatchAgain(t *testing.T) {
+	t.Parallel()
 	port := podServers(t, healthy)
 	cs := fake.NewClientset(servedDeployment(withImage("registry:5000/team/checkout:v1"), func(d *appsv1.Deployment) {
 		d.Annotations[ActionAnnotation] = "act_1"
@@ -239,6 +247,7 @@ func TestRollbackResumedAfterARestartDoesNotPatchAgain(t *testing.T) {
 }
 
 func TestAResumedRollbackOfADeploymentChangedSinceDoesNotClaimSuccess(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment(withImage("registry:5000/team/checkout:v3"), func(d *appsv1.Deployment) {
 		d.Annotations[ActionAnnotation] = "act_1"
 	})...)
@@ -251,6 +260,7 @@ func TestAResumedRollbackOfADeploymentChangedSinceDoesNotClaimSuccess(t *testing
 // A paused Deployment takes the patch but never rolls it out: the rollback
 // says so at once rather than wait out its rollout timeout and blame time.
 func TestRollbackOfAPausedDeploymentFailsAtOnceSayingSo(t *testing.T) {
+	t.Parallel()
 	cs := fake.NewClientset(servedDeployment(func(d *appsv1.Deployment) {
 		d.Spec.Paused = true
 		d.Status.UpdatedReplicas = 0
@@ -270,6 +280,7 @@ func TestRollbackOfAPausedDeploymentFailsAtOnceSayingSo(t *testing.T) {
 // is said in the audit, so the person reading it knows why the check
 // ended sooner than asked.
 func TestAnActionsHealthTimeoutIsCappedAndTheAuditSaysSo(t *testing.T) {
+	t.Parallel()
 	port := podServers(t, healthy)
 	for name, tc := range map[string]struct {
 		timeout, want, requested string

@@ -111,6 +111,7 @@ func createStoredRollout(t *testing.T, k *k8stest.Cluster, name string) {
 // list as with any other error, so the Deployments are reported after the
 // bounded wait, and /healthz names the webhook's error.
 func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	installTwoVersionRolloutCRD(t, k)
@@ -163,6 +164,7 @@ func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
 // server, one that reaches the webhook), would report it deleted. It fails
 // to list the Rollouts, as with any error, and /healthz says so.
 func TestAShortRolloutListFromACacheThatCannotConvertIsNotTrusted(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	rollouts, upgrade := checkoutStoredAsV1alpha1(t, k)
@@ -212,6 +214,7 @@ func TestAShortRolloutListFromACacheThatCannotConvertIsNotTrusted(t *testing.T) 
 // for any failing list. This pins that the quiet spell ends in a 503
 // naming the webhook rather than in a watch that stays quiet and ready.
 func TestARolloutConversionThatBreaksWhileWatchingMakesTheAgentUnready(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	_, upgrade := checkoutStoredAsV1alpha1(t, k)

@@ -111,6 +111,7 @@ func (s *factSink) lastInventoryUIDs() ([]records.Source, []string) {
 // restart: their facts are sent, and the inventory covers them once their
 // watch has listed them.
 func TestAgentWatchesRolloutsWhoseCRDIsInstalledAfterItStarted(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	sink := &factSink{}

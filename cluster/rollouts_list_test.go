@@ -64,6 +64,7 @@ func failingRolloutsClient(t *testing.T, k *k8stest.Cluster) (dynamic.Interface,
 // once the Rollouts list, their watch joins, without a restart, and the
 // agent is ready.
 func TestRolloutsThatFailToListDoNotHoldBackTheDeploymentsForever(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()

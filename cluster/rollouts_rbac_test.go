@@ -73,6 +73,7 @@ func agentConfig(t *testing.T, k *k8stest.Cluster, role *rbacv1.Role) *rest.Conf
 // permission and what to do; once the permission is granted the Rollout
 // watch lists them, without a restart, and the agent becomes ready.
 func TestAForbiddenRolloutListDoesNotHoldBackTheDeployments(t *testing.T) {
+	t.Parallel()
 	k := startShop(t)
 	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
 	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)
@@ -112,6 +113,7 @@ func TestAForbiddenRolloutListDoesNotHoldBackTheDeployments(t *testing.T) {
 // served and names the missing permission instead, and the agent becomes
 // ready once it is granted.
 func TestRolloutsInstalledLaterButForbiddenSayWhichPermissionIsMissing(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
@@ -189,6 +191,7 @@ func mayList(t *testing.T, k *k8stest.Cluster, group, resource string) bool {
 // at the start; once it is granted again the agent lists them and is
 // ready, without a restart.
 func TestARolloutPermissionRevokedLaterIsSaid(t *testing.T) {
+	t.Parallel()
 	k := startShop(t)
 	createDeployment(t, k, trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod"))
 	createRollout(t, k, "checkout", templateSpec("ghcr.io/acme/checkout:v2"), nil)

@@ -12,6 +12,7 @@ import (
 // fails again make /healthz say the error at once, but not that the lists
 // have failed for more than 30 s in a row: they have not.
 func TestARolloutListThatFailsAgainIsNotSaidToHaveFailedForLong(t *testing.T) {
+	t.Parallel()
 	webhook := errors.New(`conversion webhook for argoproj.io/v1beta1, Kind=Rollout failed`)
 	list := newListState()
 	list.note(webhook)

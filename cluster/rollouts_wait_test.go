@@ -197,6 +197,7 @@ func missing(text string, wants ...string) []string {
 // once Argo Rollouts are installed their watch starts without a restart
 // and the agent becomes ready.
 func TestRolloutsOnWithoutArgoRolloutsWatchesDeploymentsAndSaysWhyItIsNotReady(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	d := trackedDeployment("shop", "cart", "ghcr.io/acme/cart:v1", "c1:prod-eu/prod")
@@ -304,6 +305,7 @@ func writeInternalError(w http.ResponseWriter, message string) {
 // transient error at the start does not blind the agent to Rollouts for a
 // whole resync period.
 func TestRolloutsAutoAsksAgainSoonAfterAFailedDiscovery(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()
@@ -324,6 +326,7 @@ func TestRolloutsAutoAsksAgainSoonAfterAFailedDiscovery(t *testing.T) {
 // images, read from the Deployment even when it is not tracked, so the
 // server can tell which release the Rollout runs.
 func TestARolloutWithAWorkloadRefCarriesTheReferencedDeploymentsImages(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()
@@ -364,6 +367,7 @@ func setRolloutStatus(t *testing.T, k *k8stest.Cluster, name string, fields map[
 // Deployment's new generation (status.workloadObservedGeneration), a
 // Healthy Rollout is the old image's, and the new release is not healthy.
 func TestAWorkloadRefRolloutDoesNotLendItsOldPhaseToTheNewImage(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()

@@ -26,6 +26,7 @@ func generations(es []SpoolEntry) []int64 {
 }
 
 func TestSpoolKeepsOrderAcrossARestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := OpenSpool(dir, 10)
 	if err != nil {
@@ -62,6 +63,7 @@ func TestSpoolKeepsOrderAcrossARestart(t *testing.T) {
 }
 
 func TestSpoolPastItsBoundDropsTheOldest(t *testing.T) {
+	t.Parallel()
 	s, err := OpenSpool(t.TempDir(), 3)
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +83,7 @@ func TestSpoolPastItsBoundDropsTheOldest(t *testing.T) {
 }
 
 func TestSpoolSkipsACorruptFileInsteadOfBlocking(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, _ := OpenSpool(dir, 10)
 	for i := 1; i <= 3; i++ {
@@ -97,6 +100,7 @@ func TestSpoolSkipsACorruptFileInsteadOfBlocking(t *testing.T) {
 }
 
 func TestDefaultSpoolHoldsAnHourOfFactsAtOnePerSecond(t *testing.T) {
+	t.Parallel()
 	if DefaultSpoolMax < 3600 {
 		t.Errorf("DefaultSpoolMax %d holds less than an hour at one fact per second", DefaultSpoolMax)
 	}

@@ -25,6 +25,7 @@ import (
 // runs another pod template than the Deployment's; whatever cannot be
 // told keeps it counting.
 func TestAnExceededDeadlineFirstSeenCountsUnlessItNamesAnotherTemplatesReplicaSet(t *testing.T) {
+	t.Parallel()
 	template := func(version string) corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "checkout", VersionLabel: version}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "checkout", Image: "registry:5000/team/checkout:" + version}}}}
@@ -81,6 +82,7 @@ func TestAnExceededDeadlineFirstSeenCountsUnlessItNamesAnotherTemplatesReplicaSe
 // The ReplicaSet is read once per condition, not at every event of the
 // Deployment; once its template changes, it is read again.
 func TestTheReplicaSetANamedDeadlineIsAboutIsReadOncePerTemplate(t *testing.T) {
+	t.Parallel()
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "checkout", Namespace: "shop", UID: "d-uid", Generation: 3},
 		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "checkout", Image: "a:v1"}}}}},
 		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Conditions: []appsv1.DeploymentCondition{{
@@ -127,6 +129,7 @@ func exceededNaming(message string) func(*appsv1.Deployment) {
 // took, up to replicaSetTimeout per Deployment. Once read, it still
 // decides the fact.
 func TestTheReplicaSetIsReadWithoutHoldingUpTheWatcher(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var sent []records.Fact
 	w := newWatcher("prod-eu", func() time.Time { return t0 }, func(f records.Fact) error {
@@ -191,6 +194,7 @@ func TestTheReplicaSetIsReadWithoutHoldingUpTheWatcher(t *testing.T) {
 // event, with no read for this Deployment, counts the condition and does
 // not record it, so the Deployment's own next event reads the ReplicaSet.
 func TestAnExceededDeadlineThatCannotBeToldStaysDegraded(t *testing.T) {
+	t.Parallel()
 	var sent []records.Fact
 	w := newWatcher("prod-eu", func() time.Time { return t0 }, func(f records.Fact) error { sent = append(sent, f); return nil },
 		newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -22,6 +22,7 @@ import (
 // file during a rotation, mounted by mistake) is refused saying so, rather
 // than sent whole as a header no HTTP client will send.
 func TestTokenFileHoldsOneToken(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "token")
 	tok := TokenFile(path)
 	for body, want := range map[string]string{"tok-new\n": "", "\n  tok-new \n\n": "", "tok-old\ntok-new\n": "2 tokens", "\n": "empty"} {
@@ -97,6 +98,7 @@ func refusingServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // and the inventory too. The poll backs off, as every request to the
 // server does, rather than asking again at once.
 func TestEveryRequestWhoseTokenIsRefusedSaysWhereTheTokenCameFrom(t *testing.T) {
+	t.Parallel()
 	const from = "file /var/run/ripcord/token given by flag --token-file"
 	srv, polls := refusingServer(t)
 	logs := &logSink{}
@@ -153,6 +155,7 @@ func TestEveryRequestWhoseTokenIsRefusedSaysWhereTheTokenCameFrom(t *testing.T) 
 // delivery log where the token came from on a 403 as on a 401 (a fact
 // delivery only when the 403 names no field: one that does refuses a fact).
 func TestAnotherClustersTokenOnTheActionsAPISaysWhereTheTokenCameFrom(t *testing.T) {
+	t.Parallel()
 	const from = "file /var/run/ripcord/token given by flag --token-file"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"this token belongs to cluster \"prod-us\", not \"prod-eu\""}`, http.StatusForbidden)

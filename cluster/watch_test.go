@@ -18,6 +18,7 @@ import (
 )
 
 func TestWatcherSendsChangesAndEveryResyncButNotRepeats(t *testing.T) {
+	t.Parallel()
 	var sent []records.Fact
 	w := newWatcher("prod-eu", func() time.Time { return t0 }, func(f records.Fact) error { sent = append(sent, f); return nil },
 		newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -53,6 +54,7 @@ func phases(fs []records.Fact) []records.Phase {
 // A tracked Deployment that is deleted is reported as such (phase
 // Deleted), so the server stops counting its last report as running.
 func TestWatcherReportsADeletedWorkload(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var sent []records.Fact
 	got := func() []records.Fact {
@@ -102,6 +104,7 @@ func TestWatcherReportsADeletedWorkload(t *testing.T) {
 // scale of the failed revision keeps its condition meaningful, and a
 // deadline the rolled-back template exceeds itself is Degraded again.
 func TestWatcherIgnoresTheFailedRevisionsDeadlineAfterTheTemplateChanged(t *testing.T) {
+	t.Parallel()
 	var sent []records.Fact
 	w := newWatcher("prod-eu", func() time.Time { return t0 }, func(f records.Fact) error { sent = append(sent, f); return nil },
 		newMetrics(), slog.New(slog.NewTextHandler(io.Discard, nil)))

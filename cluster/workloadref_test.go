@@ -87,6 +87,7 @@ func workloadRefSpec(deployment string) map[string]any {
 // asked of the API server each time the Rollout is reported: with a few
 // hundred such Rollouts, every resync was as many GETs.
 func TestAWorkloadRefRolloutsDeploymentIsNotFetchedAtEachReport(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()
@@ -118,6 +119,7 @@ func TestAWorkloadRefRolloutsDeploymentIsNotFetchedAtEachReport(t *testing.T) {
 // new template reaches the cache, without another change of the Rollout
 // and without waiting for the resync.
 func TestAWorkloadRefRolloutIsReportedWhenItsDeploymentsNewTemplateArrives(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()
@@ -154,6 +156,7 @@ func TestAWorkloadRefRolloutIsReportedWhenItsDeploymentsNewTemplateArrives(t *te
 // 0 replicas, as if its release ran there); the log says why once, at info
 // level. Once the reference goes, it is reported again.
 func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *testing.T) {
+	t.Parallel()
 	for name, unreference := range map[string]func(t *testing.T, k *k8stest.Cluster){
 		"the Rollout is deleted": func(t *testing.T, k *k8stest.Cluster) {
 			if err := k.Dynamic.Resource(k8stest.RolloutResource).Namespace("shop").Delete(t.Context(), "checkout", metav1.DeleteOptions{}); err != nil {
@@ -221,6 +224,7 @@ func TestADeploymentATrackedRolloutReferencesIsNotReportedAsItsOwnWorkload(t *te
 // (Healthy, of the release it ran then) as what runs. Once no Rollout
 // references it, it is in the inventory again.
 func TestADeploymentATrackedRolloutTookOverIsLeftOutOfTheInventory(t *testing.T) {
+	t.Parallel()
 	k := startShop(t)
 	uid := string(createDeployment(t, k, trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")).UID)
 	sink := &factSink{}
@@ -254,6 +258,7 @@ func TestADeploymentATrackedRolloutTookOverIsLeftOutOfTheInventory(t *testing.T)
 // why the server reported it deleted. Let go, it is in an inventory again
 // as soon.
 func TestAnInventoryFollowsADeploymentTakenOverOrLetGoWithinSeconds(t *testing.T) {
+	t.Parallel()
 	k := startShop(t)
 	uid := string(createDeployment(t, k, trackedDeployment("shop", "checkout", "ghcr.io/acme/checkout:v3", "c2:prod-eu/prod")).UID)
 	// The server reports the Deployment deleted when an inventory of the
