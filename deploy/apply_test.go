@@ -44,6 +44,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 // a server-side dry run with strict field validation, so a misspelt field or
 // a wrong type fails here instead of at helm install.
 func TestRenderedObjectsPassServerSideDryRun(t *testing.T) {
+	t.Parallel()
 	helmBin(t)
 	cluster := k8stest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -37,6 +37,7 @@ func serverDeployment(t *testing.T, objs []object) object {
 }
 
 func TestServerProbesCallHealthzAndReadyz(t *testing.T) {
+	t.Parallel()
 	c := get(serverDeployment(t, mustRender(t, "")), "spec", "template", "spec", "containers", 0)
 	for probe, want := range map[string]string{
 		"livenessProbe":  "{path: /healthz, port: http}",
@@ -53,6 +54,7 @@ func TestServerProbesCallHealthzAndReadyz(t *testing.T) {
 }
 
 func TestSQLiteDefaultIsOneReplicaOnAVolume(t *testing.T) {
+	t.Parallel()
 	objs := mustRender(t, "sqlite-default.yaml")
 	d := serverDeployment(t, objs)
 	if got := get(d, "spec", "replicas"); got != 1 {
@@ -91,6 +93,7 @@ func TestSQLiteDefaultIsOneReplicaOnAVolume(t *testing.T) {
 }
 
 func TestPostgresRunsThreeReplicasWithoutAVolumeClaim(t *testing.T) {
+	t.Parallel()
 	objs := mustRender(t, "postgres-replicas-3.yaml")
 	d := serverDeployment(t, objs)
 	if got := get(d, "spec", "replicas"); got != 3 {
@@ -143,6 +146,7 @@ const agentRules = `
 `
 
 func TestAgentRBACIsExactlyWhatItUses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ values, role, binding, namespace string }{
 		{"agent-enabled.yaml", "ClusterRole", "ClusterRoleBinding", ""},
 		{"agent-namespaced.yaml", "Role", "RoleBinding", "ripcord"},
@@ -175,6 +179,7 @@ func TestAgentRBACIsExactlyWhatItUses(t *testing.T) {
 // the right to it, an agent falls back to an id of its own per state
 // folder, and a new pod cannot finish what the one before it claimed.
 func TestAgentMayTakeTurnsThroughItsLease(t *testing.T) {
+	t.Parallel()
 	for _, values := range []string{"agent-enabled.yaml", "agent-namespaced.yaml"} {
 		t.Run(values, func(t *testing.T) {
 			objs := mustRender(t, values)
@@ -203,6 +208,7 @@ func TestAgentMayTakeTurnsThroughItsLease(t *testing.T) {
 // The agent's state folder is an emptyDir unless agent.stateClaim names a
 // PersistentVolumeClaim, which keeps the spool of unsent facts across pods.
 func TestAgentStateIsAnEmptyDirOrTheClaimGiven(t *testing.T) {
+	t.Parallel()
 	for values, want := range map[string]string{
 		"agent-enabled.yaml":     "{name: state, emptyDir: {sizeLimit: 256Mi}}",
 		"agent-state-claim.yaml": "{name: state, persistentVolumeClaim: {claimName: ripcord-agent-state}}",
@@ -215,6 +221,7 @@ func TestAgentStateIsAnEmptyDirOrTheClaimGiven(t *testing.T) {
 }
 
 func TestAgentTalksToTheReleaseServer(t *testing.T) {
+	t.Parallel()
 	objs := mustRender(t, "agent-enabled.yaml")
 	d, ok := find(objs, "Deployment")["ripcord-agent"]
 	if !ok {
@@ -262,6 +269,7 @@ func mountOf(c any, name string) any {
 // place; not as RIPCORD_CLUSTERS from the Secret, which only a restart
 // reads again.
 func TestClusterTokensAreFilesTheServerReadsAgain(t *testing.T) {
+	t.Parallel()
 	objs := mustRender(t, "agent-enabled.yaml")
 	d := serverDeployment(t, objs)
 	c := get(d, "spec", "template", "spec", "containers", 0)
@@ -287,6 +295,7 @@ func TestClusterTokensAreFilesTheServerReadsAgain(t *testing.T) {
 // token file's Secret and nothing of the server's pods: no rollout, the
 // running server reads the new file.
 func TestATokenRotationRollsNoServerPod(t *testing.T) {
+	t.Parallel()
 	before, during := mustRender(t, "agent-enabled.yaml"), mustRender(t, "agent-token-rotation.yaml")
 	if a, b := serverDeployment(t, before), serverDeployment(t, during); !reflect.DeepEqual(a, b) {
 		t.Errorf("the server Deployment changed with the tokens, which rolls its pods:\nbefore %v\nduring %v",
@@ -301,6 +310,7 @@ func TestATokenRotationRollsNoServerPod(t *testing.T) {
 // Tokens in a Secret the operator manages (one key per cluster) are
 // mounted the same way; the chart makes no Secret of its own for them.
 func TestClusterTokensFromASecretYouManage(t *testing.T) {
+	t.Parallel()
 	objs := mustRender(t, "cluster-tokens-secret.yaml")
 	d := serverDeployment(t, objs)
 	if got := envOf(get(d, "spec", "template", "spec", "containers", 0))["RIPCORD_CLUSTERS"]; got != "prod-eu=@/etc/ripcord/clusters/prod-eu,prod-us=@/etc/ripcord/clusters/prod-us" {

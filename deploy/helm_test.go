@@ -150,6 +150,7 @@ func fromYAML(t *testing.T, s string) any {
 }
 
 func TestHelmLint(t *testing.T) {
+	t.Parallel()
 	for _, values := range []string{"", "sqlite-default.yaml", "postgres-replicas-3.yaml", "agent-enabled.yaml", "agent-namespaced.yaml", "cluster-tokens-secret.yaml"} {
 		args := []string{"lint", "--strict", chartDir}
 		if values != "" {
@@ -162,6 +163,7 @@ func TestHelmLint(t *testing.T) {
 }
 
 func TestChartRefusesValuesThatBreakTheRelease(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ values, want string }{
 		{"sqlite-replicas-3.yaml", "replicaCount: 3 replicas cannot share one SQLite file"},
 		{"postgres-without-url.yaml", "database.postgresURL: required"},
@@ -183,6 +185,7 @@ func TestChartRefusesValuesThatBreakTheRelease(t *testing.T) {
 // Every container of every Deployment runs non-root on a read-only root
 // filesystem, with /tmp (and /data for the server) as volumes.
 func TestEveryContainerIsLockedDown(t *testing.T) {
+	t.Parallel()
 	wantContainer := fromYAML(t, `
 runAsNonRoot: true
 readOnlyRootFilesystem: true

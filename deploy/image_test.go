@@ -34,6 +34,7 @@ func readRepoFile(t *testing.T, name string) string {
 }
 
 func TestDockerfileBuildsStaticNonRootServer(t *testing.T) {
+	t.Parallel()
 	df := readRepoFile(t, "Dockerfile")
 	var build string
 	for _, line := range strings.Split(df, "\n") {
@@ -83,6 +84,7 @@ func buildImageBinary(t *testing.T, version string) string {
 }
 
 func TestImageBinaryIsStatic(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -112,6 +114,7 @@ func TestImageBinaryIsStatic(t *testing.T) {
 // The image runs `ripcord serve` with nothing but its environment: no config
 // file, no flags, an empty working directory.
 func TestImageBinaryServesFromEmptyDirAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
