@@ -35,6 +35,7 @@ func done(agent string) actionapi.Result {
 }
 
 func TestAnActionIsHandedToOneAgentAndFinishedOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
@@ -91,6 +92,7 @@ func TestAnActionIsHandedToOneAgentAndFinishedOnce(t *testing.T) {
 }
 
 func TestActionsNeedTheClustersOwnToken(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
@@ -116,6 +118,7 @@ func TestActionsNeedTheClustersOwnToken(t *testing.T) {
 }
 
 func TestALongPollReturnsAnActionQueuedWhileItWaits(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		type answer struct {
@@ -137,6 +140,7 @@ func TestALongPollReturnsAnActionQueuedWhileItWaits(t *testing.T) {
 }
 
 func TestBadResultsAreRefusedNamingTheField(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
@@ -168,6 +172,7 @@ func TestBadResultsAreRefusedNamingTheField(t *testing.T) {
 }
 
 func TestEnqueueIsIdempotentUnderTheRollbackReleaseID(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		a, b := s.enqueue(rollback("rb1:prod-eu/prod")), s.enqueue(rollback("rb1:prod-eu/prod"))
@@ -183,6 +188,7 @@ func TestEnqueueIsIdempotentUnderTheRollbackReleaseID(t *testing.T) {
 }
 
 func TestEnqueueNamesEveryBadField(t *testing.T) {
+	t.Parallel()
 	bad := clusteractions.Action{Cluster: "", Kind: "restart", Namespace: "Shop_NS", Deployment: "checkout",
 		FailedVersion: "", TargetVersion: "v1/x"}
 	err := bad.Validate()
@@ -201,6 +207,7 @@ func TestEnqueueNamesEveryBadField(t *testing.T) {
 }
 
 func TestEnqueueRefusesARollbackWithoutATargetVersion(t *testing.T) {
+	t.Parallel()
 	a := rollback("r")
 	a.TargetVersion = ""
 	if err := a.Validate(); err == nil || !strings.Contains(err.Error(), "target_version") {

@@ -29,6 +29,7 @@ func runAgent(t *testing.T, k *k8stest.Cluster, s *server, stateDir string, spoo
 // while the server was down dropped the deletion fact. Neither is ever
 // resynced, so the server must learn it from what the agent holds.
 func TestADeletionTheAgentDidNotDeliverStillReachesTheServer(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace(ns)
 	s := startServer(t, testdb.MigratedURL(t, "sqlite"))

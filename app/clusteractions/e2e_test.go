@@ -24,6 +24,7 @@ import (
 // kube-apiserver, etcd, controller manager, scheduler and kwok, and ripcord
 // serve on SQLite. The steps build on each other as a release's life does.
 func TestAgentOnARealControlPlane(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.InstallRolloutCRD()
 	k.Namespace(ns)

@@ -205,6 +205,7 @@ func endedBeforeThePatch() []actionapi.Result {
 // agent repeats it; one that rolled back leaves the ending to the rollback
 // release's facts.
 func TestAnActionsFailureEndsItsEpisodeAtOnceWithTheAgentsReason(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		cases := append(endedBeforeThePatch(),
@@ -238,6 +239,7 @@ func TestAnActionsFailureEndsItsEpisodeAtOnceWithTheAgentsReason(t *testing.T) {
 // An action no agent took within the claim timeout (not_claimed) ends its
 // episode on the poll that expires it, with the expiry's reason, once.
 func TestAnActionNoAgentTookEndsItsEpisode(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, _ := queuedAgo(t, s, 300, clusteractions.ClaimTimeout+time.Minute)
@@ -263,6 +265,7 @@ func TestAnActionNoAgentTookEndsItsEpisode(t *testing.T) {
 // recovery is a product decision), but the rollback release's audit log
 // says the agent's health check failed, and nobody is alerted.
 func TestAHealthCheckFailureAfterTheRollbackReleaseIsHealthyIsRecordedOnIt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := claimedByAgentA(t, s, 400)

@@ -69,6 +69,7 @@ func queueKubernetesRollback(t *testing.T, db *store.DB, now time.Time, req reco
 // queues the action for the cluster's agent, once however often the
 // decision's transaction is replayed.
 func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
@@ -128,6 +129,7 @@ func TestKubernetesExecutorOpensTheReleaseAndQueuesTheAction(t *testing.T) {
 // the rollback is not started (the episode ends rollback_failed with the
 // reason) rather than queued without a target for the agent to guess.
 func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
@@ -152,6 +154,7 @@ func TestAKubernetesRollbackToADigestOnlyTargetIsNotStarted(t *testing.T) {
 // that does not start, with the field named: as a plain error it failed
 // the decision's transaction again at every retry of its job.
 func TestAKubernetesRollbackThatCannotBeQueuedIsNotStarted(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		db := testdb.OpenMigrated(t, dbURL)
 		_, queueErr := queueKubernetesRollback(t, db, time.Now().UTC(),
@@ -167,6 +170,7 @@ func TestAKubernetesRollbackThatCannotBeQueuedIsNotStarted(t *testing.T) {
 // an id within records.MaxIDLen, which the agent's facts that echo it must
 // fit; it keeps its start, and another decision gets another id.
 func TestRollbackReleaseIDIsBounded(t *testing.T) {
+	t.Parallel()
 	cluster, env := strings.Repeat("c", records.MaxIDLen), strings.Repeat("e", records.MaxIDLen)
 	id := clusteractions.RollbackReleaseID("key-1", cluster, env)
 	if len(id) > records.MaxIDLen || !strings.HasPrefix(id, "rollback-") || !strings.Contains(id, ":ccc") {

@@ -17,6 +17,7 @@ import (
 // waits on its rollback release, with the expiry's reason: the episode
 // does not wait for the stall alert.
 func TestAnExpiredClaimEndsItsEpisodeInTheSameTransaction(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)

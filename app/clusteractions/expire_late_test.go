@@ -16,6 +16,7 @@ import (
 // server meanwhile wrote that the action may or may not have been done.
 // Another agent's result stays refused.
 func TestTheClaimingAgentsLateResultReplacesAnExpiredClaim(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)

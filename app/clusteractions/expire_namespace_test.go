@@ -16,6 +16,7 @@ import (
 // actions of its cluster, as the sweep does: the action of a namespace
 // whose agent is down ends not_claimed at the next poll of any agent.
 func TestAPollOfOneNamespaceExpiresTheOtherNamespacesActionsButIsNotWokenByThem(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)

@@ -18,6 +18,7 @@ import (
 // server does not hand it out, fails it as it fails an expired claim, and
 // refuses a result for it; an action queued within the bound is handed out.
 func TestAnAgentBackAfterTheClaimTimeoutIsNotHandedAnOldAction(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		oldOne := rollback("rb-old:prod-eu/prod")

@@ -16,6 +16,7 @@ import (
 // claims), and ends failed, not_claimed; one inside the bound is handed
 // out.
 func TestAPendingActionNoAgentTookWithinTheClaimTimeoutIsNeverHandedOut(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)

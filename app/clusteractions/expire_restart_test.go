@@ -15,6 +15,7 @@ import (
 // meanwhile and could not report: the agent reports it within its backoff
 // once the server is back, and its result is what happened.
 func TestTheServersOwnDowntimeDoesNotExpireAClaim(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)

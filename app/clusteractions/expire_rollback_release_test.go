@@ -24,6 +24,7 @@ import (
 // machine lets facts move any failed release, and the failed release it
 // replaced becomes rolled-back.
 func TestAnExpiredClaimFailsTheRollbackReleaseAndItsLateFactsStillMakeItHealthy(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)

@@ -21,6 +21,7 @@ import (
 // the second reads the action while the first has stored but not committed
 // its result.
 func TestTwoResultsRacingForOneActionEndItOnce(t *testing.T) {
+	t.Parallel()
 	failed := func(agent string) actionapi.Result {
 		return actionapi.Result{Agent: agent, Status: actionapi.StatusFailed, Outcome: actionapi.OutcomeRollbackFailed,
 			ErrorType: "rollout_failed", Reason: "pod crashed",

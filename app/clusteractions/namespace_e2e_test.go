@@ -54,6 +54,7 @@ func namespacedAgent(t *testing.T, k *k8stest.Cluster, s *server, namespace stri
 // Handed to the other one, the first to poll, it would be tried where that
 // agent may read nothing, and the right agent would never see it.
 func TestEachNamespacesAgentCarriesOutTheActionsOfItsNamespace(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	s := startServer(t, testdb.MigratedURL(t, "sqlite"))
 	sc := &scene{t: t, k: k, s: s, ctx: context.Background()}

@@ -32,6 +32,7 @@ func ids(actions []actionapi.Action) []string {
 // rollback, which it would try on a namespace it does not watch while the
 // right agent never saw it.
 func TestAnAgentOfOneNamespaceIsHandedOnlyThatNamespacesActions(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		forA := s.enqueue(rollbackIn("team-a", "rb-a:prod-eu/prod"))
@@ -60,6 +61,7 @@ func TestAnAgentOfOneNamespaceIsHandedOnlyThatNamespacesActions(t *testing.T) {
 // build from before agents said theirs: it is handed any of its cluster's
 // actions, as such agents always were.
 func TestAnAgentThatSaysNoNamespaceIsHandedAnyOfItsClustersActions(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		for i, extra := range []string{"", "&namespace="} {
@@ -77,6 +79,7 @@ func TestAnAgentThatSaysNoNamespaceIsHandedAnyOfItsClustersActions(t *testing.T)
 // another namespace's action: it waits for one of its own, and leaves the
 // other pending for its agent.
 func TestALongPollWaitsForAnActionOfItsNamespace(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		forA := s.enqueue(rollbackIn("team-a", "rb-a:prod-eu/prod"))
@@ -107,6 +110,7 @@ func TestALongPollWaitsForAnActionOfItsNamespace(t *testing.T) {
 }
 
 func TestAPollNamingABadNamespaceIsRefused(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollbackIn("team-a", "rb-a:prod-eu/prod"))

@@ -25,6 +25,7 @@ func notStarted(agent string) actionapi.Result {
 // it out. The agent saying it again is a repeat; once another agent has
 // claimed it, or once it ended, it is refused.
 func TestAnActionGivenBackNotStartedIsHandedOutAgain(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
@@ -76,6 +77,7 @@ func TestAnActionGivenBackNotStartedIsHandedOutAgain(t *testing.T) {
 // again) fails not_claimed, as any action nobody took, instead of waiting
 // for ever.
 func TestAnActionGivenBackStillExpiresFromWhenItWasQueued(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		id := s.enqueue(rollback("rb1:prod-eu/prod"))
@@ -103,6 +105,7 @@ func TestAnActionGivenBackStillExpiresFromWhenItWasQueued(t *testing.T) {
 // and one that does is refused naming the field rather than stored as if a
 // rollback had begun.
 func TestANotStartedResultWithAuditEventsIsRefused(t *testing.T) {
+	t.Parallel()
 	s := startServer(t, testdb.MigratedURL(t, "sqlite"))
 	id := s.enqueue(rollback("rb1:prod-eu/prod"))
 	if got, _ := poll(s, "agent-a", ""); len(got) != 1 {

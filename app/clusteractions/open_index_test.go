@@ -23,6 +23,7 @@ import (
 // plans are those of the statements the store really sends, with their
 // arguments, for each kind of agent that polls.
 func TestOpenActionsAreReadThroughTheirPartialIndexOnSQLite(t *testing.T) {
+	t.Parallel()
 	db := testdb.OpenMigrated(t, testdb.MigratedURL(t, "sqlite"))
 	plans := sqlplan.All(t, db)
 	ctx := context.Background()

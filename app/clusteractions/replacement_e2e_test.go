@@ -75,6 +75,7 @@ func (p *agentPod) carriedOut(t *testing.T) float64 {
 // is carried out once, by one of them, and the other takes over once the
 // first stops.
 func TestAReplacementAgentPodFinishesItsPredecessorsClaim(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace(ns)
 	s := startServer(t, testdb.MigratedURL(t, "sqlite"))

@@ -72,6 +72,7 @@ func (e episodeK8s) rollbackReleaseFailed(t *testing.T, s *server, actionID, why
 // will ever report on it, and left opened it would raise a second,
 // "stalled" alert about a rollback whose episode already said why.
 func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		cases := endedBeforeThePatch()
@@ -97,6 +98,7 @@ func TestAFailedActionEndsItsRollbackReleaseFailed(t *testing.T) {
 // An action no agent took within the claim timeout (not_claimed) ends its
 // rollback release failed on the poll that expires it.
 func TestAnActionNoAgentTookEndsItsRollbackReleaseFailed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := queuedAgo(t, s, 600, clusteractions.ClaimTimeout+time.Minute)
@@ -112,6 +114,7 @@ func TestAnActionNoAgentTookEndsItsRollbackReleaseFailed(t *testing.T) {
 // stays opened, and the Healthy fact that follows makes it healthy, the
 // failed release rolled-back and the episode rolled_back, as before.
 func TestASuccessfulActionLeavesItsRollbackReleaseToTheFacts(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := claimedByAgentA(t, s, 700)

@@ -18,6 +18,7 @@ import (
 // and its rollback release failed, as a poll's expiry would leave them. An
 // action within its time is left pending.
 func TestAnActionNoAgentEverPollsForEndsThroughTheSweep(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := startServer(t, dbURL)
 		e, id := queuedAgo(t, s, 800, clusteractions.ClaimTimeout+time.Minute)

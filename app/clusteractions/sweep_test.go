@@ -135,6 +135,7 @@ func jobs(t *testing.T, db *store.DB, kind string) int {
 // once however often the sweep runs. The grace keeps its meaning: a server
 // that was down is given claimGrace for the agent's report.
 func TestTheSweepExpiresAClaimWhoseAgentNeverCameBack(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
@@ -178,6 +179,7 @@ func TestTheSweepExpiresAClaimWhoseAgentNeverCameBack(t *testing.T) {
 // its episode. On PostgreSQL the sweep reads the action pending, waits on the
 // poll's row lock and must then leave it alone.
 func TestASweepRacingAPollEndsTheActionOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)

@@ -18,6 +18,7 @@ import (
 // Once the Rollout lets it go, the Deployment runs that superseded
 // release again, and the server counts it so, without reopening it.
 func TestADeploymentARolloutLetGoRunsItsSupersededReleaseAgain(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace(ns)
 	k.InstallRolloutCRD()
