@@ -27,6 +27,7 @@ func agentWarnings(t *testing.T, output string) {
 // A misspelt RIPCORD_CLUSTER_TOKEN leaves the agent without a token: the
 // refusal comes with the warning that says why.
 func TestAgentRefusingToStartWarnsAboutUnknownVariables(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -46,6 +47,7 @@ func TestAgentRefusingToStartWarnsAboutUnknownVariables(t *testing.T) {
 // own (RIPCORD_CLUSTER, RIPCORD_SERVER, RIPCORD_CLUSTER_TOKEN_FILE,
 // RIPCORD_AGENT_STATE), as serve does.
 func TestAgentWarnsAboutUnknownVariablesAndStarts(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	var env []string
 	for name := range agentMisspelt {

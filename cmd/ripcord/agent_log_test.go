@@ -54,6 +54,7 @@ func watchRestarts(addr, resource string) int {
 // forever. It is in the agent's log format now, at warning level, once:
 // the agent says what it means itself (at error level, and on /healthz).
 func TestClientGoLinesAreInTheAgentsLogOnce(t *testing.T) {
+	t.Parallel()
 	k := k8stest.Start(t)
 	k.Namespace("shop")
 	k.InstallRolloutCRD()
