@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -114,19 +115,35 @@ func writeFiles(dir string) (files, error) {
 	if err := os.WriteFile(f.tokens, []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		return f, err
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	keys, err := serviceAccountKeys()
 	if err != nil {
 		return f, err
+	}
+	if err := os.WriteFile(f.saKey, keys.private, 0o600); err != nil {
+		return f, err
+	}
+	return f, os.WriteFile(f.saPub, keys.public, 0o600)
+}
+
+// serviceAccountKeys is the PEM of the key pair the API server signs
+// service-account tokens with, made once per test binary: a 2048-bit key
+// costs up to a second of CPU under -race, on every Start of a package
+// that starts many control planes. Sharing it mixes nothing: each API
+// server checks a token's service account (name and UID) in its own etcd.
+var serviceAccountKeys = sync.OnceValues(func() (struct{ private, public []byte }, error) {
+	var keys struct{ private, public []byte }
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return keys, err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {
-		return f, err
+		return keys, err
 	}
-	if err := os.WriteFile(f.saKey, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
-		return f, err
-	}
-	return f, os.WriteFile(f.saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
-}
+	keys.private = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	keys.public = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+	return keys, nil
+})
 
 // WriteKubeconfig writes at path a kubeconfig for the API server at
 // server that authenticates with bearer token (the server's certificate
