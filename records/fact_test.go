@@ -9,6 +9,7 @@ import (
 )
 
 func TestFactIDIsAStableHexHash(t *testing.T) {
+	t.Parallel()
 	f := fact("R1", PhaseProgressing, 1, step(1))
 	id := f.ID()
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
@@ -24,6 +25,7 @@ func TestFactIDIsAStableHexHash(t *testing.T) {
 }
 
 func TestFactIDSameForTheSameObservation(t *testing.T) {
+	t.Parallel()
 	base := fact("R1", PhasePaused, 1, step(2))
 	for name, f := range map[string]Fact{
 		"resync minutes later":           fact("R1", PhasePaused, 16, step(2)),
@@ -38,6 +40,7 @@ func TestFactIDSameForTheSameObservation(t *testing.T) {
 }
 
 func TestFactIDDiffersWhenTheObservationDiffers(t *testing.T) {
+	t.Parallel()
 	base := fact("R1", PhaseDegraded, 1, step(2))
 	task := taskFact("R1", TaskInProgress, 1)
 	for name, pair := range map[string][2]Fact{
@@ -60,6 +63,7 @@ func TestFactIDDiffersWhenTheObservationDiffers(t *testing.T) {
 }
 
 func TestFactIDOfTaskUsesDeploymentIDWhenNoReleaseID(t *testing.T) {
+	t.Parallel()
 	a := taskFact("", TaskSuccess, 1, func(f *Fact) { f.DeploymentID = "deploy-3f2a" })
 	b := taskFact("", TaskSuccess, 1, func(f *Fact) { f.DeploymentID = "deploy-9c1d" })
 	if a.ID() == b.ID() {
@@ -71,6 +75,7 @@ func TestFactIDOfTaskUsesDeploymentIDWhenNoReleaseID(t *testing.T) {
 }
 
 func TestFactValidate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		f      Fact
@@ -145,6 +150,7 @@ func namesField(err error, field string) bool {
 }
 
 func TestWorkloadKeyAndObservationKeyAgree(t *testing.T) {
+	t.Parallel()
 	f := fact("R1", PhaseHealthy, 1)
 	if got, want := observe(f).Key(), f.WorkloadKey(); got != want || want != "prod-eu/checkout/rollout/checkout" {
 		t.Errorf("Observation.Key() = %q, WorkloadKey() = %q, want both prod-eu/checkout/rollout/checkout", got, want)

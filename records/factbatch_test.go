@@ -18,6 +18,7 @@ import (
 // of 2, 3 and everything between two registrations, so that facts about
 // one release land in one batch and depend on each other.
 func TestApplyFactsMatchesApplyFactOnTheReplays(t *testing.T) {
+	t.Parallel()
 	tw := newTwinStores(t)
 	for _, seq := range replaySequences() {
 		for _, size := range []int{2, 3, 1000} {
@@ -31,6 +32,7 @@ func TestApplyFactsMatchesApplyFactOnTheReplays(t *testing.T) {
 // TestApplyFactsOfOneBatchSeeEachOther: each case is a batch whose facts
 // depend on what the earlier ones of the same batch did.
 func TestApplyFactsOfOneBatchSeeEachOther(t *testing.T) {
+	t.Parallel()
 	tw := newTwinStores(t)
 	other := func(f *Fact) { f.Cluster, f.UID = "prod-us", "us-uid" }
 	cases := []struct {
@@ -128,6 +130,7 @@ func TestApplyFactsOfOneBatchSeeEachOther(t *testing.T) {
 // batch path writes nothing and says so; ApplyFact then applies it in the
 // same transaction.
 func TestApplyFactsLeavesAReleaseOfAnUnlockedClusterToApplyFact(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, testdb.URL(t, "postgres"))
 	openRelease(t, s, record("R1", "", 0))
 	f := taskFact("R1", TaskSuccess, 5, func(f *Fact) { f.Cluster = "" })
@@ -171,6 +174,7 @@ func batchGivesUpToApplyFact(t *testing.T, s *Store, f Fact, now time.Time) {
 // a pod) sends a fact whose id is stored: the batch read left out its
 // release, so the batch goes to ApplyFact, which applies it.
 func TestApplyFactsLeavesAWorkloadBackAtAnEarlierPhaseToApplyFact(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, testdb.URL(t, "postgres"))
 	openRelease(t, s, record("R1", "", 0))
 	for _, f := range []Fact{fact("R1", PhaseHealthy, 1), fact("R1", PhaseProgressing, 2)} {
@@ -183,6 +187,7 @@ func TestApplyFactsLeavesAWorkloadBackAtAnEarlierPhaseToApplyFact(t *testing.T) 
 }
 
 func TestApplyFactsOnSQLiteLeavesTheFactsToApplyFact(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, testdb.URL(t, "sqlite"))
 	err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {
 		_, err := s.ApplyFacts(context.Background(), tx, []BatchFact{{Fact: fact("R1", PhaseProgressing, 1), Now: at(1)}})
@@ -196,6 +201,7 @@ func TestApplyFactsOnSQLiteLeavesTheFactsToApplyFact(t *testing.T) {
 // A record the batch changes must be updated by the write: one that is
 // gone by then is an error, as it is for ApplyFact.
 func TestApplyFactsWriteOfAReleaseThatIsGoneFails(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, testdb.URL(t, "postgres"))
 	openRelease(t, s, record("R1", "", 0))
 	ov := newBatchOverlay()

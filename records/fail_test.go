@@ -15,6 +15,7 @@ import (
 // FailUnrun ends only a release that never got a fact; one the facts moved
 // on, or that ended already, is theirs.
 func TestFailUnrunEndsOnlyAnOpenedReleaseWithoutFacts(t *testing.T) {
+	t.Parallel()
 	why := "rollback action act_1 in cluster prod-eu ended skipped: checkout runs v3"
 	for _, tc := range []struct {
 		name string
@@ -62,6 +63,7 @@ func TestFailUnrunEndsOnlyAnOpenedReleaseWithoutFacts(t *testing.T) {
 // FailUnrunRelease stores the failed record and its events once, and a
 // release failed so raises no stall alert: it is settled, not waiting.
 func TestFailUnrunReleaseStoresTheEndOnceAndNoStallFollows(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		ctx := context.Background()
@@ -137,6 +139,7 @@ func TestFailUnrunReleaseStoresTheEndOnceAndNoStallFollows(t *testing.T) {
 // place in an eligibility window and is not the release running there),
 // and it was not withdrawn either.
 func TestFailedUnrunDidNotRun(t *testing.T) {
+	t.Parallel()
 	rec, _, ok := FailUnrun(record("R1", StateOpened, 0), "the agent failed before its patch", nil, at(1))
 	if !ok || rec.Ran() || rec.Withdrawn() {
 		t.Errorf("failed unrun: ok %v, Ran %v, Withdrawn %v; want ok, neither ran nor withdrawn", ok, rec.Ran(), rec.Withdrawn())

@@ -25,6 +25,7 @@ func forPR(number int) func(*Record) {
 // with no fact for N minutes") starts at the merge; until then it never
 // stalls. A release opened without a pull request stalls from its opening.
 func TestStallClockOfAPullRequestReleaseStartsAtItsMerge(t *testing.T) {
+	t.Parallel()
 	unmerged := record("R1", StateOpened, 0, rollbackOf("R0"), forPR(7))
 	merged := record("R1", StateOpened, 0, rollbackOf("R0"), forPR(7), func(r *Record) { r.MergedAt = ptime(at(30)) })
 	for _, tc := range []struct {
@@ -54,6 +55,7 @@ func TestStallClockOfAPullRequestReleaseStartsAtItsMerge(t *testing.T) {
 // an unmerged pull request however old, MarkMerged starts its clock, and
 // it stalls stall_after after the merge and not before.
 func TestUnmergedPullRequestReleaseDoesNotStallUntilMerged(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("pr", StateOpened, 0, rollbackOf("R0"), forPR(7)))

@@ -18,6 +18,7 @@ import (
 // session 18). SQLite plans without statistics (ripcord never runs
 // ANALYZE), so the plan of an empty database is the plan of a year's.
 func TestHotReadsSearchAnIndex(t *testing.T) {
+	t.Parallel()
 	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
 	plans := sqlplan.Reads(t, db)
 	s := records.NewStore(db)
@@ -113,6 +114,7 @@ func TestHotReadsSearchAnIndex(t *testing.T) {
 // looked for in those tables' indexes of release_id, not in their rows
 // (a rollout's are long).
 func TestSweepReadsOnlyTheRecordsOfCrowdedTargets(t *testing.T) {
+	t.Parallel()
 	db := testdb.OpenMigrated(t, testdb.URL(t, "sqlite"))
 	plans := sqlplan.Reads(t, db)
 	s := records.NewStore(db)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseImage(t *testing.T) {
+	t.Parallel()
 	d := digestOf("x")
 	for _, tc := range []struct {
 		name, ref string
@@ -29,6 +30,7 @@ func TestParseImage(t *testing.T) {
 }
 
 func TestRecordValidate(t *testing.T) {
+	t.Parallel()
 	valid := record("R1", "", 0)
 	for _, tc := range []struct {
 		name   string
@@ -67,6 +69,7 @@ func TestRecordValidate(t *testing.T) {
 }
 
 func TestOpenRecordStartsOpenedAndWritesAnAuditEvent(t *testing.T) {
+	t.Parallel()
 	in := record("R2", "", 0, rollbackOf("R1"))
 	in.CreatedAt, in.UpdatedAt = at(-100), at(-100)
 	rec, ev, err := OpenRecord(in, at(5))
@@ -85,6 +88,7 @@ func TestOpenRecordStartsOpenedAndWritesAnAuditEvent(t *testing.T) {
 }
 
 func TestOpenRecordRefusesFactOwnedFields(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, field string
 		mod         func(*Record)
@@ -105,6 +109,7 @@ func TestOpenRecordRefusesFactOwnedFields(t *testing.T) {
 }
 
 func TestRecordJSONUsesSnakeCaseNames(t *testing.T) {
+	t.Parallel()
 	b, err := json.Marshal(record("R1", StateHealthy, 0, healthyAt(3), rollbackOf("R0")))
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +132,7 @@ func TestRecordJSONUsesSnakeCaseNames(t *testing.T) {
 // a fact is capped as it arrives (ValidateSent), not when the reducer
 // validates it again on a replay, so facts stored before the caps apply.
 func TestCapsApplyWhereFieldsArrive(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 253)
 	built := Record{ReleaseID: "rollback-0123abcd-abcdef:" + long + "/" + long, App: "checkout", Environment: long,
 		Cluster: long, Image: "registry.example/checkout:v1", Kind: KindRollback, RollbackOf: "r1",

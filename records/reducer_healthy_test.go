@@ -6,6 +6,7 @@ import (
 )
 
 func TestHealthySupersedesOlderSiblings(t *testing.T) {
+	t.Parallel()
 	siblings := []Record{
 		record("R0", StateHealthy, -20, healthyAt(-15)),
 		record("Rab", StateAborted, -10),
@@ -42,6 +43,7 @@ func TestHealthySupersedesOlderSiblings(t *testing.T) {
 }
 
 func TestRollbackHealthyRollsBackItsTarget(t *testing.T) {
+	t.Parallel()
 	siblings := []Record{
 		record("R1", StateHealthy, 0, healthyAt(5)),     // the release rolled back
 		record("R0", StateDegraded, -10, healthyAt(-5)), // older, just superseded
@@ -69,6 +71,7 @@ func TestRollbackHealthyRollsBackItsTarget(t *testing.T) {
 // service.rolledback: nothing was rolled back by it, and the event would
 // say something was. It still sends its own deployed or upgraded.
 func TestRollbackOfAReleaseNotOpenCompletesWithoutRolledBack(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		siblings []Record
@@ -91,6 +94,7 @@ func TestRollbackOfAReleaseNotOpenCompletesWithoutRolledBack(t *testing.T) {
 }
 
 func TestFirstHealthyInTargetEmitsDeployed(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateProgressing, 0, lastFact(1))
 	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 4), Record: &r1, Now: at(4)})
 	if !slices.Equal(effectTypes(res), []string{CDEventServiceDeployed}) {
@@ -103,6 +107,7 @@ func TestFirstHealthyInTargetEmitsDeployed(t *testing.T) {
 }
 
 func TestHealthyAfterAnEarlierHealthyReleaseEmitsUpgraded(t *testing.T) {
+	t.Parallel()
 	for name, in := range map[string]Input{
 		"store says a closed release was healthy": {EverHealthy: true},
 		"an open sibling was healthy":             {Siblings: []Record{record("R0", StateHealthy, -10, healthyAt(-5))}},
@@ -118,6 +123,7 @@ func TestHealthyAfterAnEarlierHealthyReleaseEmitsUpgraded(t *testing.T) {
 }
 
 func TestSecondHealthyDoesNotReemitCDEvents(t *testing.T) {
+	t.Parallel()
 	rollback := record("R2", StateHealthy, 20, rollbackOf("R1"), healthyAt(25), lastFact(25))
 	for name, in := range map[string]Input{
 		"healthy resync with a new id": {Fact: fact("R2", PhaseHealthy, 40, step(4)), Previous: seen("R2", PhaseHealthy, 25)},
@@ -139,6 +145,7 @@ func TestSecondHealthyDoesNotReemitCDEvents(t *testing.T) {
 }
 
 func TestCDEventKeysAreStablePerReleaseAndType(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateProgressing, 0)
 	a := Reduce(Input{Fact: fact("R1", PhaseHealthy, 4), Record: &r1, Now: at(4)})
 	b := Reduce(Input{Fact: fact("R1", PhaseHealthy, 9, step(4)), Record: &r1, Now: at(9)})

@@ -14,6 +14,7 @@ import (
 // must contain the record's: by digest when both have one, else by
 // reference.
 func TestFactNotRunningTheRecordsImageIsDriftNeverHealthy(t *testing.T) {
+	t.Parallel()
 	const repo = "ghcr.io/acme/checkout"
 	d1, d2 := digestOf("one"), digestOf("two")
 	withImage := func(img, digest string) func(*Record) {
@@ -91,6 +92,7 @@ func TestFactNotRunningTheRecordsImageIsDriftNeverHealthy(t *testing.T) {
 // (the undone canary going Healthy, a resync) are not new drift: one alert
 // per arrival, as for any drifted workload.
 func TestImageDriftAlertsOncePerArrival(t *testing.T) {
+	t.Parallel()
 	r2 := record("R2", StateProgressing, 10, lastFact(11))
 	prev := observationOf(fact("R2", PhaseProgressing, 20, gen(4), image(imageOf("R1"))))
 	res := Reduce(Input{Fact: fact("R2", PhaseHealthy, 22, gen(4), image(imageOf("R1"))), Record: &r2, Previous: prev, Now: at(22)})
@@ -104,6 +106,7 @@ func TestImageDriftAlertsOncePerArrival(t *testing.T) {
 // Healthy for the server (Running, Observed), though no record moves and
 // no second alert is raised.
 func TestAnImageDriftIgnoredStillMovesTheWorkloadsObservation(t *testing.T) {
+	t.Parallel()
 	r2 := record("R2", StateProgressing, 10, lastFact(11))
 	prev := observationOf(fact("R2", PhaseProgressing, 20, gen(4), image(imageOf("R1"))))
 	healthy := fact("R2", PhaseHealthy, 22, gen(4), image(imageOf("R1")))

@@ -9,6 +9,7 @@ import (
 // A Healthy fact older than the workload's last observation: the record,
 // degraded since, gets healthy_at and nothing else moves.
 func TestLateHealthyRecordsHealthyAtOnly(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateDegraded, 0, lastFact(20))
 	prev := seen("R1", PhaseDegraded, 20)
 	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 10), Previous: prev, Record: &r1, Now: at(21)})
@@ -40,6 +41,7 @@ func TestLateHealthyRecordsHealthyAtOnly(t *testing.T) {
 // The record's last fact (from another source of the same release) is newer
 // than the Healthy fact while the workload's observation is not.
 func TestLateHealthyAgainstTheRecordsLastFact(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateFailed, 0, lastFact(20))
 	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 10), Record: &r1, Now: at(21)})
 	if got := recordOf(t, res, "R1"); res.Outcome != OutcomeApplied || got.HealthyAt == nil || got.State != StateFailed {
@@ -48,6 +50,7 @@ func TestLateHealthyAgainstTheRecordsLastFact(t *testing.T) {
 }
 
 func TestLateFactsThatRecordNoHealthyAt(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		f    Fact
@@ -73,6 +76,7 @@ func TestLateFactsThatRecordNoHealthyAt(t *testing.T) {
 // target alone; when it turns healthy for real it marks the target
 // rolled-back and sends service.rolledback, once.
 func TestLateHealthyRollbackMarksItsTargetWhenHealthyNow(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	s.run(slices.Concat(canary(), release2(), []replayStep{
 		register(record("R3", "", 60, rollbackOf("R2"), func(r *Record) { r.Image = imageOf("R1") })),

@@ -417,6 +417,7 @@ func replaySequences() []replaySequence {
 }
 
 func TestReplay(t *testing.T) {
+	t.Parallel()
 	for _, tc := range replaySequences() {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
@@ -429,6 +430,7 @@ func TestReplay(t *testing.T) {
 }
 
 func TestReplayRolledBackRecordKeepsItsStory(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	s.run(slices.Concat(canary(), release2(), []replayStep{
 		register(record("R3", "", 60, rollbackOf("R2"), func(r *Record) { r.Image = imageOf("R1") })),

@@ -7,6 +7,7 @@ import (
 )
 
 func TestTaskInProgressOpensRecord(t *testing.T) {
+	t.Parallel()
 	f := taskFact("deploy-3f2a", TaskInProgress, 1, func(f *Fact) { f.Images = []string{imageOf("R7")} })
 	res := Reduce(Input{Fact: f, Now: at(2)})
 	if res.Outcome != OutcomeOpened || !res.KeepFact || res.Observation != nil {
@@ -31,6 +32,7 @@ func TestTaskInProgressOpensRecord(t *testing.T) {
 }
 
 func TestTaskOpensWithVersionWhenNoImage(t *testing.T) {
+	t.Parallel()
 	res := Reduce(Input{Fact: taskFact("", TaskInProgress, 1, func(f *Fact) { f.DeploymentID = "deploy-3f2a" }), Now: at(1)})
 	got := recordOf(t, res, "deploy-3f2a")
 	if got.Image != "v1a2b3c4-1760000000" || got.Digest != "" {
@@ -39,6 +41,7 @@ func TestTaskOpensWithVersionWhenNoImage(t *testing.T) {
 }
 
 func TestTaskStatusMapsToState(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		from   State
@@ -63,6 +66,7 @@ func TestTaskStatusMapsToState(t *testing.T) {
 }
 
 func TestTaskSuccessWithoutInProgressOpensHealthy(t *testing.T) {
+	t.Parallel()
 	older := record("R0", StateHealthy, -30, healthyAt(-25))
 	res := Reduce(Input{Fact: taskFact("R1", TaskSuccess, 3), Siblings: []Record{older}, Now: at(3)})
 	if res.Outcome != OutcomeOpened {
@@ -80,6 +84,7 @@ func TestTaskSuccessWithoutInProgressOpensHealthy(t *testing.T) {
 }
 
 func TestTaskFailureRecordsFailureType(t *testing.T) {
+	t.Parallel()
 	r := record("R1", StateProgressing, 0, lastFact(1))
 	res := Reduce(Input{Fact: taskFact("R1", TaskFailed, 5, func(f *Fact) { f.FailureType = "health_check_failure" }), Record: &r, Now: at(5)})
 	for _, e := range res.Audit {
@@ -94,6 +99,7 @@ func TestTaskFailureRecordsFailureType(t *testing.T) {
 }
 
 func TestTaskForClosedReleaseIsDrift(t *testing.T) {
+	t.Parallel()
 	r := record("R1", StateSuperseded, 0, healthyAt(5), func(r *Record) { r.UpdatedAt = at(20) })
 	res := Reduce(Input{Fact: taskFact("R1", TaskInProgress, 30, attempt(3)), Record: &r, Now: at(30)})
 	if res.Outcome != OutcomeDrift || !strings.Contains(res.Reason, "superseded") {
@@ -105,6 +111,7 @@ func TestTaskForClosedReleaseIsDrift(t *testing.T) {
 }
 
 func TestTaskFactOfAnotherRepositoryOrTargetIsIgnored(t *testing.T) {
+	t.Parallel()
 	// A workflow's OIDC token vouches for its own repository only: it must
 	// not move a release that another repository (or another app or
 	// environment) registered, only because it names its release id.
@@ -136,6 +143,7 @@ func TestTaskFactOfAnotherRepositoryOrTargetIsIgnored(t *testing.T) {
 // release ran (a cancel usually lands while the workload rolls out), so it
 // is not withdrawn, and it no longer waits for a first fact.
 func TestTaskCancelledAbortsAndSaysWhichRun(t *testing.T) {
+	t.Parallel()
 	r := record("R1", StateProgressing, 0, lastFact(1))
 	f := taskFact("R1", TaskCancelled, 5, attempt(2), func(f *Fact) {
 		f.Metadata["actor"], f.Metadata["job"] = "octocat", "deploy"
@@ -169,6 +177,7 @@ func TestTaskCancelledAbortsAndSaysWhichRun(t *testing.T) {
 }
 
 func TestTaskCancelledIsAValidStatusWithoutFailureType(t *testing.T) {
+	t.Parallel()
 	f := taskFact("R1", TaskCancelled, 1)
 	if err := f.ValidateSent(nil); err != nil {
 		t.Errorf("cancelled fact: %v, want valid", err)

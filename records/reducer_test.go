@@ -7,6 +7,7 @@ import (
 )
 
 func TestRepeatedFactIDIsDuplicate(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateProgressing, 0, lastFact(1))
 	// A resync re-sends what the workload showed last.
 	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 9), Duplicate: true, Record: &r1, Previous: seen("R1", PhaseHealthy, 2), Now: at(9)})
@@ -19,6 +20,7 @@ func TestRepeatedFactIDIsDuplicate(t *testing.T) {
 }
 
 func TestRepeatIsAStoredFactWhoseWorkloadShowedNothingElseSince(t *testing.T) {
+	t.Parallel()
 	healthy := fact("R1", PhaseHealthy, 30, step(4))
 	for _, tc := range []struct {
 		name string
@@ -54,6 +56,7 @@ func observationOf(f Fact) *Observation {
 }
 
 func TestClusterFactCountsOnlyWhenObservedGenerationMatches(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateProgressing, 0)
 	lagging := fact("R1", PhaseHealthy, 2, func(f *Fact) { f.Generation, f.ObservedGeneration = 3, 2 })
 	res := Reduce(Input{Fact: lagging, Record: &r1, Now: at(2)})
@@ -69,6 +72,7 @@ func TestClusterFactCountsOnlyWhenObservedGenerationMatches(t *testing.T) {
 }
 
 func TestScaleOrRestartIsNotAReleaseEvent(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateHealthy, 0, healthyAt(5), lastFact(5))
 	prev := seen("R1", PhaseHealthy, 5)
 	for name, f := range map[string]Fact{
@@ -91,6 +95,7 @@ func TestScaleOrRestartIsNotAReleaseEvent(t *testing.T) {
 }
 
 func TestHealthyAfterProgressingWithSameReleaseIsApplied(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateProgressing, 0, lastFact(1))
 	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 4, step(4)), Record: &r1, Previous: seen("R1", PhaseProgressing, 1), Now: at(4)})
 	if res.ReleaseEvent {
@@ -105,6 +110,7 @@ func TestHealthyAfterProgressingWithSameReleaseIsApplied(t *testing.T) {
 }
 
 func TestNewReleaseOnTheWorkloadIsAReleaseEvent(t *testing.T) {
+	t.Parallel()
 	r2 := record("R2", StateOpened, 10)
 	res := Reduce(Input{Fact: fact("R2", PhaseProgressing, 11, gen(3)), Record: &r2, Previous: seen("R1", PhaseHealthy, 5), Now: at(11)})
 	if !res.ReleaseEvent || res.Outcome != OutcomeApplied {
@@ -119,6 +125,7 @@ func TestNewReleaseOnTheWorkloadIsAReleaseEvent(t *testing.T) {
 }
 
 func TestImageChangeUnderTheSameReleaseIDIsAReleaseEvent(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateHealthy, 0, healthyAt(5), lastFact(5))
 	res := Reduce(Input{Fact: fact("R1", PhaseProgressing, 20, gen(3), image(imageOf("hotfix"))), Record: &r1, Previous: seen("R1", PhaseHealthy, 5), Now: at(20)})
 	if !res.ReleaseEvent {
@@ -127,28 +134,33 @@ func TestImageChangeUnderTheSameReleaseIDIsAReleaseEvent(t *testing.T) {
 }
 
 func TestUnknownReleaseIsDrift(t *testing.T) {
+	t.Parallel()
 	res := Reduce(Input{Fact: fact("R9", PhaseProgressing, 3), Previous: seen("R1", PhaseHealthy, 1), Now: at(3)})
 	assertDrift(t, res, "R9", "matches no record")
 }
 
 func TestFirstObservationOfAnUnknownReleaseIsDrift(t *testing.T) {
+	t.Parallel()
 	res := Reduce(Input{Fact: fact("R9", PhaseHealthy, 3), Now: at(3)})
 	assertDrift(t, res, "R9", "matches no record")
 }
 
 func TestHandRevertToSupersededReleaseIsDrift(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateSuperseded, 0, healthyAt(5), func(r *Record) { r.UpdatedAt = at(20) })
 	res := Reduce(Input{Fact: fact("R1", PhaseProgressing, 40, gen(5)), Record: &r1, Previous: seen("R2", PhaseHealthy, 20), Now: at(40)})
 	assertDrift(t, res, "R1", "hand revert")
 }
 
 func TestRevertToRolledBackReleaseIsDriftNotARollback(t *testing.T) {
+	t.Parallel()
 	r2 := record("R2", StateRolledBack, 10, healthyAt(15), func(r *Record) { r.UpdatedAt, r.RolledBackBy = at(30), "R3" })
 	res := Reduce(Input{Fact: fact("R2", PhaseProgressing, 50, gen(6)), Record: &r2, Previous: seen("R3", PhaseHealthy, 30), Now: at(50)})
 	assertDrift(t, res, "R2", "rolled-back")
 }
 
 func TestReleaseOfAnotherClusterIsDrift(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateProgressing, 0, func(r *Record) { r.Cluster = "prod-us" })
 	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 3), Record: &r1, Now: at(3)})
 	assertDrift(t, res, "R1", "belongs to cluster prod-us")
@@ -179,6 +191,7 @@ func assertDrift(t *testing.T, res Result, rel, reason string) {
 }
 
 func TestDriftedWorkloadDoesNotAlertAgainOnScale(t *testing.T) {
+	t.Parallel()
 	res := Reduce(Input{Fact: fact("R9", PhaseProgressing, 9, gen(4)), Previous: seen("R9", PhaseHealthy, 3), Now: at(9)})
 	if res.Outcome != OutcomeIgnored || len(res.Effects) != 0 {
 		t.Errorf("outcome = %s effects %v, want ignored without a second alert", res.Outcome, effectTypes(res))
@@ -186,6 +199,7 @@ func TestDriftedWorkloadDoesNotAlertAgainOnScale(t *testing.T) {
 }
 
 func TestPhaseMapsToState(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		from  State
@@ -221,6 +235,7 @@ func TestPhaseMapsToState(t *testing.T) {
 }
 
 func TestRetryReopensAbortedRelease(t *testing.T) {
+	t.Parallel()
 	r2 := record("R2", StateAborted, 10, lastFact(14))
 	res := Reduce(Input{Fact: fact("R2", PhaseProgressing, 20, step(3)), Record: &r2, Previous: seen("R2", PhaseDegraded, 14), Now: at(20)})
 	if got := recordOf(t, res, "R2"); got.State != StateProgressing {
@@ -229,6 +244,7 @@ func TestRetryReopensAbortedRelease(t *testing.T) {
 }
 
 func TestAbortFlagStillSetKeepsReleaseAborted(t *testing.T) {
+	t.Parallel()
 	r2 := record("R2", StateAborted, 10, lastFact(14))
 	res := Reduce(Input{Fact: fact("R2", PhaseProgressing, 20, step(3), aborted()), Record: &r2, Previous: seen("R2", PhaseDegraded, 14), Now: at(20)})
 	if got := recordOf(t, res, "R2"); got.State != StateAborted {
@@ -240,6 +256,7 @@ func TestAbortFlagStillSetKeepsReleaseAborted(t *testing.T) {
 }
 
 func TestHealthyAtSetOnceNeverCleared(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateProgressing, 0, lastFact(1))
 	res := Reduce(Input{Fact: fact("R1", PhaseHealthy, 4), Record: &r1, Now: at(5)})
 	first := recordOf(t, res, "R1")
@@ -259,6 +276,7 @@ func TestHealthyAtSetOnceNeverCleared(t *testing.T) {
 }
 
 func TestLastFactAtMovesOnEveryAppliedFact(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StatePaused, 0, lastFact(1))
 	res := Reduce(Input{Fact: fact("R1", PhasePaused, 7, step(2)), Record: &r1, Previous: seen("R1", PhasePaused, 1), Now: at(8)})
 	got := recordOf(t, res, "R1")
@@ -271,6 +289,7 @@ func TestLastFactAtMovesOnEveryAppliedFact(t *testing.T) {
 }
 
 func TestStaleFactForTheWorkloadIsIgnored(t *testing.T) {
+	t.Parallel()
 	// R2 arrived on the workload at minute 31; R1's Degraded fact from
 	// minute 20 is delivered after it. R1's own last fact is older still,
 	// so only the workload's observation shows the fact is out of date.
@@ -282,6 +301,7 @@ func TestStaleFactForTheWorkloadIsIgnored(t *testing.T) {
 }
 
 func TestStaleFactForTheRecordIsIgnored(t *testing.T) {
+	t.Parallel()
 	// A task success already made R1 healthy; the Rollout's older
 	// Progressing fact arrives afterwards.
 	r1 := record("R1", StateHealthy, 0, healthyAt(5), lastFact(5))
@@ -292,6 +312,7 @@ func TestStaleFactForTheRecordIsIgnored(t *testing.T) {
 }
 
 func TestLateFactForClosedReleaseIsIgnoredNotDrift(t *testing.T) {
+	t.Parallel()
 	r1 := record("R1", StateSuperseded, 0, healthyAt(5), func(r *Record) { r.UpdatedAt = at(20) })
 	res := Reduce(Input{Fact: taskFact("R1", TaskSuccess, 6), Record: &r1, Now: at(25)})
 	if res.Outcome != OutcomeIgnored || !strings.Contains(res.Reason, "late fact") {
@@ -300,6 +321,7 @@ func TestLateFactForClosedReleaseIsIgnoredNotDrift(t *testing.T) {
 }
 
 func TestInvalidFactIsIgnoredNamingTheField(t *testing.T) {
+	t.Parallel()
 	res := Reduce(Input{Fact: fact("R1", "Unknown", 1), Now: at(1)})
 	if res.Outcome != OutcomeIgnored || !strings.Contains(res.Reason, "phase:") {
 		t.Errorf("outcome = %s (%s), want ignored naming phase", res.Outcome, res.Reason)
@@ -307,6 +329,7 @@ func TestInvalidFactIsIgnoredNamingTheField(t *testing.T) {
 }
 
 func TestEveryAuditEventCarriesDeliveryAndFact(t *testing.T) {
+	t.Parallel()
 	r1 := record("R0", StateHealthy, -10, healthyAt(-5))
 	r2 := record("R1", StatePaused, 0, lastFact(1))
 	f := fact("R1", PhaseHealthy, 4)
@@ -324,6 +347,7 @@ func TestEveryAuditEventCarriesDeliveryAndFact(t *testing.T) {
 // A deletion marks the workload's observation gone and moves no record; a
 // deletion of an older workload of the same name (another uid) is late.
 func TestReduceDeletedWorkload(t *testing.T) {
+	t.Parallel()
 	prev := seen("R1", PhaseHealthy, 5)
 	res := Reduce(Input{Fact: fact("R1", PhaseDeleted, 20), Previous: prev, Now: at(20)})
 	if res.Observation == nil || res.Observation.Phase != PhaseDeleted || res.Observation.ReleaseID != "R1" || len(res.Records) != 0 {
@@ -341,6 +365,7 @@ func TestReduceDeletedWorkload(t *testing.T) {
 // event: a copy that tells nothing the workload's observation does not
 // would add one per workload per resync, without bound.
 func TestAnUnchangedReportOfAnIgnoredWorkloadWritesNoAuditEvent(t *testing.T) {
+	t.Parallel()
 	superseded := record("R1", StateSuperseded, 0, healthyAt(5), lastFact(5))
 	r2 := record("R2", StateProgressing, 10, lastFact(11))
 	scaled := fact("R9", PhaseHealthy, 30, gen(4))

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCheckStall(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		r     Record
@@ -39,6 +40,7 @@ func TestCheckStall(t *testing.T) {
 }
 
 func TestStalledAlertsOncePerRelease(t *testing.T) {
+	t.Parallel()
 	r := record("R1", StateOpened, 0)
 	_, reason := CheckStall(r, at(20), 0)
 	ev1, eff1 := Stalled(r, reason, at(20))

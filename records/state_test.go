@@ -72,6 +72,7 @@ var allowedTransitions = []struct {
 }
 
 func TestTransitionAllowed(t *testing.T) {
+	t.Parallel()
 	for _, tc := range allowedTransitions {
 		t.Run(fmt.Sprintf("%s->%s: %s", tc.from, tc.to, tc.when), func(t *testing.T) {
 			if err := Transition(tc.from, tc.to); err != nil {
@@ -82,6 +83,7 @@ func TestTransitionAllowed(t *testing.T) {
 }
 
 func TestTransitionRefused(t *testing.T) {
+	t.Parallel()
 	allowed := map[[2]State]bool{}
 	for _, tc := range allowedTransitions {
 		allowed[[2]State{tc.from, tc.to}] = true
@@ -112,6 +114,7 @@ func TestTransitionRefused(t *testing.T) {
 }
 
 func TestTransitionRefusesUnknownStates(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ from, to State }{{"done", StateHealthy}, {StateHealthy, "Healthy"}} {
 		if err := Transition(tc.from, tc.to); err == nil || !strings.Contains(err.Error(), "unknown state") {
 			t.Errorf("Transition(%q, %q) = %v, want an unknown state error", tc.from, tc.to, err)
@@ -120,6 +123,7 @@ func TestTransitionRefusesUnknownStates(t *testing.T) {
 }
 
 func TestFinalStatesAreExactlySupersededAndRolledBack(t *testing.T) {
+	t.Parallel()
 	for _, s := range States {
 		want := s == StateSuperseded || s == StateRolledBack
 		if s.Final() != want {

@@ -19,6 +19,7 @@ import (
 // record's state_changed events forming one unbroken chain. A lost update
 // (two transactions deciding on the same siblings) breaks one of these.
 func TestConcurrentFactsOfOneTargetLoseNoUpdate(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
@@ -115,6 +116,7 @@ func checkStateChain(t *testing.T, s *Store, rel string) {
 }
 
 func TestConcurrentOpensOfOneReleaseOpenItOnce(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 // a release Healthy since before it was registered stayed opened for good
 // (stalled, never eligible as a rollback target).
 func TestResyncReachesARecordOpenedAfterItsFirstFact(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		early := applyFact(t, s, fact("R1", PhaseHealthy, 1), "d-1", at(1))

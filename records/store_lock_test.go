@@ -10,6 +10,7 @@ import (
 )
 
 func TestLockClustersHoldsEveryNamedClusterUntilTheTransactionEnds(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, db := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))

@@ -15,6 +15,7 @@ import (
 // target's newest, so they cannot push a release that ran out of an
 // eligibility window.
 func TestNewestRanLeavesOutReleasesThatNeverRan(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestObservedIsWhatTheWorkloadsReportNow(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))
@@ -37,6 +38,7 @@ func TestObservedIsWhatTheWorkloadsReportNow(t *testing.T) {
 // deletion, arriving late, does not bring it back; a new workload of the
 // same name (another uid) does.
 func TestObservedForgetsADeletedWorkload(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))
@@ -68,6 +70,7 @@ func TestObservedForgetsADeletedWorkload(t *testing.T) {
 // release arriving rather than a repeat, and a deletion of either would be
 // taken for the other's late one.
 func TestObservedKeepsADeploymentAndARolloutOfOneNameApart(t *testing.T) {
+	t.Parallel()
 	deployment := func(f *Fact) { f.Source, f.UID, f.PodHash = SourceDeployment, "deployment-uid", "" }
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
@@ -106,6 +109,7 @@ func TestObservedKeepsADeploymentAndARolloutOfOneNameApart(t *testing.T) {
 // scale or restart it is rather than drift, and its observation replaces
 // the old one instead of standing beside it.
 func TestObservationStoredWithoutASourceIsFoundAndReplaced(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		putRecord(t, s, record("R1", StateSuperseded, 0, healthyAt(1)))
@@ -134,6 +138,7 @@ func TestObservationStoredWithoutASourceIsFoundAndReplaced(t *testing.T) {
 // as they were) reaches its record. Its facts have the ids of the previous
 // release's, which a cluster fact's id leaves out, but they are no repeat.
 func TestAReleaseThatOnlyChangesTheAnnotationReachesItsRecord(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))
@@ -173,6 +178,7 @@ var oneFactOrABatch = map[string]func(t *testing.T, s *Store, f Fact, now time.T
 // nothing, but the Deployment runs that release once more, and the server
 // must see it running rather than deleted.
 func TestAWorkloadReportedAgainRunsItsClosedRelease(t *testing.T) {
+	t.Parallel()
 	deployment := func(f *Fact) { f.Source, f.UID, f.PodHash = SourceDeployment, "deployment-uid", "" }
 	for name, apply := range oneFactOrABatch {
 		t.Run(name, func(t *testing.T) {
@@ -221,6 +227,7 @@ func TestAWorkloadReportedAgainRunsItsClosedRelease(t *testing.T) {
 // as it reports, and the resyncs, ignored like the Healthy they repeat,
 // add nothing to the audit trail.
 func TestAnUndoneCanaryIsObservedAsItReportsAndItsResyncsAreNotAudited(t *testing.T) {
+	t.Parallel()
 	for name, apply := range oneFactOrABatch {
 		t.Run(name, func(t *testing.T) {
 			testdb.Each(t, func(t *testing.T, dbURL string) {

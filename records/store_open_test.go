@@ -11,6 +11,7 @@ import (
 )
 
 func TestOpenReleaseTwiceIsIdempotentButDifferentContentConflicts(t *testing.T) {
+	t.Parallel()
 	base := record("R1", "", 0, func(r *Record) { r.PRURL, r.PRNumber = "https://github.com/acme/checkout/pull/7", 7 })
 	conflicts := []struct {
 		name  string
@@ -54,6 +55,7 @@ func TestOpenReleaseTwiceIsIdempotentButDifferentContentConflicts(t *testing.T) 
 }
 
 func TestOpenReleaseRejectsInvalidInputNamingTheField(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestOwnerIsTheRepositoryOfTheFirstReleaseThatNamesOne(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		in := func(repo string) func(*Record) { return func(r *Record) { r.Repository = repo } }

@@ -12,6 +12,7 @@ import (
 )
 
 func TestListFiltersAndOrdersNewestFirst(t *testing.T) {
+	t.Parallel()
 	other := func(app, env string) func(*Record) {
 		return func(r *Record) { r.App, r.Environment = app, env }
 	}
@@ -68,6 +69,7 @@ func ids(rs []Record) []string {
 }
 
 func TestAuditFiltersAndTimelineOrder(t *testing.T) {
+	t.Parallel()
 	ev := func(typ AuditType, rel string, m int, delivery string) AuditEvent {
 		return AuditEvent{Type: typ, ReleaseID: rel, At: at(m), DeliveryID: delivery, Message: string(typ) + " " + rel,
 			Data: map[string]any{"workflow_run_id": int64(12345678901234)}}
@@ -125,6 +127,7 @@ func TestAuditFiltersAndTimelineOrder(t *testing.T) {
 }
 
 func TestInsertAuditRefusesAnUnknownType(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		err := s.db.InTx(context.Background(), func(tx *sql.Tx) error {

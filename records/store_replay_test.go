@@ -16,6 +16,7 @@ import (
 // records, siblings and ever-healthy; and at the end the stored records
 // and audit trail must be the model's.
 func TestStoreReplayMatchesTheReducerModel(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		for _, seq := range replaySequences() {

@@ -26,6 +26,7 @@ func markStalled(t *testing.T, s *Store, rel string, now time.Time) (AuditEvent,
 }
 
 func TestMarkStalledAlertsOncePerRecord(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))
@@ -69,6 +70,7 @@ func TestMarkStalledAlertsOncePerRecord(t *testing.T) {
 }
 
 func TestStallCandidatesAreTheUnalertedReleasesWithNoFact(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("waited", "", 0))
@@ -110,6 +112,7 @@ func TestStallCandidatesAreTheUnalertedReleasesWithNoFact(t *testing.T) {
 // A scan pages past releases whose own stall_after has not passed yet, so
 // a long one cannot hide the releases opened after it.
 func TestStallCandidatesPage(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		for _, id := range []string{"b", "a", "c"} {

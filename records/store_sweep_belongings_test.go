@@ -43,6 +43,7 @@ var rolloutTables = []string{"rollout_batches", "rollout_readings", "rollout_app
 // releases swept before their rows went with them. A rollout not done
 // stays, whatever its release: its ticks still read and write it.
 func TestSweepLeavesNoRowOfASweptRelease(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
 	history := thatRan([]Record{
@@ -188,6 +189,7 @@ func tablesWithReleaseID(t *testing.T, s *Store) []string {
 // withdrawn rollback that holds nothing, or whose reopened pull request was
 // merged.
 func TestSweepKeepsAReopenedRollbackThatHoldsItsEnvironment(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
 	testdb.Each(t, func(t *testing.T, dbURL string) {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
 	recent := func(r *Record) { r.UpdatedAt = now.Add(-day) }
@@ -84,6 +85,7 @@ func TestSweepKeepsTheNewestFivePerTargetAndDeletesOldSettledOnes(t *testing.T) 
 // Otherwise two abandoned pull requests would let it delete a release that
 // still makes its image eligible.
 func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
 	history := thatRan([]Record{
@@ -114,6 +116,7 @@ func TestSweepKeepsTheNewestFiveThatRanPastOpenedRecords(t *testing.T) {
 // one whose deployment failed before it changed the workload (FailUnrun),
 // or one a newer release superseded before any fact came.
 func TestSweepTakesReleasesThatNeverRanOutOfTheWindowAndDeletesThem(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
 	noFact := func(r *Record) { r.LastFactAt = nil }
@@ -169,6 +172,7 @@ func thatRan(rs []Record) []Record {
 }
 
 func TestSweepDeletesInBatchesAndCountsAll(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		total := sweepBatch + 7 // more than one batch
@@ -190,6 +194,7 @@ func TestSweepDeletesInBatchesAndCountsAll(t *testing.T) {
 }
 
 func TestSweepRefusesNonsense(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name      string
 		retention time.Duration
@@ -223,6 +228,7 @@ func sweep(t *testing.T, s *Store, now time.Time, retention time.Duration) (int,
 // (sweepCandidates): its releases that ran stay however old, and one that
 // never ran still goes once past retention.
 func TestSweepDeletesWhatNeverRanInATargetWithFewRecords(t *testing.T) {
+	t.Parallel()
 	const day = 24 * time.Hour
 	now := at(0).Add(200 * day)
 	inUS := func(r *Record) { r.Cluster = "prod-us" }

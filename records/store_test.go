@@ -15,6 +15,7 @@ import (
 )
 
 func TestStoreAppliesEachKindOfFact(t *testing.T) {
+	t.Parallel()
 	source := func(s Source) func(*Fact) { return func(f *Fact) { f.Source = s } }
 	cases := []struct {
 		name    string
@@ -95,6 +96,7 @@ func checkObservation(t *testing.T, s *Store, f Fact, res Result) {
 }
 
 func TestStoreRepeatedFactIsADuplicateAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))
@@ -113,6 +115,7 @@ func TestStoreRepeatedFactIsADuplicateAndChangesNothing(t *testing.T) {
 }
 
 func TestStoreIgnoredFactIsNotKeptSoItCanCountLater(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))
@@ -135,6 +138,7 @@ func TestStoreIgnoredFactIsNotKeptSoItCanCountLater(t *testing.T) {
 }
 
 func TestStoreHealthyReleaseSupersedesItsSiblings(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		openRelease(t, s, record("R1", "", 0))
@@ -158,6 +162,7 @@ func TestStoreHealthyReleaseSupersedesItsSiblings(t *testing.T) {
 }
 
 func TestStoreDriftIsAuditedAndAlerted(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		res := applyFact(t, s, fact("R9", PhaseProgressing, 1), "delivery-7", at(1))
@@ -187,6 +192,7 @@ func TestStoreDriftIsAuditedAndAlerted(t *testing.T) {
 }
 
 func TestStoreRoundTripsEveryRecordField(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		flow := time.Date(2026, 10, 10, 8, 59, 1, 123456789, time.FixedZone("CEST", 7200))
@@ -208,6 +214,7 @@ func TestStoreRoundTripsEveryRecordField(t *testing.T) {
 }
 
 func TestStoreEverHealthyCountsClosedReleases(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		s, _ := openStore(t, dbURL)
 		// The only release that was ever healthy here is closed now, so no
