@@ -12,6 +12,7 @@ import (
 )
 
 func TestActionMetadata(t *testing.T) {
+	t.Parallel()
 	a := loadAction(t)
 	if a.Name == "" || a.Description == "" {
 		t.Error("action.yml needs a name and a description (the Marketplace shows them)")
@@ -61,6 +62,7 @@ func TestActionMetadata(t *testing.T) {
 // Composite actions get no INPUT_* variables: every input must be passed in
 // the step's env under the name the script reads, and nothing else.
 func TestEveryInputReachesTheScript(t *testing.T) {
+	t.Parallel()
 	a := loadAction(t)
 	env := a.Runs.Steps[0].Env
 	for name := range a.Inputs {
@@ -103,6 +105,7 @@ func TestEveryInputReachesTheScript(t *testing.T) {
 // shellcheck catches the quoting slips bash tests can miss. It is a Debian
 // package (shellcheck); without it this test is skipped, not passed.
 func TestScriptPassesShellcheck(t *testing.T) {
+	t.Parallel()
 	path, err := exec.LookPath("shellcheck")
 	if err != nil {
 		if os.Getenv("CI") != "" {

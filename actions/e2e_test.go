@@ -81,6 +81,7 @@ func get(t *testing.T, url string, out any) int {
 // issuer, against a real `ripcord serve`: the first fact opens the release,
 // the second makes it healthy.
 func TestActionAgainstARealServer(t *testing.T) {
+	t.Parallel()
 	issuer := oidctest.NewIssuer(t)
 	url := realServer(t, issuer)
 	installOn(t, url, "acme/checkout")
@@ -113,6 +114,7 @@ func TestActionAgainstARealServer(t *testing.T) {
 // attempt) is a new fact, and posting the same attempt's status again is
 // recognised as a duplicate, against a real server.
 func TestReRunsPostDistinctFacts(t *testing.T) {
+	t.Parallel()
 	issuer := oidctest.NewIssuer(t)
 	url := realServer(t, issuer)
 	installOn(t, url, "acme/checkout")
@@ -158,6 +160,7 @@ func TestReRunsPostDistinctFacts(t *testing.T) {
 // another audience), or whose repository has no App installed, gets a
 // warning that says what to do, and the step succeeds.
 func TestRefusalsReachTheWorkflowAuthor(t *testing.T) {
+	t.Parallel()
 	issuer := oidctest.NewIssuer(t)
 	url := realServer(t, issuer)
 	installOn(t, url, "acme/checkout")

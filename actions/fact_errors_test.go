@@ -44,6 +44,7 @@ func checkFailed(t *testing.T, r run, code int, kind string, want ...string) {
 }
 
 func TestRetriesA503ThenSucceeds(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	f.facts.script(reply{503, "busy"}, reply{502, "bad gateway"}, reply{200, answer})
 	f.token.script(reply{500, "token service hiccup"}, reply{200, `{"value":"` + oidcToken + `"}`})
@@ -67,6 +68,7 @@ func TestRetriesA503ThenSucceeds(t *testing.T) {
 }
 
 func TestGivesUpAfterThreeAttempts(t *testing.T) {
+	t.Parallel()
 	for _, m := range failModes {
 		t.Run("fail-on-error="+m.failOnError, func(t *testing.T) {
 			f := newFakes(t)
@@ -81,6 +83,7 @@ func TestGivesUpAfterThreeAttempts(t *testing.T) {
 }
 
 func TestRipcordUnreachableIsRetriedThenReported(t *testing.T) {
+	t.Parallel()
 	for _, m := range failModes {
 		t.Run("fail-on-error="+m.failOnError, func(t *testing.T) {
 			f := newFakes(t)
@@ -100,6 +103,7 @@ func TestRipcordUnreachableIsRetriedThenReported(t *testing.T) {
 // the pretty-printed JSON with its escapes; an answer that is not
 // ripcord's JSON (a proxy's page) is shown as it came.
 func TestA400IsNotRetriedAndItsBodyIsShown(t *testing.T) {
+	t.Parallel()
 	// The body as ripcord's API writes it: indented, with Go's escapes.
 	rec := httptest.NewRecorder()
 	pipeline.WriteError(rec, http.StatusBadRequest, "release_id", `release_id: "c1" is not <app>:<cluster>/<environment>`)
@@ -140,6 +144,7 @@ func TestA400IsNotRetriedAndItsBodyIsShown(t *testing.T) {
 // fail-on-error is true or false in any case; anything else is taken as
 // false (a failed post warns and the deploy goes on), and said.
 func TestFailOnErrorValues(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		value string
 		code  int
@@ -180,6 +185,7 @@ func TestFailOnErrorValues(t *testing.T) {
 }
 
 func TestMissingIDTokenPermission(t *testing.T) {
+	t.Parallel()
 	for _, m := range failModes {
 		for _, unset := range []string{"ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN"} {
 			t.Run(unset+"/fail-on-error="+m.failOnError, func(t *testing.T) {
@@ -196,6 +202,7 @@ func TestMissingIDTokenPermission(t *testing.T) {
 }
 
 func TestInvalidInputsAreRefusedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		inputs []string
@@ -232,6 +239,7 @@ func TestInvalidInputsAreRefusedBeforeAnyRequest(t *testing.T) {
 }
 
 func TestFailedStatusWithFailureType(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	r := runAction(t, f, with(baseInputs(f), "status", "failed", "failure-type", "deploy_failure"), nil)
 	if r.code != 0 || len(f.facts.got()) != 1 {
@@ -247,6 +255,7 @@ func TestFailedStatusWithFailureType(t *testing.T) {
 // down, is told what to do about it, and with fail-on-error false the deploy
 // goes on.
 func TestFailedPostSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	redirect := httptest.NewServer(http.RedirectHandler("https://ripcord.example.com/api/v1/facts", http.StatusPermanentRedirect))
 	t.Cleanup(redirect.Close)
 	cases := []struct {
@@ -292,6 +301,7 @@ func TestFailedPostSaysWhatToDo(t *testing.T) {
 // A server's answer is shown on one log line: a line of it that began with
 // :: would be taken by the runner as a workflow command.
 func TestAnswersCannotInjectWorkflowCommands(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	f.facts.script(reply{502, "bad gateway\n::error::injected\r\n::add-mask::x"}, reply{200, answer})
 	r := runAction(t, f, baseInputs(f), nil)
@@ -311,6 +321,7 @@ func TestAnswersCannotInjectWorkflowCommands(t *testing.T) {
 // A ripcord that takes the connection but never answers holds the job for
 // the documented bound only: each attempt ends after timeout seconds.
 func TestASilentRipcordHoldsTheJobBoundedly(t *testing.T) {
+	t.Parallel()
 	var posts atomic.Int32
 	stop := make(chan struct{})
 	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -343,6 +354,7 @@ func TestASilentRipcordHoldsTheJobBoundedly(t *testing.T) {
 // of the inputs, so the step says to upgrade the server instead of only
 // quoting the refusal; a 400 on another field is shown as any refusal.
 func TestCancelledRefusedByAnOlderServerSaysToUpgradeIt(t *testing.T) {
+	t.Parallel()
 	old := httptest.NewRecorder() // the answer as a server before the status wrote it
 	pipeline.WriteError(old, http.StatusBadRequest, "status", `status: must be in_progress, success or failed, got "cancelled"`)
 	other := httptest.NewRecorder()

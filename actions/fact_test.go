@@ -29,6 +29,7 @@ func decodeFact(t *testing.T, body []byte) records.Fact {
 }
 
 func TestPostsTheTaskFact(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	before := time.Now().UTC().Truncate(time.Second)
 	// A trailing slash on server must not end up in the URL or audience.
@@ -104,6 +105,7 @@ func TestPostsTheTaskFact(t *testing.T) {
 }
 
 func TestOptionalFieldsAreLeftOut(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	in := map[string]string{"server": f.rcURL, "app": "checkout", "environment": "staging",
 		"status": "failed", "failure-type": "deploy_failure", "release-id": "c7:staging"}
@@ -131,6 +133,7 @@ func TestOptionalFieldsAreLeftOut(t *testing.T) {
 }
 
 func TestAudienceInputIsURLEncoded(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	aud := "https://ripcord.example.com/aud?team=a&b c/ü"
 	r := runAction(t, f, with(baseInputs(f), "audience", aud), nil)
@@ -143,6 +146,7 @@ func TestAudienceInputIsURLEncoded(t *testing.T) {
 }
 
 func TestValuesAreEscaped(t *testing.T) {
+	t.Parallel()
 	nasty := map[string]string{
 		"app":          `quo"te\back\\slash`,
 		"version":      "line1\nline2\r\n\ttabbed",

@@ -47,6 +47,7 @@ apps:
 // the results with a real OIDC token; the rollout then passes its gate.
 // Probing a target that answers 500 fails it instead.
 func TestProbeModeAgainstARealServer(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		status int

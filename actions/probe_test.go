@@ -3,6 +3,7 @@ package actions
 import "testing"
 
 func TestProbeModeRefusesBadInputs(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	probe := map[string]string{"mode": "probe", "server": f.rcURL, "rollout-id": "ro-1", "reading": "0.0.-1.1",
 		"probes": `[{"url":"http://127.0.0.1:1/healthz","host":"127.0.0.1:1","expect_status":200}]`}

@@ -139,6 +139,7 @@ func (p *exprParser) atom() any {
 // usage workflow of actions/README.md for a deploy that succeeds and one
 // that fails, and the step in the README's action section.
 func TestReadmeExamplesRunAsWritten(t *testing.T) {
+	t.Parallel()
 	issuer := oidctest.NewIssuer(t)
 	url := realServer(t, issuer)
 	installOn(t, url, "acme/checkout")

@@ -33,6 +33,7 @@ func curlRecorder(t *testing.T) (map[string]string, func() []string) {
 // timeout + 6 s), so it has a ceiling: a larger value is lowered to 60
 // seconds with a warning, and the step goes on.
 func TestTimeoutAbove60IsLoweredTo60(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		timeout, used string
 		warn          bool
@@ -73,6 +74,7 @@ func TestTimeoutAbove60IsLoweredTo60(t *testing.T) {
 
 // Mode probe sends each probe with the same timeout, and so the same ceiling.
 func TestProbeModeLowersTimeoutTo60(t *testing.T) {
+	t.Parallel()
 	f := newFakes(t)
 	job, calls := curlRecorder(t)
 	// No rollout endpoint: the post fails (and only warns) after the probe ran.
