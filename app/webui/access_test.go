@@ -7,6 +7,7 @@ import (
 )
 
 func TestAccessIsAskedAgainAfterTTL(t *testing.T) {
+	t.Parallel()
 	gh := newFakeGitHub()
 	a := newAccess()
 	ctx := context.Background()

@@ -117,6 +117,7 @@ func newSite(t *testing.T) site {
 }
 
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	browser := newBrowser(t)
 	s := newSite(t)
 	bodyText := `document.body.innerText`

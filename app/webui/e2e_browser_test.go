@@ -18,6 +18,7 @@ import (
 // tries from the release page and reads why not. TestBrowser covers reading
 // the pages; this is the part that needs the whole server.
 func TestBrowserRollback(t *testing.T) {
+	t.Parallel()
 	browser := webui.NewBrowser(t)
 	s := newSite(t)
 	flash := `document.querySelector('#flash') ? document.querySelector('#flash').innerText : ''`

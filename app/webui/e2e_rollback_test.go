@@ -12,6 +12,7 @@ import (
 // The Roll back form on the real server: who may post it, what a refusal
 // says, and that a writer's rollback becomes exactly one pull request.
 func TestRollbackForm(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	alice, bob, mallory := s.signIn(t, "alice"), s.signIn(t, "bob"), s.signIn(t, "mallory")
 	post := func(t *testing.T, id string, form url.Values, who ...*http.Cookie) page {

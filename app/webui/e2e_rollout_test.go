@@ -71,6 +71,7 @@ func (s *site) rolledOut(t *testing.T) string {
 // rollout from the executor's own tables: the status, each stage coloured
 // by its state, and the link to the status JSON.
 func TestReleasePageShowsTheExecutorsRollout(t *testing.T) {
+	t.Parallel()
 	s := newSite(t)
 	id := s.rolledOut(t)
 	p := s.do(t, "GET", releasePath(staged), nil, s.signIn(t, "alice"))
@@ -104,6 +105,7 @@ func TestReleasePageShowsTheExecutorsRollout(t *testing.T) {
 
 // The same page in headless Chromium: what a person sees of the rollout.
 func TestBrowserRolloutStages(t *testing.T) {
+	t.Parallel()
 	browser := webui.NewBrowser(t)
 	s := newSite(t)
 	id := s.rolledOut(t)

@@ -19,6 +19,7 @@ import (
 // records the person can read are cited, and the verdict stays per app,
 // environment and cluster.
 func TestPagesSayWhereElseAReleasesImageRanHealthy(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		f := newFixture(t, dbURL)
 		for _, r := range []release{

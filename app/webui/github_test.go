@@ -15,6 +15,7 @@ import (
 // TestUserClientAgainstGitHub runs the real calls against the fake GitHub,
 // which checks the API requests against GitHub's OpenAPI description.
 func TestUserClientAgainstGitHub(t *testing.T) {
+	t.Parallel()
 	gh := githubtest.NewServer(t)
 	o := githubtest.NewOAuth(gh)
 	o.AddUser("alice", "acme/shop", "acme/api", "other/tool")

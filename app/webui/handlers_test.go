@@ -94,6 +94,7 @@ func body(w *httptest.ResponseRecorder) string {
 }
 
 func TestPages(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		f := newFixture(t, dbURL)
 		f.seedShop(t)
@@ -249,6 +250,7 @@ func TestPages(t *testing.T) {
 }
 
 func TestRootSendsToSetupUntilTheAppIsConfigured(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	_, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return pipeline.AppIdentity{} }, newFakeGitHub(), now)
 	w := get(t, mux, "/")
@@ -298,6 +300,7 @@ func sessionFrom(w *httptest.ResponseRecorder) *http.Cookie {
 }
 
 func TestSignInCallback(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	app := appWith("https://github.example/")
 	h, mux := newTestHandler(f, publicURL, "https://api.github.example/", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)
@@ -381,6 +384,7 @@ func TestSignInCallback(t *testing.T) {
 // form: GET /logout only shows the button, so another site's
 // <img src=".../logout"> or form cannot sign a person out.
 func TestSignOut(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	f.seedShop(t)
 	app := appWith("https://github.example/")
@@ -460,6 +464,7 @@ func mustToken(t *testing.T, app pipeline.AppIdentity, login, token, action stri
 }
 
 func TestSessionCookieIsSecureOnHTTPS(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	app := appWith("https://github.example/")
 	_, mux := newTestHandler(f, "https://ripcord.example", "", func() pipeline.AppIdentity { return app }, newFakeGitHub(), now)

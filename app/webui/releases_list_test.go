@@ -21,6 +21,7 @@ import (
 // newest releases of that record's own app, environment and cluster,
 // however many newer records of other targets the store holds.
 func TestReleasesPageJudgesEachTargetByItsOwnNewestReleases(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		f := newFixture(t, dbURL)
 		at := func(d time.Duration) time.Time { return t0.Add(d) }
@@ -109,6 +110,7 @@ func (f *fixture) reportAll(t testing.TB, rs []release) {
 // was not read) and a release past the window was called eligible (it was
 // counted from the few releases that were read).
 func TestReleasePageIgnoresManyOpenedReleases(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		f := newFixture(t, dbURL)
 		const repo = "acme/shop"
@@ -159,6 +161,7 @@ func TestReleasePageIgnoresManyOpenedReleases(t *testing.T) {
 // pages. Until ripcord has read the repository's config (none is kept),
 // the pages use the default window.
 func TestPagesUseTheRepositorysEligibilityWindow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	const repo = "acme/shop"
 	// r0 healthy, r1..r6 failed: r6 runs, r0 is the seventh newest.

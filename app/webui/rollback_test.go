@@ -13,6 +13,7 @@ import (
 )
 
 func TestCSRFTokenIsBoundToSessionAndAction(t *testing.T) {
+	t.Parallel()
 	const secret = "test-client-secret"
 	alice := session{Login: "alice", Token: "tok-alice", Expires: now.Add(time.Hour)}
 	tok, err := csrfToken(secret, alice, rollbackAction("shop-3"))
@@ -43,6 +44,7 @@ func TestCSRFTokenIsBoundToSessionAndAction(t *testing.T) {
 }
 
 func TestFlashSaysWhatTheRollbackCameTo(t *testing.T) {
+	t.Parallel()
 	plan := rollbackflow.Plan{Target: "shop-2", Record: records.Record{ReleaseID: "rollback-1", RollbackOf: "shop-3"},
 		Request: rollbackpr.Request{Repository: "acme/gitops", Rollback: rollbackpr.Rollback{Eligibility: rollbackpr.Eligibility{Eligible: true}}}}
 	notEligible := plan
@@ -82,6 +84,7 @@ func TestFlashSaysWhatTheRollbackCameTo(t *testing.T) {
 
 // The form is drawn where a rollback can start and nowhere else.
 func TestRollbackFormsOnThePages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	f.seedShop(t)
 	app := appWith("https://github.example/")
@@ -117,6 +120,7 @@ func TestRollbackFormsOnThePages(t *testing.T) {
 // runs: the list's form and "current" tag stay on it, and the opened
 // record is shown as pending, with no form of its own.
 func TestRollbackFormsWhileARollbackIsOpen(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	f.seedShop(t)
 	f.report(t, release{"shop-4", "shop", "production", "eu-1", "acme/shop", "ghcr.io/acme/shop:v4", records.TaskSuccess,

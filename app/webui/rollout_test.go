@@ -26,6 +26,7 @@ func (f fakeRollouts) Rollout(_ context.Context, id string) (Rollout, bool, erro
 }
 
 func TestReleasePageShowsRolloutStages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, testdb.URL(t, "sqlite"))
 	f.seedShop(t)
 	app := appWith("https://github.example/")
@@ -81,6 +82,7 @@ func TestReleasePageShowsRolloutStages(t *testing.T) {
 // fromWaves turns the executor's view into the page's: times it has not
 // reached stay empty, passes and the rollback read as one line each.
 func TestFromWavesKeepsWhatThePageShows(t *testing.T) {
+	t.Parallel()
 	started := t0.Add(time.Minute)
 	v := rolloutflow.RolloutView{ID: "ro1", Status: status.Failed, Progress: "1/2", Stage: "rest", OnFailure: "rollback",
 		Rollback: &status.Rollback{Status: "failed", Stages: []string{"rest", "canary"}, Reason: "run 9 failed"},
@@ -149,6 +151,7 @@ func (f deployedRollouts) Deployed(_ context.Context, ids []string) (map[string]
 // rolled out, not that no fact will come. An opened release no rollout
 // deployed is still pending.
 func TestReleasesPageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
+	t.Parallel()
 	d, app := openedAfterShop(t)
 	mux := http.NewServeMux()
 	newHandler(d, newFakeGitHub(), deployedRollouts{deployed: map[string]string{"shop-4": "failed", "shop-6": "succeeded"}}).routes(mux)
@@ -206,6 +209,7 @@ func openedAfterShop(t *testing.T) (pipeline.Deps, pipeline.AppIdentity) {
 // "no fact about it came" only when the rollout did not succeed (one that
 // succeeded reports the release healthy).
 func TestReleasePageSaysAnOpenedReleaseWasRolledOut(t *testing.T) {
+	t.Parallel()
 	d, app := openedAfterShop(t)
 	mux := http.NewServeMux()
 	newHandler(d, newFakeGitHub(), fakeRollouts{rollouts: map[string]Rollout{

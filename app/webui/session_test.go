@@ -7,6 +7,7 @@ import (
 )
 
 func TestSealedCookies(t *testing.T) {
+	t.Parallel()
 	s, err := newSealer("client-secret")
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func TestSealedCookies(t *testing.T) {
 }
 
 func TestLocalPath(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, in, want string }{
 		{"a page here", "/releases/a-1", "/releases/a-1"},
 		{"empty goes home", "", "/"},

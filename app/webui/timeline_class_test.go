@@ -10,6 +10,7 @@ import (
 // is still under way: the timeline must not show it as finished ("done")
 // while it waits for the next agent or the reset.
 func TestTimelineShowsARequeuedRollbackAsRunning(t *testing.T) {
+	t.Parallel()
 	for typ, want := range map[records.AuditType]string{
 		records.AuditRollbackRequeued:    "running",
 		records.AuditRollbackRateLimited: "running",

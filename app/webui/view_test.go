@@ -25,6 +25,7 @@ func rec(id, app, env, cluster, repo, image string, state records.State, created
 }
 
 func TestBuildGroups(t *testing.T) {
+	t.Parallel()
 	rs := []records.Record{ // deliberately not newest first
 		rec("a-1", "shop", "prod", "eu", "acme/shop", "shop:v1", records.StateSuperseded, t0, true),
 		rec("a-3", "shop", "prod", "eu", "acme/shop", "shop:v3", records.StateFailed, t0.Add(2*time.Hour), false),
@@ -89,6 +90,7 @@ func TestBuildGroups(t *testing.T) {
 }
 
 func TestShellQuote(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, in, want string }{
 		{"a plain word stays", "shop-api_v1.2", "shop-api_v1.2"},
 		{"a space is quoted", "my app", "'my app'"},
@@ -103,6 +105,7 @@ func TestShellQuote(t *testing.T) {
 }
 
 func TestAgo(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		d    time.Duration
 		want string
@@ -121,6 +124,7 @@ func TestAgo(t *testing.T) {
 }
 
 func TestBuildReleaseTimeline(t *testing.T) {
+	t.Parallel()
 	r := rec("a-2", "shop", "prod", "eu", "acme/shop", "shop:v2", records.StateHealthy, t0, true)
 	events := []records.AuditEvent{
 		{Type: records.AuditGateEvaluated, At: t0.Add(20 * time.Minute), Data: map[string]any{"user": "bob"}},
@@ -153,6 +157,7 @@ func TestBuildReleaseTimeline(t *testing.T) {
 // with recovery that the newest record that left opened is the current
 // one, and show the opened one as pending.
 func TestBuildGroupsCurrentIsTheNewestReleaseThatRan(t *testing.T) {
+	t.Parallel()
 	rb := rec("a-4", "shop", "prod", "eu", "acme/shop", "shop:v2", records.StateOpened, t0.Add(3*time.Hour), false)
 	rb.Kind, rb.RollbackOf = records.KindRollback, "a-3"
 	rs := []records.Record{
@@ -196,6 +201,7 @@ func defaultWindow(string) int { return eligibility.DefaultWindow }
 // no fact (records.FailUnrun): it never ran, so the release it was to
 // replace is still what runs there, on the list and on its page alike.
 func TestBuildGroupsARollbackThatFailedBeforeRunningIsNotCurrent(t *testing.T) {
+	t.Parallel()
 	rb := rec("a-4", "shop", "prod", "eu", "acme/shop", "shop:v2", records.StateFailed, t0.Add(3*time.Hour), false)
 	rb.Kind, rb.RollbackOf, rb.LastFactAt = records.KindRollback, "a-3", nil
 	rs := []records.Record{
