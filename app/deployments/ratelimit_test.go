@@ -20,6 +20,7 @@ import (
 // It waits until the time GitHub names, counting no attempt, and writes
 // the deployment once the limit has lifted.
 func TestRateLimitedSyncWaitsForTheLimitAndWritesAfter(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)

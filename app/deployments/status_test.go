@@ -10,6 +10,7 @@ import (
 )
 
 func TestStatusForEveryRecordState(t *testing.T) {
+	t.Parallel()
 	want := map[records.State]Status{
 		records.StateOpened: StatusInProgress, records.StateProgressing: StatusInProgress, records.StatePaused: StatusInProgress,
 		records.StateHealthy: StatusSuccess, records.StateDegraded: StatusFailure, records.StateAborted: StatusFailure,
@@ -23,6 +24,7 @@ func TestStatusForEveryRecordState(t *testing.T) {
 }
 
 func TestSkipReason(t *testing.T) {
+	t.Parallel()
 	ok := newRelease("r1")
 	for _, c := range []struct {
 		name string
@@ -46,6 +48,7 @@ func TestSkipReason(t *testing.T) {
 }
 
 func TestEnvironmentFlags(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		env                   string
 		production, transient bool
@@ -61,6 +64,7 @@ func TestEnvironmentFlags(t *testing.T) {
 }
 
 func TestDeploymentOfARollbackSaysSo(t *testing.T) {
+	t.Parallel()
 	r := newRelease("rb")
 	r.Kind, r.RollbackOf, r.RollbackReason = records.KindRollback, "ra", "errors"
 	q := DeploymentFor(r)
@@ -72,6 +76,7 @@ func TestDeploymentOfARollbackSaysSo(t *testing.T) {
 // A second job cannot write for a release while the first holds its lease;
 // the lease of a job that died runs out.
 func TestLeaseKeepsOneWriterPerRelease(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		r := newRelease("rel-l:prod-eu/production")

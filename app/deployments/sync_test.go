@@ -22,6 +22,7 @@ import (
 // shows on GitHub as one deployment with in_progress, success, inactive —
 // and opened → progressing, both in_progress, writes once.
 func TestReleaseLifecycleWritesOneStatusPerChange(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)
@@ -70,6 +71,7 @@ func TestReleaseLifecycleWritesOneStatusPerChange(t *testing.T) {
 }
 
 func TestFailedReleaseShowsFailure(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)
@@ -88,6 +90,7 @@ func TestFailedReleaseShowsFailure(t *testing.T) {
 // for the same record version (River's retry after a crash) finds the
 // status written and writes nothing either.
 func TestRedeliveredFactAndRepeatedJobWriteNothingMore(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)
@@ -125,6 +128,7 @@ func TestRedeliveredFactAndRepeatedJobWriteNothingMore(t *testing.T) {
 // release has one deployment and one status. An answer lost after GitHub
 // acted (a 502 on a write that arrived) is looked up, not repeated.
 func TestGitHubDownIsRetriedLaterWithoutDuplicates(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)
@@ -153,6 +157,7 @@ func TestGitHubDownIsRetriedLaterWithoutDuplicates(t *testing.T) {
 // A release without a repository, or in a repository the App is not
 // installed on, is skipped with its reason, without a call to GitHub.
 func TestReleaseWithoutRepositoryOrInstallationIsSkippedWithItsReason(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		noRepo := newRelease("rel-n:prod-eu/production")
@@ -194,6 +199,7 @@ func (e *env) getInfo(id string) Info {
 // where the reason for a missing deployment is. A later change of the
 // record asks again.
 func TestRefusedDeploymentIsNotRetriedAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)
@@ -222,6 +228,7 @@ func TestRefusedDeploymentIsNotRetriedAndSaysWhy(t *testing.T) {
 // anything, so its deployment ends inactive, not failure: nothing failed.
 // An abort the cluster reported is still a failure.
 func TestWithdrawnReleaseEndsInactive(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)
@@ -259,6 +266,7 @@ func TestWithdrawnReleaseEndsInactive(t *testing.T) {
 // why instead of showing the old state as if it were current. The next
 // change of the record writes the state and clears the reason.
 func TestGitHubDownThroughTheLastAttemptSaysWhy(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL)
 		e.install(repository)

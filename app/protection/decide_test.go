@@ -15,6 +15,7 @@ func holidays(regions ...string) rollout.Freeze {
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	const ev1, ev2 = "acme/shop#7@s shop/prod pull_request opened", "acme/shop#7@s shop/prod pull_request synchronize"
 	run := func(name, status, conclusion, ev string) CheckRun {
 		return CheckRun{Name: name, Status: status, Conclusion: conclusion, Scope: "shop/prod", Evaluation: ev}
@@ -120,6 +121,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestRunIDFromTheCallbackURL(t *testing.T) {
+	t.Parallel()
 	for _, callback := range []string{
 		"https://api.github.com/repos/acme/shop/actions/runs/4242/deployment_protection_rule",
 		"https://ghe.example/api/v3/repos/Acme/Shop/actions/runs/4242/deployment_protection_rule", // GitHub Enterprise Server; names are case-insensitive

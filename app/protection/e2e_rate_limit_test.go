@@ -18,6 +18,7 @@ import (
 // out, nor spend its attempts. It waits until the time GitHub names,
 // counting no attempt, and posts the answer once the limit has lifted.
 func TestProtectionRuleWaitsForGitHubsRateLimitOnItsAnswer(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		start := time.Now()
 		e, _, lift := answerMeetsTheLimit(t, dbURL, 960)
@@ -43,6 +44,7 @@ func TestProtectionRuleWaitsForGitHubsRateLimitOnItsAnswer(t *testing.T) {
 // it: a freeze that began during the wait rejects the deployment. (Without
 // a change during the wait the answer is the same, as above.)
 func TestProtectionRuleDecidesAgainAfterGitHubsRateLimit(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		e, now, lift := answerMeetsTheLimit(t, dbURL, 961)
 		if posts := reviewPosts(t, e); len(posts) != 1 || posts[0].State != "approved" {

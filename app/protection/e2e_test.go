@@ -45,6 +45,7 @@ apps:
 // deployment protection rule; the real server answers through GitHub's
 // review endpoint, every request valid for GitHub's description.
 func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	tests := []struct {
 		name        string
@@ -91,6 +92,7 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 // must get its own answer, or the job waits until GitHub times it out. A
 // redelivery of the same request is still answered once.
 func TestProtectionRuleAnswersARerunOfTheSameRun(t *testing.T) {
+	t.Parallel()
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{})
 	now := time.Now().UTC()
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
@@ -134,6 +136,7 @@ func TestProtectionRuleAnswersARerunOfTheSameRun(t *testing.T) {
 // deployment reads production's own evaluation, whichever is newer and on
 // whatever page GitHub lists it, and never staging's verdict.
 func TestProtectionRuleReadsItsOwnEnvironmentsGateVerdict(t *testing.T) {
+	t.Parallel()
 	const cfg = `version: 1
 apps:
   shop:
@@ -233,6 +236,7 @@ func startShop(t *testing.T, cfg string) *e2etest.Env {
 // many); the one that brought it is found however far down GitHub lists
 // it, not only among the first ten.
 func TestProtectionRuleFindsThePullRequestPastTheFirstTen(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
 	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
@@ -277,6 +281,7 @@ func TestProtectionRuleFindsThePullRequestPastTheFirstTen(t *testing.T) {
 // A gate removed from the config is not judged any more: its old run on
 // the commit (here a failed ripcord/qa) neither refuses nor approves.
 func TestProtectionRuleJudgesOnlyTheGatesTheConfigRequires(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
 	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
@@ -296,6 +301,7 @@ func TestProtectionRuleJudgesOnlyTheGatesTheConfigRequires(t *testing.T) {
 // yet (here a failed commit signing fixed by the newer push, and a
 // provenance that passed on the older one).
 func TestProtectionRuleDoesNotMixAnOlderEvaluationIn(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	e := startShop(t, strings.Replace(config(now.Add(24*time.Hour), now.Add(48*time.Hour), true),
 		"provenance: {keys: [.github/cosign.pub]}", "provenance: {keys: [.github/cosign.pub]}\n          commit_signing: true", 1))
@@ -327,6 +333,7 @@ func TestProtectionRuleDoesNotMixAnOlderEvaluationIn(t *testing.T) {
 // external id), not the one that wrote last: the older one's pass must not
 // approve what the newer one refused.
 func TestProtectionRuleJudgesTheEvaluationAskedForLast(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
 	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
@@ -343,6 +350,7 @@ func TestProtectionRuleJudgesTheEvaluationAskedForLast(t *testing.T) {
 // Runs made before external ids carried a seq are older than any that
 // carries one, and among themselves the newest run's evaluation counts.
 func TestProtectionRuleOrdersRunsWithoutSeqBeforeThoseWithOne(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	e := startShop(t, config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
 	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
@@ -369,6 +377,7 @@ func gateExternalID(sha, app, env, trigger string) string {
 // same environment) must not stop the rule from looking at the pull
 // request's head, where shop's evaluation (failed) lives.
 func TestProtectionRuleFallsBackToThePullRequestPerApp(t *testing.T) {
+	t.Parallel()
 	const cfg = `version: 1
 apps:
   shop:
@@ -436,6 +445,7 @@ func servePullRequestWithHead(e *e2etest.Env, head string) {
 // the first one ends (a re-run at the first one's end would only be
 // rejected again).
 func TestProtectionRuleSaysWhichFreezeAndUntilWhen(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC().Truncate(time.Second)
 	stamp := func(t time.Time) string { return t.Format(time.RFC3339) }
 	tests := []struct {
@@ -519,6 +529,7 @@ func refuseReview(w http.ResponseWriter, status int, message string) {
 // same answer, not decide again: a freeze that began in between would
 // otherwise send "rejected" after an "approved" GitHub may have acted on.
 func TestProtectionRuleRepeatsItsAnswerAfterAFailedPost(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		now := time.Now().UTC().Truncate(time.Second)
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 50 * time.Millisecond})
@@ -568,6 +579,7 @@ func TestProtectionRuleRepeatsItsAnswerAfterAFailedPost(t *testing.T) {
 // the review ends after that one answer rather than post it for every
 // attempt of the job.
 func TestProtectionRuleStopsWhenGitHubRefusesTheAnswer(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	e := e2etest.Start(t, testdb.URL(t, "sqlite"), app.Options{RetryBase: time.Millisecond})
 	e.CheckRequestsAtCleanup(t)
@@ -599,6 +611,7 @@ func TestProtectionRuleStopsWhenGitHubRefusesTheAnswer(t *testing.T) {
 // and answering the event's repository's run of that number could approve
 // a job nobody asked about. The delivery fails, saying why.
 func TestProtectionRuleAnswersOnlyTheEventsRepositorysRun(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	tests := []struct{ name, callback, wantError string }{
 		{"another repository's run", "repos/acme/other/actions/runs/960/deployment_protection_rule", "names acme/other, not the event's repository acme/shop"},
@@ -648,6 +661,7 @@ func TestProtectionRuleAnswersOnlyTheEventsRepositorysRun(t *testing.T) {
 // wait) and answers once the gate has finished, once, however often GitHub
 // sends the request meanwhile and after.
 func TestProtectionRuleAnswersOnceWhenTheGatesFinish(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		now := time.Now().UTC()
 		e := e2etest.Start(t, dbURL, app.Options{})

@@ -7,6 +7,7 @@ import (
 )
 
 func TestShortenKeepsTheCommentWithinGitHubsLimitAndValidUTF8(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		in   string
