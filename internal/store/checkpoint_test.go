@@ -14,6 +14,7 @@ import (
 // make the WAL grow for as long as it writes: the checkpointer finds a
 // moment behind the gate and the WAL starts over.
 func TestWALStartsOverUnderSteadyWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	db, err := Open(ctx, "sqlite://"+path)

@@ -17,6 +17,7 @@ import (
 // CheckWrite, which answers /readyz, says so; once there is room again it
 // does not.
 func TestPostgresFullDiskIsUnavailable(t *testing.T) {
+	t.Parallel()
 	dbURL, disk := testdb.PostgresOnSmallDisk(t)
 	ctx := context.Background()
 	db := testdb.OpenMigrated(t, dbURL)

@@ -10,6 +10,7 @@ import (
 // database that already holds deliveries must keep every id, state and
 // payload across it, and going back down must put them where they were.
 func TestDeliveryBodiesMigrationKeepsEveryPayload(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "r.db"))
 	if err != nil {

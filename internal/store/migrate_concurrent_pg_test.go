@@ -14,6 +14,7 @@ import (
 // and the schema ends at the newest version with every migration applied
 // by exactly one of them.
 func TestPostgresReplicasMigratingAtOnceApplyEachMigrationOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := testdb.URL(t, "postgres")
 	const replicas = 8

@@ -18,6 +18,7 @@ import (
 // than the one it names. 0 is every migration reverted; the database's own
 // version is nothing to revert.
 func TestDownToRefusesAVersionAboveTheDatabasesOrNoMigrationHas(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := migratedTo(t, dbURL, 10)

@@ -17,6 +17,7 @@ import (
 // whatever its max_attempts, so nothing changes. A new database, whose
 // River tables are made after ripcord's migrations, migrates as before.
 func TestGatesSpareAttemptMigration(t *testing.T) {
+	t.Parallel()
 	testMaxAttemptsMigration(t, 20, map[string]attemptsJob{
 		"evaluation waiting for its retry":      {"gates_evaluate", "retryable", 3, 8, 9},
 		"evaluation lost at its last attempt":   {"gates_evaluate", "running", 8, 8, 9},

@@ -11,6 +11,7 @@ import "testing"
 // lost job available whatever its max_attempts). A new database, whose
 // River tables are made after ripcord's migrations, migrates as before.
 func TestGatesGaveUpSpareAttemptMigration(t *testing.T) {
+	t.Parallel()
 	testMaxAttemptsMigration(t, 21, map[string]attemptsJob{
 		"give-up lost at its last attempt":      {"gates_gave_up", "running", 8, 8, 9},
 		"give-up waiting for its retry":         {"gates_gave_up", "retryable", 3, 8, 9},

@@ -15,6 +15,7 @@ import (
 // of that name replaces it), none is lost. Down, a Deployment and a
 // Rollout of one name become one again: the one observed last stays.
 func TestObservationKeyMigrationPutsTheSourceInTheKey(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := migratedTo(t, dbURL, 15)

@@ -12,6 +12,7 @@ import (
 // kept fact of the same workload, so an agent's inventory can judge them;
 // one with no such fact keeps none. It goes down and up again.
 func TestObservationSourceMigrationFillsInTheSource(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := migratedTo(t, dbURL, 14)

@@ -11,6 +11,7 @@ import (
 // Migration 9 on PostgreSQL: payloads compressed with lz4 (the Debian
 // server CI installs has it) and the unused repository index gone.
 func TestPostgresDeliveryPayloadsUseLZ4(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, testdb.URL(t, "postgres"))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // stored before it get the phase their machine holds, on both databases,
 // and the migration goes down and up again.
 func TestRolloutPhaseMigrationFillsInThePhase(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := migratedTo(t, dbURL, 9)

@@ -15,6 +15,7 @@ import (
 // of a mistyped one) would pass its setup on the newest schema and test
 // nothing of what it names.
 func TestUpToRefusesAVersionNoMigrationHas(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.Open(t, dbURL)

@@ -9,6 +9,7 @@ import (
 // The database URL goes into the start-up log line and into connection
 // errors: no password it carries may go with it, wherever libpq takes one.
 func TestRedactHidesEveryPassword(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, url, want string }{
 		{"in the user info", "postgres://ripcord:s3cret-pw@db:5432/ripcord", "postgres://ripcord:xxxxx@db:5432/ripcord"},
 		{"as a parameter", "postgres://ripcord@db/ripcord?sslmode=require&password=s3cret-pw",
@@ -34,6 +35,7 @@ func TestRedactHidesEveryPassword(t *testing.T) {
 // A keyword/value string is refused at the start, named in the refusal,
 // without its password.
 func TestOpenRefusesAKeywordStringWithoutShowingItsPassword(t *testing.T) {
+	t.Parallel()
 	_, err := Open(context.Background(), "host=db user=ripcord password=s3cret-pw dbname=ripcord")
 	if err == nil || strings.Contains(err.Error(), "s3cret-pw") || !strings.Contains(err.Error(), "not a database URL") {
 		t.Errorf("Open = %v, want a refusal without the password", err)

@@ -13,6 +13,7 @@ import (
 // engines, and on SQLite keep what it prepared after the transaction that
 // first missed.
 func TestStatementCacheGivesTheSameAnswers(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.Open(t, dbURL)

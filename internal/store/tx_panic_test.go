@@ -13,6 +13,7 @@ import (
 // on: on SQLite it would otherwise hold the one writer connection, and the
 // next transaction would wait for it forever.
 func TestPanicInATransactionLeavesTheWriterFree(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.Open(t, dbURL)

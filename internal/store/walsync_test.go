@@ -10,6 +10,7 @@ import (
 // SyncWAL flushes the file at the WAL's path: the one SQLite writes, and,
 // should that file ever be replaced, the new one rather than the old inode.
 func TestSyncWALFollowsTheFileAtItsPath(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "r.db")
 	db, err := Open(ctx, "sqlite://"+path)
