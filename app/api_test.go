@@ -12,6 +12,7 @@ import (
 )
 
 func TestAPIRequiresTheToken(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range []struct{ name, auth string }{
 		{"no Authorization header", ""},
@@ -34,6 +35,7 @@ func TestAPIRequiresTheToken(t *testing.T) {
 }
 
 func TestDeliveriesAPIListsNewestFirstAndValidatesLimit(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
@@ -58,6 +60,7 @@ func TestDeliveriesAPIListsNewestFirstAndValidatesLimit(t *testing.T) {
 }
 
 func TestInstallationEventsKeepTheInstallationTable(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		created := githubtest.LoadPayload(t, "installation", "created.payload.json")
@@ -84,6 +87,7 @@ func TestInstallationEventsKeepTheInstallationTable(t *testing.T) {
 }
 
 func TestOperatorEndpoints(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready", "/metrics": "ripcord_queue_depth", "/": "Set-up is not finished"} {
 		resp, err := http.Get(ts.URL + path)
@@ -107,6 +111,7 @@ func TestOperatorEndpoints(t *testing.T) {
 // Repositories added to a suspended installation do not make it active:
 // the payload's installation still carries its suspended_at.
 func TestRepositoriesAddedToASuspendedInstallationKeepItSuspended(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
@@ -145,6 +150,7 @@ func TestRepositoriesAddedToASuspendedInstallationKeepItSuspended(t *testing.T) 
 // move updated_at when an installation is deleted, so it carries the same
 // updated_at as the created event).
 func TestAnOlderInstallationEventDoesNotUndoItsDeletion(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		created := githubtest.LoadPayload(t, "installation", "created.payload.json")

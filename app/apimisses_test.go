@@ -15,6 +15,7 @@ import (
 // the path and the method; a 405 keeps its Allow header. Paths outside
 // the API keep Go's answers.
 func TestAPIMissesAnswerJSON(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range []struct {
 		name, method, path string

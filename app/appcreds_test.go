@@ -10,6 +10,7 @@ import (
 )
 
 func TestTheAppInUseIsOneIdentity(t *testing.T) {
+	t.Parallel()
 	stored := &setup.Credentials{AppID: 7, Slug: "ripcord-acme", HTMLURL: "https://github.com/apps/ripcord-acme",
 		ClientID: "Iv1.x", ClientSecret: "cs", WebhookSecret: "stored-secret"}
 	cases := []struct {

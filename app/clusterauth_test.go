@@ -43,6 +43,7 @@ func (ts *testServer) inventoryStatus(t *testing.T, token string) int {
 // file), and a token file is read again when it changes, so dropping the
 // old token needs no restart either.
 func TestClusterTokenRotationNeedsNoRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		t.Helper()
@@ -98,6 +99,7 @@ func TestClusterTokenRotationNeedsNoRestart(t *testing.T) {
 // to check a token the server never had. It stays 401, so an agent keeps
 // its facts spooled until the server is configured.
 func TestClusterRoutesSayNoClusterIsConfigured(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
 	// The actions' long poll shares the check (clusterauth.go).
 	for _, path := range []string{"/api/v1/facts/prod-eu", "/api/v1/facts/prod-eu/inventory", "/api/v1/clusters/prod-eu/actions/a1"} {

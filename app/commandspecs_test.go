@@ -13,6 +13,7 @@ import (
 // other way round. Every runner the server registers needs a Spec (without
 // one no comment can reach it), and every Spec but help a runner.
 func TestCommandSpecsAgreeWithTheirRunners(t *testing.T) {
+	t.Parallel()
 	specs := map[string]commands.Spec{}
 	for _, s := range commands.Specs {
 		specs[s.Name] = s

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDBHealthLogsAnOutageOnceAndItsEnd(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	h := newDBHealth(slog.New(slog.NewTextHandler(logs, nil)))
 	if h.failed(errors.New("duplicate key value violates unique constraint")) || h.Down() {
@@ -41,6 +42,7 @@ func TestDBHealthLogsAnOutageOnceAndItsEnd(t *testing.T) {
 }
 
 func TestJobQueueErrorsAreQuietDuringAnOutage(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	base := slog.New(slog.NewTextHandler(logs, nil))
 	h := newDBHealth(base)
@@ -62,6 +64,7 @@ func TestJobQueueErrorsAreQuietDuringAnOutage(t *testing.T) {
 // write for lack of space says "No space left on device", capitalised, and
 // a server that speaks another language says only its SQLSTATE.
 func TestJobQueueDiskFullErrorsAreAnOutage(t *testing.T) {
+	t.Parallel()
 	for name, msg := range map[string]string{
 		"English": `ERROR: could not extend file "base/16384/16393": No space left on device (SQLSTATE 53100)`,
 		"Italian": `ERRORE: estensione del file "base/16384/16393" fallita: Spazio esaurito sul device (SQLSTATE 53100)`,

@@ -24,6 +24,7 @@ func (b *failingBody) Read(p []byte) (int, error) {
 // A body larger than the bound is 413; a body that cannot be read to its
 // end is the request's fault (400), not its size.
 func TestReadBodyTellsTooLargeFromUnreadable(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		body io.Reader

@@ -15,6 +15,7 @@ import (
 // its first leaves, PERFORMANCE.md), and the list, newest first, reads it
 // backwards without sorting.
 func TestDeliveriesAreListedNewestFirstFromAnAscendingIndex(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		db := testdb.OpenMigrated(t, dbURL)
 		ctx := context.Background()
@@ -42,6 +43,7 @@ func TestDeliveriesAreListedNewestFirstFromAnAscendingIndex(t *testing.T) {
 // whole deliveries table for them, as it did, costs a year of deliveries
 // every hour (PERFORMANCE.md, session 18).
 func TestStrandedDeliveriesAreFoundWithoutWalkingEveryDelivery(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		db := testdb.OpenMigrated(t, dbURL)
 		ctx := context.Background()

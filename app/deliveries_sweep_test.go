@@ -19,6 +19,7 @@ import (
 // their payloads, over several chunks; it keeps newer ones and any still
 // queued, however old.
 func TestSweepDeletesFinishedDeliveriesPastRetention(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		// The server's own hourly sweep runs at start; with a century of
 		// retention it deletes nothing this test ages, so only the call
@@ -95,6 +96,7 @@ func TestSweepDeletesFinishedDeliveriesPastRetention(t *testing.T) {
 // says why. It leaves alone a delivery whose retry is still to come, and
 // one never attempted however old: the drain takes it (it is the queue).
 func TestSweepFailsADeliveryWhoseRetriesEndedUnrecorded(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		always := &scriptedHandler{failures: 1 << 30}
 		// The retry River schedules is an hour away: the test plays what

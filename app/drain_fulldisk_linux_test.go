@@ -15,6 +15,7 @@ import (
 // the disk: the outage a refused write started must last (before, the
 // round logged "the database is back" while deliveries were still refused).
 func TestPostgresDrainRoundOnAFullDiskDoesNotEndTheOutage(t *testing.T) {
+	t.Parallel()
 	dbURL, disk := testdb.PostgresOnSmallDisk(t)
 	logs := &syncBuffer{}
 	ts := startServer(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})

@@ -19,6 +19,7 @@ import (
 // More deliveries than one round takes, stored while the drain cannot run,
 // must all be processed once it can, each exactly once.
 func TestDrainTakesMoreThanOneRoundOfDeliveries(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		n := drainLimit + drainLimit/2
@@ -37,6 +38,7 @@ func TestDrainTakesMoreThanOneRoundOfDeliveries(t *testing.T) {
 // A drain job queued by a version that drained through River must complete
 // (not fail for want of a worker) and wake the drain.
 func TestDrainJobOfAnOlderVersionCompletes(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	res, err := ts.river.Insert(context.Background(), DeliveryBatchArgs{}, &river.InsertOpts{Queue: drainQueue})
 	if err != nil {
@@ -104,6 +106,7 @@ func (panicHandler) Handle(_ context.Context, d Delivery) (Commit, error) {
 // A commit that panics fails its own delivery, which ends failed with the
 // panic as its error; the drain and the deliveries beside it go on.
 func TestCommitThatPanicsFailsItsDeliveryOnly(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{Handlers: []EventHandler{panicHandler{}}, DeliveryMaxAttempts: 2, RetryBase: time.Millisecond})
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
@@ -143,6 +146,7 @@ func TestCommitThatPanicsFailsItsDeliveryOnly(t *testing.T) {
 // handler may ask GitHub, whose rate limit the replicas share) and no
 // round is thrown away because another claimed its deliveries first.
 func TestReplicasDrainDifferentDeliveries(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "postgres"), Options{})
 	n := 2 * drainLimit
 	ts.holdDeliveries(t, "replica", n)
@@ -210,6 +214,7 @@ func (h *countingHandler) Handle(_ context.Context, d Delivery) (Commit, error) 
 // (idle_in_transaction_session_timeout); a drain round idles while its
 // handlers ask GitHub, and must not be ended for it.
 func TestDrainRoundOutlivesAShortIdleTimeout(t *testing.T) {
+	t.Parallel()
 	dbURL := testdb.MigratedURL(t, "postgres")
 	ts := startServer(t, dbURL, Options{})
 	ts.holdDeliveries(t, "slow", 1)
@@ -262,6 +267,7 @@ func (h slowHandler) Handle(context.Context, Delivery) (Commit, error) {
 // the deliveries it took when its connection goes, and another replica
 // takes them at once, not after some lease.
 func TestDrainRoundOfADeadReplicaIsTakenOver(t *testing.T) {
+	t.Parallel()
 	dbURL := testdb.MigratedURL(t, "postgres")
 	ts := startServer(t, dbURL, Options{})
 	const n = 20
@@ -344,6 +350,7 @@ func (h hangingHandler) Handle(ctx context.Context, d Delivery) (Commit, error) 
 // that could not store its results would take the same deliveries again,
 // and time out again, for ever.
 func TestDrainRoundThatRunsOutOfTimeStillCompletes(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{RetryBase: time.Hour})
 		ts.holdDeliveries(t, "late", 2)

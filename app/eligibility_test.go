@@ -12,6 +12,7 @@ import (
 )
 
 func TestEligibilityAPI(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		openRelease(t, ts, "r1", imageV1)
@@ -58,6 +59,7 @@ func TestEligibilityAPI(t *testing.T) {
 // the target no longer reached back to the window's fifth release that
 // ran, and an image healthy there was called not eligible.
 func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
@@ -101,6 +103,7 @@ func TestEligibilityAPIIgnoresManyOpenedReleases(t *testing.T) {
 // window reaches was called eligible though the repository's window of 2
 // no longer holds it. ?window= still overrides.
 func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		image := func(i int) string { return fmt.Sprintf("registry.example/shop/checkout@sha256:%064x", i) }
@@ -151,6 +154,7 @@ func TestEligibilityAPIUsesTheRepositoryWindow(t *testing.T) {
 // explains that "no" (eligibility.Check), but the API handed it only the
 // records of the asked target, so it answered that no release is recorded.
 func TestEligibilityAPINamesWhereTheImageWasHealthy(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		openRelease(t, ts, "r1", imageV1)
@@ -184,6 +188,7 @@ func TestEligibilityAPINamesWhereTheImageWasHealthy(t *testing.T) {
 // in the documented order (app, environment, cluster, image), the same on
 // every call: the handler ranged over a map, so it named any of them.
 func TestEligibilityAPINamesTheFirstMissingParameter(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, nil)
 	for _, c := range []struct{ query, field string }{
 		{"", "app"},
@@ -206,6 +211,7 @@ func TestEligibilityAPINamesTheFirstMissingParameter(t *testing.T) {
 // parameter of blanks, was answered 200 "not eligible", the problem only in
 // the reason, as if the records had been consulted.
 func TestEligibilityAPIRefusesAMalformedQuery(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 		openRelease(t, ts, "r1", imageV1)

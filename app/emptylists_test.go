@@ -11,6 +11,7 @@ import (
 // /api/v1/deliveries answers, not null: `ripcord releases list --json`
 // on a new server, or a client that counts the releases, got null.
 func TestEmptyListsAreArraysNotNull(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		for path, field := range map[string]string{

@@ -73,6 +73,7 @@ func countRows(t *testing.T, srv *Server, query string, args ...any) int {
 // River refuses in one insert: the batch must queue each job once, and
 // not fail over to applying fact by fact.
 func TestFactBatchQueuesTheJobsOfARecordChangedTwiceAtOneInstant(t *testing.T) {
+	t.Parallel()
 	for _, engine := range testdb.Engines {
 		t.Run(engine, func(t *testing.T) {
 			s, logs := factCommitServerLogging(t, engine)
@@ -103,6 +104,7 @@ func TestFactBatchQueuesTheJobsOfARecordChangedTwiceAtOneInstant(t *testing.T) {
 }
 
 func TestFactRequestChangingOneReleaseTwiceAtOneInstantIsApplied(t *testing.T) {
+	t.Parallel()
 	for _, engine := range testdb.Engines {
 		t.Run(engine, func(t *testing.T) {
 			s := factCommitServer(t, engine)
@@ -152,6 +154,7 @@ func (b *syncBuffer) String() string {
 }
 
 func TestDistinctVersionsKeepsTheFirstOfEachReleaseVersion(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	rec := func(id string, s records.State, m int) records.Record {
 		return records.Record{ReleaseID: id, State: s, UpdatedAt: at.Add(time.Duration(m) * time.Minute)}
@@ -170,6 +173,7 @@ func TestDistinctVersionsKeepsTheFirstOfEachReleaseVersion(t *testing.T) {
 // no fact of its batch names: the batch cannot be applied in one go, and
 // goes fact by fact in the same transaction.
 func TestFactBatchAppliesAReleaseOfAClusterNoFactNames(t *testing.T) {
+	t.Parallel()
 	for _, engine := range testdb.Engines {
 		t.Run(engine, func(t *testing.T) {
 			s := factCommitServer(t, engine)
@@ -200,6 +204,7 @@ func TestFactBatchAppliesAReleaseOfAClusterNoFactNames(t *testing.T) {
 // depend on each other to a server on each engine: SQLite applies them
 // fact by fact, PostgreSQL in one go, and every answer must be the same.
 func TestFactBatchAnswersAsFactByFact(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(testdb.PostgresEnv) == "" {
 		t.Skipf("compares SQLite's answers with PostgreSQL's: set %s", testdb.PostgresEnv)
 	}
@@ -251,6 +256,7 @@ func TestFactBatchAnswersAsFactByFact(t *testing.T) {
 // The batch notes, once per release, why releases without a commit get
 // no GitHub deployment, as request by request does.
 func TestFactBatchNotesWhyItsReleasesHaveNoDeployment(t *testing.T) {
+	t.Parallel()
 	for _, engine := range testdb.Engines {
 		t.Run(engine, func(t *testing.T) {
 			s := factCommitServer(t, engine)

@@ -84,6 +84,7 @@ type batchAnswer struct {
 }
 
 func TestFactBatchAFailedRequestRollsBackOnlyItsOwnFacts(t *testing.T) {
+	t.Parallel()
 	for _, engine := range testdb.Engines {
 		t.Run(engine, func(t *testing.T) {
 			s := factCommitServer(t, engine)
@@ -131,6 +132,7 @@ func TestFactBatchAFailedRequestRollsBackOnlyItsOwnFacts(t *testing.T) {
 }
 
 func TestFactBatchAppliesOneWorkloadInArrivalOrder(t *testing.T) {
+	t.Parallel()
 	for _, engine := range testdb.Engines {
 		t.Run(engine, func(t *testing.T) {
 			s := factCommitServer(t, engine)
@@ -160,6 +162,7 @@ func TestFactBatchAppliesOneWorkloadInArrivalOrder(t *testing.T) {
 }
 
 func TestFactBatchAnswersARepeatAsDuplicate(t *testing.T) {
+	t.Parallel()
 	for _, engine := range testdb.Engines {
 		t.Run(engine, func(t *testing.T) {
 			s := factCommitServer(t, engine)

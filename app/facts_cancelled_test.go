@@ -14,6 +14,7 @@ import (
 // the audit trail names the run and attempt that stopped it and writes no
 // failure, and a re-run's facts move it on, on both databases.
 func TestACancelledTaskFactAbortsTheReleaseUntilARerun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		token := issuer.Token(t, nil)

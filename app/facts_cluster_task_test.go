@@ -15,6 +15,7 @@ import (
 // another repository than the one it belongs to: the fact's repository is
 // whatever the sender wrote, and a first release claims the app for it.
 func TestAClusterTokenCannotMoveReleasesOutsideItsCluster(t *testing.T) {
+	t.Parallel()
 	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	us := map[string]any{"release_id": "us-1", "app": "checkout", "environment": "prod", "cluster": "prod-us",
 		"repository": "acme/checkout", "image": imageV1}

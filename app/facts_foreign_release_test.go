@@ -16,6 +16,7 @@ import (
 // co-1's state, and each such post wrote a fact_ignored event into co-1's
 // timeline, which acme/checkout's people read.
 func TestAWorkflowCannotReachAnotherRepositorysReleaseThroughAFact(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		ts.install(t, "acme/payments")
@@ -61,6 +62,7 @@ func TestAWorkflowCannotReachAnotherRepositorysReleaseThroughAFact(t *testing.T)
 // answered 409 with what co-1 holds ("app: release co-1 exists with
 // \"checkout\""), field after field.
 func TestAWorkflowCannotReadAnotherRepositorysReleaseThroughAConflict(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		ts.install(t, "acme/payments")

@@ -15,6 +15,7 @@ import (
 // stays degraded with healthy_at set, its image is eligible, and the same
 // fact again, in a batch, is a duplicate.
 func TestLateHealthyFactRecordsHealthyAt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, _ := factServer(t, dbURL, nil)
 		openRelease(t, ts, "r1", imageV1)

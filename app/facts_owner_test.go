@@ -14,6 +14,7 @@ import (
 // its OIDC token is valid and the App is installed there, cannot open
 // releases of it, through task facts or POST /api/v1/releases.
 func TestWorkflowOfAnotherRepositoryCannotOpenReleasesOfAnApp(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		ts.install(t, "acme/payments")

@@ -94,6 +94,7 @@ func openRelease(t *testing.T, ts *testServer, id, image string) {
 }
 
 func TestClusterFactsAuth(t *testing.T) {
+	t.Parallel()
 	ts, _ := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	fact := clusterFact("Progressing", 1, "r1", imageV1)
 	cases := []struct {
@@ -121,6 +122,7 @@ func TestClusterFactsAuth(t *testing.T) {
 }
 
 func TestClusterFactWithoutClusterTakesThePaths(t *testing.T) {
+	t.Parallel()
 	ts, _ := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	openRelease(t, ts, "r1", imageV1)
 	f := clusterFact("Progressing", 1, "r1", imageV1)
@@ -132,6 +134,7 @@ func TestClusterFactWithoutClusterTakesThePaths(t *testing.T) {
 }
 
 func TestFactsBadInputNamesTheField(t *testing.T) {
+	t.Parallel()
 	ts, _ := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	good := clusterFact("Progressing", 1, "r1", imageV1)
 	wrongType := clusterFact("Progressing", 1, "r1", imageV1)
@@ -165,6 +168,7 @@ func TestFactsBadInputNamesTheField(t *testing.T) {
 }
 
 func TestTaskFactsNeedAWorkflowTokenOfThatRepository(t *testing.T) {
+	t.Parallel()
 	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	fact := map[string]any{"source": "task", "repository": "acme/checkout", "workflow_run_id": 42, "run_attempt": 1,
 		"status": "in_progress", "app": "checkout", "environment": "prod", "cluster": "prod-eu", "version": "v1",
@@ -202,6 +206,7 @@ func TestTaskFactsNeedAWorkflowTokenOfThatRepository(t *testing.T) {
 // A refused workflow token or repository is answered with what to do about
 // it: the workflow author reads the answer in the action's warning.
 func TestRefusedTaskFactsSayWhatToDo(t *testing.T) {
+	t.Parallel()
 	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	fact := map[string]any{"source": "task", "repository": "acme/payments", "workflow_run_id": 42, "run_attempt": 1,
 		"status": "in_progress", "app": "payments", "environment": "prod", "cluster": "prod-eu", "version": "v1",

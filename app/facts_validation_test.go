@@ -14,6 +14,7 @@ import (
 // refused request is stored. The message used to keep Go's newlines
 // between problems, and inside a batch named the field without its index.
 func TestFactValidationMessages(t *testing.T) {
+	t.Parallel()
 	with := func(change map[string]any, drop ...string) map[string]any {
 		f := clusterFact("Progressing", 1, "r1", imageV1)
 		maps.Copy(f, change)

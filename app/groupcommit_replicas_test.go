@@ -18,6 +18,7 @@ import (
 // both batches insert their first delivery before either reaches its
 // second. Both must commit, and each delivery be stored once.
 func TestReplicasCommittingOneDeliveryPairInOppositeOrdersBothCommit(t *testing.T) {
+	t.Parallel()
 	url := testdb.MigratedURL(t, "postgres")
 	db := testdb.OpenMigrated(t, url)
 	// One writer per replica: a server's writer commits one batch at a time.

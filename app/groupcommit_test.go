@@ -21,6 +21,7 @@ func writeTestDelivery(t *testing.T, w *groupWriter, id string) {
 // commits it with the one already there; with nothing on its way it does
 // not wait; and it waits no longer than its delay for one that never comes.
 func TestGroupCommitWaitsForDeliveriesOnTheirWay(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		w := ts.writer
@@ -68,6 +69,7 @@ func TestGroupCommitWaitsForDeliveriesOnTheirWay(t *testing.T) {
 // not, takes its delivery off the ones on their way: a count left behind
 // would make every later batch wait its delay.
 func TestRefusedDeliveriesAreNotLeftOnTheirWay(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	body := githubtest.LoadPayload(t, "ping", "payload.json")
 	cases := []struct {

@@ -15,6 +15,7 @@ import (
 // A request whose headers pass 64 KiB is refused 431 before any handler
 // runs: Go's default let each connection send 1 MiB of them.
 func TestOversizedHeadersAreRefused(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	addr := strings.TrimPrefix(ts.URL, "http://")
 	for _, c := range []struct {

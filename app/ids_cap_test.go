@@ -20,6 +20,7 @@ import (
 // named at length) is still found: by GET, by the facts that echo its id,
 // and as the rollback_of of a rollback of it.
 func TestReleaseIDsCapped(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, _ := factServer(t, dbURL, nil)
 		unknown := strings.Repeat("r", records.MaxIDLen+1)

@@ -10,6 +10,7 @@ import (
 // outlives an uninstall: once the App is installed again, a captured
 // command comment posted again must still run nothing.
 func TestCommandCommentsOutliveAnUninstall(t *testing.T) {
+	t.Parallel()
 	const codertocat = 957387 // the created example's installation
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})

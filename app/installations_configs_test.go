@@ -20,6 +20,7 @@ import (
 // does a repository removed from one installation while another still
 // lists it.
 func TestUninstalledRepositoriesLeaveNoConfigBehind(t *testing.T) {
+	t.Parallel()
 	const (
 		codertocat = 957387 // the created example's installation
 		octocat    = 2      // the deleted example's

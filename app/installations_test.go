@@ -188,6 +188,7 @@ func (ts *testServer) deliverSettled(t *testing.T, event, id string, body []byte
 // ripcord stores what GitHub says now (GET /app/installations/{id}, as
 // the App), not the event's action.
 func TestSuspensionIsWhatGitHubSaysNotTheLateEvent(t *testing.T) {
+	t.Parallel()
 	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
 	unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
 	const id = 16598467 // both payloads'
@@ -285,6 +286,7 @@ func checkAppJWT(t *testing.T, header string) error {
 // When GitHub cannot be reached, the event's action is applied, as
 // before, and the log says so.
 func TestSuspensionFallsBackToTheEventWhenGitHubIsUnreachable(t *testing.T) {
+	t.Parallel()
 	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
 	unsuspend := githubtest.LoadPayload(t, "installation", "unsuspend.payload.json")
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
@@ -335,6 +337,7 @@ func withInstallation(t *testing.T, payload, suspend []byte) []byte {
 // not make the suspended installation active: ripcord stores what GitHub
 // says now for them too.
 func TestALateEventDoesNotUndoASuspension(t *testing.T) {
+	t.Parallel()
 	suspend := githubtest.LoadPayload(t, "installation", "suspend.payload.json")
 	added := withInstallation(t, githubtest.LoadPayload(t, "installation_repositories", "added.payload.json"), suspend)
 	created := withInstallation(t, githubtest.LoadPayload(t, "installation", "created.payload.json"), suspend)

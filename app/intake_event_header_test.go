@@ -11,6 +11,7 @@ import (
 // A delivery posted by hand without X-GitHub-Event was refused "missing
 // event type", naming no header; a missing X-GitHub-Delivery was named.
 func TestIntakeNamesAMissingEventHeader(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "workflow_run", "completed.payload.json")
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	code, resp := ts.postHook(t, map[string]string{

@@ -9,6 +9,7 @@ import (
 // whatever it lets through must be JSON that encoding/json, which the
 // handlers decode with later, accepts too.
 func TestParseMetaRefusesWhatIsNotJSON(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, payload string }{
 		{"truncated object", `{"action":"opened","repository":{"full_name":"acme/x"}`},
 		{"trailing garbage", `{"action":"opened"} x`},
@@ -35,6 +36,7 @@ func TestParseMetaRefusesWhatIsNotJSON(t *testing.T) {
 }
 
 func TestParseMetaReadsTheColumns(t *testing.T) {
+	t.Parallel()
 	payload := `{"action":"completed","installation":{"id":42,"node_id":"x"},"repository":{"id":1,"full_name":"acme/checkout"},` +
 		`"note":"caf\u00e9 \ud83d\ude80 \"quoted\"","n":-1.5e3,"ok":true,"none":null,"list":[]}`
 	m, err := parseMeta([]byte(payload))
@@ -49,6 +51,7 @@ func TestParseMetaReadsTheColumns(t *testing.T) {
 // The columns come from the top-level keys only, wherever they stand and
 // whatever else the payload holds.
 func TestParseMetaTakesTopLevelKeysOnly(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, payload string
 		want          payloadMeta
@@ -78,6 +81,7 @@ func TestParseMetaTakesTopLevelKeysOnly(t *testing.T) {
 // The 202's body is what json.Marshal writes for the ack, byte for byte,
 // whatever the delivery id: GitHub's GUIDs and ids that need escaping.
 func TestAckIsWhatEncodingJSONWrites(t *testing.T) {
+	t.Parallel()
 	ids := []string{"0b989ba4-242f-11e5-81e1-c7b6966d2516", "", "plain id 7", `quo"te`, `back\slash`,
 		"<script>", "a&b", "tab\there", "nul\x00", "caf\xc3\xa9", "bad \xff utf-8", "line\u2028sep", "~\x7f"}
 	for _, id := range ids {

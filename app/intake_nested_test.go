@@ -14,6 +14,7 @@ import (
 // once per level would exhaust its goroutine's stack and take the whole
 // process down with it.
 func TestIntakeRefusesADeeplyNestedPayload(t *testing.T) {
+	t.Parallel()
 	const depth = 1 << 20
 	body := []byte(`{"action":"created","x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`)
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})

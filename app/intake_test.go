@@ -22,6 +22,7 @@ import (
 )
 
 func TestIntakeStoresEveryGitHubPayload(t *testing.T) {
+	t.Parallel()
 	payloads := githubtest.Payloads(t)
 	if len(payloads) < 89 {
 		t.Fatalf("found %d example payloads in ../shared/github/webhooks, want 89", len(payloads))
@@ -67,6 +68,7 @@ func TestIntakeStoresEveryGitHubPayload(t *testing.T) {
 }
 
 func TestIntakeRefusesAndStoresNothing(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "workflow_run", "completed.payload.json")
 	good := githubtest.Sign(testSecret, body)
 	cases := []struct {
@@ -96,6 +98,7 @@ func TestIntakeRefusesAndStoresNothing(t *testing.T) {
 }
 
 func TestIntakeAcceptsEverySecretDuringRotation(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{"zen":"Keep it logically awesome.","hook_id":1}`)
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for i, secret := range []string{"old-secret", testSecret} {
@@ -106,6 +109,7 @@ func TestIntakeAcceptsEverySecretDuringRotation(t *testing.T) {
 }
 
 func TestRedeliveryIsAcknowledgedAndProcessedOnce(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "installation", "created.payload.json")
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
@@ -138,6 +142,7 @@ func TestRedeliveryIsAcknowledgedAndProcessedOnce(t *testing.T) {
 // ignored, and answered so: the drain never has to mark it. One that a
 // handler takes is queued for the drain.
 func TestIntakeStoresAnEventNoOneActsOnIgnored(t *testing.T) {
+	t.Parallel()
 	ping := githubtest.LoadPayload(t, "ping", "payload.json")
 	installation := githubtest.LoadPayload(t, "installation", "created.payload.json")
 	// The gates act on check_suite rerequested alone; the requested and
@@ -203,6 +208,7 @@ func (ts *testServer) postHook(t *testing.T, headers map[string]string, body []b
 // the dispatcher can refuse or skip a request must still answer an
 // unsigned one 401, and a signed form-encoded delivery must be stored.
 func TestIntakeChecksTheSignatureOnEveryPath(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "ping", "payload.json")
 	form := []byte("payload=" + url.QueryEscape(string(body)))
 	wrong := githubtest.Sign("not the secret", body)
@@ -248,6 +254,7 @@ func TestIntakeChecksTheSignatureOnEveryPath(t *testing.T) {
 // drain. A redelivery of it is a duplicate; one wrongly signed or
 // malformed is refused and stores nothing.
 func TestIntakeStoresAnUnlistedEventIgnored(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "pull_request", "opened.payload.json")
 	const event = "an_event_github_adds_later"
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
@@ -288,6 +295,7 @@ func TestIntakeStoresAnUnlistedEventIgnored(t *testing.T) {
 }
 
 func TestIntakeRefusesAPayloadOverGitHubsCap(t *testing.T) {
+	t.Parallel()
 	body := bytes.Repeat([]byte(" "), maxPayloadBytes+1)
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	code, resp := ts.deliver(t, "ping", "huge", body, githubtest.Sign(testSecret, body))
@@ -320,6 +328,7 @@ func (h *bodyRecorder) Handle(_ context.Context, d Delivery) (Commit, error) {
 // A payload is stored packed (internal/payload), and the drain and the
 // retry job both hand the handlers the payload exactly as GitHub sent it.
 func TestPayloadsAreStoredPackedAndReadBackAsSent(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "check_suite", "completed.payload.json")
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := &bodyRecorder{}
@@ -358,6 +367,7 @@ func TestPayloadsAreStoredPackedAndReadBackAsSent(t *testing.T) {
 // many deliveries at once, in many batches, must each be stored exactly as
 // it was sent, none with another's bytes.
 func TestConcurrentDeliveriesAreStoredByteForByte(t *testing.T) {
+	t.Parallel()
 	payloads := githubtest.Payloads(t)
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
@@ -391,6 +401,7 @@ func TestConcurrentDeliveriesAreStoredByteForByte(t *testing.T) {
 // ripcord_webhook_deliveries_total counts what the intake stored, not only
 // what it refused: the operator's view of how many deliveries arrive.
 func TestIntakeCountsAcceptedAndDuplicateDeliveries(t *testing.T) {
+	t.Parallel()
 	ping := githubtest.LoadPayload(t, "ping", "payload.json")
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, id := range []string{"m1", "m1", "m2"} {
@@ -421,6 +432,7 @@ func TestIntakeCountsAcceptedAndDuplicateDeliveries(t *testing.T) {
 // its field "payload" (as GitHub sends form deliveries, which are stored).
 // A JSON delivery that is broken is still told only that.
 func TestIntakeSaysToSendJSONWhenTheContentTypeIsNot(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "workflow_run", "completed.payload.json")
 	form := []byte("payload=" + url.QueryEscape(string(body)))
 	headers := func(id, contentType string, signed []byte) map[string]string {

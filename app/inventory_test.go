@@ -15,6 +15,7 @@ import (
 // before it; a workload of another source (an Argo CD application, a
 // Rollout the agent does not watch) or namespace is not its to judge.
 func TestAnInventoryDeletesOnlyTheMissingWorkloadsOfItsScope(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, _ := factServer(t, dbURL, nil)
 		openRelease(t, ts, "r1", imageV1)
@@ -77,6 +78,7 @@ func TestAnInventoryDeletesOnlyTheMissingWorkloadsOfItsScope(t *testing.T) {
 // as every other 400 of the API does: the agent logs the message, and
 // "is required" alone did not say what was.
 func TestInventoryRefusalsNameTheFieldInTheMessage(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 	})

@@ -41,6 +41,7 @@ func (ts *testServer) delivery(t *testing.T, id string) Delivery {
 }
 
 func TestFailingJobIsRetriedThenEndsVisiblyFailed(t *testing.T) {
+	t.Parallel()
 	body := githubtest.LoadPayload(t, "ping", "payload.json")
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		always := &scriptedHandler{failures: 1 << 30}
@@ -60,6 +61,7 @@ func TestFailingJobIsRetriedThenEndsVisiblyFailed(t *testing.T) {
 }
 
 func TestFlakyJobSucceedsOnRetry(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
 		flaky := &scriptedHandler{failures: 1}
@@ -84,6 +86,7 @@ func (h *undecodable) Handle(context.Context, Delivery) (Commit, error) {
 }
 
 func TestAPermanentErrorFailsTheDeliveryAtOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		body := githubtest.LoadPayload(t, "ping", "payload.json")
 		h := &undecodable{}
@@ -118,6 +121,7 @@ func (h *timingOutHandler) Handle(ctx context.Context, _ Delivery) (Commit, erro
 // is done) must still leave the delivery failed with its error: River
 // discards the job, and nothing would ever try it again.
 func TestLastAttemptThatRanOutOfTimeEndsVisiblyFailed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		h := &timingOutHandler{}
 		// The retry job River schedules is an hour away: the test runs the

@@ -19,6 +19,7 @@ import (
 // it short and named a JSON syntax error; /api/v1/rollbacks said "read
 // body: http: request body too large").
 func TestBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 	})
@@ -61,6 +62,7 @@ func TestBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
 // and then waits is answered at once, not left waiting with a handler
 // blocked on the body it will not send.
 func TestATooLargeBodyIsRefusedBeforeItIsSent(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	conn := dial(t, ts)
 	fmt.Fprintf(conn, "POST /api/v1/rollouts HTTP/1.1\r\nHost: ripcord\r\nAuthorization: Bearer %s\r\n"+
@@ -91,6 +93,7 @@ func dial(t *testing.T, ts *testServer) net.Conn {
 // passes the limit: POST /api/v1/rollouts cut it at 1 MiB and read what was
 // left, and /api/v1/rollbacks answered 400 without the limit.
 func TestChunkedBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 	})
@@ -116,6 +119,7 @@ func TestChunkedBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
 // An empty body is not a request of zero values: it is refused naming what
 // the route requires.
 func TestAnEmptyRolloutsBodyIsRefusedNamingWhatIsRequired(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	for _, c := range []struct{ path, want string }{
 		{"/api/v1/rollouts", `"release_id"`},
@@ -137,6 +141,7 @@ func TestAnEmptyRolloutsBodyIsRefusedNamingWhatIsRequired(t *testing.T) {
 // not a result: EOF", and releases and facts "empty or cut short"
 // without saying what to send.
 func TestEveryEmptyJSONBodyIsRefusedNamingWhatIsExpected(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.URL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 	})

@@ -11,6 +11,7 @@ import (
 // states ("states are [opened progressing …]") and with no list at all for
 // the audit's types, so a person had to read the code to find a valid one.
 func TestListFiltersNameTheValuesTheyTake(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	cases := []struct{ path, field, want string }{
 		{"/api/v1/releases?state=bogus", "state",
@@ -30,6 +31,7 @@ func TestListFiltersNameTheValuesTheyTake(t *testing.T) {
 // the one most likely meant: ignored, ?env=prod listed the releases of
 // every environment as if they were prod's.
 func TestListsRefuseParametersTheyDoNotTake(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.URL(t, "sqlite"), Options{})
 	cases := []struct{ path, field, want string }{
 		{"/api/v1/releases?app=checkout&env=prod", "env",

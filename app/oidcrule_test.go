@@ -74,6 +74,7 @@ type refusal struct{ Error, Field string }
 // still posts for staging, which has no rule; main in the production
 // GitHub Environment posts for prod; the api_token is not restricted.
 func TestOIDCRuleDecidesWhichWorkflowsPostForAnEnvironment(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer, gh := ruleServer(t, dbURL)
 		gh.PutFile("acme/checkout", "main", ".github/ripcord.yml", prodRule)
@@ -148,6 +149,7 @@ func TestOIDCRuleDecidesWhichWorkflowsPostForAnEnvironment(t *testing.T) {
 // (nor its organisation's), or one whose file sets no oidc rule, takes a
 // feature branch's facts and releases for prod, as before rules existed.
 func TestWithoutAnOIDCRuleAnyWorkflowOfTheRepositoryPosts(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer, gh := ruleServer(t, dbURL)
 		feature := workflowToken(t, issuer, "refs/heads/feature", "")
@@ -172,6 +174,7 @@ func TestWithoutAnOIDCRuleAnyWorkflowOfTheRepositoryPosts(t *testing.T) {
 // to fix, and while GitHub cannot be read it is 503, nothing stored. The
 // api_token still opens releases.
 func TestAnOIDCRuleThatCannotBeCheckedRefusesWorkflows(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer, gh := ruleServer(t, dbURL)
 		mainProd := workflowToken(t, issuer, "refs/heads/main", "production")
@@ -204,6 +207,7 @@ func TestAnOIDCRuleThatCannotBeCheckedRefusesWorkflows(t *testing.T) {
 // The organisation's .github repository stands in for a repository with no
 // file of its own (README, "In your repositories"), rule included.
 func TestTheOrganisationsOIDCRuleHoldsForARepositoryWithoutAFile(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer, gh := ruleServer(t, dbURL)
 		gh.PutFile("acme/.github", "main", ".github/ripcord.yml", prodRule)

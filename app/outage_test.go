@@ -102,6 +102,7 @@ func warnLines(logs string) []string {
 // runs its jobs again, and the log told what happened without a line per
 // poll.
 func TestPostgresOutageAcknowledgesNothingAndLosesNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and stops a PostgreSQL server of its own")
 	}
@@ -341,6 +342,8 @@ func newFreezingProxy(t *testing.T, backend string) *freezingProxy {
 // within its commit timeout, and once the database answers again,
 // deliveries are acknowledged and processed.
 func TestPostgresThatStopsAnsweringIsRefusedInTime(t *testing.T) {
+	// Not parallel: it bounds the refusal's wall time, which the CPU of
+	// the package's other tests would stretch.
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL server of its own")
 	}

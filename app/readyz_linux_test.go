@@ -21,6 +21,8 @@ import (
 // not be reported ready. Once writes work again it is ready again, without
 // a restart.
 func TestSQLiteReadyzSaysWhenTheFileCannotBeWritten(t *testing.T) {
+	// Not parallel: the file size limit binds the whole process, so
+	// every other test's writes.
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{})
 	if code, body := outageGet(ts.URL + "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz before: %d %q", code, body)
@@ -53,6 +55,7 @@ func TestSQLiteReadyzSaysWhenTheFileCannotBeWritten(t *testing.T) {
 // report it over (before, /readyz answered ready and each of its calls, and
 // each drain round, logged "the database is back" between the refusals).
 func TestPostgresFullDiskIsAnOutage(t *testing.T) {
+	t.Parallel()
 	dbURL, disk := testdb.PostgresOnSmallDisk(t)
 	logs := &syncBuffer{}
 	ts := startServer(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
@@ -115,6 +118,7 @@ func TestPostgresFullDiskIsAnOutage(t *testing.T) {
 // still fit in blocks the log already has), is stored and worked once
 // there is room again, without a restart.
 func TestSQLiteFullDiskAcknowledgesOnlyWhatItStores(t *testing.T) {
+	t.Parallel()
 	dbURL, disk := testdb.SQLiteOnSmallDisk(t)
 	logs := &syncBuffer{}
 	ts := startServer(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})

@@ -12,6 +12,7 @@ import (
 // not applied) is logged by /readyz itself, once while it lasts, and its
 // end too.
 func TestReadyzLogsOncePerFailure(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	var l readyzLog

@@ -55,6 +55,7 @@ func readOnlyPostgres(t *testing.T) (dbURL string, readOnly func(on bool)) {
 }
 
 func TestPostgresReadyzSaysWhenTheDatabaseIsReadOnly(t *testing.T) {
+	t.Parallel()
 	dbURL, readOnly := readOnlyPostgres(t)
 	ts := startServer(t, dbURL, Options{})
 	if code, body := outageGet(ts.URL + "/readyz"); code != http.StatusOK {
@@ -88,6 +89,7 @@ func TestPostgresReadyzSaysWhenTheDatabaseIsReadOnly(t *testing.T) {
 // unavailable, as when it is down: the deliveries are refused 503 and the
 // outage is logged as such, not as an error per delivery.
 func TestPostgresReadOnlyIsAnOutage(t *testing.T) {
+	t.Parallel()
 	dbURL, readOnly := readOnlyPostgres(t)
 	logs := &syncBuffer{}
 	ts := startServer(t, dbURL, Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})

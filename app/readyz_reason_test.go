@@ -15,6 +15,7 @@ import (
 // the driver's error, which names the database's user, database and host,
 // goes to the log, once for the outage.
 func TestPostgresReadyzKeepsTheDatabaseErrorToTheLog(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and stops a PostgreSQL server of its own")
 	}

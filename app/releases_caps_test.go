@@ -14,6 +14,7 @@ import (
 // field one past its cap is refused 400 naming the field and the cap, and
 // nothing is stored; a release with every field at its cap is accepted.
 func TestPostReleaseFieldCaps(t *testing.T) {
+	t.Parallel()
 	long := func(n int) string { return strings.Repeat("a", n) }
 	atCaps := func(id string) map[string]any {
 		return map[string]any{"release_id": id + long(253-len(id)), "app": long(253), "environment": long(253),
@@ -65,6 +66,7 @@ func TestPostReleaseFieldCaps(t *testing.T) {
 // id, app, environment, repository, image and git_revision when it opens
 // one).
 func TestFactFieldCaps(t *testing.T) {
+	t.Parallel()
 	long := func(n int) string { return strings.Repeat("a", n) }
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)

@@ -14,6 +14,7 @@ import (
 // branch, opened a release with freeze_override and its rollout went
 // through every freeze window.
 func TestAWorkflowTokenCannotOverrideFreezes(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, issuer := factServer(t, dbURL, nil)
 		release := func(id string) map[string]any {

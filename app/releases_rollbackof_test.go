@@ -13,6 +13,7 @@ import (
 // does not know is accepted, but its rollback turning healthy must not
 // send service.rolledback, which would claim a rollback nothing closed.
 func TestPostReleaseRollbackOf(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		_, sinkURL := newSink(t)
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {

@@ -54,6 +54,7 @@ type factAnswer struct {
 }
 
 func TestReleaseStoryOverTheAPI(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		events, sinkURL := newSink(t)
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
@@ -136,6 +137,7 @@ func TestReleaseStoryOverTheAPI(t *testing.T) {
 }
 
 func TestStalledReleaseRaisesOneStallEvent(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
 			c.StallAfter = 200 * time.Millisecond
@@ -157,6 +159,7 @@ func TestStalledReleaseRaisesOneStallEvent(t *testing.T) {
 // rollouts API. Each must stall like one opened through the API (seed 003:
 // "a record merged with no fact for N minutes" raises the alert).
 func TestReleaseOpenedElsewhereStallsToo(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{}, func(c *configT) {
 			c.StallAfter = 200 * time.Millisecond
@@ -171,7 +174,7 @@ func TestReleaseOpenedElsewhereStallsToo(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stall struct{ Events []map[string]any }
-		waitFor(t, "a stall event", 10*time.Second, func() bool {
+		waitFor(t, "a stall event", 30*time.Second, func() bool {
 			ts.api(t, "/api/v1/audit?type=stall_detected", &stall)
 			return len(stall.Events) > 0
 		})
@@ -187,6 +190,7 @@ func TestReleaseOpenedElsewhereStallsToo(t *testing.T) {
 // api_token, not that its "OIDC token" is malformed; a workflow's refused
 // token is still answered as one.
 func TestReleaseRefusalsNameTheCredentialMeant(t *testing.T) {
+	t.Parallel()
 	ts, issuer := factServer(t, testdb.MigratedURL(t, "sqlite"), nil)
 	body := map[string]any{"release_id": "r-cred", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
 		"repository": "acme/checkout", "image": "registry.example/shop/checkout:v1"}

@@ -15,6 +15,7 @@ import (
 // request does not have, and a missing cluster was answered alone, with a
 // message of its own shape ("cluster: required"), hiding the rest.
 func TestPostReleaseValidation(t *testing.T) {
+	t.Parallel()
 	valid := func() map[string]any {
 		return map[string]any{"release_id": "r1", "app": "checkout", "environment": "prod", "cluster": "prod-eu",
 			"repository": "acme/checkout", "image": imageV1}

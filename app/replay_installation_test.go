@@ -18,6 +18,7 @@ import (
 // after it was added back forget it: ripcord applies what GitHub says of the
 // repository now (GET /repos/{owner}/{repo}/installation, as the App).
 func TestInstallationRepositoriesEventPostedAgainIsNotAppliedAgainstGitHub(t *testing.T) {
+	t.Parallel()
 	added := githubtest.LoadPayload(t, "installation_repositories", "added.payload.json")
 	var m map[string]any
 	if err := json.Unmarshal(githubtest.LoadPayload(t, "installation_repositories", "removed.payload.json"), &m); err != nil {
@@ -96,6 +97,7 @@ func TestInstallationRepositoriesEventPostedAgainIsNotAppliedAgainstGitHub(t *te
 // installation now (GET /installation/repositories, with its token), and
 // so also one added since.
 func TestInstallationEventPostedAgainRecordsOnlyWhatGitHubHasNow(t *testing.T) {
+	t.Parallel()
 	for _, example := range []string{"created.payload.json", "new_permissions_accepted.payload.json"} {
 		t.Run(example, func(t *testing.T) {
 			event := githubtest.LoadPayload(t, "installation", example)
@@ -171,6 +173,7 @@ func (ts *testServer) repositoriesOf(t *testing.T, id int64) []string {
 // answers still. A created event posted again while the installation is
 // suspended records only those of its repositories GitHub has installed.
 func TestInstallationEventOfASuspendedInstallationAsksOfEachRepository(t *testing.T) {
+	t.Parallel()
 	var ev map[string]any
 	if err := json.Unmarshal(githubtest.LoadPayload(t, "installation", "created.payload.json"), &ev); err != nil {
 		t.Fatal(err)
@@ -214,6 +217,7 @@ func TestInstallationEventOfASuspendedInstallationAsksOfEachRepository(t *testin
 // from its payload (that is what a replay during an outage would need):
 // the delivery fails and is retried.
 func TestInstallationEventIsRetriedWhenGitHubCannotListItsRepositories(t *testing.T) {
+	t.Parallel()
 	created := githubtest.LoadPayload(t, "installation", "created.payload.json")
 	testdb.Each(t, func(t *testing.T, dbURL string) {
 		ts := startServerWith(t, dbURL, Options{DeliveryMaxAttempts: 2, RetryBase: time.Millisecond}, func(c *config.Config) {

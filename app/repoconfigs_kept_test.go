@@ -27,6 +27,7 @@ import (
 // answers with the default again: the config does not come back from the
 // database.
 func TestEligibilityWindowIsTheSameAfterARestartAndOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		gh := githubtest.NewServer(t)

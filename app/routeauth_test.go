@@ -143,6 +143,7 @@ func authServer(t *testing.T, logs io.Writer) (*testServer, map[credential]strin
 // it reads the body or looks anything up, and the answer never repeats the
 // credential sent; nor does the log.
 func TestEveryGuardedRouteRefusesOtherCredentials(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	ts, auth := authServer(t, logs)
 	for _, rt := range guardedRoutes {
@@ -185,6 +186,7 @@ var registration = regexp.MustCompile(`\.Handle(?:Func)?\("([A-Z]+ /[^"]*)"`)
 // tested, not forgotten. Each listed pattern is also the one the mux
 // picks for its path, so the lists cannot drift from the routes.
 func TestEveryRouteIsGuardedOrKnownOpen(t *testing.T) {
+	t.Parallel()
 	ts, _ := authServer(t, io.Discard)
 	listed := map[string]string{}
 	for _, rt := range guardedRoutes {

@@ -20,6 +20,7 @@ import (
 // a length that differs, and so tells the token's length to whoever times
 // it. A comparison added here without the helper fails this test.
 func TestSecretsAreNotComparedByLength(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +52,7 @@ func TestSecretsAreNotComparedByLength(t *testing.T) {
 // last byte; a cluster's second token (a rotation) is as good as its
 // first.
 func TestBearerTokensMatchOnlyWhole(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = map[string]*config.Tokens{
 			"prod-eu": config.StaticTokens("tok-eu-old-secret", "tok-eu-new-secret"),

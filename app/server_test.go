@@ -181,6 +181,7 @@ func (ts *testServer) waitSettled(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func TestWebURLForGitHubAndEnterpriseServer(t *testing.T) {
+	t.Parallel()
 	for api, want := range map[string]string{
 		"https://api.github.com/":             "https://github.com/",
 		"https://ghe.example.com/api/v3/":     "https://ghe.example.com/",

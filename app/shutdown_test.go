@@ -42,6 +42,8 @@ func (h *stuckHandler) Handle(ctx context.Context, _ Delivery) (Commit, error) {
 // acknowledged may be lost, and the next start processes every delivery
 // acknowledged, exactly once.
 func TestStopWithWorkInFlightEndsInTimeAndLosesNothing(t *testing.T) {
+	// Not parallel: it bounds the stop's wall time, which the CPU of
+	// the package's other tests would stretch.
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		const stopWithin = 3 * time.Second
 		body := githubtest.LoadPayload(t, "installation", "created.payload.json")

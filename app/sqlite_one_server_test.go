@@ -16,6 +16,7 @@ import (
 // refused, naming PostgreSQL for several replicas; once the first stops,
 // a server starts on the file again.
 func TestASecondServerOnOneSQLiteFileIsRefused(t *testing.T) {
+	t.Parallel()
 	dbURL := testdb.MigratedURL(t, "sqlite")
 	ctx, stop := context.WithCancel(context.Background())
 	first, err := New(ctx, testConfig(dbURL), Options{Logger: discardLogger()})

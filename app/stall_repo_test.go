@@ -21,6 +21,7 @@ import (
 // repository that asks for 5m is alerted at 10 minutes, and one that asks
 // for 1h is not alerted at 20.
 func TestStallScanUsesEachRepositorysStallAfter(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, gh := startStallServer(t, dbURL, "acme/quick", "acme/patient")
 		if ts.cfg.StallAfter != 15*time.Minute {

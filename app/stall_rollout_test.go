@@ -17,6 +17,7 @@ import (
 // Its stall check waits while the rollout runs, and gives a rollout that
 // ended with no fact stall_after from its end.
 func TestStallWaitsForTheReleasesRollout(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts := startServer(t, dbURL, Options{})
 		ctx := context.Background()
@@ -48,6 +49,7 @@ func TestStallWaitsForTheReleasesRollout(t *testing.T) {
 // rollout hours long (nor, for a paused rollout, after the App was
 // uninstalled from the repository meanwhile).
 func TestStallScanReadsNoConfigForAReleaseBeingRolledOut(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ts, gh := startStallServer(t, dbURL, "acme/checkout")
 		gh.PutFile("acme/checkout", "main", ".github/ripcord.yml", "version: 1\nstall_after: 5m\n")

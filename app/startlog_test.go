@@ -15,6 +15,7 @@ import (
 // refused with 401 when none is (as with `make run` on a fresh machine),
 // and never "stored" for deliveries that GitHub will show as refused.
 func TestTheStartLogSaysWhetherWebhooksAreStoredBeforeTheAppIsConfigured(t *testing.T) {
+	t.Parallel()
 	body := []byte(`{"action":"completed","check_suite":{"id":1}}`)
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		cases := []struct {

@@ -19,6 +19,7 @@ import (
 // and an image that was healthy inside that window stays eligible however
 // old its record is.
 func TestSweepKeepsWhatAWideEligibilityWindowReads(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 		c.Retention = time.Millisecond

@@ -13,6 +13,7 @@ import (
 // Slowloris: a client that sends its headers, or its body, a byte at a
 // time has its connection closed at the read timeout, not held for ever.
 func TestASlowClientIsCutAtTheReadTimeout(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, testdb.MigratedURL(t, "sqlite"), Options{ReadTimeout: 300 * time.Millisecond})
 	for _, c := range []struct{ name, head string }{
 		{"headers", "GET /healthz HTTP/1.1\r\nHost: ripcord\r\n"},
@@ -33,6 +34,7 @@ func TestASlowClientIsCutAtTheReadTimeout(t *testing.T) {
 // The read timeout ends with the request's body: the agent's long poll,
 // which waits longer than it with nothing left to read, is answered.
 func TestTheReadTimeoutDoesNotCutALongPoll(t *testing.T) {
+	t.Parallel()
 	ts := startServerWith(t, testdb.MigratedURL(t, "sqlite"), Options{ReadTimeout: 200 * time.Millisecond}, func(c *configT) {
 		c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"})
 	})
