@@ -14,6 +14,7 @@ import (
 // The agent's /healthz and /metrics server refuses headers past 64 KiB
 // with 431, as the server does, instead of Go's 1 MiB per connection.
 func TestTheAgentRefusesOversizedHeaders(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestAgentRefusesToStartWithoutWhatItNeeds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -41,6 +42,7 @@ func TestAgentRefusesToStartWithoutWhatItNeeds(t *testing.T) {
 // --kubeconfig" (or, for --log-level, taken as info without a word), and
 // the flag's own problem came only once a cluster was found.
 func TestAgentNamesABadFlagBeforeLookingForACluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -88,6 +90,7 @@ func TestAgentNamesABadFlagBeforeLookingForACluster(t *testing.T) {
 // does not show, the refusal "token-file: open …" left the user to find
 // where the path came from.
 func TestAgentSaysWhatNamedATokenFileItCannotRead(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -15,6 +15,7 @@ import (
 // otherwise hold connections, and goroutines, in the agent's pod for as
 // long as they like.
 func TestTheAgentCutsASlowClientAtItsReadTimeout(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

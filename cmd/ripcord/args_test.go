@@ -10,6 +10,7 @@ import (
 // left `releases show` without an id, and `rollout abort ro-1 a fix
 // --user octocat`, to be worked out from the synopsis.
 func TestOneArgumentCommandsSayWhatIsWrong(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -47,6 +48,7 @@ func TestOneArgumentCommandsSayWhatIsWrong(t *testing.T) {
 // whoever typed `ripcord serve ripcord.db` to guess that the database is a
 // flag.
 func TestCommandsWithoutArgumentsSayTheyTakeNone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -56,6 +56,7 @@ func runBinary(t *testing.T, environ []string, args ...string) (int, string, str
 }
 
 func TestFactAndReleasesCommands(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -108,6 +109,7 @@ func TestFactAndReleasesCommands(t *testing.T) {
 }
 
 func TestValidateCommand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -153,6 +155,7 @@ func TestValidateCommand(t *testing.T) {
 // its -h page, docs/cli.md and the README say, so that CI can tell a broken
 // config from a broken job.
 func TestValidateExitCodes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -216,6 +219,7 @@ func TestValidateExitCodes(t *testing.T) {
 // server would load (flag > environment > settings file > 16), so an
 // operator whose server runs with 4 is not told that 8 is fine.
 func TestValidateUsesTheServersMaxParallel(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -280,6 +284,7 @@ apps:
 // unquoted reason would otherwise open a rollback with its first word only,
 // and `releases list checkout` would list every app as if filtered.
 func TestCommandsRefuseArgumentsTheyWouldIgnore(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -320,6 +325,7 @@ func TestCommandsRefuseArgumentsTheyWouldIgnore(t *testing.T) {
 // release went healthy. The command refuses the mix, naming the flags, and
 // posts nothing.
 func TestFactFileRefusesFieldFlags(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -406,6 +412,7 @@ func TestAPIClientSaysWhereTheServerURLCameFrom(t *testing.T) {
 // A command missing several required flags names them all, in the order of
 // its page, before any request: it named one, picked at random.
 func TestCommandsNameEveryMissingRequiredFlag(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -437,6 +444,7 @@ func TestCommandsNameEveryMissingRequiredFlag(t *testing.T) {
 // "no token" to a user with no token set, who then set one to learn that
 // the id was missing.
 func TestCommandLineIsCheckedBeforeTheToken(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -469,6 +477,7 @@ func TestCommandLineIsCheckedBeforeTheToken(t *testing.T) {
 // newcomer whose default 127.0.0.1:8080 was taken to find the setting.
 // And it stops before it opens the database.
 func TestServeNamesTheListenSettingItCannotListenOn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
 	}
@@ -517,6 +526,7 @@ func TestServeNamesTheListenSettingItCannotListenOn(t *testing.T) {
 // configured, to someone who had just configured half of it. It now says
 // which one is set, from where, and which is missing.
 func TestServeSaysWhichHalfOfTheAppIsMissing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
 	}
@@ -544,6 +554,7 @@ func TestServeSaysWhichHalfOfTheAppIsMissing(t *testing.T) {
 // after the last line, so "release_id: is required (field uid)" named the
 // wrong field for the line it ended.
 func TestFactRefusedForSeveralFieldsNamesEachLinesOwn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -9,6 +9,7 @@ import (
 // newcomer's `ripcord --version`, `ripcord --server URL releases list` or
 // `ripcord rollbak` was not told what it most likely meant.
 func TestUnknownCommandSaysWhatWasMeant(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -66,6 +66,7 @@ func startChild(t *testing.T, bin, dbURL string, extra ...string) *child {
 // On both databases: on PostgreSQL the kill also drops the connection of a
 // drain round that holds its deliveries' row locks.
 func TestCrashLosesNoAcknowledgedDeliveryAndProcessesNoneTwice(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
 	}

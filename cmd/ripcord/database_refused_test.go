@@ -12,6 +12,7 @@ import (
 // PostgreSQL that refuses connections (a closed loopback port) prints
 // that line, and only that, without the URL's password.
 func TestMigrateAgainstARefusingPostgreSQLIsOneLine(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

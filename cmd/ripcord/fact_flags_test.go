@@ -29,6 +29,7 @@ func pageFlags(t *testing.T) map[string]string {
 // fields (release_id, uid), which the user never wrote. A fact from
 // --file keeps the JSON names, which are what the user wrote there.
 func TestFactFromFlagsRefusedNamesTheFlags(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

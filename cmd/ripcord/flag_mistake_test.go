@@ -12,6 +12,7 @@ import (
 // --environment. The mistake is now said again at the end, with the flag
 // most likely meant.
 func TestFlagMistakeIsSaidAfterThePage(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string

@@ -15,6 +15,7 @@ import (
 // sent a negative generation or step for the server to refuse, or a task
 // fact without --file.
 func TestFlagsOutOfRangeAreRefusedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -19,6 +19,7 @@ import (
 var updateCLIDocs = flag.Bool("update-cli-docs", false, "rewrite docs/cli.md from the commands' -h output")
 
 func TestParseTakesFlagsOnEitherSideOfArguments(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		args       []string
@@ -71,6 +72,7 @@ var helpPages = [][]string{
 // and checks that asking for help succeeds: exit code 0, never a request to
 // a server or a complaint about a missing token.
 func TestCLIReference(t *testing.T) {
+	t.Parallel()
 	bin, err := testbin.Ripcord()
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +129,7 @@ func TestCLIReference(t *testing.T) {
 // `ripcord releases list -h` got a list of flags and had to find in the
 // README what the command was for.
 func TestEveryHelpPageSaysWhatItDoesAndGivesExamples(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -174,6 +177,7 @@ func TestEveryHelpPageSaysWhatItDoesAndGivesExamples(t *testing.T) {
 // Every command in the top-level usage has a page in docs/cli.md, so a new
 // command cannot be added without its documentation.
 func TestEveryCommandHasAHelpPage(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands {
 		if !slices.ContainsFunc(helpPages, func(p []string) bool { return p[0] == c.name }) {
 			t.Errorf("command %q has no entry in helpPages (docs/cli.md)", c.name)
@@ -185,6 +189,7 @@ func TestEveryCommandHasAHelpPage(t *testing.T) {
 // every command, instead of printing the version as if it had been asked
 // for; an argument it does not take is an error, not ignored.
 func TestVersionCommandLine(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		args      []string
@@ -218,6 +223,7 @@ func TestVersionCommandLine(t *testing.T) {
 // fact written for --file after the help page is not refused as unknown
 // (the help said "fact field image"; the field is images).
 func TestFactHelpNamesTheFactsJSONFields(t *testing.T) {
+	t.Parallel()
 	fields := map[string]bool{}
 	ft := reflect.TypeOf(records.Fact{})
 	for i := range ft.NumField() {
@@ -244,6 +250,7 @@ func TestFactHelpNamesTheFactsJSONFields(t *testing.T) {
 // and the source it defaults to: the server refuses any other, and a
 // newcomer had to learn them from that refusal.
 func TestFactHelpNamesTheSourcesAndPhases(t *testing.T) {
+	t.Parallel()
 	code, help, _ := ripcord(t, nil, "fact", "-h")
 	if code != 0 {
 		t.Fatalf("ripcord fact -h: exit code %d\n%s", code, help)
@@ -271,6 +278,7 @@ func TestFactHelpNamesTheSourcesAndPhases(t *testing.T) {
 // `ripcord help COMMAND` shows the command's page, as `go help build` does:
 // it printed the list of commands whatever it was asked about.
 func TestHelpCommandShowsTheCommandsPage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

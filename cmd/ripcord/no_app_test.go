@@ -78,6 +78,7 @@ func proxyTo(t *testing.T, server string, strip bool) (string, *countingProxy) {
 // answer's code (app_not_configured) stops it at the first: one request,
 // the server's message, and where the App is registered.
 func TestCLIStopsAtTheFirstAnswerOfAServerWithNoApp(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -56,6 +56,7 @@ func readmeCommands(text string) []string {
 // a newcomer who copies a line from the README is not told that the flag
 // is not defined.
 func TestREADMECommandsUseRealFlags(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -112,6 +113,7 @@ func checkFlags(t *testing.T, where, line string, help map[string]string) {
 // The README's commands that need no GitHub run as written against a real
 // `ripcord serve` on SQLite: a newcomer who follows it gets what it says.
 func TestREADMEOfflineCommandsRunAgainstServe(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
 	}
@@ -283,6 +285,7 @@ func rolloutExamples(t *testing.T, text, example string) []string {
 // plain 404. The README's curl example, escaped as it shows it, reaches
 // the release's audit.
 func TestREADMEReleasePathExampleReachesTheRelease(t *testing.T) {
+	t.Parallel()
 	text := readme(t)
 	m := regexp.MustCompile(`curl -H "Authorization: Bearer \$RIPCORD_API_TOKEN" http://127\.0\.0\.1:8080(/api/v1/releases/(\S+)/audit)`).FindStringSubmatch(text)
 	if m == nil {
@@ -329,6 +332,7 @@ func apiCall(t *testing.T, method, u, body string) (int, string) {
 // no observation yet is not on /metrics at all), so a metric added later is
 // caught too.
 func TestREADMENamesEveryMetric(t *testing.T) {
+	t.Parallel()
 	text := readme(t)
 	def := regexp.MustCompile(`(?:Name:\s*|NewDesc\(\s*)"(ripcord_[a-z0-9_]+)"`)
 	found := map[string]string{}
@@ -370,6 +374,7 @@ func TestREADMENamesEveryMetric(t *testing.T) {
 // come from, and that session holds them: the README once called them
 // "the latest runs" after a later session had measured again.
 func TestREADMEIntakeFiguresComeFromTheSessionTheyName(t *testing.T) {
+	t.Parallel()
 	text := readme(t)
 	_, section, ok := strings.Cut(text, "\n## Performance\n")
 	if !ok {

@@ -8,6 +8,7 @@ import (
 // `releases list --state` said "only releases in this state" and named
 // none: a newcomer learnt them from the server's refusal of a guess.
 func TestReleasesListHelpNamesTheStates(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -85,6 +85,7 @@ type answer = struct{ status, retryAfter string }
 // more within 15 s, each answered the same, and never said when to come
 // back. It stops at once and says when, on the user's clock.
 func TestAPIClientStopsAtARetryAfterPastItsBackoff(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		answers []answer
@@ -132,6 +133,7 @@ func TestAPIClientStopsAtARetryAfterPastItsBackoff(t *testing.T) {
 // A Retry-After that fits in what is left of the backoff is waited out,
 // in place of the backoff's step, and the request is sent again.
 func TestAPIClientWaitsOutAShortRetryAfter(t *testing.T) {
+	t.Parallel()
 	s := &retryAfterServer{answers: []answer{{"503", "2"}}}
 	cl := retryAfterClient(t, s, time.Second)
 	if err := cl.do(context.Background(), "GET", "/api/v1/releases", nil, nil); err != nil {
@@ -148,6 +150,7 @@ func TestAPIClientWaitsOutAShortRetryAfter(t *testing.T) {
 
 // The last attempt's 503 says when to try again too, when it says.
 func TestAPIClientSaysTheLastAnswersRetryAfter(t *testing.T) {
+	t.Parallel()
 	s := &retryAfterServer{answers: []answer{{"502", ""}, {"502", ""}, {"502", ""}, {"502", ""}, {"503", "30"}}}
 	cl := retryAfterClient(t, s, time.Millisecond)
 	err := cl.do(context.Background(), "GET", "/api/v1/releases", nil, nil)
@@ -162,6 +165,7 @@ func TestAPIClientSaysTheLastAnswersRetryAfter(t *testing.T) {
 
 // The time is the user's: `ripcord` says it in the zone of TZ.
 func TestRetryAfterIsSaidInTheUsersZone(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -9,6 +9,7 @@ import (
 // required and whom it names, as `rollback` says what it misses, instead
 // of a usage line that leaves the reader to find what is wrong.
 func TestRolloutVoteAndAbortSayUserIsRequired(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -12,6 +12,7 @@ import (
 // the status's waiting field is what says why nothing moves, so the person
 // reading `ripcord rollout status` must see it as well as the JSON reader.
 func TestRolloutStatusSaysWhatItWaitsFor(t *testing.T) {
+	t.Parallel()
 	s := rolloutflow.StatusJSON{ID: "7", ReleaseID: "r-1", Version: "v2", App: "checkout", Environment: "prod",
 		Status: status.Status{RolloutProgress: "0/2", Rollout: status.Rollout{Status: "running", OnFailure: "rollback",
 			Stages: []status.Stage{{Name: "canary", State: status.StageRunning}}}},
@@ -37,6 +38,7 @@ func TestRolloutStatusSaysWhatItWaitsFor(t *testing.T) {
 // out, though the list's JSON says it: each rollout's line says it, in its
 // own column.
 func TestRolloutListSaysWhichWaits(t *testing.T) {
+	t.Parallel()
 	const waiting = "since 2026-12-01T10:00:00Z: deploy@canary#0 not dispatched: GitHub did not answer (503): asked for again at each poll"
 	rs := []rolloutflow.StatusJSON{
 		{ID: "ro-2", ReleaseID: "r-2", Version: "v3", Status: status.Status{RolloutProgress: "0/2", Rollout: status.Rollout{Status: "paused-queue"}}},

@@ -10,6 +10,7 @@ import (
 // named only the request body's field ("repository: required, no earlier
 // release of checkout in prod names one (field repository)").
 func TestRolloutStartNamesTheFlagForWhatNoReleaseNames(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

@@ -29,6 +29,7 @@ const migrationLock = 0x72697063
 // them: /healthz must not say the process is up before it can serve, and
 // once it serves, a request sent meanwhile is answered.
 func TestServeAnswersNothingUntilItHasMigrated(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the server as a child process")
 	}

@@ -16,6 +16,7 @@ import (
 // user had named a file, leaving a newcomer who ran the README's bare
 // command outside a repository to guess why.
 func TestValidateWithoutFileSaysWhereItLookedForTheDefault(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

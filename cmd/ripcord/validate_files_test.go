@@ -47,6 +47,7 @@ func validateOnly(t *testing.T, args ...string) (int, string, string) {
 // for one file, so whoever validated a folder could not tell which file
 // they described. One file keeps seed 001's line as it is.
 func TestValidateSeveralFilesNamesTheFileOfEachLine(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
