@@ -44,15 +44,9 @@ func TestBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
 			if c.auth != "" {
 				req.Header.Set("Authorization", "Bearer "+c.auth)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			var e apiError
-			_ = json.NewDecoder(resp.Body).Decode(&e)
-			if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(e.Error, "larger than "+c.limit) {
-				t.Errorf("status %d %q, want 413 naming %s", resp.StatusCode, e.Error, c.limit)
+			status, msg := answerWhileSending(t, ts, req)
+			if status != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "larger than "+c.limit) {
+				t.Errorf("status %d %q, want 413 naming %s", status, msg, c.limit)
 			}
 		})
 	}
@@ -108,7 +102,7 @@ func TestChunkedBodiesOverTheirLimitAreRefusedNamingIt(t *testing.T) {
 		{"/api/v1/clusters/prod-eu/actions/a1", "tok-eu", strings.Repeat(" ", maxBodyBytes) + "{}", "1 MiB"},
 	} {
 		t.Run(c.path, func(t *testing.T) {
-			status, msg := postAs(t, ts, c.path, c.auth, c.body, true)
+			status, msg := answerWhileSending(t, ts, newPost(ts, c.path, c.auth, c.body, true))
 			if status != http.StatusRequestEntityTooLarge || !strings.Contains(msg, "larger than "+c.limit) {
 				t.Errorf("status %d %q, want 413 naming %s", status, msg, c.limit)
 			}
@@ -172,16 +166,44 @@ func post(t *testing.T, ts *testServer, path, body string, chunked bool) (int, s
 // postAs is post with the bearer token tok.
 func postAs(t *testing.T, ts *testServer, path, tok, body string, chunked bool) (int, string) {
 	t.Helper()
+	resp, err := http.DefaultClient.Do(newPost(ts, path, tok, body, chunked))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return errorOf(resp)
+}
+
+// newPost is postAs's request.
+func newPost(ts *testServer, path, tok, body string, chunked bool) *http.Request {
 	req, _ := http.NewRequest(http.MethodPost, ts.URL+path, strings.NewReader(body))
 	if chunked {
 		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// answerWhileSending sends req over a connection of its own and reads the
+// answer while the body is still being written. The server answers a body
+// over its limit with 413 and closes the connection without reading the
+// rest; http.Client returns the write's error (broken pipe) instead of
+// the answer when that write fails before it has read the answer, which
+// a loaded machine makes happen.
+func answerWhileSending(t *testing.T, ts *testServer, req *http.Request) (int, string) {
+	t.Helper()
+	conn := dial(t, ts)
+	go func() { _ = req.Write(conn) }() // fails once the server has closed: expected
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no answer to POST %s: %v", req.URL.Path, err)
 	}
+	return errorOf(resp)
+}
+
+// errorOf is resp's status and error message; it closes resp's body.
+func errorOf(resp *http.Response) (int, string) {
 	defer resp.Body.Close()
 	var e apiError
 	_ = json.NewDecoder(resp.Body).Decode(&e)
