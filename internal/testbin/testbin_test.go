@@ -11,7 +11,6 @@ func TestMain(m *testing.M) { Main(m) }
 
 // The child run of this very test binary builds ripcord and runs it.
 func TestBuiltBinaryRuns(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -33,7 +32,6 @@ func TestBuiltBinaryRuns(t *testing.T) {
 // folder: the binary, about 115 MB, goes when the tests end, whatever
 // their outcome.
 func TestMainRemovesTheBinary(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -65,7 +63,6 @@ func TestMainRemovesTheBinary(t *testing.T) {
 
 // TestChildFails fails on purpose in TestMainRemovesTheBinary's child run.
 func TestChildFails(t *testing.T) {
-	t.Parallel()
 	if os.Getenv("TESTBIN_FAIL") == "" {
 		t.Skip("only in TestMainRemovesTheBinary's failing child run")
 	}
@@ -76,7 +73,6 @@ func TestChildFails(t *testing.T) {
 // leaves its binary; the next run's build removes it (its process is
 // gone), while its own stays until its own end.
 func TestABuildRemovesWhatAKilledRunLeft(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -110,7 +106,6 @@ func TestABuildRemovesWhatAKilledRunLeft(t *testing.T) {
 // TestChildHangs builds the binary and then waits until go test's
 // -timeout kills the run, in TestABuildRemovesWhatAKilledRunLeft's child.
 func TestChildHangs(t *testing.T) {
-	t.Parallel()
 	if os.Getenv("TESTBIN_HANG") == "" {
 		t.Skip("only in TestABuildRemovesWhatAKilledRunLeft's first child run")
 	}
