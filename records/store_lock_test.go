@@ -19,7 +19,10 @@ func TestLockClustersHoldsEveryNamedClusterUntilTheTransactionEnds(t *testing.T)
 			if db.Dialect != store.Postgres {
 				return 0 // SQLite's one writer connection serialises writers
 			}
-			return count(t, s, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND granted`, clusterLockClass)
+			// pg_locks lists the whole server's locks: those of the tests
+			// running beside this one, on databases of their own, too.
+			return count(t, s, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND granted
+				AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, clusterLockClass)
 		}
 		want := map[store.Dialect]int{store.Postgres: 3, store.SQLite: 0}[db.Dialect]
 		err := db.InTx(ctx, func(tx *sql.Tx) error {
