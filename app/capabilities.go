@@ -16,14 +16,14 @@ import (
 
 // capabilities registers each capability's workers and routes and returns its
 // webhook handlers. One line per capability package.
-func capabilities(d pipeline.Deps) []EventHandler {
+func capabilities(d pipeline.Deps, opts Options) []EventHandler {
 	var hs []EventHandler
 	hs = append(hs, configload.Register(d)...)
 	hs = append(hs, recoveryflow.Register(d, rollbackflow.PullRequestExecutor(d), clusteractions.KubernetesExecutor(d))...)
 	hs = append(hs, commands.Register(d, commandRunners(d)...)...)
 	hs = append(hs, rollbackflow.Register(d)...)
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config, d.Log))...)
-	hs = append(hs, gatesflow.Register(d)...)
+	hs = append(hs, gatesflow.RegisterWith(d, opts.Gates)...)
 	hs = append(hs, protection.Register(d)...)
 	hs = append(hs, deployments.Register(d)...)
 	hs = append(hs, webui.RegisterWith(d, webui.RolloutFlow(d))...)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/app/configload"
+	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/app/setup"
@@ -107,6 +108,8 @@ type Options struct {
 	// ReadTimeout bounds reading one request, headers and body (default
 	// 1 minute, the headers 10 s; tests shorten both).
 	ReadTimeout time.Duration
+	// Gates tune the gates' evaluation (tests shorten its waits).
+	Gates gatesflow.Options
 }
 
 // New opens the database, applies migrations and wires the server. Run starts it.
@@ -161,7 +164,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	deps.Configs = pipeline.NewStoredRepoConfigs(db, configload.ServerOptions(deps), log)
 	s.configs = configload.NewLoaderFor(deps)
 	s.repoConfigs = deps.Configs
-	handlers := append([]EventHandler{installations{github: s.github, log: log}}, capabilities(deps)...)
+	handlers := append([]EventHandler{installations{github: s.github, log: log}}, capabilities(deps, opts)...)
 	for _, h := range append(handlers, opts.Handlers...) {
 		for _, e := range h.Handles() {
 			s.handlers[e] = append(s.handlers[e], h)

@@ -49,7 +49,6 @@ func loseEvaluation(t *testing.T, dbURL string, retryBase time.Duration) lost {
 // the evaluation never shows them in progress.
 func loseEvaluationWith(t *testing.T, dbURL string, retryBase time.Duration, process string) lost {
 	t.Helper()
-	t.Cleanup(gatesflow.SetSlowAfter(50 * time.Millisecond))
 	var answering atomic.Bool
 	held, stop := make(chan struct{}, 1), make(chan struct{})
 	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +68,8 @@ func loseEvaluationWith(t *testing.T, dbURL string, retryBase time.Duration, pro
 	t.Cleanup(policy.Close)
 	t.Cleanup(func() { close(stop) })
 
-	e := e2etest.Start(t, dbURL, app.Options{RetryBase: retryBase, ShutdownTimeout: 200 * time.Millisecond})
+	e := e2etest.Start(t, dbURL, app.Options{RetryBase: retryBase, ShutdownTimeout: 200 * time.Millisecond,
+		Gates: gatesflow.Options{SlowAfter: 50 * time.Millisecond}})
 	e.CheckRequestsAtCleanup(t)
 	config := policyGateConfig(policy.URL, "prod")
 	if process != "" {
@@ -117,10 +117,10 @@ func loseEvaluationToItsRetry(t *testing.T, dbURL string) lost {
 // server up before the pull request is delivered.
 func passAfterShowingRun(t *testing.T, dbURL string, opts app.Options, github func(e *e2etest.Env)) (*e2etest.Env, githubtest.CheckRun) {
 	t.Helper()
-	t.Cleanup(gatesflow.SetSlowAfter(50 * time.Millisecond))
 	answer := make(chan struct{})
 	policy := heldPolicy(t, answer)
 
+	opts.Gates.SlowAfter = 50 * time.Millisecond
 	e := e2etest.Start(t, dbURL, opts)
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))

@@ -55,11 +55,11 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 // beside the verdict could land after it and stand as the gate's result.
 func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
-		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
 		prodGo := make(chan struct{})
 		policy, stagingHeld := prodPassesStagingHangs(t, prodGo)
 
-		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond, ShutdownTimeout: 200 * time.Millisecond})
+		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond, ShutdownTimeout: 200 * time.Millisecond,
+			Gates: gatesflow.Options{SlowAfter: 50 * time.Millisecond}})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy, "prod", "staging"))
 		e.GitHub.PutFile(repo, "main", "deploy/staging.yaml", release(digestA, 3))

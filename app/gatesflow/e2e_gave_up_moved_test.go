@@ -56,7 +56,6 @@ func TestAGiveUpWhoseHeadMovedMeanwhileAnswersItsRunsAsAnOldHead(t *testing.T) {
 // still the evaluation's commit, then runs out of its time.
 func TestAGiveUpDoesNotReadAHeadItsEvaluationRead(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
-		defer gatesflow.SetEvaluateTimeout(time.Second)()
 		e, _, _ := valuesSchemaNeverComes(t, dbURL)
 		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")
 		e.Settle()

@@ -65,7 +65,6 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 // a run of the evaluation completed as the give-up's failure.
 func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
-		defer gatesflow.SetEvaluateTimeout(time.Second)()
 		e, head, number := valuesSchemaNeverComes(t, dbURL)
 		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")
 		e.Settle()
@@ -88,10 +87,11 @@ func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
 // valuesSchemaNeverComes starts the server on a pull request (head, number)
 // whose gates are values and qa, and delivers it: each attempt of its
 // evaluation reads the pull request, the config and the release, then runs
-// out of its time reading the values schema, before any verdict is queued.
+// out of its time (a second) reading the values schema, before any verdict
+// is queued.
 func valuesSchemaNeverComes(t *testing.T, dbURL string) (e *e2etest.Env, head string, number int) {
 	t.Helper()
-	e = e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
+	e = e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond, Gates: gatesflow.Options{EvaluateTimeout: time.Second}})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}\nprocess:\n  qa: {labels: [qa-approved]}", "prod"))
 	e.GitHub.PutFile(repo, "main", "deploy/release.schema.json", schema)

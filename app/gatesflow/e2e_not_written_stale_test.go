@@ -33,10 +33,9 @@ func TestAVerdictThatFailsForGoodCompletesOlderEvaluationsRunsLeftInProgress(t *
 		notWritten bool
 	}{
 		{"its run shown in progress is completed as a failure", func(t *testing.T, dbURL string) (*e2etest.Env, githubtest.CheckRun) {
-			t.Cleanup(gatesflow.SetSlowAfter(50 * time.Millisecond))
 			answer := make(chan struct{})
 			policy := heldPolicy(t, answer)
-			e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
+			e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond, Gates: gatesflow.Options{SlowAfter: 50 * time.Millisecond}})
 			e.CheckRequestsAtCleanup(t)
 			e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
 			base, head, number := openBump(e, repo)

@@ -118,10 +118,9 @@ func TestRerunOfTheCheckSuiteOnAnOldHeadIsAnsweredInEachGateRun(t *testing.T) {
 // commit: it replaces the answer wholly, as it replaces a give-up's.
 func TestALateVerdictReplacesTheOldHeadAnswerInItsRun(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
-		defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
 		answer := make(chan struct{})
 		policy := heldPolicy(t, answer)
-		e := e2etest.Start(t, dbURL, app.Options{})
+		e := e2etest.Start(t, dbURL, app.Options{Gates: gatesflow.Options{SlowAfter: 50 * time.Millisecond}})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", policyGateConfig(policy.URL, "prod"))
 		base, first, number := openBump(e, repo)

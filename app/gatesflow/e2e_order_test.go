@@ -47,7 +47,6 @@ func (p *policyService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // latest run on the commit, and the run it had shown in progress must not
 // be left spinning.
 func TestAnOlderEvaluationThatEndsLastDoesNotWin(t *testing.T) {
-	defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
 	policy := &policyService{answers: []string{"pass", "pass", "fail"}, hold: 2,
 		held: make(chan struct{}), released: make(chan struct{})}
 	srv := httptest.NewServer(policy)
@@ -56,7 +55,7 @@ func TestAnOlderEvaluationThatEndsLastDoesNotWin(t *testing.T) {
 	answer := func() { answerOnce.Do(func() { close(policy.released) }) }
 	defer answer()
 
-	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{Gates: gatesflow.Options{SlowAfter: 50 * time.Millisecond}})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1
 apps:

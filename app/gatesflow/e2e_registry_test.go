@@ -110,14 +110,13 @@ func slowRegistry(t *testing.T, delay time.Duration) *httptest.Server {
 }
 
 func TestSlowProvenanceShowsInProgressThenCompletesTheSameRun(t *testing.T) {
-	defer gatesflow.SetSlowAfter(20 * time.Millisecond)()
 	reg := slowRegistry(t, 100*time.Millisecond)
 	key := attesttest.NewSigner(t)
 	img := attesttest.PushImage(t, reg, "acme/checkout")
 	attesttest.Signed(t, img).Sign(key, nil).
 		Attest(key, "slsaprovenance", attesttest.ProvenanceV02(attesttest.Builder, attesttest.Source), nil).Push()
 
-	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{Gates: gatesflow.Options{SlowAfter: 20 * time.Millisecond}})
 	const cfg = `version: 1
 apps:
   checkout:

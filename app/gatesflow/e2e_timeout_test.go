@@ -19,8 +19,6 @@ import (
 // left in progress for ever while the job times out attempt after attempt
 // without writing a verdict.
 func TestAGateThatOutlastsTheEvaluationFailsClosed(t *testing.T) {
-	defer gatesflow.SetSlowAfter(50 * time.Millisecond)()
-	defer gatesflow.SetEvaluateTimeout(2 * time.Second)()
 	stop := make(chan struct{})
 	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -31,7 +29,8 @@ func TestAGateThatOutlastsTheEvaluationFailsClosed(t *testing.T) {
 	defer policy.Close()
 	defer close(stop)
 
-	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
+	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"),
+		app.Options{Gates: gatesflow.Options{SlowAfter: 50 * time.Millisecond, EvaluateTimeout: 2 * time.Second}})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`process:
   policy_validation: {url: "`+policy.URL+`", timeout: 10m}`, "prod"))

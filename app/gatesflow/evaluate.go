@@ -92,12 +92,15 @@ type evaluateWorker struct {
 	deps     pipeline.Deps
 	loader   *configload.Loader
 	registry attest.Source
+	// slowAfter is how long a slow gate (one that reaches a registry)
+	// may take before its check run is shown in_progress. A quicker
+	// verdict, a cached one for instance, is the gate's one check-run
+	// write.
+	slowAfter time.Duration
+	timeout   time.Duration // bounds an evaluation job
 }
 
-// evaluateTimeout bounds an evaluation job; a variable for tests.
-var evaluateTimeout = 5 * time.Minute
-
-func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return evaluateTimeout }
+func (w *evaluateWorker) Timeout(*river.Job[EvaluateArgs]) time.Duration { return w.timeout }
 
 func (w *evaluateWorker) Work(ctx context.Context, job *river.Job[EvaluateArgs]) error {
 	last := budget(evaluateAttempts, job.MaxAttempts)

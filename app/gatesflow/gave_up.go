@@ -73,7 +73,7 @@ func (w *evaluateWorker) gaveUp(ctx context.Context, job *river.Job[EvaluateArgs
 	defer stop()
 	a := job.Args
 	g := GaveUpArgs{Repository: a.Repository, PullRequest: a.PullRequest, HeadSHA: a.HeadSHA, Trigger: a.Trigger,
-		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", evaluateTimeout), Gates: known}
+		InstallationID: a.InstallationID, Seq: job.ID, Attempts: attempts, Error: plainError(err, "evaluation", w.timeout), Gates: known}
 	if pr != nil {
 		g.Head, g.PullRequestURL = pr.GetHead().GetSHA(), pr.GetHTMLURL()
 		// An attempt that found the head moved tried to answer its runs so

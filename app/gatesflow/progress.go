@@ -9,13 +9,8 @@ import (
 	"github.com/ripcord/ripcord/gates"
 )
 
-// slowAfter is how long a slow gate (one that reaches a registry) may take
-// before its check run is shown in_progress. A quicker verdict, a cached
-// one for instance, is the gate's one check-run write.
-var slowAfter = 3 * time.Second
-
 // evaluateAll evaluates each gate on its own and, for every slow gate still
-// evaluating after slowAfter, creates its in_progress run right here —
+// evaluating after w.slowAfter, creates its in_progress run right here —
 // before any verdict is queued, so the verdict's job finds that run and
 // completes it instead of racing it to create a second one. Failing to
 // show in_progress is logged, not fatal: the verdict creates the run.
@@ -36,7 +31,7 @@ func (w *evaluateWorker) evaluateAll(ctx context.Context, gh *github.Client, gs 
 		}
 		close(all)
 	}()
-	timer := time.NewTimer(slowAfter)
+	timer := time.NewTimer(w.slowAfter)
 	defer timer.Stop()
 	select {
 	case <-all:

@@ -93,7 +93,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		return nil, nil
 	}
 	key := externalID(a, t, seq)
-	gctx, cancel := gateContext(ctx)
+	gctx, cancel := gateContext(ctx, reportMargin(w.timeout))
 	defer cancel()
 	results := w.evaluateAll(gctx, gh, gs, s, func(g gates.Gate) ReportArgs {
 		return ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
@@ -115,22 +115,22 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 }
 
 // gateContext is the context the gates are evaluated in: the job's, ending
-// reportMargin before it. A gate still waiting then (a registry or policy
+// margin (reportMargin) before it. A gate still waiting then (a registry or policy
 // service that does not answer) cannot decide and fails closed, and the
 // job still has the time to queue its verdicts: were the gates to run out
 // the job's own time, queueing would fail with it, attempt after attempt,
 // and a gate shown in progress would stay so for ever.
-func gateContext(ctx context.Context) (context.Context, context.CancelFunc) {
+func gateContext(ctx context.Context, margin time.Duration) (context.Context, context.CancelFunc) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithDeadline(ctx, dl.Add(-reportMargin()))
+	return context.WithDeadline(ctx, dl.Add(-margin))
 }
 
 // reportMargin is what an evaluation keeps of its job's time to queue its
-// verdicts: a tenth of it, at most 30 s.
-func reportMargin() time.Duration { return min(evaluateTimeout/10, 30*time.Second) }
+// verdicts: a tenth of its timeout, at most 30 s.
+func reportMargin(timeout time.Duration) time.Duration { return min(timeout/10, 30*time.Second) }
 
 // subjectRecords are the records Assess judges the subject by, newest
 // first: the target's newest releases that ran, window of them and
