@@ -11,6 +11,7 @@ import (
 )
 
 func TestEveryConfiguredGateIsBuilt(t *testing.T) {
+	t.Parallel()
 	on := true
 	cfg := repoconfig.Gates{
 		Provenance: &repoconfig.Provenance{Keys: []string{".github/cosign.pub"}}, Values: &repoconfig.Values{}, CommitSigning: &on,
@@ -28,6 +29,7 @@ func TestEveryConfiguredGateIsBuilt(t *testing.T) {
 }
 
 func TestRegistryGatesAreSlow(t *testing.T) {
+	t.Parallel()
 	for _, g := range []gates.Gate{attest.Provenance{}, attest.SBOM{}, attest.ImageScan{}} {
 		if !gates.IsSlow(g) {
 			t.Errorf("%s does not report in_progress first, yet it reaches a registry", g.Name())
@@ -36,6 +38,7 @@ func TestRegistryGatesAreSlow(t *testing.T) {
 }
 
 func TestContentGatesWithoutProvenanceFailClosed(t *testing.T) {
+	t.Parallel()
 	trust := readTrust(context.Background(), nil, "acme/checkout", nil)
 	s := gates.Subject{Image: "reg.example.com/checkout", Digest: "sha256:" + strings.Repeat("1", 64)}
 	v := attest.SBOM{Source: newRegistry(nil), Trust: trust}.Evaluate(context.Background(), s)

@@ -22,7 +22,9 @@ import (
 // the later ones fails, the retried job must write what is missing, not
 // every batch again: the run holds each annotation exactly once.
 func TestARetriedVerdictWritesEachAnnotationOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}", "prod"))

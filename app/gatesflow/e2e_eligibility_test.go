@@ -22,7 +22,9 @@ import (
 // not read: the content gate blocked as on an ordinary promotion, and the
 // git revision r1 ran was unknown.
 func TestGatesJudgeEligibilityAmongTheReleasesThatRan(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e, cs := startSast(t, dbURL, "")
 		digest := func(n int) string { return fmt.Sprintf("sha256:%064x", n) }
 		commit := func(n int) string { return fmt.Sprintf("%040x", 0xc0de00+n) }

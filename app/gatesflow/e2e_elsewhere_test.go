@@ -19,7 +19,9 @@ import (
 // and said the digest was not among prod's newest releases, which left the
 // reviewer to guess why an image that ran fine is not a rollback target.
 func TestContentGateSaysWhereElseTheDigestRanHealthyAsTheAPIDoes(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e, cs := startSast(t, dbURL, `      staging:
         cluster: staging-eu
         rollback:

@@ -43,8 +43,10 @@ apps:
 // during the wait makes no second verdict of the evaluation), and each
 // environment's gate gets one verdict, its check run written once.
 func TestAnEvaluationThatWaitsForTheLimitWritesEachEnvironmentsVerdictsOnce(t *testing.T) {
+	t.Parallel()
 	const prodSchema, stagingSchema = "deploy/prod.schema.json", "deploy/staging.schema.json"
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoEnvironmentsConfig)

@@ -21,6 +21,7 @@ import (
 // the time GitHub names, counting no attempt, and once the limit lifts
 // every gate gets its own verdict.
 func TestGatesOwnReadsWaitForGitHubsRateLimit(t *testing.T) {
+	t.Parallel()
 	const schemaPath, keyPath = "deploy/release.schema.json", ".github/cosign.pub"
 	all := func(map[string]string) bool { return true }
 	for _, tc := range []struct {
@@ -75,6 +76,7 @@ func TestGatesOwnReadsWaitForGitHubsRateLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				e := e2etest.Start(t, dbURL, app.Options{})
 				e.CheckRequestsAtCleanup(t)
 				e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(tc.gates+"\nprocess:\n  qa: {labels: [qa-approved]}", "prod"))

@@ -22,7 +22,9 @@ import (
 // keeps its verdict: the lost evaluation's run, which the newer verdict
 // completed superseded, is not turned into a failure, and no run is added.
 func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the newer evaluation comes first
 		e := l.e
 		l.recover()
@@ -54,7 +56,9 @@ func TestAGiveUpLeavesANewerEvaluationsVerdictAlone(t *testing.T) {
 // give-up fails only the run with no verdict on its way: one written
 // beside the verdict could land after it and stand as the gate's result.
 func TestAGiveUpLeavesARunWhoseVerdictIsBeingWritten(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		prodGo := make(chan struct{})
 		policy, stagingHeld := prodPassesStagingHangs(t, prodGo)
 

@@ -20,7 +20,9 @@ import (
 // request, as the lost attempt's does, and answers it so too; it makes no
 // run on the old commit.
 func TestAGiveUpWhoseHeadMovedMeanwhileAnswersItsRunsAsAnOldHead(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
 		moved := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
@@ -55,6 +57,9 @@ func TestAGiveUpWhoseHeadMovedMeanwhileAnswersItsRunsAsAnOldHead(t *testing.T) {
 // its head: it does not read it again. Here every attempt reads the head,
 // still the evaluation's commit, then runs out of its time.
 func TestAGiveUpDoesNotReadAHeadItsEvaluationRead(t *testing.T) {
+	// Not parallel: each attempt is to run out of its second reading
+	// the schema, and the reads before it must fit in that second;
+	// beside other tests they do not always (valuesSchemaNeverComes).
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e, _, _ := valuesSchemaNeverComes(t, dbURL)
 		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")

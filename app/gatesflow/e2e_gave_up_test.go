@@ -22,7 +22,9 @@ import (
 // not pass. A Re-run of that run, and one of the check suite, evaluate the
 // gate again, in newer evaluations whose verdicts replace it.
 func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluation(t, dbURL, 10*time.Millisecond)
 		e := l.e
 		waitForJob(e, "the evaluation to give up", 30*time.Second, "gates_evaluate", "cancelled")
@@ -64,6 +66,9 @@ func TestAnEvaluationWhoseJobFailsForGoodCompletesItsRunsInProgress(t *testing.T
 // reading the values schema, before any verdict is queued. Each gate gets
 // a run of the evaluation completed as the give-up's failure.
 func TestAGiveUpMakesTheRunsOfTheGatesItKnewAndNeverShowed(t *testing.T) {
+	// Not parallel: each attempt is to run out of its second reading
+	// the schema, and the reads before it must fit in that second;
+	// beside other tests they do not always (valuesSchemaNeverComes).
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		e, head, number := valuesSchemaNeverComes(t, dbURL)
 		waitForJob(e, "the evaluation to give up", 60*time.Second, "gates_gave_up", "completed")

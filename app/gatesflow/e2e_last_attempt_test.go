@@ -13,7 +13,9 @@ import (
 // or 8) gives up at its own last attempt: River would discard it after
 // that one, and the run it showed in progress would spin for ever.
 func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
 		// Queued with 5 attempts in all, as the oldest evaluations were; the
@@ -37,7 +39,9 @@ func TestAnEvaluationQueuedWithFewerAttemptsGivesUpAtItsLast(t *testing.T) {
 // not given up and its run is not failed; it gets its verdict when the
 // job runs again.
 func TestAnEvaluationTheServersStopInterruptsAtItsLastAttemptDoesNotGiveUp(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
 		// Its last attempt reads the pull request, then waits for the

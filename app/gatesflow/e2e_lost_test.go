@@ -47,7 +47,9 @@ func loseAtLastAttemptAndRescue(t *testing.T, e *e2etest.Env, dbURL, kind, what 
 // such a job without running it again, so the run it showed in progress
 // spun for ever. It is rescued to an attempt that only gives up.
 func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the test loses it first
 		e := l.e
 		loseAtLastAttemptAndRescue(t, e, dbURL, "gates_evaluate", "evaluation")
@@ -68,7 +70,9 @@ func TestAnEvaluationLostAtItsLastAttemptStillGivesUp(t *testing.T) {
 // too: not evaluated, as the commit is no longer the head, naming the one
 // that is; no run is made on the old commit and nothing is left to give up.
 func TestAnEvaluationLostAtItsLastAttemptAfterTheHeadMovedAnswersItsRunsAsAnOldHead(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the test loses it first
 		e := l.e
 		moved := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
@@ -91,7 +95,9 @@ func TestAnEvaluationLostAtItsLastAttemptAfterTheHeadMovedAnswersItsRunsAsAnOldH
 // progress are given up, as after a last attempt whose answer GitHub
 // refused: a failure, not a spinner.
 func TestAnEvaluationLostAtItsLastAttemptAfterTheHeadMovedGivesUpWhenItsAnswerIsRefused(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits: the test loses it first
 		e := l.e
 		e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
@@ -121,7 +127,9 @@ func TestAnEvaluationLostAtItsLastAttemptAfterTheHeadMovedGivesUpWhenItsAnswerIs
 // learn them, and each gets a run of the evaluation, failed as the
 // give-up's.
 func TestAnEvaluationLostAtItsLastAttemptMakesTheRunsOfTheGatesItNeverShowed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationWith(t, dbURL, time.Hour, "qa: {labels: [qa-approved]}") // its retry waits: the test loses it first
 		e := l.e
 		waitForJob(e, "the evaluation's refused attempt", 30*time.Second, "gates_evaluate", "retryable")
@@ -148,7 +156,9 @@ func TestAnEvaluationLostAtItsLastAttemptMakesTheRunsOfTheGatesItNeverShowed(t *
 // without running it again, so notWritten never ran and the run the
 // evaluation showed in progress spun for ever.
 func TestAVerdictLostAtItsLastAttemptStillCompletesItsRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		// The verdict's retry waits: the test loses it first.
 		e, shown := passAfterShowingRun(t, dbURL, app.Options{RetryBase: time.Hour}, func(e *e2etest.Env) {
 			refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
@@ -170,7 +180,9 @@ func TestAVerdictLostAtItsLastAttemptStillCompletesItsRun(t *testing.T) {
 // completes them, so the run spun for ever. The attempt the job keeps for
 // that does the lost attempt's work again.
 func TestAGiveUpLostAtItsLastAttemptStillCompletesItsRuns(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retries, and the give-up's, wait for the test
 		e := l.e
 		// The evaluation's last attempt is refused too, and gives up; GitHub
@@ -195,7 +207,9 @@ func TestAGiveUpLostAtItsLastAttemptStillCompletesItsRuns(t *testing.T) {
 // A give-up GitHub refuses on each of its 8 attempts ends there: the
 // attempt its job keeps for a lost one is not a ninth try.
 func TestAGiveUpGitHubRefusesForGoodEndsAtItsEighthAttempt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluation(t, dbURL, 10*time.Millisecond)
 		e := l.e
 		refuseAccess(e, "GET /repos/{owner}/{repo}/commits/{ref}/check-runs")

@@ -22,6 +22,7 @@ import (
 // GitHub took before refusing its later annotations, they are completed
 // superseded, pointing at it.
 func TestAVerdictThatFailsForGoodCompletesOlderEvaluationsRunsLeftInProgress(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// start starts the server with a pull request whose one gate's
@@ -86,6 +87,7 @@ func TestAVerdictThatFailsForGoodCompletesOlderEvaluationsRunsLeftInProgress(t *
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				e, older := tt.start(t, dbURL)
 				waitForJob(e, "the verdict's job to fail for good", 60*time.Second, "gates_report", "cancelled")
 				e.Settle()

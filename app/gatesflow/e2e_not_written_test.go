@@ -52,7 +52,9 @@ func refuseWrites(e *e2etest.Env, pattern string, refused func(body map[string]a
 // job's last attempt completes the run as a failure that says the verdict
 // could not be written, why, and how to evaluate again.
 func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e, shown := passAfterShowingRun(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond}, func(e *e2etest.Env) {
 			// GitHub refuses the verdict (a success), whatever the attempt.
 			refuseUpdates(e, func(body map[string]any) bool { return body["conclusion"] == "success" })
@@ -78,7 +80,9 @@ func TestAVerdictGitHubRefusesForGoodCompletesItsRunAsAFailure(t *testing.T) {
 // the evaluation, completed as a failure that says the verdict could not
 // be written, why, and how to evaluate again.
 func TestAVerdictWhoseRunGitHubRefusesToCreateGetsARunAsAFailure(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}", "prod"))
@@ -112,7 +116,9 @@ func TestAVerdictWhoseRunGitHubRefusesToCreateGetsARunAsAFailure(t *testing.T) {
 // is refused): the run is not replaced by a failure that says the verdict
 // could not be written.
 func TestAVerdictGitHubTookIsNotReplacedWhenItsJobFailsForGood(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{RetryBase: 10 * time.Millisecond})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("values: {schema: deploy/release.schema.json}", "prod"))
@@ -153,7 +159,9 @@ func TestAVerdictGitHubTookIsNotReplacedWhenItsJobFailsForGood(t *testing.T) {
 // verdict has not failed for good and its run is not failed for it; the
 // verdict is written when the job runs again.
 func TestAVerdictTheServersStopInterruptsAtItsLastAttemptIsWrittenAfter(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		// The verdict's update is refused, then, once holding, hangs until
 		// its request is given up; then it is taken.
 		var mode atomic.Int32 // 0 refuse, 1 hold, 2 take

@@ -21,7 +21,9 @@ import (
 // and where its gates are. A newer evaluation's run in progress and a
 // completed run on the old commit are left as they are.
 func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
 		e := l.e
 		newer := e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/policy-validation", HeadSHA: l.head, Status: "in_progress",
@@ -62,7 +64,9 @@ func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *t
 // in progress is completed failure. Another pull request's run on the
 // commit is not the click's to answer.
 func TestRerunOfTheCheckSuiteOnAnOldHeadIsAnsweredInEachGateRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)
@@ -117,7 +121,9 @@ func TestRerunOfTheCheckSuiteOnAnOldHeadIsAnsweredInEachGateRun(t *testing.T) {
 // text on the answer's failure. The verdict is what the gate said of that
 // commit: it replaces the answer wholly, as it replaces a give-up's.
 func TestALateVerdictReplacesTheOldHeadAnswerInItsRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		answer := make(chan struct{})
 		policy := heldPolicy(t, answer)
 		e := e2etest.Start(t, dbURL, app.Options{Gates: gatesflow.Options{SlowAfter: 50 * time.Millisecond}})

@@ -47,6 +47,7 @@ func (p *policyService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // latest run on the commit, and the run it had shown in progress must not
 // be left spinning.
 func TestAnOlderEvaluationThatEndsLastDoesNotWin(t *testing.T) {
+	t.Parallel()
 	policy := &policyService{answers: []string{"pass", "pass", "fail"}, hold: 2,
 		held: make(chan struct{}), released: make(chan struct{})}
 	srv := httptest.NewServer(policy)

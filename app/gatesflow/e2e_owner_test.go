@@ -21,6 +21,7 @@ import (
 // pull request pins, with a signed commit of its own, is refused, and
 // commit-signing asks about the owner's commit in the owner's repository.
 func TestGatesTrustOnlyTheOwnersRecordOfADigest(t *testing.T) {
+	t.Parallel()
 	const (
 		owner, other       = "acme/checkout-src", "mallory/fork"
 		ownCommit, evilSHA = "0123456789abcdef0123456789abcdef01234567", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"

@@ -18,6 +18,7 @@ import (
 // change reference into the body, the gate's check run must follow; a
 // label no gate reads evaluates nothing.
 func TestProcessGatesFollowTheLabelsAndTheBody(t *testing.T) {
+	t.Parallel()
 	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig(`process:

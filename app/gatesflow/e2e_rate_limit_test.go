@@ -21,6 +21,7 @@ import (
 // counting no attempt, and once the limit lifts the gates get their runs
 // as if it had never been.
 func TestGatesWaitForGitHubsRateLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// route is the request GitHub refuses, kind the job that sends it.
@@ -41,6 +42,7 @@ func TestGatesWaitForGitHubsRateLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				e := e2etest.Start(t, dbURL, app.Options{})
 				e.CheckRequestsAtCleanup(t)
 				e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))

@@ -27,6 +27,7 @@ sbom: {formats: [spdx]}
 image_scan: {severity: high, allow: [CVE-2024-3094]}`, "prod")
 
 func TestPullRequestPinningASignedImageGetsProvenanceSuccess(t *testing.T) {
+	t.Parallel()
 	reg := attesttest.StartRegistry(t)
 	key := attesttest.NewSigner(t)
 	img := attesttest.PushImage(t, reg, "acme/checkout")
@@ -74,6 +75,7 @@ func TestPullRequestPinningASignedImageGetsProvenanceSuccess(t *testing.T) {
 }
 
 func TestKeyMissingFromTheDefaultBranchFailsClosed(t *testing.T) {
+	t.Parallel()
 	reg := attesttest.StartRegistry(t)
 	key := attesttest.NewSigner(t)
 	img := attesttest.PushImage(t, reg, "acme/checkout")
@@ -110,6 +112,7 @@ func slowRegistry(t *testing.T, delay time.Duration) *httptest.Server {
 }
 
 func TestSlowProvenanceShowsInProgressThenCompletesTheSameRun(t *testing.T) {
+	t.Parallel()
 	reg := slowRegistry(t, 100*time.Millisecond)
 	key := attesttest.NewSigner(t)
 	img := attesttest.PushImage(t, reg, "acme/checkout")

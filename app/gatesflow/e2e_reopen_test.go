@@ -15,6 +15,7 @@ import (
 // (same arguments), so nothing judged the pull request as it was then.
 // A redelivery of one reopening stays one evaluation.
 func TestEachReopeningEvaluatesTheGatesAgain(t *testing.T) {
+	t.Parallel()
 	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))

@@ -18,6 +18,7 @@ import (
 // pull_requests (the head branch is in another repository), and the pull
 // request is then the one the run's external id names.
 func TestRerunOfAGateReevaluatesAlsoForAForkPullRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		fork bool
@@ -80,7 +81,9 @@ func rerequested(t *testing.T, run githubtest.CheckRun, number int, head, base s
 // on a gate run evaluates the pull request the run is of (its external id
 // names it), not whichever GitHub lists first.
 func TestRerunOfAGateReevaluatesItsOwnPullRequestWhenGitHubListsAnother(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)
@@ -123,7 +126,9 @@ func TestRerunOfAGateReevaluatesItsOwnPullRequestWhenGitHubListsAnother(t *testi
 // still in progress (its evaluation lost) is completed as a failure, as a
 // gate that was not evaluated does not pass.
 func TestRerunOfAGateOnAnOldHeadIsAnsweredInItsRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", gatesConfig("process:\n  qa: {labels: [qa-approved]}", "prod"))

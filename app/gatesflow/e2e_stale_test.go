@@ -18,7 +18,9 @@ import (
 // the gate's newer verdict: the newer evaluation completes it, superseded,
 // pointing at its own run.
 func TestANewerVerdictCompletesAnOlderEvaluationsRunLeftInProgress(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		e := e2etest.Start(t, dbURL, app.Options{})
 		e.CheckRequestsAtCleanup(t)
 		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", twoGatesConfig)

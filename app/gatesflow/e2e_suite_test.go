@@ -21,6 +21,7 @@ var twoGatesConfig = gatesConfig(`process:
 // new evaluation, also on a pull request from a fork, whose suite lists no
 // pull request; another App's suite is left to that App.
 func TestRerunOfTheCheckSuiteReevaluatesEveryGate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		fork     bool

@@ -22,6 +22,7 @@ import (
 // first push of that head, so it was dropped as a duplicate, and the
 // deployment protection rule approved the head on its stale qa verdict.
 func TestAPushBackToAnEarlierHeadIsEvaluatedAgain(t *testing.T) {
+	t.Parallel()
 	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", `version: 1

@@ -42,6 +42,7 @@ func openBump(e *e2etest.Env, repo string) (base, head string, number int) {
 }
 
 func TestPullRequestThatChangesTheReleaseFileGetsOneCheckRunPerGate(t *testing.T) {
+	t.Parallel()
 	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.CheckRequestsAtCleanup(t)
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", repoConfig)
@@ -85,6 +86,7 @@ func TestPullRequestThatChangesTheReleaseFileGetsOneCheckRunPerGate(t *testing.T
 }
 
 func TestPullRequestThatLeavesTheReleaseAloneGetsNoGates(t *testing.T) {
+	t.Parallel()
 	e := e2etest.Start(t, testdb.MigratedURL(t, "sqlite"), app.Options{})
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", repoConfig)
 	base := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", release(digestA, 3))

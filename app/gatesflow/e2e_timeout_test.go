@@ -19,6 +19,7 @@ import (
 // left in progress for ever while the job times out attempt after attempt
 // without writing a verdict.
 func TestAGateThatOutlastsTheEvaluationFailsClosed(t *testing.T) {
+	t.Parallel()
 	stop := make(chan struct{})
 	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

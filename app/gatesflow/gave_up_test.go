@@ -19,6 +19,7 @@ import (
 // and its job ran late) is what the gate says: it replaces the failure
 // rather than being dropped as a run already completed.
 func TestAVerdictReplacesItsEvaluationsGiveUp(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	const head = "19c382f4dd64bc65b314550afc304816918bbb0a"
 	key := "acme/checkout#1@" + head + " checkout/prod pull_request opened seq=7"
@@ -42,6 +43,7 @@ func TestAVerdictReplacesItsEvaluationsGiveUp(t *testing.T) {
 }
 
 func TestPlainErrorSaysWhatGitHubAnswered(t *testing.T) {
+	t.Parallel()
 	_, gh := fakeGitHub(t)
 	_, _, err := gh.PullRequests.Get(context.Background(), "acme", "checkout", 404)
 	var er *github.ErrorResponse

@@ -22,6 +22,7 @@ func fakeGitHub(t *testing.T) (*githubtest.Server, *github.Client) {
 }
 
 func TestSASTReadsOpenAlertsAtTheRevision(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	const rev = "abcdef0123456789abcdef0123456789abcdef01"
 	cs := githubtest.ServeCodeScanning(s)
@@ -56,6 +57,7 @@ func TestSASTReadsOpenAlertsAtTheRevision(t *testing.T) {
 // alerts are a later commit's, and the check run says so instead of
 // putting them on the release's commit, which it did.
 func TestSASTSaysWhichCommitTheAlertsAreOf(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	const rev, later = "abcdef0123456789abcdef0123456789abcdef01", "5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e"
 	cs := githubtest.ServeCodeScanning(s)
@@ -84,6 +86,7 @@ func TestSASTSaysWhichCommitTheAlertsAreOf(t *testing.T) {
 
 // Another commit's analysis on the same branch is not this commit's.
 func TestSASTNeedsAnAnalysisOfTheRevisionItself(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	cs := githubtest.ServeCodeScanning(s)
 	cs.Analyzed("acme/checkout", "refs/heads/main")
@@ -98,6 +101,7 @@ func TestSASTNeedsAnAnalysisOfTheRevisionItself(t *testing.T) {
 // The commit lives in the release's source repository, not the GitOps
 // repository the PR changes.
 func TestSASTReadsTheSourceRepository(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	const rev = "abcdef0123456789abcdef0123456789abcdef01"
 	cs := githubtest.ServeCodeScanning(s)
@@ -111,6 +115,7 @@ func TestSASTReadsTheSourceRepository(t *testing.T) {
 }
 
 func TestSASTWithoutAnalysisFailsClosed(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	githubtest.ServeCodeScanning(s)
 	v := gates.SAST{GitHub: scanning{gh: gh}, Severity: "high"}.Evaluate(context.Background(), gates.Subject{Repository: "acme/checkout", GitRevision: "abcdef01"})
@@ -125,6 +130,7 @@ func TestSASTWithoutAnalysisFailsClosed(t *testing.T) {
 // showing its own run, and a newer one must not hide ripcord's own from
 // GitHub's filter=latest (the verdict would then not complete it).
 func TestFindRunIgnoresAnotherAppsRun(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	const repo, sha = "acme/checkout", "abcdef0123456789abcdef0123456789abcdef01"
 	a := ReportArgs{Repository: repo, HeadSHA: sha, InstallationID: githubtest.InstallationID, ExternalID: "acme/checkout#7@abcdef checkout/prod t",
@@ -157,6 +163,7 @@ func TestFindRunIgnoresAnotherAppsRun(t *testing.T) {
 // a second run and left its in_progress run spinning. Runs past the first
 // page of the list are found too.
 func TestFindRunFindsEachEvaluationsOwnRun(t *testing.T) {
+	t.Parallel()
 	s, gh := fakeGitHub(t)
 	ctx := context.Background()
 	const repo, sha = "acme/checkout", "abcdef0123456789abcdef0123456789abcdef01"

@@ -18,6 +18,7 @@ import (
 // the server's limit on such URLs: a policy service outside it is not
 // asked, and its gate fails closed saying why.
 func TestPolicyServiceOutsideOutboundAllowIsNotAsked(t *testing.T) {
+	t.Parallel()
 	var asked atomic.Int64
 	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		asked.Add(1)

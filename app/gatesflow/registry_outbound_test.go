@@ -25,6 +25,7 @@ import (
 // registry listens, so the test sends nothing off loopback either way and
 // fails if the request is made.
 func TestRegistriesAreReachedUnderTheOutboundRules(t *testing.T) {
+	t.Parallel()
 	var asked atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)

@@ -6,6 +6,7 @@ import "testing"
 // written before ids carried one or for anything that is not a plain
 // number after the mark.
 func TestEvaluationSeq(t *testing.T) {
+	t.Parallel()
 	a := EvaluateArgs{Repository: "acme/shop", PullRequest: 7, HeadSHA: "abc", Trigger: "rerun"}
 	tg := target{app: "checkout", env: "prod"}
 	if got := EvaluationSeq(externalID(a, tg, 42)); got != 42 {

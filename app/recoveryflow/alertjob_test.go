@@ -37,7 +37,9 @@ func alerted(t *testing.T, f *flow, id int64) Episode {
 // takes the claim over and opens the issue, instead of waiting for the dead
 // job for ever. A claim held by a live job is still waited for.
 func TestAlertIssueClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		fake := githubtest.NewServer(t)
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 		ctx := context.Background()

@@ -19,7 +19,9 @@ import (
 // the next check-run job takes the claim over and creates the check run,
 // instead of snoozing for ever behind it. A live claimant is waited for.
 func TestCheckRunClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		fake := githubtest.NewServer(t)
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 		ctx := context.Background()
@@ -67,6 +69,7 @@ func TestCheckRunClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
 // made is not it: storing its id would have every update refused by
 // GitHub, so the episode's own run is created and kept instead.
 func TestRetriedCheckRunIgnoresAnotherAppsRun(t *testing.T) {
+	t.Parallel()
 	fake := githubtest.NewServer(t)
 	f := workerFlow(t, testdb.MigratedURL(t, "sqlite"), fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 	ctx := context.Background()
@@ -111,7 +114,9 @@ func TestRetriedCheckRunIgnoresAnotherAppsRun(t *testing.T) {
 // a second one beside it; a completed run the episode left behind for a
 // new one is not taken.
 func TestRetriedCheckRunFindsTheRunOfAnEarlierAttempt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		fake := githubtest.NewServer(t)
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 		ctx := context.Background()

@@ -79,7 +79,9 @@ func commitAtOnce(t *testing.T, f *flow, commits []pipeline.Commit) {
 // decides a failure once: one episode, retry_count 1, one set of audit
 // events, one re-run queued.
 func TestTwoDeliveriesOfOneFailureAtOnceAreDecidedOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		ctx := context.Background()
 		fake := githubtest.NewServer(t)
 		sha := fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", onceConfig)
@@ -143,7 +145,9 @@ func applyTaskFact(t *testing.T, f *flow, run int64, status records.TaskStatus, 
 // their decisions commit side by side (two replicas): the release is
 // rolled back once, and the other run's failure is rollback_skipped.
 func TestTwoRunsOfOneReleaseDecidedAtOnceRollBackOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		ctx := context.Background()
 		fake := githubtest.NewServer(t)
 		sha := fake.PutFile("acme/checkout", "main", ".github/ripcord.yml", onceConfig+"recovery: {max_retries: 0}\n")

@@ -102,7 +102,9 @@ func dispatchJob(f *flow, id int64, attempt int) error {
 // a second rollback; GitHub answering without the run's id is followed the
 // same way instead of "Rolling back" for ever.
 func TestRollbackDispatchIsSentOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		fake := githubtest.NewServer(t)
 		lossy := &losesDispatchAnswers{}
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), lossy)
@@ -173,7 +175,9 @@ func TestRollbackDispatchIsSentOnce(t *testing.T) {
 // "GitHub did not act" and start a second rollback. It sends again only
 // once the grace has passed with no run listed.
 func TestARetriedDispatchWaitsForGitHubToListItsRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		fake := githubtest.NewServer(t)
 		lossy := &losesDispatchAnswers{}
 		clock := ghclient.NewStepClock(time.Now().UTC())

@@ -44,7 +44,9 @@ func (s *scene) acknowledged(id int64) bool {
 // the pull request's head; the other comments show who and what is refused
 // or ignored.
 func TestRetryCommandOnAPullRequest(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		head := s.GitHub.PutFile(repo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(repo, "octocat", "feature", "main", "Ship it")

@@ -12,7 +12,9 @@ import (
 // The same failure delivered again (GitHub's Redeliver keeps the delivery
 // id) and once more under a new id (GitHub sending twice) re-runs once.
 func TestRedeliveredFailureReRunsOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5004
 		s.failedRun(run)
@@ -52,7 +54,9 @@ func TestRedeliveredFailureReRunsOnce(t *testing.T) {
 // serve stopped during the backoff: the scheduled re-run is in the
 // database, fires once after the next start, and not before.
 func TestRetryScheduledBeforeARestartFiresOnceAfterIt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(3, "3s"), app.Options{})
 		const run = 5005
 		s.failedRun(run)

@@ -71,9 +71,11 @@ func (s *scene) spentNoAttempt(kind string) {
 // run once the limit lifts. A 403 that is no rate limit is still GitHub's
 // "no": an alert that quotes it.
 func TestRateLimitedReRunWaitsForTheLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range limitAnswers {
 		t.Run(tc.name, func(t *testing.T) {
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 				const run = 5101
 				s.failedRun(run)
@@ -107,6 +109,7 @@ func TestRateLimitedReRunWaitsForTheLimit(t *testing.T) {
 	}
 	t.Run("a refusal", func(t *testing.T) {
 		testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+			t.Parallel()
 			s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 			s.alertsOnRefusal(5102, rerunPath, recoveryflow.RuleRerunRefused)
 		})
@@ -148,9 +151,11 @@ func (s *scene) alertsOnRefusal(run int64, route, rule string) {
 // and the check run says it runs. A 403 that is no rate limit still ends
 // the rollback rollback_failed.
 func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
+	t.Parallel()
 	const notice = "waiting for GitHub's rate limit"
 	t.Run("Retry-After", func(t *testing.T) {
 		testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+			t.Parallel()
 			s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 			s.healthyPrevious()
 			const run = 5111
@@ -212,6 +217,7 @@ func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
 	})
 	t.Run("a refusal", func(t *testing.T) {
 		testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+			t.Parallel()
 			s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 			s.healthyPrevious()
 			s.alertsOnRefusal(5112, dispatchPath, recoveryflow.RuleRollbackFailed)
@@ -224,7 +230,9 @@ func TestRateLimitedRollbackDispatchWaitsAndSaysSo(t *testing.T) {
 // that outlasts River's backoff must not leave an alert unsaid. Once the
 // limit lifts both are written, and no job has an error.
 func TestRateLimitedRecoveryCheckAndAlertWaitForTheLimit(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5103
 		s.failedRun(run)

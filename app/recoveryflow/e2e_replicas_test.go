@@ -35,6 +35,7 @@ func replicas(t *testing.T) (*scene, *e2etest.Env) {
 // queued once and duplicate otherwise, and decided once: one re-run per
 // failed run, though both replicas drain the one table.
 func TestReplicasProcessADeliveryPostedToBothOnce(t *testing.T) {
+	t.Parallel()
 	s, b := replicas(t)
 	const runs = 12
 	var reqs []*http.Request
@@ -132,6 +133,7 @@ var periodicKinds = []string{"records_sweep", "deliveries_sweep", "stall_scan", 
 // does is done once: a scheduled retry that nobody carried out is alerted
 // in one issue.
 func TestReplicasRunAPeriodicSweepOnce(t *testing.T) {
+	t.Parallel()
 	s, b := replicas(t)
 	const run = 7101
 	s.retrying(run)

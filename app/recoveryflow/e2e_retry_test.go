@@ -15,7 +15,9 @@ import (
 // A deploy that fails twice and passes on the second re-run: two re-runs,
 // one check run that ends green, no rollback, no issue.
 func TestFailureThatSucceedsOnTheSecondRetry(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5001
 		s.retrying(run)
@@ -94,7 +96,9 @@ func TestFailureThatSucceedsOnTheSecondRetry(t *testing.T) {
 // and its check run says so instead of "Re-running the failed jobs" in
 // progress for ever.
 func TestCancelledReRunEndsTheWait(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5008
 		s.retrying(run)
@@ -114,7 +118,9 @@ func TestCancelledReRunEndsTheWait(t *testing.T) {
 // back in progress, so the retry shows on a new ripcord/recovery check run
 // and the "Stopped" one is left as it was.
 func TestRetryAfterAStopShowsOnANewCheckRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(3, "1ms"), app.Options{})
 		const run = 5009
 		s.retrying(run)
@@ -159,7 +165,9 @@ func TestRetryAfterAStopShowsOnANewCheckRun(t *testing.T) {
 // same way, and nothing was deployed to roll back, even with retries left
 // and an eligible previous release.
 func TestStartupFailureAlertsWithoutRetryOrRollback(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(2, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5020

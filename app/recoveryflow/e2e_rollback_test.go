@@ -19,7 +19,9 @@ import (
 // running: the deploy workflow is dispatched with version v1, and the
 // episode closes when that run succeeds.
 func TestExhaustedRetriesRollBackByDispatchingThePreviousVersion(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(1, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5002
@@ -63,7 +65,9 @@ func TestExhaustedRetriesRollBackByDispatchingThePreviousVersion(t *testing.T) {
 // release (seed 000's order). The failure type comes from the failed job's
 // name through failure_types, since the fact names none.
 func TestBuildFailureIsRetriedThenAlertedNeverRolledBack(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(2, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5003
@@ -115,7 +119,9 @@ func TestBuildFailureIsRetriedThenAlertedNeverRolledBack(t *testing.T) {
 // not a new deploy failure to re-run (and, once its retries ran out, to roll
 // back in turn).
 func TestFailedRollbackRunAlertsInsteadOfStartingOver(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5006
@@ -155,7 +161,9 @@ func TestFailedRollbackRunAlertsInsteadOfStartingOver(t *testing.T) {
 // workflow_dispatch trigger): the episode does not stay "Rolling back"
 // forever; it becomes an alert that quotes GitHub.
 func TestRefusedRollbackDispatchAlerts(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.GitHub.Handle("POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches",
 			func(w http.ResponseWriter, r *http.Request, p map[string]string) {
@@ -191,7 +199,9 @@ func TestRefusedRollbackDispatchAlerts(t *testing.T) {
 // is dispatched and recorded, not skipped because of the earlier
 // attempt's rollback run, which would leave the episode rolling_back.
 func TestNewFailureAfterAFailedRollbackDispatchesItsOwnRollback(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5010
@@ -252,7 +262,9 @@ func (s *scene) deliverDispatchedRun(id int64, conclusion string) {
 // first rollback's run, a run of deploy.yml too, then fails: it is
 // ripcord's own rollback, not a deploy to retry or roll back in turn.
 func TestEarlierRollbackRunIsNotTakenForADeploy(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.healthyPrevious()
 		const run = 5030
@@ -295,7 +307,9 @@ func TestEarlierRollbackRunIsNotTakenForADeploy(t *testing.T) {
 // and its rollback fails visibly, instead of the run being taken for a
 // failed deploy and the episode waiting "Rolling back" for ever.
 func TestUnnamedRollbackRunIsFollowedNotTakenForADeploy(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.GitHub.IgnoreRunDetails(repo)
 		s.healthyPrevious()
@@ -332,7 +346,9 @@ func TestUnnamedRollbackRunIsFollowedNotTakenForADeploy(t *testing.T) {
 // The rollback workflow lives in another repository (rollback.repository):
 // its run's outcome, reported by that repository, ends the episode.
 func TestRollbackRunInAnotherRepositoryEndsTheEpisode(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		const deployer = "acme/deployer"
 		cfg := strings.Replace(repoConfig(0, "1ms"), "          workflow: deploy.yml\n",
 			"          workflow: deploy.yml\n          repository: "+deployer+"\n", 1)
@@ -361,7 +377,9 @@ func TestRollbackRunInAnotherRepositoryEndsTheEpisode(t *testing.T) {
 // seed 000 decides it once. One run's recovery rolls back; the other's is
 // rollback_skipped naming it, and the target is dispatched once.
 func TestTwoFailedRunsOfOneReleaseRollBackOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, repoConfig(0, "1ms"), app.Options{})
 		s.healthyPrevious()
 		runs := []int64{5101, 5102}

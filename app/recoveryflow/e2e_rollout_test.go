@@ -35,7 +35,9 @@ recovery:
 // A failed batch of a rollout is the rollout's to judge (on_failure):
 // recovery neither re-runs it nor opens an episode for it.
 func TestRecoveryLeavesARolloutsFailedBatchAlone(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL, rolloutConfig, app.Options{})
 		code, body := s.Do("POST", "/api/v1/releases", "application/json", []byte(`{"release_id": "r1:staging-eu/staging",
 			"app": "checkout", "environment": "staging", "cluster": "staging-eu", "repository": "`+repo+`", "image": "v1",

@@ -19,6 +19,7 @@ func episodeIn(s State) Episode {
 }
 
 func TestEpisodeTransitions(t *testing.T) {
+	t.Parallel()
 	type step func(Episode) (Episode, bool)
 	cases := []struct {
 		name    string
@@ -167,6 +168,7 @@ func TestEpisodeTransitions(t *testing.T) {
 }
 
 func TestAlertKeyIsTheReleaseOrTheRun(t *testing.T) {
+	t.Parallel()
 	if k := (Episode{Repository: "acme/checkout", RunID: 7, ReleaseID: "r2"}).AlertKey(); k != "r2" {
 		t.Errorf("with a release: %q", k)
 	}

@@ -14,7 +14,9 @@ import (
 // rolling back, not a walk of every episode kept. (A parameter for the
 // state, as the query had, keeps both databases off a partial index.)
 func TestTheRollbackUnderWayIsFoundThroughAnIndex(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		db := testdb.OpenMigrated(t, dbURL)
 		ctx := context.Background()
 		tx, err := db.Read.BeginTx(ctx, nil)

@@ -57,6 +57,7 @@ func taskFact(attempt int, status records.TaskStatus, failureType, env string) *
 }
 
 func TestPlan(t *testing.T) {
+	t.Parallel()
 	v1, v2, v3 := rec("r1", "v1", true, 2*time.Hour), rec("r2", "v2", false, time.Hour), rec("r3", "v3", true, time.Minute)
 	staging := []repoconfig.Deploy{{App: "checkout", Environment: "staging"}}
 	both := []repoconfig.Deploy{{App: "checkout", Environment: "staging"}, {App: "checkout", Environment: "prod"}}
@@ -165,6 +166,7 @@ func prodOf(r records.Record) records.Record { r.Environment = "prod"; return r 
 func ptr[T any](v T) *T { return &v }
 
 func TestVersionOf(t *testing.T) {
+	t.Parallel()
 	for image, want := range map[string]string{
 		"registry:5000/shop/checkout:v1.2.3":                 "v1.2.3",
 		"v1a2b3c4-1760000000":                                "v1a2b3c4-1760000000",
@@ -179,6 +181,7 @@ func TestVersionOf(t *testing.T) {
 }
 
 func TestPickFact(t *testing.T) {
+	t.Parallel()
 	staging := []repoconfig.Deploy{{App: "checkout", Environment: "staging"}}
 	other := *taskFact(2, records.TaskFailed, "x", "qa") // an environment the workflow is not configured for
 	older := *taskFact(1, records.TaskFailed, "older", "staging")

@@ -21,7 +21,9 @@ import (
 // and the fifth newest release that ran, was not read and recovery saw no
 // eligible release to roll back to.
 func TestPreviousTargetIgnoresManyOpenedReleases(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, db, store := storeFlow(t, dbURL)
 		ctx := context.Background()
 		start := time.Now().UTC().Add(-24 * time.Hour)

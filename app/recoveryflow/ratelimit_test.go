@@ -45,7 +45,9 @@ func stateChanges(t *testing.T, f *flow, id int64) []records.AuditEvent {
 // far off GitHub's time) alerts as a re-run that could not be carried out
 // does, saying it was GitHub's rate limit.
 func TestRateLimitedReRunWaitsThenAlertsAtTheHour(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, clock := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		var lift atomic.Bool
@@ -118,7 +120,9 @@ func rerunJob(id int64) *river.Job[RerunArgs] {
 // wait it is rollback_failed, saying it was GitHub's rate limit. Each try
 // sends the dispatch at once: a refused one started no run to look for.
 func TestRateLimitedRollbackDispatchSaysSoThenAlertsAtTheHour(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, clock := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		fake.PutFile("acme/checkout", "main", "README.md", "checkout")

@@ -26,6 +26,7 @@ func renderable(s State, action recovery.Action) Episode {
 }
 
 func TestRenderCheck(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name                      string
 		ep                        Episode
@@ -66,6 +67,7 @@ func TestRenderCheck(t *testing.T) {
 }
 
 func TestRenderIssueTellsTheStory(t *testing.T) {
+	t.Parallel()
 	ep := renderable(StateAlerted, recovery.ActionAlert)
 	story := []records.AuditEvent{
 		{Type: records.AuditFailureDetected, At: t0, Message: "Run 7 failed"},
@@ -89,6 +91,7 @@ func TestRenderIssueTellsTheStory(t *testing.T) {
 // Seed 000's rollback_initiated records the version that was actually
 // running; so does rollback_skipped, whose whole reason it is.
 func TestRollbackEventsRecordTheRunningVersion(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		action recovery.Action
 		event  string

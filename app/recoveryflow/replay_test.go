@@ -41,7 +41,9 @@ func withRunTimes(t *testing.T, d pipeline.Delivery, created, started, updated t
 // is ignored, and the log says why. A failure GitHub sends now of a run
 // created long ago (a late re-run) is still decided.
 func TestReplayOfAFailureWhoseEpisodeWasSweptIsIgnored(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		ctx := context.Background()
 		fake := githubtest.NewServer(t)
 		clock := ghclient.NewStepClock(time.Now().UTC())

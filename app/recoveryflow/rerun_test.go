@@ -109,7 +109,9 @@ func fire(t *testing.T, f *flow, id int64) {
 // 100 retries due at once go out through ghclient's pacing: no 60 seconds
 // (of the fake clock) hold more than 80 re-runs, and every one is sent.
 func TestScheduledRetriesArePacedUnderTheSecondaryLimit(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		fake := githubtest.NewServer(t)
 		clock := ghclient.NewStepClock(time.Now().UTC())
 		rec := &writeTimes{clock: clock}
@@ -144,7 +146,9 @@ func TestScheduledRetriesArePacedUnderTheSecondaryLimit(t *testing.T) {
 }
 
 func TestScheduledRetryAtFireTime(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, clock := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		rerun := "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
@@ -290,7 +294,9 @@ func countJobs(t *testing.T, f *flow, kind string) int {
 // (re-runs are repeatable) and GitHub refuses the repeat because the run is
 // running again. The re-run happened: the episode waits for it, no alert.
 func TestReRunAcceptedBehindA5xxIsNotAnAlert(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, _ := rerunFixture(t, dbURL)
 		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 21, RunAttempt: 1})
 		fake.CompleteRun("acme/checkout", 21, "failure")
@@ -313,7 +319,9 @@ func TestReRunAcceptedBehindA5xxIsNotAnAlert(t *testing.T) {
 // The same for /ripcord retry: the person is not told GitHub refused a
 // re-run that is running.
 func TestCommandReRunAcceptedBehindA5xxIsNotRefused(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, _ := rerunFixture(t, dbURL)
 		fake.AddWorkflowRun("acme/checkout", githubtest.WorkflowRun{ID: 22, RunAttempt: 1})
 		fake.CompleteRun("acme/checkout", 22, "failure")
@@ -358,7 +366,9 @@ func goneOrUnavailable(fake *githubtest.Server, gone int64) {
 // knows, does not leave the episode "Retry 1 of 3" forever once the job
 // gives up: the episode becomes an alert that says why.
 func TestScheduledRetryThatCannotBeCarriedOutAlerts(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, _ := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		work := func(id int64, attempt int) error {
@@ -434,7 +444,9 @@ func firedAfterAPersonsRerun(t *testing.T, f *flow, fake *githubtest.Server, id 
 // the run has moved past it: the episode ends with the later attempt's
 // outcome instead of waiting for ever ("Retry 1 of 3", in progress).
 func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, _ := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		for _, c := range []struct {
@@ -478,7 +490,9 @@ func TestScheduledRetryFindsALaterAttemptThatEnded(t *testing.T) {
 // attempt), the person is told, not left to wait for a run that never
 // starts.
 func TestCommandReRunThatCannotBeCarriedOutIsAnswered(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, _ := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		work := func(id int64, attempt int) error {
@@ -539,7 +553,9 @@ func TestCommandReRunThatCannotBeCarriedOutIsAnswered(t *testing.T) {
 // check run stops saying "Retry 1 of 3 at <a time now past>"; it says it
 // waits for the person's re-run, whose outcome then decides.
 func TestScheduledRetryWaitsForARerunAPersonStarted(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, clock := rerunFixture(t, dbURL)
 		const id = 44
 		ep, after, checks := firedAfterAPersonsRerun(t, f, fake, id, "")

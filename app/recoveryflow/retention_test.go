@@ -56,7 +56,9 @@ func exists(t *testing.T, f *flow, q string, args ...any) bool {
 // those a live job will still read, and the alert issue rows of a release
 // a kept episode failed on. What the kept rows guard still works.
 func TestRetentionSweepDeletesFinishedRecoveryRowsOnly(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, _, clock := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		now := clock.Now()
@@ -180,7 +182,9 @@ func TestRetentionSweepDeletesFinishedRecoveryRowsOnly(t *testing.T) {
 
 // A retention longer than the horizon keeps finished episodes longer.
 func TestRetentionSweepKeepsEpisodesForTheConfiguredRetention(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, _, clock := rerunFixture(t, dbURL)
 		f.deps.Config = &config.Config{Retention: 2 * rerunHorizon}
 		now := clock.Now()
@@ -202,7 +206,9 @@ func TestRetentionSweepKeepsEpisodesForTheConfiguredRetention(t *testing.T) {
 // holds SQLite's one writer briefly; a sweep with more rows past
 // retention than one round deletes takes them all, over several rounds.
 func TestRetentionSweepDeletesMoreThanOneRound(t *testing.T) {
+	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, _, clock := rerunFixture(t, dbURL)
 		old := clock.Now().Add(-rerunHorizon - time.Hour)
 		const n = 2*retentionChunk + 7

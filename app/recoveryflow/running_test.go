@@ -17,7 +17,9 @@ import (
 // fact names it and runs its image. After an undo that kept r2's release
 // id, the workload runs r1's image: r2 is not what runs.
 func TestRunningIsWhatTheClusterReportsWithTheRecordsImage(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, db, store := storeFlow(t, dbURL)
 		ctx := context.Background()
 		now := time.Now().UTC().Add(-time.Hour)

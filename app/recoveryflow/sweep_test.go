@@ -77,7 +77,9 @@ func sweep(t *testing.T, f *flow) {
 // for ever. The sweep queues the retry again once it is well overdue (never
 // while a job for it is alive), or alerts when that cannot help.
 func TestSweepEndsRetriesNoJobWillCarryOut(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		f, fake, clock := rerunFixture(t, dbURL)
 		ctx := context.Background()
 		rerunPosts := func() int { return fake.Count("POST", "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs") }

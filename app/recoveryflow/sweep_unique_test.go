@@ -72,7 +72,9 @@ func queuedOfKind(t *testing.T, db *sql.DB, kind string) int {
 // a sweep that runs long) while a sweep is still queued does not queue a
 // second copy of it; once that sweep completed, the next start queues one.
 func TestASweepIsNotQueuedTwice(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		db := testdb.OpenMigrated(t, dbURL)
 		kind := RerunSweepArgs{}.Kind()
 		startPeriodic(t, db, 1)
