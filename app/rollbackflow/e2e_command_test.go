@@ -210,17 +210,7 @@ func TestRollbackCommandIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := newScene(t, dbURL)
 		id := s.rollbackRefused("POST /repos/{owner}/{repo}/git/blobs", http.StatusBadGateway, "Server Error")
-		// Make the next attempt the last one, so the test need not wait for ten.
-		db := testdb.Open(t, dbURL)
-		s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
-			res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1
-				WHERE kind = 'rollback_pull_request' AND state = 'retryable'`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, _ := res.RowsAffected()
-			return n == 1
-		})
+		s.lastAttemptIsTheSecond(testdb.Open(t, dbURL))
 		s.WaitFor("the answer that no pull request was opened", wait, func() bool { return len(s.replies(id)) == 2 })
 		if got := s.replies(id)[1]; !strings.Contains(got, "The rollback pull request was not opened: gave up after ") ||
 			!strings.Contains(got, "502") {

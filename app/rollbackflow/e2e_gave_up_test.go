@@ -32,16 +32,7 @@ func TestRollbackCommandIsAnsweredWhenTheDefaultBranchCannotBeReadAtTheLastAttem
 		s.GitHub.SetPermission(appRepo, "octocat", "write")
 
 		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
-		db := testdb.Open(t, dbURL)
-		s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
-			res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1
-				WHERE kind = 'rollback_pull_request' AND state IN ('retryable', 'available') AND attempt >= 1`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, _ := res.RowsAffected()
-			return n == 1
-		})
+		s.lastAttemptIsTheSecond(testdb.Open(t, dbURL))
 		s.WaitFor("the job to end", wait, func() bool {
 			return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request'
 				AND state IN ('discarded', 'cancelled', 'completed')`) == 1

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/recoveryflow/e2etest"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -179,6 +180,43 @@ func startQueued(t *testing.T, s *scene, releaseID string) bool {
 		q = `SELECT COUNT(*) FROM river_job WHERE kind = 'rollout_start' AND args ->> 'release_id' = $1`
 	}
 	return s.Int(q, releaseID) == 1
+}
+
+// lastAttemptIsTheSecond makes the rollback pull request job, the one not
+// finished, give up at its second attempt rather than its tenth, so a test
+// need not wait for ten. It lowers the job's max_attempts as soon as the job
+// is queued, whatever it is doing: an attempt running then read ten and is
+// retried when it fails, and the first attempt that starts after it, the
+// second or a later one, is the last. Nothing has to be caught in passing:
+// River makes a failed job whose retry is due within its scheduler's
+// interval (5 s) available at once, so the job shows as retryable only
+// after its fourth failure, and as available only for its short wait
+// before the next attempt, which a slowed poll misses.
+func (s *scene) lastAttemptIsTheSecond(db *store.DB) {
+	s.T.Helper()
+	s.WaitFor("the rollback pull request job", wait, func() bool {
+		res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = 2
+			WHERE kind = 'rollback_pull_request' AND state NOT IN ('completed', 'discarded', 'cancelled')`)
+		if err != nil {
+			s.T.Fatal(err)
+		}
+		n, _ := res.RowsAffected()
+		return n == 1
+	})
+}
+
+// failedAttempts is how many attempts of the rollback pull request job have
+// failed (River keeps each one's error). Unlike the job's state, which
+// changes from available to running and back within a second or two
+// while the job retries, the count only grows: a test waiting for a
+// failure cannot miss it.
+func (s *scene) failedAttempts() int {
+	s.T.Helper()
+	js := s.Jobs("rollback_pull_request")
+	if len(js) != 1 {
+		s.T.Fatalf("%d rollback pull request jobs, want 1", len(js))
+	}
+	return len(js[0].Errors)
 }
 
 // jobKinds are the jobs Settle waits for.

@@ -51,16 +51,7 @@ func TestRollbackWhoseReleaseCannotBeStoredIsAnsweredWhenTheLastAttemptFails(t *
 		s.GitHub.SetPermission(appRepo, "octocat", "write")
 
 		id := s.comment(pr, "octocat", "/ripcord rollback the canary is failing", false)
-		// Make the next attempt the last one, so the test need not wait for ten.
-		s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
-			res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1
-				WHERE kind = 'rollback_pull_request' AND state = 'retryable'`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, _ := res.RowsAffected()
-			return n == 1
-		})
+		s.lastAttemptIsTheSecond(db)
 		s.WaitFor("the answer that the pull request was not recorded", wait, func() bool { return len(s.replies(id)) == 2 })
 		prs := s.GitHub.PullRequests(gitops)
 		if len(prs) != 1 {
@@ -163,16 +154,7 @@ func (s *scene) giveUpUnrecorded(db *store.DB) githubtest.PullRequest {
 	if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
 		s.T.Fatalf("POST /api/v1/rollbacks = %d %s", status, out)
 	}
-	// Make the next attempt the last one, so the test need not wait for ten.
-	s.WaitFor("a failed attempt waiting for its retry", wait, func() bool {
-		res, err := db.Write.Exec(`UPDATE river_job SET max_attempts = attempt + 1
-			WHERE kind = 'rollback_pull_request' AND state = 'retryable'`)
-		if err != nil {
-			s.T.Fatal(err)
-		}
-		n, _ := res.RowsAffected()
-		return n == 1
-	})
+	s.lastAttemptIsTheSecond(db)
 	s.WaitFor("the job to give up", wait, func() bool {
 		return s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND state = 'cancelled'`) == 1
 	})
