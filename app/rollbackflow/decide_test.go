@@ -37,6 +37,7 @@ func input(newest ...records.Record) Input {
 }
 
 func TestDecide(t *testing.T) {
+	t.Parallel()
 	r1, r2, r3 := rec(1, records.StateSuperseded, true), rec(2, records.StateHealthy, true), rec(3, records.StateFailed, false)
 	opened := rec(4, records.StateOpened, false)
 	noSHA := rec(2, records.StateHealthy, true)
@@ -101,6 +102,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestReleaseIDIsTheSameForTheSameRollbackOnly(t *testing.T) {
+	t.Parallel()
 	r1, r2 := rec(1, records.StateHealthy, true), rec(2, records.StateHealthy, true)
 	a, b := ReleaseID("r3", r2, "prod"), ReleaseID("r3", r2, "prod")
 	if a != b || !strings.HasPrefix(a, "rollback-"+r2.GitRevision[:8]+"-") || !strings.HasSuffix(a, ":prod-eu/prod") {
@@ -115,6 +117,7 @@ func TestReleaseIDIsTheSameForTheSameRollbackOnly(t *testing.T) {
 // records.MaxIDLen, as the facts that echo it and a rollback of it that
 // names it in rollback_of need: it keeps its start and stays its own.
 func TestReleaseIDIsBounded(t *testing.T) {
+	t.Parallel()
 	r2 := rec(2, records.StateHealthy, true)
 	r2.Cluster = strings.Repeat("c", records.MaxIDLen)
 	env := strings.Repeat("e", records.MaxIDLen)
@@ -128,6 +131,7 @@ func TestReleaseIDIsBounded(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args       string
 		to, reason string
@@ -148,6 +152,7 @@ func TestParseArgs(t *testing.T) {
 // `/ripcord rollback to X` looks X up as a release unless it is a digest: a
 // release id that starts with "sha" is a release id.
 func TestNamesDigest(t *testing.T) {
+	t.Parallel()
 	for to, want := range map[string]bool{
 		"sha256:" + strings.Repeat("a", 64):  true,
 		"sha512:" + strings.Repeat("b", 128): true,

@@ -28,7 +28,9 @@ func openFirstRollback(t *testing.T, s *scene) (rollbackflow.Accepted, string, i
 // answer is a duplicate naming the open pull request, and nothing is
 // queued, as `/ripcord rollback` answers "open already".
 func TestRollbackAPIForTheOpenRollbackIsADuplicate(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		acc, prURL, prNumber := openFirstRollback(t, s)
 		db := testdb.Open(t, dbURL)

@@ -18,7 +18,9 @@ import (
 // that opens nothing new, and the reducer marking r3 rolled-back once the
 // rollback release is healthy.
 func TestRollbackThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		body := `{"app":"checkout","environment":"prod","reason":"r3 leaks memory"}`
 		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json", []byte(body))
@@ -86,7 +88,9 @@ func TestRollbackThroughTheAPI(t *testing.T) {
 
 // A refused request names why, and queues nothing.
 func TestRollbackAPIRefusals(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.Install("acme/billing") // without a config, nor one in acme/.github
 		cases := []struct{ name, body, field, msg string }{

@@ -15,7 +15,9 @@ import (
 // come there once the job has opened the pull request, as the command's
 // reply comes in its conversation.
 func TestRollBackButtonPostsThePullRequestLinkInTheCheckRun(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		failed, rec := s.clickRollBack()
 		if cr, _ := s.releaseCheck(failed); !strings.Contains(cr.Summary, rec.PRURL) {
@@ -28,7 +30,9 @@ func TestRollBackButtonPostsThePullRequestLinkInTheCheckRun(t *testing.T) {
 // configured field) is told so in the check run it was clicked on,
 // instead of "I will post the link here" staying there for ever.
 func TestRollBackButtonWhosePullRequestCannotBeOpenedSaysSo(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(gitops, "main", releaseFile, strings.Replace(releaseYAML, "  ref: ghcr.io/acme/checkout:v3\n", "", 1))
 		failed := s.clickR3()
@@ -48,7 +52,9 @@ func TestRollBackButtonWhosePullRequestCannotBeOpenedSaysSo(t *testing.T) {
 // link here") run again after the one of the pull request's link must not
 // put the older text back over the link.
 func TestAClickAnswersJobRunLateKeepsThePullRequestLink(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		failed, rec := s.clickRollBack()
 		if cr, _ := s.releaseCheck(failed); !strings.Contains(cr.Summary, rec.PRURL) {

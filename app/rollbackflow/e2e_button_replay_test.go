@@ -42,7 +42,9 @@ func (s *scene) refusedClicks(releaseID, user string) int {
 // answers shown when it was clicked, and one was written since. A click on
 // the check run as GitHub shows it now still rolls back.
 func TestRollBackClickPostedAgainAfterItsRollbackClosedOpensNone(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.SetPermission(appRepo, "octocat", "write")
 		failed := "r3:prod-eu/prod"
@@ -82,7 +84,9 @@ func TestRollBackClickPostedAgainAfterItsRollbackClosedOpensNone(t *testing.T) {
 // written into it) rolls back. Their first click, posted again now, does
 // not: it was answered.
 func TestRollBackClickRefusedThenGrantedRollsBack(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.SetPermission(appRepo, "octocat", "read")
 		failed := "r3:prod-eu/prod"
@@ -125,7 +129,9 @@ func TestRollBackClickRefusedThenGrantedRollsBack(t *testing.T) {
 // made on it before it was written again does not, nor does the click that
 // counted, posted again once its rollback was closed.
 func TestRollBackClickOnACheckRunWithoutItsAnswersCountsWhileItIsShown(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.SetPermission(appRepo, "octocat", "write")
 		failed := "r3:prod-eu/prod"

@@ -70,7 +70,9 @@ func (s *scene) clickOn(shown githubtest.CheckRun, user string) []byte {
 }
 
 func TestRollBackButton(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.SetPermission(appRepo, "octocat", "write")
 		s.GitHub.SetPermission(appRepo, "visitor", "read")
@@ -131,7 +133,9 @@ func TestRollBackButton(t *testing.T) {
 // but r3 was deployed after it. Clicking it must not roll r3 back — least
 // of all to r2, the release the person clicked to get rid of.
 func TestRollBackButtonOnAReleaseNoLongerRunning(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.SetPermission(appRepo, "octocat", "write")
 		older := "r2:prod-eu/prod"

@@ -77,7 +77,9 @@ func (s *scene) pushMain(files map[string]string) string {
 // the second is six calls — blob, tree, commit, ref, pull request, label —
 // on the pushed head.
 func TestRollbackOnAWarmBaseCache(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		cold := s.rollback(`{"app":"checkout","environment":"prod","to":"r1:prod-eu/prod","reason":"back to r1"}`)
 		t.Logf("cold base cache: rollback pull request in %d GitHub calls:\n  %s", len(cold), strings.Join(cold, "\n  "))

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRollbackCLI(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

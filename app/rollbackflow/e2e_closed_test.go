@@ -67,13 +67,16 @@ func (s *scene) closedEvent(rec records.Record) []byte {
 // answering "open already" with the closed pull request — whether ripcord
 // heard the close (the webhook) or missed it (GitHub is asked).
 func TestClosedRollbackPullRequestLetsANewRollbackOpen(t *testing.T) {
+	t.Parallel()
 	for _, heard := range []bool{true, false} {
 		name := "close heard"
 		if !heard {
 			name = "close missed"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s := newScene(t, dbURL)
 				pr, old := s.rollbackByComment()
 
@@ -125,7 +128,9 @@ func TestClosedRollbackPullRequestLetsANewRollbackOpen(t *testing.T) {
 // without merging (the close missed): a new rollback is accepted, not the
 // closed one's job answered as a duplicate.
 func TestRollbackThroughTheAPIAfterItsPullRequestWasClosed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		post := func() rollbackflow.Accepted {
 			status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
@@ -157,7 +162,9 @@ func TestRollbackThroughTheAPIAfterItsPullRequestWasClosed(t *testing.T) {
 // without merging: it is the pull request's as records.MarkMerged counts
 // it (pr_url, or no pr_url and the same repository and number).
 func TestClosedRollbackPullRequestWithdrawsAReleaseWithoutItsURL(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		_, old := s.rollbackByComment()
 		if old.PRURL == "" || old.PRNumber == 0 {
@@ -216,7 +223,9 @@ func (s *scene) rollbackWithoutURL(dbURL string) records.Record {
 // names: closing that pull request withdraws it, and closing the app
 // repository's pull request of the same number does not.
 func TestClosedGitOpsPullRequestWithdrawsItsRollbackWithoutURL(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		rec := s.rollbackWithoutURL(dbURL)
 

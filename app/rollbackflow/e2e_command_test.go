@@ -89,7 +89,9 @@ func (s *scene) answeredAtOnce(t *testing.T, id int64) string {
 // answered with its link; a reader's is refused with the reason; a second
 // one is told the rollback is open already; one on an issue works too.
 func TestRollbackCommand(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
@@ -138,7 +140,9 @@ func TestRollbackCommand(t *testing.T) {
 // rolled back says so in its audit trail, instead of the job retrying for
 // hours and then being dropped without a word.
 func TestRollbackCommandOnAReleaseFileItCannotEditIsAnswered(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(gitops, "main", releaseFile, strings.Replace(releaseYAML, "  ref: ghcr.io/acme/checkout:v3\n", "", 1))
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
@@ -164,7 +168,9 @@ func TestRollbackCommandOnAReleaseFileItCannotEditIsAnswered(t *testing.T) {
 // person who asked is told at once, after one attempt rather than hours of
 // retries, with GitHub's message and the permissions the App needs.
 func TestRollbackCommandWithoutThePermissionIsAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		id := s.rollbackRefused("POST /repos/{owner}/{repo}/git/blobs", http.StatusForbidden, "Resource not accessible by integration")
 		got := s.answeredAtOnce(t, id)
@@ -187,7 +193,9 @@ func TestRollbackCommandWithoutThePermissionIsAnsweredAtOnce(t *testing.T) {
 // often the job tries: the person who asked is told at once, after one
 // attempt, with GitHub's message and the branch pattern to let through.
 func TestRollbackCommandRefusedByABranchRuleIsAnsweredAtOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		id := s.rollbackRefused("POST /repos/{owner}/{repo}/git/refs", http.StatusUnprocessableEntity,
 			"Repository rule violations found\n\nCannot create ref due to creations being restricted.\n\n")
@@ -207,7 +215,9 @@ func TestRollbackCommandRefusedByABranchRuleIsAnsweredAtOnce(t *testing.T) {
 // (GitHub's rate limit is no such failure: the job waits for it,
 // e2e_rate_limit_test.go.)
 func TestRollbackCommandIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		id := s.rollbackRefused("POST /repos/{owner}/{repo}/git/blobs", http.StatusBadGateway, "Server Error")
 		s.lastAttemptIsTheSecond(testdb.Open(t, dbURL))

@@ -22,7 +22,9 @@ const permissionRoute = "/repos/{owner}/{repo}/collaborators/{username}/permissi
 // asks GitHub nothing. A new comment with the same words is a new request,
 // and opens a second rollback.
 func TestRollbackCommentPostedAgainUnderANewDeliveryIDRunsNothing(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
@@ -73,7 +75,9 @@ func TestRollbackCommentPostedAgainUnderANewDeliveryIDRunsNothing(t *testing.T) 
 // read, posted again once they were given write, runs nothing. They ask
 // again with a new comment.
 func TestRefusedRollbackCommentPostedAgainAfterWriteWasGivenRunsNothing(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")
@@ -104,7 +108,9 @@ func TestRefusedRollbackCommentPostedAgainAfterWriteWasGivenRunsNothing(t *testi
 // command runs once. The drain is held on a third comment's permission
 // check until both deliveries are queued, so the next round takes the two.
 func TestRollbackCommentDeliveredTwiceAtOnceRunsOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "feature", "app.txt", "change")
 		pr := s.GitHub.OpenPullRequest(appRepo, "octocat", "feature", "main", "Ship it")

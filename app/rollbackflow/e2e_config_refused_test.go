@@ -19,6 +19,7 @@ import (
 // `ripcord rollback` does): for a repository with no file, for a file
 // whose YAML does not parse, and for a file with an unknown key.
 func TestARollbackWhereTheConfigDoesNotLoadSaysWhatToFix(t *testing.T) {
+	t.Parallel()
 	const other = "acme/other" // installed, no config, nor an organisation one
 	unknownKey := strings.Replace(repoConfig, "          base: main\n", "          base: main\n          bogus: 1\n", 1)
 	cases := []struct {
@@ -34,6 +35,7 @@ func TestARollbackWhereTheConfigDoesNotLoadSaysWhatToFix(t *testing.T) {
 			`.github/ripcord.yml of acme/checkout is not valid at line 12, apps.checkout.environments.prod.rollback.bogus: unknown key "bogus"`, "apps.checkout.environments.prod.rollback.bogus"},
 	}
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.Install(other)
 		failed := "r3:prod-eu/prod"

@@ -15,7 +15,9 @@ import (
 // is that branch's, edited; main, which exists too with other content, is
 // left alone.
 func TestRollbackTargetsTheGitOpsDefaultBranchWhenTheConfigNamesNoBase(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", strings.Replace(repoConfig, "          base: main\n", "", 1))
 		trunkYAML := strings.Replace(releaseYAML, "replicas: 3", "replicas: 5", 1)

@@ -16,7 +16,9 @@ import (
 // would never be posted. The commenter is told instead that the rollback
 // is being opened already, with the release to follow.
 func TestRollbackCommandWhileTheSameRollbackIsBeingOpenedIsAnswered(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 			w.Header().Set("Content-Type", "application/json")

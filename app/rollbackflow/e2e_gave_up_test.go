@@ -15,7 +15,9 @@ import (
 // rollback_failed audit event, as when the pull request itself cannot be
 // opened, instead of the job being dropped without a word.
 func TestRollbackCommandIsAnsweredWhenTheDefaultBranchCannotBeReadAtTheLastAttempt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", strings.Replace(repoConfig, "          base: main\n", "", 1))
 		s.GitHub.Handle("GET /repos/{owner}/{repo}", func(w http.ResponseWriter, _ *http.Request, p map[string]string) {

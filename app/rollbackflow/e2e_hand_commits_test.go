@@ -18,7 +18,9 @@ import (
 // event say that the branch has a commit made by hand that ripcord left in
 // place.
 func TestRollbackRetryKeepsCommitsMadeByHand(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newSceneWith(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond})
 		db := testdb.Open(t, dbURL)
 		failRollbackInitiated(t, db)

@@ -73,7 +73,9 @@ func (s *scene) pullRequest(number int) githubtest.PullRequest {
 // deploys over r4. ripcord says so on the merged pull request and in the
 // release's audit trail, naming both, and rolls nothing back.
 func TestMergedSupersededRollbackSaysWhatItDeploys(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old := s.reopenedSuperseded()
 
@@ -93,7 +95,9 @@ func TestMergedSupersededRollbackSaysWhatItDeploys(t *testing.T) {
 // r4 ran: r3, which it rolls back, no longer runs, so it deploys r2 over
 // r4. ripcord says so on it and in r3's audit trail.
 func TestMergedRollbackWithoutReleaseSaysWhatItDeploys(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
 		s.fact(7004, "success", "r4:prod-eu/prod", image(4), sha(4))
@@ -111,7 +115,9 @@ func TestMergedRollbackWithoutReleaseSaysWhatItDeploys(t *testing.T) {
 // deploys r2 over r4, and ripcord, which finds its rollback commit under
 // the person's, says so.
 func TestMergedRollbackWithoutReleaseWithCommitsMadeByHandSaysWhatItDeploys(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
 		s.GitHub.PutFile(gitops, pr.Head, "apps/checkout/prod/NOTES.md", "replicas pinned by hand\n")
@@ -130,7 +136,9 @@ func TestMergedRollbackWithoutReleaseWithCommitsMadeByHandSaysWhatItDeploys(t *t
 // id, so a captured one can be posted again) says nothing more, on the
 // pull request or in the audit trail.
 func TestMergedStaleRollbackPostedAgainSaysNothingMore(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old := s.reopenedSuperseded()
 		pr := s.pullRequest(old.PRNumber)

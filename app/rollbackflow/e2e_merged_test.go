@@ -32,7 +32,9 @@ func (s *scene) mergedEvent(rec records.Record, mergedAt time.Time) []byte {
 // before it the record has no merge time (and cannot stall), after the
 // pull_request closed+merged delivery it has GitHub's merged_at.
 func TestMergedRollbackPullRequestStartsItsReleaseStallClock(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
 			[]byte(`{"app":"checkout","environment":"prod","reason":"r3 leaks memory"}`))
@@ -64,7 +66,9 @@ func TestMergedRollbackPullRequestStartsItsReleaseStallClock(t *testing.T) {
 // the pull request of that number in the GitOps repository its config
 // names: that pull request's merge starts its stall clock.
 func TestMergedGitOpsPullRequestMarksItsRollbackWithoutURL(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		rec := s.rollbackWithoutURL(dbURL)
 		mergedAt := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)

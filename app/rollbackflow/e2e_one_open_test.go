@@ -15,7 +15,9 @@ import (
 // two rollbacks. The commenter is told which pull request is open and what
 // to do; nothing is opened.
 func TestRollbackCommandToAnotherTargetWhileOneIsOpenNamesIt(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		_, prURL, _ := openFirstRollback(t, s)
 		jobs := s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request'`)
@@ -43,7 +45,9 @@ func TestRollbackCommandToAnotherTargetWhileOneIsOpenNamesIt(t *testing.T) {
 // POST /api/v1/rollbacks to another target while a rollback pull request
 // of the environment is open: 409 naming it, nothing queued.
 func TestRollbackAPIToAnotherTargetWhileOneIsOpenIsAConflict(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		_, prURL, _ := openFirstRollback(t, s)
 		jobs := s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request'`)
@@ -70,7 +74,9 @@ func TestRollbackAPIToAnotherTargetWhileOneIsOpenIsAConflict(t *testing.T) {
 // would open its own pull request beside the first once GitHub is back.
 // It is refused naming the rollback being opened, and nothing is queued.
 func TestRollbackAPIToAnotherTargetWhileOneIsBeingOpenedIsAConflict(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.Handle("POST /repos/{owner}/{repo}/git/blobs", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
 			w.Header().Set("Content-Type", "application/json")

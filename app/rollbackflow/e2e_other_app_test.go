@@ -42,6 +42,7 @@ func (s *scene) withPayments() {
 // pushed more commits than ripcord reads looking for the rollback commit
 // (20): ripcord cannot tell whose rollback the branch holds, and leaves it.
 func TestRollbackDoesNotTakeOverAnotherAppsRollbackWithCommitsMadeByHand(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		hand int
 		says string // what the answer says of the branch
@@ -50,7 +51,9 @@ func TestRollbackDoesNotTakeOverAnotherAppsRollbackWithCommitsMadeByHand(t *test
 		{21, "cannot tell whose rollback"},
 	} {
 		t.Run(fmt.Sprintf("%d commits", tt.hand), func(t *testing.T) {
+			t.Parallel()
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s := newScene(t, dbURL)
 				s.withPayments()
 				status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",

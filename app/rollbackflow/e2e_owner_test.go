@@ -17,7 +17,9 @@ import (
 // with the other repository, which then answered the owner's own
 // rollbacks with "open already".
 func TestRollbackCommandFromAnotherRepositoryIsRefused(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		const other = "acme/impostor"
 		s.GitHub.PutFile(other, "main", ".github/ripcord.yml", repoConfig)
@@ -57,7 +59,9 @@ func TestRollbackCommandFromAnotherRepositoryIsRefused(t *testing.T) {
 // permissions and config, and its answer went into acme/checkout's check
 // run as "@mallory clicked Roll back".
 func TestRollBackButtonFromAnotherRepositoryIsIgnored(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		const other = "acme/impostor"
 		s.GitHub.PutFile(other, "main", ".github/ripcord.yml", repoConfig)

@@ -48,6 +48,7 @@ func pullRequestJob(t *testing.T, dbURL string) *rivertype.JobRow {
 // spent: that comment waits for the reset like every other request).
 // Once the limit lifts, the pull request is opened.
 func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// header is the refusal's headers at now.
@@ -72,7 +73,9 @@ func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
 		}, time.Minute, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s := newScene(t, dbURL)
 				var lift atomic.Bool
 				var refused atomic.Int32
@@ -145,7 +148,9 @@ func TestRollbackCommandWaitsForGitHubsRateLimit(t *testing.T) {
 // A rollback asked for with the Roll back button waits for GitHub's rate
 // limit the same way, and its check run's note says when it tries again.
 func TestRollBackButtonSaysWhenItTriesAgainAfterGitHubsRateLimit(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		var lift atomic.Bool
 		var refused atomic.Int32
@@ -168,7 +173,9 @@ func TestRollBackButtonSaysWhenItTriesAgainAfterGitHubsRateLimit(t *testing.T) {
 // back, with until when, once per wait, not again for each try of the job
 // that meets the same reset.
 func TestARollbackWaitingForGitHubsRateLimitIsAudited(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		var lift atomic.Bool
 		var refused atomic.Int32

@@ -16,7 +16,9 @@ import (
 // pull request and follows it, rather than following the closed one (which
 // would never deploy, and leave the episode rolling back for ever).
 func TestRecoveryRollbackAsksGitHubWhetherTheSameOneWasClosed(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old := s.personRollsBack(t, "r2:prod-eu/prod")
 		s.Settle(jobKinds...)

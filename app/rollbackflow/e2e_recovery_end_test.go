@@ -30,6 +30,7 @@ func recoveryRollback(t *testing.T, dbURL string) (*scene, string) {
 // healthy; alerted (rollback_failed, manual_intervention_required and the
 // alert issue) when it fails or its pull request is closed without merging.
 func TestRecoveryEpisodeEndsWithItsPullRequestRollback(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, state, event string
 		check              string // the ripcord/recovery check run's title
@@ -49,7 +50,9 @@ func TestRecoveryEpisodeEndsWithItsPullRequestRollback(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s, id := recoveryRollback(t, dbURL)
 				c.end(s, id)
 				s.WaitFor("the episode to end "+c.state, wait, func() bool {

@@ -45,6 +45,7 @@ func (s *scene) mergeSilently(number int) {
 // in the way, and recovery opens its rollback pull request. One GitHub
 // says is open still is: the episode ends in an alert naming it.
 func TestRecoveryRollbackAsksGitHubWhetherTheOpenOneWasMerged(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		merged bool
@@ -55,7 +56,9 @@ func TestRecoveryRollbackAsksGitHubWhetherTheOpenOneWasMerged(t *testing.T) {
 		{"open on GitHub", false, "alerted", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s := newScene(t, dbURL)
 				rec := s.personRollsBackToR1(t)
 				s.Settle(jobKinds...)

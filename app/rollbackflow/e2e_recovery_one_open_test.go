@@ -16,7 +16,9 @@ import (
 // rollbacks. Recovery opens none; its episode ends in an alert whose issue
 // and ripcord/recovery check run name the open pull request.
 func TestRecoveryRollbackWhileAnotherIsOpenOpensNoSecondPullRequest(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		prURL := s.personRollsBackToR1(t).PRURL
 		s.Settle(jobKinds...)

@@ -12,7 +12,9 @@ import (
 // rolls back by pull request, opens the rollback pull request through the
 // same job as every other way to start one.
 func TestRecoveryRollsBackByPullRequest(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", repoConfig+"recovery:\n  max_retries: 0\n")
 		// r3's deploy run (7003) posted a failed task fact; GitHub reports it failed.

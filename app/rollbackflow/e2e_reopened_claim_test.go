@@ -57,13 +57,16 @@ func (s *scene) botComments(number int) []string {
 // it is closed again, whether ripcord hears of it (the webhook) or not
 // (GitHub is asked), the other rollback may be opened.
 func TestReopenedRollbackHoldsItsEnvironmentAgain(t *testing.T) {
+	t.Parallel()
 	for _, heard := range []bool{true, false} {
 		name := "second close heard"
 		if !heard {
 			name = "second close missed"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s := newScene(t, dbURL)
 				old := s.withdrawn()
 
@@ -112,7 +115,9 @@ func TestReopenedRollbackHoldsItsEnvironmentAgain(t *testing.T) {
 // nothing. Once the other's pull request is open and then closed, the
 // environment is held by nothing: the reopened one did not take it.
 func TestReopenedRollbackWhileAnotherHoldsTheEnvironmentSaysSo(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newSceneWith(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond})
 		old := s.withdrawn()
 		blobs := "POST /repos/{owner}/{repo}/git/blobs"

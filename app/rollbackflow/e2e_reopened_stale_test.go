@@ -57,7 +57,9 @@ func (s *scene) wantStaleComment(number int, deploys, running string) {
 // nothing. The stale pull request does not hold the environment: the new
 // rollback asked for is opened.
 func TestReopenedSupersededRollbackSaysItIsStale(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old := s.reopenedSuperseded()
 		if n := s.Int(`SELECT COUNT(*) FROM audit_events WHERE release_id = $1 AND type = 'manual_intervention_required'
@@ -134,7 +136,9 @@ func (s *scene) reopenedWithoutReleaseIsStale(db *store.DB, change func(pr *gith
 // until then (its job gave up): stale, it holds it no more, and the new
 // rollback asked for is opened.
 func TestReopenedRollbackWithoutReleaseSaysItIsStale(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.reopenedWithoutReleaseIsStale(testdb.Open(t, dbURL), nil)
 	})
@@ -147,7 +151,9 @@ func TestReopenedRollbackWithoutReleaseSaysItIsStale(t *testing.T) {
 // as Open finds it. Reopened after r4 ran, the pull request is stale and
 // ripcord says so.
 func TestReopenedRollbackWithoutReleaseWithCommitsMadeByHandSaysItIsStale(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.reopenedWithoutReleaseIsStale(testdb.Open(t, dbURL), func(pr *githubtest.PullRequest) {
 			s.GitHub.PutFile(gitops, pr.Head, "apps/checkout/prod/NOTES.md", "replicas pinned by hand\n")
@@ -160,7 +166,9 @@ func TestReopenedRollbackWithoutReleaseWithCommitsMadeByHandSaysItIsStale(t *tes
 // with the target's revision. What merging deploys is read from what
 // ripcord wrote and nobody edits, its branch name, not from the title.
 func TestReopenedRollbackWithoutReleaseWithAnEditedTitleNamesItsTarget(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.reopenedWithoutReleaseIsStale(testdb.Open(t, dbURL), func(pr *githubtest.PullRequest) {
 			pr.Title += " (hold until the incident review)"

@@ -52,7 +52,9 @@ func (s *scene) withdrawnAndRetried() (old, newer records.Record) {
 // is not revived; the reopened pull request is told which pull request
 // supersedes it, and the withdrawn release's audit trail says so.
 func TestReopenedWithdrawnRollbackNamesTheNewerOne(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old, newer := s.withdrawnAndRetried()
 
@@ -85,7 +87,9 @@ func TestReopenedWithdrawnRollbackNamesTheNewerOne(t *testing.T) {
 // what will run) and on the newer pull request, whose merge would deploy a
 // second rollback of the same release.
 func TestMergedWithdrawnRollbackWarnsOnTheNewerOne(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old, newer := s.withdrawnAndRetried()
 

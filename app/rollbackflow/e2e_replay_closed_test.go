@@ -15,7 +15,9 @@ import (
 // target is still refused naming it, and the close that came again is
 // processed without effect. Closed for real afterwards, it lets go.
 func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		_, old := s.rollbackByComment()
 		closed := s.closedEvent(old) // the delivery body as captured
@@ -63,7 +65,9 @@ func TestClosedEventPostedAgainAfterTheReopenKeepsTheHold(t *testing.T) {
 // again under a new id after the pull request was closed again, does not
 // make the closed pull request hold its environment again.
 func TestReopenedEventPostedAgainAfterTheCloseTakesNoHold(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old := s.withdrawn()
 		reopened := s.reopenedEvent(old) // the delivery body as captured

@@ -19,6 +19,7 @@ import (
 // accepted, the same one asked again is a duplicate of it, the other
 // target is refused naming it, and one pull request is opened.
 func TestReplicasRaceToRollBackOneEnvironmentOpenOnePullRequest(t *testing.T) {
+	t.Parallel()
 	reps := e2etest.StartReplicas(t, testdb.URL(t, "postgres"),
 		app.Options{GitHubClock: ghclient.NewStepClock(time.Now().UTC())}, 2)
 	s := sceneOn(t, reps[0])

@@ -16,7 +16,9 @@ import (
 // first: a conflict) and failed every attempt until River dropped it,
 // leaving a stray rollback pull request in the GitOps repository.
 func TestRerunOfAStoredRollbackJobReportsNoFailure(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		pr, rec := s.rollbackByComment()
 		branch := rollbackpr.BranchName(rec.Environment, rec.GitRevision)

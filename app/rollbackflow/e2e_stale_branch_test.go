@@ -16,7 +16,9 @@ import (
 // and the new rollback gets a pull request of its own, on a branch of its
 // own, which its record names.
 func TestNewRollbackToTheSameTargetLeavesAReopenedStalePullRequest(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		old := s.reopenedSuperseded()
 		stale := s.pullRequest(old.PRNumber)
@@ -55,7 +57,9 @@ func TestNewRollbackToTheSameTargetLeavesAReopenedStalePullRequest(t *testing.T)
 // the API's answer to the same rollback asked again; the job's answer
 // names the branch the pull request is on.
 func TestFirstAnswerDoesNotNameABranchTheRollbackMayNotGet(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		appPR, old := s.rollbackByComment()
 		s.closePullRequest(old.PRNumber)

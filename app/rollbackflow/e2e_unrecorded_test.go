@@ -42,7 +42,9 @@ func failRollbackInitiated(t testing.TB, db *store.DB) {
 // link, and the release rolled back gets rollback_failed (which also ends
 // a recovery episode waiting for the rollback).
 func TestRollbackWhoseReleaseCannotBeStoredIsAnsweredWhenTheLastAttemptFails(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		db := testdb.Open(t, dbURL)
 		failRollbackInitiated(t, db)
@@ -96,7 +98,9 @@ func passRollbackInitiated(t testing.TB, db *store.DB) {
 // branch, and the release stored points at it, which then holds the
 // environment (another target is refused naming that pull request).
 func TestRollbackWhoseReleaseWasNotStoredIsAdoptedByTheRetry(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		// Retries come soon (the tenth after about a minute, well after the
 		// store works again), so the test need not wait for the default's.
 		s := newSceneWith(t, dbURL, app.Options{RetryBase: 100 * time.Millisecond})
@@ -174,13 +178,16 @@ func (s *scene) giveUpUnrecorded(db *store.DB) githubtest.PullRequest {
 // ripcord hears of it (the webhook) or not (GitHub is asked), the other
 // rollback is opened.
 func TestRollbackPullRequestWhoseJobGaveUpHoldsItsEnvironment(t *testing.T) {
+	t.Parallel()
 	for _, heard := range []bool{true, false} {
 		name := "close heard"
 		if !heard {
 			name = "close missed"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
 				s := newScene(t, dbURL)
 				pr := s.giveUpUnrecorded(testdb.Open(t, dbURL))
 				link := fmt.Sprintf("https://github.com/%s/pull/%d", gitops, pr.Number)

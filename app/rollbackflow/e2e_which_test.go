@@ -31,7 +31,9 @@ const twoEnvConfig = repoConfig + `      staging:
 // back staging, whose rollback is acme/gitops#1, instead of asking which
 // environment (the config has two).
 func TestRollbackCommandIgnoresAGitOpsPullRequestOfTheSameNumber(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		s := newScene(t, dbURL)
 		s.GitHub.PutFile(appRepo, "main", ".github/ripcord.yml", twoEnvConfig)
 		s.GitHub.PutFile(gitops, "main", "apps/checkout/staging/release.yaml",

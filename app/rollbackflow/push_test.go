@@ -15,6 +15,7 @@ import (
 
 // PushOf reads GitHub's own push payloads (../shared/github/webhooks/push).
 func TestPushOf(t *testing.T) {
+	t.Parallel()
 	const before, after = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
 	twoCommits := func(m map[string]any) {
 		m["ref"], m["before"], m["after"], m["deleted"], m["forced"] = "refs/heads/main", before, after, false, false

@@ -35,7 +35,9 @@ import (
 // secondary limit of 20 minutes; the job's clock moves by each snooze (and
 // two seconds for River to pick the job up again).
 func TestARollbackWaitingForGitHubsRateLimitForMoreThanAnHourAlertsOnce(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		lr := limitedRollback(t, dbURL, 20*time.Minute)
 
 		first := lr.clock
@@ -166,7 +168,9 @@ func (lr *limitedRollbackJob) alerted() int {
 // The job wakes at the hour instead, alerts, and from then on waits as
 // long as GitHub asks again.
 func TestARollbackWaitingForGitHubsRateLimitAlertsAnHourAfterItsFirstTry(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		lr := limitedRollback(t, dbURL, 59*time.Minute)
 		const pickUp = 2 * time.Second // River picking the job up after its snooze
 		first := lr.clock

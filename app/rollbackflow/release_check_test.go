@@ -14,6 +14,7 @@ import (
 )
 
 func TestRenderReleaseCheck(t *testing.T) {
+	t.Parallel()
 	target := &records.Record{ReleaseID: "r1", GitRevision: strings.Repeat("ab", 20), Image: "app:v1"}
 	healthyAt := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -62,6 +63,7 @@ func TestRenderReleaseCheck(t *testing.T) {
 // ripcord's: GitHub refuses every update of it, so taking it would leave
 // the release without its own check run and Roll back button for good.
 func TestReleaseCheckIgnoresAnotherAppsRun(t *testing.T) {
+	t.Parallel()
 	fake := githubtest.NewServer(t)
 	gh, err := github.NewClient(nil).WithEnterpriseURLs(fake.URL(), fake.URL())
 	if err != nil {

@@ -91,7 +91,9 @@ eligibility: {window: %d}
 // eligibility.ReadAhead used to fill the records read, and the button
 // vanished although r1, the fifth newest release that ran, is eligible.
 func TestReleaseCheckTargetIgnoresManyOpenedReleases(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		_, st := history(t, dbURL, 5, eligibility.ReadAhead+1)
 		w := &releaseCheckWorker{deps: pipeline.Deps{Records: st, Configs: pipeline.NewRepoConfigs()}}
 		ctx := context.Background()
@@ -116,7 +118,9 @@ func TestReleaseCheckTargetIgnoresManyOpenedReleases(t *testing.T) {
 // seventh newest release that ran and the button offers it; with none
 // kept, the default 5 holds and nothing is offered.
 func TestReleaseCheckTargetUsesTheRepositorysWindow(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		_, st := history(t, dbURL, 7, 0)
 		configs := pipeline.NewRepoConfigs()
 		w := &releaseCheckWorker{deps: pipeline.Deps{Records: st, Configs: configs}}
@@ -148,7 +152,9 @@ func TestReleaseCheckTargetUsesTheRepositorysWindow(t *testing.T) {
 // newest release that ran, out of the records read, and the rollback was
 // refused for want of an eligible target.
 func TestRollbackTargetIgnoresManyOpenedReleases(t *testing.T) {
+	t.Parallel()
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
 		_, st := history(t, dbURL, 5, eligibility.ReadAhead+1)
 		s := &starter{deps: pipeline.Deps{Records: st}}
 		in := input()
