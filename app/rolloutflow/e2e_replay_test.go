@@ -26,12 +26,21 @@ func TestApproveClickPostedAgainAtTheNextPauseIsRefused(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		s := atFirstApproval(t, dbURL, twoApprovalsConfig, "write")
 		e := s.Env
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("the rollout's audit trail:\n%s", auditText(s.status()))
+			}
+		})
 		s.settle()
 		captured := s.clickBody("bob")
 		s.Deliver("check_run", captured)
 		s.finish(2)
+		// The check run must name the second pause: until it is written
+		// again, GitHub still shows the first pause's, button and all.
 		e.WaitFor("the second approval button", wait, func() bool {
-			return s.approveShown() && s.status().Rollout.Status == rolloutflow.PausedApproval && len(e.GitHub.Dispatches(repo)) == 2
+			cr, _ := s.check()
+			return s.approveShown() && strings.HasSuffix(cr.ExternalID, "/approval-1") &&
+				s.status().Rollout.Status == rolloutflow.PausedApproval && len(e.GitHub.Dispatches(repo)) == 2
 		})
 		s.settle()
 
