@@ -23,7 +23,7 @@ func capabilities(d pipeline.Deps, opts Options) []EventHandler {
 	hs = append(hs, commands.Register(d, commandRunners(d)...)...)
 	hs = append(hs, rollbackflow.Register(d)...)
 	hs = append(hs, clusteractions.Register(d, ClusterTokenCheck(d.Config, d.Log))...)
-	hs = append(hs, gatesflow.RegisterWith(d, opts.Gates)...)
+	hs = append(hs, gatesflow.Register(d, opts.Gates)...)
 	hs = append(hs, protection.Register(d)...)
 	hs = append(hs, deployments.Register(d)...)
 	hs = append(hs, webui.RegisterWith(d, webui.RolloutFlow(d))...)

@@ -27,12 +27,9 @@ const (
 	evaluateTimeout = 5 * time.Minute
 )
 
-// Register is RegisterWith the default Options.
-func Register(d pipeline.Deps) []pipeline.EventHandler { return RegisterWith(d, Options{}) }
-
-// RegisterWith adds the evaluation, check-run and give-up workers and
-// returns the pull_request, check_run and check_suite handlers.
-func RegisterWith(d pipeline.Deps, o Options) []pipeline.EventHandler {
+// Register adds the evaluation, check-run and give-up workers and returns
+// the pull_request, check_run and check_suite handlers.
+func Register(d pipeline.Deps, o Options) []pipeline.EventHandler {
 	river.AddWorker(d.Workers, &evaluateWorker{deps: d, loader: configload.NewLoaderFor(d), registry: newRegistry(d.Config),
 		slowAfter: cmp.Or(o.SlowAfter, slowAfter), timeout: cmp.Or(o.EvaluateTimeout, evaluateTimeout)})
 	river.AddWorker(d.Workers, &reportWorker{deps: d})
