@@ -55,7 +55,7 @@ const (
 // would apply.
 func (s *Server) commitFactBatch(b *factBatch) {
 	// Bounded as the intake's group commit is (commitTimeout).
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.commitTimeout)
 	defer cancel()
 	mode, deadlocks := factByFact, 0
 	if s.db.Dialect == store.Postgres {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -65,6 +66,7 @@ type groupWriter struct {
 	in       chan *pendingWrite
 	coming   atomic.Int64  // deliveries on their way to Write (expect)
 	delay    time.Duration // commitDelay; tests set their own
+	timeout  time.Duration // commitTimeout, or Options.CommitTimeout
 	stop     chan struct{}
 	done     chan struct{}
 	stopOnce sync.Once
@@ -89,8 +91,8 @@ type writeBatch struct {
 
 var errStopping = errors.New("intake: the server is stopping")
 
-func newGroupWriter(db *store.DB, m *metrics, acts func(event, action string) bool, wakeDrain func()) *groupWriter {
-	w := &groupWriter{db: db, metrics: m, acts: acts, wakeDrain: wakeDrain, delay: commitDelay,
+func newGroupWriter(db *store.DB, m *metrics, acts func(event, action string) bool, wakeDrain func(), timeout time.Duration) *groupWriter {
+	w := &groupWriter{db: db, metrics: m, acts: acts, wakeDrain: wakeDrain, delay: commitDelay, timeout: timeout,
 		in: make(chan *pendingWrite), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		w.run()
@@ -239,7 +241,7 @@ func (w *groupWriter) answer(b *writeBatch) {
 func (w *groupWriter) commit(batch []*pendingWrite) error {
 	// The commit must finish even if a client hangs up: the caller's context
 	// is not used here. It is bounded all the same (commitTimeout).
-	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(w.timeout, commitTimeout))
 	defer cancel()
 	// The same delivery twice in one batch is stored once; the second is
 	// answered as a redelivery.

@@ -351,7 +351,8 @@ func TestPostgresThatStopsAnsweringIsRefusedInTime(t *testing.T) {
 	u, _ := url.Parse(pg.URL())
 	proxy := newFreezingProxy(t, u.Host)
 	u.Host = proxy.ln.Addr().String()
-	ts := startServerWith(t, u.String(), Options{}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
+	const commitTimeout = 3 * time.Second
+	ts := startServerWith(t, u.String(), Options{CommitTimeout: commitTimeout}, func(c *configT) { c.Clusters = tokensOf(map[string]string{"prod-eu": "tok-eu"}) })
 	body := githubtest.LoadPayload(t, "ping", "payload.json")
 	hook := func(id string) (int, string) {
 		return outagePost(ts.URL+"/api/github/hook", "", map[string]string{"X-GitHub-Event": "ping",

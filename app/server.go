@@ -88,6 +88,8 @@ type Server struct {
 	stopping        chan struct{}
 	// readTimeout is the HTTP server's (Options.ReadTimeout).
 	readTimeout time.Duration
+	// commitTimeout bounds a group commit (Options.CommitTimeout).
+	commitTimeout time.Duration
 
 	mu   sync.Mutex
 	addr string
@@ -110,6 +112,10 @@ type Options struct {
 	ReadTimeout time.Duration
 	// Gates tune the gates' evaluation (tests shorten its waits).
 	Gates gatesflow.Options
+	// CommitTimeout bounds one group commit of deliveries or of facts
+	// (default 8 s, see commitTimeout); past it their requests answer 503.
+	// Tests on a loaded machine lengthen it, and the outage tests shorten it.
+	CommitTimeout time.Duration
 }
 
 // New opens the database, applies migrations and wires the server. Run starts it.
@@ -143,7 +149,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 	s := &Server{cfg: cfg, db: db, metrics: newMetrics(), log: log, handlers: map[string][]EventHandler{},
 		records: records.NewStore(db), ghCalls: &ghclient.Counter{}, health: newDBHealth(log),
 		shutdownTimeout: cmp.Or(opts.ShutdownTimeout, shutdownTimeout), stopping: make(chan struct{}),
-		readTimeout: cmp.Or(opts.ReadTimeout, readTimeout)}
+		readTimeout: cmp.Or(opts.ReadTimeout, readTimeout), commitTimeout: cmp.Or(opts.CommitTimeout, commitTimeout)}
 	if err := s.connectGitHub(ctx, opts); err != nil {
 		db.Close()
 		return nil, err
@@ -188,7 +194,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (*Server, error)
 		db.Close()
 		return nil, err
 	}
-	s.writer = newGroupWriter(db, s.metrics, s.acts, s.drain.Wake)
+	s.writer = newGroupWriter(db, s.metrics, s.acts, s.drain.Wake, s.commitTimeout)
 	s.writer.health = s.health
 	s.handler = s.limitBodies(s.apiMisses(s.routes()))
 	switch {

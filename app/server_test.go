@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/testlog"
 )
 
 const (
@@ -52,7 +53,10 @@ func startServerWith(t *testing.T, dbURL string, opts Options, tweak func(*confi
 func runServer(t *testing.T, cfg *config.Config, opts Options) (ts *testServer, stop func()) {
 	t.Helper()
 	if opts.Logger == nil {
-		opts.Logger = discardLogger()
+		opts.Logger = testlog.New(t)
+	}
+	if opts.CommitTimeout == 0 {
+		opts.CommitTimeout = testCommitTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := New(ctx, cfg, opts)
@@ -81,6 +85,12 @@ func runServer(t *testing.T, cfg *config.Config, opts Options) (ts *testServer, 
 	t.Cleanup(stop)
 	return &testServer{Server: srv, URL: "http://" + ln.Addr().String()}, stop
 }
+
+// testCommitTimeout is the servers' commit timeout in tests: on a loaded
+// machine under the race detector a commit can outlast production's 8 s,
+// and a 503 there says nothing about the test's subject. The outage tests
+// set their own, shorter.
+const testCommitTimeout = 30 * time.Second
 
 func testConfig(dbURL string) *config.Config {
 	c := config.Defaults()

@@ -6,10 +6,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/ripcord/ripcord/app/config"
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testlog"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -64,12 +63,9 @@ func (s *server) Start() {
 	cfg.Listen, cfg.Database, cfg.PublicURL, cfg.APIToken = "127.0.0.1:0", s.dbURL, "http://127.0.0.1", apiToken
 	cfg.Clusters = config.TokensOf(map[string]string{"prod-eu": euToken, "prod-us": usToken})
 	cfg.OIDC = config.OIDC{Audience: "ripcord-test"}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("RIPCORD_E2E_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	log := testlog.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: log})
+	srv, err := app.New(ctx, cfg, app.Options{Logger: log, CommitTimeout: 30 * time.Second}) // a loaded machine may outlast 8 s
 	if err != nil {
 		cancel()
 		t.Fatalf("start the server: %v", err)

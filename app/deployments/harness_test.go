@@ -22,6 +22,7 @@ import (
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testlog"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -67,7 +68,7 @@ func newEnv(t *testing.T, dbURL string) *env {
 	workers := river.NewWorkers()
 	e.deps = pipeline.Deps{Config: &config.Config{PublicURL: publicURL}, DB: db, Records: e.recs,
 		River: func() *river.Client[*sql.Tx] { return e.rc }, GitHub: cc, Workers: workers, Mux: http.NewServeMux(),
-		Registerer: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Registerer: prometheus.NewRegistry(), Log: testlog.New(t),
 		Now: func() time.Time { return time.Now().UTC() }, APIAuth: func(h http.HandlerFunc) http.HandlerFunc { return h }}
 	Register(e.deps)
 	e.rc, err = river.NewClient(db.RiverDriver(), &river.Config{

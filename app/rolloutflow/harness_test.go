@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -23,6 +21,7 @@ import (
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testdb"
+	"github.com/ripcord/ripcord/internal/testlog"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
 )
@@ -217,7 +216,7 @@ func (h *harness) executor() *executor {
 		t.Fatal(err)
 	}
 	d := pipeline.Deps{DB: db, Records: records.NewStore(db), River: func() *river.Client[*sql.Tx] { return rc },
-		GitHub: cc, Registerer: h.reg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: h.clock.Now}
+		GitHub: cc, Registerer: h.reg, Log: testlog.New(t), Now: h.clock.Now}
 	return newExecutor(d)
 }
 

@@ -6,21 +6,21 @@ package testserve
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/app"
 	"github.com/ripcord/ripcord/app/config"
+	"github.com/ripcord/ripcord/internal/testlog"
 )
 
 // Start runs the server on a free loopback port with config.Defaults and a
 // SQLite database of its own in the test's temporary folder, then with
 // whatever configure sets; configure is given the server's base URL, for
 // the settings that name it (public_url, an OIDC audience), and may be nil.
-// The server logs nowhere and stops when the test ends; an error it stops
+// The server's log is shown if the test fails (testlog); it stops when the test ends; an error it stops
 // with fails the test. Start returns the
 // base URL ("http://127.0.0.1:PORT").
 func Start(t testing.TB, configure func(cfg *config.Config, url string)) string {
@@ -36,7 +36,7 @@ func Start(t testing.TB, configure func(cfg *config.Config, url string)) string 
 		configure(cfg, url)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := app.New(ctx, cfg, app.Options{Logger: testlog.New(t), CommitTimeout: 30 * time.Second})
 	if err != nil {
 		cancel()
 		_ = ln.Close()

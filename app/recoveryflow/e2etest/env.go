@@ -5,10 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	"github.com/ripcord/ripcord/internal/githubtest"
 	"github.com/ripcord/ripcord/internal/oidcauth/oidctest"
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testlog"
 )
 
 // Secret signs the deliveries; Token is the server's api_token.
@@ -94,7 +92,12 @@ func (e *Env) launch() error {
 	t := e.T
 	opts := e.Options
 	if opts.Logger == nil {
-		opts.Logger = logger()
+		opts.Logger = testlog.New(t)
+	}
+	if opts.CommitTimeout == 0 {
+		// On a loaded machine under the race detector a commit can outlast
+		// production's 8 s; a 503 there says nothing about the test's subject.
+		opts.CommitTimeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := app.New(ctx, e.Config(), opts)
@@ -179,14 +182,6 @@ func (e *Env) Stop() {
 func (e *Env) Restart() {
 	e.Stop()
 	e.start()
-}
-
-// logger discards logs unless RIPCORD_E2E_LOG is set.
-func logger() *slog.Logger {
-	if os.Getenv("RIPCORD_E2E_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // DB is a connection of the test's own to the server's database, for
