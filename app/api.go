@@ -3,13 +3,11 @@ package app
 import (
 	"errors"
 	"net/http"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/secret"
-	"github.com/ripcord/ripcord/internal/suggest"
 )
 
 // API limits.
@@ -45,28 +43,9 @@ func bearer(r *http.Request) (string, bool) {
 	return strings.TrimSpace(token), true
 }
 
-// knownParams answers 400 naming the first query parameter (by name) that
-// is not one of known, with the one most likely meant: ignored,
-// ?env=prod listed the releases of every environment as if filtered.
+// knownParams is pipeline.KnownParams.
 func knownParams(w http.ResponseWriter, r *http.Request, known ...string) bool {
-	q := r.URL.Query()
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if slices.Contains(known, name) {
-			continue
-		}
-		msg := name + ": unknown parameter; this endpoint takes " + strings.Join(known, ", ")
-		if meant := suggest.Meant(name, known); meant != "" {
-			msg += "; did you mean " + meant + "?"
-		}
-		writeError(w, http.StatusBadRequest, name, msg)
-		return false
-	}
-	return true
+	return pipeline.KnownParams(w, r, known...)
 }
 
 // listLimit reads ?limit=, 400 naming the field when it is not 1..1000.

@@ -3,6 +3,11 @@ package pipeline
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ripcord/ripcord/internal/suggest"
 )
 
 // APIError is the body of every 4xx/5xx of ripcord's API: the message says
@@ -40,4 +45,29 @@ func WriteError(w http.ResponseWriter, status int, field, msg string) {
 // is wrong, and CodeAppNotConfigured.
 func WriteNoApp(w http.ResponseWriter, msg string) {
 	WriteJSON(w, http.StatusServiceUnavailable, APIError{Error: msg, Code: CodeAppNotConfigured})
+}
+
+// KnownParams answers 400 naming the first query parameter (by name) that
+// is not one of known, with the one most likely meant, and reports whether
+// every parameter is known. Ignored, ?env=prod would list the releases of
+// every environment as if filtered.
+func KnownParams(w http.ResponseWriter, r *http.Request, known ...string) bool {
+	q := r.URL.Query()
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if slices.Contains(known, name) {
+			continue
+		}
+		msg := name + ": unknown parameter; this endpoint takes " + strings.Join(known, ", ")
+		if meant := suggest.Meant(name, known); meant != "" {
+			msg += "; did you mean " + meant + "?"
+		}
+		WriteError(w, http.StatusBadRequest, name, msg)
+		return false
+	}
+	return true
 }

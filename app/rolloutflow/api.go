@@ -58,6 +58,9 @@ func (x *executor) Status(ctx context.Context, id string) (StatusJSON, error) {
 // trail but with its waiting; ?unfinished=true keeps those that have not ended (the one rolling
 // out and the ones queued behind it), ?limit= (1-100, default 20).
 func (a api) list(w http.ResponseWriter, r *http.Request) {
+	if !pipeline.KnownParams(w, r, "release_id", "app", "environment", "unfinished", "limit") {
+		return
+	}
 	q := r.URL.Query()
 	if rel := q.Get("release_id"); rel != "" {
 		a.listRelease(w, r, rel)

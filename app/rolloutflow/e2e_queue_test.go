@@ -75,13 +75,19 @@ func rolloutQueue(t *testing.T, dbURL string) {
 		t.Errorf("unfinished rollouts of checkout/prod:\n  %s\nwant\n  %s", strings.Join(order, ", "), strings.Join(want, ", "))
 	}
 	for query, field := range map[string]string{"app=checkout": "environment", "environment=prod": "app",
-		"app=checkout&environment=prod&limit=0": "limit", "app=checkout&environment=prod&unfinished=maybe": "unfinished"} {
+		"app=checkout&environment=prod&limit=0": "limit", "app=checkout&environment=prod&unfinished=maybe": "unfinished",
+		// An unknown parameter would list the whole queue as if filtered.
+		"app=checkout&environment=prod&state=paused": "state", "release_id=" + url.QueryEscape(third.id) + "&env=prod": "env"} {
 		code, body := e.Do("GET", "/api/v1/rollouts?"+query, "", nil)
 		var refusal struct{ Field string }
 		_ = json.Unmarshal(body, &refusal)
 		if code != http.StatusBadRequest || refusal.Field != field {
 			t.Errorf("GET /api/v1/rollouts?%s answered %d %s, want 400 naming %s", query, code, body, field)
 		}
+	}
+	if code, body := e.Do("GET", "/api/v1/rollouts?app=checkout&environment=prod&unfinshed=true", "", nil); code != http.StatusBadRequest ||
+		!strings.Contains(string(body), "unfinshed: unknown parameter; this endpoint takes release_id, app, environment, unfinished, limit; did you mean unfinished?") {
+		t.Errorf("GET /api/v1/rollouts?…&unfinshed=true answered %d %s, want 400 suggesting unfinished", code, body)
 	}
 	code, body = e.Do("POST", "/api/v1/rollouts/"+url.PathEscape(third.id)+"/abort", "application/json",
 		[]byte(`{"user": "bob", "reason": "r2 carries the fix"}`))
