@@ -60,6 +60,11 @@ type Config struct {
 	LeaseNamespace string
 	SpoolMax       int
 	PollWait       time.Duration
+	// ListPatience is how long the watches' requests to list Deployments
+	// or Rollouts may fail in a row (other than forbidden) before the agent
+	// reports without them and says so (DefaultListPatience; tests
+	// shorten it).
+	ListPatience time.Duration
 	// MaxBackoff caps the pause between two attempts to reach the server
 	// (default 30 s).
 	MaxBackoff time.Duration
@@ -149,6 +154,9 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = deliverMaxBackoff
 	}
+	if cfg.ListPatience <= 0 {
+		cfg.ListPatience = DefaultListPatience
+	}
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Timeout: 30 * time.Second}
 	}
@@ -158,7 +166,7 @@ func New(cfg Config, kube kubernetes.Interface, dyn dynamic.Interface) (*Agent, 
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, kube: kube, dyn: dyn, metrics: newMetrics(), watchJoined: make(chan struct{}, 1), deployList: newListState()}
+	a := &Agent{cfg: cfg, kube: kube, dyn: dyn, metrics: newMetrics(), watchJoined: make(chan struct{}, 1), deployList: newListState(cfg.ListPatience)}
 	a.id, a.explicitID = cfg.ID, cfg.ID != ""
 	if a.id == "" {
 		a.id = DefaultAgentID(cfg.Cluster, cfg.Namespace)
@@ -206,7 +214,7 @@ func (a *Agent) ID() string {
 // discoverRollouts starts the Rollout watch once the cluster serves them.
 // With --rollouts=on the agent is not ready until then, and says why.
 // Neither does a Rollout watch whose lists fail, at once when the agent's
-// RBAC forbids them, after rolloutsListPatience on any other error: the
+// RBAC forbids them, after Config.ListPatience on any other error: the
 // agent is not ready and says which permission to grant, or the error,
 // and the watch joins once it lists them (joinRollouts). Requests of the
 // Rollout watch that fail later, once it listed them, make the agent not

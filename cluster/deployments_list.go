@@ -13,7 +13,7 @@ import (
 // client-go's informer only logs the error and retries for ever. The agent
 // says so itself, on /healthz and once in its log: at once when the RBAC
 // forbids them, as asking again changes nothing until someone grants the
-// permission; after rolloutsListPatience for any other error (an API
+// permission; after Config.ListPatience for any other error (an API
 // server that restarts is got past by client-go's first retries).
 
 // deploymentsTrouble is why the Deployment watch keeps the agent from
@@ -41,10 +41,10 @@ func (a *Agent) deploymentsStarting() string {
 // deploymentsProblem says what the failing requests of the Deployment
 // watch (err) mean and what to do: the permission to grant when the RBAC
 // forbids them, otherwise the error, and whether they have failed in a
-// row for rolloutsListPatience (patienceOver).
+// row for Config.ListPatience (patienceOver).
 func (a *Agent) deploymentsProblem(err error, patienceOver bool) string {
 	if !apierrors.IsForbidden(err) {
-		failed := fmt.Sprintf("has failed for more than %s", rolloutsListPatience)
+		failed := fmt.Sprintf("has failed for more than %s", a.cfg.ListPatience)
 		if !patienceOver {
 			failed = "failed"
 		}

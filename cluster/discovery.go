@@ -243,13 +243,13 @@ func (a *Agent) rolloutsTrouble() string {
 // rolloutsProblem says what the failing requests of the Rollout watch
 // (err) mean and what to do: the permission to grant when the RBAC
 // forbids them, otherwise the error, and whether they have failed in a
-// row for rolloutsListPatience (patienceOver; not so for one that fails
+// row for Config.ListPatience (patienceOver; not so for one that fails
 // again while the Deployments are watched without the Rollouts, after one
 // succeeded). The Deployments are watched meanwhile.
 func (a *Agent) rolloutsProblem(err error, patienceOver bool) string {
 	gvr := RolloutResource.Resource + "." + RolloutResource.GroupVersion().String()
 	if !apierrors.IsForbidden(err) {
-		failed := fmt.Sprintf("has failed for more than %s", rolloutsListPatience)
+		failed := fmt.Sprintf("has failed for more than %s", a.cfg.ListPatience)
 		if !patienceOver {
 			failed = "fails again"
 		}

@@ -132,9 +132,10 @@ func TestAnEmptyRolloutListThatEtcdCannotConfirmIsNotTrusted(t *testing.T) {
 	})
 
 	sink := &factSink{}
-	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		ListPatience: testListPatience}, k.Kube, k.Dynamic)
 
-	// The agent waits 30 s for a list to succeed.
+	// The agent waits testListPatience for a list to succeed.
 	waitWithin(t, 90*time.Second, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
 	waitUntil(t, "an inventory", func() bool { return sink.lastInventory() != nil })
 	sink.mu.Lock()
@@ -189,7 +190,8 @@ func TestAShortRolloutListFromACacheThatCannotConvertIsNotTrusted(t *testing.T) 
 	})
 
 	sink := &factSink{}
-	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		ListPatience: testListPatience}, k.Kube, k.Dynamic)
 	waitWithin(t, 90*time.Second, "an inventory", func() bool { return sink.lastInventory() != nil })
 	sink.mu.Lock()
 	for i, inv := range sink.inventories {
@@ -219,7 +221,8 @@ func TestARolloutConversionThatBreaksWhileWatchingMakesTheAgentUnready(t *testin
 	k.Namespace("shop")
 	_, upgrade := checkoutStoredAsV1alpha1(t, k)
 	sink := &factSink{}
-	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop"}, k.Kube, k.Dynamic)
+	health, _ := startLoggedAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+		ListPatience: testListPatience}, k.Kube, k.Dynamic)
 	waitWithin(t, 90*time.Second, "the agent to be ready", func() bool { code, _ := healthz(t, health); return code == http.StatusOK })
 
 	upgrade()

@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// rolloutsListPatience is how long the Rollout watch's requests may fail
-// in a row, with an error other than forbidden, before the agent stops
-// waiting for them: the Deployments are reported without them (a
+// DefaultListPatience is how long (Config.ListPatience) the Rollout
+// watch's requests may fail in a row, with an error other than forbidden,
+// before the agent stops waiting for them (the Deployment watch's alike): the Deployments are reported without them (a
 // Deployment a Rollout references is then reported as its own workload),
 // and /healthz answers 503 naming the error until a list succeeds. Long
 // enough for an API server restart or an etcd leader change, which
@@ -23,12 +23,15 @@ import (
 // in front of it, does not keep every Deployment unreported. A list the
 // RBAC forbids needs no patience: asking again changes nothing until
 // someone grants the permission.
-const rolloutsListPatience = 30 * time.Second
+const DefaultListPatience = 30 * time.Second
 
 // listState is what the Rollout informer's requests to list and watch
 // them last said: nil after one that succeeded, else the error, and since
 // when they have failed in a row.
 type listState struct {
+	// patience is Config.ListPatience.
+	patience time.Duration
+
 	mu    sync.Mutex
 	err   error
 	since time.Time
@@ -37,7 +40,9 @@ type listState struct {
 	changed chan struct{}
 }
 
-func newListState() *listState { return &listState{changed: make(chan struct{}, 1)} }
+func newListState(patience time.Duration) *listState {
+	return &listState{patience: patience, changed: make(chan struct{}, 1)}
+}
 
 // note records the outcome of one request to list or watch.
 func (s *listState) note(err error) {
@@ -58,7 +63,7 @@ func (s *listState) note(err error) {
 
 // failing is the error the agent no longer waits on: a request the RBAC
 // forbade, at once; any other once requests have failed in a row for
-// rolloutsListPatience. Otherwise it is nil, and wait is how long until
+// its patience. Otherwise it is nil, and wait is how long until
 // the errors so far would make it one (0 when none failed).
 func (s *listState) failing() (err error, wait time.Duration) {
 	s.mu.Lock()
@@ -69,7 +74,7 @@ func (s *listState) failing() (err error, wait time.Duration) {
 	if apierrors.IsForbidden(s.err) {
 		return s.err, 0
 	}
-	if left := rolloutsListPatience - time.Since(s.since); left > 0 {
+	if left := s.patience - time.Since(s.since); left > 0 {
 		return nil, left
 	}
 	return s.err, 0

@@ -18,6 +18,11 @@ import (
 	"github.com/ripcord/ripcord/records"
 )
 
+// testListPatience is the agents' ListPatience in the tests of failing
+// lists: what they show does not depend on the 30 s of production, which
+// would only make each of them wait that long.
+const testListPatience = 5 * time.Second
+
 // failingRollouts is a loopback proxy in front of the API server that
 // answers every request for the Rollouts of shop with a 500, as an API
 // server whose Rollout CRD's conversion webhook is down does, until fix
@@ -76,12 +81,12 @@ func TestRolloutsThatFailToListDoNotHoldBackTheDeploymentsForever(t *testing.T) 
 	dyn, rollouts := failingRolloutsClient(t, k)
 	sink := &factSink{}
 	logs := &syncBuffer{}
-	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop",
+	a := startAgent(t, sink, cluster.Config{Rollouts: cluster.RolloutsAuto, Resync: time.Hour, Namespace: "shop", ListPatience: testListPatience,
 		Log: slog.New(slog.NewTextHandler(logs, nil))}, k.Kube, dyn)
 	health := httptest.NewServer(a.Handler())
 	defer health.Close()
 
-	// The agent waits 30 s for a list to succeed.
+	// The agent waits testListPatience for a list to succeed.
 	waitWithin(t, 90*time.Second, "a fact of the Deployment", func() bool { return len(sink.factsOf(records.SourceDeployment)) > 0 })
 	checkDeploymentsAloneAndUnready(t, sink, health.URL, logs, "while the Rollouts cannot be listed", "cannot watch Argo Rollouts", "rollouts.argoproj.io/v1alpha1", "conversion webhook", "--rollouts=off")
 	if got := sink.rolloutFacts(); len(got) > 0 {

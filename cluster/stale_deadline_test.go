@@ -154,7 +154,7 @@ func TestTheReplicaSetIsReadWithoutHoldingUpTheWatcher(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w.deployments(ctx, cs, "shop", time.Hour, nil, newListState())
+	w.deployments(ctx, cs, "shop", time.Hour, nil, newListState(DefaultListPatience))
 	select {
 	case <-reading:
 	case <-time.After(10 * time.Second):

@@ -157,7 +157,7 @@ func (w *watcher) deploymentFact(obj any) (records.Fact, *Skip, string) {
 func (w *watcher) rollouts(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, namespace string, resync time.Duration,
 	deployList *listState) startedWatch {
 	refs := w.refDeployments(ctx, kube, namespace, deployList)
-	list := newListState()
+	list := newListState(deployList.patience)
 	res := dyn.Resource(RolloutResource).Namespace(namespace)
 	lw := notedListWatch(list, trackedOnly, func(ctx context.Context, o metav1.ListOptions) (*unstructured.UnstructuredList, error) {
 		return listRollouts(ctx, res, o)

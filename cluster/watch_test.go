@@ -71,7 +71,7 @@ func TestWatcherReportsADeletedWorkload(t *testing.T) {
 	cs := fake.NewSimpleClientset(deployment())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	synced := w.deployments(ctx, cs, "shop", time.Hour, nil, newListState()).synced
+	synced := w.deployments(ctx, cs, "shop", time.Hour, nil, newListState(DefaultListPatience)).synced
 	waitFor := func(what string, cond func([]records.Fact) bool) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); !cond(got()); {
