@@ -22,7 +22,7 @@ func TestReplicasCommittingOneDeliveryPairInOppositeOrdersBothCommit(t *testing.
 	url := testdb.MigratedURL(t, "postgres")
 	db := testdb.OpenMigrated(t, url)
 	// One writer per replica: a server's writer commits one batch at a time.
-	w, other := &groupWriter{db: db}, &groupWriter{db: testdb.Open(t, url)}
+	w, other := &groupWriter{db: db, timeout: testCommitTimeout}, &groupWriter{db: testdb.Open(t, url), timeout: testCommitTimeout}
 	ctx := context.Background()
 	write := func(id string) *pendingWrite {
 		return &pendingWrite{d: Delivery{ID: id, Event: "push", ReceivedAt: time.Now().UTC()}, stored: []byte("{}"),

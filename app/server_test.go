@@ -86,10 +86,9 @@ func runServer(t *testing.T, cfg *config.Config, opts Options) (ts *testServer, 
 	return &testServer{Server: srv, URL: "http://" + ln.Addr().String()}, stop
 }
 
-// testCommitTimeout is the servers' commit timeout in tests: on a loaded
-// machine under the race detector a commit can outlast production's 8 s,
-// and a 503 there says nothing about the test's subject. The outage tests
-// set their own, shorter.
+// testCommitTimeout is testserve.CommitTimeout, which this package's tests
+// cannot import (testserve imports app). The outage tests set their own,
+// shorter.
 const testCommitTimeout = 30 * time.Second
 
 func testConfig(dbURL string) *config.Config {

@@ -14,9 +14,10 @@ import (
 
 // DefaultListPatience is how long (Config.ListPatience) the Rollout
 // watch's requests may fail in a row, with an error other than forbidden,
-// before the agent stops waiting for them (the Deployment watch's alike): the Deployments are reported without them (a
-// Deployment a Rollout references is then reported as its own workload),
-// and /healthz answers 503 naming the error until a list succeeds. Long
+// before the agent stops waiting for them (the Deployment watch's alike):
+// the Deployments are reported without them (a Deployment a Rollout
+// references is then reported as its own workload), and /healthz answers
+// 503 naming the error until a list succeeds. Long
 // enough for an API server restart or an etcd leader change, which
 // client-go's first retries (within seconds) get past; short enough that
 // a broken conversion webhook of the Rollout CRD, or a failing API server

@@ -18,6 +18,7 @@ import (
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testlog"
+	"github.com/ripcord/ripcord/internal/testserve"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -65,7 +66,7 @@ func (s *server) Start() {
 	cfg.OIDC = config.OIDC{Audience: "ripcord-test"}
 	log := testlog.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: log, CommitTimeout: 30 * time.Second}) // a loaded machine may outlast 8 s
+	srv, err := app.New(ctx, cfg, app.Options{Logger: log, CommitTimeout: testserve.CommitTimeout})
 	if err != nil {
 		cancel()
 		t.Fatalf("start the server: %v", err)

@@ -16,12 +16,19 @@ import (
 	"github.com/ripcord/ripcord/internal/testlog"
 )
 
+// CommitTimeout is the commit timeout (app.Options.CommitTimeout) of the
+// servers tests start: on a loaded machine under the race detector a group
+// commit can outlast production's 8 s, and a 503 there says nothing about
+// the test's subject. (app's own tests, which cannot import this package,
+// keep a copy: testCommitTimeout.)
+const CommitTimeout = 30 * time.Second
+
 // Start runs the server on a free loopback port with config.Defaults and a
 // SQLite database of its own in the test's temporary folder, then with
 // whatever configure sets; configure is given the server's base URL, for
 // the settings that name it (public_url, an OIDC audience), and may be nil.
-// The server's log is shown if the test fails (testlog); it stops when the test ends; an error it stops
-// with fails the test. Start returns the
+// The server's log is shown if the test fails (testlog); it stops when the
+// test ends, and an error it stops with fails the test. Start returns the
 // base URL ("http://127.0.0.1:PORT").
 func Start(t testing.TB, configure func(cfg *config.Config, url string)) string {
 	t.Helper()
@@ -36,7 +43,7 @@ func Start(t testing.TB, configure func(cfg *config.Config, url string)) string 
 		configure(cfg, url)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.New(ctx, cfg, app.Options{Logger: testlog.New(t), CommitTimeout: 30 * time.Second})
+	srv, err := app.New(ctx, cfg, app.Options{Logger: testlog.New(t), CommitTimeout: CommitTimeout})
 	if err != nil {
 		cancel()
 		_ = ln.Close()

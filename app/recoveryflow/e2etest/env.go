@@ -17,6 +17,7 @@ import (
 	"github.com/ripcord/ripcord/internal/oidcauth/oidctest"
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testlog"
+	"github.com/ripcord/ripcord/internal/testserve"
 )
 
 // Secret signs the deliveries; Token is the server's api_token.
@@ -95,9 +96,7 @@ func (e *Env) launch() error {
 		opts.Logger = testlog.New(t)
 	}
 	if opts.CommitTimeout == 0 {
-		// On a loaded machine under the race detector a commit can outlast
-		// production's 8 s; a 503 there says nothing about the test's subject.
-		opts.CommitTimeout = 30 * time.Second
+		opts.CommitTimeout = testserve.CommitTimeout
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := app.New(ctx, e.Config(), opts)
