@@ -110,7 +110,7 @@ var errClaimed = errors.New("delivery already completed by another worker")
 // beside a rescued copy, claims nothing and its transaction is rolled back.
 func claim(ctx context.Context, db *store.DB, tx *sql.Tx, ids []string, outcome string, attempt int) error {
 	args := []any{outcome, attempt, store.Micros(time.Now())}
-	res, err := db.Exec(ctx, tx, `UPDATE deliveries SET state = $1, attempts = $2, last_error = '',
+	res, err := tx.ExecContext(ctx, `UPDATE deliveries SET state = $1, attempts = $2, last_error = '',
 		processed_at = $3, processed_count = processed_count + 1
 		WHERE state = 'queued' AND id IN (`+placeholders(len(args)+1, len(ids))+`)`, append(args, anySlice(ids)...)...)
 	if err != nil {
@@ -293,7 +293,7 @@ func (w *deliveryRunner) complete(ctx context.Context, tx *sql.Tx, results []dec
 // so a delivery whose commit fails is rolled back alone and the rest of the
 // batch still commits.
 func (w *deliveryRunner) commitIsolated(ctx context.Context, tx *sql.Tx, res decided) error {
-	if _, err := w.db.Exec(ctx, tx, `SAVEPOINT delivery`); err != nil {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT delivery`); err != nil {
 		return err
 	}
 	err := claim(ctx, w.db, tx, []string{res.d.ID}, res.outcome, 1)
@@ -301,12 +301,12 @@ func (w *deliveryRunner) commitIsolated(ctx context.Context, tx *sql.Tx, res dec
 		err = runCommits(ctx, tx, res)
 	}
 	if err != nil {
-		if _, rbErr := w.db.Exec(ctx, tx, `ROLLBACK TO SAVEPOINT delivery`); rbErr != nil {
+		if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT delivery`); rbErr != nil {
 			return fmt.Errorf("%w (and rolling back its savepoint: %v)", err, rbErr)
 		}
 		return err
 	}
-	_, err = w.db.Exec(ctx, tx, `RELEASE SAVEPOINT delivery`)
+	_, err = tx.ExecContext(ctx, `RELEASE SAVEPOINT delivery`)
 	return err
 }
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -241,7 +240,7 @@ func (w *groupWriter) answer(b *writeBatch) {
 func (w *groupWriter) commit(batch []*pendingWrite) error {
 	// The commit must finish even if a client hangs up: the caller's context
 	// is not used here. It is bounded all the same (commitTimeout).
-	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(w.timeout, commitTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	defer cancel()
 	// The same delivery twice in one batch is stored once; the second is
 	// answered as a redelivery.
@@ -270,19 +269,11 @@ func (w *groupWriter) commit(batch []*pendingWrite) error {
 
 // insertSQLite stores each delivery's row, then its body under the row's
 // seq (see migration 00009: a body is written once, never by an UPDATE).
-// Statements are prepared once, through the statement cache; in-process
-// they cost no round trip.
+// In-process a statement costs no round trip, and the connection keeps
+// both prepared (store's stmtConn).
 func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pendingWrite) error {
-	row, err := w.db.Stmt(ctx, tx, insertDeliverySQLite)
-	if err != nil {
-		return fmt.Errorf("prepare the delivery insert: %w", err)
-	}
-	body, err := w.db.Stmt(ctx, tx, insertDeliveryBody)
-	if err != nil {
-		return fmt.Errorf("prepare the payload insert: %w", err)
-	}
 	for _, p := range batch {
-		res, err := row.ExecContext(ctx, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
+		res, err := tx.ExecContext(ctx, insertDeliverySQLite, p.d.ID, p.d.Event, p.d.Action, p.d.InstallationID,
 			p.d.Repository, store.Micros(p.d.ReceivedAt), p.state)
 		if err != nil {
 			return fmt.Errorf("store delivery %s: %w", p.d.ID, err)
@@ -294,7 +285,7 @@ func (w *groupWriter) insertSQLite(ctx context.Context, tx *sql.Tx, batch []*pen
 		if err != nil {
 			return fmt.Errorf("store delivery %s: read its seq: %w", p.d.ID, err)
 		}
-		if _, err := body.ExecContext(ctx, seq, p.stored); err != nil {
+		if _, err := tx.ExecContext(ctx, insertDeliveryBody, seq, p.stored); err != nil {
 			return fmt.Errorf("store payload of delivery %s: %w", p.d.ID, err)
 		}
 		p.inserted = true

@@ -52,7 +52,7 @@ func (s *Store) MarkMerged(ctx context.Context, tx *sql.Tx, repository, htmlURL 
 	if number <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.Query(ctx, tx, `UPDATE records SET merged_at = $1
+	rows, err := tx.QueryContext(ctx, `UPDATE records SET merged_at = $1
 		WHERE merged_at IS NULL AND pr_number = $2 AND (pr_url = $3 OR (pr_url = '' AND lower(repository) = lower($4)))
 		RETURNING release_id`, store.Micros(storedTime(at)), number, htmlURL, repository)
 	if err != nil {
@@ -81,7 +81,7 @@ func (s *Store) MarkMerged(ctx context.Context, tx *sql.Tx, repository, htmlURL 
 func (s *Store) MarkReleasesMerged(ctx context.Context, tx *sql.Tx, ids []string, at time.Time) ([]string, error) {
 	var marked []string
 	for _, id := range ids {
-		res, err := s.db.Exec(ctx, tx, `UPDATE records SET merged_at = $1 WHERE release_id = $2 AND merged_at IS NULL`,
+		res, err := tx.ExecContext(ctx, `UPDATE records SET merged_at = $1 WHERE release_id = $2 AND merged_at IS NULL`,
 			store.Micros(storedTime(at)), id)
 		if err != nil {
 			return marked, fmt.Errorf("mark release %s merged: %w", id, err)
@@ -98,7 +98,7 @@ func (s *Store) MarkReleasesMerged(ctx context.Context, tx *sql.Tx, ids []string
 // loadMergedAt reads rec's merged_at in tx.
 func (s *Store) loadMergedAt(ctx context.Context, tx *sql.Tx, rec *Record) error {
 	var merged *int64
-	if err := s.db.QueryRow(ctx, tx, `SELECT merged_at FROM records WHERE release_id = $1`, rec.ReleaseID).Scan(&merged); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT merged_at FROM records WHERE release_id = $1`, rec.ReleaseID).Scan(&merged); err != nil {
 		return fmt.Errorf("read when the pull request of release %s was merged: %w", rec.ReleaseID, err)
 	}
 	rec.MergedAt = store.TimePtr(merged)

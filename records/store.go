@@ -132,13 +132,13 @@ func (s *Store) lockClusters(ctx context.Context, tx *sql.Tx, clusters ...string
 	case 0:
 		return nil
 	case 1:
-		_, err = s.db.Exec(ctx, tx, `SELECT pg_advisory_xact_lock($1, $2)`, clusterLockClass, keys[0])
+		_, err = tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, clusterLockClass, keys[0])
 	default:
 		list := make([]string, len(keys))
 		for i, k := range keys {
 			list[i] = strconv.Itoa(int(k))
 		}
-		_, err = s.db.Exec(ctx, tx, `SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) AS k`,
+		_, err = tx.ExecContext(ctx, `SELECT count(pg_advisory_xact_lock($1, k)) FROM unnest($2::int4[]) AS k`,
 			clusterLockClass, "{"+strings.Join(list, ",")+"}")
 	}
 	if err != nil {
@@ -204,7 +204,7 @@ const getRecordQuery = `SELECT ` + recordColumns + ` FROM records WHERE release_
 
 // getRecord reads one record in a transaction; nil when there is none.
 func (s *Store) getRecord(ctx context.Context, tx *sql.Tx, releaseID string) (*Record, error) {
-	r, err := scanRecord(s.db.QueryRow(ctx, tx, getRecordQuery, releaseID))
+	r, err := scanRecord(tx.QueryRowContext(ctx, getRecordQuery, releaseID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -231,7 +231,7 @@ func (s *Store) Get(ctx context.Context, releaseID string) (Record, error) {
 }
 
 func (s *Store) insertRecord(ctx context.Context, tx *sql.Tx, r Record) error {
-	_, err := s.db.Exec(ctx, tx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)`, recordArgs(r)...)
+	_, err := tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)`, recordArgs(r)...)
 	if err != nil {
 		return fmt.Errorf("insert release %s: %w", r.ReleaseID, err)
 	}
@@ -241,7 +241,7 @@ func (s *Store) insertRecord(ctx context.Context, tx *sql.Tx, r Record) error {
 // updateRecord saves every field the record has; the target (app,
 // environment, cluster) and created_at never change, so they stay out.
 func (s *Store) updateRecord(ctx context.Context, tx *sql.Tx, r Record) error {
-	res, err := s.db.Exec(ctx, tx, `UPDATE records SET repository = $2, kind = $3, rollback_of = $4, rollback_reason = $5,
+	res, err := tx.ExecContext(ctx, `UPDATE records SET repository = $2, kind = $3, rollback_of = $4, rollback_reason = $5,
 		image = $6, digest = $7, git_revision = $8, config_revision = $9, pr_url = $10, pr_number = $11,
 		flow_started_at = $12, state = $13, healthy_at = $14, rolled_back_by = $15, last_fact_at = $16, updated_at = $17
 		WHERE release_id = $1`,

@@ -112,7 +112,7 @@ func (s *Store) load(ctx context.Context, tx *sql.Tx, f Fact) (Input, error) {
 func (s *Store) loadFactAndWorkload(ctx context.Context, tx *sql.Tx, in *Input) error {
 	f := in.Fact
 	var prev []byte
-	err := s.db.QueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM facts WHERE id = $1),
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM facts WHERE id = $1),
 		(SELECT body FROM observations WHERE key IN ($2, $3) ORDER BY key = $2 DESC LIMIT 1)`,
 		f.ID(), f.WorkloadKey(), f.legacyKey()).Scan(&in.Duplicate, &prev)
 	if err != nil {
@@ -144,7 +144,7 @@ func (s *Store) loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 	// The state list repeats records_open's predicate so the index serves
 	// it. The few rows are sorted here: an ORDER BY would lead SQLite's
 	// planner to walk the target's whole history in records_target order.
-	rows, err := s.db.Query(ctx, tx, `SELECT `+recordColumns+` FROM records
+	rows, err := tx.QueryContext(ctx, `SELECT `+recordColumns+` FROM records
 		WHERE app = $1 AND environment = $2 AND cluster = $3 AND state NOT IN ('superseded', 'rolled-back')
 		AND release_id <> $4`, app, env, cluster, in.Fact.ReleaseKey())
 	if err != nil {
@@ -159,7 +159,7 @@ func (s *Store) loadTarget(ctx context.Context, tx *sql.Tx, in *Input) error {
 		in.EverHealthy = true
 		return nil
 	}
-	err = s.db.QueryRow(ctx, tx, `SELECT EXISTS (SELECT 1 FROM records
+	err = tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM records
 		WHERE app = $1 AND environment = $2 AND cluster = $3 AND healthy_at IS NOT NULL)`,
 		app, env, cluster).Scan(&in.EverHealthy)
 	if err != nil {
@@ -189,14 +189,14 @@ func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now ti
 		if err != nil {
 			return fmt.Errorf("save observation of %s: %w", o.Key(), err)
 		}
-		_, err = s.db.Exec(ctx, tx, `INSERT INTO observations (key, release_id, observed_at, body) VALUES ($1, $2, $3, $4)
+		_, err = tx.ExecContext(ctx, `INSERT INTO observations (key, release_id, observed_at, body) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (key) DO UPDATE SET release_id = excluded.release_id, observed_at = excluded.observed_at, body = excluded.body`,
 			o.Key(), o.ReleaseID, store.Micros(o.ObservedAt), string(body))
 		if err != nil {
 			return fmt.Errorf("save observation of %s: %w", o.Key(), err)
 		}
 		if legacy != "" {
-			if _, err := s.db.Exec(ctx, tx, `DELETE FROM observations WHERE key = $1`, legacy); err != nil {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM observations WHERE key = $1`, legacy); err != nil {
 				return fmt.Errorf("replace the observation of %s stored without a source: %w", legacy, err)
 			}
 		}
@@ -209,7 +209,7 @@ func (s *Store) save(ctx context.Context, tx *sql.Tx, f Fact, res Result, now ti
 		}
 		// Under the cluster lock the id cannot appear meanwhile; DO NOTHING
 		// only keeps a misuse (two calls in one transaction) from failing.
-		_, err = s.db.Exec(ctx, tx, `INSERT INTO facts (id, release_id, source, received_at, body) VALUES ($1, $2, $3, $4, $5)
+		_, err = tx.ExecContext(ctx, `INSERT INTO facts (id, release_id, source, received_at, body) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (id) DO NOTHING`, res.FactID, f.ReleaseKey(), string(f.Source), store.Micros(now), string(body))
 		if err != nil {
 			return fmt.Errorf("save fact: %w", err)

@@ -60,7 +60,7 @@ func (s *Store) insertAudit(ctx context.Context, tx *sql.Tx, events []AuditEvent
 			q.WriteString("(" + placeholders(len(args)+1, auditParams) + ")")
 			args = append(args, a...)
 		}
-		if _, err := s.db.Exec(ctx, tx, q.String(), args...); err != nil {
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return fmt.Errorf("insert audit events: %w", err)
 		}
 	}

@@ -72,7 +72,7 @@ func (s *Store) lockForBatch(ctx context.Context, tx *sql.Tx, clusters []string)
 		}
 	}
 	slices.Sort(keys)
-	if _, err := s.db.Exec(ctx, tx, batchLockQuery, clusterLockClass, slices.Compact(keys)); err != nil {
+	if _, err := tx.ExecContext(ctx, batchLockQuery, clusterLockClass, slices.Compact(keys)); err != nil {
 		return fmt.Errorf("lock clusters: %w", err)
 	}
 	return nil
@@ -93,7 +93,7 @@ func (s *Store) readBatch(ctx context.Context, tx *sql.Tx, facts []BatchFact) (*
 			apps[i], envs[i], clusters[i] = f.App, f.Environment, f.Cluster
 		}
 	}
-	rows, err := s.db.Query(ctx, tx, batchReadQuery, ids, workloads, releases, apps, envs, clusters, legacy)
+	rows, err := tx.QueryContext(ctx, batchReadQuery, ids, workloads, releases, apps, envs, clusters, legacy)
 	if err != nil {
 		return nil, fmt.Errorf("read %d facts' releases, workloads and ids: %w", len(facts), err)
 	}

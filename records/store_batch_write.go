@@ -85,7 +85,7 @@ func (s *Store) writeBatch(ctx context.Context, tx *sql.Tx, o *batchOverlay) err
 	}
 	var nInserted int
 	var touched []byte
-	if err := s.db.QueryRow(ctx, tx, batchWriteQuery, args...).Scan(&nInserted, &touched); err != nil {
+	if err := tx.QueryRowContext(ctx, batchWriteQuery, args...).Scan(&nInserted, &touched); err != nil {
 		return fmt.Errorf("save %d facts, %d releases, %d audit events: %w", len(o.kept), len(o.recOrder), len(o.audit), err)
 	}
 	if opened := len(o.recOrder) - len(updated); nInserted != opened {

@@ -32,7 +32,7 @@ func (s *Store) OpenRelease(ctx context.Context, tx *sql.Tx, r Record, now time.
 	// DO NOTHING: a task fact of another cluster (another lock) may open
 	// the same release meanwhile; PostgreSQL then waits for its commit and
 	// the stored record is compared like any earlier one.
-	res, err := s.db.Exec(ctx, tx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)
+	res, err := tx.ExecContext(ctx, `INSERT INTO records (`+recordColumns+`) VALUES (`+placeholders(1, recordParams)+`)
 		ON CONFLICT (release_id) DO NOTHING`, recordArgs(rec)...)
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("open release %q: %w", rec.ReleaseID, err)

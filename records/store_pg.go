@@ -42,7 +42,7 @@ var siblingColumns = "r." + strings.Join(strings.Split(strings.Join(strings.Fiel
 // locked: the caller locks it and reads again.
 func (s *Store) loadRecordAtOnce(ctx context.Context, tx *sql.Tx, in *Input, locked []string) (ok bool, err error) {
 	f := in.Fact
-	rows, err := s.db.Query(ctx, tx, loadRecordQuery, f.ReleaseKey(), f.App, f.Environment, f.Cluster, f.IsTask())
+	rows, err := tx.QueryContext(ctx, loadRecordQuery, f.ReleaseKey(), f.App, f.Environment, f.Cluster, f.IsTask())
 	if err != nil {
 		return false, fmt.Errorf("read release %s and its target: %w", f.ReleaseKey(), err)
 	}
@@ -199,7 +199,7 @@ func (s *Store) execAtOnce(ctx context.Context, tx *sql.Tx, res Result, ctes, co
 	if len(counts) > 0 {
 		sel = "(SELECT count(*) FROM " + strings.Join(counts, "), (SELECT count(*) FROM ") + ")"
 	}
-	rows, err := s.db.Query(ctx, tx, "WITH "+strings.Join(ctes, ",\n")+"\nSELECT "+sel, args...)
+	rows, err := tx.QueryContext(ctx, "WITH "+strings.Join(ctes, ",\n")+"\nSELECT "+sel, args...)
 	if err != nil {
 		return fmt.Errorf("save fact %s: %w", res.FactID, err)
 	}

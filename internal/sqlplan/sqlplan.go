@@ -89,15 +89,11 @@ func All(t testing.TB, db *store.DB) *Log {
 	return l
 }
 
-// sqlitePath is db's file; the pools can only be replaced before the store
-// prepared a statement on them.
+// sqlitePath is db's file.
 func sqlitePath(t testing.TB, db *store.DB) string {
 	t.Helper()
 	if db.Dialect != store.SQLite {
 		t.Fatalf("sqlplan plans SQLite's statements, not %s's", db.Dialect)
-	}
-	if n := db.CachedStatements(); n != 0 {
-		t.Fatalf("%d statements are prepared on the pools sqlplan would replace", n)
 	}
 	path, err := store.SQLitePath(db.Source)
 	if err != nil {

@@ -64,7 +64,6 @@ type DB struct {
 	Source string
 
 	checkpointer *checkpointer
-	stmts        stmtCache
 	wal          *walSync // SQLite only
 	serveLock    *os.File // SQLite only: see ClaimForServe
 	gate         sync.Mutex
@@ -126,10 +125,7 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(%d)&_txlock=immediate",
 		sqliteBusyTimeout.Milliseconds(), walSizeLimit)
 	dsn := "file:" + path + "?" + pragmas
-	write, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("database: open %s: %w", path, err)
-	}
+	write := sql.OpenDB(sqliteConnector{dsn: dsn})
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxIdleTime(0)
@@ -138,18 +134,11 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		write.Close()
 		return nil, fmt.Errorf("database: open %s: %w", path, err)
 	}
-	read, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(ON)")
-	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("database: open %s for reading: %w", path, err)
-	}
+	read := sql.OpenDB(sqliteConnector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(ON)"})
 	read.SetMaxOpenConns(sqliteReaders)
 	read.SetMaxIdleConns(sqliteReaders)
 	db := &DB{Dialect: SQLite, Write: write, Read: read, Source: "sqlite://" + path, wal: &walSync{path: path + "-wal"}}
-	if err := db.startCheckpointer(path); err != nil {
-		db.Close()
-		return nil, err
-	}
+	db.startCheckpointer(path)
 	return db, nil
 }
 
@@ -307,7 +296,6 @@ func (db *DB) Close() error {
 	if db.checkpointer != nil {
 		err = db.checkpointer.stop()
 	}
-	db.closeStmts()
 	err = errors.Join(err, db.Write.Close())
 	if db.Read != db.Write {
 		err = errors.Join(err, db.Read.Close())
@@ -323,7 +311,6 @@ func (db *DB) Close() error {
 
 // InTx runs fn in a write transaction and commits it when fn returns nil.
 func (db *DB) InTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	defer db.prepareMissed(context.WithoutCancel(ctx))
 	tx, err := db.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -346,8 +333,6 @@ func (db *DB) InDurableTx(ctx context.Context, fn func(tx *sql.Tx) error) error 
 	if db.Dialect != SQLite {
 		return db.InTx(ctx, fn)
 	}
-	// Deferred first, so it runs after the connection is back in the pool.
-	defer db.prepareMissed(context.WithoutCancel(ctx))
 	conn, err := db.Write.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
