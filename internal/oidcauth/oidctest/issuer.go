@@ -4,7 +4,6 @@
 package oidctest
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"fmt"
@@ -32,6 +31,7 @@ type signingKey struct {
 // RSA keys made in the test. It is safe for concurrent use.
 type Issuer struct {
 	srv *httptest.Server
+	t   testing.TB // its keys are lent to it until t ends
 
 	mu       sync.Mutex
 	keys     []signingKey // published; the last one signs
@@ -44,7 +44,7 @@ type Issuer struct {
 // NewIssuer starts an issuer with one signing key; it stops when t ends.
 func NewIssuer(t testing.TB) *Issuer {
 	t.Helper()
-	iss := &Issuer{}
+	iss := &Issuer{t: t}
 	iss.RotateKey()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,9 +75,9 @@ func (i *Issuer) KeyID() string {
 // RemoveKey the old kid (and note that a verifier holding the old key in
 // its cache keeps accepting them until it next refetches the key set).
 func (i *Issuer) RotateKey() string {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := lendKey(i.t)
 	if err != nil {
-		panic(fmt.Sprintf("oidctest: generate RSA key: %v", err))
+		panic(err.Error())
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()

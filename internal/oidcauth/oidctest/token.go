@@ -182,12 +182,13 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// NewKey makes an RSA key the issuer does not publish, for WithSigningKey.
+// NewKey is an RSA key no issuer publishes while t runs, for
+// WithSigningKey.
 func NewKey(t testing.TB) *rsa.PrivateKey {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	key, err := lendKey(t)
 	if err != nil {
-		t.Fatalf("oidctest: generate RSA key: %v", err)
+		t.Fatal(err)
 	}
 	return key
 }
