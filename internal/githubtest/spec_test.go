@@ -201,3 +201,23 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMatch resolves the requests an end-to-end scene makes most
+// often against GitHub's thousand operations.
+func BenchmarkMatch(b *testing.B) {
+	spec := LoadSpec(b)
+	reqs := [][2]string{
+		{"GET", "/repos/acme/shop/pulls/12"},
+		{"POST", "/repos/acme/shop/check-runs"},
+		{"GET", "/repos/acme/gitops/contents/apps/checkout/prod/release.yaml"},
+		{"POST", "/app/installations/7/access_tokens"},
+		{"GET", "/repos/acme/shop/git/ref/heads/main"},
+	}
+	for b.Loop() {
+		for _, r := range reqs {
+			if _, err := spec.Match(r[0], r[1]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
