@@ -28,7 +28,7 @@ type Recorded struct {
 	Query       url.Values
 	Header      http.Header // e.g. Authorization: the App JWT or installation token used
 	Body        []byte
-	Status      int    // what the fake answered
+	Status      int    // what the fake answered; 0 while its handler is still answering
 	Invalid     string // why GitHub's description rejects the request; empty when valid
 }
 
@@ -160,11 +160,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Header: r.Header.Clone(), Body: body,
 	}
 	rw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	at := -1 // where rec is in s.requests once recorded
 	defer func() {
-		rec.Status = rw.status
 		s.mu.Lock()
+		defer s.mu.Unlock()
+		if at >= 0 {
+			s.requests[at].Status = rw.status
+			return
+		}
+		rec.Status = rw.status
 		s.requests = append(s.requests, rec)
-		s.mu.Unlock()
 	}()
 
 	rt, params, err := s.spec.router.match(r.Method, rec.Path)
@@ -188,6 +193,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	// Recorded before the handler runs: what it records (a dispatch, a
+	// check run) is never seen before the request that made it.
+	s.mu.Lock()
+	at = len(s.requests)
+	s.requests = append(s.requests, rec)
+	s.mu.Unlock()
 	h(rw, r, params)
 }
 
