@@ -23,13 +23,17 @@ build:
 ## the pure-Go SQLite (modernc.org/..., C translated to Go) that was a fifth
 ## of the suite's CPU, so it is off for those packages only: the race
 ## detector itself, and checkptr in every other package, stay on.
+## -p 4 -parallel 4: four packages, and four parallel tests in each, at a
+## time; go test's default is the number of cores, and at two the machine
+## was 60 % busy, the end-to-end tests waiting on timers and child
+## processes (PERFORMANCE.md, "The test suite").
 RACE_GCFLAGS := modernc.org/...=-d=checkptr=0
 test:
 	./scripts/trim-gocache.sh
 	nice -n 10 ./scripts/k8s-binaries.sh
 	./scripts/helm.sh
 	./scripts/chromium.sh
-	./scripts/with-postgres.sh $(GO) test -race -gcflags='$(RACE_GCFLAGS)' -count=1 -timeout 30m ./...
+	./scripts/with-postgres.sh $(GO) test -race -gcflags='$(RACE_GCFLAGS)' -p 4 -parallel 4 -count=1 -timeout 30m ./...
 
 ## test-short: the suite without the child-process and PostgreSQL parts
 test-short:
