@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -41,12 +42,16 @@ type checkpointer struct {
 	done          chan struct{}
 }
 
-func (db *DB) startCheckpointer(path string) {
-	conn := sql.OpenDB(sqliteConnector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)"})
+func (db *DB) startCheckpointer(path string) error {
+	conn, err := openSQLitePool("file:"+path+"?_pragma=busy_timeout(10000)", 0)
+	if err != nil {
+		return fmt.Errorf("database: open checkpointer: %w", err)
+	}
 	conn.SetMaxOpenConns(1)
 	c := &checkpointer{db: conn, gate: &db.gate, restartFrames: restartFrames, quit: make(chan struct{}), done: make(chan struct{})}
 	db.checkpointer = c
 	go c.run()
+	return nil
 }
 
 func (c *checkpointer) run() {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/list"
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -24,15 +25,21 @@ const connStmts = 128
 // server spends (the job queue's polls, a few a second, each a large
 // statement) and a third of a test run's CPU under the race detector.
 type sqliteConnector struct {
-	dsn string
-	max int // statements kept per connection; 0 is connStmts
+	driver.Connector     // the driver's own, on the driver "sqlite" names
+	max              int // statements kept per connection; 0 is connStmts
 }
 
-// sqliteDriver is the driver the "sqlite" name registers.
-var sqliteDriver = &sqlite.Driver{}
+// openSQLitePool opens a pool of stmtConns on dsn.
+func openSQLitePool(dsn string, max int) (*sql.DB, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(sqliteConnector{Connector: c, max: max}), nil
+}
 
-func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
-	dc, err := sqliteDriver.Open(c.dsn)
+func (c sqliteConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -43,8 +50,6 @@ func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
 	}
 	return &stmtConn{sqliteConn: sc, max: cmp.Or(c.max, connStmts), stmts: map[string]*list.Element{}, lru: list.New()}, nil
 }
-
-func (c sqliteConnector) Driver() driver.Driver { return sqliteDriver }
 
 // sqliteConn is what the SQLite driver's connection offers database/sql;
 // stmtConn passes all of it on.

@@ -13,7 +13,10 @@ import (
 // on a new SQLite file, with a table t (a INTEGER PRIMARY KEY).
 func openKept(t *testing.T, max int) (*sql.DB, *sql.Conn) {
 	t.Helper()
-	db := sql.OpenDB(sqliteConnector{dsn: "file:" + filepath.Join(t.TempDir(), "kept.db") + "?_pragma=journal_mode(WAL)", max: max})
+	db, err := openSQLitePool("file:"+filepath.Join(t.TempDir(), "kept.db")+"?_pragma=journal_mode(WAL)", max)
+	if err != nil {
+		t.Fatal(err)
+	}
 	db.SetMaxOpenConns(1)
 	t.Cleanup(func() { db.Close() })
 	ctx := context.Background()

@@ -125,7 +125,10 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 	pragmas := fmt.Sprintf("_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=busy_timeout(%d)&_pragma=foreign_keys(ON)&_pragma=wal_autocheckpoint(0)&_pragma=journal_size_limit(%d)&_txlock=immediate",
 		sqliteBusyTimeout.Milliseconds(), walSizeLimit)
 	dsn := "file:" + path + "?" + pragmas
-	write := sql.OpenDB(sqliteConnector{dsn: dsn})
+	write, err := openSQLitePool(dsn, 0)
+	if err != nil {
+		return nil, fmt.Errorf("database: open %s: %w", path, err)
+	}
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxIdleTime(0)
@@ -134,11 +137,18 @@ func openSQLite(ctx context.Context, rawURL string) (*DB, error) {
 		write.Close()
 		return nil, fmt.Errorf("database: open %s: %w", path, err)
 	}
-	read := sql.OpenDB(sqliteConnector{dsn: "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=query_only(ON)"})
+	read, err := openSQLitePool("file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(ON)", 0)
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("database: open %s for reading: %w", path, err)
+	}
 	read.SetMaxOpenConns(sqliteReaders)
 	read.SetMaxIdleConns(sqliteReaders)
 	db := &DB{Dialect: SQLite, Write: write, Read: read, Source: "sqlite://" + path, wal: &walSync{path: path + "-wal"}}
-	db.startCheckpointer(path)
+	if err := db.startCheckpointer(path); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
