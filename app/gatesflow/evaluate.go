@@ -184,11 +184,25 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 			continue
 		}
 		done = append(done, scope)
-		if err := queueVerdicts(ctx, w.deps, job.ID, rs, done); err != nil {
+		qctx, stop := verdictContext(ctx)
+		err = queueVerdicts(qctx, w.deps, job.ID, rs, done)
+		stop()
+		if err != nil {
 			return known, pr, err
 		}
 	}
 	return known, pr, nil
+}
+
+// verdictContext is the context verdicts are queued in once judged: the
+// job's without its deadline, bounded by giveUpTimeout. gateContext ends
+// the gates a margin before the job's deadline so that the queueing has
+// time, but on a loaded machine the margin (a tenth of the timeout) can
+// be too short, and verdicts judged and then lost to the deadline were
+// judged again by the next attempt, which met the same deadline, while the
+// gate's run stayed in progress (gatesflow's e2e_timeout_test, 2026-12-03).
+func verdictContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
 }
 
 // queuedVerdicts is an evaluation job's output: the environments

@@ -58,3 +58,18 @@ func TestPlainErrorSaysWhatGitHubAnswered(t *testing.T) {
 		t.Errorf("plainError = %q, want it to say the evaluation ran out of time", got)
 	}
 }
+
+// Verdicts judged when the job's time has run out are still queued: their
+// context is live, and bounded.
+func TestVerdictsAreQueuedAfterTheJobsDeadline(t *testing.T) {
+	job, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	ctx, stop := verdictContext(job)
+	defer stop()
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("the verdicts' context of a job past its deadline: %v", err)
+	}
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > giveUpTimeout {
+		t.Errorf("the verdicts' context ends at %v (set %v), want within %v", dl, ok, giveUpTimeout)
+	}
+}
