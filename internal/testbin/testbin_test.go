@@ -1,6 +1,8 @@
 package testbin
 
 import (
+	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,9 +71,9 @@ func TestChildFails(t *testing.T) {
 	t.Error("failing on purpose: the binary must be removed all the same")
 }
 
-// A run killed by go test's -timeout never reaches the end of Main and
-// leaves its binary; the next run's build removes it (its process is
-// gone), while its own stays until its own end.
+// A run killed (by go test's -timeout, or a signal) never reaches the end
+// of Main and leaves its binary; the next run's build removes it (its
+// process is gone), while its own stays until its own end.
 func TestABuildRemovesWhatAKilledRunLeft(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -80,13 +82,29 @@ func TestABuildRemovesWhatAKilledRunLeft(t *testing.T) {
 		t.Skip("already a child run")
 	}
 	tmp := t.TempDir()
-	child := func(args ...string) ([]byte, error) {
-		cmd := exec.Command(os.Args[0], append([]string{"-test.count=1"}, args...)...)
-		cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "TESTBIN_CHILD=1", "TESTBIN_HANG=1")
-		return cmd.CombinedOutput()
+	env := append(os.Environ(), "TMPDIR="+tmp, "TESTBIN_CHILD=1")
+
+	// The first child builds the binary, says so, and is killed then: not
+	// at a fixed timeout, which on a loaded machine could fall during its
+	// build and leave a go build running into the folder (CI, 2026-12-03).
+	hang := exec.Command(os.Args[0], "-test.count=1", "-test.run=^TestChildHangs$", "-test.timeout=10m")
+	hang.Env = append(env, "TESTBIN_HANG=1")
+	hang.Stderr = os.Stderr
+	stdout, err := hang.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if out, err := child("-test.run=^TestChildHangs$", "-test.timeout=20s"); err == nil {
-		t.Fatalf("the hanging child run ended well:\n%s", out)
+	if err := hang.Start(); err != nil {
+		t.Fatal(err)
+	}
+	built := false
+	for sc := bufio.NewScanner(stdout); !built && sc.Scan(); {
+		built = sc.Text() == childBuilt
+	}
+	_ = hang.Process.Kill()
+	_ = hang.Wait()
+	if !built {
+		t.Fatal("the hanging child run ended without building the binary")
 	}
 	left, err := filepath.Glob(filepath.Join(tmp, "ripcord-bin-*"))
 	if err != nil {
@@ -95,7 +113,10 @@ func TestABuildRemovesWhatAKilledRunLeft(t *testing.T) {
 	if len(left) != 1 {
 		t.Fatalf("the killed run left %v, want its one folder (the test shows nothing otherwise)", left)
 	}
-	if out, err := child("-test.run=^TestBuiltBinaryRuns$"); err != nil {
+
+	next := exec.Command(os.Args[0], "-test.count=1", "-test.run=^TestBuiltBinaryRuns$")
+	next.Env = env
+	if out, err := next.CombinedOutput(); err != nil {
 		t.Fatalf("the next child run: %v\n%s", err, out)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
@@ -103,8 +124,11 @@ func TestABuildRemovesWhatAKilledRunLeft(t *testing.T) {
 	}
 }
 
-// TestChildHangs builds the binary and then waits until go test's
-// -timeout kills the run, in TestABuildRemovesWhatAKilledRunLeft's child.
+// childBuilt is the line TestChildHangs writes once the binary is built.
+const childBuilt = "testbin: built"
+
+// TestChildHangs builds the binary, says so, and then waits to be killed,
+// in TestABuildRemovesWhatAKilledRunLeft's child.
 func TestChildHangs(t *testing.T) {
 	if os.Getenv("TESTBIN_HANG") == "" {
 		t.Skip("only in TestABuildRemovesWhatAKilledRunLeft's first child run")
@@ -112,5 +136,6 @@ func TestChildHangs(t *testing.T) {
 	if _, err := Ripcord(); err != nil {
 		t.Fatal(err)
 	}
+	fmt.Println(childBuilt)
 	select {}
 }
