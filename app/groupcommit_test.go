@@ -2,6 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +94,67 @@ func TestRefusedDeliveriesAreNotLeftOnTheirWay(t *testing.T) {
 	code, _ := ts.deliver(t, "not_an_event_github_sends", "unknown", body, githubtest.Sign(testSecret, body))
 	if n := ts.writer.coming.Load(); n != 0 {
 		t.Errorf("an unknown event (status %d) left %d deliveries on their way", code, n)
+	}
+}
+
+// Close answers every delivery handed over before it, stored, and refuses
+// the ones that come after it: none is left waiting for an answer, and
+// none is answered without being stored.
+func TestGroupWriterCloseAnswersEveryDeliveryHandedOver(t *testing.T) {
+	t.Parallel()
+	srv := factCommitServer(t, "sqlite")
+	w := srv.writer
+	const n = 300
+	inserted, errs := make([]bool, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		if i == n/2 {
+			wg.Go(w.Close)
+		}
+		wg.Go(func() {
+			inserted[i], _, errs[i] = w.Write(context.Background(), Delivery{ID: fmt.Sprintf("close-%03d", i), Event: "ping",
+				Body: []byte(`{"zen":"x"}`), ReceivedAt: time.Now()})
+		})
+	}
+	wg.Wait()
+	if _, _, err := w.Write(context.Background(), Delivery{ID: "after-close", Event: "ping", Body: []byte(`{}`), ReceivedAt: time.Now()}); !errors.Is(err, errStopping) {
+		t.Errorf("a write after Close: %v, want %v", err, errStopping)
+	}
+
+	rows, err := srv.db.Read.Query(`SELECT id FROM deliveries WHERE id LIKE 'close-%' OR id = 'after-close'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	stored := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		stored[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	answered := 0
+	for i := range n {
+		id := fmt.Sprintf("close-%03d", i)
+		switch {
+		case errs[i] == nil && inserted[i]:
+			answered++
+			if !stored[id] {
+				t.Errorf("%s was answered stored but is not in the table", id)
+			}
+		case errors.Is(errs[i], errStopping):
+			if stored[id] {
+				t.Errorf("%s was refused (%v) but is stored", id, errs[i])
+			}
+		default:
+			t.Errorf("%s: inserted %v, err %v", id, inserted[i], errs[i])
+		}
+	}
+	if answered == 0 || stored["after-close"] {
+		t.Errorf("%d deliveries stored before Close (want some); the one after Close stored: %v", answered, stored["after-close"])
 	}
 }
