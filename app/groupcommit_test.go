@@ -107,13 +107,17 @@ func TestGroupWriterCloseAnswersEveryDeliveryHandedOver(t *testing.T) {
 	const n = 300
 	inserted, errs := make([]bool, n), make([]error, n)
 	var wg sync.WaitGroup
+	var once sync.Once
+	first := make(chan struct{}) // closed once a write has been answered
 	for i := range n {
 		if i == n/2 {
+			<-first // so that some are stored before Close, whatever the machine's load
 			wg.Go(w.Close)
 		}
 		wg.Go(func() {
 			inserted[i], _, errs[i] = w.Write(context.Background(), Delivery{ID: fmt.Sprintf("close-%03d", i), Event: "ping",
 				Body: []byte(`{"zen":"x"}`), ReceivedAt: time.Now()})
+			once.Do(func() { close(first) })
 		})
 	}
 	wg.Wait()
