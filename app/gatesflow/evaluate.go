@@ -176,7 +176,7 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 		if slices.Contains(done, scope) {
 			continue
 		}
-		rs, err := w.evaluate(ctx, gh, cfg, t, pr, a, job.ID)
+		rs, judged, err := w.evaluate(ctx, gh, cfg, t, pr, a, job.ID)
 		if err != nil {
 			return known, pr, err
 		}
@@ -184,7 +184,10 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 			continue
 		}
 		done = append(done, scope)
-		qctx, stop := verdictContext(ctx)
+		qctx, stop := ctx, context.CancelFunc(func() {})
+		if judged {
+			qctx, stop = verdictContext(ctx)
+		}
 		err = queueVerdicts(qctx, w.deps, job.ID, rs, done)
 		stop()
 		if err != nil {
@@ -194,15 +197,32 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 	return known, pr, nil
 }
 
-// verdictContext is the context verdicts are queued in once judged: the
-// job's without its deadline, bounded by giveUpTimeout. gateContext ends
+// verdictContext is the context verdicts are queued in once judged (their
+// gates began with time left): the job's, without its deadline, bounded by
+// giveUpTimeout. gateContext ends
 // the gates a margin before the job's deadline so that the queueing has
 // time, but on a loaded machine the margin (a tenth of the timeout) can
 // be too short, and verdicts judged and then lost to the deadline were
 // judged again by the next attempt, which met the same deadline, while the
 // gate's run stayed in progress (gatesflow's e2e_timeout_test, 2026-12-03).
+// A job cancelled (the server stopping) still cancels the queueing: its
+// gates were interrupted, not judged, and the next attempt judges them.
 func verdictContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
+	vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpTimeout)
+	interrupted := func() bool {
+		err := ctx.Err()
+		return err != nil && !errors.Is(err, context.DeadlineExceeded)
+	}
+	if interrupted() {
+		cancel()
+		return vctx, cancel
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if interrupted() {
+			cancel()
+		}
+	})
+	return vctx, func() { stop(); cancel() }
 }
 
 // queuedVerdicts is an evaluation job's output: the environments

@@ -60,7 +60,8 @@ func TestPlainErrorSaysWhatGitHubAnswered(t *testing.T) {
 }
 
 // Verdicts judged when the job's time has run out are still queued: their
-// context is live, and bounded.
+// context is live, and bounded. A job cancelled (the server stopping), at
+// once or later, cancels it: its gates were interrupted, not judged.
 func TestVerdictsAreQueuedAfterTheJobsDeadline(t *testing.T) {
 	job, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
@@ -71,5 +72,23 @@ func TestVerdictsAreQueuedAfterTheJobsDeadline(t *testing.T) {
 	}
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > giveUpTimeout {
 		t.Errorf("the verdicts' context ends at %v (set %v), want within %v", dl, ok, giveUpTimeout)
+	}
+
+	stopped, stopNow := context.WithCancel(context.Background())
+	stopNow()
+	if ctx, stop := verdictContext(stopped); ctx.Err() == nil {
+		t.Error("the verdicts' context of a job cancelled before they were judged is live")
+	} else {
+		stop()
+	}
+
+	running, stopLater := context.WithTimeout(context.Background(), time.Hour)
+	ctx, stop = verdictContext(running)
+	defer stop()
+	stopLater()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Error("the verdicts' context lives on 10 s after its job was cancelled")
 	}
 }

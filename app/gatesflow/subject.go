@@ -25,8 +25,11 @@ import (
 // evaluate judges one environment's release and returns its verdicts, for
 // the caller to queue (work): slow gates get an in_progress run first,
 // then every gate its verdict. seq is the evaluation's place among the
-// evaluations of the commit (externalID).
-func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, t target, pr *github.PullRequest, a EvaluateArgs, seq int64) ([]ReportArgs, error) {
+// evaluations of the commit (externalID). judged says whether the gates
+// began with time left (gateContext): verdicts of gates that began after
+// it ran out (a read before them took the attempt's time) are no
+// judgement, and are queued only while the job has time (verdictContext).
+func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *repoconfig.Config, t target, pr *github.PullRequest, a EvaluateArgs, seq int64) (_ []ReportArgs, judged bool, _ error) {
 	s := gates.Subject{
 		Repository: a.Repository, App: t.app, Environment: t.env, Cluster: t.e.Cluster,
 		HeadSHA: a.HeadSHA, PullRequest: a.PullRequest, Title: pr.GetTitle(), HeadBranch: pr.GetHead().GetRef(),
@@ -40,10 +43,10 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	}
 	rs, err := w.subjectRecords(ctx, t, cfg.Eligibility.Window)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if s.Owner, err = w.deps.Records.Owner(ctx, t.app, t.env); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if a := gates.Assess(rs, nil, s, cfg.Eligibility.Window); a.Eligibility.Eligible {
 		s = a
@@ -53,7 +56,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		// ran healthy, so the check run gives the API's reason.
 		elsewhere, err := w.deps.Records.List(ctx, records.Filter{App: t.app})
 		if err != nil {
-			return nil, fmt.Errorf("release records of %s: %w", t.app, err)
+			return nil, false, fmt.Errorf("release records of %s: %w", t.app, err)
 		}
 		s = gates.Assess(rs, elsewhere, s, cfg.Eligibility.Window)
 	}
@@ -66,7 +69,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		schema.content, schema.err = ghclient.FileAt(ctx, gh, a.Repository, g.Values.Schema, "")
 		if ghlimit.Limited(schema.err) {
 			// Not the values gate's verdict (rateLimits): the job waits.
-			return nil, fmt.Errorf("values.schema %s: %w", g.Values.Schema, schema.err)
+			return nil, false, fmt.Errorf("values.schema %s: %w", g.Values.Schema, schema.err)
 		}
 		if schema.err == nil && schema.content == nil {
 			schema.err = fmt.Errorf("no such file on the default branch")
@@ -85,16 +88,17 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if g.Provenance != nil || g.SBOM != nil || g.ImageScan != nil {
 		sv.trust = readTrust(ctx, gh, a.Repository, g.Provenance)
 		if ghlimit.Limited(sv.trust.Err) {
-			return nil, sv.trust.Err // as the values schema's
+			return nil, false, sv.trust.Err // as the values schema's
 		}
 	}
 	gs := build(g, t.e.Rollback.Fields, sv)
 	if len(gs) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	key := externalID(a, t, seq)
 	gctx, cancel := gateContext(ctx, reportMargin(w.timeout))
 	defer cancel()
+	judged = gctx.Err() == nil
 	results := w.evaluateAll(gctx, gh, gs, s, func(g gates.Gate) ReportArgs {
 		return ReportArgs{Repository: a.Repository, HeadSHA: a.HeadSHA, InstallationID: a.InstallationID,
 			ExternalID: key, App: t.app, Environment: t.env, Seq: seq,
@@ -103,7 +107,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 	if err := limits.met(); err != nil {
 		// None of this environment's verdicts is written: its gates are
 		// evaluated again, all of them, once the limit lifts.
-		return nil, err
+		return nil, false, err
 	}
 	reports := make([]ReportArgs, 0, len(results))
 	for _, r := range results {
@@ -111,7 +115,7 @@ func (w *evaluateWorker) evaluate(ctx context.Context, gh *github.Client, cfg *r
 		w.deps.Log.Info("gate evaluated", "repository", a.Repository, "pull_request", a.PullRequest, "app", t.app,
 			"environment", t.env, "gate", r.Gate, "outcome", r.Verdict.Outcome, "conclusion", r.Output.Conclusion)
 	}
-	return reports, nil
+	return reports, judged, nil
 }
 
 // gateContext is the context the gates are evaluated in: the job's, ending
