@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -58,12 +59,30 @@ func TestAProgressDeadlineExceededAfterThePatchFailsTheRollback(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset(servedDeployment(func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 0 })...)
 	cs.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		before, err := cs.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("deployments"), "shop", "checkout")
+		if err != nil {
+			return true, nil, err
+		}
+		unpatched := before.(*appsv1.Deployment).Spec
+		// Once the patch is applied (the spec changed), the controller
+		// marks the patched revision's progress deadline exceeded. It used
+		// to sleep 50 ms and update once, ignoring the error: on a loaded
+		// machine (CI, 2026-12-03) it could read the deployment before the
+		// patch, and the fake's status update, which writes the whole
+		// object, then raced the patch: no condition on the patched
+		// revision ever came and the rollback timed out.
 		go func() {
-			time.Sleep(50 * time.Millisecond)
-			d, _ := cs.AppsV1().Deployments("shop").Get(context.Background(), "checkout", metav1.GetOptions{})
-			d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
-				Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(t0)}}
-			_, _ = cs.AppsV1().Deployments("shop").UpdateStatus(context.Background(), d, metav1.UpdateOptions{})
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+				d, err := cs.AppsV1().Deployments("shop").Get(context.Background(), "checkout", metav1.GetOptions{})
+				if err != nil || equality.Semantic.DeepEqual(d.Spec, unpatched) {
+					continue
+				}
+				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+					Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(t0)}}
+				if _, err := cs.AppsV1().Deployments("shop").UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err == nil {
+					return
+				}
+			}
 		}()
 		return false, nil, nil
 	})
