@@ -94,7 +94,7 @@ func (x *executor) endUninstalledOf(ctx context.Context, tx *sql.Tx, inst int64,
 		return fmt.Errorf("rollouts of uninstalled installation %d: %w", inst, err)
 	}
 	for _, id := range ids {
-		r, err := getRollout(ctx, tx, id)
+		r, err := getRolloutToSave(ctx, x.deps.DB, tx, id)
 		if err != nil {
 			return err
 		}
@@ -149,7 +149,7 @@ func (x *executor) lookBeforeGitHub(ctx context.Context, id string) (bool, error
 		return false, nil
 	}
 	return true, x.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
-		r, err := getRollout(ctx, tx, id)
+		r, err := getRolloutToSave(ctx, x.deps.DB, tx, id)
 		if err != nil {
 			return err
 		}
