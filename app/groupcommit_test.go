@@ -125,21 +125,9 @@ func TestGroupWriterCloseAnswersEveryDeliveryHandedOver(t *testing.T) {
 		t.Errorf("a write after Close: %v, want %v", err, errStopping)
 	}
 
-	rows, err := srv.db.Read.Query(`SELECT id FROM deliveries WHERE id LIKE 'close-%' OR id = 'after-close'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	stored := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range column[string](t, &testServer{Server: srv}, `SELECT id FROM deliveries WHERE id LIKE 'close-%' OR id = 'after-close'`) {
 		stored[id] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	answered := 0
 	for i := range n {

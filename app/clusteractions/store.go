@@ -352,13 +352,9 @@ func (s *actionStore) finish(ctx context.Context, cluster, id string, res action
 		outcome finishOutcome
 		why     string
 	)
-	lock := ""
-	if s.db.Dialect == store.Postgres {
-		lock = ` FOR UPDATE`
-	}
 	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		st, err = scanStored(tx.QueryRowContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions WHERE id = $1 AND cluster = $2`+lock, id, cluster))
+		st, err = scanStored(tx.QueryRowContext(ctx, `SELECT `+storedColumns+` FROM cluster_actions WHERE id = $1 AND cluster = $2`+s.db.ForUpdate(), id, cluster))
 		if errors.Is(err, sql.ErrNoRows) {
 			outcome, why = finishNotFound, fmt.Sprintf("cluster %s has no action %s", cluster, id)
 			return nil

@@ -199,12 +199,12 @@ func (w *evaluateWorker) work(ctx context.Context, job *river.Job[EvaluateArgs])
 
 // verdictContext is the context verdicts are queued in once judged (their
 // gates began with time left): the job's, without its deadline, bounded by
-// giveUpTimeout. gateContext ends
-// the gates a margin before the job's deadline so that the queueing has
-// time, but on a loaded machine the margin (a tenth of the timeout) can
-// be too short, and verdicts judged and then lost to the deadline were
-// judged again by the next attempt, which met the same deadline, while the
-// gate's run stayed in progress (gatesflow's e2e_timeout_test, 2026-12-03).
+// giveUpTimeout. gateContext ends the gates a margin before the job's
+// deadline so that the queueing has time, but on a loaded machine the
+// margin (a tenth of the timeout) can be too short, and verdicts judged and
+// then lost to the deadline were judged again by the next attempt, which
+// met the same deadline, while the gate's run stayed in progress
+// (gatesflow's e2e_timeout_test, 2026-12-03).
 // A job cancelled (the server stopping) still cancels the queueing: its
 // gates were interrupted, not judged, and the next attempt judges them.
 func verdictContext(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -121,22 +121,18 @@ func microsOrZero(t time.Time) int64 {
 	return store.Micros(t)
 }
 
+const selectRollout = `SELECT ` + rolloutColumns + ` FROM rollouts WHERE id = $1`
+
 func getRollout(ctx context.Context, q querier, id string) (Rollout, error) {
-	return scanRollout(q.QueryRowContext(ctx, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1`, id))
+	return scanRollout(q.QueryRowContext(ctx, selectRollout, id))
 }
 
 // getRolloutToSave reads rollout id in tx for a save that must not lose to
-// a tick's: on PostgreSQL FOR UPDATE, so that a tick's save committed
-// between this read and the save is read rather than lost to (errMoved,
-// which failed the transaction's whole delivery and retried it after its
-// backoff, while the rollout went on calling GitHub). SQLite's one writer
-// already runs the two one after the other.
+// a tick's (store.DB.ForUpdate): lost, it was errMoved, which failed the
+// transaction's whole delivery and retried it after its backoff while the
+// rollout went on calling GitHub.
 func getRolloutToSave(ctx context.Context, db *store.DB, tx *sql.Tx, id string) (Rollout, error) {
-	lock := ""
-	if db.Dialect == store.Postgres {
-		lock = ` FOR UPDATE`
-	}
-	return scanRollout(tx.QueryRowContext(ctx, `SELECT `+rolloutColumns+` FROM rollouts WHERE id = $1`+lock, id))
+	return scanRollout(tx.QueryRowContext(ctx, selectRollout+db.ForUpdate(), id))
 }
 
 func rolloutOfRelease(ctx context.Context, q querier, releaseID string) (Rollout, error) {

@@ -75,6 +75,17 @@ type DB struct {
 // writer that holds it must hold it only for a transaction's length.
 func (db *DB) Gate() *sync.Mutex { return &db.gate }
 
+// ForUpdate is the clause that ends a SELECT of rows a transaction is about
+// to change: " FOR UPDATE" on PostgreSQL, so that a concurrent transaction's
+// change to them is waited for and read rather than lost to; nothing on
+// SQLite, whose one writer already runs the two one after the other.
+func (db *DB) ForUpdate() string {
+	if db.Dialect == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
 // Open opens the database named by a URL: sqlite://path/to/file.db (relative
 // paths are relative to the working directory), sqlite:///abs/path.db, or
 // postgres://user:pass@host:port/db?sslmode=disable.
