@@ -2,12 +2,12 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -58,33 +58,41 @@ func TestTheFailedRevisionsExceededDeadlineDoesNotFailTheRollback(t *testing.T) 
 func TestAProgressDeadlineExceededAfterThePatchFailsTheRollback(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset(servedDeployment(func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 0 })...)
+	var mu sync.Mutex
+	patched, getsAfter := false, 0
 	cs.PrependReactor("patch", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
-		before, err := cs.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("deployments"), "shop", "checkout")
+		mu.Lock()
+		defer mu.Unlock()
+		patched = true
+		return false, nil, nil
+	})
+	// The controller marks the patched revision's progress deadline
+	// exceeded once the rollbacker has read the Deployment after its
+	// patch: a condition that is already there at that read is the failed
+	// revision's, which the rollback must wait out (the test above). An
+	// earlier version set it from a goroutine once the spec changed; on a
+	// loaded machine (CI, 2026-12-03) it could land before that read, and
+	// the rollbacker rightly took it for the old revision's and timed out.
+	cs.PrependReactor("get", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !patched {
+			return false, nil, nil
+		}
+		if getsAfter++; getsAfter != 2 {
+			return false, nil, nil
+		}
+		o, err := cs.Tracker().Get(appsv1.SchemeGroupVersion.WithResource("deployments"), "shop", "checkout")
 		if err != nil {
 			return true, nil, err
 		}
-		unpatched := before.(*appsv1.Deployment).Spec
-		// Once the patch is applied (the spec changed), the controller
-		// marks the patched revision's progress deadline exceeded. It used
-		// to sleep 50 ms and update once, ignoring the error: on a loaded
-		// machine (CI, 2026-12-03) it could read the deployment before the
-		// patch, and the fake's status update, which writes the whole
-		// object, then raced the patch: no condition on the patched
-		// revision ever came and the rollback timed out.
-		go func() {
-			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-				d, err := cs.AppsV1().Deployments("shop").Get(context.Background(), "checkout", metav1.GetOptions{})
-				if err != nil || equality.Semantic.DeepEqual(d.Spec, unpatched) {
-					continue
-				}
-				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
-					Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(t0)}}
-				if _, err := cs.AppsV1().Deployments("shop").UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err == nil {
-					return
-				}
-			}
-		}()
-		return false, nil, nil
+		d := o.(*appsv1.Deployment).DeepCopy()
+		d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+			Reason: "ProgressDeadlineExceeded", LastUpdateTime: metav1.NewTime(t0)}}
+		if err := cs.Tracker().Update(appsv1.SchemeGroupVersion.WithResource("deployments"), d, "shop"); err != nil {
+			return true, nil, err
+		}
+		return false, nil, nil // this get reads the status just written
 	})
 	res := newRollbacker(cs, 1).Rollback(context.Background(), rollbackAction())
 	if res.ErrorType != ErrTypeRolloutFailed {
