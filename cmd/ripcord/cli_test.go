@@ -378,7 +378,7 @@ func fileWriter(t *testing.T, dir string) func(name, content string) string {
 // came from: a newcomer who had not started `ripcord serve`, or whose
 // RIPCORD_SERVER named an old address, saw only "connection refused".
 func TestAPIClientSaysWhereTheServerURLCameFrom(t *testing.T) {
-	closed := "http://" + testnet.FreeAddr(t) // nothing listens there
+	closed := "http://" + testnet.RefusedAddr(t) // nothing listens there
 	cases := []struct {
 		name string
 		env  string

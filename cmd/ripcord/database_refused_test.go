@@ -16,7 +16,7 @@ func TestMigrateAgainstARefusingPostgreSQLIsOneLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	addr := testnet.FreeAddr(t)
+	addr := testnet.RefusedAddr(t)
 	code, out, errOut := ripcord(t, []string{"RIPCORD_DATABASE=postgres://ripcord:hunter2@" + addr + "/ripcord"}, "migrate")
 	if code != 1 {
 		t.Fatalf("ripcord migrate: exit %d, want 1\n%s%s", code, out, errOut)

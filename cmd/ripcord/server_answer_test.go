@@ -76,7 +76,7 @@ func TestAPIClientSaysAnAnswerIsNotRipcords(t *testing.T) {
 // releases?limit=50": dial tcp 127.0.0.1:1: connect: connection refused`,
 // on every retry and at the end: the reason, in words, is enough.
 func TestAPIClientSaysWhyNoServerAnswered(t *testing.T) {
-	closed := "http://" + testnet.FreeAddr(t) // nothing listens there
+	closed := "http://" + testnet.RefusedAddr(t) // nothing listens there
 	err := flagClient(t, closed).do(context.Background(), "GET", "/api/v1/releases?limit=50", nil, nil)
 	want := "no server answered at " + closed + " (connection refused: nothing listens there), whose URL was given by flag --server"
 	if err == nil || err.Error() != want {

@@ -38,7 +38,7 @@ func TestIssuerDownAtFirstUseThenUp(t *testing.T) {
 }
 
 func TestIssuerUnreachable(t *testing.T) {
-	gone := "http://" + testnet.FreeAddr(t)
+	gone := "http://" + testnet.RefusedAddr(t)
 	iss := oidctest.NewIssuer(t)
 	v, err := oidcauth.New(oidcauth.Config{Issuer: gone, Audience: oidctest.Audience})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // attempts pgx made (sslmode=prefer tries twice, so pgx wrote three lines).
 func TestOpenRefusedIsOneLineNamingTheSettingAndAddress(t *testing.T) {
 	t.Parallel()
-	addr := testnet.FreeAddr(t) // connecting to it is refused at once
+	addr := testnet.RefusedAddr(t) // connecting to it is refused at once
 	for _, c := range []struct{ name, url string }{
 		{"default sslmode (prefer: two attempts)", "postgres://ripcord:hunter2@" + addr + "/ripcord"},
 		{"sslmode=disable (one attempt)", "postgres://ripcord:hunter2@" + addr + "/ripcord?sslmode=disable"},

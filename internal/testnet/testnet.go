@@ -19,7 +19,8 @@ import (
 // FreeAddr is a loopback address ("127.0.0.1:PORT") that nothing listens
 // on: the kernel hands out a free port, and FreeAddr closes it at once.
 // Connecting to it is refused; a test may start a server or a child
-// process on it (another process could take the port first, rarely).
+// process on it (another process could take the port first, rarely). A
+// test that needs the refusal to last uses RefusedAddr.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
