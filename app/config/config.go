@@ -64,6 +64,30 @@ func (c *Config) SourceOf(key string) string {
 	return "default"
 }
 
+// ListeningOn takes the address the server bound its listen setting to.
+// A listen of port 0 asks the kernel for any free port; when public_url
+// was not set it came from listen, "http://127.0.0.1:0", which reaches
+// nothing, and the set-up link of the start-up log, the page links and
+// the OIDC audience (unless set) carried it. They take the chosen port
+// instead. Any other address changes nothing.
+func (c *Config) ListeningOn(addr string) {
+	_, port, err := net.SplitHostPort(c.Listen)
+	if err != nil || port != "0" {
+		return
+	}
+	if c.SourceOf("public_url") != defaultFromListen {
+		return
+	}
+	u, ok := listenURL(addr)
+	if !ok {
+		return
+	}
+	if c.SourceOf("oidc.audience") == "default" && c.OIDC.Audience == c.PublicURL {
+		c.OIDC.Audience = u
+	}
+	c.PublicURL = u
+}
+
 // Rollout is the server's side of rollouts in waves: the cap on a batch's
 // parallelism and where health gates read metrics and alerts when the
 // repository config names no place.
@@ -154,7 +178,7 @@ func Load(fs *flag.FlagSet, getenv func(string) string) (*Config, error) {
 	})
 	if values["public_url"].source == "default" && values["listen"].source != "default" {
 		if u, ok := listenURL(values["listen"].value); ok {
-			values["public_url"] = sourced{u, "default (from listen)"}
+			values["public_url"] = sourced{u, defaultFromListen}
 		}
 	}
 	var errs []error
@@ -222,6 +246,9 @@ func LoadSetting(fs *flag.FlagSet, getenv func(string) string, key, flagName str
 	}
 	return c, v.source, nil
 }
+
+// defaultFromListen is the source of a public_url that listen gave.
+const defaultFromListen = "default (from listen)"
 
 // listenURL is the URL a server listening on addr is reached at from this
 // machine: public_url's default when only listen is set, so that the links

@@ -96,6 +96,39 @@ func TestPublicURLFollowsListenUnlessSet(t *testing.T) {
 	}
 }
 
+// A listen of port 0 takes any free port: the links and the audience
+// that came from listen take the port the server was given, and a
+// public_url or audience that was set stays as it was.
+func TestPublicURLFromListenTakesTheChosenPort(t *testing.T) {
+	cases := []struct {
+		name             string
+		args             []string
+		env              map[string]string
+		bound            string
+		wantURL, wantAud string
+	}{
+		{"any port", []string{"--listen", "127.0.0.1:0"}, nil, "127.0.0.1:43117", "http://127.0.0.1:43117", "http://127.0.0.1:43117"},
+		{"all interfaces, any port", []string{"--listen", ":0"}, nil, "[::]:43118", "http://127.0.0.1:43118", "http://127.0.0.1:43118"},
+		{"public_url set", []string{"--listen", "127.0.0.1:0"}, map[string]string{"RIPCORD_PUBLIC_URL": "https://ripcord.example"},
+			"127.0.0.1:43119", "https://ripcord.example", "https://ripcord.example"},
+		{"audience set", []string{"--listen", "127.0.0.1:0"}, map[string]string{"RIPCORD_OIDC_AUDIENCE": "ripcord"},
+			"127.0.0.1:43120", "http://127.0.0.1:43120", "ripcord"},
+		{"a port given", []string{"--listen", "127.0.0.1:9095"}, nil, "127.0.0.1:9095", "http://127.0.0.1:9095", "http://127.0.0.1:9095"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load(t, tc.args, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.ListeningOn(tc.bound)
+			if c.PublicURL != tc.wantURL || c.OIDC.Audience != tc.wantAud {
+				t.Errorf("public_url %s, oidc.audience %s; want %s and %s", c.PublicURL, c.OIDC.Audience, tc.wantURL, tc.wantAud)
+			}
+		})
+	}
+}
+
 func TestFileSectionsListsAndClusters(t *testing.T) {
 	tokenFile := writeFile(t, "tok", "secret-from-file\n")
 	file := writeFile(t, "c.yml", `

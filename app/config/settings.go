@@ -44,7 +44,7 @@ var settings = []Setting{
 	{Key: "database", Env: "RIPCORD_DATABASE", Default: "sqlite://ripcord.db",
 		Help: "database URL: sqlite://FILE (embedded, one replica) or postgres://USER:PASS@HOST:PORT/DB (several replicas)", set: setDatabase},
 	{Key: "public_url", Env: "RIPCORD_PUBLIC_URL", Default: "http://127.0.0.1:8080",
-		Help: "URL at which GitHub and people reach this server (webhook and page links); when only listen is set, http://LISTEN (an unspecified host as 127.0.0.1)", set: setPublicURL},
+		Help: "URL at which GitHub and people reach this server (webhook and page links); when only listen is set, http://LISTEN (an unspecified host as 127.0.0.1, port 0 as the port chosen at start)", set: setPublicURL},
 	{Key: "api_token", Env: "RIPCORD_API_TOKEN", Default: "",
 		Help: "bearer token for /api/v1 by people and the CLI; without it /api/v1 answers 401 to everyone", set: func(c *Config, v string) error { c.APIToken = v; return nil }},
 	{Key: "log_level", Env: "RIPCORD_LOG_LEVEL", Default: "info",

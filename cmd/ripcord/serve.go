@@ -117,6 +117,7 @@ func runServe(args []string) int {
 		}
 		return 1
 	}
+	cfg.ListeningOn(ln.Addr().String()) // the port the kernel chose for listen's :0
 	srv, err := app.New(ctx, cfg, app.Options{Logger: log})
 	if err != nil {
 		ln.Close()
