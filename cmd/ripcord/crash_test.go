@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,37 +19,48 @@ import (
 	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/internal/testbin"
 	"github.com/ripcord/ripcord/internal/testdb"
-	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 type child struct {
 	cmd  *exec.Cmd
 	addr string
-	logs bytes.Buffer
+	logs *lockedBuffer
 }
 
+// servingAddr is the address in serve's "ripcord is serving" line.
+var servingAddr = regexp.MustCompile(`msg="ripcord is serving" listen=(\S+)`)
+
 // startChild starts `ripcord serve` on dbURL and waits until it is ready;
-// extra are more RIPCORD_* settings for it.
+// extra are more RIPCORD_* settings for it. It listens on a port the
+// kernel chooses (listen 127.0.0.1:0) and says which in its start-up
+// log: a free port picked here and handed to it could be taken by a
+// server another test starts before the child binds it.
 func startChild(t *testing.T, bin, dbURL string, extra ...string) *child {
 	t.Helper()
-	addr := testnet.FreeAddr(t)
-	c := &child{addr: addr}
+	c := &child{logs: &lockedBuffer{}}
 	c.cmd = exec.Command(bin, "serve")
 	c.cmd.Env = append(os.Environ(),
-		"RIPCORD_LISTEN="+addr, "RIPCORD_DATABASE="+dbURL, "RIPCORD_API_TOKEN=t",
-		"RIPCORD_GITHUB_WEBHOOK_SECRET=crash-secret", "RIPCORD_LOG_LEVEL=warn")
+		"RIPCORD_LISTEN=127.0.0.1:0", "RIPCORD_DATABASE="+dbURL, "RIPCORD_API_TOKEN=t",
+		"RIPCORD_GITHUB_WEBHOOK_SECRET=crash-secret", "RIPCORD_LOG_LEVEL=info")
 	c.cmd.Env = append(c.cmd.Env, extra...)
-	c.cmd.Stdout, c.cmd.Stderr = &c.logs, &c.logs
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return c
+		if c.addr == "" {
+			if m := servingAddr.FindStringSubmatch(c.logs.String()); m != nil {
+				c.addr = m[1]
+			}
+		}
+		if c.addr != "" {
+			resp, err := http.Get("http://" + c.addr + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return c
+				}
 			}
 		}
 		if time.Now().After(deadline) {

@@ -54,11 +54,11 @@ func TestServeAnswersNothingUntilItHasMigrated(t *testing.T) {
 	}
 
 	addr := testnet.FreeAddr(t)
-	c := &child{addr: addr}
+	c := &child{addr: addr, logs: &lockedBuffer{}}
 	c.cmd = exec.Command(bin, "serve")
 	c.cmd.Env = append(os.Environ(), "RIPCORD_LISTEN="+addr, "RIPCORD_DATABASE="+dbURL, "RIPCORD_API_TOKEN=t",
 		"RIPCORD_GITHUB_WEBHOOK_SECRET=s", "RIPCORD_LOG_LEVEL=warn", "RIPCORD_CONFIG=")
-	c.cmd.Stdout, c.cmd.Stderr = &c.logs, &c.logs
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
