@@ -5,13 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ripcord/ripcord/internal/testbin"
-	"github.com/ripcord/ripcord/internal/testnet"
 )
 
 // lockedBuffer is the output of a process the test reads while it runs.
@@ -42,7 +42,7 @@ type agentProcess struct {
 }
 
 // startAgent starts the agent with args after its --listen, and env added
-// to its environment.
+// to its environment, and returns once it listens.
 func startAgent(t *testing.T, kubeconfig string, args []string, env ...string) *agentProcess {
 	t.Helper()
 	bin, err := testbin.Ripcord()
@@ -54,8 +54,8 @@ func startAgent(t *testing.T, kubeconfig string, args []string, env ...string) *
 	if err := os.WriteFile(tokenFile, []byte("eu-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a := &agentProcess{addr: testnet.FreeAddr(t), logs: &lockedBuffer{}}
-	a.cmd = exec.Command(bin, append([]string{"agent", "--listen", a.addr}, args...)...)
+	a := &agentProcess{logs: &lockedBuffer{}}
+	a.cmd = exec.Command(bin, append([]string{"agent", "--listen", "127.0.0.1:0"}, args...)...)
 	a.cmd.Env = append(os.Environ(), "RIPCORD_CLUSTER=prod-eu", "RIPCORD_SERVER=http://127.0.0.1:1",
 		"RIPCORD_CLUSTER_TOKEN_FILE="+tokenFile, "RIPCORD_AGENT_STATE="+filepath.Join(dir, "state"), "KUBECONFIG="+kubeconfig)
 	a.cmd.Env = append(a.cmd.Env, env...)
@@ -63,8 +63,21 @@ func startAgent(t *testing.T, kubeconfig string, args []string, env ...string) *
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The agent listens on a port the kernel chooses and names it in its
+	// first line: a free port picked here could be taken by another
+	// test's server before the agent binds it.
+	a.waitFor(t, 60*time.Second, "the agent did not say where it listens", func() bool {
+		m := agentListening.FindStringSubmatch(a.logs.String())
+		if m != nil {
+			a.addr = m[1]
+		}
+		return m != nil
+	})
 	return a
 }
+
+// agentListening is the address in the agent's "starting ripcord agent" line.
+var agentListening = regexp.MustCompile(`msg="starting ripcord agent".* listen=(\S+)`)
 
 // waitFor polls cond until it holds; after timeout the agent is killed and
 // the test fails, saying what did not happen, with the agent's output.
