@@ -82,7 +82,7 @@ func (c *Config) ListeningOn(addr string) {
 	if !ok {
 		return
 	}
-	if c.SourceOf("oidc.audience") == "default" && c.OIDC.Audience == c.PublicURL {
+	if c.SourceOf("oidc.audience") == "default" { // it is public_url (Load)
 		c.OIDC.Audience = u
 	}
 	c.PublicURL = u

@@ -66,54 +66,31 @@ func TestPrecedenceIsFlagThenEnvThenFileThenDefault(t *testing.T) {
 }
 
 // A server moved to another port prints links to that port: public_url
-// follows listen unless it is set itself.
+// follows listen unless it is set itself. A listen of port 0 takes any
+// free port, and what came from listen takes the port the server was
+// given (bound); a public_url or audience that was set stays as it was.
 func TestPublicURLFollowsListenUnlessSet(t *testing.T) {
 	cases := []struct {
-		name string
-		args []string
-		env  map[string]string
-		want string
+		name  string
+		args  []string
+		env   map[string]string
+		bound string // the address listened on, when the test says
+		want  string
+		aud   string // oidc.audience; "": want
 	}{
-		{"listen only", []string{"--listen", "127.0.0.1:9090"}, nil, "http://127.0.0.1:9090"},
-		{"all interfaces", nil, map[string]string{"RIPCORD_LISTEN": "0.0.0.0:9091"}, "http://127.0.0.1:9091"},
-		{"no host", []string{"--listen", ":9092"}, nil, "http://127.0.0.1:9092"},
-		{"IPv6 host", []string{"--listen", "[::1]:9093"}, nil, "http://[::1]:9093"},
-		{"public_url set too", []string{"--listen", "127.0.0.1:9094"}, map[string]string{"RIPCORD_PUBLIC_URL": "https://ripcord.example"}, "https://ripcord.example"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := load(t, tc.args, tc.env)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.PublicURL != tc.want {
-				t.Errorf("public_url = %s, want %s", c.PublicURL, tc.want)
-			}
-			if c.OIDC.Audience != tc.want {
-				t.Errorf("oidc.audience = %s, want public_url %s", c.OIDC.Audience, tc.want)
-			}
-		})
-	}
-}
-
-// A listen of port 0 takes any free port: the links and the audience
-// that came from listen take the port the server was given, and a
-// public_url or audience that was set stays as it was.
-func TestPublicURLFromListenTakesTheChosenPort(t *testing.T) {
-	cases := []struct {
-		name             string
-		args             []string
-		env              map[string]string
-		bound            string
-		wantURL, wantAud string
-	}{
-		{"any port", []string{"--listen", "127.0.0.1:0"}, nil, "127.0.0.1:43117", "http://127.0.0.1:43117", "http://127.0.0.1:43117"},
-		{"all interfaces, any port", []string{"--listen", ":0"}, nil, "[::]:43118", "http://127.0.0.1:43118", "http://127.0.0.1:43118"},
-		{"public_url set", []string{"--listen", "127.0.0.1:0"}, map[string]string{"RIPCORD_PUBLIC_URL": "https://ripcord.example"},
-			"127.0.0.1:43119", "https://ripcord.example", "https://ripcord.example"},
-		{"audience set", []string{"--listen", "127.0.0.1:0"}, map[string]string{"RIPCORD_OIDC_AUDIENCE": "ripcord"},
+		{"listen only", []string{"--listen", "127.0.0.1:9090"}, nil, "", "http://127.0.0.1:9090", ""},
+		{"all interfaces", nil, map[string]string{"RIPCORD_LISTEN": "0.0.0.0:9091"}, "", "http://127.0.0.1:9091", ""},
+		{"no host", []string{"--listen", ":9092"}, nil, "", "http://127.0.0.1:9092", ""},
+		{"IPv6 host", []string{"--listen", "[::1]:9093"}, nil, "", "http://[::1]:9093", ""},
+		{"public_url set too", []string{"--listen", "127.0.0.1:9094"}, map[string]string{"RIPCORD_PUBLIC_URL": "https://ripcord.example"}, "", "https://ripcord.example", ""},
+		{"a port given, listened on", []string{"--listen", "127.0.0.1:9095"}, nil, "127.0.0.1:9095", "http://127.0.0.1:9095", ""},
+		{"a host name given, listened on", []string{"--listen", "localhost:9096"}, nil, "127.0.0.1:9096", "http://localhost:9096", ""},
+		{"any port", []string{"--listen", "127.0.0.1:0"}, nil, "127.0.0.1:43117", "http://127.0.0.1:43117", ""},
+		{"all interfaces, any port", []string{"--listen", ":0"}, nil, "[::]:43118", "http://127.0.0.1:43118", ""},
+		{"any port, public_url set", []string{"--listen", "127.0.0.1:0"}, map[string]string{"RIPCORD_PUBLIC_URL": "https://ripcord.example"},
+			"127.0.0.1:43119", "https://ripcord.example", ""},
+		{"any port, audience set", []string{"--listen", "127.0.0.1:0"}, map[string]string{"RIPCORD_OIDC_AUDIENCE": "ripcord"},
 			"127.0.0.1:43120", "http://127.0.0.1:43120", "ripcord"},
-		{"a port given", []string{"--listen", "127.0.0.1:9095"}, nil, "127.0.0.1:9095", "http://127.0.0.1:9095", "http://127.0.0.1:9095"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,9 +98,14 @@ func TestPublicURLFromListenTakesTheChosenPort(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c.ListeningOn(tc.bound)
-			if c.PublicURL != tc.wantURL || c.OIDC.Audience != tc.wantAud {
-				t.Errorf("public_url %s, oidc.audience %s; want %s and %s", c.PublicURL, c.OIDC.Audience, tc.wantURL, tc.wantAud)
+			if tc.bound != "" {
+				c.ListeningOn(tc.bound)
+			}
+			if tc.aud == "" {
+				tc.aud = tc.want
+			}
+			if c.PublicURL != tc.want || c.OIDC.Audience != tc.aud {
+				t.Errorf("public_url %s, oidc.audience %s; want %s and %s", c.PublicURL, c.OIDC.Audience, tc.want, tc.aud)
 			}
 		})
 	}
