@@ -60,7 +60,26 @@ func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
 	}
-	owner, repo, _ := strings.Cut(a.Repository, "/")
+	// The episode can move on while this job writes it, and the job of
+	// the newer state can write first: GitHub keeps the last write, which
+	// would then show the older state for good. So the job reads the
+	// episode again after writing and, while it has moved on, writes it as
+	// it stands.
+	for {
+		if err := f.writeCheck(ctx, gh, ep, job); err != nil {
+			return err
+		}
+		now, ok, err := getEpisode(ctx, f.deps.DB.Write, a.Repository, a.RunID)
+		if err != nil || !ok || now.Seq == ep.Seq {
+			return err
+		}
+		ep = now
+	}
+}
+
+// writeCheck shows ep on its check run: it creates the run, or updates it.
+func (f *flow) writeCheck(ctx context.Context, gh *github.Client, ep Episode, job *river.Job[CheckArgs]) error {
+	owner, repo, _ := strings.Cut(ep.Repository, "/")
 	view := RenderCheck(ep)
 	id := ep.CheckRunID
 	if id != 0 && view.Status != "completed" {
@@ -73,7 +92,10 @@ func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error
 			return err
 		}
 		if done {
-			if err := f.dropCheck(ctx, ep, id); err != nil {
+			// Unless the episode moved on meanwhile: the run may have
+			// been completed by the job of a later state, which a new
+			// run would hide. The caller reads the episode again.
+			if dropped, err := f.dropCheck(ctx, ep, id); err != nil || !dropped {
 				return err
 			}
 			id = 0
@@ -100,7 +122,7 @@ func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error
 	}
 	// Setting the same content twice does no harm, so the PATCH may be retried.
 	if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, id, opts); err != nil {
-		return fmt.Errorf("update %s %d on %s: %w", CheckName, id, a.Repository, err)
+		return fmt.Errorf("update %s %d on %s: %w", CheckName, id, ep.Repository, err)
 	}
 	f.metrics.effects.WithLabelValues("check_run", "done").Inc()
 	return nil
@@ -116,14 +138,19 @@ func checkCompleted(ctx context.Context, gh *github.Client, owner, repo string, 
 }
 
 // dropCheck forgets the episode's completed check run id, so that the
-// next one is created (and claimed) as the first was.
-func (f *flow) dropCheck(ctx context.Context, ep Episode, id int64) error {
-	_, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE episodes SET check_run_id = 0, check_claim = 0
-		WHERE repository = $1 AND run_id = $2 AND check_run_id = $3`, ep.Repository, ep.RunID, id)
+// next one is created (and claimed) as the first was; it drops nothing
+// (false) once the episode moved on from ep.
+func (f *flow) dropCheck(ctx context.Context, ep Episode, id int64) (bool, error) {
+	res, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE episodes SET check_run_id = 0, check_claim = 0
+		WHERE repository = $1 AND run_id = $2 AND check_run_id = $3 AND seq = $4`, ep.Repository, ep.RunID, id, ep.Seq)
 	if err != nil {
-		return fmt.Errorf("replace completed check run %d of %s#%d: %w", id, ep.Repository, ep.RunID, err)
+		return false, fmt.Errorf("replace completed check run %d of %s#%d: %w", id, ep.Repository, ep.RunID, err)
 	}
-	return nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("replace completed check run %d of %s#%d: %w", id, ep.Repository, ep.RunID, err)
+	}
+	return n == 1, nil
 }
 
 // checkKey is the external id of the check run created for the episode as

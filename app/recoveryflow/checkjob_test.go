@@ -4,6 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,4 +147,75 @@ func TestRetriedCheckRunFindsTheRunOfAnEarlierAttempt(t *testing.T) {
 			t.Errorf("created %d check runs, stored %d; want none created and %d (not %d) stored", n, stored, lost.ID, left.ID)
 		}
 	})
+}
+
+// The check-run job of a state reads the episode, and the episode moves on
+// (a person cancelled the re-run) before that job writes: the job of the
+// newer state writes first. GitHub keeps the last write, so the older job
+// must not leave its state showing, whether GitHub answered its look at
+// the run before the newer write (a stale PATCH) or after it (a completed
+// run it would replace with a new one): one check run, "Stopped".
+func TestACheckRunJobOvertakenByANewerStateLeavesTheNewerShowing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name         string
+		newerAnswers bool // the newer job writes before GitHub answers the older job's read
+	}{{"the newer job writes after GitHub answered the read", false}, {"the newer job writes before GitHub answers the read", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			fake := githubtest.NewServer(t)
+			f := workerFlow(t, testdb.MigratedURL(t, "sqlite"), fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+			ctx := context.Background()
+			ep := scheduled(t, f, 81, time.Now().Add(-time.Hour))
+			work := func(ep Episode, jobID int64) error {
+				job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
+					Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
+				return (&checkWorker{f: f}).Work(ctx, job)
+			}
+			if err := work(ep, 1); err != nil {
+				t.Fatalf("first check-run job: %v", err)
+			}
+
+			const read = "GET /repos/{owner}/{repo}/check-runs/{check_run_id}"
+			answer := fake.Default(read)
+			var once sync.Once
+			var newer error
+			stop := func() {
+				next, ok := ep.Stop(2, "attempt 2 was cancelled", f.deps.Now())
+				if !ok {
+					t.Fatal("setup: the episode does not stop")
+				}
+				if err := f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return saveEpisode(ctx, tx, next, ep.Seq) }); err != nil {
+					t.Fatal(err)
+				}
+				newer = work(next, 3)
+			}
+			fake.Handle(read, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+				if c.newerAnswers {
+					once.Do(stop)
+				}
+				answer(w, r, params)
+				if !c.newerAnswers {
+					once.Do(stop)
+				}
+			})
+			// The older job renders the episode as scheduled to retry; its
+			// look at the run (is it completed?) is where the newer job
+			// overtakes it.
+			if err := work(ep, 2); err != nil {
+				t.Fatalf("the older check-run job: %v", err)
+			}
+			if newer != nil {
+				t.Fatalf("the newer check-run job: %v", newer)
+			}
+			runs := fake.CheckRuns(ep.Repository)
+			var shown []string
+			for _, cr := range runs {
+				shown = append(shown, cr.Status+" "+strconv.Quote(cr.Title))
+			}
+			if len(runs) != 1 || runs[0].Status != "completed" || !strings.HasPrefix(runs[0].Title, "Stopped") {
+				t.Errorf("check runs: %s; want one, completed, Stopped", strings.Join(shown, ", "))
+			}
+		})
+	}
 }
