@@ -53,6 +53,9 @@ func TestALeaseTheAgentMayReadButNotWriteIsSaid(t *testing.T) {
 	if _, err := k.Kube.RbacV1().RoleBindings("shop").Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Forbidden at its start, the agent's read of its Lease would make it
+	// run without one (an older RBAC), which is another test's case.
+	waitUntil(t, "the API server to let the agent read Leases", func() bool { return may(t, k, "get", "coordination.k8s.io", "leases") })
 	writes := &leaseWrites{}
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper { writes.next = rt; return writes })
 	kube, dyn := clientsOf(t, rc)

@@ -175,9 +175,18 @@ func (c *watchCutter) cut() {
 // account may list the resource of group in shop.
 func mayList(t *testing.T, k *k8stest.Cluster, group, resource string) bool {
 	t.Helper()
+	return may(t, k, "list", group, resource)
+}
+
+// may asks the API server's authorizer whether the agent's service
+// account may verb the resource of group in shop. The authorizer learns
+// of a Role or RoleBinding from a watch, so a test that changed them waits
+// for its answer before it counts on it.
+func may(t *testing.T, k *k8stest.Cluster, verb, group, resource string) bool {
+	t.Helper()
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: "system:serviceaccount:shop:ripcord-agent", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: "list", Group: group, Resource: resource}}}
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "shop", Verb: verb, Group: group, Resource: resource}}}
 	got, err := k.Kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
