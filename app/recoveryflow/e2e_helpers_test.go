@@ -20,7 +20,9 @@ const (
 	rerunPath = "/repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs"
 	contents  = "/repos/{owner}/{repo}/contents/{path}"
 	checkRuns = "/repos/{owner}/{repo}/check-runs"
-	wait      = 15 * time.Second
+	// wait bounds how long a failure takes to show: CI shares two cores
+	// with the whole suite, and ran these packages up to six times slower.
+	wait = 45 * time.Second
 )
 
 // repoConfig is a .github/ripcord.yml with one app deployed to staging by

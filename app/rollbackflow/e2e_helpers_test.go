@@ -21,7 +21,9 @@ const (
 	appRepo     = "acme/checkout" // the OIDC issuer's default repository
 	gitops      = "acme/gitops"
 	releaseFile = "apps/checkout/prod/release.yaml"
-	wait        = 15 * time.Second
+	// wait bounds how long a failure takes to show: CI shares two cores
+	// with the whole suite, and ran these packages up to six times slower.
+	wait = 45 * time.Second
 )
 
 const repoConfig = `version: 1

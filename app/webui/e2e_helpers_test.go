@@ -26,7 +26,9 @@ const (
 	gitops  = "acme/gitops"
 	r2      = "r2:prod-eu/prod"
 	r3      = "r3:prod-eu/prod" // the current release: failed
-	wait    = 15 * time.Second
+	// wait bounds how long a failure takes to show: CI shares two cores
+	// with the whole suite, and ran these packages up to six times slower.
+	wait = 45 * time.Second
 )
 
 const repoConfig = `version: 1
