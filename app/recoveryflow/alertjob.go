@@ -2,14 +2,12 @@ package recoveryflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
@@ -101,7 +99,7 @@ func (f *flow) claimIssue(ctx context.Context, ep Episode, job int64) (number in
 	if err != nil || number != 0 || claim == job {
 		return number, claim == job, false, err
 	}
-	if gone, err := f.claimantGone(ctx, claim); err != nil || !gone {
+	if gone, err := f.deps.JobGone(ctx, claim); err != nil || !gone {
 		return 0, false, false, err
 	}
 	res, err := f.deps.DB.Write.ExecContext(ctx, `UPDATE recovery_issues SET claim = $4
@@ -111,24 +109,6 @@ func (f *flow) claimIssue(ctx context.Context, ep Episode, job int64) (number in
 	}
 	n, err := res.RowsAffected()
 	return 0, err == nil && n == 1, true, nil
-}
-
-// claimantGone reports whether the job holding a claim will never act on
-// it: River no longer has it, or finalized it (discarded after its last
-// attempt, cancelled, completed).
-func (f *flow) claimantGone(ctx context.Context, id int64) (bool, error) {
-	row, err := f.deps.River().JobGet(ctx, id)
-	if errors.Is(err, river.ErrNotFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("job %d: %w", id, err)
-	}
-	switch row.State {
-	case rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
-		return true, nil
-	}
-	return false, nil
 }
 
 // readIssueClaim inserts job's claim unless there is one, and reads the

@@ -240,7 +240,7 @@ func (f *flow) claimCheck(ctx context.Context, ep Episode, job int64) (claimed b
 		}
 		return false, id, false, err
 	}
-	if gone, err := f.claimantGone(ctx, claim); err != nil || !gone {
+	if gone, err := f.deps.JobGone(ctx, claim); err != nil || !gone {
 		return false, 0, false, err
 	}
 	claimed, err = f.setCheckClaim(ctx, ep, job, claim, claim)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -79,7 +80,7 @@ func (w *checkWorker) Work(ctx context.Context, job *river.Job[CheckArgs]) error
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", r.InstallationID, err)
 	}
-	err = x.writeCheck(ctx, gh, r)
+	err = x.writeCheck(ctx, gh, r, job.ID)
 	if err == nil && !lim.reset.IsZero() {
 		// Written after the reset of a limit met before: the episode
 		// is over.
@@ -158,20 +159,60 @@ func (x *executor) checkLimited(ctx context.Context, r Rollout, until time.Time,
 	return river.JobSnooze(ghlimit.Snooze(until, x.deps.Now()))
 }
 
-// writeCheck creates or updates the rollout's check run.
-func (x *executor) writeCheck(ctx context.Context, gh *github.Client, r Rollout) error {
+// Writing a rollout's check run while check-run jobs of the rollout run
+// side by side (every move queues one).
+const (
+	// claimWait is how long a job waits while another job of the same
+	// rollout creates its check run.
+	claimWait = time.Second
+	// maxRewrites bounds the writes of one job that finds the rollout
+	// moved on after each: the job of the newest move writes it too.
+	maxRewrites = 5
+)
+
+// writeCheck shows the rollout on its check run as it stands. The rollout
+// can move on while a job writes, and the job of the newer move can write
+// first: GitHub keeps the last write, which would show the older state for
+// good. So the job reads the rollout again after writing, and writes again
+// while what it shows has changed.
+func (x *executor) writeCheck(ctx context.Context, gh *github.Client, r Rollout, job int64) error {
 	runs, err := listDispatched(ctx, x.deps.DB.Read, r.ID)
 	if err != nil {
 		return err
 	}
-	v := checkView(r, runs)
+	for range maxRewrites {
+		v := checkView(r, runs)
+		moved, err := x.writeView(ctx, gh, r, v, job)
+		if err != nil {
+			return err
+		}
+		if r, err = getRollout(ctx, x.deps.DB.Read, r.ID); err != nil {
+			return err
+		}
+		if runs, err = listDispatched(ctx, x.deps.DB.Read, r.ID); err != nil {
+			return err
+		}
+		if !moved && reflect.DeepEqual(checkView(r, runs), v) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// writeView creates or updates the rollout's check run to show v. It
+// writes nothing (moved) when it would create a run but the rollout moved
+// on from r: another job stored a run, or the rollout changed.
+func (x *executor) writeView(ctx context.Context, gh *github.Client, r Rollout, v view, job int64) (moved bool, err error) {
 	owner, repo, _ := strings.Cut(r.Repository, "/")
 	now := github.Timestamp{Time: x.deps.Now()}
 	if r.CheckRunID != 0 {
 		reopen, err := x.reopens(ctx, gh, owner, repo, r.CheckRunID, v.state)
 		if err != nil || !reopen {
-			return x.updateCheck(ctx, gh, owner, repo, r, v, now, err)
+			return false, x.updateCheck(ctx, gh, owner, repo, r, v, now, err)
 		}
+	}
+	if claimed, err := x.claimCheck(ctx, r, job); err != nil || !claimed {
+		return err == nil, err
 	}
 	opts := github.CreateCheckRunOptions{Name: CheckName, HeadSHA: r.HeadSHA, ExternalID: &v.externalID, Status: &v.state,
 		StartedAt: &now, Output: v.output, Actions: v.actions}
@@ -180,11 +221,48 @@ func (x *executor) writeCheck(ctx context.Context, gh *github.Client, r Rollout)
 	}
 	cr, _, err := gh.Checks.CreateCheckRun(ctx, owner, repo, opts)
 	if err != nil {
-		return fmt.Errorf("create %s of rollout %s: %w", CheckName, r.ID, err)
+		return false, fmt.Errorf("create %s of rollout %s: %w", CheckName, r.ID, err)
 	}
-	_, err = x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET check_run_id = $1 WHERE id = $2 AND check_run_id = $3`,
-		cr.GetID(), r.ID, r.CheckRunID)
-	return err
+	_, err = x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET check_run_id = $1, check_claim = 0 WHERE id = $2 AND check_claim = $3`,
+		cr.GetID(), r.ID, job)
+	if err != nil {
+		return false, fmt.Errorf("store %s %d of rollout %s: %w", CheckName, cr.GetID(), r.ID, err)
+	}
+	return false, nil
+}
+
+// claimCheck claims the creation of the rollout's check run for job while
+// the rollout is as r has it (seq and check run). false, with no error,
+// when it moved on; a claim of another job that is still queued or running
+// is waited for (a snooze), and one of a job that is gone is taken over.
+func (x *executor) claimCheck(ctx context.Context, r Rollout, job int64) (bool, error) {
+	claim := func(from int64) (bool, error) {
+		res, err := x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET check_claim = $1
+			WHERE id = $2 AND check_run_id = $3 AND seq = $4 AND check_claim IN (0, $1, $5)`, job, r.ID, r.CheckRunID, r.Seq, from)
+		if err != nil {
+			return false, fmt.Errorf("claim the %s of rollout %s: %w", CheckName, r.ID, err)
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
+	}
+	if ok, err := claim(0); err != nil || ok {
+		return ok, err
+	}
+	var id, seq, holder int64
+	if err := x.deps.DB.Write.QueryRowContext(ctx, `SELECT check_run_id, seq, check_claim FROM rollouts WHERE id = $1`,
+		r.ID).Scan(&id, &seq, &holder); err != nil {
+		return false, fmt.Errorf("read the %s claim of rollout %s: %w", CheckName, r.ID, err)
+	}
+	if id != r.CheckRunID || seq != r.Seq {
+		return false, nil
+	}
+	switch gone, err := x.deps.JobGone(ctx, holder); {
+	case err != nil:
+		return false, err
+	case !gone:
+		return false, river.JobSnooze(claimWait)
+	}
+	return claim(holder)
 }
 
 // view is what the check run shows. Its external id names the pause the

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/ripcord/ripcord/internal/ghlimit"
 	"github.com/ripcord/ripcord/internal/githubtest"
@@ -266,7 +268,13 @@ func heldRollout(t *testing.T, dbURL string) *harness {
 
 // checkJob is the check run job of h's rollout, on h's executor.
 func checkJob(h *harness) (*checkWorker, *river.Job[CheckArgs]) {
-	return &checkWorker{x: h.x}, &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}
+	return &checkWorker{x: h.x}, checkJobRow(h, 1)
+}
+
+// checkJobRow is job id of the check run of h's rollout: a job River does
+// not know of, as one it is done with.
+func checkJobRow(h *harness, id int64) *river.Job[CheckArgs] {
+	return &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: 1}, Args: CheckArgs{RolloutID: h.id}}
 }
 
 // A reset GitHub names hours ahead (a clock far off, a header misread) does
@@ -294,6 +302,122 @@ func TestARateLimitedCheckRunWaitsAtMostAnHourAtATime(t *testing.T) {
 		}
 		if n := len(h.gh.CheckRuns(testRepo)); n != 0 {
 			t.Fatalf("%d check runs while the rate limit is spent", n)
+		}
+	})
+}
+
+// overtaken runs job a of h's rollout until its first request on GitHub's
+// route, then newer (the rollout moves on, its job writes), then lets a's
+// request go on, and returns a's and newer's errors.
+func overtaken(t *testing.T, h *harness, route string, a *river.Job[CheckArgs], newer func() error) (error, error) {
+	t.Helper()
+	answer := h.gh.Default(route)
+	reached, resume := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	h.gh.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		held := false
+		first.Do(func() { held = true; close(reached) })
+		if held {
+			<-resume
+		}
+		answer(w, r, p)
+	})
+	w, _ := checkJob(h)
+	done := make(chan error, 1)
+	go func() { done <- w.Work(context.Background(), a) }()
+	select {
+	case <-reached:
+	case err := <-done:
+		t.Fatalf("the first job ended before %s: %v", route, err)
+	}
+	errNewer := newer()
+	close(resume)
+	return <-done, errNewer
+}
+
+// shown is the rollout's check runs, each as "status title".
+func shown(h *harness) []string {
+	var out []string
+	for _, cr := range h.gh.CheckRuns(testRepo) {
+		out = append(out, cr.Status+" "+strconv.Quote(cr.Title))
+	}
+	return out
+}
+
+// Two check-run jobs of a rollout run side by side (each move queues one,
+// and River runs them at once): one check run is created, not two, the
+// one never stored staying in progress for good. The second job waits
+// for the first's creation, then writes the run it stored.
+func TestCheckRunJobsSideBySideCreateOneRun(t *testing.T) {
+	t.Parallel()
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		h := heldRollout(t, dbURL)
+		ctx := context.Background()
+		var jobs []*river.Job[CheckArgs]
+		for range 2 { // queued, as River keeps them: a live claimant is waited for
+			row, err := h.x.deps.River().Insert(ctx, CheckArgs{RolloutID: h.id}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, checkJobRow(h, row.Job.ID))
+		}
+		w, _ := checkJob(h)
+		errFirst, errSecond := overtaken(t, h, "POST /repos/{owner}/{repo}/check-runs", jobs[0], func() error {
+			return w.Work(ctx, jobs[1])
+		})
+		if errFirst != nil {
+			t.Fatalf("the first job: %v", errFirst)
+		}
+		var snooze *river.JobSnoozeError
+		if errors.As(errSecond, &snooze) { // as River does, once the snooze is over
+			errSecond = w.Work(ctx, jobs[1])
+		}
+		if errSecond != nil {
+			t.Fatalf("the second job: %v", errSecond)
+		}
+		if runs := shown(h); len(runs) != 1 || h.gh.CheckRuns(testRepo)[0].ID != h.rollout().CheckRunID {
+			t.Errorf("check runs: %s; want one, the rollout's (%d)", strings.Join(runs, ", "), h.rollout().CheckRunID)
+		}
+	})
+}
+
+// The rollout moves on while its check-run job writes, and the job of the
+// move writes first: GitHub keeps the last write, so the older job must
+// not leave its view showing. It reads the rollout again after writing,
+// and writes what it shows now.
+func TestACheckRunJobOvertakenByAMoveLeavesTheMoveShowing(t *testing.T) {
+	t.Parallel()
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		h := heldRollout(t, dbURL)
+		w, job := checkJob(h)
+		if err := w.Work(context.Background(), job); err != nil {
+			t.Fatalf("first check-run job: %v", err)
+		}
+		before := h.gh.CheckRuns(testRepo)[0].Summary
+		errOld, errNew := overtaken(t, h, "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", checkJobRow(h, 2), func() error {
+			h.hold = false
+			if !h.finishRuns() {
+				t.Fatal("setup: no run to finish")
+			}
+			h.tick()
+			return w.Work(context.Background(), checkJobRow(h, 3))
+		})
+		if errOld != nil || errNew != nil {
+			t.Fatalf("check-run jobs: the older %v, the newer %v", errOld, errNew)
+		}
+		r := h.rollout()
+		runs, err := listDispatched(context.Background(), h.x.deps.DB.Read, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := checkView(r, runs)
+		if *v.output.Summary == before {
+			t.Fatal("setup: the move changes nothing the check run shows")
+		}
+		crs := h.gh.CheckRuns(testRepo)
+		if len(crs) != 1 || crs[0].Status != v.state || crs[0].Title != *v.output.Title || crs[0].Summary != *v.output.Summary {
+			t.Errorf("check runs: %s; want one showing the rollout as it stands, not as before the move:\n%s",
+				strings.Join(shown(h), ", "), crs[0].Summary)
 		}
 	})
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"github.com/ripcord/ripcord/app/configload"
 	"github.com/ripcord/ripcord/records"
 	"github.com/ripcord/ripcord/repoconfig"
@@ -119,7 +117,7 @@ func TestRolloutWithoutGitRevisionChecksTheDefaultBranchHead(t *testing.T) {
 	// The main branch moves on; the check run stays where the rollout began.
 	h.gh.PutFile(testRepo, "main", "README.md", "later")
 	w := &checkWorker{x: h.x}
-	if err := w.Work(context.Background(), &river.Job[CheckArgs]{Args: CheckArgs{RolloutID: h.id}}); err != nil {
+	if err := w.Work(context.Background(), checkJobRow(h, 1)); err != nil {
 		t.Fatal(err)
 	}
 	var on []string
