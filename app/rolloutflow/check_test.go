@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -311,17 +310,7 @@ func TestARateLimitedCheckRunWaitsAtMostAnHourAtATime(t *testing.T) {
 // request go on, and returns a's and newer's errors.
 func overtaken(t *testing.T, h *harness, route string, a *river.Job[CheckArgs], newer func() error) (error, error) {
 	t.Helper()
-	answer := h.gh.Default(route)
-	reached, resume := make(chan struct{}), make(chan struct{})
-	var first sync.Once
-	h.gh.Handle(route, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
-		held := false
-		first.Do(func() { held = true; close(reached) })
-		if held {
-			<-resume
-		}
-		answer(w, r, p)
-	})
+	reached, release := h.gh.HoldFirst(route)
 	w, _ := checkJob(h)
 	done := make(chan error, 1)
 	go func() { done <- w.Work(context.Background(), a) }()
@@ -331,7 +320,7 @@ func overtaken(t *testing.T, h *harness, route string, a *river.Job[CheckArgs], 
 		t.Fatalf("the first job ended before %s: %v", route, err)
 	}
 	errNewer := newer()
-	close(resume)
+	release()
 	return <-done, errNewer
 }
 

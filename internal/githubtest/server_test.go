@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -216,5 +217,42 @@ func TestManifestConversionHandsOutAKeyOnce(t *testing.T) {
 	}
 	if _, _, err := client.Apps.CompleteAppManifest(ctx, "code-1"); err == nil {
 		t.Errorf("a manifest code converted twice")
+	}
+}
+
+// HoldFirst holds the first request on its operation until released, and
+// only the first: a second is answered meanwhile.
+func TestHoldFirstHoldsTheFirstRequestUntilReleased(t *testing.T) {
+	t.Parallel()
+	s := NewServer(t)
+	s.AddCheckRun("acme/checkout", CheckRun{Name: "ci", HeadSHA: strings.Repeat("a", 40), Status: "in_progress"})
+	reached, release := s.HoldFirst("GET /repos/{owner}/{repo}/check-runs/{check_run_id}")
+	get := func() <-chan int {
+		out := make(chan int, 1)
+		go func() {
+			resp, err := http.Get(s.URL() + "repos/acme/checkout/check-runs/" + strconv.FormatInt(s.CheckRuns("acme/checkout")[0].ID, 10))
+			if err != nil {
+				t.Error(err)
+				out <- 0
+				return
+			}
+			resp.Body.Close()
+			out <- resp.StatusCode
+		}()
+		return out
+	}
+	held := get()
+	<-reached
+	if code := <-get(); code != http.StatusOK {
+		t.Errorf("the second request while the first is held: %d, want 200", code)
+	}
+	select {
+	case code := <-held:
+		t.Fatalf("the first request was answered (%d) before its release", code)
+	default:
+	}
+	release()
+	if code := <-held; code != http.StatusOK {
+		t.Errorf("the first request once released: %d, want 200", code)
 	}
 }
