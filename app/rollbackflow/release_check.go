@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -188,23 +189,102 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", inst, err)
 	}
+	claim := func(ctx context.Context) (bool, error) { return claimReleaseCheck(ctx, d, r.ReleaseID, job.ID) }
+	// The release can change while this job writes, and the job of the
+	// newer state (or a newer note) can write first: GitHub keeps the last
+	// write, which would show the older state, button and answered clicks
+	// for good. So the job reads the release again after writing, and
+	// writes again while what it shows has changed (at most maxRewrites
+	// times: the newest change's own job writes too).
+	for range maxRewrites {
+		v, externalID, err := w.render(ctx, r, a.Note)
+		if err != nil {
+			return err
+		}
+		if err := writeReleaseCheck(ctx, gh, d.App().ID, r, externalID, v, d.Now(), claim); err != nil {
+			return err
+		}
+		if r, err = d.Records.Get(ctx, a.ReleaseID); errors.Is(err, records.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		now, nowID, err := w.render(ctx, r, a.Note)
+		if err != nil || nowID == externalID && reflect.DeepEqual(now, v) {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxRewrites bounds the writes of one job that finds the release changed
+// after each.
+const maxRewrites = 5
+
+// render is r's check run as this job shows it: with the newest note when
+// the job answers a click (note), and the external id naming the clicks
+// answered so far.
+func (w *releaseCheckWorker) render(ctx context.Context, r records.Record, note string) (CheckView, string, error) {
+	d := w.deps
 	target, ans, err := w.target(ctx, r)
 	if err != nil {
-		return err
+		return CheckView{}, "", err
 	}
-	note := a.Note
 	if note != "" {
 		if note, err = newestNote(ctx, d.DB.Read, r.ReleaseID, note); err != nil {
-			return err
+			return CheckView{}, "", err
 		}
 	}
 	// Read after the note: the answer that wrote it is counted with it.
 	answered, err := clicksAnswered(ctx, d.DB.Read, r.ReleaseID)
 	if err != nil {
-		return err
+		return CheckView{}, "", err
 	}
-	return writeReleaseCheck(ctx, gh, d.App().ID, r, releaseCheckExternalID(r.ReleaseID, answered),
-		RenderReleaseCheck(r, target, ans, note), d.Now())
+	return RenderReleaseCheck(r, target, ans, note), releaseCheckExternalID(r.ReleaseID, answered), nil
+}
+
+// claimWait is how long a job waits while another job of the same release
+// creates its check run.
+const claimWait = time.Second
+
+// claimReleaseCheck claims the creation of the release's check run for
+// job: each change of a release queues a job, River runs them side by
+// side, and two that found no run on GitHub would each create one, the one
+// not found again staying as first written. A live claimant's creation is
+// waited for (a snooze: the next try finds its run). The claim of a job
+// River is done with is taken over; relist is then true, as that job may
+// have created the run since the caller looked.
+func claimReleaseCheck(ctx context.Context, d pipeline.Deps, releaseID string, job int64) (relist bool, err error) {
+	db := d.DB.Write
+	if _, err := db.ExecContext(ctx, `INSERT INTO release_check_claims (release_id, claim) VALUES ($1, $2)
+		ON CONFLICT (release_id) DO NOTHING`, releaseID, job); err != nil {
+		return false, fmt.Errorf("claim the %s of %s: %w", ReleaseCheckName, releaseID, err)
+	}
+	var holder int64
+	if err := db.QueryRowContext(ctx, `SELECT claim FROM release_check_claims WHERE release_id = $1`, releaseID).Scan(&holder); err != nil {
+		return false, fmt.Errorf("read the %s claim of %s: %w", ReleaseCheckName, releaseID, err)
+	}
+	if holder == job {
+		return false, nil
+	}
+	if gone, err := d.JobGone(ctx, holder); err != nil || !gone {
+		if err == nil {
+			err = river.JobSnooze(claimWait)
+		}
+		return false, err
+	}
+	res, err := db.ExecContext(ctx, `UPDATE release_check_claims SET claim = $1 WHERE release_id = $2 AND claim = $3`, job, releaseID, holder)
+	if err != nil {
+		return false, fmt.Errorf("take over the %s claim of %s: %w", ReleaseCheckName, releaseID, err)
+	}
+	n, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("take over the %s claim of %s: %w", ReleaseCheckName, releaseID, err)
+	case n != 1:
+		return false, river.JobSnooze(claimWait) // another job took it over first
+	}
+	return true, nil
 }
 
 // target is the rollback the records offer for r: the newest eligible
@@ -251,30 +331,40 @@ func windowOf(configs *pipeline.RepoConfigs, repository string) int {
 // another App can make one of the same name and external id (release ids
 // are easy to guess), and GitHub refuses every update of it, so taking it
 // would leave the release without its check run and Roll back button for
-// good.
-func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r records.Record, externalID string, v CheckView, now time.Time) error {
+// good. Before creating a run it asks claim (claimReleaseCheck; nil: the
+// caller is the only writer), and looks again when the claim was taken
+// over from a job that may have made the run meanwhile.
+func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r records.Record, externalID string, v CheckView, now time.Time,
+	claim func(context.Context) (relist bool, err error)) error {
 	owner, repo, _ := strings.Cut(r.Repository, "/")
-	name, all := ReleaseCheckName, "all"
-	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, r.GitRevision, &github.ListCheckRunsOptions{
-		CheckName: &name, Filter: &all, AppID: &appID, ListOptions: github.ListOptions{PerPage: 100}})
-	if err != nil {
-		return fmt.Errorf("look for %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
-	}
 	out := &github.CheckRunOutput{Title: &v.Title, Summary: &v.Summary}
 	ts := github.Timestamp{Time: now}
-	for _, cr := range list.CheckRuns {
-		if id, _ := splitReleaseCheckExternalID(cr.GetExternalID()); id != r.ReleaseID && cr.GetExternalID() != r.ReleaseID ||
-			cr.GetApp().GetID() != appID {
-			continue
+	for {
+		id, err := findReleaseCheck(ctx, gh, appID, r)
+		if err != nil {
+			return err
 		}
-		opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, ExternalID: &externalID, Status: &v.Status, Output: out, Actions: v.Actions}
-		if v.Status == "completed" {
-			opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts
+		if id != 0 {
+			opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, ExternalID: &externalID, Status: &v.Status, Output: out, Actions: v.Actions}
+			if v.Status == "completed" {
+				opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts
+			}
+			if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, id, opts); err != nil {
+				return fmt.Errorf("update %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
+			}
+			return nil
 		}
-		if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, cr.GetID(), opts); err != nil {
-			return fmt.Errorf("update %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
+		if claim == nil {
+			break
 		}
-		return nil
+		relist, err := claim(ctx)
+		if err != nil {
+			return err
+		}
+		if !relist {
+			break
+		}
+		claim = nil // held now: the list again is the last look
 	}
 	opts := github.CreateCheckRunOptions{Name: ReleaseCheckName, HeadSHA: r.GitRevision, ExternalID: &externalID,
 		Status: &v.Status, StartedAt: &ts, Output: out, Actions: v.Actions}
@@ -285,4 +375,23 @@ func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r re
 		return fmt.Errorf("create %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
 	}
 	return nil
+}
+
+// findReleaseCheck is the id of r's check run this App made (0: none).
+func findReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r records.Record) (int64, error) {
+	owner, repo, _ := strings.Cut(r.Repository, "/")
+	name, all := ReleaseCheckName, "all"
+	list, _, err := gh.Checks.ListCheckRunsForRef(ctx, owner, repo, r.GitRevision, &github.ListCheckRunsOptions{
+		CheckName: &name, Filter: &all, AppID: &appID, ListOptions: github.ListOptions{PerPage: 100}})
+	if err != nil {
+		return 0, fmt.Errorf("look for %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
+	}
+	for _, cr := range list.CheckRuns {
+		if id, _ := splitReleaseCheckExternalID(cr.GetExternalID()); id != r.ReleaseID && cr.GetExternalID() != r.ReleaseID ||
+			cr.GetApp().GetID() != appID {
+			continue
+		}
+		return cr.GetID(), nil
+	}
+	return 0, nil
 }

@@ -76,7 +76,7 @@ func TestReleaseCheckIgnoresAnotherAppsRun(t *testing.T) {
 		Conclusion: "success", AppSlug: "github-actions"})
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for i := range 2 { // the first write creates ripcord's run, the second updates it
-		if err := writeReleaseCheck(context.Background(), gh, githubtest.AppID, r, releaseCheckExternalID(r.ReleaseID, 0), RenderReleaseCheck(r, nil, eligibility.Answer{}, ""), now); err != nil {
+		if err := writeReleaseCheck(context.Background(), gh, githubtest.AppID, r, releaseCheckExternalID(r.ReleaseID, 0), RenderReleaseCheck(r, nil, eligibility.Answer{}, ""), now, nil); err != nil {
 			t.Fatalf("write %d: %v", i+1, err)
 		}
 	}
