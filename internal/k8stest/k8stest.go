@@ -93,19 +93,39 @@ type Cluster struct {
 	procs []*process
 }
 
-// Start starts the control plane and stops it when the test ends.
+// startAttempts is how many times Start tries, each on new ports.
+const startAttempts = 3
+
+// findPorts finds the control plane's ports (a test's seam).
+var findPorts = freePorts
+
+// Start starts the control plane and stops it when the test ends. Its
+// ports are found free, closed, and then bound by the components: meanwhile
+// any socket of the test binary or of another package's can take one (the
+// kernel hands out the same range for every port 0). A component that then
+// cannot bind it exits, and the control plane is started again on new
+// ports rather than failing the test.
 func Start(t testing.TB) *Cluster {
 	t.Helper()
 	bin := Require(t)
-	c := &Cluster{t: t, dir: t.TempDir()}
+	c := &Cluster{t: t}
 	t.Cleanup(c.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := c.start(ctx, bin); err != nil {
+	for attempt := 1; ; attempt++ {
+		c.dir = t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		err := c.start(ctx, bin)
+		cancel()
+		if err == nil {
+			return c
+		}
+		if taken := c.portTaken(); taken != "" && attempt < startAttempts {
+			t.Logf("k8stest: %s; starting the control plane again on new ports", taken)
+			c.Stop()
+			continue
+		}
 		c.dumpLogs()
 		t.Fatalf("k8stest: %v", err)
 	}
-	return c
 }
 
 func (c *Cluster) start(ctx context.Context, bin string) error {
@@ -113,7 +133,7 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	ports, err := findPorts(3)
 	if err != nil {
 		return err
 	}
@@ -125,7 +145,7 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 		"--initial-cluster=default="+peerURL, "--unsafe-no-fsync", "--log-level=warn"); err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, etcdURL+"/health", ""); err != nil {
+	if err := waitHTTP(ctx, etcdURL+"/health", "", c.procs[len(c.procs)-1]); err != nil {
 		return fmt.Errorf("etcd never became healthy: %w", err)
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", ports[2])
@@ -138,7 +158,7 @@ func (c *Cluster) start(ctx context.Context, bin string) error {
 		"--disable-admission-plugins=TaintNodesByCondition"); err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, server+"/readyz", adminToken); err != nil {
+	if err := waitHTTP(ctx, server+"/readyz", adminToken, c.procs[len(c.procs)-1]); err != nil {
 		return fmt.Errorf("kube-apiserver never became ready: %w", err)
 	}
 	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")

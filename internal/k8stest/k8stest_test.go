@@ -2,6 +2,7 @@ package k8stest
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +45,33 @@ func TestADeploymentRollsOutOnTheFakeNode(t *testing.T) {
 		if p.Status.Phase != corev1.PodRunning || !strings.HasPrefix(p.Status.PodIP, "127.0.0.") || p.Spec.NodeName != NodeName {
 			t.Errorf("pod %s: phase %s, ip %q, node %q", p.Name, p.Status.Phase, p.Status.PodIP, p.Spec.NodeName)
 		}
+	}
+}
+
+// A port taken between being found free and being bound by its component
+// (here etcd's, by a listener of the test) makes Start begin again on new
+// ports, not fail the test that asked for a cluster.
+func TestStartBeginsAgainWhenAPortIsTakenMeanwhile(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var calls int
+	findPorts = func(n int) ([]int, error) {
+		calls++
+		ports, err := freePorts(n)
+		if calls == 1 && err == nil {
+			ports[0] = taken.Addr().(*net.TCPAddr).Port
+		}
+		return ports, err
+	}
+	t.Cleanup(func() { findPorts = freePorts })
+	c := Start(t)
+	if calls != 2 {
+		t.Errorf("ports were found %d times, want 2: once taken, once for the start that worked", calls)
+	}
+	if _, err := c.Kube.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the control plane started on new ports does not answer: %v", err)
 	}
 }

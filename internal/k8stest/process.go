@@ -97,11 +97,8 @@ func (c *Cluster) dumpLogs() {
 func (c *Cluster) Exited() []string {
 	var out []string
 	for _, p := range c.procs {
-		select {
-		case err := <-p.done:
-			p.done <- err
+		if err := p.exited(); err != nil {
 			out = append(out, fmt.Sprintf("%s: %v", p.name, err))
-		default:
 		}
 	}
 	return out
@@ -186,26 +183,75 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// waitHTTP waits for url to answer 200.
-func waitHTTP(ctx context.Context, url, token string) error {
+// waitHTTP waits for url, served by p, to answer 200. It fails at once
+// when p has exited: a port it could not bind may be another process's,
+// whose answer must not be taken for p's.
+func waitHTTP(ctx context.Context, url, token string, p *process) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // the API server's self-signed certificate
-	return poll(ctx, url, func() (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
+	var last error
+	for {
+		if err := p.exited(); err != nil {
+			return fmt.Errorf("%s exited: %v (see %s)", p.name, err, p.log)
 		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+		if last = get(ctx, client, url, token); last == nil {
+			if err := p.exited(); err != nil { // the answer was another process's
+				return fmt.Errorf("%s exited: %v (see %s)", p.name, err, p.log)
+			}
+			return nil
 		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return false, err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("timed out waiting for %s (last error: %v)", url, last)
+		case <-time.After(100 * time.Millisecond):
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, errors.New(resp.Status)
+	}
+}
+
+// get asks url once: nil when it answers 200.
+func get(ctx context.Context, client *http.Client, url, token string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	return nil
+}
+
+// exited is how p ended, nil while it runs.
+func (p *process) exited() error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		if err == nil {
+			err = errors.New("exit status 0")
 		}
-		return true, nil
-	})
+		return err
+	default:
+		return nil
+	}
+}
+
+// portTaken says which component exited because its port was taken, ""
+// when none did.
+func (c *Cluster) portTaken() string {
+	for _, p := range c.procs {
+		if p.exited() == nil {
+			continue
+		}
+		if b, _ := os.ReadFile(p.log); strings.Contains(string(b), "address already in use") {
+			return p.name + " could not bind its port: address already in use"
+		}
+	}
+	return ""
 }
