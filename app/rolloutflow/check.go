@@ -166,7 +166,7 @@ const (
 	// rollout creates its check run.
 	claimWait = time.Second
 	// maxRewrites bounds the writes of one job that finds the rollout
-	// moved on after each: the job of the newest move writes it too.
+	// moved on after each, before it waits a moment (claimWait).
 	maxRewrites = 5
 )
 
@@ -196,7 +196,9 @@ func (x *executor) writeCheck(ctx context.Context, gh *github.Client, r Rollout,
 			return nil
 		}
 	}
-	return nil
+	// Moving all the while: written again shortly, as it stands then, so
+	// a creation the moves kept losing is not left undone.
+	return river.JobSnooze(claimWait)
 }
 
 // writeView creates or updates the rollout's check run to show v. It
