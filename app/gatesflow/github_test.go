@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/gates"
 	"github.com/ripcord/ripcord/internal/githubtest"
 )
@@ -137,7 +138,7 @@ func TestFindRunIgnoresAnotherAppsRun(t *testing.T) {
 		Name: gates.CheckName(gates.NameProvenance), Status: "in_progress", Title: "evaluating"}
 	s.AddCheckRun(repo, githubtest.CheckRun{Name: a.Name, HeadSHA: sha, ExternalID: a.ExternalID, Status: "in_progress", AppSlug: "github-actions"})
 	ctx := context.Background()
-	if err := showInProgress(ctx, gh, githubtest.AppID, a); err != nil {
+	if err := showInProgress(ctx, gh, appOnly(), a, 0); err != nil {
 		t.Fatal(err)
 	}
 	var own int64
@@ -173,7 +174,7 @@ func TestFindRunFindsEachEvaluationsOwnRun(t *testing.T) {
 			Name:       gates.CheckName(gates.NameProvenance), Status: "in_progress", Title: "evaluating"}
 	}
 	first := evaluation("pull_request opened")
-	if err := showInProgress(ctx, gh, githubtest.AppID, first); err != nil {
+	if err := showInProgress(ctx, gh, appOnly(), first, 0); err != nil {
 		t.Fatal(err)
 	}
 	runs := s.CheckRuns(repo)
@@ -182,7 +183,7 @@ func TestFindRunFindsEachEvaluationsOwnRun(t *testing.T) {
 	}
 	own := runs[0].ID
 	for i := range 120 {
-		if err := showInProgress(ctx, gh, githubtest.AppID, evaluation(fmt.Sprintf("check_run rerequested %d", i))); err != nil {
+		if err := showInProgress(ctx, gh, appOnly(), evaluation(fmt.Sprintf("check_run rerequested %d", i)), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,10 +194,16 @@ func TestFindRunFindsEachEvaluationsOwnRun(t *testing.T) {
 	if err != nil || got.GetID() != own {
 		t.Fatalf("findRun = %d (%v), want the first evaluation's run %d", got.GetID(), err, own)
 	}
-	if err := showInProgress(ctx, gh, githubtest.AppID, first); err != nil {
+	if err := showInProgress(ctx, gh, appOnly(), first, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(s.CheckRuns(repo)); n != 121 {
 		t.Errorf("%d runs: the first evaluation's retried job made a second run", n)
 	}
+}
+
+// appOnly is the dependencies showInProgress needs of a report without a
+// scope (no claim to take): the App's identity.
+func appOnly() pipeline.Deps {
+	return pipeline.Deps{App: func() pipeline.AppIdentity { return pipeline.AppIdentity{Configured: true, ID: githubtest.AppID} }}
 }

@@ -42,7 +42,7 @@ func (w *evaluateWorker) evaluateAll(ctx context.Context, gh *github.Client, gs 
 		if !gates.IsSlow(g) || closed(done[i]) {
 			continue
 		}
-		if err := showInProgress(ctx, gh, w.deps.App().ID, started(g)); err != nil {
+		if err := showInProgress(ctx, gh, w.deps, started(g), started(g).Seq); err != nil {
 			w.deps.Log.Warn("gate not shown in progress", "gate", g.Name(), "error", err)
 		}
 	}

@@ -85,6 +85,10 @@ func (w *reportWorker) Work(ctx context.Context, job *river.Job[ReportArgs]) err
 	if snooze := pipeline.LimitSnooze(ctx, w.deps, job.Kind, err); snooze != nil {
 		return snooze // GitHub said "later", not "no": not a try that failed
 	}
+	var waits *river.JobSnoozeError
+	if errors.As(err, &waits) {
+		return err // another job creates a run of the gate (claimCreation)
+	}
 	var cancelled *river.JobCancelError
 	if err == nil || (job.Attempt < last && !errors.As(err, &cancelled)) || interrupted(w.deps, err) {
 		return err
@@ -109,6 +113,21 @@ func (w *reportWorker) work(ctx context.Context, job *river.Job[ReportArgs]) err
 	existing, newer, stale, err := findRun(ctx, gh, w.deps.App().ID, owner, repo, a)
 	if err != nil {
 		return err
+	}
+	if mayCreate(a, existing, newer) {
+		// Created in the order of the evaluations (claimCreation): what
+		// is found while the claim is held decides.
+		release, held, err := claimCreation(ctx, w.deps, a, job.ID)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return river.JobSnooze(claimWait)
+		}
+		defer release()
+		if existing, newer, stale, err = findRun(ctx, gh, w.deps.App().ID, owner, repo, a); err != nil {
+			return err
+		}
 	}
 	if newer != nil {
 		w.deps.Log.Info("gate verdict superseded by a newer evaluation", "repository", a.Repository, "head_sha", a.HeadSHA,
@@ -223,9 +242,20 @@ func (w *reportWorker) supersede(ctx context.Context, gh *github.Client, a Repor
 
 // showInProgress creates the run of a gate still being evaluated, unless
 // this evaluation already has one (a retried job) or a newer evaluation
-// has reported the gate.
-func showInProgress(ctx context.Context, gh *github.Client, appID int64, a ReportArgs) error {
+// has reported the gate, or another job is creating a run of the gate
+// (claimCreation; job is the evaluation's): its verdict creates the run
+// then.
+func showInProgress(ctx context.Context, gh *github.Client, d pipeline.Deps, a ReportArgs, job int64) error {
 	owner, repo := splitRepo(a.Repository)
+	appID := d.App().ID
+	if existing, newer, _, err := findRun(ctx, gh, appID, owner, repo, a); err != nil || existing != nil || newer != nil {
+		return err
+	}
+	release, held, err := claimCreation(ctx, d, a, job)
+	if err != nil || !held {
+		return err
+	}
+	defer release()
 	if existing, newer, _, err := findRun(ctx, gh, appID, owner, repo, a); err != nil || existing != nil || newer != nil {
 		return err
 	}
