@@ -89,7 +89,7 @@ func TestAnOlderVerdictIsNotCreatedAfterANewerOne(t *testing.T) {
 			t.Errorf("the gate's newest run is %s %q of %q; want the newer evaluation's success", newest.Conclusion, newest.Title, newest.ExternalID)
 		}
 		var left int
-		if err := db.Read.QueryRow(`SELECT COUNT(*) FROM gate_run_claims`).Scan(&left); err != nil || left != 0 {
+		if err := db.Read.QueryRow(`SELECT COUNT(*) FROM creation_claims`).Scan(&left); err != nil || left != 0 {
 			t.Errorf("%d claims left (%v), want none once the runs are created", left, err)
 		}
 	})
