@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ripcord/ripcord/internal/testdb"
 )
@@ -99,4 +100,63 @@ func TestRollbackDoesNotTakeOverAnotherAppsRollbackWithCommitsMadeByHand(t *test
 			})
 		})
 	}
+}
+
+// payments and checkout are rolled back to releases of one commit at the
+// same moment: their rollbacks share a branch name. While payments' job
+// has created the branch and GitHub has not yet answered its pull request,
+// checkout's job must not take the branch over as stale, which left both
+// records naming one pull request that rolled back payments alone. It
+// waits for the branch, then finds payments' pull request on it.
+func TestRollbacksOfTwoAppsToOneCommitAtOnceKeepTheirOwnPullRequests(t *testing.T) {
+	t.Parallel()
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		s := newScene(t, dbURL)
+		s.withPayments()
+		reached, release := s.GitHub.HoldFirst("POST /repos/{owner}/{repo}/pulls")
+		status, out := s.Do("POST", "/api/v1/rollbacks", "application/json",
+			[]byte(`{"app":"payments","environment":"prod","to":"p2:prod-eu/prod","reason":"p3 leaks memory"}`))
+		if status != 202 {
+			t.Fatalf("rollback of payments = %d %s", status, out)
+		}
+		select {
+		case <-reached:
+		case <-time.After(wait):
+			t.Fatal("payments' rollback never asked for its pull request")
+		}
+		if status, out := s.postRollbackTo("r2:prod-eu/prod"); status != 202 {
+			t.Fatalf("rollback of checkout to r2 = %d %s", status, out)
+		}
+		// checkout's job has run while payments' pull request is held:
+		// it waits (a snooze, which River counts in the job's metadata),
+		// or it moved the branch (what it must not).
+		snoozes := `json_extract(metadata, '$.snoozes')`
+		if strings.HasPrefix(dbURL, "postgres") {
+			snoozes = `(metadata->>'snoozes')::int`
+		}
+		s.WaitFor("checkout's rollback job to meet the branch", wait, func() bool {
+			return s.GitHub.Count("PATCH", "/repos/{owner}/{repo}/git/refs/{ref}") > 0 ||
+				s.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'rollback_pull_request' AND `+snoozes+` > 0`) > 0
+		})
+		release()
+		s.WaitFor("both rollbacks to be answered", wait, func() bool {
+			return s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback' AND app = 'payments' AND pr_number > 0`) == 1 &&
+				(s.Int(`SELECT COUNT(*) FROM records WHERE kind = 'rollback' AND app = 'checkout' AND pr_number > 0`) == 1 ||
+					s.Int(`SELECT COUNT(*) FROM audit_events WHERE type = 'rollback_failed' AND release_id = 'r3:prod-eu/prod'`) == 1)
+		})
+		s.Settle(jobKinds...)
+		if n := s.Int(`SELECT COUNT(*) FROM (SELECT pr_number FROM records WHERE kind = 'rollback' AND pr_number > 0
+			GROUP BY pr_number HAVING COUNT(*) > 1) shared`); n != 0 {
+			t.Errorf("%d pull requests named by two rollback records, want none", n)
+		}
+		n := s.Int(`SELECT pr_number FROM records WHERE kind = 'rollback' AND app = 'payments'`)
+		pr := s.pullRequest(n)
+		if !strings.Contains(pr.Title, "payments") {
+			t.Errorf("payments' pull request #%d is titled %q", n, pr.Title)
+		}
+		if got, ok := s.GitHub.FileAt(gitops, pr.Head, "apps/payments/prod/release.yaml"); !ok || !strings.Contains(got, digest(2)) {
+			t.Errorf("payments' pull request #%d does not roll payments back to p2:\n%s", n, got)
+		}
+	})
 }

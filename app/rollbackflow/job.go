@@ -82,6 +82,10 @@ func (w *pullRequestWorker) Work(ctx context.Context, job *river.Job[PullRequest
 	if until, ok := limitedUntil(err, w.deps.Now()); ok && ctx.Err() == nil {
 		return w.snoozeForLimit(ctx, job.Args, until, err)
 	}
+	var waits *river.JobSnoozeError
+	if errors.As(err, &waits) {
+		return err // another rollback opens a pull request on the branch (work)
+	}
 	var cancelled *river.JobCancelError
 	if err == nil || job.Attempt < job.MaxAttempts || errors.As(err, &cancelled) {
 		return err
@@ -156,7 +160,23 @@ func (w *pullRequestWorker) work(ctx context.Context, job *river.Job[PullRequest
 		}
 		req.Base = repo.GetDefaultBranch()
 	}
+	// Rollbacks to one commit of one environment share a branch name
+	// (rollbackpr.BranchName): two apps of a monorepo, or two clusters.
+	// Side by side, one created the branch and had not opened its pull
+	// request yet when the other took the branch over as stale: both
+	// records then named one pull request, which rolled back only one of
+	// them. Open runs under a claim of the branch, so the second sees the
+	// first's pull request and goes to a branch of its own.
+	branch := "rollback-branch " + req.Repository + " " + rollbackpr.BranchName(req.Rollback.Environment, req.Rollback.GitRevision)
+	release, held, err := d.Claim(ctx, branch, job.ID)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return river.JobSnooze(claimWait)
+	}
 	res, err := rollbackpr.Open(ctx, rollbackpr.NewGitHub(gh), w.cache, req)
+	release()
 	if errors.Is(err, rollbackpr.ErrNoChange) {
 		return w.fail(ctx, a, fmt.Sprintf("%s on %s already has the target's values: the rollback is merged already, or the target is what runs", req.File, req.Base))
 	}
