@@ -229,7 +229,7 @@ func (h closedHandler) mergedStale(ctx context.Context, d pipeline.Delivery, ev 
 		h.deps.Log.Warn("stale rollback pull request merged", "pull_request", pr.GetHTMLURL(),
 			"release_id", stale.releaseID, "rollback_of", stale.rollbackOf, "running", current.ReleaseID)
 		return commands.QueueReply(ctx, tx, h.deps.River(), commands.ReplyArgs{Repository: ev.GetRepo().GetFullName(),
-			Number: pr.GetNumber(), InstallationID: ev.GetInstallation().GetID(), Key: "merged-stale", Body: body})
+			Number: pr.GetNumber(), InstallationID: ev.GetInstallation().GetID(), Key: fmt.Sprintf("merged-stale-%d", pr.GetNumber()), Body: body})
 	}, nil
 }
 
