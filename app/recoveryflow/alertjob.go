@@ -53,16 +53,62 @@ func (w *alertWorker) work(ctx context.Context, job *river.Job[AlertArgs]) error
 	if err != nil || !ok || ep.State != StateAlerted || ep.RunAttempt != a.Attempt {
 		return err // moved on (recovered by hand): no issue for a settled alert
 	}
+	// One issue shows the newest alert of its key (release): the job of an
+	// older one that runs late (retried) leaves it to the newer one's, and
+	// does not reopen an issue a person closed since.
+	if newest, err := newestAlert(ctx, f.deps.DB.Write, ep); err != nil || !sameAlert(newest, ep) {
+		return err
+	}
+	gh, err := f.deps.GitHub.NewInstallationClient(a.InstallationID)
+	if err != nil {
+		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
+	}
+	// A newer alert of the key can come while this job writes, and its job
+	// can write first: GitHub keeps the last edit. So the job reads the
+	// newest alert again after writing, and writes it while it is another.
+	for range maxRewrites {
+		if err := w.write(ctx, gh, job, ep); err != nil {
+			return err
+		}
+		newest, err := newestAlert(ctx, f.deps.DB.Write, ep)
+		if err != nil || sameAlert(newest, ep) {
+			return err
+		}
+		ep = newest
+	}
+	return nil
+}
+
+// maxRewrites bounds the writes of one job that finds a newer state after
+// each: the newest one's own job writes too.
+const maxRewrites = 5
+
+// newestAlert is the alerted episode of ep's alert key that changed last
+// (ep itself, for an episode whose key is its run).
+func newestAlert(ctx context.Context, q querier, ep Episode) (Episode, error) {
+	if ep.ReleaseID == "" {
+		return ep, nil
+	}
+	newest, ok, err := scanEpisode(q.QueryRowContext(ctx, `SELECT `+episodeColumns+` FROM episodes
+		WHERE repository = $1 AND release_id = $2 AND state = $3 ORDER BY updated_at DESC, run_id DESC LIMIT 1`,
+		ep.Repository, ep.ReleaseID, string(StateAlerted)))
+	if err != nil || !ok {
+		return ep, err
+	}
+	return newest, nil
+}
+
+func sameAlert(a, b Episode) bool { return a.RunID == b.RunID && a.Seq == b.Seq }
+
+// write opens ep's alert issue, or updates and reopens it.
+func (w *alertWorker) write(ctx context.Context, gh *github.Client, job *river.Job[AlertArgs], ep Episode) error {
+	f := w.f
 	story, err := f.deps.Records.Audit(ctx, records.AuditFilter{ReleaseID: ep.AlertKey(), Oldest: true, Limit: maxStoryEvents})
 	if err != nil {
 		return fmt.Errorf("story of %s: %w", ep.AlertKey(), err)
 	}
 	title, body := RenderIssue(ep, story)
-	gh, err := f.deps.GitHub.NewInstallationClient(a.InstallationID)
-	if err != nil {
-		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
-	}
-	owner, repo, _ := strings.Cut(a.Repository, "/")
+	owner, repo, _ := strings.Cut(ep.Repository, "/")
 	number, claimed, inherited, err := f.claimIssue(ctx, ep, job.ID)
 	switch {
 	case err != nil:
