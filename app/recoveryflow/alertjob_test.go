@@ -34,6 +34,15 @@ func alerted(t *testing.T, f *flow, id int64) Episode {
 	return next
 }
 
+// alertWork runs f's alert job jobID of attempt 1 of run id.
+func alertWork(f *flow) func(id, jobID int64) error {
+	return func(id, jobID int64) error {
+		job := &river.Job[AlertArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
+			Args: AlertArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID}}
+		return (&alertWorker{f: f}).Work(context.Background(), job)
+	}
+}
+
 // The job that claimed the creation of an alert issue is gone (discarded
 // after GitHub failed it every time): a later alert of the same release
 // takes the claim over and opens the issue, instead of waiting for the dead
@@ -51,11 +60,7 @@ func TestAlertIssueClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		work := func(id, jobID int64) error {
-			job := &river.Job[AlertArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
-				Args: AlertArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID}}
-			return (&alertWorker{f: f}).Work(ctx, job)
-		}
+		work := alertWork(f)
 
 		gone := alerted(t, f, 41)
 		claimBy(gone, 999_999) // no such job any more
@@ -113,12 +118,7 @@ func TestAnOlderAlertDoesNotLeaveItsRunOnTheIssue(t *testing.T) {
 		t.Parallel()
 		fake := githubtest.NewServer(t)
 		f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
-		ctx := context.Background()
-		work := func(id, jobID int64) error {
-			job := &river.Job[AlertArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
-				Args: AlertArgs{Repository: "acme/checkout", RunID: id, Attempt: 1, InstallationID: githubtest.InstallationID}}
-			return (&alertWorker{f: f}).Work(ctx, job)
-		}
+		work := alertWork(f)
 		const release = "checkout-v2"
 		alertedOf(t, f, 51, release)
 		if err := work(51, 1); err != nil {
