@@ -87,6 +87,26 @@ func TestProtectionRuleAnswersByFreezeAndGates(t *testing.T) {
 	}
 }
 
+// requestOf is GitHub's deployment_protection_rule event for production,
+// run runID at sha, waiting on deployment deploymentID (a re-run of the
+// run waits on a new one).
+func requestOf(t *testing.T, e *e2etest.Env, sha string, runID, deploymentID int64) []byte {
+	t.Helper()
+	body := githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
+		Repo: repo, Environment: "production", RunID: runID, APIURL: e.GitHub.URL(), SHA: sha,
+		InstallationID: githubtest.InstallationID})
+	var payload map[string]any
+	if err := json.Unmarshal(body, &payload); err != nil {
+		t.Fatal(err)
+	}
+	payload["deployment"].(map[string]any)["id"] = deploymentID
+	body, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
 // A re-run of the waiting job (GitHub keeps the run id, and ripcord itself
 // re-runs failed deploy jobs) makes a new deployment and asks again: it
 // must get its own answer, or the job waits until GitHub times it out. A
@@ -98,21 +118,7 @@ func TestProtectionRuleAnswersARerunOfTheSameRun(t *testing.T) {
 	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), false))
 	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
 	e.Install(repo)
-	request := func(deploymentID int64) []byte {
-		body := githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
-			Repo: repo, Environment: "production", RunID: 300, APIURL: e.GitHub.URL(), SHA: sha,
-			InstallationID: githubtest.InstallationID})
-		var payload map[string]any
-		if err := json.Unmarshal(body, &payload); err != nil {
-			t.Fatal(err)
-		}
-		payload["deployment"].(map[string]any)["id"] = deploymentID
-		body, err := json.Marshal(payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return body
-	}
+	request := func(deploymentID int64) []byte { return requestOf(t, e, sha, 300, deploymentID) }
 	first := e.Deliver("deployment_protection_rule", request(9001))
 	e.WaitFor("the first review", 20*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) == 1 })
 	e.Settle()
@@ -656,6 +662,22 @@ func TestProtectionRuleAnswersOnlyTheEventsRepositorysRun(t *testing.T) {
 	}
 }
 
+// gateRunning starts a server whose production needs ripcord/provenance,
+// which is running on the commit deploy/prod.yaml was last changed in: it
+// returns the server, the commit and the evaluation's external id.
+func gateRunning(t *testing.T, dbURL string) (*e2etest.Env, string, string) {
+	t.Helper()
+	now := time.Now().UTC()
+	e := e2etest.Start(t, dbURL, app.Options{})
+	e.CheckRequestsAtCleanup(t)
+	e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
+	sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
+	evaluation := gateExternalID(sha, "shop", "production", "pull_request opened")
+	e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Status: "in_progress", ExternalID: evaluation})
+	e.Install(repo)
+	return e, sha, evaluation
+}
+
 // A gate still running makes the review wait, not answer: ripcord looks
 // again (every minute; here the test moves the job's time up rather than
 // wait) and answers once the gate has finished, once, however often GitHub
@@ -663,14 +685,7 @@ func TestProtectionRuleAnswersOnlyTheEventsRepositorysRun(t *testing.T) {
 func TestProtectionRuleAnswersOnceWhenTheGatesFinish(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, dbURL string) {
-		now := time.Now().UTC()
-		e := e2etest.Start(t, dbURL, app.Options{})
-		e.CheckRequestsAtCleanup(t)
-		e.GitHub.PutFile(repo, "main", ".github/ripcord.yml", config(now.Add(24*time.Hour), now.Add(48*time.Hour), true))
-		sha := e.GitHub.PutFile(repo, "main", "deploy/prod.yaml", "image: shop:1\n")
-		evaluation := gateExternalID(sha, "shop", "production", "pull_request opened")
-		e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Status: "in_progress", ExternalID: evaluation})
-		e.Install(repo)
+		e, sha, evaluation := gateRunning(t, dbURL)
 		request := githubtest.BuildDeploymentProtectionRule(t, githubtest.ProtectionRule{
 			Repo: repo, Environment: "production", RunID: 970, APIURL: e.GitHub.URL(), SHA: sha,
 			InstallationID: githubtest.InstallationID})
@@ -713,4 +728,35 @@ func moveUp(t *testing.T, e *e2etest.Env) {
 	if _, err := db.Write.Exec(`UPDATE river_job SET scheduled_at = created_at WHERE kind = 'protection_review' AND state = 'scheduled'`); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A run waits on its gates, and is re-run meanwhile: GitHub asks again for
+// the re-run's new deployment. GitHub takes a review by run and
+// environment, so the first request's job, waking with the second's, would
+// answer the re-run's request with its own decision (its gates' deadline,
+// or an answer kept from before a freeze). It leaves the run to the newer
+// request's job: one review.
+func TestProtectionRuleLeavesARerunsRequestToItsOwnReview(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, dbURL string) {
+		e, sha, evaluation := gateRunning(t, dbURL)
+		request := func(deploymentID int64) []byte { return requestOf(t, e, sha, 971, deploymentID) }
+		waiting := func(n int) func() bool {
+			return func() bool {
+				return e.Int(`SELECT COUNT(*) FROM river_job WHERE kind = 'protection_review' AND state = 'scheduled'`) == n
+			}
+		}
+		e.Deliver("deployment_protection_rule", request(9101))
+		e.WaitFor("the first request to wait for the gate", 20*time.Second, waiting(1))
+		e.Deliver("deployment_protection_rule", request(9102)) // the run was re-run
+		e.WaitFor("the re-run's request to wait for the gate", 20*time.Second, waiting(2))
+
+		e.GitHub.AddCheckRun(repo, githubtest.CheckRun{Name: "ripcord/provenance", HeadSHA: sha, Conclusion: "success", ExternalID: evaluation})
+		moveUp(t, e)
+		e.WaitFor("the review", 30*time.Second, func() bool { return len(e.GitHub.GateReviews(repo)) > 0 })
+		e.Settle()
+		if r := reviewPosts(t, e); len(r) != 1 || r[0].RunID != 971 || r[0].State != "approved" {
+			t.Errorf("reviews = %+v, want one: run 971 approved, by the re-run's request", r)
+		}
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ripcord/ripcord/app/gatesflow"
 	"github.com/ripcord/ripcord/app/pipeline"
 	"github.com/ripcord/ripcord/internal/ghlimit"
+	"github.com/ripcord/ripcord/internal/store"
 	"github.com/ripcord/ripcord/rollout"
 )
 
@@ -67,6 +68,13 @@ func (w *reviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) err
 
 func (w *reviewWorker) work(ctx context.Context, job *river.Job[ReviewArgs]) error {
 	a := job.Args
+	if newer, err := superseded(ctx, w.deps.DB, job); err != nil || newer {
+		if newer {
+			w.deps.Log.Info("deployment protection rule request superseded by a newer one of the run: not answered",
+				"repository", a.Repository, "environment", a.Environment, "run_id", a.RunID, "deployment_id", a.DeploymentID)
+		}
+		return err
+	}
 	gh, err := w.deps.GitHub.NewInstallationClient(a.InstallationID)
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", a.InstallationID, err)
@@ -101,6 +109,24 @@ func (w *reviewWorker) work(ctx context.Context, job *river.Job[ReviewArgs]) err
 		dec = Decision{State: Rejected, Comment: dec.Comment + fmt.Sprintf(" — still running after %s; rejected", gateDeadline)}
 	}
 	return w.answer(ctx, gh, a, dec)
+}
+
+// superseded reports whether a newer request of job's run and environment
+// (a re-run, waiting on a new deployment) has a review job of its own.
+// GitHub takes a review by run and environment, not by deployment, so this
+// job's answer would answer that request with a decision made for this
+// one: its gates' deadline, or an answer kept from before a freeze began.
+func superseded(ctx context.Context, db *store.DB, job *river.Job[ReviewArgs]) (bool, error) {
+	arg := func(name string) string { return store.RiverJobArg(db.Dialect, name) }
+	a := job.Args
+	var n int
+	err := db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = $1 AND id > $2
+		AND `+arg("repository")+` = $3 AND `+arg("environment")+` = $4 AND CAST(`+arg("run_id")+` AS BIGINT) = $5`,
+		ReviewArgs{}.Kind(), job.ID, a.Repository, a.Environment, a.RunID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("newer protection rule requests of run %d in %s: %w", a.RunID, a.Repository, err)
+	}
+	return n > 0, nil
 }
 
 // posted is the answer an attempt of the job posts, kept as the job's
