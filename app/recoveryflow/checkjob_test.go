@@ -180,13 +180,17 @@ func TestACheckRunJobOvertakenByANewerStateLeavesTheNewerShowing(t *testing.T) {
 			answer := fake.Default(read)
 			var once sync.Once
 			var newer error
+			// stop runs in the fake's handler, not the test's goroutine: it
+			// hands its failures to newer rather than end the test there.
 			stop := func() {
 				next, ok := ep.Stop(2, "attempt 2 was cancelled", f.deps.Now())
 				if !ok {
-					t.Fatal("setup: the episode does not stop")
+					newer = errors.New("setup: the episode does not stop")
+					return
 				}
 				if err := f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return saveEpisode(ctx, tx, next, ep.Seq) }); err != nil {
-					t.Fatal(err)
+					newer = err
+					return
 				}
 				newer = work(next, 3)
 			}
