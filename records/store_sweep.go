@@ -211,10 +211,6 @@ var belongings = []struct {
 	// its release it would be shown again on the check run of a release
 	// opened later under the same id.
 	{"release_check_notes", "check run notes", ""},
-	// The claim of the creation of a release's check run: outliving its
-	// release it is only a stale claim, taken over when needed, but it
-	// means nothing without it.
-	{"release_check_claims", "check run claims", ""},
 	// A withdrawn rollback's hold on its environment after its pull
 	// request was reopened (app/rollbackflow/claim.go): without its
 	// record it holds nothing, and a release opened later under the same

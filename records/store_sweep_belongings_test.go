@@ -15,13 +15,12 @@ import (
 // fails TestSweepLeavesNoRowOfASweptRelease until it is listed here, so
 // that someone decides whether its rows outlive their release.
 var releaseTables = map[string]bool{
-	"records":              true,
-	"facts":                true,
-	"release_check_notes":  true,
-	"release_check_claims": true,
-	"rollback_reopened":    true,
-	"rollouts":             true, // once done; its batches, readings, approvals and audit cascade
-	"deployments":          true, // a foreign key, ON DELETE CASCADE
+	"records":             true,
+	"facts":               true,
+	"release_check_notes": true,
+	"rollback_reopened":   true,
+	"rollouts":            true, // once done; its batches, readings, approvals and audit cascade
+	"deployments":         true, // a foreign key, ON DELETE CASCADE
 	// History: drift and stall events may have no record at all.
 	"audit_events": false,
 	// One per workload: dropped, the workload's next resync would be drift.
@@ -76,7 +75,6 @@ func TestSweepLeavesNoRowOfASweptRelease(t *testing.T) {
 		for _, rel := range []string{"A9", "A4", "swept-before"} {
 			exec(`INSERT INTO facts (id, release_id, source, received_at, body) VALUES ($1, $1, 'rollout', 0, '{}')`, rel)
 			exec(`INSERT INTO release_check_notes (release_id, note) VALUES ($1, 'opening the rollback')`, rel)
-			exec(`INSERT INTO release_check_claims (release_id, claim) VALUES ($1, 7)`, rel)
 			exec(`INSERT INTO rollback_reopened (release_id, reopened_at, reopened_by) VALUES ($1, 0, 'octocat')`, rel)
 			putRollout(t, s, "ro-"+rel, rel, "done")
 			if rel != "swept-before" {

@@ -189,7 +189,13 @@ func (w *releaseCheckWorker) Work(ctx context.Context, job *river.Job[ReleaseChe
 	if err != nil {
 		return fmt.Errorf("github client for installation %d: %w", inst, err)
 	}
-	claim := func(ctx context.Context) (bool, error) { return claimReleaseCheck(ctx, d, r.ReleaseID, job.ID) }
+	// Creations are claimed (pipeline.Deps.Claim): each change of a
+	// release queues a job, River runs them side by side, and two that
+	// found no run on GitHub would each create one, the one not found again
+	// staying as first written for good.
+	claim := func(ctx context.Context) (func(), bool, error) {
+		return d.Claim(ctx, "release-check "+r.ReleaseID, job.ID)
+	}
 	// The release can change while this job writes, and the job of the
 	// newer state (or a newer note) can write first: GitHub keeps the last
 	// write, which would show the older state, button and answered clicks
@@ -247,46 +253,6 @@ func (w *releaseCheckWorker) render(ctx context.Context, r records.Record, note 
 // creates its check run.
 const claimWait = time.Second
 
-// claimReleaseCheck claims the creation of the release's check run for
-// job: each change of a release queues a job, River runs them side by
-// side, and two that found no run on GitHub would each create one, the one
-// not found again staying as first written. A live claimant's creation is
-// waited for (a snooze: the next try finds its run). The claim of a job
-// River is done with is taken over; relist is then true, as that job may
-// have created the run since the caller looked.
-func claimReleaseCheck(ctx context.Context, d pipeline.Deps, releaseID string, job int64) (relist bool, err error) {
-	db := d.DB.Write
-	if _, err := db.ExecContext(ctx, `INSERT INTO release_check_claims (release_id, claim) VALUES ($1, $2)
-		ON CONFLICT (release_id) DO NOTHING`, releaseID, job); err != nil {
-		return false, fmt.Errorf("claim the %s of %s: %w", ReleaseCheckName, releaseID, err)
-	}
-	var holder int64
-	if err := db.QueryRowContext(ctx, `SELECT claim FROM release_check_claims WHERE release_id = $1`, releaseID).Scan(&holder); err != nil {
-		return false, fmt.Errorf("read the %s claim of %s: %w", ReleaseCheckName, releaseID, err)
-	}
-	if holder == job {
-		return false, nil
-	}
-	if gone, err := d.JobGone(ctx, holder); err != nil || !gone {
-		if err == nil {
-			err = river.JobSnooze(claimWait)
-		}
-		return false, err
-	}
-	res, err := db.ExecContext(ctx, `UPDATE release_check_claims SET claim = $1 WHERE release_id = $2 AND claim = $3`, job, releaseID, holder)
-	if err != nil {
-		return false, fmt.Errorf("take over the %s claim of %s: %w", ReleaseCheckName, releaseID, err)
-	}
-	n, err := res.RowsAffected()
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("take over the %s claim of %s: %w", ReleaseCheckName, releaseID, err)
-	case n != 1:
-		return false, river.JobSnooze(claimWait) // another job took it over first
-	}
-	return true, nil
-}
-
 // target is the rollback the records offer for r: the newest eligible
 // release before it, within the repository's eligibility window.
 func (w *releaseCheckWorker) target(ctx context.Context, r records.Record) (*records.Record, eligibility.Answer, error) {
@@ -331,40 +297,39 @@ func windowOf(configs *pipeline.RepoConfigs, repository string) int {
 // another App can make one of the same name and external id (release ids
 // are easy to guess), and GitHub refuses every update of it, so taking it
 // would leave the release without its check run and Roll back button for
-// good. Before creating a run it asks claim (claimReleaseCheck; nil: the
-// caller is the only writer), and looks again when the claim was taken
-// over from a job that may have made the run meanwhile.
+// good. Before creating a run it takes claim (nil: the caller is the only
+// writer) and looks again while it holds it.
 func writeReleaseCheck(ctx context.Context, gh *github.Client, appID int64, r records.Record, externalID string, v CheckView, now time.Time,
-	claim func(context.Context) (relist bool, err error)) error {
+	claim func(context.Context) (release func(), held bool, err error)) error {
 	owner, repo, _ := strings.Cut(r.Repository, "/")
 	out := &github.CheckRunOutput{Title: &v.Title, Summary: &v.Summary}
 	ts := github.Timestamp{Time: now}
-	for {
-		id, err := findReleaseCheck(ctx, gh, appID, r)
+	id, err := findReleaseCheck(ctx, gh, appID, r)
+	if err != nil {
+		return err
+	}
+	if id == 0 && claim != nil {
+		release, held, err := claim(ctx)
 		if err != nil {
 			return err
 		}
-		if id != 0 {
-			opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, ExternalID: &externalID, Status: &v.Status, Output: out, Actions: v.Actions}
-			if v.Status == "completed" {
-				opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts
-			}
-			if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, id, opts); err != nil {
-				return fmt.Errorf("update %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
-			}
-			return nil
+		if !held {
+			return river.JobSnooze(claimWait)
 		}
-		if claim == nil {
-			break
-		}
-		relist, err := claim(ctx)
-		if err != nil {
+		defer release()
+		if id, err = findReleaseCheck(ctx, gh, appID, r); err != nil { // one made while the claim was another's
 			return err
 		}
-		if !relist {
-			break
+	}
+	if id != 0 {
+		opts := github.UpdateCheckRunOptions{Name: ReleaseCheckName, ExternalID: &externalID, Status: &v.Status, Output: out, Actions: v.Actions}
+		if v.Status == "completed" {
+			opts.Conclusion, opts.CompletedAt = &v.Conclusion, &ts
 		}
-		claim = nil // held now: the list again is the last look
+		if _, _, err := gh.Checks.UpdateCheckRun(ghclient.Idempotent(ctx), owner, repo, id, opts); err != nil {
+			return fmt.Errorf("update %s of %s: %w", ReleaseCheckName, r.ReleaseID, err)
+		}
+		return nil
 	}
 	opts := github.CreateCheckRunOptions{Name: ReleaseCheckName, HeadSHA: r.GitRevision, ExternalID: &externalID,
 		Status: &v.Status, StartedAt: &ts, Output: out, Actions: v.Actions}

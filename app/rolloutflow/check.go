@@ -213,7 +213,19 @@ func (x *executor) writeView(ctx context.Context, gh *github.Client, r Rollout, 
 			return false, x.updateCheck(ctx, gh, owner, repo, r, v, now, err)
 		}
 	}
-	if claimed, err := x.claimCheck(ctx, r, job); err != nil || !claimed {
+	// Creations are claimed (pipeline.Deps.Claim): two jobs that found no
+	// run would each create one, and the one not stored would stay in
+	// progress for good. Under the claim, a run stored meanwhile or a move
+	// sends the caller back to read the rollout again.
+	release, held, err := x.deps.Claim(ctx, "rollout-check "+r.ID, job)
+	if err != nil {
+		return false, err
+	}
+	if !held {
+		return false, river.JobSnooze(claimWait)
+	}
+	defer release()
+	if cur, err := getRollout(ctx, x.deps.DB.Write, r.ID); err != nil || cur.CheckRunID != r.CheckRunID || cur.Seq != r.Seq {
 		return err == nil, err
 	}
 	opts := github.CreateCheckRunOptions{Name: CheckName, HeadSHA: r.HeadSHA, ExternalID: &v.externalID, Status: &v.state,
@@ -225,46 +237,12 @@ func (x *executor) writeView(ctx context.Context, gh *github.Client, r Rollout, 
 	if err != nil {
 		return false, fmt.Errorf("create %s of rollout %s: %w", CheckName, r.ID, err)
 	}
-	_, err = x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET check_run_id = $1, check_claim = 0 WHERE id = $2 AND check_claim = $3`,
-		cr.GetID(), r.ID, job)
+	_, err = x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET check_run_id = $1 WHERE id = $2 AND check_run_id = $3`,
+		cr.GetID(), r.ID, r.CheckRunID)
 	if err != nil {
 		return false, fmt.Errorf("store %s %d of rollout %s: %w", CheckName, cr.GetID(), r.ID, err)
 	}
 	return false, nil
-}
-
-// claimCheck claims the creation of the rollout's check run for job while
-// the rollout is as r has it (seq and check run). false, with no error,
-// when it moved on; a claim of another job that is still queued or running
-// is waited for (a snooze), and one of a job that is gone is taken over.
-func (x *executor) claimCheck(ctx context.Context, r Rollout, job int64) (bool, error) {
-	claim := func(from int64) (bool, error) {
-		res, err := x.deps.DB.Write.ExecContext(ctx, `UPDATE rollouts SET check_claim = $1
-			WHERE id = $2 AND check_run_id = $3 AND seq = $4 AND check_claim IN (0, $1, $5)`, job, r.ID, r.CheckRunID, r.Seq, from)
-		if err != nil {
-			return false, fmt.Errorf("claim the %s of rollout %s: %w", CheckName, r.ID, err)
-		}
-		n, err := res.RowsAffected()
-		return n == 1, err
-	}
-	if ok, err := claim(0); err != nil || ok {
-		return ok, err
-	}
-	var id, seq, holder int64
-	if err := x.deps.DB.Write.QueryRowContext(ctx, `SELECT check_run_id, seq, check_claim FROM rollouts WHERE id = $1`,
-		r.ID).Scan(&id, &seq, &holder); err != nil {
-		return false, fmt.Errorf("read the %s claim of rollout %s: %w", CheckName, r.ID, err)
-	}
-	if id != r.CheckRunID || seq != r.Seq {
-		return false, nil
-	}
-	switch gone, err := x.deps.JobGone(ctx, holder); {
-	case err != nil:
-		return false, err
-	case !gone:
-		return false, river.JobSnooze(claimWait)
-	}
-	return claim(holder)
 }
 
 // view is what the check run shows. Its external id names the pause the

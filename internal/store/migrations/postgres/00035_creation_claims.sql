@@ -4,10 +4,12 @@
 -- its key here first, looks again, creates, and deletes the claim
 -- (pipeline.Deps.Claim). Keys: "gate-run <repository>@<commit>
 -- <app>/<environment> <gate>" (a gate's result on a commit is its newest
--- run: an older evaluation's verdict created last would stand), and
+-- run: an older evaluation's verdict created last would stand),
 -- "rollback-branch <repository> <branch>" (two rollbacks to one commit
 -- share a branch name: one created the branch, the other took it over
--- before the first had opened its pull request). A row outlives its job
+-- before the first had opened its pull request), "rollout-check <id>" and
+-- "release-check <release id>" (two jobs that found no check run each
+-- created one, and the one not kept stayed in progress for good). A row outlives its job
 -- only when the job was lost while holding it; the key's next claimant
 -- takes it over once River is done with that job.
 CREATE TABLE creation_claims (
