@@ -59,18 +59,10 @@ func TestAnOlderVerdictIsNotCreatedAfterANewerOne(t *testing.T) {
 		}
 		older, newer := verdict("failure", "QA not approved"), verdict("success", "QA approved")
 
-		reached, release := s.HoldFirst("POST /repos/{owner}/{repo}/check-runs")
-		done := make(chan error, 1)
-		go func() { done <- w.Work(ctx, older) }()
-		select {
-		case <-reached:
-		case err := <-done:
-			t.Fatalf("the older verdict ended before creating its run: %v", err)
-		}
-		errNewer := w.Work(ctx, newer)
-		release()
-		if err := <-done; err != nil {
-			t.Fatalf("the older verdict: %v", err)
+		errOlder, errNewer := s.Overtake("POST /repos/{owner}/{repo}/check-runs",
+			func() error { return w.Work(ctx, older) }, func() error { return w.Work(ctx, newer) })
+		if errOlder != nil {
+			t.Fatalf("the older verdict: %v", errOlder)
 		}
 		var snooze *river.JobSnoozeError
 		if errors.As(errNewer, &snooze) { // as River does, once the snooze is over

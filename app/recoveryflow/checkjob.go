@@ -65,7 +65,7 @@ func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error
 	// would then show the older state for good. So the job reads the
 	// episode again after writing and, while it has moved on, writes it as
 	// it stands.
-	for {
+	for range maxRewrites {
 		if err := f.writeCheck(ctx, gh, ep, job); err != nil {
 			return err
 		}
@@ -75,6 +75,7 @@ func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error
 		}
 		ep = now
 	}
+	return nil // still moving: the newest state's own job writes it too
 }
 
 // writeCheck shows ep on its check run: it creates the run, or updates it.

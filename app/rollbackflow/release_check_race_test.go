@@ -80,23 +80,6 @@ func (c *releaseChecks) release() records.Record {
 	return r
 }
 
-// overtaken runs job a until its first request on GitHub's route, then
-// newer, then lets a's request go on; it returns a's and newer's errors.
-func (c *releaseChecks) overtaken(route string, a *river.Job[ReleaseCheckArgs], newer func() error) (error, error) {
-	c.t.Helper()
-	reached, release := c.gh.HoldFirst(route)
-	done := make(chan error, 1)
-	go func() { done <- c.w.Work(context.Background(), a) }()
-	select {
-	case <-reached:
-	case err := <-done:
-		c.t.Fatalf("the first job ended before %s: %v", route, err)
-	}
-	errNewer := newer()
-	release()
-	return <-done, errNewer
-}
-
 func (c *releaseChecks) shown() []string {
 	var out []string
 	for _, cr := range c.gh.CheckRuns("acme/checkout") {
@@ -115,9 +98,8 @@ func TestReleaseCheckJobsSideBySideCreateOneRun(t *testing.T) {
 		t.Parallel()
 		c := newReleaseChecks(t, dbURL)
 		first, second := c.job(), c.job()
-		errFirst, errSecond := c.overtaken("POST /repos/{owner}/{repo}/check-runs", first, func() error {
-			return c.w.Work(context.Background(), second)
-		})
+		errFirst, errSecond := c.gh.Overtake("POST /repos/{owner}/{repo}/check-runs",
+			func() error { return c.w.Work(context.Background(), first) }, func() error { return c.w.Work(context.Background(), second) })
 		if errFirst != nil {
 			t.Fatalf("the first job: %v", errFirst)
 		}
@@ -148,7 +130,9 @@ func TestAReleaseCheckJobOvertakenByAChangeLeavesTheChangeShowing(t *testing.T) 
 		}
 		before := c.shown()
 		older := c.job()
-		errOld, errNew := c.overtaken("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", older, func() error {
+		errOld, errNew := c.gh.Overtake("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", func() error {
+			return c.w.Work(context.Background(), older)
+		}, func() error {
 			// The deploy of r3 is re-run and succeeds.
 			fact := records.Fact{Source: records.SourceTask, Repository: "acme/checkout", WorkflowRunID: 9003, RunAttempt: 2,
 				Status: records.TaskSuccess, App: "checkout", Environment: "prod", Cluster: "prod-eu", ReleaseID: "r3",

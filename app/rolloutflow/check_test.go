@@ -305,25 +305,6 @@ func TestARateLimitedCheckRunWaitsAtMostAnHourAtATime(t *testing.T) {
 	})
 }
 
-// overtaken runs job a of h's rollout until its first request on GitHub's
-// route, then newer (the rollout moves on, its job writes), then lets a's
-// request go on, and returns a's and newer's errors.
-func overtaken(t *testing.T, h *harness, route string, a *river.Job[CheckArgs], newer func() error) (error, error) {
-	t.Helper()
-	reached, release := h.gh.HoldFirst(route)
-	w, _ := checkJob(h)
-	done := make(chan error, 1)
-	go func() { done <- w.Work(context.Background(), a) }()
-	select {
-	case <-reached:
-	case err := <-done:
-		t.Fatalf("the first job ended before %s: %v", route, err)
-	}
-	errNewer := newer()
-	release()
-	return <-done, errNewer
-}
-
 // shown is the rollout's check runs, each as "status title".
 func shown(h *harness) []string {
 	var out []string
@@ -351,9 +332,8 @@ func TestCheckRunJobsSideBySideCreateOneRun(t *testing.T) {
 			jobs = append(jobs, checkJobRow(h, row.Job.ID))
 		}
 		w, _ := checkJob(h)
-		errFirst, errSecond := overtaken(t, h, "POST /repos/{owner}/{repo}/check-runs", jobs[0], func() error {
-			return w.Work(ctx, jobs[1])
-		})
+		errFirst, errSecond := h.gh.Overtake("POST /repos/{owner}/{repo}/check-runs",
+			func() error { return w.Work(ctx, jobs[0]) }, func() error { return w.Work(ctx, jobs[1]) })
 		if errFirst != nil {
 			t.Fatalf("the first job: %v", errFirst)
 		}
@@ -383,7 +363,8 @@ func TestACheckRunJobOvertakenByAMoveLeavesTheMoveShowing(t *testing.T) {
 			t.Fatalf("first check-run job: %v", err)
 		}
 		before := h.gh.CheckRuns(testRepo)[0].Summary
-		errOld, errNew := overtaken(t, h, "PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", checkJobRow(h, 2), func() error {
+		older := func() error { return w.Work(context.Background(), checkJobRow(h, 2)) }
+		errOld, errNew := h.gh.Overtake("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", older, func() error {
 			h.hold = false
 			if !h.finishRuns() {
 				t.Fatal("setup: no run to finish")

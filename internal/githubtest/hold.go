@@ -31,3 +31,23 @@ func (s *Server) HoldFirst(pattern string) (reached <-chan struct{}, release fun
 	})
 	return arrived, release
 }
+
+// Overtake runs first until its first request on the operation (as for
+// HoldFirst), holds that request while newer runs, then lets it go on: the
+// interleaving of two jobs in which the newer one writes while the older
+// one's request is in flight. It returns the errors of both; first ending
+// before it reached the operation fails the test.
+func (s *Server) Overtake(pattern string, first, newer func() error) (errFirst, errNewer error) {
+	s.t.Helper()
+	reached, release := s.HoldFirst(pattern)
+	done := make(chan error, 1)
+	go func() { done <- first() }()
+	select {
+	case <-reached:
+	case err := <-done:
+		s.t.Fatalf("githubtest: Overtake: the first ended before %s: %v", pattern, err)
+	}
+	errNewer = newer()
+	release()
+	return <-done, errNewer
+}
