@@ -11,6 +11,7 @@ import (
 
 	"github.com/ripcord/ripcord/app/ghclient"
 	"github.com/ripcord/ripcord/app/pipeline"
+	"github.com/ripcord/ripcord/internal/store"
 )
 
 // claimWait is how long a check-run job waits while another job of the
@@ -64,7 +65,9 @@ func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error
 	// the newer state can write first: GitHub keeps the last write, which
 	// would then show the older state for good. So the job reads the
 	// episode again after writing and, while it has moved on, writes it as
-	// it stands.
+	// it stands. Unless the newest state's own job has not started yet:
+	// that job writes after this write, and showing its state twice would
+	// tell a reviewer the same news twice.
 	for range maxRewrites {
 		if err := f.writeCheck(ctx, gh, ep, job); err != nil {
 			return err
@@ -73,9 +76,28 @@ func (w *checkWorker) work(ctx context.Context, job *river.Job[CheckArgs]) error
 		if err != nil || !ok || now.Seq == ep.Seq {
 			return err
 		}
+		if waiting, err := f.checkJobWaiting(ctx, now); err != nil || waiting {
+			return err
+		}
 		ep = now
 	}
 	return nil // still moving: the newest state's own job writes it too
+}
+
+// checkJobWaiting reports whether ep's own check-run job (of its Seq) is
+// queued and not started: it will write after anything written so far.
+// A running job may write before or after, so it does not count.
+func (f *flow) checkJobWaiting(ctx context.Context, ep Episode) (bool, error) {
+	arg := func(name string) string { return store.RiverJobArg(f.deps.DB.Dialect, name) }
+	var n int
+	err := f.deps.DB.Write.QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = $1
+		AND state IN ('available', 'pending', 'retryable', 'scheduled')
+		AND `+arg("repository")+` = $2 AND CAST(`+arg("run_id")+` AS BIGINT) = $3 AND CAST(`+arg("seq")+` AS BIGINT) = $4`,
+		CheckArgs{}.Kind(), ep.Repository, ep.RunID, ep.Seq).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("check-run job of %s#%d at %d: %w", ep.Repository, ep.RunID, ep.Seq, err)
+	}
+	return n > 0, nil
 }
 
 // writeCheck shows ep on its check run: it creates the run, or updates it.

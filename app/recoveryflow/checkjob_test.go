@@ -223,3 +223,68 @@ func TestACheckRunJobOvertakenByANewerStateLeavesTheNewerShowing(t *testing.T) {
 		})
 	}
 }
+
+// The episode moves on while a check-run job creates its run, and the
+// newer state's job is queued. When that job has not started, it writes
+// after the older one, so the older job leaves the newer state to it: a
+// reviewer is told each state once. When it is running, the order of the
+// two writes is unknown, so the older job writes the newer state itself.
+func TestACheckRunJobLeavesANewerStateToItsQueuedJob(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name     string
+		state    string // of the newer job when the older one looks
+		rewrites int    // PATCHes by the older job
+	}{{"queued", "available", 0}, {"running", "running", 1}} {
+		t.Run(c.name, func(t *testing.T) {
+			testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+				t.Parallel()
+				fake := githubtest.NewServer(t)
+				f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
+				ctx := context.Background()
+				ep := scheduled(t, f, 91, time.Now().Add(-time.Hour))
+				work := func(ep Episode, jobID int64) error {
+					job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
+						Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
+					return (&checkWorker{f: f}).Work(ctx, job)
+				}
+				const create = "POST /repos/{owner}/{repo}/check-runs"
+				answer := fake.Default(create)
+				next, ok := ep.Stop(2, "attempt 2 was cancelled", f.deps.Now())
+				if !ok {
+					t.Fatal("setup: the episode does not stop")
+				}
+				var moved error
+				fake.Handle(create, func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+					answer(w, r, params)
+					moved = f.deps.DB.InTx(ctx, func(tx *sql.Tx) error {
+						if err := saveEpisode(ctx, tx, next, ep.Seq); err != nil {
+							return err
+						}
+						if err := f.queueCheck(ctx, tx, next); err != nil {
+							return err
+						}
+						_, err := tx.ExecContext(ctx, `UPDATE river_job SET state = $1 WHERE kind = 'recovery_check'`, c.state)
+						return err
+					})
+				})
+				if err := work(ep, 1); err != nil {
+					t.Fatalf("the older check-run job: %v", err)
+				}
+				if moved != nil {
+					t.Fatalf("setup: moving the episode on: %v", moved)
+				}
+				if n := fake.Count("PATCH", "/repos/{owner}/{repo}/check-runs/{check_run_id}"); n != c.rewrites {
+					t.Errorf("the older job wrote the newer state %d times, want %d", n, c.rewrites)
+				}
+				if err := work(next, 2); err != nil {
+					t.Fatalf("the newer check-run job: %v", err)
+				}
+				runs := fake.CheckRuns(ep.Repository)
+				if len(runs) != 1 || runs[0].Status != "completed" || !strings.HasPrefix(runs[0].Title, "Stopped") {
+					t.Errorf("check runs: %+v; want one, completed, Stopped", runs)
+				}
+			})
+		})
+	}
+}
