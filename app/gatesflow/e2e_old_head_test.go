@@ -2,7 +2,9 @@ package gatesflow_test
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +54,45 @@ func TestAnEvaluationWhoseHeadMovesBeforeItsRetryCompletesItsRunsInProgress(t *t
 		}
 		if n := len(e.GitHub.CheckRuns(repo)); n != before {
 			t.Errorf("%d check runs made on the old head, want none", n-before)
+		}
+	})
+}
+
+// The verdict of an evaluation that showed its gate in progress is written
+// (by a job of an earlier attempt) after its retry, finding the head
+// moved, listed the run in progress and before it looked for a verdict on
+// its way: none is on its way any more, and the run is completed. The
+// verdict is what the gate said of the commit while it was the head, so it
+// stands; the answer goes beside it as its text.
+func TestAnOldHeadAnswerLeavesAVerdictWrittenSinceItListedTheRun(t *testing.T) {
+	t.Parallel()
+	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
+		t.Parallel()
+		l := loseEvaluationToItsRetry(t, dbURL) // its retry waits for the test to run it
+		e := l.e
+		moved := e.GitHub.PutFile(repo, "bump-checkout", "deploy/prod.yaml", release(digestB, 4))
+		const list = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs"
+		answer := e.GitHub.Default(list)
+		var once sync.Once
+		e.GitHub.Handle(list, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+			answer(w, r, p)
+			once.Do(func() {
+				e.GitHub.EditCheckRun(repo, l.shown.ID, func(cr *githubtest.CheckRun) {
+					cr.Status, cr.Conclusion, cr.Title, cr.Summary = "completed", "success", "allowed", "the verdict"
+				})
+			})
+		})
+		l.readable()
+		retryNow(t, dbURL, "gates_evaluate", "")
+		waitForJob(e, "the evaluation's retry to end", 30*time.Second, "gates_evaluate", "completed")
+		e.Settle()
+
+		cr := run(e, l.shown.ID)
+		if cr.Conclusion != "success" || cr.Title != "allowed" || cr.Summary != "the verdict" {
+			t.Errorf("the run: %s %s %q\n%s\nwant the verdict written since it was listed kept", cr.Status, cr.Conclusion, cr.Title, cr.Summary)
+		}
+		if !strings.Contains(cr.Text, "no longer the head") || !strings.Contains(cr.Text, moved) {
+			t.Errorf("the run's text: %q\nwant the answer, naming the current head %s", cr.Text, moved)
 		}
 	})
 }

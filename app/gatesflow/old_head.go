@@ -94,12 +94,19 @@ func (w *evaluateWorker) answerSuite(ctx context.Context, gh *github.Client, a E
 // answerUnlessPending answers cr unless it is in progress and a verdict
 // of its evaluation is on its way (queued by an attempt before the head
 // moved): that verdict completes it, and an answer written beside it
-// could land last.
+// could land last. A verdict written since cr was listed is read afresh
+// once none is on its way: the answer then goes beside it, and the
+// verdict stands.
 func (w *evaluateWorker) answerUnlessPending(ctx context.Context, gh *github.Client, a EvaluateArgs, cr *github.CheckRun, answer string) error {
 	if cr.GetStatus() != "completed" {
 		pending, err := verdictPending(ctx, w.deps, evaluationRun{externalID: cr.GetExternalID(), name: cr.GetName()})
 		if err != nil || pending {
 			return err
+		}
+		owner, repo := splitRepo(a.Repository)
+		id := cr.GetID()
+		if cr, _, err = gh.Checks.GetCheckRun(ctx, owner, repo, id); err != nil {
+			return fmt.Errorf("read gate run %d of %s: %w", id, a.Repository, err)
 		}
 	}
 	return w.answerOldHead(ctx, gh, a, cr, answer)
