@@ -19,8 +19,9 @@ import (
 // their payloads. A delivery still queued, or waiting for a retry, is
 // never deleted; audit events keep the id of the delivery that caused them.
 //
-// The same job ends the deliveries stranded in the queue: see
-// failStrandedDeliveries.
+// The same job ends the deliveries stranded in the queue (see
+// failStrandedDeliveries) and deletes the creation claims of lost jobs
+// (see sweepClaims).
 
 // sweepChunk bounds one delete transaction, so the sweep never holds
 // SQLite's one writer for long.
@@ -51,7 +52,11 @@ func (w *deliverySweepWorker) Work(ctx context.Context, job *river.Job[DeliveryS
 		w.s.log.Warn("delivery failed: no retry is left and its last attempt's result was never recorded",
 			"delivery", d.ID, "event", d.Event, "attempts", d.Attempts, "err", d.LastError)
 	}
-	return errors.Join(err, strandErr)
+	claims, claimErr := sweepClaims(ctx, w.s.db, time.Now().Add(-claimSweepAge))
+	if claims > 0 {
+		w.s.log.Info("swept creation claims left by jobs lost while holding them", "deleted", claims)
+	}
+	return errors.Join(err, strandErr, claimErr)
 }
 
 // A delivery the drain could not complete is left queued with attempts > 0
