@@ -19,6 +19,13 @@ import (
 	"github.com/ripcord/ripcord/internal/testdb"
 )
 
+// workCheck runs attempt of check-run job id, of ep as it stands.
+func workCheck(ctx context.Context, f *flow, ep Episode, id int64, attempt int) error {
+	job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: attempt, MaxAttempts: jobAttempts},
+		Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
+	return (&checkWorker{f: f}).Work(ctx, job)
+}
+
 // The job that claimed the creation of an episode's check run is gone:
 // the next check-run job takes the claim over and creates the check run,
 // instead of snoozing for ever behind it. A live claimant is waited for.
@@ -35,11 +42,7 @@ func TestCheckRunClaimOfAJobThatIsGoneIsTakenOver(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		work := func(ep Episode, jobID int64) error {
-			job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
-				Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
-			return (&checkWorker{f: f}).Work(ctx, job)
-		}
+		work := func(ep Episode, jobID int64) error { return workCheck(ctx, f, ep, jobID, 1) }
 		created := func() int { return fake.Count("POST", "/repos/{owner}/{repo}/check-runs") }
 
 		live := scheduled(t, f, 52, time.Now().Add(-time.Hour))
@@ -80,11 +83,7 @@ func TestRetriedCheckRunIgnoresAnotherAppsRun(t *testing.T) {
 	ep := scheduled(t, f, 61, time.Now().Add(-time.Hour))
 	foreign := fake.AddCheckRun(ep.Repository, githubtest.CheckRun{Name: CheckName, HeadSHA: ep.HeadSHA,
 		ExternalID: RunKey(ep.Repository, ep.RunID), Status: "in_progress", AppSlug: "github-actions"})
-	work := func(attempt int) error {
-		job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: 7, Attempt: attempt, MaxAttempts: jobAttempts},
-			Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
-		return (&checkWorker{f: f}).Work(ctx, job)
-	}
+	work := func(attempt int) error { return workCheck(ctx, f, ep, 7, attempt) }
 	if err := work(2); err != nil { // a retry: it looks for an earlier attempt's run first
 		t.Fatalf("retried check-run job: %v", err)
 	}
@@ -134,9 +133,7 @@ func TestRetriedCheckRunFindsTheRunOfAnEarlierAttempt(t *testing.T) {
 		if err := f.deps.DB.InTx(ctx, func(tx *sql.Tx) error { return saveEpisode(ctx, tx, next, ep.Seq) }); err != nil {
 			t.Fatal(err)
 		}
-		job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: 8, Attempt: 2, MaxAttempts: jobAttempts},
-			Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: next.Seq, InstallationID: githubtest.InstallationID}}
-		if err := (&checkWorker{f: f}).Work(ctx, job); err != nil {
+		if err := workCheck(ctx, f, next, 8, 2); err != nil {
 			t.Fatalf("retried check-run job: %v", err)
 		}
 		var stored int64
@@ -167,11 +164,7 @@ func TestACheckRunJobOvertakenByANewerStateLeavesTheNewerShowing(t *testing.T) {
 			f := workerFlow(t, testdb.MigratedURL(t, "sqlite"), fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 			ctx := context.Background()
 			ep := scheduled(t, f, 81, time.Now().Add(-time.Hour))
-			work := func(ep Episode, jobID int64) error {
-				job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
-					Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
-				return (&checkWorker{f: f}).Work(ctx, job)
-			}
+			work := func(ep Episode, jobID int64) error { return workCheck(ctx, f, ep, jobID, 1) }
 			if err := work(ep, 1); err != nil {
 				t.Fatalf("first check-run job: %v", err)
 			}
@@ -243,11 +236,7 @@ func TestACheckRunJobLeavesANewerStateToItsQueuedJob(t *testing.T) {
 				f := workerFlow(t, dbURL, fake, ghclient.NewStepClock(time.Now().UTC()), nil)
 				ctx := context.Background()
 				ep := scheduled(t, f, 91, time.Now().Add(-time.Hour))
-				work := func(ep Episode, jobID int64) error {
-					job := &river.Job[CheckArgs]{JobRow: &rivertype.JobRow{ID: jobID, Attempt: 1, MaxAttempts: jobAttempts},
-						Args: CheckArgs{Repository: ep.Repository, RunID: ep.RunID, Seq: ep.Seq, InstallationID: githubtest.InstallationID}}
-					return (&checkWorker{f: f}).Work(ctx, job)
-				}
+				work := func(ep Episode, jobID int64) error { return workCheck(ctx, f, ep, jobID, 1) }
 				const create = "POST /repos/{owner}/{repo}/check-runs"
 				answer := fake.Default(create)
 				next, ok := ep.Stop(2, "attempt 2 was cancelled", f.deps.Now())
