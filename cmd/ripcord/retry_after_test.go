@@ -63,7 +63,31 @@ func onTheClock(t0 time.Time, wait, unit time.Duration, layout string) string {
 	if r := at.Truncate(unit); r.Before(at) {
 		at = r.Add(unit)
 	}
+	if y, m, d := t0.Date(); unit == time.Minute && (at.Day() != d || at.Month() != m || at.Year() != y) {
+		layout = "Jan 2 " + layout // another day on the user's clock
+	}
 	return at.Format(layout)
+}
+
+// A wait that ends on another day of the user's clock names the day; one
+// said to the second (under two minutes) never does.
+func TestRetryHintNamesTheDayWhenTheWaitEndsOnAnother(t *testing.T) {
+	zone := time.FixedZone("IST", 5*3600+1800)
+	late := time.Date(2026, 12, 3, 23, 25, 10, 0, zone)
+	for _, c := range []struct {
+		now  time.Time
+		wait time.Duration
+		want string
+	}{
+		{late, 65 * time.Minute, "try again after Dec 4 00:31 IST (in 1 h 5 min)"},
+		{late, 20 * time.Minute, "try again after 23:46 IST (in 20 min)"},
+		{late.Add(34 * time.Minute), 90 * time.Second, "try again after 00:00:40 IST (in 90 s)"},
+		{time.Date(2026, 12, 31, 23, 50, 0, 0, time.UTC), 42 * time.Minute, "try again after Jan 1 00:32 UTC (in 42 min)"},
+	} {
+		if got := retryHint(c.now, c.wait); got != c.want {
+			t.Errorf("retryHint(%s, %s) = %q, want %q", c.now, c.wait, got, c.want)
+		}
+	}
 }
 
 // hasHint says whether err ends saying to try again after wait and in,
