@@ -20,10 +20,7 @@ func TestSweepDeletesOldClaimsOfJobsGone(t *testing.T) {
 		t.Parallel()
 		db := testdb.OpenMigrated(t, dbURL)
 		ctx := context.Background()
-		rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rc := testdb.InsertOnlyRiver(t, db)
 		live, err := rc.Insert(ctx, DeliverySweepArgs{}, &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ripcord/ripcord/cluster/actionapi"
 	"github.com/ripcord/ripcord/internal/store"
+	"github.com/ripcord/ripcord/internal/testdb"
 	"github.com/ripcord/ripcord/records"
 )
 
@@ -38,10 +39,7 @@ func enqueueRollback(t *testing.T, db *store.DB, failed, of, releaseID string) s
 // returns that store, the action's id and the time of the claim.
 func claimedRollback(t *testing.T, db *store.DB, agent, releaseID string) (*actionStore, string, time.Time) {
 	t.Helper()
-	rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: an episode's end is queued, not run
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := testdb.InsertOnlyRiver(t, db) // insert-only: an episode's end is queued, not run
 	id := enqueueRollback(t, db, "v2", "c2", releaseID)
 	now := time.Now().UTC()
 	s := &actionStore{db: db, records: records.NewStore(db), river: func() *river.Client[*sql.Tx] { return rc },

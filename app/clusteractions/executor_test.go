@@ -48,10 +48,7 @@ func openRelease(t *testing.T, db *store.DB, rec records.Record, now time.Time) 
 func queueKubernetesRollback(t *testing.T, db *store.DB, now time.Time, req recoveryflow.RollbackRequest) (string, error) {
 	t.Helper()
 	ctx := context.Background()
-	rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only: the jobs it queues are looked at, not run
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := testdb.InsertOnlyRiver(t, db) // insert-only: the jobs it queues are looked at, not run
 	d := pipeline.Deps{DB: db, Records: records.NewStore(db), Now: func() time.Time { return now },
 		River: func() *river.Client[*sql.Tx] { return rc }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var id string

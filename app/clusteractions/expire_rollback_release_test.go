@@ -28,10 +28,7 @@ func TestAnExpiredClaimFailsTheRollbackReleaseAndItsLateFactsStillMakeItHealthy(
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := testdb.OpenMigrated(t, dbURL)
-		rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only
-		if err != nil {
-			t.Fatal(err)
-		}
+		rc := testdb.InsertOnlyRiver(t, db) // insert-only
 		rs := records.NewStore(db)
 		now := time.Now().UTC()
 		s := &actionStore{db: db, records: rs, river: func() *river.Client[*sql.Tx] { return rc },

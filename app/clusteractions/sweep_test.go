@@ -224,10 +224,7 @@ func TestASweepRacingAPollEndsTheActionOnce(t *testing.T) {
 // claimedRollbackStore is another server's store, started long ago.
 func claimedRollbackStore(t *testing.T, db *store.DB) (*actionStore, *river.Client[*sql.Tx], time.Time) {
 	t.Helper()
-	rc, err := river.NewClient(db.RiverDriver(), &river.Config{}) // insert-only
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := testdb.InsertOnlyRiver(t, db) // insert-only
 	now := time.Now().UTC()
 	return &actionStore{db: db, records: records.NewStore(db), river: func() *river.Client[*sql.Tx] { return rc },
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), started: now.Add(-time.Hour)}, rc, now

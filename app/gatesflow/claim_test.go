@@ -31,10 +31,7 @@ func TestAnOlderVerdictIsNotCreatedAfterANewerOne(t *testing.T) {
 	testdb.EachMigrated(t, func(t *testing.T, dbURL string) {
 		t.Parallel()
 		db := testdb.OpenMigrated(t, dbURL)
-		rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rc := testdb.InsertOnlyRiver(t, db)
 		s := githubtest.NewServer(t)
 		cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t), APIURL: s.URL()})
 		if err != nil {

@@ -58,10 +58,7 @@ func workerFlow(t *testing.T, dbURL string, fake *githubtest.Server, clock *ghcl
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := testdb.InsertOnlyRiver(t, db)
 	cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t), APIURL: fake.URL(),
 		Clock: clock, Transport: transport})
 	if err != nil {

@@ -45,10 +45,7 @@ func newReleaseChecks(t *testing.T, dbURL string) *releaseChecks {
 		githubtest.InstallationID); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := testdb.InsertOnlyRiver(t, db)
 	cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t), APIURL: gh.URL()})
 	if err != nil {
 		t.Fatal(err)

@@ -206,10 +206,7 @@ func (h *harness) executor() *executor {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rc := testdb.InsertOnlyRiver(t, db)
 	cc, err := ghclient.New(ghclient.Config{AppID: githubtest.AppID, PrivateKey: githubtest.AppPrivateKey(t),
 		APIURL: h.gh.URL(), Clock: h.clock})
 	if err != nil {

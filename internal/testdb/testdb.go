@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/riverqueue/river"
 
 	"github.com/ripcord/ripcord/internal/store"
 )
@@ -123,4 +124,16 @@ func withDatabase(admin, name string) (string, error) {
 	}
 	u.Path = "/" + name
 	return u.String(), nil
+}
+
+// InsertOnlyRiver is a River client on db that is never started: a test
+// queues jobs with it, or hands it to code that does, and looks at them
+// in river_job rather than running them.
+func InsertOnlyRiver(t testing.TB, db *store.DB) *river.Client[*sql.Tx] {
+	t.Helper()
+	rc, err := river.NewClient(db.RiverDriver(), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc
 }
