@@ -245,12 +245,7 @@ func (w *gaveUpWorker) movedHead(ctx context.Context, gh *github.Client, a GaveU
 // verdictPending reports whether a verdict of run's gate and evaluation
 // waits in the queue or is being written.
 func verdictPending(ctx context.Context, d pipeline.Deps, run evaluationRun) (bool, error) {
-	arg := func(name string) string {
-		if d.DB.Dialect == store.Postgres {
-			return "args->>'" + name + "'"
-		}
-		return "json_extract(args, '$." + name + "')"
-	}
+	arg := func(name string) string { return store.RiverJobArg(d.DB.Dialect, name) }
 	var n int
 	err := d.DB.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = $1
 		AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
