@@ -248,7 +248,7 @@ func verdictPending(ctx context.Context, d pipeline.Deps, run evaluationRun) (bo
 	arg := func(name string) string { return store.RiverJobArg(d.DB.Dialect, name) }
 	var n int
 	err := d.DB.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = $1
-		AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+		AND state IN (`+store.RiverLiveStates+`)
 		AND `+arg("external_id")+` = $2 AND `+arg("name")+` = $3 AND `+arg("status")+` = 'completed' AND `+arg("gave_up")+` IS NULL`,
 		ReportArgs{}.Kind(), run.externalID, run.name).Scan(&n)
 	if err != nil {

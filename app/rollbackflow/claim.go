@@ -174,7 +174,7 @@ func beingOpened(ctx context.Context, q querier, dialect store.Dialect, plan Pla
 	}
 	var id, rev string
 	err := q.QueryRowContext(ctx, `SELECT `+arg("release_id")+`, COALESCE(`+arg("plan", "record", "git_revision")+`, '')
-		FROM river_job WHERE kind = $1 AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+		FROM river_job WHERE kind = $1 AND state IN (`+store.RiverLiveStates+`)
 		AND `+arg("plan", "record", "app")+` = $2 AND `+arg("plan", "record", "environment")+` = $3
 		AND `+arg("plan", "record", "cluster")+` = $4 AND `+arg("release_id")+` <> $5
 		ORDER BY id LIMIT 1`, PullRequestArgs{}.Kind(), r.App, r.Environment, r.Cluster, r.ReleaseID).Scan(&id, &rev)
